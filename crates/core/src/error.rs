@@ -1,0 +1,56 @@
+//! The one error type of the core crate.
+
+use crate::path::RepoPath;
+
+/// Everything that can go wrong in the domain. Messages are lowercase and quote
+/// the offending value; file positions are `file:line:col`.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum CoreError {
+    #[error("{file}:{line}:{col}: syntax error: {message}")]
+    Syntax {
+        file: RepoPath,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Config { file: RepoPath, message: String },
+    #[error(
+        "{unit}: dependency {dependency:?} is not a unit (no terragrunt.hcl in {dependency:?})"
+    )]
+    NotAUnit { unit: RepoPath, dependency: String },
+    #[error("dependency cycle: {}", format_cycle(.0))]
+    Cycle(Vec<RepoPath>),
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath { path: String, reason: String },
+    #[error("cannot read {path:?}: {message}")]
+    Io { path: String, message: String },
+    #[error("filter {query:?}, column {column}: {message}")]
+    FilterSyntax {
+        query: String,
+        column: usize,
+        message: String,
+    },
+    #[error("{0}")]
+    Filter(String),
+    #[error("{file}:{line}: {message}")]
+    AccountConfig {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("scheduler: {0}")]
+    Scheduler(String),
+    #[error("git: {0}")]
+    Vcs(String),
+}
+
+fn format_cycle(cycle: &[RepoPath]) -> String {
+    cycle
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;

@@ -1,0 +1,16 @@
+//! live-ci's pure domain: Terragrunt discovery, the unit graph, change detection,
+//! filter queries and the runner-pool scheduler. No AWS SDK, no network, no processes:
+//! everything outside comes in through the ports in [`port`].
+
+pub mod error;
+pub mod graph;
+pub mod path;
+pub mod port;
+pub mod tree;
+pub mod unit;
+
+pub use error::{CoreError, Result};
+pub use graph::Graph;
+pub use path::RepoPath;
+pub use tree::{FileTree, FsTree, MemTree};
+pub use unit::{Unit, Unresolved};

@@ -1,0 +1,163 @@
+//! Repository-relative paths: the one spelling of a file or unit used everywhere
+//! (forward slashes, no `./`, no `..`, the root is the empty path).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, Result};
+
+/// A normalized path relative to the repository root. Cheap to clone: units and
+/// the files they read are shared by thousands of graph entries.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RepoPath(Arc<str>);
+
+impl RepoPath {
+    /// The repository root.
+    pub fn root() -> Self {
+        RepoPath(Arc::from(""))
+    }
+
+    /// Normalizes `raw` (relative to the root) lexically: `.` and empty components
+    /// vanish, `..` pops. A path that climbs above the root is an error.
+    pub fn new(raw: &str) -> Result<Self> {
+        Self::root().join(raw)
+    }
+
+    /// Joins a relative path onto this one, normalizing. An absolute `rel` is an
+    /// error: callers turn absolute filesystem paths into repo paths themselves.
+    pub fn join(&self, rel: &str) -> Result<Self> {
+        if rel.starts_with('/') {
+            return Err(CoreError::InvalidPath {
+                path: rel.to_string(),
+                reason: "absolute path where a repository-relative one is expected".into(),
+            });
+        }
+        let mut parts: Vec<&str> = if self.0.is_empty() {
+            Vec::new()
+        } else {
+            self.0.split('/').collect()
+        };
+        for comp in rel.split(['/', '\\']) {
+            match comp {
+                "" | "." => {}
+                ".." => {
+                    if parts.pop().is_none() {
+                        return Err(CoreError::InvalidPath {
+                            path: if self.0.is_empty() {
+                                rel.to_string()
+                            } else {
+                                format!("{}/{}", self.0, rel)
+                            },
+                            reason: "climbs above the repository root".into(),
+                        });
+                    }
+                }
+                c => parts.push(c),
+            }
+        }
+        Ok(RepoPath(Arc::from(parts.join("/"))))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The containing directory; the root's parent is `None`.
+    pub fn parent(&self) -> Option<RepoPath> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(match self.0.rfind('/') {
+            Some(i) => RepoPath(Arc::from(&self.0[..i])),
+            None => RepoPath::root(),
+        })
+    }
+
+    /// The last component (a unit's "name" in filter queries).
+    pub fn file_name(&self) -> &str {
+        match self.0.rfind('/') {
+            Some(i) => &self.0[i + 1..],
+            None => &self.0,
+        }
+    }
+
+    /// True when `self` is `dir` or lies below it.
+    pub fn starts_with(&self, dir: &RepoPath) -> bool {
+        dir.0.is_empty()
+            || (self.0.starts_with(&*dir.0)
+                && (self.0.len() == dir.0.len() || self.0.as_bytes()[dir.0.len()] == b'/'))
+    }
+
+    /// `dir/name` without re-normalizing (`name` must be a single plain component).
+    pub fn child(&self, name: &str) -> RepoPath {
+        if self.0.is_empty() {
+            RepoPath(Arc::from(name))
+        } else {
+            RepoPath(Arc::from(format!("{}/{}", self.0, name)))
+        }
+    }
+
+    /// The path spelled for people: the root is `.`.
+    pub fn display(&self) -> &str {
+        if self.0.is_empty() { "." } else { &self.0 }
+    }
+}
+
+impl fmt::Display for RepoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.display())
+    }
+}
+
+impl fmt::Debug for RepoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.display())
+    }
+}
+
+impl TryFrom<String> for RepoPath {
+    type Error = CoreError;
+    fn try_from(s: String) -> Result<Self> {
+        RepoPath::new(&s)
+    }
+}
+
+impl From<RepoPath> for String {
+    fn from(p: RepoPath) -> String {
+        p.0.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_dots_and_slashes() {
+        assert_eq!(RepoPath::new("./a//b/./c/../d").unwrap().as_str(), "a/b/d");
+        assert_eq!(RepoPath::new(".").unwrap().as_str(), "");
+        assert!(RepoPath::new("a/../..").is_err());
+        assert!(RepoPath::new("/abs").is_err());
+    }
+
+    #[test]
+    fn parent_and_prefix() {
+        let p = RepoPath::new("a/bc/d").unwrap();
+        assert_eq!(p.parent().unwrap().as_str(), "a/bc");
+        assert_eq!(
+            RepoPath::new("a").unwrap().parent().unwrap(),
+            RepoPath::root()
+        );
+        assert!(p.starts_with(&RepoPath::new("a/bc").unwrap()));
+        assert!(!p.starts_with(&RepoPath::new("a/b").unwrap()));
+        assert!(p.starts_with(&RepoPath::root()));
+        assert_eq!(p.file_name(), "d");
+    }
+}

@@ -1,0 +1,38 @@
+//! Ports the domain needs from the outside world, implemented by adapters in
+//! other crates (the git CLI adapter lives in `live-ci-git`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::path::RepoPath;
+use crate::tree::FileTree;
+
+/// How a file differs between two revisions. Renames arrive as a deletion of
+/// the old path and an addition of the new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One changed file between two revisions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: RepoPath,
+    pub kind: ChangeKind,
+}
+
+/// A version-control system holding the live repository.
+pub trait Vcs: Send + Sync {
+    /// Files changed from the merge base of `base` and `head` to `head`
+    /// (`git diff base...head`). `head = None` compares with the working tree.
+    fn changed_files(&self, base: &str, head: Option<&str>) -> Result<Vec<FileChange>>;
+
+    /// The repository's files at a revision (`None`: the working tree).
+    fn tree_at(&self, rev: Option<&str>) -> Result<Box<dyn FileTree>>;
+
+    /// The merge base of two revisions, as a full commit id.
+    fn merge_base(&self, a: &str, b: &str) -> Result<String>;
+}
