@@ -1,1 +1,10 @@
-//! stub
+//! The git adapter: implements the core's [`Vcs`](live_ci_core::port::Vcs) port with
+//! the git CLI (changed files between revisions, file trees at a revision).
+
+mod cli;
+mod error;
+mod tree;
+
+pub use cli::GitCli;
+pub use error::GitError;
+pub use tree::GitTree;

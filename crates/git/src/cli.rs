@@ -1,0 +1,173 @@
+//! Runs the git CLI. The CLI rather than `gix` because every machine that runs
+//! terragrunt already has git, and its merge-base and diff semantics are the reference.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{ChangeKind, FileChange, Vcs};
+use live_ci_core::tree::{FileTree, FsTree};
+
+use crate::error::GitError;
+use crate::tree::GitTree;
+
+/// A local clone, driven through the `git` executable.
+#[derive(Debug, Clone)]
+pub struct GitCli {
+    dir: PathBuf,
+}
+
+impl GitCli {
+    /// Opens the repository whose work tree is `dir`; fails if it is not one.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, GitError> {
+        let dir = dir.into();
+        let cli = GitCli { dir };
+        let top = cli.run(&["rev-parse", "--show-toplevel"])?;
+        let top = PathBuf::from(String::from_utf8_lossy(&top).trim());
+        Ok(GitCli { dir: top })
+    }
+
+    /// The work tree's top directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs git with `args` and returns its stdout; a non-zero exit becomes an
+    /// error carrying git's own message.
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| GitError::Spawn {
+                dir: self.dir.display().to_string(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(GitError::Command {
+                dir: self.dir.display().to_string(),
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out.stdout)
+    }
+
+    /// The full commit id `rev` names.
+    pub fn resolve(&self, rev: &str) -> Result<String, GitError> {
+        if rev.starts_with('-') {
+            return Err(GitError::UnknownRevision(rev.to_string()));
+        }
+        let spec = format!("{rev}^{{commit}}");
+        match self.run(&["rev-parse", "--verify", "--quiet", &spec]) {
+            Ok(out) => Ok(String::from_utf8_lossy(&out).trim().to_string()),
+            Err(GitError::Command { .. }) => Err(GitError::UnknownRevision(rev.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The merge base of `a` and `b`.
+    pub fn merge_base_of(&self, a: &str, b: &str) -> Result<String, GitError> {
+        let (a, b) = (self.resolve(a)?, self.resolve(b)?);
+        let out = self.run(&["merge-base", &a, &b])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// Files changed from the merge base of `base` and `head` to `head`, or to the
+    /// working tree (tracked changes and untracked, not ignored, files) when `head`
+    /// is `None`.
+    pub fn diff(&self, base: &str, head: Option<&str>) -> Result<Vec<FileChange>, GitError> {
+        let mut changes = match head {
+            Some(head) => {
+                let mb = self.merge_base_of(base, head)?;
+                let head = self.resolve(head)?;
+                parse_name_status(&self.run(&[
+                    "diff",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    "--name-status",
+                    "-z",
+                    &mb,
+                    &head,
+                ])?)?
+            }
+            None => {
+                let base = self.resolve(base)?;
+                let mut tracked = parse_name_status(&self.run(&[
+                    "diff",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    "--name-status",
+                    "-z",
+                    &base,
+                ])?)?;
+                let untracked = self.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
+                for name in split_z(&untracked)? {
+                    tracked.push(FileChange {
+                        path: RepoPath::new(name)?,
+                        kind: ChangeKind::Added,
+                    });
+                }
+                tracked
+            }
+        };
+        changes.sort();
+        changes.dedup();
+        Ok(changes)
+    }
+}
+
+fn split_z(bytes: &[u8]) -> Result<Vec<&str>, GitError> {
+    bytes
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            std::str::from_utf8(s).map_err(|_| GitError::NonUtf8(String::from_utf8_lossy(s).into()))
+        })
+        .collect()
+}
+
+/// Parses `git diff --name-status -z --no-renames`: status and path alternate.
+fn parse_name_status(bytes: &[u8]) -> Result<Vec<FileChange>, GitError> {
+    let fields = split_z(bytes)?;
+    let mut out = Vec::with_capacity(fields.len() / 2);
+    for pair in fields.chunks(2) {
+        let [status, path] = pair else {
+            continue;
+        };
+        let kind = match status.chars().next() {
+            Some('A') => ChangeKind::Added,
+            Some('D') => ChangeKind::Deleted,
+            // M, T (type change), U (unmerged): the file is there and differs.
+            _ => ChangeKind::Modified,
+        };
+        out.push(FileChange {
+            path: RepoPath::new(path)?,
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+impl Vcs for GitCli {
+    fn changed_files(
+        &self,
+        base: &str,
+        head: Option<&str>,
+    ) -> live_ci_core::Result<Vec<FileChange>> {
+        Ok(self.diff(base, head)?)
+    }
+
+    fn tree_at(&self, rev: Option<&str>) -> live_ci_core::Result<Box<dyn FileTree>> {
+        Ok(match rev {
+            None => Box::new(FsTree::new(self.dir.clone())),
+            Some(rev) => Box::new(GitTree::open(self.clone(), rev)?),
+        })
+    }
+
+    fn merge_base(&self, a: &str, b: &str) -> live_ci_core::Result<String> {
+        Ok(self.merge_base_of(a, b)?)
+    }
+}
