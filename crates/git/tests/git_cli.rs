@@ -1,4 +1,5 @@
 //! The git adapter against real repositories built in temp dirs.
+#![allow(clippy::unwrap_used)] // test helpers panic on set-up failure by design
 
 use std::path::Path;
 use std::process::Command;
