@@ -39,6 +39,15 @@ pub enum CoreError {
         line: usize,
         message: String,
     },
+    #[error("{file}: account {account:?}, field {field}: {message}")]
+    AccountInvalid {
+        file: String,
+        account: String,
+        field: String,
+        message: String,
+    },
+    #[error("{unit}: {message}")]
+    Plan { unit: RepoPath, message: String },
     #[error("scheduler: {0}")]
     Scheduler(String),
     #[error("git: {0}")]

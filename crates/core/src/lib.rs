@@ -2,6 +2,8 @@
 //! filter queries and the runner-pool scheduler. No AWS SDK, no network, no processes:
 //! everything outside comes in through the ports in [`port`].
 
+pub mod account;
+pub mod change;
 pub mod error;
 pub mod graph;
 pub mod path;

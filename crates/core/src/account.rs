@@ -1,0 +1,300 @@
+//! The account configuration: which AWS account each unit deploys to (by path
+//! prefix), who approves it, and which accounts must be deployed first.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, Result};
+use crate::path::RepoPath;
+
+/// One account entry, field for field the Terraform module's `account_parent_cfg`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Account {
+    pub name: String,
+    /// The directory (repository-relative) holding this account's units.
+    pub path: String,
+    /// Names of the accounts whose units must all be deployed before this one's.
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    pub voters: Vec<String>,
+    pub min_approval_count: u32,
+    pub min_rejection_count: u32,
+    pub plan_role_arn: String,
+    pub apply_role_arn: String,
+}
+
+/// A validated account list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accounts {
+    accounts: Vec<Account>,
+    paths: Vec<RepoPath>,
+    by_name: BTreeMap<String, usize>,
+}
+
+impl Accounts {
+    /// Parses a JSON list of accounts; `file` names the source in errors.
+    pub fn from_json(file: &str, text: &str) -> Result<Self> {
+        let accounts: Vec<Account> =
+            serde_json::from_str(text).map_err(|e| CoreError::AccountConfig {
+                file: file.to_string(),
+                line: e.line(),
+                message: e.to_string(),
+            })?;
+        Self::new(file, accounts)
+    }
+
+    /// Validates names, paths, dependencies (known, acyclic) and vote thresholds.
+    pub fn new(file: &str, accounts: Vec<Account>) -> Result<Self> {
+        let bad = |account: &str, field: &str, message: String| CoreError::AccountInvalid {
+            file: file.to_string(),
+            account: account.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let mut by_name = BTreeMap::new();
+        let mut paths = Vec::with_capacity(accounts.len());
+        let mut seen_paths = BTreeMap::new();
+        for (i, a) in accounts.iter().enumerate() {
+            if a.name.trim().is_empty() {
+                return Err(bad(&a.name, "name", "is empty".into()));
+            }
+            if by_name.insert(a.name.clone(), i).is_some() {
+                return Err(bad(
+                    &a.name,
+                    "name",
+                    format!("{:?} is defined twice", a.name),
+                ));
+            }
+            let path = RepoPath::new(a.path.trim_start_matches('/'))
+                .map_err(|e| bad(&a.name, "path", e.to_string()))?;
+            if let Some(other) = seen_paths.insert(path.clone(), a.name.clone()) {
+                return Err(bad(
+                    &a.name,
+                    "path",
+                    format!("{:?} is also the path of account {other:?}", a.path),
+                ));
+            }
+            paths.push(path);
+            if a.voters.is_empty() {
+                return Err(bad(
+                    &a.name,
+                    "voters",
+                    "is empty: nobody could approve".into(),
+                ));
+            }
+            for v in &a.voters {
+                if !is_plausible_email(v) {
+                    return Err(bad(
+                        &a.name,
+                        "voters",
+                        format!("{v:?} is not an e-mail address"),
+                    ));
+                }
+            }
+            let n = a.voters.len() as u32;
+            for (field, value) in [
+                ("min_approval_count", a.min_approval_count),
+                ("min_rejection_count", a.min_rejection_count),
+            ] {
+                if value == 0 || value > n {
+                    return Err(bad(
+                        &a.name,
+                        field,
+                        format!("is {value}; it must be between 1 and the {n} voter(s)"),
+                    ));
+                }
+            }
+        }
+        for a in &accounts {
+            for d in &a.dependencies {
+                if !by_name.contains_key(d) {
+                    return Err(bad(
+                        &a.name,
+                        "dependencies",
+                        format!("{d:?} is not a defined account"),
+                    ));
+                }
+            }
+        }
+        let out = Accounts {
+            accounts,
+            paths,
+            by_name,
+        };
+        if let Some(cycle) = out.dependency_cycle() {
+            return Err(bad(
+                &cycle[0],
+                "dependencies",
+                format!("account dependency cycle: {}", cycle.join(" -> ")),
+            ));
+        }
+        Ok(out)
+    }
+
+    pub fn all(&self) -> &[Account] {
+        &self.accounts
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Account> {
+        self.by_name.get(name).map(|&i| &self.accounts[i])
+    }
+
+    /// The account whose path is the longest prefix of `unit`.
+    pub fn account_of(&self, unit: &RepoPath) -> Option<&Account> {
+        self.paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| unit.starts_with(p))
+            .max_by_key(|(_, p)| p.as_str().len())
+            .map(|(i, _)| &self.accounts[i])
+    }
+
+    /// Every account `name` depends on, directly or through others.
+    pub fn transitive_dependencies(&self, name: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut stack: Vec<&str> = vec![name];
+        while let Some(n) = stack.pop() {
+            if let Some(a) = self.get(n) {
+                for d in &a.dependencies {
+                    if out.insert(d.clone()) {
+                        stack.push(d);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn dependency_cycle(&self) -> Option<Vec<String>> {
+        // Depth-first with an explicit path; account lists are small.
+        fn visit<'a>(
+            accts: &'a Accounts,
+            name: &'a str,
+            path: &mut Vec<&'a str>,
+            done: &mut BTreeSet<&'a str>,
+        ) -> Option<Vec<String>> {
+            if let Some(pos) = path.iter().position(|n| *n == name) {
+                let mut cycle: Vec<String> = path[pos..].iter().map(|s| s.to_string()).collect();
+                cycle.push(name.to_string());
+                return Some(cycle);
+            }
+            if done.contains(name) {
+                return None;
+            }
+            path.push(name);
+            if let Some(a) = accts.get(name) {
+                for d in &a.dependencies {
+                    if let Some(c) = visit(accts, d, path, done) {
+                        return Some(c);
+                    }
+                }
+            }
+            path.pop();
+            done.insert(name);
+            None
+        }
+        let mut done = BTreeSet::new();
+        for a in &self.accounts {
+            if let Some(c) = visit(self, &a.name, &mut Vec::new(), &mut done) {
+                return Some(c);
+            }
+        }
+        None
+    }
+}
+
+/// A cheap shape check (one `@`, something on each side, a dot in the domain);
+/// the mailer does the real validation when it sends.
+fn is_plausible_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !s.chars().any(|c| c.is_whitespace() || c == '<' || c == '>')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"[
+      {"name": "shared", "path": "shared", "voters": ["ops@example.com"],
+       "min_approval_count": 1, "min_rejection_count": 1,
+       "plan_role_arn": "arn:aws:iam::111111111111:role/plan", "apply_role_arn": "arn:aws:iam::111111111111:role/apply"},
+      {"name": "dev", "path": "dev", "dependencies": ["shared"], "voters": ["a@example.com", "b@example.com"],
+       "min_approval_count": 2, "min_rejection_count": 1,
+       "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"},
+      {"name": "dev-eu", "path": "dev/eu-west-1", "dependencies": ["dev"], "voters": ["a@example.com"],
+       "min_approval_count": 1, "min_rejection_count": 1,
+       "plan_role_arn": "arn:aws:iam::333333333333:role/plan", "apply_role_arn": "arn:aws:iam::333333333333:role/apply"}
+    ]"#;
+
+    #[test]
+    fn longest_prefix_wins_and_dependencies_are_transitive() {
+        let a = Accounts::from_json("accounts.json", OK).unwrap();
+        let of = |p: &str| {
+            a.account_of(&RepoPath::new(p).unwrap())
+                .map(|a| a.name.as_str())
+        };
+        assert_eq!(of("dev/eu-west-1/app"), Some("dev-eu"));
+        assert_eq!(of("dev/us-east-1/app"), Some("dev"));
+        assert_eq!(of("develop/app"), None);
+        assert_eq!(
+            a.transitive_dependencies("dev-eu")
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["dev", "shared"]
+        );
+    }
+
+    #[test]
+    fn json_errors_name_the_line() {
+        let err = Accounts::from_json("accounts.json", "[\n{\"name\": 1}\n]").unwrap_err();
+        assert!(err.to_string().starts_with("accounts.json:2: "), "{err}");
+        let err = Accounts::from_json("a.json", "[{\"nme\": \"x\"}]").unwrap_err();
+        assert!(err.to_string().contains("unknown field `nme`"), "{err}");
+    }
+
+    #[test]
+    fn invalid_entries_name_account_and_field() {
+        let base: Vec<Account> = serde_json::from_str(OK).unwrap();
+        let check = |f: &dyn Fn(&mut Vec<Account>), expect: &str| {
+            let mut accts = base.clone();
+            f(&mut accts);
+            let err = Accounts::new("accounts.json", accts)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(err, expect);
+        };
+        check(
+            &|a| a[1].dependencies = vec!["prod".into()],
+            "accounts.json: account \"dev\", field dependencies: \"prod\" is not a defined account",
+        );
+        check(
+            &|a| a[0].dependencies = vec!["dev-eu".into()],
+            "accounts.json: account \"shared\", field dependencies: account dependency cycle: shared -> dev-eu -> dev -> shared",
+        );
+        check(
+            &|a| a[1].min_approval_count = 3,
+            "accounts.json: account \"dev\", field min_approval_count: is 3; it must be between 1 and the 2 voter(s)",
+        );
+        check(
+            &|a| a[0].voters = vec!["not-an-address".into()],
+            "accounts.json: account \"shared\", field voters: \"not-an-address\" is not an e-mail address",
+        );
+        check(
+            &|a| a[2].name = "dev".into(),
+            "accounts.json: account \"dev\", field name: \"dev\" is defined twice",
+        );
+        check(
+            &|a| a[2].path = "./dev/".into(),
+            "accounts.json: account \"dev-eu\", field path: \"./dev/\" is also the path of account \"dev\"",
+        );
+    }
+}
