@@ -18,6 +18,10 @@ use crate::error::GitError;
 pub struct GitTree {
     rev: String,
     blobs: HashMap<RepoPath, String>,
+    /// Contents of every `.hcl` file, read up front in one pipelined batch:
+    /// discovery reads all of them, and one round trip per file costs more than
+    /// the reading itself on a 10,000-unit repository.
+    prefetched: HashMap<RepoPath, Vec<u8>>,
     files: Vec<RepoPath>,
     batch: Mutex<Option<Batch>>,
     git: GitCli,
@@ -67,13 +71,77 @@ impl GitTree {
             blobs.insert(path, oid.to_string());
         }
         files.sort();
-        Ok(GitTree {
+        let mut tree = GitTree {
             rev: commit,
             blobs,
             files,
+            prefetched: HashMap::new(),
             batch: Mutex::new(None),
             git,
-        })
+        };
+        let wanted: Vec<RepoPath> = tree
+            .files
+            .iter()
+            .filter(|p| p.as_str().ends_with(".hcl"))
+            .cloned()
+            .collect();
+        tree.prefetched = tree.prefetch(&wanted)?;
+        Ok(tree)
+    }
+
+    /// Reads many blobs with one `cat-file --batch`, a writer thread feeding ids
+    /// while this thread reads, so the pipe never stalls.
+    fn prefetch(&self, paths: &[RepoPath]) -> Result<HashMap<RepoPath, Vec<u8>>, GitError> {
+        if paths.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let Batch {
+            mut child,
+            mut stdin,
+            mut stdout,
+        } = self.start_batch()?;
+        let ids: Vec<String> = paths
+            .iter()
+            .filter_map(|p| self.blobs.get(p).cloned())
+            .collect();
+        let writer = std::thread::spawn(move || -> std::io::Result<()> {
+            let mut w = std::io::BufWriter::new(&mut stdin);
+            for id in ids {
+                writeln!(w, "{id}")?;
+            }
+            w.flush()?;
+            drop(w);
+            drop(stdin);
+            Ok(())
+        });
+        let mut out = HashMap::with_capacity(paths.len());
+        for path in paths {
+            let content = self.read_reply(&mut stdout)?;
+            out.insert(path.clone(), content);
+        }
+        let wrote = writer.join();
+        let _ = child.wait();
+        match wrote {
+            Ok(Ok(())) => Ok(out),
+            Ok(Err(e)) => Err(self.batch_error(&e.to_string())),
+            Err(_) => Err(self.batch_error("writer thread panicked")),
+        }
+    }
+
+    fn read_reply(&self, stdout: &mut BufReader<ChildStdout>) -> Result<Vec<u8>, GitError> {
+        let io = |e: std::io::Error| self.batch_error(&e.to_string());
+        let mut header = String::new();
+        stdout.read_line(&mut header).map_err(io)?;
+        // "<oid> <type> <size>\n", or "<oid> missing\n"
+        let size: usize = header
+            .split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| self.batch_error(&format!("unexpected reply {header:?}")))?;
+        let mut buf = vec![0u8; size + 1]; // contents and a trailing newline
+        stdout.read_exact(&mut buf).map_err(io)?;
+        buf.truncate(size);
+        Ok(buf)
     }
 
     /// The commit this tree is at.
@@ -125,18 +193,7 @@ impl GitTree {
         let io = |e: std::io::Error| self.batch_error(&e.to_string());
         writeln!(batch.stdin, "{oid}").map_err(io)?;
         batch.stdin.flush().map_err(io)?;
-        let mut header = String::new();
-        batch.stdout.read_line(&mut header).map_err(io)?;
-        // "<oid> <type> <size>\n", or "<oid> missing\n"
-        let size: usize = header
-            .split_whitespace()
-            .nth(2)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| self.batch_error(&format!("unexpected reply {header:?}")))?;
-        let mut buf = vec![0u8; size + 1]; // contents and a trailing newline
-        batch.stdout.read_exact(&mut buf).map_err(io)?;
-        buf.truncate(size);
-        Ok(buf)
+        self.read_reply(&mut batch.stdout)
     }
 }
 
@@ -161,7 +218,10 @@ impl FileTree for GitTree {
             rev: self.rev.clone(),
             path: path.to_string(),
         })?;
-        let bytes = self.read_blob(oid)?;
+        let bytes = match self.prefetched.get(path) {
+            Some(b) => b.clone(),
+            None => self.read_blob(oid)?,
+        };
         String::from_utf8(bytes).map_err(|_| live_ci_core::CoreError::Io {
             path: format!("{}:{}", self.rev, path),
             message: "not valid UTF-8".into(),

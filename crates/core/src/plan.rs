@@ -1,0 +1,252 @@
+//! The deployment plan: the affected units as the pipeline would run them, each
+//! with its account, what it waits for, and its place in the runner pool's order.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::account::Accounts;
+use crate::change::{Action, Affected};
+use crate::error::{CoreError, Result};
+use crate::graph::Graph;
+use crate::path::RepoPath;
+use crate::scheduler::{PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate};
+use crate::unit::Unit;
+
+/// One unit of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedUnit {
+    pub path: RepoPath,
+    pub action: Action,
+    /// The account it deploys to (`None` when no account configuration was given).
+    pub account: Option<String>,
+    /// Planned units it waits for through directory dependencies (for a destroy:
+    /// the removed units that depended on it, which are destroyed first).
+    pub dependencies: Vec<RepoPath>,
+    /// Accounts all of whose planned units must finish first.
+    pub waits_for_accounts: Vec<String>,
+    /// Longest remaining path to the end of the plan, in seconds (1 per unit
+    /// without a recorded duration): the pool starts the highest first.
+    pub priority: f64,
+    /// 1-based position in the order the runner pool starts units.
+    pub position: usize,
+    /// Simulated start, in the same units as `priority`.
+    pub start: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentPlan {
+    pub max_parallel: usize,
+    /// Units in pool order.
+    pub units: Vec<PlannedUnit>,
+    /// Simulated end of the last unit.
+    pub makespan: f64,
+}
+
+/// Inputs that shape a plan besides the affected set.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions<'a> {
+    pub accounts: Option<&'a Accounts>,
+    pub max_parallel: usize,
+    /// Recorded durations (seconds) by unit; others count 1.
+    pub durations: HashMap<RepoPath, f64>,
+}
+
+/// Orders `affected` for deployment. Applies follow `head`'s dependencies,
+/// destroys run dependents-first along `base`'s; a unit of account A waits for
+/// every planned unit of the accounts A depends on (destroys: the reverse). A
+/// unit outside every account path, or a cycle through account edges, is an error.
+pub fn build_plan(
+    affected: &Affected,
+    head: &Graph,
+    base: Option<&Graph>,
+    options: &PlanOptions<'_>,
+) -> Result<DeploymentPlan> {
+    let max_parallel = options.max_parallel.max(1);
+    let units: Vec<(RepoPath, Action)> = affected
+        .units
+        .iter()
+        .map(|u| (u.path.clone(), u.action))
+        .collect();
+    let task_of: HashMap<(&RepoPath, Action), usize> = units
+        .iter()
+        .enumerate()
+        .map(|(i, (p, a))| ((p, *a), i))
+        .collect();
+
+    let mut account_of: Vec<Option<String>> = Vec::with_capacity(units.len());
+    for (path, _) in &units {
+        account_of.push(match options.accounts {
+            None => None,
+            Some(accts) => Some(
+                accts
+                    .account_of(path)
+                    .ok_or_else(|| CoreError::Plan {
+                        unit: path.clone(),
+                        message: "matches no account path in the account configuration".into(),
+                    })?
+                    .name
+                    .clone(),
+            ),
+        });
+    }
+
+    // Directory edges, followed through units that are not planned so a filter
+    // that leaves out a middle unit does not lose the ordering around it.
+    let mut dir_deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); units.len()];
+    for (t, (path, action)) in units.iter().enumerate() {
+        let (graph, forward) = match action {
+            Action::Apply => (Some(head), true),
+            Action::Destroy => (base, false),
+        };
+        let Some(graph) = graph else { continue };
+        let Some(start) = graph.index_of(path) else {
+            continue;
+        };
+        let mut stack = vec![start];
+        let mut seen = BTreeSet::from([start]);
+        while let Some(n) = stack.pop() {
+            let next = if forward {
+                graph.dependencies(n)
+            } else {
+                graph.dependents(n)
+            };
+            for &m in next {
+                if !seen.insert(m) {
+                    continue;
+                }
+                match task_of.get(&(graph.path(m), *action)) {
+                    Some(&other) => {
+                        dir_deps[t].insert(other);
+                    }
+                    None => stack.push(m),
+                }
+            }
+        }
+    }
+
+    // Account edges go through one zero-length anchor per (account, action), so
+    // 5,000 units waiting on 5,000 others cost 10,000 edges, not 25 million.
+    let n = units.len();
+    let mut anchors: BTreeMap<(String, Action), usize> = BTreeMap::new();
+    let mut waits_for_accounts: Vec<Vec<String>> = vec![Vec::new(); n];
+    if let Some(accts) = options.accounts {
+        for (t, (_, action)) in units.iter().enumerate() {
+            if let Some(name) = &account_of[t] {
+                let len = n + anchors.len();
+                anchors.entry((name.clone(), *action)).or_insert(len);
+            }
+        }
+        for (t, (_, action)) in units.iter().enumerate() {
+            let Some(name) = &account_of[t] else { continue };
+            let waits: Vec<String> = match action {
+                // An apply waits for the accounts this one depends on...
+                Action::Apply => accts.transitive_dependencies(name).into_iter().collect(),
+                // ...a destroy for the accounts that depend on this one.
+                Action::Destroy => accts
+                    .all()
+                    .iter()
+                    .filter(|a| accts.transitive_dependencies(&a.name).contains(name))
+                    .map(|a| a.name.clone())
+                    .collect(),
+            };
+            waits_for_accounts[t] = waits
+                .into_iter()
+                .filter(|w| anchors.contains_key(&(w.clone(), *action)))
+                .collect();
+        }
+    }
+    let mut tasks = TaskGraph::new(n + anchors.len());
+    for (t, deps) in dir_deps.iter().enumerate() {
+        for &d in deps {
+            tasks.add_dependency(t, d);
+        }
+        if let Some(name) = &account_of[t] {
+            let action = units[t].1;
+            if let Some(&anchor) = anchors.get(&(name.clone(), action)) {
+                tasks.add_dependency(anchor, t);
+            }
+            for w in &waits_for_accounts[t] {
+                if let Some(&anchor) = anchors.get(&(w.clone(), action)) {
+                    tasks.add_dependency(t, anchor);
+                }
+            }
+        }
+    }
+    let mut durations = vec![1.0; n + anchors.len()];
+    for (t, (path, _)) in units.iter().enumerate() {
+        if let Some(&d) = options.durations.get(path) {
+            durations[t] = d;
+        }
+        tasks.set_duration(t, durations[t]);
+    }
+    for &anchor in anchors.values() {
+        durations[anchor] = 0.0;
+        tasks.set_duration(anchor, 0.0);
+    }
+
+    if tasks.validate().is_err() {
+        return Err(cycle_error(&units, &anchors, &tasks));
+    }
+    let priorities = critical_path_priorities(&tasks);
+    let config = PoolConfig {
+        max_parallel,
+        fail_fast: false,
+        priority: Priority::CriticalPath,
+    };
+    let schedule = simulate(&tasks, &config, &durations)?;
+    let mut planned: Vec<PlannedUnit> = Vec::with_capacity(n);
+    for &t in schedule.order.iter().filter(|&&t| t < n) {
+        let (path, action) = &units[t];
+        planned.push(PlannedUnit {
+            path: path.clone(),
+            action: *action,
+            account: account_of[t].clone(),
+            dependencies: dir_deps[t].iter().map(|&d| units[d].0.clone()).collect(),
+            waits_for_accounts: waits_for_accounts[t].clone(),
+            priority: priorities[t],
+            position: planned.len() + 1,
+            start: schedule.start[t],
+        });
+    }
+    Ok(DeploymentPlan {
+        max_parallel,
+        units: planned,
+        makespan: schedule.makespan,
+    })
+}
+
+/// Names a cycle of the plan by unit paths and account anchors, not task numbers.
+fn cycle_error(
+    units: &[(RepoPath, Action)],
+    anchors: &BTreeMap<(String, Action), usize>,
+    tasks: &TaskGraph,
+) -> CoreError {
+    let mut names: Vec<String> = units.iter().map(|(p, _)| p.to_string()).collect();
+    names.resize(tasks.len(), String::new());
+    for ((account, _), &i) in anchors {
+        names[i] = format!("(every unit of account {account:?})");
+    }
+    let synthetic: Vec<Unit> = (0..tasks.len())
+        .filter_map(|i| {
+            let mut u = Unit::new(RepoPath::new(&format!("t{i}")).ok()?);
+            u.dependencies = tasks
+                .dependencies(i)
+                .iter()
+                .filter_map(|d| RepoPath::new(&format!("t{d}")).ok())
+                .collect();
+            Some(u)
+        })
+        .collect();
+    let (graph, _) = Graph::build(synthetic);
+    let cycle = graph.find_cycles().into_iter().next().unwrap_or_default();
+    let spelled: Vec<String> = cycle
+        .iter()
+        .filter_map(|p| p.as_str().strip_prefix('t')?.parse::<usize>().ok())
+        .map(|i| names[i].clone())
+        .collect();
+    CoreError::Scheduler(format!(
+        "the plan's directory and account dependencies form a cycle: {}",
+        spelled.join(" -> ")
+    ))
+}
