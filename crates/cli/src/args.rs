@@ -1,0 +1,127 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Dry runs of the live-ci pipeline over a Terragrunt live repository.
+#[derive(Debug, Parser)]
+#[command(name = "live-ci", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Discover every unit and its dependencies.
+    Graph(GraphArgs),
+    /// The units a change between two revisions affects, and why.
+    Affected(AffectedArgs),
+    /// The units filter queries select.
+    Find(FindArgs),
+    /// The deployment the pipeline would run for a change: accounts, waits, pool order.
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Json,
+    Dot,
+    Mermaid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Json,
+    Table,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Table,
+    Json,
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct RepoArg {
+    /// The live repository (a git work tree for --base/--head and [git] filters).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// A filter query (repeatable: the union of all). See `live-ci find --help`.
+    #[arg(long = "filter", value_name = "QUERY")]
+    pub filters: Vec<String>,
+    /// A file of filter queries, one per line. Default: `.live-ci-filters` in the
+    /// repository root, when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub filters_file: Option<PathBuf>,
+    /// Ignore the default `.live-ci-filters` file.
+    #[arg(long)]
+    pub no_filters_file: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    #[command(flatten)]
+    pub repo: RepoArg,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: GraphFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ChangeArgs {
+    /// The revision the change is measured from (merge-base semantics: base...head).
+    #[arg(long)]
+    pub base: String,
+    /// The revision with the change.
+    #[arg(long)]
+    pub head: String,
+    /// Destroy units the change removes (otherwise they are listed as skipped).
+    #[arg(long)]
+    pub allow_destroy: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AffectedArgs {
+    #[command(flatten)]
+    pub repo: RepoArg,
+    #[command(flatten)]
+    pub change: ChangeArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct FindArgs {
+    #[command(flatten)]
+    pub repo: RepoArg,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub repo: RepoArg,
+    #[command(flatten)]
+    pub change: ChangeArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// The account configuration (JSON list, as the Terraform module's `account_parent_cfg`).
+    #[arg(long, value_name = "FILE")]
+    pub accounts: Option<PathBuf>,
+    /// Units deployed at once.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_parallel: u32,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: PlanFormat,
+}

@@ -1,0 +1,58 @@
+//! The `live-ci` command line: dry runs of what the pipeline would do, printed as
+//! stable JSON (for other tools) or as tables, DOT and Mermaid (for people).
+
+mod args;
+mod commands;
+mod error;
+mod render;
+mod repo;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+pub use args::{Cli, Command};
+pub use error::CliError;
+
+/// Runs one command, printing its output on stdout and problems on stderr.
+/// Exit codes: 0 success, 1 an error in the input or the repository, 2 bad usage.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match &cli.command {
+        Command::Graph(a) => commands::graph::run(a),
+        Command::Affected(a) => commands::affected::run(a),
+        Command::Find(a) => commands::find::run(a),
+        Command::Plan(a) => commands::plan::run(a),
+    };
+    let mut stderr = std::io::stderr().lock();
+    match result {
+        Ok(out) => {
+            for w in &out.warnings {
+                let _ = writeln!(stderr, "warning: {w}");
+            }
+            for e in &out.errors {
+                let _ = writeln!(stderr, "error: {e}");
+            }
+            let mut stdout = std::io::stdout().lock();
+            if writeln!(stdout, "{}", out.text.trim_end()).is_err() {
+                return ExitCode::from(1);
+            }
+            if out.errors.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(stderr, "error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// What a command printed: its output, and problems found along the way (errors
+/// make the exit code 1 even when output was produced, as `graph` does).
+#[derive(Debug, Default)]
+pub struct Output {
+    pub text: String,
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+}

@@ -1,0 +1,8 @@
+# Built-in resources only: runs with terraform alone, no provider download.
+resource "terraform_data" "this" {
+  input = { engine = "postgres" }
+}
+
+output "id" {
+  value = terraform_data.this.id
+}

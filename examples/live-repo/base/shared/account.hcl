@@ -1,0 +1,4 @@
+locals {
+  account_name = "shared"
+  account_id   = "111111111111"
+}
