@@ -3,6 +3,7 @@
 //! everything outside comes in through the ports in [`port`].
 
 pub mod error;
+pub mod filter;
 pub mod graph;
 pub mod path;
 pub mod port;

@@ -1,0 +1,1 @@
+//! Cross-module tests: construct-by-construct selection, parse errors, the filters file, properties.
