@@ -44,7 +44,10 @@ pub enum Direction {
     /// `...target`: the units that depend on it.
     Dependents(Reach),
     /// `...target...`.
-    Both { dependents: Reach, dependencies: Reach },
+    Both {
+        dependents: Reach,
+        dependencies: Reach,
+    },
 }
 
 impl Direction {
@@ -57,7 +60,10 @@ impl Direction {
 
     pub fn dependencies(&self) -> Option<Reach> {
         match *self {
-            Direction::Dependencies(r) | Direction::Both { dependencies: r, .. } => Some(r),
+            Direction::Dependencies(r)
+            | Direction::Both {
+                dependencies: r, ..
+            } => Some(r),
             Direction::Dependents(_) => None,
         }
     }
@@ -213,7 +219,11 @@ impl fmt::Display for Target {
             Target::Type(k) => write!(f, "type={}", k.as_str()),
             Target::Reading(p) => {
                 let spelled = spell_path(p);
-                write!(f, "reading={}", spelled.strip_prefix("./").unwrap_or(&spelled))
+                write!(
+                    f,
+                    "reading={}",
+                    spelled.strip_prefix("./").unwrap_or(&spelled)
+                )
             }
             Target::Git { base, head: None } => write!(f, "[{base}]"),
             Target::Git {

@@ -208,7 +208,10 @@ mod tests {
     use super::*;
 
     fn kinds(q: &str) -> Vec<(TokenKind, usize)> {
-        tokenize(q).into_iter().map(|t| (t.kind, t.column)).collect()
+        tokenize(q)
+            .into_iter()
+            .map(|t| (t.kind, t.column))
+            .collect()
     }
 
     fn w(s: &str) -> TokenKind {
@@ -271,7 +274,10 @@ mod tests {
                 (Eof, 23),
             ]
         );
-        assert_eq!(kinds("[...]")[1..], [(Ellipsis, 2), (RBracket, 5), (Eof, 6)]);
+        assert_eq!(
+            kinds("[...]")[1..],
+            [(Ellipsis, 2), (RBracket, 5), (Eof, 6)]
+        );
         assert_eq!(kinds("{ab")[1..], [(w("ab"), 2), (Eof, 4)]);
     }
 

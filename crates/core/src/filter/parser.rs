@@ -302,12 +302,7 @@ impl Parser<'_> {
             .literal_separator(true)
             .build()
             .map(drop)
-            .map_err(|e| {
-                self.error(
-                    column,
-                    format!("invalid glob {pattern:?}: {}", e.kind()),
-                )
-            })
+            .map_err(|e| self.error(column, format!("invalid glob {pattern:?}: {}", e.kind())))
     }
 
     fn git_ref(&mut self, after: &str) -> Result<String> {
@@ -322,6 +317,9 @@ impl Parser<'_> {
             Some("cannot contain whitespace")
         } else if r.contains("..") {
             Some("cannot contain \"..\" (write a range as [a...b])")
+        } else if r.ends_with('.') {
+            // `[a....b]` would split as `a` / `.b`; git forbids the trailing dot anyway.
+            Some("cannot end with \".\"")
         } else if r.contains(char::is_control) {
             Some("cannot contain control characters")
         } else {
