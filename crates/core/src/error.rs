@@ -31,6 +31,15 @@ pub enum CoreError {
         column: usize,
         message: String,
     },
+    /// A malformed line of a filters file; `column` counts characters in the line.
+    #[error("{file}:{line}:{column}: filter {query:?}: {message}")]
+    FilterFileSyntax {
+        file: String,
+        line: usize,
+        column: usize,
+        query: String,
+        message: String,
+    },
     #[error("{0}")]
     Filter(String),
     #[error("{file}:{line}: {message}")]

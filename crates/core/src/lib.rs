@@ -5,6 +5,7 @@
 pub mod account;
 pub mod change;
 pub mod error;
+pub mod filter;
 pub mod graph;
 pub mod path;
 pub mod port;
