@@ -6,6 +6,7 @@ pub mod error;
 pub mod graph;
 pub mod path;
 pub mod port;
+pub mod scheduler;
 pub mod tree;
 pub mod unit;
 
