@@ -41,7 +41,10 @@ fn a_chain_walks_every_state_in_order() {
     assert_eq!((pool.state(0), pool.state(1)), (Ready, Waiting));
     assert_eq!(pool.start_ready(), vec![0]);
     assert_eq!(pool.state(0), Running);
-    assert_eq!(pool.finish(0, true).unwrap(), vec![(0, Succeeded), (1, Ready)]);
+    assert_eq!(
+        pool.finish(0, true).unwrap(),
+        vec![(0, Succeeded), (1, Ready)]
+    );
     assert_eq!(pool.start_next(), Some(1));
     assert!(!pool.is_finished());
     assert_eq!(pool.finish(1, true).unwrap(), vec![(1, Succeeded)]);
@@ -90,11 +93,8 @@ fn both_sides_of_a_diamond_failing_mark_the_join_once() {
 #[test]
 fn fail_fast_aborts_unstarted_but_lets_running_tasks_finish() {
     // 0..3 are independent roots, 4 depends on 1; two runners.
-    let mut pool = RunnerPool::new(
-        graph(5, &[(4, 1)]),
-        config(2, true, Priority::CriticalPath),
-    )
-    .unwrap();
+    let mut pool =
+        RunnerPool::new(graph(5, &[(4, 1)]), config(2, true, Priority::CriticalPath)).unwrap();
     assert_eq!(pool.start_ready(), vec![1, 0]);
     assert_eq!(
         pool.finish(0, false).unwrap(),
@@ -152,14 +152,21 @@ fn finish_of_a_task_that_is_not_running_is_an_error() {
         msg(pool.finish(0, false)),
         "scheduler: cannot finish task 0: it is succeeded, not running"
     );
-    assert_eq!(pool.state(0), Succeeded, "a rejected finish changes nothing");
+    assert_eq!(
+        pool.state(0),
+        Succeeded,
+        "a rejected finish changes nothing"
+    );
 }
 
 #[test]
 fn a_cycle_is_rejected_naming_its_tasks_in_order() {
     let g = graph(4, &[(0, 3), (3, 2), (2, 0), (1, 0)]);
     let err = RunnerPool::new(g, config(2, false, Priority::CriticalPath)).unwrap_err();
-    assert_eq!(err.to_string(), "scheduler: dependency cycle: 0 -> 3 -> 2 -> 0");
+    assert_eq!(
+        err.to_string(),
+        "scheduler: dependency cycle: 0 -> 3 -> 2 -> 0"
+    );
 }
 
 #[test]
@@ -286,11 +293,15 @@ impl Case {
     }
 }
 
+fn fail(e: live_ci_core::CoreError) -> TestCaseError {
+    TestCaseError::fail(e.to_string())
+}
+
 /// Drives the pool to the end, finishing running tasks in the order `picks`
 /// chooses, and checks the invariants after every step.
 fn drive(case: &Case) -> Result<(), TestCaseError> {
     let g = case.graph();
-    let mut pool = RunnerPool::new(g.clone(), case.config()).unwrap();
+    let mut pool = RunnerPool::new(g.clone(), case.config()).map_err(fail)?;
     let mut started = vec![false; case.n];
     let mut running: Vec<usize> = Vec::new();
     let mut failed_yet = false;
@@ -298,7 +309,10 @@ fn drive(case: &Case) -> Result<(), TestCaseError> {
     for round in 0..=case.n {
         for t in pool.start_ready() {
             prop_assert!(!started[t], "task {t} started twice");
-            prop_assert!(!(case.fail_fast && failed_yet), "{t} started after fail-fast");
+            prop_assert!(
+                !(case.fail_fast && failed_yet),
+                "{t} started after fail-fast"
+            );
             for &d in g.dependencies(t) {
                 prop_assert_eq!(pool.state(d), Succeeded, "{} started before {}", t, d);
             }
@@ -316,7 +330,7 @@ fn drive(case: &Case) -> Result<(), TestCaseError> {
         let t = running.swap_remove(case.picks[round] % running.len());
         let ok = !case.fails[t];
         failed_yet |= !ok;
-        let changes = pool.finish(t, ok).unwrap();
+        let changes = pool.finish(t, ok).map_err(fail)?;
         prop_assert_eq!(changes[0], (t, if ok { Succeeded } else { Failed }));
         for &(u, s) in &changes {
             prop_assert_eq!(pool.state(u), s);
@@ -326,12 +340,12 @@ fn drive(case: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(pool.counts().values().sum::<usize>(), case.n);
 
     let any_failed = (0..case.n).any(|t| pool.state(t) == Failed);
-    for t in 0..case.n {
+    for (t, &was_started) in started.iter().enumerate() {
         let state = pool.state(t);
         let deps: Vec<TaskState> = g.dependencies(t).iter().map(|&d| pool.state(d)).collect();
         let behind_failure = deps.iter().any(|s| matches!(s, Failed | AncestorFailed));
-        prop_assert_eq!(started[t], matches!(state, Succeeded | Failed));
-        prop_assert_eq!(state == Failed, started[t] && case.fails[t]);
+        prop_assert_eq!(was_started, matches!(state, Succeeded | Failed));
+        prop_assert_eq!(state == Failed, was_started && case.fails[t]);
         match state {
             Succeeded => prop_assert!(deps.iter().all(|&s| s == Succeeded)),
             AncestorFailed => prop_assert!(behind_failure),

@@ -24,16 +24,7 @@ pub use task_graph::{DEFAULT_DURATION, TaskGraph};
 /// Where a task is in its life. Ordered as listed, which is also the order of
 /// [`RunnerPool::counts`].
 #[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Debug,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {

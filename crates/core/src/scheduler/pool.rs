@@ -174,6 +174,7 @@ impl RunnerPool {
         }
     }
 
+    /// Panics if `task` is out of range, like slice indexing.
     pub fn state(&self, task: usize) -> TaskState {
         self.state[task]
     }

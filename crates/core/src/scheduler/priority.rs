@@ -10,7 +10,8 @@ use super::task_graph::TaskGraph;
 /// of recorded durations through its dependents to the end of the graph.
 /// Starting the task with the largest value first is the classic critical-path
 /// list-scheduling rule (HLFET): the work that bounds the makespan never waits
-/// behind work that has slack.
+/// behind work that has slack. A store that claims ready tasks itself gets the
+/// pool's exact order with `ORDER BY priority DESC, task ASC`.
 ///
 /// A graph that fails [`TaskGraph::validate`] still gets a value per task;
 /// tasks that lead into a cycle count only the acyclic part behind them.

@@ -119,8 +119,9 @@ pub fn simulate_run_groups(
     let mut schedule = Schedule::empty(graph.len());
     let mut group_start = 0.0;
     for group in members {
-        let mut runners: BinaryHeap<Reverse<Time>> =
-            (0..max_parallel).map(|_| Reverse(Time(group_start))).collect();
+        let mut runners: BinaryHeap<Reverse<Time>> = (0..max_parallel)
+            .map(|_| Reverse(Time(group_start)))
+            .collect();
         let mut group_end = group_start;
         for t in group {
             let free = runners.pop().map_or(group_start, |Reverse(Time(at))| at);
