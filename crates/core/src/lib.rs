@@ -9,6 +9,7 @@ pub mod filter;
 pub mod graph;
 pub mod path;
 pub mod port;
+pub mod scheduler;
 pub mod tree;
 pub mod unit;
 
