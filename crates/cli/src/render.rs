@@ -76,7 +76,11 @@ pub fn graph_dot(graph: &Graph) -> String {
 pub fn graph_mermaid(graph: &Graph) -> String {
     let mut out = String::from("flowchart LR\n");
     for (i, u) in graph.units().iter().enumerate() {
-        let _ = writeln!(out, "  u{i}[\"{}\"]", u.path.display().replace('"', "#quot;"));
+        let _ = writeln!(
+            out,
+            "  u{i}[\"{}\"]",
+            u.path.display().replace('"', "#quot;")
+        );
     }
     for i in 0..graph.len() {
         for &d in graph.dependencies(i) {
@@ -89,15 +93,18 @@ pub fn graph_mermaid(graph: &Graph) -> String {
 /// The plan as a DOT graph, clustered by account, labelled with pool positions.
 pub fn plan_dot(plan: &DeploymentPlan) -> String {
     let mut out = String::from("digraph plan {\n  rankdir = LR;\n  node [shape = box];\n");
-    let mut accounts: Vec<Option<&str>> =
-        plan.units.iter().map(|u| u.account.as_deref()).collect();
+    let mut accounts: Vec<Option<&str>> = plan.units.iter().map(|u| u.account.as_deref()).collect();
     accounts.sort();
     accounts.dedup();
     for (k, account) in accounts.iter().enumerate() {
         if let Some(a) = account {
             let _ = writeln!(out, "  subgraph cluster_{k} {{\n    label = {};", quote(a));
         }
-        for u in plan.units.iter().filter(|u| u.account.as_deref() == *account) {
+        for u in plan
+            .units
+            .iter()
+            .filter(|u| u.account.as_deref() == *account)
+        {
             let _ = writeln!(
                 out,
                 "    {} [label = {}];",

@@ -22,7 +22,11 @@ pub fn working_graph(repo: &Path) -> Result<(Graph, Vec<String>, Vec<String>), C
     }
     let (graph, errors) = discover(&FsTree::new(repo)).into_graph();
     let warnings = unresolved_warnings(&graph);
-    Ok((graph, errors.iter().map(ToString::to_string).collect(), warnings))
+    Ok((
+        graph,
+        errors.iter().map(ToString::to_string).collect(),
+        warnings,
+    ))
 }
 
 /// One warning per path discovery could not resolve statically.
@@ -78,7 +82,10 @@ pub fn affected(
     let mut warnings = unresolved_warnings(&detection.head);
     if !filters.is_empty() {
         let ranges = VcsRanges { vcs: &git };
-        let keep_apply = paths_of(&detection.head, &filters.select(&detection.head, Some(&ranges))?);
+        let keep_apply = paths_of(
+            &detection.head,
+            &filters.select(&detection.head, Some(&ranges))?,
+        );
         let keep_destroy = match &detection.base {
             Some(base) => paths_of(base, &filters.select(base, Some(&ranges))?),
             None => Default::default(),

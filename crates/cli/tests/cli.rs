@@ -18,7 +18,11 @@ fn live_repo() -> tempfile::TempDir {
         .arg(tmp.path().join("repo"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     tmp
 }
 
@@ -93,7 +97,10 @@ fn graph_renders_dot_and_mermaid() {
     let mm = live_ci(&repo, &["graph", "--format", "mermaid"]);
     let mm = String::from_utf8(mm.stdout).unwrap();
     assert!(mm.starts_with("flowchart LR\n"));
-    assert!(mm.contains("u2[\"dev/us-east-1/db\"]") && mm.contains("u2 --> u6"), "{mm}");
+    assert!(
+        mm.contains("u2[\"dev/us-east-1/db\"]") && mm.contains("u2 --> u6"),
+        "{mm}"
+    );
 }
 
 #[test]
@@ -120,7 +127,14 @@ fn affected_by_the_merge_with_reasons_and_skipped_removal() {
 
     let v = json_ok(
         &repo,
-        &["affected", "--base", "HEAD^1", "--head", "HEAD", "--allow-destroy"],
+        &[
+            "affected",
+            "--base",
+            "HEAD^1",
+            "--head",
+            "HEAD",
+            "--allow-destroy",
+        ],
     );
     assert_eq!(
         v["units"][3],
@@ -136,8 +150,16 @@ fn affected_narrowed_by_filters() {
     let v = json_ok(
         &repo,
         &[
-            "affected", "--base", "HEAD^1", "--head", "HEAD", "--allow-destroy", "--filter",
-            "./shared/**", "--filter", "legacy-queue",
+            "affected",
+            "--base",
+            "HEAD^1",
+            "--head",
+            "HEAD",
+            "--allow-destroy",
+            "--filter",
+            "./shared/**",
+            "--filter",
+            "legacy-queue",
         ],
     );
     let paths: Vec<&str> = v["units"]
@@ -164,8 +186,18 @@ fn plan_orders_by_dependencies_accounts_and_critical_path() {
     let v = json_ok(
         &repo,
         &[
-            "plan", "--base", "HEAD^1", "--head", "HEAD", "--allow-destroy", "--accounts",
-            accounts.to_str().unwrap(), "--max-parallel", "2", "--format", "json",
+            "plan",
+            "--base",
+            "HEAD^1",
+            "--head",
+            "HEAD",
+            "--allow-destroy",
+            "--accounts",
+            accounts.to_str().unwrap(),
+            "--max-parallel",
+            "2",
+            "--format",
+            "json",
         ],
     );
     let order: Vec<(&str, &str, &str)> = v["units"]
@@ -201,12 +233,20 @@ fn plan_orders_by_dependencies_accounts_and_critical_path() {
     let table = live_ci(
         &repo,
         &[
-            "plan", "--base", "HEAD^1", "--head", "HEAD", "--accounts",
+            "plan",
+            "--base",
+            "HEAD^1",
+            "--head",
+            "HEAD",
+            "--accounts",
             accounts.to_str().unwrap(),
         ],
     );
     let text = String::from_utf8(table.stdout).unwrap();
-    assert!(text.lines().next().unwrap().starts_with("#  UNIT"), "{text}");
+    assert!(
+        text.lines().next().unwrap().starts_with("#  UNIT"),
+        "{text}"
+    );
     assert!(text.contains("6 unit(s), at most 10 at once"), "{text}");
 }
 
@@ -227,15 +267,27 @@ fn find_with_graph_operators_and_git_ranges() {
     );
     let v = json_ok(
         &repo,
-        &["find", "--filter", "[HEAD^1...HEAD]", "--filter", "!./dev/**"],
+        &[
+            "find",
+            "--filter",
+            "[HEAD^1...HEAD]",
+            "--filter",
+            "!./dev/**",
+        ],
     );
     assert_eq!(
         v["units"],
-        json!(["shared/us-east-1/network/dns", "shared/us-east-1/network/vpc"])
+        json!([
+            "shared/us-east-1/network/dns",
+            "shared/us-east-1/network/vpc"
+        ])
     );
     // the default filters file applies unless disabled
     std::fs::write(repo.join(".live-ci-filters"), "# comment\nlogs\n").unwrap();
-    assert_eq!(json_ok(&repo, &["find"])["units"], json!(["shared/us-east-1/logs"]));
+    assert_eq!(
+        json_ok(&repo, &["find"])["units"],
+        json!(["shared/us-east-1/logs"])
+    );
     let all = json_ok(&repo, &["find", "--no-filters-file"]);
     assert_eq!(all["units"].as_array().unwrap().len(), 7);
 }
@@ -256,7 +308,11 @@ fn errors_name_file_line_column_and_exit_1() {
     // find refuses a broken graph
     let out = live_ci(&repo, &["find"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("dev/us-east-1/db/terragrunt.hcl:"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dev/us-east-1/db/terragrunt.hcl:"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -269,7 +325,11 @@ fn bad_queries_revisions_and_accounts_are_named() {
 
     let out = live_ci(&repo, &["affected", "--base", "nope", "--head", "HEAD"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("unknown revision \"nope\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown revision \"nope\""),
+        "{}",
+        stderr(&out)
+    );
 
     let accounts = tmp.path().join("accounts.json");
     std::fs::write(
@@ -281,7 +341,15 @@ fn bad_queries_revisions_and_accounts_are_named() {
     .unwrap();
     let out = live_ci(
         &repo,
-        &["plan", "--base", "HEAD^1", "--head", "HEAD", "--accounts", accounts.to_str().unwrap()],
+        &[
+            "plan",
+            "--base",
+            "HEAD^1",
+            "--head",
+            "HEAD",
+            "--accounts",
+            accounts.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -298,7 +366,23 @@ fn bad_queries_revisions_and_accounts_are_named() {
 fn bad_usage_exits_2() {
     let tmp = live_repo();
     let repo = tmp.path().join("repo");
-    assert_eq!(live_ci(&repo, &["affected", "--base", "HEAD"]).status.code(), Some(2));
-    assert_eq!(live_ci(&repo, &["plan", "--base", "a", "--head", "b", "--max-parallel", "0"]).status.code(), Some(2));
-    assert_eq!(live_ci(&repo, &["graph", "--format", "yaml"]).status.code(), Some(2));
+    assert_eq!(
+        live_ci(&repo, &["affected", "--base", "HEAD"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        live_ci(
+            &repo,
+            &["plan", "--base", "a", "--head", "b", "--max-parallel", "0"]
+        )
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        live_ci(&repo, &["graph", "--format", "yaml"]).status.code(),
+        Some(2)
+    );
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod filter;
 pub mod graph;
 pub mod path;
+pub mod plan;
 pub mod port;
 pub mod scheduler;
 pub mod tree;

@@ -250,3 +250,146 @@ fn cycle_error(
         spelled.join(" -> ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::{AffectedUnit, Reason};
+
+    fn p(s: &str) -> RepoPath {
+        RepoPath::new(s).unwrap()
+    }
+
+    fn graph(units: &[(&str, &[&str])]) -> Graph {
+        let (g, errs) = Graph::build(
+            units
+                .iter()
+                .map(|(path, deps)| {
+                    let mut u = Unit::new(p(path));
+                    u.dependencies = deps.iter().map(|d| p(d)).collect();
+                    u
+                })
+                .collect(),
+        );
+        assert!(errs.is_empty(), "{errs:?}");
+        g
+    }
+
+    fn affected(units: &[(&str, Action)]) -> Affected {
+        Affected {
+            units: units
+                .iter()
+                .map(|(path, action)| AffectedUnit {
+                    path: p(path),
+                    action: *action,
+                    reasons: vec![Reason::Changed],
+                })
+                .collect(),
+            skipped: vec![],
+        }
+    }
+
+    fn accounts(deps: &[(&str, &[&str])]) -> Accounts {
+        let list = deps
+            .iter()
+            .map(|(name, d)| crate::account::Account {
+                name: name.to_string(),
+                path: name.to_string(),
+                dependencies: d.iter().map(|s| s.to_string()).collect(),
+                voters: vec!["ops@example.com".into()],
+                min_approval_count: 1,
+                min_rejection_count: 1,
+                plan_role_arn: "p".into(),
+                apply_role_arn: "a".into(),
+            })
+            .collect();
+        Accounts::new("accounts.json", list).unwrap()
+    }
+
+    fn order(plan: &DeploymentPlan) -> Vec<String> {
+        plan.units.iter().map(|u| u.path.to_string()).collect()
+    }
+
+    #[test]
+    fn edges_pass_through_units_left_out_of_the_plan() {
+        let head = graph(&[("a", &["b"]), ("b", &["c"]), ("c", &[])]);
+        let plan = build_plan(
+            &affected(&[("a", Action::Apply), ("c", Action::Apply)]),
+            &head,
+            None,
+            &PlanOptions {
+                max_parallel: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(order(&plan), ["c", "a"]);
+        assert_eq!(plan.units[1].dependencies, [p("c")]);
+        assert_eq!(plan.makespan, 2.0);
+    }
+
+    #[test]
+    fn account_dependencies_and_reverse_destroys() {
+        let head = graph(&[("shared/x", &[]), ("dev/y", &[])]);
+        let base = graph(&[("dev/old", &["dev/older"]), ("dev/older", &[])]);
+        let accts = accounts(&[("shared", &[]), ("dev", &["shared"])]);
+        let plan = build_plan(
+            &affected(&[
+                ("dev/y", Action::Apply),
+                ("shared/x", Action::Apply),
+                ("dev/old", Action::Destroy),
+                ("dev/older", Action::Destroy),
+            ]),
+            &head,
+            Some(&base),
+            &PlanOptions {
+                accounts: Some(&accts),
+                max_parallel: 1,
+                durations: HashMap::from([(p("shared/x"), 30.0)]),
+            },
+        )
+        .unwrap();
+        // shared/x has the longest remaining path (30 + dev/y), so it starts first;
+        // dev/old is destroyed before dev/older, which it depended on.
+        assert_eq!(order(&plan), ["shared/x", "dev/old", "dev/older", "dev/y"]);
+        let y = plan.units.iter().find(|u| u.path == p("dev/y")).unwrap();
+        assert_eq!(y.waits_for_accounts, ["shared"]);
+        assert_eq!(y.account.as_deref(), Some("dev"));
+        let older = plan
+            .units
+            .iter()
+            .find(|u| u.path == p("dev/older"))
+            .unwrap();
+        assert_eq!(older.dependencies, [p("dev/old")]);
+        assert_eq!(plan.makespan, 33.0);
+    }
+
+    #[test]
+    fn unit_outside_accounts_and_account_cycles_are_errors() {
+        let head = graph(&[("shared/x", &["dev/y"]), ("dev/y", &[]), ("misc/z", &[])]);
+        let accts = accounts(&[("shared", &[]), ("dev", &["shared"])]);
+        let opts = PlanOptions {
+            accounts: Some(&accts),
+            max_parallel: 2,
+            ..Default::default()
+        };
+        let err =
+            build_plan(&affected(&[("misc/z", Action::Apply)]), &head, None, &opts).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "misc/z: matches no account path in the account configuration"
+        );
+        // shared/x depends on dev/y, while account dev waits for account shared.
+        let err = build_plan(
+            &affected(&[("shared/x", Action::Apply), ("dev/y", Action::Apply)]),
+            &head,
+            None,
+            &opts,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("form a cycle"), "{err}");
+        assert!(err.contains("dev/y") && err.contains("shared/x"), "{err}");
+        assert!(err.contains("(every unit of account \"shared\")"), "{err}");
+    }
+}

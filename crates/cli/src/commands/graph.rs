@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
+use crate::Output;
 use crate::args::{GraphArgs, GraphFormat};
 use crate::error::CliError;
 use crate::render;
 use crate::repo::working_graph;
-use crate::Output;
 
 #[derive(Serialize)]
 struct GraphJson<'a> {

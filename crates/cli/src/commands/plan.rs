@@ -57,7 +57,14 @@ pub fn run(args: &PlanArgs) -> Result<Output, CliError> {
                 })
                 .collect();
             let mut t = render::table(
-                &["#", "UNIT", "ACTION", "ACCOUNT", "STARTS AT STEP", "WAITS FOR"],
+                &[
+                    "#",
+                    "UNIT",
+                    "ACTION",
+                    "ACCOUNT",
+                    "STARTS AT STEP",
+                    "WAITS FOR",
+                ],
                 rows,
             );
             t.push_str(&format!(
