@@ -26,6 +26,18 @@ pub fn is_skipped_dir(name: &str) -> bool {
     name.starts_with('.')
 }
 
+/// True when any directory above `file` is one discovery skips.
+pub fn in_skipped_dir(file: &RepoPath) -> bool {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if is_skipped_dir(d.file_name()) {
+            return true;
+        }
+        dir = d.parent();
+    }
+    false
+}
+
 /// The working directory of a checkout.
 #[derive(Debug, Clone)]
 pub struct FsTree {
@@ -119,16 +131,7 @@ impl FileTree for MemTree {
         Ok(self
             .files
             .keys()
-            .filter(|p| {
-                let mut dir = p.parent();
-                while let Some(d) = dir {
-                    if is_skipped_dir(d.file_name()) {
-                        return false;
-                    }
-                    dir = d.parent();
-                }
-                true
-            })
+            .filter(|p| !in_skipped_dir(p))
             .cloned()
             .collect())
     }

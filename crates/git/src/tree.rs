@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
 use live_ci_core::path::RepoPath;
-use live_ci_core::tree::{FileTree, is_skipped_dir};
+use live_ci_core::tree::{FileTree, in_skipped_dir};
 
 use crate::cli::GitCli;
 use crate::error::GitError;
@@ -56,16 +56,7 @@ impl GitTree {
                 continue; // submodules are not part of the live repo
             }
             let path = RepoPath::new(path)?;
-            let mut dir = path.parent();
-            let mut skipped = false;
-            while let Some(d) = dir {
-                if is_skipped_dir(d.file_name()) {
-                    skipped = true;
-                    break;
-                }
-                dir = d.parent();
-            }
-            if !skipped {
+            if !in_skipped_dir(&path) {
                 files.push(path.clone());
             }
             blobs.insert(path, oid.to_string());

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::graph::Graph;
 use crate::path::RepoPath;
 use crate::port::{ChangeKind, FileChange};
-use crate::tree::is_skipped_dir;
+use crate::tree::in_skipped_dir;
 
 /// What the pipeline does to an affected unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -125,17 +125,6 @@ impl<'g> FileIndex<'g> {
             dir = d.parent();
         }
     }
-}
-
-fn in_skipped_dir(file: &RepoPath) -> bool {
-    let mut dir = file.parent();
-    while let Some(d) = dir {
-        if is_skipped_dir(d.file_name()) {
-            return true;
-        }
-        dir = d.parent();
-    }
-    false
 }
 
 /// The units `changes` affect. `head` is the graph at the head revision; `base`
