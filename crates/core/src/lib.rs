@@ -2,6 +2,7 @@
 //! filter queries and the runner-pool scheduler. No AWS SDK, no network, no processes:
 //! everything outside comes in through the ports in [`port`].
 
+pub mod discovery;
 pub mod error;
 pub mod graph;
 pub mod path;
@@ -9,6 +10,7 @@ pub mod port;
 pub mod tree;
 pub mod unit;
 
+pub use discovery::{Discovery, discover};
 pub use error::{CoreError, Result};
 pub use graph::Graph;
 pub use path::RepoPath;
