@@ -96,6 +96,7 @@ pub fn discover(tree: &dyn FileTree) -> Discovery {
         units.push(to_unit(dir, &config_file, &out));
         errors.extend(out.sink.errors);
     }
+    units.sort_by(|a, b| a.path.cmp(&b.path));
     // Many units include the same broken parent: report each problem once.
     let mut seen = HashSet::new();
     errors.retain(|e| seen.insert(e.to_string()));
