@@ -2,6 +2,9 @@
 //! semantics, parent classification, unresolved reporting, errors, and a
 //! generated 2,000-unit repository checked unit by unit.
 
+// Helpers outside `#[test]` functions panic on bad fixtures, like the tests.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 
 use live_ci_core::{CoreError, Discovery, MemTree, RepoPath, Unit, discover};

@@ -296,7 +296,7 @@ pub(crate) fn evaluate(
             }
             Structure::Block(b) => match b.identifier.as_str() {
                 "locals" | "include" | "dependencies" => {}
-                _ => scan_block(&mut fe, b, &b.identifier.as_str().to_string()),
+                _ => scan_block(&mut fe, b, b.identifier.as_str()),
             },
         }
     }

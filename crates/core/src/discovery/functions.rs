@@ -390,7 +390,7 @@ fn s(v: &Value) -> Result<String, String> {
     }
 }
 
-fn arg<'v>(vals: &'v [Value], i: usize) -> Result<&'v Value, String> {
+fn arg(vals: &[Value], i: usize) -> Result<&Value, String> {
     vals.get(i)
         .ok_or_else(|| format!("missing argument {}", i + 1))
 }

@@ -180,6 +180,8 @@ pub(crate) struct ReadOutcome {
 
 type ParseCell = Arc<OnceLock<Result<Arc<ParsedFile>, CoreError>>>;
 type TextCell = Arc<OnceLock<Result<Arc<str>, CoreError>>>;
+/// (read file, reading unit when the value depends on it).
+type ReadKey = (RepoPath, Option<RepoPath>);
 
 /// State shared by all units' evaluations: the file listing and the caches.
 pub(crate) struct Shared<'t> {
@@ -189,7 +191,7 @@ pub(crate) struct Shared<'t> {
     parsed: Mutex<HashMap<RepoPath, ParseCell>>,
     texts: Mutex<HashMap<RepoPath, TextCell>>,
     /// Keyed by (file, reading unit) only when the value depends on the unit.
-    reads: Mutex<HashMap<(RepoPath, Option<RepoPath>), Arc<ReadOutcome>>>,
+    reads: Mutex<HashMap<ReadKey, Arc<ReadOutcome>>>,
 }
 
 impl std::fmt::Debug for Shared<'_> {
