@@ -320,3 +320,191 @@ pub(crate) fn functions_in_text(raw: &str) -> bool {
         .iter()
         .any(|f| raw.contains(f))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::eval::{FileEval, IncludeCtx};
+    use super::functions::{ROOT, abs, resolve};
+    use super::*;
+    use crate::tree::MemTree;
+
+    /// Evaluates local `x` of `src`, written as `dir/terragrunt.hcl`.
+    fn local_x(extra: &[(&str, &str)], dir: &str, src: &str) -> (V, Sink) {
+        let mut tree = MemTree::new();
+        let file = format!("{dir}/terragrunt.hcl");
+        tree.insert(&file, src).unwrap();
+        for (p, c) in extra {
+            tree.insert(p, c).unwrap();
+        }
+        let files = tree.files().unwrap();
+        let shared = Shared::new(&tree, &files);
+        let file = RepoPath::new(&file).unwrap();
+        let dir = RepoPath::new(dir).unwrap();
+        let parsed = shared.parse(&file).unwrap();
+        let mut fe = FileEval::new(
+            &shared,
+            file.clone(),
+            parsed.clone(),
+            dir.clone(),
+            dir,
+            IncludeCtx::Child(Vec::new()),
+            vec![file],
+        );
+        fe.locals_ready = true;
+        let v = match fe.all_locals() {
+            V::Object(mut m) => m.remove("x").unwrap(),
+            other => panic!("{other:?}"),
+        };
+        (v, fe.sink)
+    }
+
+    fn string(src: &str) -> String {
+        match local_x(&[], "a/b", src).0 {
+            V::String(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn absolute_spelling_round_trips_and_guards_the_root() {
+        let p = RepoPath::new("a/b").unwrap();
+        assert_eq!(abs(&p), format!("{ROOT}/a/b"));
+        assert_eq!(resolve(&RepoPath::root(), &abs(&p)).unwrap(), p);
+        assert_eq!(resolve(&p, "../c").unwrap().as_str(), "a/c");
+        assert_eq!(
+            resolve(&p, &format!("{ROOT}/a/../x")).unwrap().as_str(),
+            "x"
+        );
+        assert!(resolve(&p, &format!("{ROOT}/..")).is_err());
+        assert!(resolve(&p, "/etc/passwd").is_err());
+        assert!(resolve(&p, &format!("{ROOT}x/y")).is_err());
+    }
+
+    #[test]
+    fn path_functions_in_templates() {
+        assert_eq!(
+            string("locals {\n  x = \"${get_terragrunt_dir()}/../c\"\n}\n"),
+            format!("{ROOT}/a/b/../c")
+        );
+        assert_eq!(
+            string("locals {\n  x = \"${get_path_to_repo_root()}|${get_path_from_repo_root()}\"\n}\n"),
+            "../..|a/b"
+        );
+        assert_eq!(
+            string("locals {\n  x = \"${dirname(get_terragrunt_dir())}-${basename(get_terragrunt_dir())}\"\n}\n"),
+            format!("{ROOT}/a-b")
+        );
+    }
+
+    #[test]
+    fn templates_conditionals_operators_and_for() {
+        assert_eq!(
+            string("locals {\n  n = 2\n  x = \"%{ if local.n > 1 }many%{ else }one%{ endif }-${local.n * 3}\"\n}\n"),
+            "many-6"
+        );
+        assert_eq!(
+            string("locals {\n  x = join(\",\", [for s in [\"b\", \"a\"] : upper(s) if s != \"c\"])\n}\n"),
+            "B,A"
+        );
+        assert_eq!(
+            string("locals {\n  m = { k = \"v\" }\n  x = true ? lookup(local.m, \"k\", \"d\") : \"no\"\n}\n"),
+            "v"
+        );
+        assert_eq!(
+            string("locals {\n  x = format(\"%s-%d%%\", \"a\", 5)\n}\n"),
+            "a-5%"
+        );
+        assert_eq!(
+            string("locals {\n  x = replace(trimprefix(\"xx/a/b\", \"xx/\"), \"/\", \"_\")\n}\n"),
+            "a_b"
+        );
+    }
+
+    #[test]
+    fn try_falls_back_only_on_real_errors() {
+        assert_eq!(
+            string("locals {\n  m = {}\n  x = try(local.m.missing, \"fallback\")\n}\n"),
+            "fallback"
+        );
+        // get_env might succeed at run time: try() cannot pick the fallback.
+        let (v, _) = local_x(
+            &[],
+            "a",
+            "locals {\n  x = try(get_env(\"X\"), \"fallback\")\n}\n",
+        );
+        match v {
+            V::Unknown(u) => assert_eq!(&*u.reason, "get_env(\"X\") is known only at run time"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            local_x(&[], "a", "locals {\n  m = {}\n  x = can(local.m.k)\n}\n").0,
+            V::Bool(false)
+        );
+    }
+
+    #[test]
+    fn unknown_leaves_do_not_poison_neighbours() {
+        let (v, _) = local_x(
+            &[(
+                "env.hcl",
+                "locals {\n  region = \"eu\"\n  secret = get_env(\"S\")\n}\n",
+            )],
+            "a",
+            "locals {\n  e = read_terragrunt_config(\"../env.hcl\")\n  x = \"${local.e.locals.region}\"\n}\n",
+        );
+        assert_eq!(v, V::String("eu".into()));
+    }
+
+    #[test]
+    fn self_referencing_locals_are_unknown_not_a_hang() {
+        let (v, _) = local_x(&[], "a", "locals {\n  x = local.y\n  y = local.x\n}\n");
+        match v {
+            V::Unknown(u) => assert_eq!(&*u.reason, "local.x refers to itself"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn read_configs_are_evaluated_once_per_file() {
+        let mut tree = MemTree::new();
+        tree.insert("env.hcl", "locals {\n  e = 1\n}\n").unwrap();
+        for i in 0..50 {
+            tree.insert(
+                &format!("u{i}/terragrunt.hcl"),
+                "locals {\n  e = read_terragrunt_config(find_in_parent_folders(\"env.hcl\"))\n}\n",
+            )
+            .unwrap();
+        }
+        let files = tree.files().unwrap();
+        let shared = Shared::new(&tree, &files);
+        let env = RepoPath::new("env.hcl").unwrap();
+        let a = shared.read_config(&env, &RepoPath::new("u1").unwrap(), &[]);
+        let b = shared.read_config(&env, &RepoPath::new("u2").unwrap(), &[]);
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
+    fn get_original_terragrunt_dir_makes_reads_per_unit() {
+        let mut tree = MemTree::new();
+        tree.insert(
+            "common.hcl",
+            "locals {\n  me = get_original_terragrunt_dir()\n}\n",
+        )
+        .unwrap();
+        let files = tree.files().unwrap();
+        let shared = Shared::new(&tree, &files);
+        let f = RepoPath::new("common.hcl").unwrap();
+        let a = shared.read_config(&f, &RepoPath::new("u1").unwrap(), &[]);
+        let b = shared.read_config(&f, &RepoPath::new("u2").unwrap(), &[]);
+        assert!(!Arc::ptr_eq(&a, &b));
+        let me = |o: &ReadOutcome| match &o.value {
+            V::Object(m) => match m.get("locals") {
+                Some(V::Object(l)) => l.get("me").cloned(),
+                _ => None,
+            },
+            _ => None,
+        };
+        assert_eq!(me(&a), Some(V::String(format!("{ROOT}/u1"))));
+        assert_eq!(me(&b), Some(V::String(format!("{ROOT}/u2"))));
+    }
+}
