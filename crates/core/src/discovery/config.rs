@@ -87,7 +87,11 @@ pub(crate) fn evaluate(
         value: V::Null,
         ..Default::default()
     };
-    let parsed = match shared.parse(file) {
+    let parsed = match if matches!(mode, Mode::Unit) {
+        shared.parse_unit(file)
+    } else {
+        shared.parse(file)
+    } {
         Ok(p) => p,
         Err(e) => {
             out.value = V::Unknown(super::value::Unknown::failing(e.to_string()).reported());

@@ -230,6 +230,17 @@ impl<'t> Shared<'t> {
         }
     }
 
+    /// A unit's own config: parsed without caching (nobody else needs it unless
+    /// it is also included or read, and then the cache already holds it), so
+    /// 10,000 unit bodies are not all kept alive at once.
+    pub fn parse_unit(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, CoreError> {
+        let cached = lock(&self.parsed).get(path).cloned();
+        match cached.and_then(|cell| cell.get().cloned()) {
+            Some(hit) => hit,
+            None => parse_file(self.tree, path).map(Arc::new),
+        }
+    }
+
     /// Parses a config once, however many units include or read it.
     pub fn parse(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, CoreError> {
         let cell = lock(&self.parsed).entry(path.clone()).or_default().clone();
@@ -297,12 +308,22 @@ fn parse_file(tree: &dyn FileTree, path: &RepoPath) -> Result<ParsedFile, CoreEr
             message: other.to_string(),
         },
     })?;
-    let locals = body
-        .blocks()
-        .filter(|b| b.identifier.as_str() == "locals")
-        .flat_map(|b| b.body.attributes())
-        .map(|a| (a.key.as_str().to_string(), a.expr.clone()))
-        .collect();
+    // Locals move out of the body (no copy): the body is scanned without them.
+    let mut locals = Vec::new();
+    let mut rest = Vec::new();
+    for s in body.into_inner() {
+        match s {
+            hcl::Structure::Block(b) if b.identifier.as_str() == "locals" => {
+                for inner in b.body.into_inner() {
+                    if let hcl::Structure::Attribute(a) = inner {
+                        locals.push((a.key.as_str().to_string(), a.expr));
+                    }
+                }
+            }
+            other => rest.push(other),
+        }
+    }
+    let body = Body(rest);
     Ok(ParsedFile { body, locals })
 }
 
@@ -387,11 +408,15 @@ mod tests {
             format!("{ROOT}/a/b/../c")
         );
         assert_eq!(
-            string("locals {\n  x = \"${get_path_to_repo_root()}|${get_path_from_repo_root()}\"\n}\n"),
+            string(
+                "locals {\n  x = \"${get_path_to_repo_root()}|${get_path_from_repo_root()}\"\n}\n"
+            ),
             "../..|a/b"
         );
         assert_eq!(
-            string("locals {\n  x = \"${dirname(get_terragrunt_dir())}-${basename(get_terragrunt_dir())}\"\n}\n"),
+            string(
+                "locals {\n  x = \"${dirname(get_terragrunt_dir())}-${basename(get_terragrunt_dir())}\"\n}\n"
+            ),
             format!("{ROOT}/a-b")
         );
     }
@@ -399,15 +424,21 @@ mod tests {
     #[test]
     fn templates_conditionals_operators_and_for() {
         assert_eq!(
-            string("locals {\n  n = 2\n  x = \"%{ if local.n > 1 }many%{ else }one%{ endif }-${local.n * 3}\"\n}\n"),
+            string(
+                "locals {\n  n = 2\n  x = \"%{ if local.n > 1 }many%{ else }one%{ endif }-${local.n * 3}\"\n}\n"
+            ),
             "many-6"
         );
         assert_eq!(
-            string("locals {\n  x = join(\",\", [for s in [\"b\", \"a\"] : upper(s) if s != \"c\"])\n}\n"),
+            string(
+                "locals {\n  x = join(\",\", [for s in [\"b\", \"a\"] : upper(s) if s != \"c\"])\n}\n"
+            ),
             "B,A"
         );
         assert_eq!(
-            string("locals {\n  m = { k = \"v\" }\n  x = true ? lookup(local.m, \"k\", \"d\") : \"no\"\n}\n"),
+            string(
+                "locals {\n  m = { k = \"v\" }\n  x = true ? lookup(local.m, \"k\", \"d\") : \"no\"\n}\n"
+            ),
             "v"
         );
         assert_eq!(
