@@ -15,6 +15,13 @@ pub enum CoreError {
     },
     #[error("{file}: {message}")]
     Config { file: RepoPath, message: String },
+    /// A file included or read by another does not exist.
+    #[error("{file}: {function}: no such file {missing:?}")]
+    MissingFile {
+        file: RepoPath,
+        function: String,
+        missing: RepoPath,
+    },
     #[error(
         "{unit}: dependency {dependency:?} is not a unit (no terragrunt.hcl in {dependency:?})"
     )]

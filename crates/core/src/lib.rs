@@ -4,6 +4,7 @@
 
 pub mod account;
 pub mod change;
+pub mod discovery;
 pub mod error;
 pub mod filter;
 pub mod graph;
@@ -14,6 +15,7 @@ pub mod scheduler;
 pub mod tree;
 pub mod unit;
 
+pub use discovery::{Discovery, discover};
 pub use error::{CoreError, Result};
 pub use graph::Graph;
 pub use path::RepoPath;

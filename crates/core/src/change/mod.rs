@@ -2,5 +2,7 @@
 //! do with each (apply, or destroy for units the change removed).
 
 mod affected;
+mod detect;
 
 pub use affected::{Action, Affected, AffectedUnit, Reason, Skipped, affected_units};
+pub use detect::{Detection, VcsRanges, detect, graph_at};
