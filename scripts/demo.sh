@@ -8,7 +8,8 @@ bin="${CARGO_TARGET_DIR:-$root/target}/debug/live-ci"
 [ -x "$bin" ] || cargo build --locked -q -p live-ci-cli
 repo="$work/live-repo"
 merge=$("$root/examples/live-repo/build.sh" "$repo")
-step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "${*:2}"; "${@:2}"; }
 echo "sample live repo: $repo (merge commit ${merge:0:12})"
 git -C "$repo" log --oneline --graph
 step "Units and their dependencies" "$bin" graph --repo "$repo" --format mermaid

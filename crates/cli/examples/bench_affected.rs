@@ -9,6 +9,10 @@ use anyhow::{Context, Result, bail};
 use live_ci_core::change::detect;
 use live_ci_git::GitCli;
 
+// The same allocator as the `live-ci` binary, so the figures are the CLI's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const UNITS: usize = 11_000;
 
 fn git(dir: &std::path::Path, args: &[&str]) -> Result<()> {

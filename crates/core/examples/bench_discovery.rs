@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example bench_discovery [units]`
 
+// The allocator the `live-ci` binary uses, so the figures are the CLI's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use live_ci_core::{FileTree, FsTree, discover};
