@@ -16,9 +16,9 @@ demo: build
 
 ## Every test: formatting, lints, unit, property and integration tests.
 test: lint
-	$(CARGO) test --locked --workspace
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
+	$(CARGO) test --locked --workspace
 
 lint:
 	$(CARGO) fmt --all --check
