@@ -12,15 +12,18 @@ export GIT_AUTHOR_NAME="Live CI Demo" GIT_AUTHOR_EMAIL="demo@example.com"
 export GIT_COMMITTER_NAME="Live CI Demo" GIT_COMMITTER_EMAIL="demo@example.com"
 export GIT_AUTHOR_DATE="2026-01-05T10:00:00Z" GIT_COMMITTER_DATE="2026-01-05T10:00:00Z"
 g() { git -C "$dest" -c init.defaultBranch=main -c commit.gpgsign=false "$@"; }
-cp -a "$src/base/." "$dest/"
+cp -R "$src/base/." "$dest/"
 g init -q
 g add -A
 g commit -qm "Initial live repository: shared network, dev app stack"
 g checkout -qb feature/bigger-vpc
-cp -a "$src/change/files/." "$dest/"
+cp -R "$src/change/files/." "$dest/"
 grep -v '^#' "$src/change/REMOVED" | while read -r unit; do
   [ -n "$unit" ] && g rm -rq "$unit"
 done
+# Re-hash every file: an overlay file with the same size and a copied mtime can
+# look unchanged to git's index (same-length edits such as /16 -> /15).
+g rm -rq --cached .
 g add -A
 GIT_AUTHOR_DATE="2026-01-06T10:00:00Z" GIT_COMMITTER_DATE="2026-01-06T10:00:00Z" \
   g commit -qm "Widen the shared VPC, add the dev worker, retire the legacy queue"
