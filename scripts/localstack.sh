@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The project's LocalStack (host mode, no Docker) for tests and the local cloud.
+#
+#   scripts/localstack.sh up        install if needed, start if not running, print the endpoint
+#   scripts/localstack.sh down      stop it (SIGTERM, then SIGKILL after 10 s)
+#   scripts/localstack.sh endpoint  print the endpoint of the running instance
+#   scripts/localstack.sh status    exit 0 when our instance is running and healthy
+#
+# Everything lives under ${LIVE_CI_WORK:-<repo>/.work}: the venv, LocalStack's
+# volume/config/home, its log, pid and endpoint. `up` is idempotent and safe when
+# several test processes call it at once (flock).
+#
+# Step Functions reads SFN_MOCK_CONFIG once, at start, so one instance serves every
+# test only if the mock file's path is fixed: `up` copies `SFN_MOCK_CONFIG` (default:
+# statemachine/testdata/sfn-mock-config.json) to <work>/localstack/sfn-mock-config.json
+# and restarts the instance when its content changed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="${LIVE_CI_WORK:-$root/.work}"
+venv="$work/venv"
+state="$work/localstack"
+# Pinned exactly: the local runtime relies on LocalStack internals that have no
+# stable interface (see shared DESIGN.md, "Local cloud").
+requirements=("localstack-core[runtime]==2026.3.0" "cbor2<6" "pyopenssl<26" "cryptography<47" "service-identity")
+port="${LIVE_CI_LOCALSTACK_PORT:-4566}"
+mock_src="${SFN_MOCK_CONFIG:-$root/statemachine/testdata/sfn-mock-config.json}"
+mock="$state/sfn-mock-config.json"
+
+log() { printf 'localstack: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+find_python() {
+  if [ -n "${LIVE_CI_PYTHON:-}" ]; then echo "$LIVE_CI_PYTHON"; return; fi
+  # localstack-core 2026.3.0 imports `warnings.deprecated`, new in 3.13: 3.12 fails
+  # at start-up ("No component plugins found"), 3.11 already at import.
+  local candidate
+  for candidate in $(ls -d /root/.pyenv/versions/3.1[3-9].* 2>/dev/null | sort -V -r); do
+    if [ -x "$candidate/bin/python3" ]; then echo "$candidate/bin/python3"; return; fi
+  done
+  command -v python3.13 || die "no python >= 3.13 found (looked in /root/.pyenv/versions/3.1[3-9].* and PATH; set LIVE_CI_PYTHON)"
+}
+
+installed() {
+  [ -x "$venv/bin/python" ] || return 1
+  "$venv/bin/python" - <<'EOF' 2>/dev/null
+import importlib.metadata as m, sys
+def major(name):
+    return int(m.version(name).split(".")[0])
+ok = (m.version("localstack-core") == "2026.3.0" and major("cbor2") < 6
+      and major("pyopenssl") < 26 and major("cryptography") < 47)
+# The [runtime] extra: the gateway, Step Functions' parser and the moto backends.
+for name in ("service-identity", "rolo", "hypercorn", "antlr4-python3-runtime", "moto-ext"):
+    m.version(name)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+install() {
+  if installed; then return; fi
+  local python started
+  python="$(find_python)"
+  started=$(date +%s.%N)
+  log "installing ${requirements[*]} into $venv (python: $python)"
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}" >&2
+  installed || die "install into $venv did not give the pinned versions"
+  log "installed in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s"
+}
+
+healthy() { curl -sf -m 2 "$1/_localstack/health" >/dev/null 2>&1; }
+
+# Our instance: the recorded pid is alive and the recorded endpoint answers.
+running() {
+  [ -f "$state/pid" ] && [ -f "$state/endpoint" ] || return 1
+  kill -0 "$(cat "$state/pid")" 2>/dev/null || return 1
+  healthy "$(cat "$state/endpoint")"
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+  "$(find_python)" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+checksum() { sha256sum "$1" | cut -d' ' -f1; }
+
+stop() {
+  [ -f "$state/pid" ] || return 0
+  local pid waited=0
+  pid="$(cat "$state/pid")"
+  if kill -0 "$pid" 2>/dev/null; then
+    # Started with setsid: the process group is LocalStack and only its children.
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    # It sometimes hangs on SIGTERM.
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "pid $pid ignored SIGTERM for 10 s: SIGKILL"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "stopped (pid $pid)"
+  fi
+  rm -f "$state/pid" "$state/endpoint" "$state/mock.sha256"
+}
+
+start() {
+  [ -f "$mock_src" ] || die "mock config '$mock_src' does not exist"
+  if running && [ "$(cat "$state/mock.sha256" 2>/dev/null)" = "$(checksum "$mock_src")" ]; then
+    cat "$state/endpoint"
+    return
+  fi
+  if running; then log "mock config '$mock_src' changed: restarting"; fi
+  stop
+  install
+  mkdir -p "$state/volume" "$state/config" "$state/home"
+  cp "$mock_src" "$mock"
+  local use_port="$port"
+  if port_busy "$use_port"; then
+    use_port="$(free_port)"
+    log "port $port is taken by something that is not ours: using $use_port"
+  fi
+  local endpoint="http://127.0.0.1:$use_port" started pid
+  started=$(date +%s.%N)
+  # fd 9 (the flock) is closed in the child, or LocalStack would hold the lock for
+  # its whole life. Run from the state dir: a folder in the working dir named like a LocalStack
+  # plugin package would shadow it.
+  (
+    cd "$state"
+    exec env GATEWAY_LISTEN="127.0.0.1:$use_port" GATEWAY_SERVER=hypercorn \
+      DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 \
+      LOCALSTACK_VOLUME_DIR="$state/volume" CONFIG_DIR="$state/config" \
+      HOME="$state/home" SFN_MOCK_CONFIG="$mock" \
+      setsid "$venv/bin/python" -m localstack.runtime.main
+  ) >"$state/log" 2>&1 </dev/null 9>&- &
+  pid=$!
+  echo "$pid" >"$state/pid"
+  local i
+  for i in $(seq 1 600); do
+    if healthy "$endpoint"; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$state/log" >&2 || true
+      rm -f "$state/pid"
+      die "exited during start-up (log: $state/log)"
+    fi
+    sleep 0.1
+  done
+  if ! healthy "$endpoint"; then
+    tail -n 30 "$state/log" >&2 || true
+    stop
+    die "not healthy after 60 s at $endpoint (log: $state/log)"
+  fi
+  echo "$endpoint" >"$state/endpoint"
+  checksum "$mock" >"$state/mock.sha256"
+  log "started pid $pid at $endpoint in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s"
+  echo "$endpoint"
+}
+
+locked() {
+  mkdir -p "$state"
+  exec 9>"$state/lock"
+  flock 9
+  "$@"
+}
+
+case "${1:-}" in
+  up) locked start ;;
+  down) locked stop ;;
+  endpoint) running || die "not running (scripts/localstack.sh up)"; cat "$state/endpoint" ;;
+  status) running ;;
+  install) locked install ;;
+  *) die "usage: $0 up|down|endpoint|status|install" ;;
+esac
