@@ -1,0 +1,67 @@
+//! Test support shared by the crates' integration tests: the project's
+//! LocalStack, started once per test process through `scripts/localstack.sh`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The environment variable that points tests at an already running endpoint
+/// (`make test` sets it; so can a developer with their own LocalStack).
+pub const ENDPOINT_VAR: &str = "LIVE_CI_AWS_ENDPOINT";
+
+/// The repository root (this crate lives in `crates/testkit`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The LocalStack endpoint: `$LIVE_CI_AWS_ENDPOINT`, or else the instance that
+/// `scripts/localstack.sh up` installs and starts (or finds running). The
+/// script serialises concurrent callers, so parallel test binaries share one
+/// instance; it is left running for the next run (`scripts/localstack.sh down`
+/// stops it; `make test` stops what it started).
+pub fn localstack_endpoint() -> Result<String, String> {
+    static ENDPOINT: OnceLock<Result<String, String>> = OnceLock::new();
+    ENDPOINT
+        .get_or_init(|| {
+            if let Ok(endpoint) = std::env::var(ENDPOINT_VAR)
+                && !endpoint.is_empty()
+            {
+                return Ok(endpoint);
+            }
+            let script = repo_root().join("scripts/localstack.sh");
+            let output = Command::new("bash")
+                .arg(&script)
+                .arg("up")
+                .output()
+                .map_err(|e| format!("cannot run {script:?}: {e}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "{script:?} up failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            let endpoint = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            if endpoint.is_empty() {
+                return Err(format!("{script:?} up printed no endpoint"));
+            }
+            Ok(endpoint)
+        })
+        .clone()
+}
+
+/// A name unique to this process and call, for resources and executions that
+/// must not collide with earlier runs against the same LocalStack.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}

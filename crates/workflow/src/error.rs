@@ -1,0 +1,52 @@
+//! The one error type of the workflow crate.
+
+/// Everything that can go wrong rendering or checking the state machine, or
+/// decoding a payload. Messages are lowercase and quote the offending value.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum WorkflowError {
+    /// The template references variables that were not given.
+    #[error("template variables not given: {}", quote_all(.0))]
+    MissingVariables(Vec<String>),
+    /// Variables were given that the template never references: a typo or a
+    /// template that drifted from the caller.
+    #[error("variables not used by the template: {}", quote_all(.0))]
+    UnknownVariables(Vec<String>),
+    /// Template syntax that Terraform's `templatefile` would read differently
+    /// from [`crate::render`], or that is not a plain `${name}`.
+    #[error("template line {line}: unsupported syntax {snippet:?}: {reason}")]
+    UnsupportedSyntax {
+        line: usize,
+        snippet: String,
+        reason: &'static str,
+    },
+    /// A variable's value cannot be spliced into the template as given.
+    #[error("variable {name:?}: invalid value {value:?}: {reason}")]
+    InvalidValue {
+        name: String,
+        value: String,
+        reason: &'static str,
+    },
+    /// The rendered definition is not valid JSON.
+    #[error("rendered definition is not json: {0}")]
+    NotJson(String),
+    /// The definition is JSON but not a state machine we accept.
+    #[error("state machine definition: {0}")]
+    Definition(String),
+    /// A payload crossing a state boundary could not be decoded.
+    #[error("{payload}: invalid json: {message}")]
+    Payload {
+        payload: &'static str,
+        message: String,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = WorkflowError> = std::result::Result<T, E>;
+
+fn quote_all(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,141 @@
+//! How an ended execution reads: Step Functions has one FAILED status for a
+//! rejection and for a broken plan, so the Fail states carry distinct error
+//! names and `trigger_sf` classifies an execution by status and error.
+
+use serde::{Deserialize, Serialize};
+
+/// The state names, as in the template.
+pub mod state {
+    pub const PLAN: &str = "Plan";
+    pub const REQUEST_APPROVAL: &str = "Request Approval";
+    pub const APPROVAL_RESULTS: &str = "Approval Results";
+    pub const APPLY: &str = "Apply";
+    pub const SUCCESS: &str = "Success";
+    pub const REJECT: &str = "Reject";
+    pub const PLAN_FAILED: &str = "Plan Failed";
+    pub const APPROVAL_TIMED_OUT: &str = "Approval Timed Out";
+    pub const APPROVAL_FAILED: &str = "Approval Failed";
+    pub const INVALID_DECISION: &str = "Invalid Decision";
+    pub const APPLY_FAILED: &str = "Apply Failed";
+}
+
+/// The voters rejected the deployment (the Reject state's error). Also accepted
+/// from SendTaskFailure on Request Approval.
+pub const REJECTED: &str = "Rejected";
+pub const PLAN_FAILED: &str = "PlanFailed";
+pub const APPROVAL_TIMED_OUT: &str = "ApprovalTimedOut";
+pub const APPROVAL_FAILED: &str = "ApprovalFailed";
+pub const INVALID_DECISION: &str = "InvalidDecision";
+pub const APPLY_FAILED: &str = "ApplyFailed";
+
+/// The step a failed execution stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedStep {
+    Plan,
+    Approval,
+    Apply,
+    /// FAILED with an error this state machine does not raise (e.g. an older
+    /// definition, or a States.* error outside any Catch).
+    Unknown,
+}
+
+/// An ended execution, as `trigger_sf` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Succeeded,
+    /// The voters said no: the seed records it as a failure, but statuses and
+    /// e-mails say "rejected".
+    Rejected,
+    /// The voters did not decide within the approval timeout.
+    ApprovalTimedOut,
+    Failed {
+        step: FailedStep,
+        error: String,
+        cause: String,
+    },
+    Aborted,
+    TimedOut,
+}
+
+impl Outcome {
+    /// Classifies an execution from DescribeExecution's (or the status-change
+    /// event's) `status`, `error` and `cause`; `None` while it is still running
+    /// or for a status this version does not know.
+    pub fn classify(status: &str, error: Option<&str>, cause: Option<&str>) -> Option<Outcome> {
+        match status {
+            "SUCCEEDED" => Some(Outcome::Succeeded),
+            "ABORTED" => Some(Outcome::Aborted),
+            "TIMED_OUT" => Some(Outcome::TimedOut),
+            "FAILED" => {
+                let error = error.unwrap_or_default();
+                let step = match error {
+                    REJECTED => return Some(Outcome::Rejected),
+                    APPROVAL_TIMED_OUT => return Some(Outcome::ApprovalTimedOut),
+                    PLAN_FAILED => FailedStep::Plan,
+                    APPROVAL_FAILED | INVALID_DECISION => FailedStep::Approval,
+                    APPLY_FAILED => FailedStep::Apply,
+                    _ => FailedStep::Unknown,
+                };
+                Some(Outcome::Failed {
+                    step,
+                    error: error.to_owned(),
+                    cause: cause.unwrap_or_default().to_owned(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the unit's deployment succeeded (dependents may start).
+    pub fn is_success(&self) -> bool {
+        matches!(self, Outcome::Succeeded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_each_end() {
+        assert_eq!(
+            Outcome::classify("SUCCEEDED", None, None),
+            Some(Outcome::Succeeded)
+        );
+        assert_eq!(
+            Outcome::classify("FAILED", Some("Rejected"), Some("x")),
+            Some(Outcome::Rejected)
+        );
+        assert_eq!(
+            Outcome::classify("FAILED", Some("ApprovalTimedOut"), None),
+            Some(Outcome::ApprovalTimedOut)
+        );
+        assert_eq!(
+            Outcome::classify("FAILED", Some("PlanFailed"), Some("TerraformFailed: boom")),
+            Some(Outcome::Failed {
+                step: FailedStep::Plan,
+                error: "PlanFailed".into(),
+                cause: "TerraformFailed: boom".into()
+            })
+        );
+        assert!(matches!(
+            Outcome::classify("FAILED", Some("States.Runtime"), None),
+            Some(Outcome::Failed {
+                step: FailedStep::Unknown,
+                ..
+            })
+        ));
+        assert_eq!(
+            Outcome::classify("ABORTED", None, None),
+            Some(Outcome::Aborted)
+        );
+        assert_eq!(
+            Outcome::classify("TIMED_OUT", None, None),
+            Some(Outcome::TimedOut)
+        );
+        assert_eq!(Outcome::classify("RUNNING", None, None), None);
+        assert!(!Outcome::Rejected.is_success());
+    }
+}

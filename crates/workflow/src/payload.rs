@@ -1,0 +1,187 @@
+//! The payloads that cross the state machine's boundaries, in their JSON shape:
+//!
+//! | from → to | payload |
+//! |---|---|
+//! | `trigger_sf` → StartExecution input | [`ExecutionInput`] (the seed's field names) |
+//! | state machine → `terra-run` (container overrides) | the [`task_env`] variables |
+//! | `terra-run plan` → SendTaskSuccess | [`PlanResult`], at `$.plan` |
+//! | state machine → SNS → `approval_request` | [`ApprovalRequest`] |
+//! | `approval_response` → SendTaskSuccess | [`ApprovalDecision`], at `$.approval` |
+//! | `terra-run apply` → SendTaskSuccess | [`ApplyResult`], at `$.apply` |
+//!
+//! A rejection may also arrive as SendTaskFailure with error [`crate::outcome::REJECTED`].
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, WorkflowError};
+
+/// What the deployment does to the unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    #[default]
+    Apply,
+    Destroy,
+}
+
+/// An execution record's status in the metadb (the seed's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionStatus {
+    Waiting,
+    Running,
+    Succeeded,
+    Failed,
+    Aborted,
+}
+
+/// The input of one execution: the metadb's execution record with the seed's
+/// field names, plus `action`. The execution's name is `execution_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutionInput {
+    pub execution_id: String,
+    pub is_rollback: bool,
+    pub pr_id: u64,
+    pub commit_id: String,
+    pub base_ref: String,
+    pub head_ref: String,
+    pub cfg_path: String,
+    #[serde(default)]
+    pub cfg_deps: Vec<String>,
+    pub status: ExecutionStatus,
+    pub plan_command: String,
+    pub apply_command: String,
+    #[serde(default)]
+    pub new_providers: Vec<String>,
+    #[serde(default)]
+    pub new_resources: Vec<String>,
+    pub account_name: String,
+    pub account_path: String,
+    #[serde(default)]
+    pub account_deps: Vec<String>,
+    #[serde(default)]
+    pub voters: Vec<String>,
+    #[serde(default)]
+    pub approval_voters: Vec<String>,
+    pub min_approval_count: u32,
+    #[serde(default)]
+    pub rejection_voters: Vec<String>,
+    pub min_rejection_count: u32,
+    pub plan_role_arn: String,
+    pub apply_role_arn: String,
+    #[serde(default)]
+    pub action: Action,
+}
+
+/// What `terra-run` reports after planning (SendTaskSuccess output).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanResult {
+    pub execution_id: String,
+    pub to_add: u32,
+    pub to_change: u32,
+    pub to_destroy: u32,
+    /// Where the saved plan lives (e.g. `s3://bucket/key.tfplan`); Apply
+    /// applies exactly this plan.
+    pub plan_artifact: String,
+    /// The CloudWatch log stream of the plan, linked from e-mails and statuses.
+    pub logs_url: String,
+}
+
+impl PlanResult {
+    /// Whether applying the plan changes anything.
+    pub fn has_changes(&self) -> bool {
+        self.to_add + self.to_change + self.to_destroy > 0
+    }
+}
+
+/// The SNS message of Request Approval, read by `approval_request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// Sent back with the decision; never shown to voters (it completes the task).
+    pub task_token: String,
+    /// The Step Functions execution ARN.
+    pub sfn_execution_arn: String,
+    /// The execution's input, as given to StartExecution.
+    pub execution: ExecutionInput,
+    pub plan: PlanResult,
+}
+
+/// The voters' verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Approve,
+    Reject,
+}
+
+/// What `approval_response` sends back with SendTaskSuccess once a threshold
+/// is reached; Approval Results branches on `decision`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecision {
+    pub decision: Decision,
+    #[serde(default)]
+    pub approval_voters: Vec<String>,
+    #[serde(default)]
+    pub rejection_voters: Vec<String>,
+}
+
+/// What `terra-run` reports after applying (SendTaskSuccess output).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyResult {
+    pub execution_id: String,
+    pub added: u32,
+    pub changed: u32,
+    pub destroyed: u32,
+    /// Resources of providers new in this change that the apply created: what a
+    /// rollback destroys (the seed's `new_resources`).
+    #[serde(default)]
+    pub new_resources: Vec<String>,
+    pub logs_url: String,
+}
+
+/// Decodes a payload, naming it in the error.
+pub fn decode<T: DeserializeOwned>(payload: &'static str, json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|e| WorkflowError::Payload {
+        payload,
+        message: e.to_string(),
+    })
+}
+
+/// The environment the state machine gives the `terra-run` container.
+pub mod task_env {
+    /// `plan` or `apply`.
+    pub const PHASE: &str = "LIVE_CI_PHASE";
+    /// The token to send with SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat.
+    pub const TASK_TOKEN: &str = "LIVE_CI_TASK_TOKEN";
+    pub const EXECUTION_ID: &str = "LIVE_CI_EXECUTION_ID";
+    pub const SFN_EXECUTION_ARN: &str = "LIVE_CI_SFN_EXECUTION_ARN";
+    pub const CFG_PATH: &str = "LIVE_CI_CFG_PATH";
+    /// The record's `plan_command` or `apply_command`.
+    pub const COMMAND: &str = "LIVE_CI_COMMAND";
+    /// The record's `plan_role_arn` or `apply_role_arn`.
+    pub const ROLE_ARN: &str = "LIVE_CI_ROLE_ARN";
+    /// Apply only: the [`super::PlanResult::plan_artifact`] to apply.
+    pub const PLAN_ARTIFACT: &str = "LIVE_CI_PLAN_ARTIFACT";
+    /// Every variable the plan phase sets.
+    pub const PLAN: [&str; 7] = [
+        PHASE,
+        TASK_TOKEN,
+        EXECUTION_ID,
+        SFN_EXECUTION_ARN,
+        CFG_PATH,
+        COMMAND,
+        ROLE_ARN,
+    ];
+    /// Every variable the apply phase sets.
+    pub const APPLY: [&str; 8] = [
+        PHASE,
+        TASK_TOKEN,
+        EXECUTION_ID,
+        SFN_EXECUTION_ARN,
+        CFG_PATH,
+        COMMAND,
+        ROLE_ARN,
+        PLAN_ARTIFACT,
+    ];
+}
