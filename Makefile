@@ -2,8 +2,10 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 WORK ?= .work
+# scripts/localstack.sh keeps its venv and state here.
+export LIVE_CI_WORK ?= $(abspath $(WORK))
 
-.PHONY: all build demo test lint fmt bench clean
+.PHONY: all build demo test lint fmt bench clean localstack-up localstack-down
 
 all: build
 
@@ -14,11 +16,24 @@ build:
 demo: build
 	bash scripts/demo.sh
 
-## Every test: formatting, lints, unit, property and integration tests.
+## Every test: formatting, lints, unit, property and integration tests. LocalStack
+## (scripts/localstack.sh) is installed and started for the run and stopped after it,
+## unless it was already running; cargo test's summary stays the last output.
 test: lint
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	$(CARGO) test --locked --workspace
+	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
+	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
+	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint $(CARGO) test --locked --workspace"; \
+	LIVE_CI_AWS_ENDPOINT=$$endpoint $(CARGO) test --locked --workspace; rc=$$?; \
+	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
+
+## The project's LocalStack for the local cloud (tests start it themselves too).
+localstack-up:
+	bash scripts/localstack.sh up
+
+localstack-down:
+	bash scripts/localstack.sh down
 
 lint:
 	$(CARGO) fmt --all --check
@@ -33,5 +48,5 @@ bench:
 	$(CARGO) run --locked --release -p live-ci-core --example bench_discovery
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
 
-clean:
+clean: localstack-down
 	rm -rf $(WORK)

@@ -18,6 +18,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="${LIVE_CI_WORK:-$root/.work}"
+# Absolute: LocalStack runs from its state dir.
+work="$(mkdir -p "$work" && cd "$work" && pwd)"
 venv="$work/venv"
 state="$work/localstack"
 # Pinned exactly: the local runtime relies on LocalStack internals that have no
