@@ -258,3 +258,62 @@ fn the_mock_configs_responses_are_valid_payloads() {
     }
     assert!(seen >= 3);
 }
+
+/// The claim that Terraform and Rust render the template identically, checked
+/// with the real `templatefile` (Terraform needs no provider for it).
+#[test]
+fn terraform_templatefile_renders_the_same_definition() {
+    let Some(terraform) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("terraform"))
+            .find(|p| p.is_file())
+    }) else {
+        eprintln!("terraform is not on PATH: skipped");
+        return;
+    };
+    let mut v = vars();
+    v.terra_run_container_name = r#"odd "name" \ %{y} $x"#.into();
+    let tf_vars: String = v
+        .to_template_vars()
+        .unwrap()
+        .iter()
+        .map(|(name, value)| format!("    {name} = \"{}\"\n", hcl_escape(value)))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let template = live_ci_testkit::repo_root().join("statemachine/deployment.asl.json");
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            "output \"definition\" {{\n  value = templatefile({:?}, {{\n{tf_vars}  }})\n}}\n",
+            template.canonicalize().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("cli.tfrc"), "").unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&terraform)
+            .args(args)
+            .current_dir(dir.path())
+            .env("TF_CLI_CONFIG_FILE", dir.path().join("cli.tfrc"))
+            .env("TF_IN_AUTOMATION", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "terraform {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let by_terraform = run(&["output", "-raw", "definition"]);
+    assert_eq!(by_terraform, v.render_deployment().unwrap());
+}
+
+fn hcl_escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace("${", "$${")
+        .replace("%{", "%%{")
+}
