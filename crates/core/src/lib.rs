@@ -12,6 +12,7 @@ pub mod path;
 pub mod plan;
 pub mod port;
 pub mod scheduler;
+pub mod status;
 pub mod tree;
 pub mod unit;
 
