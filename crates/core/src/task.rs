@@ -7,7 +7,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 /// The subcommands of the `live-ci-task` binary that run as tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskKind {
     PrPlan,
@@ -23,6 +23,23 @@ impl TaskKind {
             TaskKind::TerraRun => "terra-run",
         }
     }
+}
+
+/// Environment variables the launchers set and the `live-ci-task` binary reads:
+/// the written-down interface between them.
+pub mod env {
+    /// The pull request number.
+    pub const PR_NUMBER: &str = "LIVE_CI_PR_NUMBER";
+    /// The commit to work on: a PR's head commit (pr-plan) or a merge commit.
+    pub const COMMIT: &str = "LIVE_CI_COMMIT";
+    pub const BASE_REF: &str = "LIVE_CI_BASE_REF";
+    pub const HEAD_REF: &str = "LIVE_CI_HEAD_REF";
+    /// The trunk commit the pull request was based on / merged into.
+    pub const BASE_SHA: &str = "LIVE_CI_BASE_SHA";
+    /// The pull request's last head commit.
+    pub const HEAD_SHA: &str = "LIVE_CI_HEAD_SHA";
+    /// The GitHub delivery that asked for the task (for tracing a run to its webhook).
+    pub const DELIVERY_ID: &str = "LIVE_CI_DELIVERY_ID";
 }
 
 /// One task to start.

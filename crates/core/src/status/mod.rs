@@ -57,6 +57,50 @@ fn truncate_chars(s: &str, max: usize) -> String {
     out
 }
 
+/// Which commit statuses live-ci posts (the module's `commit_status_config`,
+/// kept as JSON in the parameter store so it can be edited without a deploy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct CommitStatusConfig {
+    #[serde(default = "yes")]
+    pub pr_plan: bool,
+    #[serde(default = "yes")]
+    pub create_deploy_stack: bool,
+    #[serde(default = "yes")]
+    pub plan: bool,
+    #[serde(default = "yes")]
+    pub apply: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for CommitStatusConfig {
+    fn default() -> Self {
+        CommitStatusConfig {
+            pr_plan: true,
+            create_deploy_stack: true,
+            plan: true,
+            apply: true,
+        }
+    }
+}
+
+impl CommitStatusConfig {
+    /// Parses the parameter; an unknown key is an error naming it, so a typo
+    /// does not silently turn statuses on or off.
+    pub fn parse(json: &str) -> Result<Self, String> {
+        serde_json::from_str(json).map_err(|e| format!("commit status config: {e}"))
+    }
+}
+
+/// Status contexts, one per kind of check live-ci posts.
+pub mod context {
+    pub const PR_PLAN: &str = "live-ci: pr-plan";
+    pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
+}
+
 /// An open pull request, as far as the merge lock needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRequest {
@@ -101,6 +145,18 @@ pub trait GitHost: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_config_defaults_and_rejects_typos() {
+        assert_eq!(
+            CommitStatusConfig::parse("{}").unwrap(),
+            CommitStatusConfig::default()
+        );
+        let c = CommitStatusConfig::parse(r#"{"PrPlan": false, "Apply": true}"#).unwrap();
+        assert!(!c.pr_plan && c.apply && c.plan);
+        let err = CommitStatusConfig::parse(r#"{"PrPaln": false}"#).unwrap_err();
+        assert!(err.contains("unknown field `PrPaln`"), "{err}");
+    }
 
     #[test]
     fn long_descriptions_are_cut_to_githubs_limit() {
