@@ -9,9 +9,21 @@ use std::sync::OnceLock;
 /// (`make test` sets it; so can a developer with their own LocalStack).
 pub const ENDPOINT_VAR: &str = "LIVE_CI_AWS_ENDPOINT";
 
-/// The repository root (this crate lives in `crates/testkit`).
+/// The repository root: the nearest directory above the package under test
+/// that holds `scripts/localstack.sh`. Found at run time (cargo sets
+/// `CARGO_MANIFEST_DIR` for test processes) rather than baked in at compile
+/// time, because a target dir shared between two checkouts can reuse a test
+/// binary built in the other one.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    start
+        .ancestors()
+        .find(|dir| dir.join("scripts/localstack.sh").is_file())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// The LocalStack endpoint: `$LIVE_CI_AWS_ENDPOINT`, or else the instance that
