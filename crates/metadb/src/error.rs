@@ -9,8 +9,12 @@ pub enum MetadbError {
     /// The input was refused before anything was written.
     #[error(transparent)]
     Invalid(#[from] CoreError),
-    #[error("postgres: {0}")]
-    Postgres(#[from] tokio_postgres::Error),
+    /// `code` is the SQLSTATE when the server answered.
+    #[error("postgres: {message}")]
+    Postgres {
+        message: String,
+        code: Option<String>,
+    },
     #[error("connection pool: {0}")]
     Pool(String),
     #[error("invalid database url {url:?}: {message}")]
@@ -36,12 +40,33 @@ impl MetadbError {
     /// A deadlock or serialization failure: the transaction may be retried.
     pub fn is_retryable(&self) -> bool {
         match self {
-            MetadbError::Postgres(e) => e.code().is_some_and(|c| {
-                *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
-                    || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
-            }),
+            MetadbError::Postgres { code, .. } => {
+                matches!(code.as_deref(), Some("40P01") | Some("40001"))
+            }
             MetadbError::DataApi { retryable, .. } => *retryable,
             _ => false,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for MetadbError {
+    /// The server's own message (tokio-postgres displays only "db error").
+    fn from(e: tokio_postgres::Error) -> Self {
+        match e.as_db_error() {
+            Some(db) => {
+                let mut message = db.message().to_string();
+                if let Some(detail) = db.detail() {
+                    message = format!("{message}: {detail}");
+                }
+                MetadbError::Postgres {
+                    message,
+                    code: Some(db.code().code().to_string()),
+                }
+            }
+            None => MetadbError::Postgres {
+                message: e.to_string(),
+                code: e.code().map(|c| c.code().to_string()),
+            },
         }
     }
 }

@@ -57,7 +57,7 @@ impl PgSql {
 
     async fn client(&self) -> Result<Object> {
         self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => MetadbError::Postgres(e),
+            deadpool_postgres::PoolError::Backend(e) => MetadbError::from(e),
             e => MetadbError::Pool(e.to_string()),
         })
     }
