@@ -14,11 +14,13 @@ build:
 demo: build
 	bash scripts/demo.sh
 
-## Every test: formatting, lints, unit, property and integration tests.
+## Every test: formatting, lints, unit, property and integration tests. The metadb
+## tests need PostgreSQL: scripts/pg.sh starts a throwaway one (stopped afterwards
+## unless it was already running).
 test: lint
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	$(CARGO) test --locked --workspace
+	bash scripts/pg.sh with $(CARGO) test --locked --workspace
 
 lint:
 	$(CARGO) fmt --all --check
@@ -32,6 +34,8 @@ bench:
 	$(CARGO) run --locked --release -p live-ci-core --example bench_scheduler
 	$(CARGO) run --locked --release -p live-ci-core --example bench_discovery
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
+	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_claim
 
 clean:
+	-bash scripts/pg.sh down
 	rm -rf $(WORK)

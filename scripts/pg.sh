@@ -4,6 +4,9 @@
 #   scripts/pg.sh up     start it (initdb on first use); prints the connection URL
 #   scripts/pg.sh url    print the URL of the running server (exit 1 if none)
 #   scripts/pg.sh down   stop it
+#   scripts/pg.sh with CMD...
+#                        run CMD with LIVE_CI_PG_URL set, then stop the server
+#                        if this call started it (how `make test` runs cargo test)
 #
 # State lives in ${LIVE_CI_WORK:-<repo>/.work}/pg. Several test processes may call
 # `up` at once: a flock serializes them and the later ones reuse the running server.
@@ -82,7 +85,19 @@ down() {
 cmd=${1:-}
 case "$cmd" in
   up | down | url) ;;
-  *) echo "usage: $0 up|down|url" >&2; exit 2 ;;
+  with)
+    shift
+    [ $# -gt 0 ] || { echo "usage: $0 with CMD..." >&2; exit 2; }
+    self=${BASH_SOURCE[0]}
+    started_here=true
+    bash "$self" url >/dev/null 2>&1 && started_here=false
+    url=$(bash "$self" up)
+    rc=0
+    LIVE_CI_PG_URL=$url "$@" || rc=$?
+    if $started_here; then bash "$self" down; fi
+    exit "$rc"
+    ;;
+  *) echo "usage: $0 up|down|url|with CMD..." >&2; exit 2 ;;
 esac
 
 mkdir -p "$DIR"

@@ -15,10 +15,10 @@ use live_ci_metadb::PgMetadb;
 pub fn server_url() -> String {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("LIVE_CI_PG_URL") {
-            if !url.is_empty() {
-                return url;
-            }
+        if let Ok(url) = std::env::var("LIVE_CI_PG_URL")
+            && !url.is_empty()
+        {
+            return url;
         }
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pg.sh");
         let out = Command::new("bash")
