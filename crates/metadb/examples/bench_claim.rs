@@ -97,6 +97,23 @@ async fn main() {
                 assert!(db.release_claim(&e.execution_id).await.unwrap());
             }
         }
+        if std::env::var_os("BENCH_EXPLAIN").is_some() {
+            // The plan of one claim, rolled back (BENCH_EXPLAIN=1).
+            let mut tx = db.sql().begin().await.unwrap();
+            let explain = format!("EXPLAIN (ANALYZE, BUFFERS) {CLAIM}");
+            let plan = tx
+                .query(
+                    &explain,
+                    &[
+                        ("run_id", Param::Int(run_id)),
+                        ("limit", Param::Int(i64::from(MAX_PARALLEL))),
+                    ],
+                )
+                .await
+                .unwrap();
+            println!("{}", plan.join("\n"));
+            tx.rollback().await.unwrap();
+        }
         let waiting = db.run_progress(run_id).await.unwrap().waiting;
         println!("{phase}: {waiting} waiting, {claimed_n} claimed per call, {SAMPLES} samples");
         summary("  CLAIM statement", statement_ms);

@@ -149,34 +149,19 @@ CREATE FUNCTION live_ci_run_json(r runs) RETURNS text
         'finished_at', live_ci_ms(r.finished_at))::text
     $$;
 
-CREATE FUNCTION live_ci_voters(execution bigint, kind text) RETURNS json
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT coalesce(json_agg(v.voter ORDER BY v.voter), '[]'::json)
-    FROM votes v WHERE v.execution = $1 AND v.vote = $2
-    $$;
-
+-- An execution as the Step Function input plus tracking fields: every column
+-- (to_jsonb keeps this in step with the table; decoders ignore the internal ones),
+-- the run's fields, the voters by vote, and times in ms.
 CREATE FUNCTION live_ci_execution_json(e executions) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    SELECT json_build_object(
-        'run_id', e.run_id, 'execution_id', e.execution_id, 'is_rollback', e.is_rollback,
-        'pr_id', r.pr_id, 'commit_id', r.commit_id,
-        'base_ref', r.base_ref, 'head_ref', r.head_ref,
-        'cfg_path', e.cfg_path, 'cfg_deps', e.cfg_deps, 'action', e.action,
-        'status', e.status, 'status_reason', e.status_reason,
-        'plan_command', e.plan_command, 'apply_command', e.apply_command,
-        'new_providers', e.new_providers, 'new_resources', e.new_resources,
-        'account_name', e.account_name, 'account_path', e.account_path,
-        'account_deps', e.account_deps, 'voters', e.voters,
-        'approval_voters', live_ci_voters(e.id, 'approve'),
-        'min_approval_count', e.min_approval_count,
-        'rejection_voters', live_ci_voters(e.id, 'reject'),
-        'min_rejection_count', e.min_rejection_count,
-        'plan_role_arn', e.plan_role_arn, 'apply_role_arn', e.apply_role_arn,
-        'priority', e.priority, 'wait_for', e.wait_for, 'wait_accounts', e.wait_accounts,
-        'sfn_execution_arn', e.sfn_execution_arn, 'decision', e.decision,
+    SELECT (to_jsonb(e) || jsonb_build_object(
+        'pr_id', r.pr_id, 'commit_id', r.commit_id, 'base_ref', r.base_ref, 'head_ref', r.head_ref,
+        'approval_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
+                                     WHERE v.execution = e.id AND v.vote = 'approve'), '[]'),
+        'rejection_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
+                                      WHERE v.execution = e.id AND v.vote = 'reject'), '[]'),
         'created_at', live_ci_ms(e.created_at), 'claimed_at', live_ci_ms(e.claimed_at),
-        'finished_at', live_ci_ms(e.finished_at), 'updated_at', live_ci_ms(e.updated_at))::text
+        'finished_at', live_ci_ms(e.finished_at), 'updated_at', live_ci_ms(e.updated_at)))::text
     FROM runs r WHERE r.run_id = e.run_id
     $$;

@@ -86,6 +86,9 @@ async fn claims_follow_dependencies_and_carry_the_step_function_input() {
     );
     assert_eq!(input.min_approval_count, 2);
     assert!(claimed[0].claimed_at.is_some() && claimed[0].sfn_execution_arn.is_none());
+    // The claim builds its JSON inline; reads use live_ci_execution_json.
+    let read = db.execution("run-7-c8c5-dev-a-000").await.unwrap().unwrap();
+    assert_eq!(claimed[0], read);
     // b waits for a.
     assert!(db.claim_ready(created.run_id, 10).await.unwrap().is_empty());
     db.record_finished("run-7-c8c5-dev-a-000", Outcome::Succeeded, None)
