@@ -25,9 +25,9 @@ const CLUSTER: &str = "arn:aws:rds:us-west-2:111111111111:cluster:live-ci-metadb
 const SECRET: &str = "arn:aws:secretsmanager:us-west-2:111111111111:secret:live-ci-metadb";
 const DATABASE: &str = "live_ci";
 
-/// A row of `live_ci_execution_json` as the Data API returned it (PostgreSQL's
-/// json_build_object spacing included).
-const RECORDED_CLAIM: &str = r#"[{"live_ci_execution_json":"{\"run_id\" : 7, \"execution_id\" : \"run-1-c8c5-dev-baz-729\", \"is_rollback\" : false, \"pr_id\" : 1, \"commit_id\" : \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"base_ref\" : \"refs/heads/master\", \"head_ref\" : \"refs/heads/feature-1\", \"cfg_path\" : \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"cfg_deps\" : [\"directory_dependency/dev-account/global\"], \"action\" : \"apply\", \"status\" : \"running\", \"status_reason\" : null, \"plan_command\" : \"terragrunt plan\", \"apply_command\" : \"terragrunt apply -auto-approve\", \"new_providers\" : [\"registry.terraform.io/hashicorp/null\"], \"new_resources\" : [], \"account_name\" : \"dev\", \"account_path\" : \"directory_dependency/dev-account\", \"account_deps\" : [\"shared_services\"], \"voters\" : [\"voter@example.com\"], \"approval_voters\" : [], \"min_approval_count\" : 1, \"rejection_voters\" : [], \"min_rejection_count\" : 1, \"plan_role_arn\" : \"arn:aws:iam::111111111111:role/plan\", \"apply_role_arn\" : \"arn:aws:iam::111111111111:role/apply\", \"priority\" : 3, \"wait_for\" : [\"run-1-c8c5-dev-global-112\"], \"wait_accounts\" : [\"shared_services\"], \"sfn_execution_arn\" : null, \"decision\" : null, \"created_at\" : 1763719200000, \"claimed_at\" : 1763719260123, \"finished_at\" : null, \"updated_at\" : 1763719260123}"}]"#;
+/// A row of the claim as PostgreSQL 15 produced it (captured from the PostgreSQL
+/// adapter; the Data API wraps the one text column in a JSON record).
+const RECORDED_CLAIM: &str = r#"[{"?column?":"{\"id\": 1, \"seq\": 0, \"pr_id\": 7, \"action\": \"apply\", \"run_id\": 1, \"status\": \"running\", \"voters\": [\"voter@example.com\"], \"base_ref\": \"refs/heads/main\", \"cfg_deps\": [], \"cfg_path\": \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"decision\": null, \"head_ref\": \"refs/heads/feature\", \"priority\": 3, \"wait_for\": [], \"commit_id\": \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"claimed_at\": 1795256420430, \"created_at\": 1795256420420, \"updated_at\": 1795256420430, \"finished_at\": null, \"is_rollback\": false, \"account_deps\": [\"shared_services\"], \"account_name\": \"dev\", \"account_path\": \"dev\", \"execution_id\": \"run-1-c8c5-dev-baz-729\", \"pending_deps\": 0, \"plan_command\": \"terragrunt plan --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"apply_command\": \"terragrunt apply --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"new_providers\": [\"registry.terraform.io/hashicorp/null\"], \"new_resources\": [], \"plan_role_arn\": \"arn:aws:iam::111111111111:role/plan\", \"status_reason\": null, \"wait_accounts\": [], \"apply_role_arn\": \"arn:aws:iam::111111111111:role/apply\", \"approval_voters\": [], \"pending_accounts\": 0, \"rejection_voters\": [], \"sfn_execution_arn\": null, \"min_approval_count\": 1, \"min_rejection_count\": 1}"}]"#;
 
 fn long(name: &str, n: i64) -> SqlParameter {
     SqlParameter::builder()
@@ -147,13 +147,18 @@ async fn claim_is_one_transaction_and_decodes_the_recorded_row() {
         (e.status, e.action),
         (ExecutionStatus::Running, Action::Apply)
     );
-    assert_eq!(e.claimed_at, Some(1_763_719_260_123));
-    assert_eq!(e.wait_for, ["run-1-c8c5-dev-global-112"]);
+    assert_eq!(e.claimed_at, Some(1_795_256_420_430));
+    assert_eq!(e.priority, 3.0);
     let input = serde_json::to_value(e.sfn_input()).unwrap();
     assert_eq!(
-        input["cfg_deps"][0],
-        "directory_dependency/dev-account/global"
+        input["cfg_path"],
+        "directory_dependency/dev-account/us-west-2/env-one/baz"
     );
+    assert_eq!(
+        input["new_providers"][0],
+        "registry.terraform.io/hashicorp/null"
+    );
+    assert_eq!(input["approval_voters"], serde_json::json!([]));
     assert_eq!(input["account_deps"][0], "shared_services");
     assert_eq!(input["min_approval_count"], 1);
 }
