@@ -9,12 +9,17 @@ pub mod discovery;
 pub mod error;
 pub mod filter;
 pub mod graph;
+pub mod merge_lock;
+pub mod params;
 pub mod path;
 pub mod plan;
 pub mod port;
 pub mod scheduler;
+pub mod status;
+pub mod task;
 pub mod tree;
 pub mod unit;
+pub mod webhook;
 
 pub use discovery::{Discovery, discover};
 pub use error::{CoreError, Result};

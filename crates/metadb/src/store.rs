@@ -7,8 +7,9 @@ use serde::de::DeserializeOwned;
 
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
-    Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLock, NewExecution,
-    NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord, RunStatus, Tally, Vote, VoteOutcome,
+    Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
+    NewExecution, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord, RunStatus, Tally,
+    Vote, VoteOutcome,
 };
 use live_ci_core::port::Metadb;
 
@@ -458,7 +459,7 @@ impl<S: Sql> Metadb for Store<S> {
         in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
     }
 
-    async fn merge_lock(&self) -> Result<MergeLock> {
+    async fn merge_lock(&self) -> Result<MergeLockRow> {
         let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
         decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
             MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())

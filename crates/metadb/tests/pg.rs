@@ -383,6 +383,10 @@ async fn runs_queue_in_merge_order() {
         (lock.run_id, lock.commit_id.as_deref()),
         (Some(r1.run_id), Some("c1"))
     );
+    assert_eq!(
+        lock.lock(),
+        live_ci_core::merge_lock::MergeLock::Held { pr: 7 }
+    );
     // A queued run claims nothing.
     assert!(db.claim_ready(r2.run_id, 10).await.unwrap().is_empty());
     // A repeated merge event changes nothing.

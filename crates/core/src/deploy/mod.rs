@@ -341,11 +341,21 @@ pub struct RunFinish {
 
 /// The metadb's merge lock row: which run holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MergeLock {
+pub struct MergeLockRow {
     pub run_id: Option<RunId>,
     pub pr_id: Option<u64>,
     pub commit_id: Option<String>,
     pub locked_at: Option<UnixMillis>,
+}
+
+impl MergeLockRow {
+    /// The lock as the parameter store mirrors it (the row is the truth).
+    pub fn lock(&self) -> crate::merge_lock::MergeLock {
+        match (self.run_id, self.pr_id) {
+            (Some(_), Some(pr)) => crate::merge_lock::MergeLock::Held { pr },
+            _ => crate::merge_lock::MergeLock::Free,
+        }
+    }
 }
 
 /// The votes on one execution against its thresholds.

@@ -7,7 +7,7 @@ use std::future::Future;
 
 use crate::account::Account;
 use crate::deploy::{
-    CreatedRun, ExecutionRecord, FinishOutcome, MergeLock, NewRun, Outcome, RunFinish, RunId,
+    CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRun, Outcome, RunFinish, RunId,
     RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
 
@@ -114,7 +114,7 @@ pub trait Metadb: Send + Sync {
         run_id: RunId,
     ) -> impl Future<Output = Result<RunFinish, Self::Error>> + Send;
 
-    fn merge_lock(&self) -> impl Future<Output = Result<MergeLock, Self::Error>> + Send;
+    fn merge_lock(&self) -> impl Future<Output = Result<MergeLockRow, Self::Error>> + Send;
 
     /// Running executions claimed more than `older_than_secs` ago that still
     /// have no ARN: their start was lost, the sweep releases or retries them.

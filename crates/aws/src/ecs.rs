@@ -1,0 +1,129 @@
+//! ECS Fargate as the core's [`TaskLauncher`]: one `RunTask` per task, with the
+//! subcommand and environment as container overrides and an idempotency token.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ecs::Client;
+use aws_sdk_ecs::error::DisplayErrorContext;
+use aws_sdk_ecs::types::{
+    AssignPublicIp, AwsVpcConfiguration, ContainerOverride, KeyValuePair, LaunchType,
+    NetworkConfiguration, TaskOverride,
+};
+use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec, cloudwatch_logs_url};
+
+use crate::error::AwsError;
+
+/// Where one kind of task runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskDefinitionRef {
+    pub task_definition: String,
+    pub container: String,
+    /// The awslogs `awslogs-group` and `awslogs-stream-prefix` of the container,
+    /// from which the log stream name follows: `<prefix>/<container>/<task id>`.
+    pub log_group: String,
+    pub log_stream_prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EcsConfig {
+    pub cluster: String,
+    pub region: String,
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    pub assign_public_ip: bool,
+    pub tasks: BTreeMap<TaskKind, TaskDefinitionRef>,
+}
+
+#[derive(Debug, Clone)]
+pub struct EcsTaskLauncher {
+    client: Client,
+    config: EcsConfig,
+}
+
+impl EcsTaskLauncher {
+    pub fn new(client: Client, config: EcsConfig) -> Self {
+        EcsTaskLauncher { client, config }
+    }
+}
+
+impl TaskLauncher for EcsTaskLauncher {
+    type Error = AwsError;
+
+    async fn start(&self, spec: &TaskSpec) -> Result<StartedTask, AwsError> {
+        let kind = spec.kind.subcommand();
+        let def = self
+            .config
+            .tasks
+            .get(&spec.kind)
+            .ok_or_else(|| AwsError::NoTaskDefinition(kind.to_string()))?;
+        let err = |message: String| AwsError::Ecs {
+            kind: kind.to_string(),
+            message,
+        };
+        let vpc = AwsVpcConfiguration::builder()
+            .set_subnets(Some(self.config.subnets.clone()))
+            .set_security_groups(Some(self.config.security_groups.clone()))
+            .assign_public_ip(if self.config.assign_public_ip {
+                AssignPublicIp::Enabled
+            } else {
+                AssignPublicIp::Disabled
+            })
+            .build()
+            .map_err(|e| err(e.to_string()))?;
+        let env: Vec<KeyValuePair> = spec
+            .env
+            .iter()
+            .map(|(k, v)| KeyValuePair::builder().name(k).value(v).build())
+            .collect();
+        let container = ContainerOverride::builder()
+            .name(&def.container)
+            .command(kind)
+            .set_environment(Some(env))
+            .build();
+        let out = self
+            .client
+            .run_task()
+            .cluster(&self.config.cluster)
+            .task_definition(&def.task_definition)
+            .launch_type(LaunchType::Fargate)
+            .network_configuration(
+                NetworkConfiguration::builder()
+                    .awsvpc_configuration(vpc)
+                    .build(),
+            )
+            .overrides(
+                TaskOverride::builder()
+                    .container_overrides(container)
+                    .build(),
+            )
+            .client_token(&spec.client_token)
+            .started_by("live-ci")
+            .count(1)
+            .send()
+            .await
+            .map_err(|e| err(DisplayErrorContext(&e).to_string()))?;
+        if let Some(f) = out.failures().first() {
+            return Err(err(format!(
+                "{} ({})",
+                f.reason().unwrap_or("unknown failure"),
+                f.detail().or(f.arn()).unwrap_or("no detail")
+            )));
+        }
+        let task_arn = out
+            .tasks()
+            .first()
+            .and_then(|t| t.task_arn())
+            .ok_or_else(|| err("ecs started no task and reported no failure".into()))?
+            .to_string();
+        let task_id = task_arn.rsplit('/').next().unwrap_or(&task_arn);
+        let stream = format!("{}/{}/{}", def.log_stream_prefix, def.container, task_id);
+        Ok(StartedTask {
+            logs_url: Some(cloudwatch_logs_url(
+                &self.config.region,
+                &def.log_group,
+                &stream,
+            )),
+            task_arn,
+        })
+    }
+}

@@ -1,0 +1,16 @@
+//! The one error type of the AWS adapters.
+
+/// A failed AWS call, naming the operation and the resource.
+#[derive(Debug, thiserror::Error)]
+pub enum AwsError {
+    #[error("ssm {operation} {name:?}: {message}")]
+    Ssm {
+        operation: &'static str,
+        name: String,
+        message: String,
+    },
+    #[error("ecs run-task for {kind}: {message}")]
+    Ecs { kind: String, message: String },
+    #[error("no task definition configured for {0:?}")]
+    NoTaskDefinition(String),
+}

@@ -1,0 +1,170 @@
+//! Commit statuses and pull-request comments: what live-ci tells the git host
+//! (GitHub), and the port through which it says it.
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+/// GitHub's limit on a status description, in characters.
+pub const MAX_DESCRIPTION: usize = 140;
+
+/// The state of one commit status, as GitHub names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusState {
+    Pending,
+    Success,
+    Failure,
+    Error,
+}
+
+/// One commit status: a named check (`context`) on a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitStatus {
+    pub sha: String,
+    pub state: StatusState,
+    pub context: String,
+    pub description: String,
+    /// Where the status links to: the CloudWatch log stream of the task behind it.
+    pub target_url: Option<String>,
+}
+
+impl CommitStatus {
+    /// A status whose description is cut to GitHub's limit (with an ellipsis), so
+    /// a long error message never makes the whole status call fail.
+    pub fn new(sha: &str, state: StatusState, context: &str, description: &str) -> Self {
+        CommitStatus {
+            sha: sha.to_string(),
+            state,
+            context: context.to_string(),
+            description: truncate_chars(description, MAX_DESCRIPTION),
+            target_url: None,
+        }
+    }
+
+    pub fn with_target_url(mut self, url: impl Into<String>) -> Self {
+        self.target_url = Some(url.into());
+        self
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Which commit statuses live-ci posts (the module's `commit_status_config`,
+/// kept as JSON in the parameter store so it can be edited without a deploy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct CommitStatusConfig {
+    #[serde(default = "yes")]
+    pub pr_plan: bool,
+    #[serde(default = "yes")]
+    pub create_deploy_stack: bool,
+    #[serde(default = "yes")]
+    pub plan: bool,
+    #[serde(default = "yes")]
+    pub apply: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for CommitStatusConfig {
+    fn default() -> Self {
+        CommitStatusConfig {
+            pr_plan: true,
+            create_deploy_stack: true,
+            plan: true,
+            apply: true,
+        }
+    }
+}
+
+impl CommitStatusConfig {
+    /// Parses the parameter; an unknown key is an error naming it, so a typo
+    /// does not silently turn statuses on or off.
+    pub fn parse(json: &str) -> Result<Self, String> {
+        serde_json::from_str(json).map_err(|e| format!("commit status config: {e}"))
+    }
+}
+
+/// Status contexts, one per kind of check live-ci posts.
+pub mod context {
+    pub const PR_PLAN: &str = "live-ci: pr-plan";
+    pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
+}
+
+/// An open pull request, as far as the merge lock needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub head_sha: String,
+    pub base_ref: String,
+}
+
+/// The git host. Implemented by the GitHub adapter (`live-ci-github`) and by
+/// recording fakes in tests.
+pub trait GitHost: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Creates a commit status (GitHub keeps the newest per context).
+    fn set_status(
+        &self,
+        status: &CommitStatus,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Every file a pull request changes (all pages).
+    fn pull_request_files(
+        &self,
+        number: u64,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Every open pull request against `base` (all pages).
+    fn open_pull_requests(
+        &self,
+        base: &str,
+    ) -> impl Future<Output = Result<Vec<PullRequest>, Self::Error>> + Send;
+
+    /// Creates the pull request's comment that contains `marker`, or updates it
+    /// in place, so new pushes refresh one comment instead of adding more.
+    fn upsert_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_config_defaults_and_rejects_typos() {
+        assert_eq!(
+            CommitStatusConfig::parse("{}").unwrap(),
+            CommitStatusConfig::default()
+        );
+        let c = CommitStatusConfig::parse(r#"{"PrPlan": false, "Apply": true}"#).unwrap();
+        assert!(!c.pr_plan && c.apply && c.plan);
+        let err = CommitStatusConfig::parse(r#"{"PrPaln": false}"#).unwrap_err();
+        assert!(err.contains("unknown field `PrPaln`"), "{err}");
+    }
+
+    #[test]
+    fn long_descriptions_are_cut_to_githubs_limit() {
+        let long = "é".repeat(300);
+        let s = CommitStatus::new("abc", StatusState::Failure, "live-ci/plan", &long);
+        assert_eq!(s.description.chars().count(), MAX_DESCRIPTION);
+        assert!(s.description.ends_with('…'));
+        let short = CommitStatus::new("abc", StatusState::Success, "c", "fine");
+        assert_eq!(short.description, "fine");
+    }
+}

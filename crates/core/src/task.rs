@@ -1,0 +1,106 @@
+//! The task launcher port (ECS Fargate in AWS, local processes in the local
+//! cloud): which `live-ci-task` subcommand to run, with what environment.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+/// The subcommands of the `live-ci-task` binary that run as tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskKind {
+    PrPlan,
+    CreateDeployStack,
+    TerraRun,
+}
+
+impl TaskKind {
+    pub fn subcommand(self) -> &'static str {
+        match self {
+            TaskKind::PrPlan => "pr-plan",
+            TaskKind::CreateDeployStack => "create-deploy-stack",
+            TaskKind::TerraRun => "terra-run",
+        }
+    }
+}
+
+/// Environment variables the launchers set and the `live-ci-task` binary reads:
+/// the written-down interface between them.
+pub mod env {
+    /// The pull request number.
+    pub const PR_NUMBER: &str = "LIVE_CI_PR_NUMBER";
+    /// The commit to work on: a PR's head commit (pr-plan) or a merge commit.
+    pub const COMMIT: &str = "LIVE_CI_COMMIT";
+    pub const BASE_REF: &str = "LIVE_CI_BASE_REF";
+    pub const HEAD_REF: &str = "LIVE_CI_HEAD_REF";
+    /// The trunk commit the pull request was based on / merged into.
+    pub const BASE_SHA: &str = "LIVE_CI_BASE_SHA";
+    /// The pull request's last head commit.
+    pub const HEAD_SHA: &str = "LIVE_CI_HEAD_SHA";
+    /// The GitHub delivery that asked for the task (for tracing a run to its webhook).
+    pub const DELIVERY_ID: &str = "LIVE_CI_DELIVERY_ID";
+}
+
+/// One task to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub kind: TaskKind,
+    /// Environment overrides for the task's container.
+    pub env: BTreeMap<String, String>,
+    /// Idempotency token: starting the same token twice starts one task (ECS
+    /// `clientToken`, at most 64 characters).
+    pub client_token: String,
+}
+
+/// A started task: its id and where its logs go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartedTask {
+    pub task_arn: String,
+    /// The console URL of the task's log stream, for commit statuses.
+    pub logs_url: Option<String>,
+}
+
+pub trait TaskLauncher: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    fn start(
+        &self,
+        spec: &TaskSpec,
+    ) -> impl Future<Output = Result<StartedTask, Self::Error>> + Send;
+}
+
+/// The CloudWatch console URL of a log stream. The console double-encodes the
+/// group and stream inside its fragment (`/` → `$252F`), so a plain URL encoder
+/// does not produce a working link.
+pub fn cloudwatch_logs_url(region: &str, group: &str, stream: &str) -> String {
+    fn enc(s: &str) -> String {
+        let mut out = String::with_capacity(s.len() * 2);
+        for b in s.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("$25{b:02X}"));
+            }
+        }
+        out
+    }
+    format!(
+        "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#logsV2:log-groups/log-group/{}/log-events/{}",
+        enc(group),
+        enc(stream)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_urls_use_the_consoles_double_encoding() {
+        assert_eq!(
+            cloudwatch_logs_url("eu-west-1", "/live-ci/tasks", "pr-plan/task/abc123"),
+            "https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logsV2:log-groups/log-group/$252Flive-ci$252Ftasks/log-events/pr-plan$252Ftask$252Fabc123"
+        );
+    }
+}

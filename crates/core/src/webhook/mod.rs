@@ -1,0 +1,25 @@
+//! GitHub webhooks: signature verification, the payloads live-ci reads, and the
+//! decision of what a delivery asks the pipeline to do.
+
+mod event;
+mod route;
+mod signature;
+
+pub use event::{PingEvent, PullRequestEvent, PullRequestPayload, RefPayload, RepositoryPayload};
+pub use route::{FilePattern, Route, route};
+pub use signature::{sign, verify_signature};
+
+/// Why a delivery is refused. Each maps to one HTTP status in the receiver.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookError {
+    #[error("missing X-Hub-Signature-256 header")]
+    MissingSignature,
+    #[error("X-Hub-Signature-256 {0:?} is not \"sha256=<64 hex digits>\"")]
+    MalformedSignature(String),
+    #[error("signature does not match the body")]
+    BadSignature,
+    #[error("malformed {event:?} payload: {message}")]
+    MalformedPayload { event: String, message: String },
+    #[error("invalid file pattern {pattern:?}: {message}")]
+    Pattern { pattern: String, message: String },
+}

@@ -1,0 +1,181 @@
+//! What a verified delivery asks for: plan a pull request's head commit, deploy
+//! a merge commit, answer a ping, or nothing (with the reason).
+
+use regex::Regex;
+
+use super::WebhookError;
+use super::event::{PingEvent, PullRequestEvent};
+
+/// The pipeline's reaction to one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Ping,
+    /// Plan the head commit of a pull request into the trunk (the commit, not the
+    /// branch tip at some later time: the original planned moving branch tips).
+    PlanPullRequest {
+        number: u64,
+        head_sha: String,
+        head_ref: String,
+        base_ref: String,
+        html_url: String,
+    },
+    /// Deploy a merged pull request's merge commit.
+    DeployMerge {
+        number: u64,
+        merge_commit_sha: String,
+        base_ref: String,
+        base_sha: String,
+        head_ref: String,
+        head_sha: String,
+        html_url: String,
+    },
+    /// Nothing to do; the reason goes back to GitHub in the response body.
+    Ignore(String),
+}
+
+/// Routes a delivery by its `X-GitHub-Event` name and verified body. Only pull
+/// requests into `trunk` of `repository` (when given) do anything.
+pub fn route(
+    event: &str,
+    body: &[u8],
+    trunk: &str,
+    repository: Option<&str>,
+) -> Result<Route, WebhookError> {
+    let malformed = |e: serde_json::Error| WebhookError::MalformedPayload {
+        event: event.to_string(),
+        message: e.to_string(),
+    };
+    match event {
+        "ping" => {
+            serde_json::from_slice::<PingEvent>(body).map_err(malformed)?;
+            Ok(Route::Ping)
+        }
+        "pull_request" => {
+            let ev: PullRequestEvent = serde_json::from_slice(body).map_err(malformed)?;
+            let pr = &ev.pull_request;
+            if let Some(repo) = repository
+                && !ev.repository.full_name.eq_ignore_ascii_case(repo)
+            {
+                return Ok(Route::Ignore(format!(
+                    "repository {:?} is not the configured {repo:?}",
+                    ev.repository.full_name
+                )));
+            }
+            if pr.base.name != trunk {
+                return Ok(Route::Ignore(format!(
+                    "pull request #{} targets {:?}, not the trunk {trunk:?}",
+                    ev.number, pr.base.name
+                )));
+            }
+            match ev.action.as_str() {
+                "opened" | "reopened" | "synchronize" | "ready_for_review" => {
+                    if pr.draft {
+                        return Ok(Route::Ignore(format!(
+                            "pull request #{} is a draft; it is planned when marked ready for review",
+                            ev.number
+                        )));
+                    }
+                    Ok(Route::PlanPullRequest {
+                        number: ev.number,
+                        head_sha: pr.head.sha.clone(),
+                        head_ref: pr.head.name.clone(),
+                        base_ref: pr.base.name.clone(),
+                        html_url: pr.html_url.clone(),
+                    })
+                }
+                "closed" if pr.merged => {
+                    let merge_commit_sha = pr
+                        .merge_commit_sha
+                        .clone()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| WebhookError::MalformedPayload {
+                            event: event.to_string(),
+                            message: format!(
+                                "pull request #{} is merged but has no merge_commit_sha",
+                                ev.number
+                            ),
+                        })?;
+                    Ok(Route::DeployMerge {
+                        number: ev.number,
+                        merge_commit_sha,
+                        base_ref: pr.base.name.clone(),
+                        base_sha: pr.base.sha.clone(),
+                        head_ref: pr.head.name.clone(),
+                        head_sha: pr.head.sha.clone(),
+                        html_url: pr.html_url.clone(),
+                    })
+                }
+                "closed" => Ok(Route::Ignore(format!(
+                    "pull request #{} was closed without merging",
+                    ev.number
+                ))),
+                other => Ok(Route::Ignore(format!(
+                    "pull_request action {other:?} needs no plan or deploy"
+                ))),
+            }
+        }
+        other => {
+            // Still require JSON: a garbled body is a client error whatever the event.
+            serde_json::from_slice::<serde_json::Value>(body).map_err(malformed)?;
+            Ok(Route::Ignore(format!("event {other:?} is not handled")))
+        }
+    }
+}
+
+/// Which changed files concern the pipeline.
+#[derive(Debug, Clone)]
+pub struct FilePattern(Regex);
+
+impl FilePattern {
+    pub const DEFAULT: &'static str = r"\.(hcl|tf|tfvars|json|yaml|yml)$";
+
+    pub fn new(pattern: &str) -> Result<Self, WebhookError> {
+        Regex::new(pattern)
+            .map(FilePattern)
+            .map_err(|e| WebhookError::Pattern {
+                pattern: pattern.to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    pub fn matches(&self, path: &str) -> bool {
+        self.0.is_match(path)
+    }
+
+    pub fn matches_any<S: AsRef<str>>(&self, paths: &[S]) -> bool {
+        paths.iter().any(|p| self.matches(p.as_ref()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_pattern() {
+        let p = FilePattern::new(FilePattern::DEFAULT).unwrap();
+        assert!(p.matches("dev/app/terragrunt.hcl"));
+        assert!(p.matches("modules/x/main.tf"));
+        assert!(!p.matches("README.md"));
+        assert!(!p.matches("hcl/notes.txt"));
+        assert!(p.matches_any(&["README.md", "a.yml"]));
+        let err = FilePattern::new("(").unwrap_err();
+        assert!(err.to_string().starts_with("invalid file pattern \"(\""));
+    }
+
+    #[test]
+    fn other_events_need_json_too() {
+        assert!(matches!(
+            route("push", b"not json", "main", None),
+            Err(WebhookError::MalformedPayload { .. })
+        ));
+        assert_eq!(
+            route("issues", b"{}", "main", None).unwrap(),
+            Route::Ignore("event \"issues\" is not handled".into())
+        );
+    }
+}

@@ -1,0 +1,367 @@
+//! The REST client: one authenticated request path with retries, `Link`-header
+//! pagination, and the [`GitHost`] operations live-ci needs.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LINK, USER_AGENT};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::GitHubError;
+use crate::retry::{RetryPolicy, retry_delay};
+
+const PER_PAGE: u32 = 100;
+
+/// Where and as whom to call GitHub.
+#[derive(Clone)]
+pub struct GitHubConfig {
+    /// `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise.
+    pub api_base: String,
+    /// `owner/name`.
+    pub repository: String,
+    pub token: String,
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for GitHubConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubConfig")
+            .field("api_base", &self.api_base)
+            .field("repository", &self.repository)
+            .field("token", &"<redacted>")
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// A GitHub REST client for one repository.
+#[derive(Debug, Clone)]
+pub struct GitHubClient {
+    http: reqwest::Client,
+    base: String,
+    repo: String,
+    config: GitHubConfig,
+}
+
+impl GitHubClient {
+    pub fn new(config: GitHubConfig) -> Result<Self, GitHubError> {
+        let base = config.api_base.trim_end_matches('/').to_string();
+        let parsed = reqwest::Url::parse(&base).map_err(|e| GitHubError::BaseUrl {
+            url: config.api_base.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(GitHubError::BaseUrl {
+                url: config.api_base.clone(),
+                reason: "not http(s)".into(),
+            });
+        }
+        let valid_repo = config
+            .repository
+            .split_once('/')
+            .is_some_and(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'));
+        if !valid_repo {
+            return Err(GitHubError::Repository(config.repository.clone()));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|source| GitHubError::Transport {
+                method: "BUILD".into(),
+                path: base.clone(),
+                source,
+            })?;
+        Ok(GitHubClient {
+            http,
+            repo: config.repository.clone(),
+            base,
+            config,
+        })
+    }
+
+    fn repo_url(&self, rest: &str) -> String {
+        format!("{}/repos/{}/{}", self.base, self.repo, rest)
+    }
+
+    /// Sends one request, retrying as the policy allows; returns the decoded
+    /// body (JSON `null` for an empty one) and the headers.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<(Value, HeaderMap), GitHubError> {
+        let path = url.strip_prefix(&self.base).unwrap_or(url).to_string();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut req = self
+                .http
+                .request(method.clone(), url)
+                .header(ACCEPT, "application/vnd.github+json")
+                .header(AUTHORIZATION, format!("Bearer {}", self.config.token))
+                .header("X-GitHub-Api-Version", "2022-11-28")
+                .header(USER_AGENT, "live-ci");
+            if let Some(b) = body {
+                req = req.json(b);
+            }
+            let resp = match req.send().await {
+                Ok(r) => r,
+                Err(source) => {
+                    let retryable = source.is_connect() || source.is_timeout();
+                    if retryable && attempt < self.config.retry.max_attempts {
+                        let wait = self
+                            .config
+                            .retry
+                            .base_delay
+                            .saturating_mul(2u32.saturating_pow(attempt - 1));
+                        tracing::warn!(%method, %path, attempt, ?wait, "github unreachable, retrying");
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                    return Err(GitHubError::Transport {
+                        method: method.to_string(),
+                        path,
+                        source,
+                    });
+                }
+            };
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let text = resp.text().await.map_err(|source| GitHubError::Transport {
+                method: method.to_string(),
+                path: path.clone(),
+                source,
+            })?;
+            if status.is_success() {
+                let value = if text.trim().is_empty() || status == StatusCode::NO_CONTENT {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&text).map_err(|e| GitHubError::Decode {
+                        method: method.to_string(),
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?
+                };
+                return Ok((value, headers));
+            }
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            if let Some(wait) =
+                retry_delay(&self.config.retry, attempt, status, &headers, &text, now)
+            {
+                tracing::warn!(%method, %path, attempt, status = status.as_u16(), ?wait, "github asked us to retry");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let message = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| text.chars().take(200).collect());
+            return Err(GitHubError::Status {
+                method: method.to_string(),
+                path,
+                status: status.as_u16(),
+                message,
+            });
+        }
+    }
+
+    /// Every item of a paginated list, following `Link: <…>; rel="next"` only
+    /// within the configured API host (the token must not leave it).
+    async fn get_all(&self, first: String) -> Result<Vec<Value>, GitHubError> {
+        let mut items = Vec::new();
+        let mut next = Some(first);
+        while let Some(url) = next.take() {
+            let (page, headers) = self.send(Method::GET, &url, None).await?;
+            match page {
+                Value::Array(list) => items.extend(list),
+                other => {
+                    return Err(GitHubError::Decode {
+                        method: "GET".into(),
+                        path: url,
+                        message: format!("expected a list, got {}", kind(&other)),
+                    });
+                }
+            }
+            next = headers
+                .get(LINK)
+                .and_then(|v| v.to_str().ok())
+                .and_then(next_link)
+                .filter(|n| n.starts_with(&format!("{}/", self.base)));
+        }
+        Ok(items)
+    }
+
+    fn decode<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        value: Value,
+    ) -> Result<T, GitHubError> {
+        serde_json::from_value(value).map_err(|e| GitHubError::Decode {
+            method: "GET".into(),
+            path: path.to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The `rel="next"` target of a `Link` header. Hand-parsed: the header's grammar
+/// is one line of `<url>; rel="x"` pairs, not worth a dependency.
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let (url, params) = part.trim().split_once(';')?;
+        let url = url.trim().strip_prefix('<')?.strip_suffix('>')?;
+        params
+            .split(';')
+            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"))
+            .then(|| url.to_string())
+    })
+}
+
+#[derive(Deserialize)]
+struct FileEntry {
+    filename: String,
+    previous_filename: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PullEntry {
+    number: u64,
+    head: RefEntry,
+    base: RefEntry,
+}
+
+#[derive(Deserialize)]
+struct RefEntry {
+    sha: String,
+    #[serde(rename = "ref")]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct CommentEntry {
+    id: u64,
+    #[serde(default)]
+    body: String,
+}
+
+impl GitHost for GitHubClient {
+    type Error = GitHubError;
+
+    async fn set_status(&self, status: &CommitStatus) -> Result<(), GitHubError> {
+        let mut body = json!({
+            "state": status.state,
+            "context": status.context,
+            "description": status.description,
+        });
+        if let Some(url) = &status.target_url {
+            body["target_url"] = json!(url);
+        }
+        let url = self.repo_url(&format!("statuses/{}", status.sha));
+        self.send(Method::POST, &url, Some(&body)).await?;
+        Ok(())
+    }
+
+    async fn pull_request_files(&self, number: u64) -> Result<Vec<String>, GitHubError> {
+        let url = self.repo_url(&format!("pulls/{number}/files?per_page={PER_PAGE}"));
+        let mut files = Vec::new();
+        for item in self.get_all(url.clone()).await? {
+            let entry: FileEntry = self.decode(&url, item)?;
+            // A rename touches both paths: the old one may belong to another unit.
+            files.extend(entry.previous_filename);
+            files.push(entry.filename);
+        }
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    async fn open_pull_requests(&self, base: &str) -> Result<Vec<PullRequest>, GitHubError> {
+        let mut parsed =
+            reqwest::Url::parse(&self.repo_url("pulls")).map_err(|e| GitHubError::BaseUrl {
+                url: self.base.clone(),
+                reason: e.to_string(),
+            })?;
+        parsed
+            .query_pairs_mut()
+            .append_pair("state", "open")
+            .append_pair("base", base)
+            .append_pair("per_page", &PER_PAGE.to_string());
+        let url = parsed.to_string();
+        let mut prs = Vec::new();
+        for item in self.get_all(url.clone()).await? {
+            let entry: PullEntry = self.decode(&url, item)?;
+            prs.push(PullRequest {
+                number: entry.number,
+                head_sha: entry.head.sha,
+                base_ref: entry.base.name,
+            });
+        }
+        Ok(prs)
+    }
+
+    async fn upsert_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<(), GitHubError> {
+        let body = if body.contains(marker) {
+            body.to_string()
+        } else {
+            format!("{marker}\n{body}")
+        };
+        let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
+        let mut existing = None;
+        for item in self.get_all(url.clone()).await? {
+            let c: CommentEntry = self.decode(&url, item)?;
+            if c.body.contains(marker) {
+                existing = Some(c.id);
+                break;
+            }
+        }
+        let payload = json!({ "body": body });
+        match existing {
+            Some(id) => {
+                let url = self.repo_url(&format!("issues/comments/{id}"));
+                self.send(Method::PATCH, &url, Some(&payload)).await?;
+            }
+            None => {
+                let url = self.repo_url(&format!("issues/{number}/comments"));
+                self.send(Method::POST, &url, Some(&payload)).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_next_links() {
+        let h = r#"<https://api.github.com/repositories/1/pulls/2/files?page=2>; rel="next", <https://api.github.com/repositories/1/pulls/2/files?page=5>; rel="last""#;
+        assert_eq!(
+            next_link(h).as_deref(),
+            Some("https://api.github.com/repositories/1/pulls/2/files?page=2")
+        );
+        assert_eq!(next_link(r#"<https://x/y?page=1>; rel="prev""#), None);
+    }
+}

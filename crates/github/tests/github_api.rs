@@ -1,0 +1,316 @@
+//! The GitHub adapter against a local HTTP mock of the REST API, asserting the
+//! exact requests it makes.
+#![allow(clippy::unwrap_used)] // test set-up panics by design
+
+use std::time::Duration;
+
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState};
+use live_ci_github::{GitHubClient, GitHubConfig, GitHubError, RetryPolicy};
+use serde_json::{Value, json};
+use wiremock::matchers::{body_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn client(server: &MockServer, prefix: &str) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
+        api_base: format!("{}{prefix}", server.uri()),
+        repository: "acme/live".into(),
+        token: "ghs_secret".into(),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_secs(2),
+        },
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn commit_status_is_one_exact_post_on_enterprise_base() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/v3/repos/acme/live/statuses/abc123"))
+        .and(header("authorization", "Bearer ghs_secret"))
+        .and(header("accept", "application/vnd.github+json"))
+        .and(header("x-github-api-version", "2022-11-28"))
+        .and(body_json(json!({
+            "state": "pending",
+            "context": "live-ci/merge-lock",
+            "description": "locked by PR #7",
+            "target_url": "https://logs.example.com/stream"
+        })))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 1})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let status = CommitStatus::new(
+        "abc123",
+        StatusState::Pending,
+        "live-ci/merge-lock",
+        "locked by PR #7",
+    )
+    .with_target_url("https://logs.example.com/stream");
+    client(&server, "/api/v3/")
+        .set_status(&status)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn server_errors_and_secondary_rate_limits_are_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/statuses/s1"))
+        .respond_with(ResponseTemplate::new(502))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/statuses/s1"))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("retry-after", "0")
+                .set_body_json(json!({"message": "You have exceeded a secondary rate limit"})),
+        )
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/statuses/s1"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let s = CommitStatus::new("s1", StatusState::Success, "c", "ok");
+    client(&server, "").set_status(&s).await.unwrap();
+}
+
+#[tokio::test]
+async fn persistent_failures_give_up_and_client_errors_are_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/statuses/s2"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(3) // max_attempts
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/statuses/s3"))
+        .respond_with(
+            ResponseTemplate::new(422)
+                .set_body_json(json!({"message": "No commit found for SHA: s3"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let c = client(&server, "");
+    let err = c
+        .set_status(&CommitStatus::new("s2", StatusState::Error, "c", "x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GitHubError::Status { status: 503, .. }),
+        "{err}"
+    );
+    let err = c
+        .set_status(&CommitStatus::new("s3", StatusState::Error, "c", "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "POST /repos/acme/live/statuses/s3: github answered 422: No commit found for SHA: s3"
+    );
+}
+
+#[tokio::test]
+async fn changed_files_follow_every_page_including_renames() {
+    let server = MockServer::start().await;
+    let page = |n: usize, files: &[&str]| -> Value {
+        Value::Array(
+            files
+                .iter()
+                .map(|f| json!({"filename": f, "status": "modified", "sha": format!("{n}")}))
+                .collect(),
+        )
+    };
+    let base = server.uri();
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/9/files"))
+        .and(query_param("per_page", "100"))
+        .and(|r: &Request| !r.url.query().unwrap_or("").contains("page=2") && !r.url.query().unwrap_or("").contains("page=3"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(
+                    "link",
+                    format!(
+                        "<{base}/repos/acme/live/pulls/9/files?per_page=100&page=2>; rel=\"next\", <{base}/repos/acme/live/pulls/9/files?per_page=100&page=3>; rel=\"last\""
+                    ),
+                )
+                .set_body_json(page(1, &["a/terragrunt.hcl", "b/main.tf"])),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/9/files"))
+        .and(query_param("page", "2"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(
+                    "link",
+                    format!("<{base}/repos/acme/live/pulls/9/files?per_page=100&page=3>; rel=\"next\""),
+                )
+                .set_body_json(json!([{"filename": "c/new.hcl", "previous_filename": "c/old.hcl", "status": "renamed"}])),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/9/files"))
+        .and(query_param("page", "3"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(page(3, &["z.yaml"])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = client(&server, "").pull_request_files(9).await.unwrap();
+    assert_eq!(
+        files,
+        [
+            "a/terragrunt.hcl",
+            "b/main.tf",
+            "c/new.hcl",
+            "c/old.hcl",
+            "z.yaml"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn pagination_never_follows_a_link_to_another_host() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/1/files"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(
+                    "link",
+                    "<https://evil.example.com/steal?page=2>; rel=\"next\"",
+                )
+                .set_body_json(json!([{"filename": "x.tf"}])),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    assert_eq!(
+        client(&server, "").pull_request_files(1).await.unwrap(),
+        ["x.tf"]
+    );
+}
+
+#[tokio::test]
+async fn open_pull_requests_against_the_trunk() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls"))
+        .and(query_param("state", "open"))
+        .and(query_param("base", "release/2026"))
+        .and(query_param("per_page", "100"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"number": 4, "head": {"sha": "h4", "ref": "feat"}, "base": {"sha": "b", "ref": "release/2026"}, "title": "x"},
+            {"number": 5, "head": {"sha": "h5", "ref": "fix"}, "base": {"sha": "b", "ref": "release/2026"}}
+        ])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let prs = client(&server, "")
+        .open_pull_requests("release/2026")
+        .await
+        .unwrap();
+    assert_eq!(
+        prs,
+        [
+            PullRequest {
+                number: 4,
+                head_sha: "h4".into(),
+                base_ref: "release/2026".into()
+            },
+            PullRequest {
+                number: 5,
+                head_sha: "h5".into(),
+                base_ref: "release/2026".into()
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn plan_comment_is_created_once_then_updated_in_place() {
+    let marker = "<!-- live-ci:plan -->";
+    // First push: no comment carries the marker yet → one POST.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"id": 10, "body": "lgtm"}])))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .and(body_json(
+            json!({"body": format!("{marker}\n| unit | add |")}),
+        ))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 11})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    client(&server, "")
+        .upsert_comment(3, marker, "| unit | add |")
+        .await
+        .unwrap();
+
+    // Next push: the marked comment exists → PATCH it, no new comment.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"id": 10, "body": "lgtm"},
+            {"id": 11, "body": format!("{marker}\nold table")}
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path("/repos/acme/live/issues/comments/11"))
+        .and(body_json(json!({"body": format!("{marker}\nnew table")})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": 11})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
+    client(&server, "")
+        .upsert_comment(3, marker, "new table")
+        .await
+        .unwrap();
+}
+
+#[test]
+fn bad_configuration_is_named() {
+    let cfg = |base: &str, repo: &str| GitHubConfig {
+        api_base: base.into(),
+        repository: repo.into(),
+        token: "t".into(),
+        retry: RetryPolicy::default(),
+    };
+    let err = GitHubClient::new(cfg("https://api.github.com", "acme")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid repository \"acme\": expected \"owner/name\""
+    );
+    let err = GitHubClient::new(cfg("ftp://x", "a/b")).unwrap_err();
+    assert!(err.to_string().contains("\"ftp://x\""), "{err}");
+    // the token never appears in debug output
+    assert!(!format!("{:?}", cfg("https://h", "a/b")).contains("\"t\""));
+}

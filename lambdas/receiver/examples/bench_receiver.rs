@@ -1,0 +1,118 @@
+//! Handler latency for a signed `synchronize` delivery, in process: signature,
+//! de-duplication, parsing, routing, the lock and the task start, with the
+//! network calls answered by in-memory ports (the goal excludes the network).
+//! Run: `cargo run --release -p live-ci-receiver --example bench_receiver`.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use live_ci_core::params::ParamStore;
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::task::{StartedTask, TaskLauncher, TaskSpec};
+use live_ci_core::webhook::{FilePattern, sign};
+use live_ci_receiver::{HandlerConfig, Receiver, WebhookRequest};
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+struct Mem;
+
+impl ParamStore for Mem {
+    type Error = Never;
+    async fn get(&self, name: &str) -> Result<String, Never> {
+        Ok(match name {
+            "secret" => "webhook-secret".into(),
+            "lock" => "none".into(),
+            _ => "{}".into(),
+        })
+    }
+    async fn put(&self, _: &str, _: &str) -> Result<(), Never> {
+        Ok(())
+    }
+}
+
+struct Host;
+
+impl GitHost for Host {
+    type Error = Never;
+    async fn set_status(&self, _: &CommitStatus) -> Result<(), Never> {
+        Ok(())
+    }
+    async fn pull_request_files(&self, _: u64) -> Result<Vec<String>, Never> {
+        Ok(vec![
+            "README.md".into(),
+            "dev/us-east-1/app/terragrunt.hcl".into(),
+        ])
+    }
+    async fn open_pull_requests(&self, _: &str) -> Result<Vec<PullRequest>, Never> {
+        Ok(vec![])
+    }
+    async fn upsert_comment(&self, _: u64, _: &str, _: &str) -> Result<(), Never> {
+        Ok(())
+    }
+}
+
+struct Tasks;
+
+impl TaskLauncher for Tasks {
+    type Error = Never;
+    async fn start(&self, _: &TaskSpec) -> Result<StartedTask, Never> {
+        Ok(StartedTask {
+            task_arn: "arn:aws:ecs:eu-west-1:1:task/c/t".into(),
+            logs_url: None,
+        })
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/github/pull_request_synchronize.json"
+    ))?;
+    let config = HandlerConfig {
+        repository: "acme/infrastructure-live".into(),
+        trunk_branch: "main".into(),
+        file_pattern: FilePattern::new(FilePattern::DEFAULT)?,
+        webhook_secret_param: "secret".into(),
+        merge_lock_param: "lock".into(),
+        commit_status_config_param: "statuses".into(),
+        max_body_bytes: 5 * 1024 * 1024,
+    };
+    let receiver = Receiver::new(config, Mem, Host, Tasks).await?;
+    let sig = sign(b"webhook-secret", &body);
+    let n = 20_000;
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        // A fresh delivery id each time: every request does the full work.
+        let req = WebhookRequest {
+            method: "POST".into(),
+            headers: BTreeMap::from([
+                ("x-github-event".into(), "pull_request".into()),
+                ("x-github-delivery".into(), format!("bench-{i}")),
+                ("x-hub-signature-256".into(), sig.clone()),
+            ]),
+            body: body.clone(),
+        };
+        let t = Instant::now();
+        let resp = receiver.handle(&req).await;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+        anyhow::ensure!(
+            resp.status == 200,
+            "unexpected {}: {}",
+            resp.status,
+            resp.body
+        );
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
+    println!(
+        "receiver, signed synchronize ({} bytes), {n} deliveries: p50 {:.0} µs  p99 {:.0} µs  max {:.0} µs  (goal p99 < 5,000 µs)",
+        body.len(),
+        pct(0.50),
+        pct(0.99),
+        times[times.len() - 1]
+    );
+    Ok(())
+}

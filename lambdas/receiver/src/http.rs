@@ -1,0 +1,79 @@
+//! The Function URL's HTTP request and response, reduced to what the handler
+//! reads: lower-cased headers and the raw body bytes (signatures cover bytes).
+
+use std::collections::BTreeMap;
+
+use aws_lambda_events::event::lambda_function_urls::{
+    LambdaFunctionUrlRequest, LambdaFunctionUrlResponse,
+};
+use base64::Engine;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WebhookRequest {
+    pub method: String,
+    /// Header names lower-cased.
+    pub headers: BTreeMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl WebhookRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookResponse {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// A Function URL event as the handler's request. A body that claims base64
+/// and is not is kept as its text bytes, so the signature check refuses it.
+pub fn from_function_url(event: &LambdaFunctionUrlRequest) -> WebhookRequest {
+    let headers = event
+        .headers
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((
+                k.as_str().to_ascii_lowercase(),
+                v.to_str().ok()?.to_string(),
+            ))
+        })
+        .collect();
+    let raw = event.body.clone().unwrap_or_default();
+    let body = if event.is_base64_encoded {
+        base64::engine::general_purpose::STANDARD
+            .decode(raw.as_bytes())
+            .unwrap_or_else(|_| raw.into_bytes())
+    } else {
+        raw.into_bytes()
+    };
+    WebhookRequest {
+        method: event
+            .request_context
+            .http
+            .method
+            .clone()
+            .unwrap_or_else(|| "POST".into()),
+        headers,
+        body,
+    }
+}
+
+pub fn to_function_url(resp: &WebhookResponse) -> LambdaFunctionUrlResponse {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    // The event type is non-exhaustive: start from its default.
+    let mut out = LambdaFunctionUrlResponse::default();
+    out.status_code = i64::from(resp.status);
+    out.headers = headers;
+    out.body = Some(resp.body.to_string());
+    out
+}

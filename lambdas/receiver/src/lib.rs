@@ -1,0 +1,13 @@
+//! The receiver Lambda behind the GitHub webhook's Function URL: verifies each
+//! delivery, then plans pull requests (pr-plan task + Merge Lock status) and
+//! deploys merge commits (create-deploy-stack task). `main.rs` only wires AWS
+//! and GitHub clients to [`Receiver`], so tests call the same handler.
+
+mod config;
+mod dedupe;
+mod handler;
+mod http;
+
+pub use config::{Config, ConfigError, HandlerConfig};
+pub use handler::{Receiver, ReceiverError};
+pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};

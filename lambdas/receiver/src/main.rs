@@ -1,0 +1,56 @@
+//! The receiver Lambda's entry point: builds the AWS and GitHub clients once per
+//! cold start and serves Function URL requests with [`Receiver`].
+
+use anyhow::Context;
+use aws_lambda_events::event::lambda_function_urls::{
+    LambdaFunctionUrlRequest, LambdaFunctionUrlResponse,
+};
+use lambda_runtime::{LambdaEvent, service_fn};
+use live_ci_aws::{EcsTaskLauncher, SsmParamStore};
+use live_ci_core::params::ParamStore;
+use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_receiver::{Config, Receiver, from_function_url, to_function_url};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .without_time()
+        .init();
+    let config = Config::from_env().context("receiver configuration")?;
+    let aws = aws_config::load_from_env().await;
+    let params = SsmParamStore::new(aws_sdk_ssm_client(&aws));
+    let token = params
+        .get(&config.github_token_param)
+        .await
+        .context("reading the github token")?;
+    let github = GitHubClient::new(GitHubConfig {
+        api_base: config.github_api_url.clone(),
+        repository: config.handler.repository.clone(),
+        token,
+        retry: RetryPolicy::default(),
+    })?;
+    let launcher = EcsTaskLauncher::new(aws_sdk_ecs_client(&aws), config.ecs.clone());
+    let receiver = Receiver::new(config.handler, params, github, launcher).await?;
+    let receiver = &receiver;
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<LambdaFunctionUrlRequest>| async move {
+            let resp = receiver.handle(&from_function_url(&event.payload)).await;
+            Ok::<LambdaFunctionUrlResponse, lambda_runtime::Error>(to_function_url(&resp))
+        },
+    ))
+    .await
+    .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
+}
+
+fn aws_sdk_ssm_client(cfg: &aws_config::SdkConfig) -> live_ci_aws::sdk::ssm::Client {
+    live_ci_aws::sdk::ssm::Client::new(cfg)
+}
+
+fn aws_sdk_ecs_client(cfg: &aws_config::SdkConfig) -> live_ci_aws::sdk::ecs::Client {
+    live_ci_aws::sdk::ecs::Client::new(cfg)
+}

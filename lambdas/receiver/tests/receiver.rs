@@ -1,0 +1,582 @@
+//! The receiver handler end to end in process: real GitHub webhook payloads
+//! (tests/fixtures/github), signed; GitHub's REST API served by wiremock with the
+//! exact requests asserted; the parameter store and task launcher as recording fakes.
+#![allow(clippy::unwrap_used)] // test set-up panics by design
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use live_ci_core::params::ParamStore;
+use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec};
+use live_ci_core::webhook::{FilePattern, sign};
+use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_receiver::{Config, ConfigError, HandlerConfig, Receiver, WebhookRequest};
+use serde_json::{Value, json};
+use wiremock::matchers::{body_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SECRET: &str = "webhook-secret";
+const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
+const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
+const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
+
+#[derive(Debug)]
+struct Params(Mutex<HashMap<String, String>>, Mutex<Vec<String>>);
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct FakeError(String);
+
+impl Params {
+    fn new(lock: &str, statuses: &str) -> Self {
+        Params(
+            Mutex::new(HashMap::from([
+                ("/live-ci/webhook-secret".to_string(), SECRET.to_string()),
+                ("/live-ci/merge-lock".to_string(), lock.to_string()),
+                (
+                    "/live-ci/commit-status-config".to_string(),
+                    statuses.to_string(),
+                ),
+            ])),
+            Mutex::new(Vec::new()),
+        )
+    }
+}
+
+impl ParamStore for Params {
+    type Error = FakeError;
+    async fn get(&self, name: &str) -> Result<String, FakeError> {
+        self.1.lock().unwrap().push(name.to_string());
+        self.0
+            .lock()
+            .unwrap()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
+    }
+    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
+        self.0.lock().unwrap().insert(name.into(), value.into());
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Launcher(Mutex<Vec<TaskSpec>>);
+
+impl TaskLauncher for Launcher {
+    type Error = FakeError;
+    async fn start(&self, spec: &TaskSpec) -> Result<StartedTask, FakeError> {
+        let mut started = self.0.lock().unwrap();
+        started.push(spec.clone());
+        Ok(StartedTask {
+            task_arn: format!(
+                "arn:aws:ecs:eu-west-1:123456789012:task/live-ci/t{}",
+                started.len()
+            ),
+            logs_url: Some(format!("https://logs.example.com/t{}", started.len())),
+        })
+    }
+}
+
+fn handler_config() -> HandlerConfig {
+    HandlerConfig {
+        repository: "acme/infrastructure-live".into(),
+        trunk_branch: "main".into(),
+        file_pattern: FilePattern::new(FilePattern::DEFAULT).unwrap(),
+        webhook_secret_param: "/live-ci/webhook-secret".into(),
+        merge_lock_param: "/live-ci/merge-lock".into(),
+        commit_status_config_param: "/live-ci/commit-status-config".into(),
+        max_body_bytes: 64 * 1024,
+    }
+}
+
+struct Harness {
+    server: MockServer,
+    receiver: Receiver<Params, GitHubClient, Launcher>,
+}
+
+async fn harness(lock: &str, statuses: &str) -> Harness {
+    let server = MockServer::start().await;
+    let github = GitHubClient::new(GitHubConfig {
+        api_base: server.uri(),
+        repository: "acme/infrastructure-live".into(),
+        token: "ghs_token".into(),
+        retry: RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_secs(1),
+        },
+    })
+    .unwrap();
+    let receiver = Receiver::new(
+        handler_config(),
+        Params::new(lock, statuses),
+        github,
+        Launcher::default(),
+    )
+    .await
+    .unwrap();
+    Harness { server, receiver }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../../tests/fixtures/github/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn request(
+    event: &str,
+    delivery: &str,
+    body: Vec<u8>,
+    signature: Option<String>,
+) -> WebhookRequest {
+    let mut headers = BTreeMap::from([
+        ("x-github-event".to_string(), event.to_string()),
+        ("x-github-delivery".to_string(), delivery.to_string()),
+        ("content-type".to_string(), "application/json".to_string()),
+    ]);
+    if let Some(sig) = signature {
+        headers.insert("x-hub-signature-256".into(), sig);
+    }
+    WebhookRequest {
+        method: "POST".into(),
+        headers,
+        body,
+    }
+}
+
+fn signed(event: &str, delivery: &str, body: Vec<u8>) -> WebhookRequest {
+    let sig = sign(SECRET.as_bytes(), &body);
+    request(event, delivery, body, Some(sig))
+}
+
+async fn files(server: &MockServer, files: &[&str]) {
+    let body: Vec<Value> = files
+        .iter()
+        .map(|f| json!({"filename": f, "status": "modified"}))
+        .collect();
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/42/files"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(server)
+        .await;
+}
+
+async fn expect_status(server: &MockServer, sha: &str, body: Value) {
+    Mock::given(method("POST"))
+        .and(path(format!(
+            "/repos/acme/infrastructure-live/statuses/{sha}"
+        )))
+        .and(body_json(body))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({})))
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
+async fn no_other_github_calls(server: &MockServer) {
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(599))
+        .expect(0)
+        .mount(server)
+        .await;
+}
+
+fn launched(h: &Harness) -> Vec<TaskSpec> {
+    h.receiver_launcher().0.lock().unwrap().clone()
+}
+
+trait Peek {
+    fn receiver_launcher(&self) -> &Launcher;
+}
+
+impl Peek for Harness {
+    fn receiver_launcher(&self) -> &Launcher {
+        self.receiver.launcher()
+    }
+}
+
+#[tokio::test]
+async fn opened_pull_request_posts_the_lock_and_starts_one_plan_of_the_head_commit() {
+    let h = harness("none", "{}").await;
+    files(
+        &h.server,
+        &["shared/us-east-1/network/vpc/main.tf", "README.md"],
+    )
+    .await;
+    expect_status(
+        &h.server,
+        OPEN_HEAD,
+        json!({
+            "state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"
+        }),
+    )
+    .await;
+    expect_status(&h.server, OPEN_HEAD, json!({
+        "state": "pending", "context": "live-ci: pr-plan", "description": "planning the affected units",
+        "target_url": "https://logs.example.com/t1"
+    })).await;
+    let resp = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-open",
+            fixture("pull_request_opened.json"),
+        ))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.body["started"], "pr-plan");
+    assert_eq!(resp.body["commit"], OPEN_HEAD);
+    let specs = launched(&h);
+    assert_eq!(specs.len(), 1);
+    assert_eq!(specs[0].kind, TaskKind::PrPlan);
+    assert_eq!(specs[0].client_token, "d-open");
+    assert_eq!(
+        specs[0].env,
+        BTreeMap::from([
+            ("LIVE_CI_BASE_REF".into(), "main".into()),
+            ("LIVE_CI_COMMIT".into(), OPEN_HEAD.into()),
+            ("LIVE_CI_DELIVERY_ID".into(), "d-open".into()),
+            ("LIVE_CI_HEAD_REF".into(), "feature/bigger-vpc".into()),
+            ("LIVE_CI_PR_NUMBER".into(), "42".into()),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_new_push_plans_the_new_commit_and_shows_a_held_lock() {
+    let h = harness("7", r#"{"PrPlan": false}"#).await;
+    files(&h.server, &["dev/us-east-1/worker/terragrunt.hcl"]).await;
+    expect_status(
+        &h.server,
+        SYNC_HEAD,
+        json!({
+            "state": "pending", "context": "Merge Lock",
+            "description": "locked by PR #7 while it deploys; merge after it finishes"
+        }),
+    )
+    .await;
+    // PrPlan statuses are switched off: no second status call.
+    let resp = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-sync",
+            fixture("pull_request_synchronize.json"),
+        ))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.body["merge_lock"], "7");
+    assert_eq!(launched(&h)[0].env["LIVE_CI_COMMIT"], SYNC_HEAD);
+}
+
+#[tokio::test]
+async fn merged_pull_request_starts_create_deploy_stack_queued_behind_the_lock() {
+    let h = harness("7", "{}").await;
+    files(&h.server, &["shared/us-east-1/network/vpc/terragrunt.hcl"]).await;
+    expect_status(
+        &h.server,
+        MERGE,
+        json!({
+            "state": "pending", "context": "live-ci: create-deploy-stack",
+            "description": "queued behind PR #7; finding the affected units",
+            "target_url": "https://logs.example.com/t1"
+        }),
+    )
+    .await;
+    let resp = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-merge",
+            fixture("pull_request_closed_merged.json"),
+        ))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.body["queued_behind"], 7);
+    let spec = &launched(&h)[0];
+    assert_eq!(spec.kind, TaskKind::CreateDeployStack);
+    assert_eq!(spec.env["LIVE_CI_COMMIT"], MERGE);
+    assert_eq!(
+        spec.env["LIVE_CI_BASE_SHA"],
+        "1e7bc7d6f5b4a39281706f2c4b1ea9d3c8e05a17"
+    );
+    assert_eq!(spec.env["LIVE_CI_HEAD_SHA"], SYNC_HEAD);
+}
+
+#[tokio::test]
+async fn the_same_delivery_twice_starts_one_task() {
+    let h = harness("none", r#"{"PrPlan": false}"#).await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/42/files"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"filename": "a.hcl"}])))
+        .expect(1)
+        .mount(&h.server)
+        .await;
+    expect_status(
+        &h.server,
+        MERGE,
+        json!({
+            "state": "pending", "context": "live-ci: create-deploy-stack",
+            "description": "finding the affected units", "target_url": "https://logs.example.com/t1"
+        }),
+    )
+    .await;
+    let req = signed(
+        "pull_request",
+        "d-dup",
+        fixture("pull_request_closed_merged.json"),
+    );
+    assert_eq!(h.receiver.handle(&req).await.status, 200);
+    let again = h.receiver.handle(&req).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        again.body["ignored"],
+        "delivery \"d-dup\" was already handled"
+    );
+    assert_eq!(launched(&h).len(), 1);
+}
+
+#[tokio::test]
+async fn unsigned_wrongly_signed_malformed_and_oversized_bodies_do_nothing() {
+    let h = harness("none", "{}").await;
+    no_other_github_calls(&h.server).await;
+    let body = fixture("pull_request_opened.json");
+    let r = h
+        .receiver
+        .handle(&request("pull_request", "d1", body.clone(), None))
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str().unwrap()),
+        (401, "missing X-Hub-Signature-256 header")
+    );
+    let wrong = sign(b"not-the-secret", &body);
+    let r = h
+        .receiver
+        .handle(&request("pull_request", "d2", body.clone(), Some(wrong)))
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str().unwrap()),
+        (401, "signature does not match the body")
+    );
+    // signed for the original body, sent with one byte changed
+    let sig = sign(SECRET.as_bytes(), &body);
+    let mut tampered = body.clone();
+    tampered[10] ^= 1;
+    assert_eq!(
+        h.receiver
+            .handle(&request("pull_request", "d3", tampered, Some(sig)))
+            .await
+            .status,
+        401
+    );
+    let r = h
+        .receiver
+        .handle(&signed("pull_request", "d4", b"{\"action\": ".to_vec()))
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed \"pull_request\" payload")
+    );
+    let r = h
+        .receiver
+        .handle(&signed("pull_request", "d5", vec![b' '; 64 * 1024 + 1]))
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["error"],
+        "body of 65537 bytes exceeds the 65536-byte limit"
+    );
+    let mut no_delivery = signed("pull_request", "", body.clone());
+    no_delivery.headers.remove("x-github-delivery");
+    assert_eq!(h.receiver.handle(&no_delivery).await.status, 400);
+    let mut get = signed("pull_request", "d6", body);
+    get.method = "GET".into();
+    assert_eq!(h.receiver.handle(&get).await.status, 405);
+    assert!(launched(&h).is_empty());
+}
+
+#[tokio::test]
+async fn ping_and_ignored_events_answer_200_with_the_reason() {
+    let h = harness("none", "{}").await;
+    no_other_github_calls(&h.server).await;
+    let r = h
+        .receiver
+        .handle(&signed("ping", "p1", fixture("ping.json")))
+        .await;
+    assert_eq!((r.status, r.body.clone()), (200, json!({"pong": true})));
+    for (event, file, reason) in [
+        ("push", "push.json", "event \"push\" is not handled"),
+        (
+            "pull_request",
+            "pull_request_closed_unmerged.json",
+            "pull request #42 was closed without merging",
+        ),
+        (
+            "pull_request",
+            "pull_request_other_base.json",
+            "pull request #42 targets \"release/2026-q4\", not the trunk \"main\"",
+        ),
+    ] {
+        let r = h.receiver.handle(&signed(event, file, fixture(file))).await;
+        assert_eq!(
+            (r.status, r.body["ignored"].as_str().unwrap()),
+            (200, reason),
+            "{file}"
+        );
+    }
+    assert!(launched(&h).is_empty());
+}
+
+#[tokio::test]
+async fn pull_request_without_matching_files_is_ignored() {
+    let h = harness("none", "{}").await;
+    files(&h.server, &["README.md", "docs/runbook.md"]).await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-docs",
+            fixture("pull_request_opened.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body["ignored"]
+            .as_str()
+            .unwrap()
+            .contains("changes no file matching")
+    );
+    assert!(launched(&h).is_empty());
+}
+
+#[tokio::test]
+async fn github_outage_is_a_500_and_the_delivery_can_be_redelivered() {
+    let h = harness("none", r#"{"PrPlan": false}"#).await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/42/files"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(2)
+        .mount(&h.server)
+        .await;
+    let req = signed(
+        "pull_request",
+        "d-retry",
+        fixture("pull_request_opened.json"),
+    );
+    let r = h.receiver.handle(&req).await;
+    assert_eq!(r.status, 500);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("github answered 503"),
+        "{}",
+        r.body
+    );
+    assert!(launched(&h).is_empty());
+    // GitHub is back: the redelivery is handled, not refused as a duplicate.
+    files(&h.server, &["a/terragrunt.hcl"]).await;
+    expect_status(
+        &h.server,
+        OPEN_HEAD,
+        json!({
+            "state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"
+        }),
+    )
+    .await;
+    let r = h.receiver.handle(&req).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(launched(&h).len(), 1);
+}
+
+#[tokio::test]
+async fn refreshing_the_lock_updates_every_open_pull_request_with_matching_files() {
+    let h = harness("42", "{}").await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"number": 43, "head": {"sha": "h43", "ref": "a"}, "base": {"sha": "b", "ref": "main"}},
+            {"number": 44, "head": {"sha": "h44", "ref": "b"}, "base": {"sha": "b", "ref": "main"}}
+        ])))
+        .mount(&h.server)
+        .await;
+    for (n, f) in [(43, "dev/app/terragrunt.hcl"), (44, "README.md")] {
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "/repos/acme/infrastructure-live/pulls/{n}/files"
+            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"filename": f}])))
+            .mount(&h.server)
+            .await;
+    }
+    expect_status(
+        &h.server,
+        "h43",
+        json!({
+            "state": "pending", "context": "Merge Lock",
+            "description": "locked by PR #42 while it deploys; merge after it finishes"
+        }),
+    )
+    .await;
+    assert_eq!(h.receiver.refresh_merge_lock().await.unwrap(), [43]);
+}
+
+#[test]
+fn configuration_names_the_missing_or_bad_variable() {
+    let base: HashMap<&str, &str> = HashMap::from([
+        ("REPO_FULL_NAME", "acme/infrastructure-live"),
+        ("GITHUB_WEBHOOK_SECRET_SSM_KEY", "/s"),
+        ("GITHUB_TOKEN_SSM_KEY", "/t"),
+        ("MERGE_LOCK_SSM_KEY", "/l"),
+        ("COMMIT_STATUS_CONFIG_SSM_KEY", "/c"),
+        ("ECS_CLUSTER_ARN", "arn:c"),
+        ("AWS_REGION", "eu-west-1"),
+        ("ECS_SUBNET_IDS", "subnet-a, subnet-b"),
+        ("ECS_SECURITY_GROUP_IDS", "sg-1"),
+        ("PR_PLAN_TASK_DEFINITION_ARN", "pp:1"),
+        ("PR_PLAN_CONTAINER_NAME", "task"),
+        ("PR_PLAN_LOG_GROUP", "/g"),
+        ("PR_PLAN_LOG_STREAM_PREFIX", "pr-plan"),
+        ("CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN", "cds:1"),
+        ("CREATE_DEPLOY_STACK_CONTAINER_NAME", "task"),
+        ("CREATE_DEPLOY_STACK_LOG_GROUP", "/g"),
+        ("CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX", "cds"),
+    ]);
+    let with = |k: &'static str, v: Option<&'static str>| {
+        let mut m = base.clone();
+        match v {
+            Some(v) => m.insert(k, v),
+            None => m.remove(k),
+        };
+        Config::from_lookup(move |key| m.get(key).map(|v| v.to_string()))
+    };
+    let ok = Config::from_lookup(|k| base.get(k).map(|v| v.to_string())).unwrap();
+    assert_eq!(ok.handler.trunk_branch, "main");
+    assert_eq!(ok.ecs.subnets, ["subnet-a", "subnet-b"]);
+    assert_eq!(
+        with("ECS_CLUSTER_ARN", None).unwrap_err(),
+        ConfigError::Missing("ECS_CLUSTER_ARN")
+    );
+    let err = with("FILE_PATH_PATTERN", Some("("))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("environment variable FILE_PATH_PATTERN=\"(\""),
+        "{err}"
+    );
+    let err = with("ECS_ASSIGN_PUBLIC_IP", Some("yes"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "environment variable ECS_ASSIGN_PUBLIC_IP=\"yes\": expected true or false"
+    );
+}
