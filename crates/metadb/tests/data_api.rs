@@ -478,3 +478,43 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
     assert!(metadb(client).migrate().await.unwrap().is_empty());
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
+
+#[tokio::test]
+async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction() {
+    let script = live_ci_metadb::MIGRATIONS[0];
+    let statements = live_ci_metadb::sql::text::split_statements(script.sql);
+    // Statement texts must outlive the rules, which hold &'static str.
+    let statements: Vec<&'static str> = statements
+        .into_iter()
+        .map(|s| &*Box::leak(s.into_boxed_str()))
+        .collect();
+    let mut rules = vec![
+        begin("tx-m"),
+        statement(
+            q::MIGRATION_LOCK,
+            vec![],
+            Some("tx-m"),
+            Some(r#"[{"?column?":"locked"}]"#),
+            0,
+        ),
+        statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
+        statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some("[]"), 0),
+    ];
+    for s in &statements {
+        rules.push(statement(s, vec![], Some("tx-m"), None, 0));
+    }
+    rules.push(statement(
+        q::RECORD_MIGRATION,
+        vec![long("version", 1), string("name", "0001_metadb")],
+        Some("tx-m"),
+        None,
+        1,
+    ));
+    rules.push(commit("tx-m"));
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert_eq!(metadb(client).migrate().await.unwrap(), [1]);
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    // One statement per call: CREATE FUNCTION bodies keep their semicolons.
+    assert!(statements.len() > 15, "{}", statements.len());
+    assert!(statements.iter().all(|s| !s.trim_end().ends_with(';')));
+}
