@@ -16,16 +16,18 @@ build:
 demo: build
 	bash scripts/demo.sh
 
-## Every test: formatting, lints, unit, property and integration tests. LocalStack
-## (scripts/localstack.sh) is installed and started for the run and stopped after it,
-## unless it was already running; cargo test's summary stays the last output.
+## Every test: formatting, lints, unit, property and integration tests. The
+## services the tests need are the project's own: scripts/pg.sh (a throwaway
+## PostgreSQL) and scripts/localstack.sh (LocalStack in host mode), installed and
+## started for the run and stopped after it unless they were already running;
+## cargo test's summary stays the last output.
 test: lint
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
-	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint $(CARGO) test --locked --workspace"; \
-	LIVE_CI_AWS_ENDPOINT=$$endpoint $(CARGO) test --locked --workspace; rc=$$?; \
+	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
+	LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
 
 ## The project's LocalStack for the local cloud (tests start it themselves too).
@@ -47,6 +49,8 @@ bench:
 	$(CARGO) run --locked --release -p live-ci-core --example bench_scheduler
 	$(CARGO) run --locked --release -p live-ci-core --example bench_discovery
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
+	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_claim
 
 clean: localstack-down
+	-bash scripts/pg.sh down
 	rm -rf $(WORK)

@@ -22,6 +22,8 @@ pub enum Command {
     Find(FindArgs),
     /// The deployment the pipeline would run for a change: accounts, waits, pool order.
     Plan(PlanArgs),
+    /// Apply the metadb's migrations (idempotent; safe to run concurrently).
+    Migrate(MigrateArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -124,4 +126,11 @@ pub struct PlanArgs {
     pub max_parallel: u32,
     #[arg(long, value_enum, default_value = "table")]
     pub format: PlanFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The metadb's PostgreSQL URL (postgres://user@host:port/db).
+    #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
 }

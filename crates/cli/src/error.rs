@@ -18,6 +18,10 @@ pub enum CliError {
     /// Discovery problems, one message per line.
     #[error("{}", .0.join("\nerror: "))]
     Graph(Vec<String>),
+    #[error("metadb: {0}")]
+    Metadb(#[from] live_ci_metadb::MetadbError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
     #[error("cannot encode output: {0}")]
     Encode(#[from] serde_json::Error),
 }

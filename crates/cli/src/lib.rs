@@ -21,6 +21,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Affected(a) => commands::affected::run(a),
         Command::Find(a) => commands::find::run(a),
         Command::Plan(a) => commands::plan::run(a),
+        Command::Migrate(a) => commands::migrate::run(a),
     };
     let mut stderr = std::io::stderr().lock();
     match result {

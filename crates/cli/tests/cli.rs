@@ -386,3 +386,73 @@ fn bad_usage_exits_2() {
         Some(2)
     );
 }
+
+/// A fresh database on the test PostgreSQL (`LIVE_CI_PG_URL`, or scripts/pg.sh).
+fn fresh_database_url() -> String {
+    let server = match std::env::var("LIVE_CI_PG_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            let out = Command::new("bash")
+                .arg(root().join("scripts/pg.sh"))
+                .arg("up")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        }
+    };
+    let name = format!("cli_migrate_{}", std::process::id());
+    let out = Command::new("/usr/lib/postgresql/15/bin/createdb")
+        .arg(format!("--maintenance-db={server}"))
+        .arg(&name)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (base, _) = server.rsplit_once('/').unwrap();
+    format!("{base}/{name}")
+}
+
+#[test]
+fn migrate_applies_once_then_reports_up_to_date() {
+    let url = fresh_database_url();
+    let run = |url: &str| {
+        Command::new(env!("CARGO_BIN_EXE_live-ci"))
+            .arg("migrate")
+            .env("LIVE_CI_DATABASE_URL", url)
+            .output()
+            .unwrap()
+    };
+    let out = run(&url);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v, json!({"applied": [1], "latest": 1}));
+    let out = run(&url);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v, json!({"applied": [], "latest": 1}));
+    // A bad URL is an input error (1); a missing one is bad usage (2).
+    let out = run("postgres://nobody@127.0.0.1:1/none");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: metadb: postgres: "),
+        "{}",
+        stderr(&out)
+    );
+    let out = run("not a url");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("invalid database url \"not a url\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_live-ci"))
+        .arg("migrate")
+        .env_remove("LIVE_CI_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let (server, name) = url.rsplit_once('/').unwrap();
+    let _ = Command::new("/usr/lib/postgresql/15/bin/dropdb")
+        .arg(format!("--maintenance-db={server}/postgres"))
+        .arg(name)
+        .output();
+}

@@ -64,6 +64,14 @@ pub enum CoreError {
     },
     #[error("{unit}: {message}")]
     Plan { unit: RepoPath, message: String },
+    #[error("run: {field}: {message}")]
+    InvalidRun { field: String, message: String },
+    #[error("execution {execution:?}: {field}: {message}")]
+    InvalidExecution {
+        execution: String,
+        field: String,
+        message: String,
+    },
     #[error("scheduler: {0}")]
     Scheduler(String),
     #[error("git: {0}")]

@@ -4,6 +4,7 @@
 
 pub mod account;
 pub mod change;
+pub mod deploy;
 pub mod discovery;
 pub mod error;
 pub mod filter;

@@ -3,4 +3,5 @@
 pub mod affected;
 pub mod find;
 pub mod graph;
+pub mod migrate;
 pub mod plan;

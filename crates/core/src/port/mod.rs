@@ -1,5 +1,10 @@
 //! Ports the domain needs from the outside world, implemented by adapters in
-//! other crates (the git CLI adapter lives in `live-ci-git`).
+//! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
+//! `live-ci-metadb`).
+
+mod metadb;
+
+pub use metadb::Metadb;
 
 use serde::{Deserialize, Serialize};
 

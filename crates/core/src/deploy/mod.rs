@@ -1,0 +1,479 @@
+//! Deployments as the metadb records them: runs (one per merged commit), their
+//! executions (one Step Functions execution per unit, in the seed's field names),
+//! votes, and the checks a run must pass before anything is written.
+
+mod execution_id;
+mod validate;
+
+pub use validate::validate_executions;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::change::Action;
+use crate::path::RepoPath;
+pub use execution_id::{MAX_EXECUTION_NAME_LEN, execution_id, is_valid_execution_name};
+
+/// A run's number in the metadb; runs are numbered in merge order.
+pub type RunId = i64;
+
+/// Milliseconds since the Unix epoch (UTC): the metadb's one time format, so both
+/// adapters decode the same JSON and the core needs no date library.
+pub type UnixMillis = i64;
+
+/// The status of one execution, spelled as the seed's `status` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionStatus {
+    Waiting,
+    Running,
+    Succeeded,
+    Failed,
+    Aborted,
+}
+
+impl ExecutionStatus {
+    pub const ALL: [ExecutionStatus; 5] = [
+        ExecutionStatus::Waiting,
+        ExecutionStatus::Running,
+        ExecutionStatus::Succeeded,
+        ExecutionStatus::Failed,
+        ExecutionStatus::Aborted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionStatus::Waiting => "waiting",
+            ExecutionStatus::Running => "running",
+            ExecutionStatus::Succeeded => "succeeded",
+            ExecutionStatus::Failed => "failed",
+            ExecutionStatus::Aborted => "aborted",
+        }
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            ExecutionStatus::Succeeded | ExecutionStatus::Failed | ExecutionStatus::Aborted
+        )
+    }
+}
+
+/// How a Step Functions execution ended, as far as the run is concerned: FAILED,
+/// ABORTED and TIMED_OUT all count as a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+impl Outcome {
+    pub fn status(self) -> ExecutionStatus {
+        match self {
+            Outcome::Succeeded => ExecutionStatus::Succeeded,
+            Outcome::Failed => ExecutionStatus::Failed,
+        }
+    }
+}
+
+/// A run waits in `queued` until the run before it (in merge order) has finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One voter's vote, and the decision a threshold of them reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vote {
+    Approve,
+    Reject,
+}
+
+impl Vote {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vote::Approve => "approve",
+            Vote::Reject => "reject",
+        }
+    }
+}
+
+/// The input of one Step Functions execution, field for field the seed's sample
+/// (the state machine and the ECS task read exactly these names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SfnInput {
+    pub execution_id: String,
+    pub is_rollback: bool,
+    pub pr_id: u64,
+    pub commit_id: String,
+    pub base_ref: String,
+    pub head_ref: String,
+    pub cfg_path: RepoPath,
+    pub cfg_deps: Vec<RepoPath>,
+    pub status: ExecutionStatus,
+    pub plan_command: String,
+    pub apply_command: String,
+    pub new_providers: Vec<String>,
+    pub new_resources: Vec<String>,
+    pub account_name: String,
+    pub account_path: String,
+    pub account_deps: Vec<String>,
+    pub voters: Vec<String>,
+    pub approval_voters: Vec<String>,
+    pub min_approval_count: u32,
+    pub rejection_voters: Vec<String>,
+    pub min_rejection_count: u32,
+    pub plan_role_arn: String,
+    pub apply_role_arn: String,
+}
+
+/// A run to create: one merged commit and every execution it deploys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub pr_id: u64,
+    /// The merge commit.
+    pub commit_id: String,
+    pub base_ref: String,
+    pub head_ref: String,
+    /// The commits the change was measured between (merge-base semantics).
+    pub base_sha: String,
+    pub head_sha: String,
+    /// Executions running at once.
+    pub max_parallel: u32,
+    /// A failure aborts every unit of the run not yet started, not only its dependents.
+    pub fail_fast: bool,
+    pub executions: Vec<NewExecution>,
+}
+
+/// One execution of a new run. The run's `pr_id`, `commit_id`, `base_ref` and
+/// `head_ref` complete its Step Function input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewExecution {
+    pub execution_id: String,
+    pub is_rollback: bool,
+    pub cfg_path: RepoPath,
+    pub cfg_deps: Vec<RepoPath>,
+    pub action: Action,
+    pub plan_command: String,
+    pub apply_command: String,
+    pub new_providers: Vec<String>,
+    pub account_name: String,
+    pub account_path: String,
+    pub account_deps: Vec<String>,
+    pub voters: Vec<String>,
+    pub min_approval_count: u32,
+    pub min_rejection_count: u32,
+    pub plan_role_arn: String,
+    pub apply_role_arn: String,
+    /// The runner pool starts the highest first (`PlannedUnit::priority`).
+    pub priority: f64,
+    /// Execution ids of this run that must succeed first. Stored as given, so the
+    /// metadb need not know that destroys run dependents-first
+    /// (`PlannedUnit::dependencies` mapped to execution ids).
+    pub wait_for: Vec<String>,
+    /// Accounts every execution of which (in this run, with the same action) must
+    /// succeed first (`PlannedUnit::waits_for_accounts`).
+    pub wait_accounts: Vec<String>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: RunId,
+    pub pr_id: u64,
+    pub commit_id: String,
+    pub base_ref: String,
+    pub head_ref: String,
+    pub base_sha: String,
+    pub head_sha: String,
+    pub status: RunStatus,
+    pub max_parallel: u32,
+    pub fail_fast: bool,
+    pub created_at: UnixMillis,
+    pub started_at: Option<UnixMillis>,
+    pub finished_at: Option<UnixMillis>,
+}
+
+/// An execution as stored: the seed's fields plus what the pipeline tracks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionRecord {
+    pub run_id: RunId,
+    pub execution_id: String,
+    pub is_rollback: bool,
+    pub pr_id: u64,
+    pub commit_id: String,
+    pub base_ref: String,
+    pub head_ref: String,
+    pub cfg_path: RepoPath,
+    pub cfg_deps: Vec<RepoPath>,
+    pub action: Action,
+    pub status: ExecutionStatus,
+    /// Why it ended as it did, e.g. "ancestor failed".
+    pub status_reason: Option<String>,
+    pub plan_command: String,
+    pub apply_command: String,
+    pub new_providers: Vec<String>,
+    pub new_resources: Vec<String>,
+    pub account_name: String,
+    pub account_path: String,
+    pub account_deps: Vec<String>,
+    pub voters: Vec<String>,
+    pub approval_voters: Vec<String>,
+    pub min_approval_count: u32,
+    pub rejection_voters: Vec<String>,
+    pub min_rejection_count: u32,
+    pub plan_role_arn: String,
+    pub apply_role_arn: String,
+    pub priority: f64,
+    pub wait_for: Vec<String>,
+    pub wait_accounts: Vec<String>,
+    /// The Step Functions execution started for it, once known.
+    pub sfn_execution_arn: Option<String>,
+    /// The voters' decision, once a threshold was reached.
+    pub decision: Option<Vote>,
+    pub created_at: UnixMillis,
+    pub claimed_at: Option<UnixMillis>,
+    pub finished_at: Option<UnixMillis>,
+    pub updated_at: UnixMillis,
+}
+
+impl ExecutionRecord {
+    /// The Step Function input for this execution.
+    pub fn sfn_input(&self) -> SfnInput {
+        SfnInput {
+            execution_id: self.execution_id.clone(),
+            is_rollback: self.is_rollback,
+            pr_id: self.pr_id,
+            commit_id: self.commit_id.clone(),
+            base_ref: self.base_ref.clone(),
+            head_ref: self.head_ref.clone(),
+            cfg_path: self.cfg_path.clone(),
+            cfg_deps: self.cfg_deps.clone(),
+            status: self.status,
+            plan_command: self.plan_command.clone(),
+            apply_command: self.apply_command.clone(),
+            new_providers: self.new_providers.clone(),
+            new_resources: self.new_resources.clone(),
+            account_name: self.account_name.clone(),
+            account_path: self.account_path.clone(),
+            account_deps: self.account_deps.clone(),
+            voters: self.voters.clone(),
+            approval_voters: self.approval_voters.clone(),
+            min_approval_count: self.min_approval_count,
+            rejection_voters: self.rejection_voters.clone(),
+            min_rejection_count: self.min_rejection_count,
+            plan_role_arn: self.plan_role_arn.clone(),
+            apply_role_arn: self.apply_role_arn.clone(),
+        }
+    }
+}
+
+/// What `create_run` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedRun {
+    pub run_id: RunId,
+    /// False when a run for this commit already existed (a redelivered merge
+    /// event): nothing was written.
+    pub created: bool,
+    /// True when the run took the merge lock and is running; otherwise it is
+    /// queued behind the running one.
+    pub started: bool,
+}
+
+/// What recording a finished execution did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FinishOutcome {
+    /// This call moved the execution out of `running`; `aborted` lists the
+    /// execution ids it aborted as a consequence (dependents, or with fail-fast
+    /// every unstarted unit of the run).
+    Recorded { aborted: Vec<String> },
+    /// Nothing changed: the execution is not running (a repeated event, or a
+    /// claim that was released); `None` when no such execution exists.
+    Unchanged { status: Option<ExecutionStatus> },
+}
+
+/// Counts of a run's executions by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunProgress {
+    pub waiting: u64,
+    pub running: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub aborted: u64,
+}
+
+impl RunProgress {
+    pub fn total(&self) -> u64 {
+        self.waiting + self.running + self.succeeded + self.failed + self.aborted
+    }
+
+    /// Nothing left to start or wait for.
+    pub fn is_done(&self) -> bool {
+        self.waiting == 0 && self.running == 0
+    }
+}
+
+/// What `finish_run` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFinish {
+    /// The status this call gave the run; `None` when it was not finishable
+    /// (work left, or already finished by another caller).
+    pub finished: Option<RunStatus>,
+    /// The queued run this call started (it now holds the merge lock).
+    pub next_run: Option<RunId>,
+}
+
+/// The metadb's merge lock row: which run holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeLockRow {
+    pub run_id: Option<RunId>,
+    pub pr_id: Option<u64>,
+    pub commit_id: Option<String>,
+    pub locked_at: Option<UnixMillis>,
+}
+
+impl MergeLockRow {
+    /// The lock as the parameter store mirrors it (the row is the truth).
+    pub fn lock(&self) -> crate::merge_lock::MergeLock {
+        match (self.run_id, self.pr_id) {
+            (Some(_), Some(pr)) => crate::merge_lock::MergeLock::Held { pr },
+            _ => crate::merge_lock::MergeLock::Free,
+        }
+    }
+}
+
+/// The votes on one execution against its thresholds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub approval_voters: Vec<String>,
+    pub rejection_voters: Vec<String>,
+    pub min_approval_count: u32,
+    pub min_rejection_count: u32,
+    pub decision: Option<Vote>,
+}
+
+impl Tally {
+    /// The decision the votes reach, if any. Rejection wins a tie: when both
+    /// thresholds are met, deploying is the riskier choice.
+    pub fn reached(&self) -> Option<Vote> {
+        if self.rejection_voters.len() as u64 >= u64::from(self.min_rejection_count) {
+            Some(Vote::Reject)
+        } else if self.approval_voters.len() as u64 >= u64::from(self.min_approval_count) {
+            Some(Vote::Approve)
+        } else {
+            None
+        }
+    }
+}
+
+/// What casting a vote did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VoteOutcome {
+    /// The vote is stored (new or changed); the tally after it.
+    Recorded(Tally),
+    /// Voting is over: a decision was reached or the execution is not running.
+    Closed {
+        status: ExecutionStatus,
+        decision: Option<Vote>,
+    },
+    /// The voter is not one of the execution's voters.
+    NotAVoter,
+    UnknownExecution,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's sample input, verbatim apart from the redacted voter address.
+    const SEED_SAMPLE: &str = r#"{
+ "execution_id": "run-1-c8c5-dev-baz-729",
+ "is_rollback": false,
+ "pr_id": 1,
+ "commit_id": "c8c5f6afc7345bd21cd79acaf740dc18b60755e3",
+ "base_ref": "refs/heads/master",
+ "head_ref": "refs/heads/feature-5320d796-6511-4b05-8adf-47382b46afe2",
+ "cfg_path": "directory_dependency/dev-account/us-west-2/env-one/baz",
+ "cfg_deps": [
+   "directory_dependency/dev-account/global"
+ ],
+ "status": "running",
+ "plan_command": "terragrunt plan --terragrunt-working-dir directory_dependency/dev-account/us-west-2/env-one/baz",
+ "apply_command": "terragrunt apply --terragrunt-working-dir directory_dependency/dev-account/us-west-2/env-one/baz -auto-approve",
+ "new_providers": ["registry.terraform.io/hashicorp/null"],
+ "new_resources": ["null_resource.this"],
+ "account_name": "dev",
+ "account_path": "directory_dependency/dev-account",
+ "account_deps": [
+   "shared_services"
+ ],
+ "voters": [
+   "voter@example.com"
+ ],
+ "approval_voters": [],
+ "min_approval_count": 1,
+ "rejection_voters": [],
+ "min_rejection_count": 1,
+ "plan_role_arn": "arn:aws:iam::111111111111:role/terraform-aws-infrastructure-live-ci-plan",
+ "apply_role_arn": "arn:aws:iam::111111111111:role/terraform-aws-infrastructure-live-ci-apply"
+}"#;
+
+    #[test]
+    fn sfn_input_round_trips_the_seed_sample_in_its_field_order() {
+        let input: SfnInput = serde_json::from_str(SEED_SAMPLE).unwrap();
+        assert_eq!(input.status, ExecutionStatus::Running);
+        assert_eq!(
+            input.cfg_deps[0].as_str(),
+            "directory_dependency/dev-account/global"
+        );
+        let ours = serde_json::to_value(&input).unwrap();
+        let theirs: serde_json::Value = serde_json::from_str(SEED_SAMPLE).unwrap();
+        assert_eq!(ours, theirs);
+        let keys = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter_map(|l| {
+                    l.trim()
+                        .strip_prefix('"')?
+                        .split_once("\":")
+                        .map(|(k, _)| k.to_string())
+                })
+                .collect()
+        };
+        assert_eq!(
+            keys(&serde_json::to_string_pretty(&input).unwrap()),
+            keys(SEED_SAMPLE)
+        );
+    }
+
+    #[test]
+    fn tally_rejection_wins_a_tie() {
+        let mut t = Tally {
+            approval_voters: vec!["a".into()],
+            rejection_voters: vec![],
+            min_approval_count: 2,
+            min_rejection_count: 1,
+            decision: None,
+        };
+        assert_eq!(t.reached(), None);
+        t.approval_voters.push("b".into());
+        assert_eq!(t.reached(), Some(Vote::Approve));
+        t.rejection_voters.push("c".into());
+        assert_eq!(t.reached(), Some(Vote::Reject));
+    }
+}

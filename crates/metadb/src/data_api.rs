@@ -1,0 +1,242 @@
+//! The RDS Data API adapter (the AWS default): each statement is one
+//! `ExecuteStatement` call with named parameters, rows come back with
+//! `formatRecordsAs = JSON`, and transactions are `BeginTransaction` /
+//! `CommitTransaction` / `RollbackTransaction`.
+
+use aws_sdk_rdsdata::Client;
+use aws_sdk_rdsdata::error::DisplayErrorContext;
+use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
+
+use crate::error::{MetadbError, Result};
+use crate::sql::{Param, Params, Sql, SqlTx};
+use crate::store::Store;
+
+/// The metadb through the RDS Data API.
+pub type DataApiMetadb = Store<DataApi>;
+
+impl DataApiMetadb {
+    pub fn data_api(client: Client, resource_arn: &str, secret_arn: &str, database: &str) -> Self {
+        Store::new(DataApi::new(client, resource_arn, secret_arn, database))
+    }
+}
+
+/// An Aurora cluster reached through the Data API.
+#[derive(Debug, Clone)]
+pub struct DataApi {
+    client: Client,
+    resource_arn: String,
+    secret_arn: String,
+    database: String,
+}
+
+impl DataApi {
+    pub fn new(client: Client, resource_arn: &str, secret_arn: &str, database: &str) -> Self {
+        DataApi {
+            client,
+            resource_arn: resource_arn.to_string(),
+            secret_arn: secret_arn.to_string(),
+            database: database.to_string(),
+        }
+    }
+
+    /// One `ExecuteStatement`: the rows' single column, and the rows changed.
+    async fn run(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        transaction_id: Option<&str>,
+    ) -> Result<(Vec<String>, u64)> {
+        let out = self
+            .client
+            .execute_statement()
+            .resource_arn(&self.resource_arn)
+            .secret_arn(&self.secret_arn)
+            .database(&self.database)
+            .sql(sql)
+            .set_parameters(Some(params.iter().map(parameter).collect()))
+            .set_transaction_id(transaction_id.map(str::to_string))
+            .format_records_as(RecordsFormatType::Json)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let rows = match out.formatted_records() {
+            Some(json) => decode_records(sql, json)?,
+            None => Vec::new(),
+        };
+        Ok((rows, out.number_of_records_updated().max(0) as u64))
+    }
+}
+
+fn parameter((name, value): &(&str, Param)) -> SqlParameter {
+    let value = match value {
+        Param::Int(n) => Field::LongValue(*n),
+        Param::Float(x) => Field::DoubleValue(*x),
+        Param::Bool(b) => Field::BooleanValue(*b),
+        Param::Text(s) | Param::Json(s) => Field::StringValue(s.clone()),
+        Param::NullInt | Param::NullText => Field::IsNull(true),
+    };
+    SqlParameter::builder().name(*name).value(value).build()
+}
+
+/// `formattedRecords` is a JSON array with one object per row; our statements
+/// return a single text column, so each object holds one string.
+fn decode_records(sql: &str, json: &str) -> Result<Vec<String>> {
+    let bad = |message: String| MetadbError::Decode {
+        statement: sql.lines().next().unwrap_or_default().to_string(),
+        message,
+    };
+    let records: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(json).map_err(|e| bad(format!("formattedRecords: {e}")))?;
+    records
+        .into_iter()
+        .map(|record| match record.into_iter().next() {
+            Some((_, serde_json::Value::String(s))) => Ok(s),
+            Some((_, serde_json::Value::Null)) => Ok(String::new()),
+            Some((column, other)) => Err(bad(format!(
+                "column {column:?} is {other}, not the text the statement should return"
+            ))),
+            None => Err(bad("a record without columns".into())),
+        })
+        .collect()
+}
+
+fn sdk_error<E, R>(e: aws_sdk_rdsdata::error::SdkError<E, R>) -> MetadbError
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let message = DisplayErrorContext(&e).to_string();
+    let lower = message.to_lowercase();
+    let retryable = lower.contains("deadlock detected")
+        || lower.contains("could not serialize access")
+        || lower.contains("40p01")
+        || lower.contains("40001");
+    MetadbError::DataApi { message, retryable }
+}
+
+impl Sql for DataApi {
+    type Tx = DataApiTx;
+
+    async fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<String>> {
+        Ok(self.run(sql, params, None).await?.0)
+    }
+
+    async fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64> {
+        Ok(self.run(sql, params, None).await?.1)
+    }
+
+    async fn begin(&self) -> Result<DataApiTx> {
+        let out = self
+            .client
+            .begin_transaction()
+            .resource_arn(&self.resource_arn)
+            .secret_arn(&self.secret_arn)
+            .database(&self.database)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let id = out.transaction_id().ok_or_else(|| MetadbError::DataApi {
+            message: "begin transaction returned no transaction id".into(),
+            retryable: false,
+        })?;
+        Ok(DataApiTx {
+            api: self.clone(),
+            id: Some(id.to_string()),
+        })
+    }
+}
+
+/// A Data API transaction, named by its id on every call.
+#[derive(Debug)]
+pub struct DataApiTx {
+    api: DataApi,
+    id: Option<String>,
+}
+
+impl DataApiTx {
+    fn id(&self) -> Result<&str> {
+        self.id.as_deref().ok_or_else(|| MetadbError::DataApi {
+            message: "transaction already finished".into(),
+            retryable: false,
+        })
+    }
+}
+
+impl SqlTx for DataApiTx {
+    async fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<String>> {
+        let id = self.id()?;
+        Ok(self.api.run(sql, params, Some(id)).await?.0)
+    }
+
+    async fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64> {
+        let id = self.id()?;
+        Ok(self.api.run(sql, params, Some(id)).await?.1)
+    }
+
+    async fn commit(mut self) -> Result<()> {
+        if let Some(id) = self.id.take() {
+            self.api
+                .client
+                .commit_transaction()
+                .resource_arn(&self.api.resource_arn)
+                .secret_arn(&self.api.secret_arn)
+                .transaction_id(id)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+        }
+        Ok(())
+    }
+
+    async fn rollback(mut self) -> Result<()> {
+        if let Some(id) = self.id.take() {
+            rollback(&self.api, id).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn rollback(api: &DataApi, id: String) -> Result<()> {
+    api.client
+        .rollback_transaction()
+        .resource_arn(&api.resource_arn)
+        .secret_arn(&api.secret_arn)
+        .transaction_id(id)
+        .send()
+        .await
+        .map_err(sdk_error)?;
+    Ok(())
+}
+
+impl Drop for DataApiTx {
+    fn drop(&mut self) {
+        // Best effort: the Data API ends an abandoned transaction itself after
+        // a few minutes, but its row locks would block every claim until then.
+        if let (Some(id), Ok(handle)) = (self.id.take(), tokio::runtime::Handle::try_current()) {
+            let api = self.api.clone();
+            handle.spawn(async move {
+                if let Err(e) = rollback(&api, id).await {
+                    tracing::warn!("rolling back an abandoned transaction: {e}");
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_json_records() {
+        assert_eq!(
+            decode_records("SELECT x", r#"[{"j":"{\"a\":1}"},{"j":null}]"#).unwrap(),
+            ["{\"a\":1}", ""]
+        );
+        let err = decode_records("SELECT x\nFROM y", r#"[{"j":1}]"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot decode a row of \"SELECT x\": column \"j\" is 1, not the text the statement should return"
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The one error type of the metadb crate.
+
+use live_ci_core::CoreError;
+
+/// Why a metadb call failed. Guarded updates that find nothing to do are not
+/// errors: they report it in their result.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadbError {
+    /// The input was refused before anything was written.
+    #[error(transparent)]
+    Invalid(#[from] CoreError),
+    /// `code` is the SQLSTATE when the server answered.
+    #[error("postgres: {message}")]
+    Postgres {
+        message: String,
+        code: Option<String>,
+    },
+    #[error("connection pool: {0}")]
+    Pool(String),
+    #[error("invalid database url {url:?}: {message}")]
+    Url { url: String, message: String },
+    #[error("rds data api: {message}")]
+    DataApi { message: String, retryable: bool },
+    #[error("cannot decode a row of {statement:?}: {message}")]
+    Decode { statement: String, message: String },
+    #[error("statement needs parameter {name:?}, which was not given")]
+    MissingParameter { name: String },
+    #[error("migration {version} ({name}): {message}")]
+    Migration {
+        version: u32,
+        name: String,
+        message: String,
+    },
+    /// The database disagrees with what was just written: nothing is committed.
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+impl MetadbError {
+    /// A deadlock or serialization failure: the transaction may be retried.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            MetadbError::Postgres { code, .. } => {
+                matches!(code.as_deref(), Some("40P01") | Some("40001"))
+            }
+            MetadbError::DataApi { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for MetadbError {
+    /// The server's own message (tokio-postgres displays only "db error").
+    fn from(e: tokio_postgres::Error) -> Self {
+        match e.as_db_error() {
+            Some(db) => {
+                let mut message = db.message().to_string();
+                if let Some(detail) = db.detail() {
+                    message = format!("{message}: {detail}");
+                }
+                MetadbError::Postgres {
+                    message,
+                    code: Some(db.code().code().to_string()),
+                }
+            }
+            None => MetadbError::Postgres {
+                message: e.to_string(),
+                code: e.code().map(|c| c.code().to_string()),
+            },
+        }
+    }
+}
+
+pub type Result<T, E = MetadbError> = std::result::Result<T, E>;

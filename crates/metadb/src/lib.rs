@@ -1,0 +1,19 @@
+//! The live-ci metadb: the [`Metadb`](live_ci_core::port::Metadb) port over
+//! PostgreSQL, reached either directly (tokio-postgres; local runs and an option
+//! in AWS) or through the RDS Data API (the AWS default). Both adapters run the
+//! same SQL text and the same transaction logic ([`Store`]); they differ only in
+//! how a statement reaches the database ([`Sql`]).
+
+mod data_api;
+mod error;
+mod migrate;
+mod pg;
+pub mod sql;
+mod store;
+
+pub use data_api::{DataApi, DataApiMetadb};
+pub use error::{MetadbError, Result};
+pub use migrate::{MIGRATIONS, Migration, migrate};
+pub use pg::{PgMetadb, PgSql};
+pub use sql::{Param, Sql, SqlTx};
+pub use store::Store;

@@ -1,0 +1,100 @@
+//! Versioned migrations, embedded in the binary and applied in one transaction
+//! under an advisory lock: concurrent migrators queue, and a repeat applies
+//! nothing.
+
+use crate::error::{MetadbError, Result};
+use crate::sql::statements::{
+    APPLIED_MIGRATIONS, CREATE_SCHEMA_MIGRATIONS, MIGRATION_LOCK, RECORD_MIGRATION,
+};
+use crate::sql::text::split_statements;
+use crate::sql::{Param, Sql, SqlTx};
+
+/// One migration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in version order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_metadb",
+    sql: include_str!("../migrations/0001_metadb.sql"),
+}];
+
+/// Applies the migrations the database lacks; returns their versions.
+pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut tx = sql.begin().await?;
+        match apply(&mut tx).await {
+            Ok(applied) => match tx.commit().await {
+                Ok(()) => return Ok(applied),
+                Err(e) if e.is_retryable() && attempt < 3 => continue,
+                Err(e) => return Err(e),
+            },
+            Err(e) => {
+                let _ = tx.rollback().await;
+                if e.is_retryable() && attempt < 3 {
+                    continue;
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+async fn apply<T: SqlTx>(tx: &mut T) -> Result<Vec<u32>> {
+    tx.query(MIGRATION_LOCK, &[]).await?;
+    tx.execute(CREATE_SCHEMA_MIGRATIONS, &[]).await?;
+    let applied: Vec<u32> = tx
+        .query(APPLIED_MIGRATIONS, &[])
+        .await?
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let mut done = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
+        for statement in split_statements(m.sql) {
+            tx.execute(&statement, &[])
+                .await
+                .map_err(|e| MetadbError::Migration {
+                    version: m.version,
+                    name: m.name.to_string(),
+                    message: e.to_string(),
+                })?;
+        }
+        tx.execute(
+            RECORD_MIGRATION,
+            &[
+                ("version", Param::Int(i64::from(m.version))),
+                ("name", Param::text(m.name)),
+            ],
+        )
+        .await?;
+        done.push(m.version);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order_and_split_cleanly() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+            assert!(m.name.starts_with(&format!("{:04}_", m.version)));
+            let statements = split_statements(m.sql);
+            assert!(!statements.is_empty());
+            // No statement may look like it takes a parameter.
+            for s in &statements {
+                assert!(crate::sql::text::parameter_names(s).is_empty(), "{s}");
+            }
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! The metadb port over any [`Sql`] connection: the transactions and guarded
+//! statements both adapters share, so the Data API and PostgreSQL paths cannot
+//! drift apart.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use live_ci_core::account::Account;
+use live_ci_core::deploy::{
+    Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
+    NewExecution, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord, RunStatus, Tally,
+    Vote, VoteOutcome,
+};
+use live_ci_core::port::Metadb;
+
+use crate::error::{MetadbError, Result};
+use crate::migrate::migrate;
+use crate::sql::statements as q;
+use crate::sql::{Param, Sql, SqlTx};
+
+/// Executions inserted per statement: keeps each Data API request well under its
+/// size limit while a 10,000-unit run still takes only 20 statements.
+const INSERT_CHUNK: usize = 500;
+
+/// Attempts of a transaction that hit a deadlock or serialization failure.
+const MAX_ATTEMPTS: u32 = 4;
+
+/// The metadb over one connection kind.
+#[derive(Debug, Clone)]
+pub struct Store<S> {
+    sql: S,
+}
+
+/// Runs `$body` (an expression using the transaction `$tx`, evaluating to a
+/// future) in a transaction, retrying deadlocks and serialization failures.
+macro_rules! in_tx {
+    ($sql:expr, |$tx:ident| $body:expr) => {{
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut $tx = $sql.begin().await?;
+            let result = $body.await;
+            match result {
+                Ok(value) => match $tx.commit().await {
+                    Ok(()) => break Ok(value),
+                    Err(e) if e.is_retryable() && attempt < MAX_ATTEMPTS => continue,
+                    Err(e) => break Err(e),
+                },
+                Err(e) => {
+                    let _ = $tx.rollback().await;
+                    if e.is_retryable() && attempt < MAX_ATTEMPTS {
+                        continue;
+                    }
+                    break Err(e);
+                }
+            }
+        }
+    }};
+}
+
+impl<S: Sql> Store<S> {
+    pub fn new(sql: S) -> Self {
+        Store { sql }
+    }
+
+    /// The connection, for statements the port does not cover (tests, tools).
+    pub fn sql(&self) -> &S {
+        &self.sql
+    }
+
+    /// Applies missing migrations; returns the versions applied.
+    pub async fn migrate(&self) -> Result<Vec<u32>> {
+        migrate(&self.sql).await
+    }
+}
+
+fn decode<T: DeserializeOwned>(statement: &str, row: &str) -> Result<T> {
+    serde_json::from_str(row).map_err(|e| MetadbError::Decode {
+        statement: statement.lines().next().unwrap_or_default().to_string(),
+        message: format!("{e} in {row:?}"),
+    })
+}
+
+fn decode_all<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Vec<T>> {
+    rows.iter().map(|r| decode(statement, r)).collect()
+}
+
+fn decode_first<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Option<T>> {
+    rows.first().map(|r| decode(statement, r)).transpose()
+}
+
+fn parse_id(statement: &str, row: &str) -> Result<i64> {
+    row.parse().map_err(|_| MetadbError::Decode {
+        statement: statement.lines().next().unwrap_or_default().to_string(),
+        message: format!("{row:?} is not an id"),
+    })
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Param> {
+    serde_json::to_string(value)
+        .map(Param::Json)
+        .map_err(|e| MetadbError::Inconsistent(format!("cannot encode parameter: {e}")))
+}
+
+fn int(n: u64, field: &str) -> Result<Param> {
+    i64::try_from(n).map(Param::Int).map_err(|_| {
+        MetadbError::Invalid(live_ci_core::CoreError::InvalidRun {
+            field: field.to_string(),
+            message: format!("{n} is too large"),
+        })
+    })
+}
+
+/// One execution as `INSERT_EXECUTIONS` reads it.
+#[derive(serde::Serialize)]
+struct ExecutionRow<'a> {
+    seq: usize,
+    #[serde(flatten)]
+    execution: &'a NewExecution,
+}
+
+async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun> {
+    tx.query(q::LOCK_MERGE_LOCK, &[]).await?;
+    let inserted = tx
+        .query(
+            q::INSERT_RUN,
+            &[
+                ("pr_id", int(run.pr_id, "pr_id")?),
+                ("commit_id", Param::text(&run.commit_id)),
+                ("base_ref", Param::text(&run.base_ref)),
+                ("head_ref", Param::text(&run.head_ref)),
+                ("base_sha", Param::text(&run.base_sha)),
+                ("head_sha", Param::text(&run.head_sha)),
+                ("max_parallel", Param::Int(i64::from(run.max_parallel))),
+                ("fail_fast", Param::Bool(run.fail_fast)),
+            ],
+        )
+        .await?;
+    let Some(row) = inserted.first() else {
+        // A repeated merge event: the run exists, leave it as it is.
+        let rows = tx
+            .query(
+                q::RUN_BY_COMMIT,
+                &[("commit_id", Param::text(&run.commit_id))],
+            )
+            .await?;
+        let existing: RunRecord = decode_first(q::RUN_BY_COMMIT, &rows)?.ok_or_else(|| {
+            MetadbError::Inconsistent(format!(
+                "run for commit {:?} neither inserted nor found",
+                run.commit_id
+            ))
+        })?;
+        return Ok(CreatedRun {
+            run_id: existing.run_id,
+            created: false,
+            started: existing.status == RunStatus::Running,
+        });
+    };
+    let run_id = parse_id(q::INSERT_RUN, row)?;
+    let id = || ("run_id", Param::Int(run_id));
+    for (c, chunk) in run.executions.chunks(INSERT_CHUNK).enumerate() {
+        let rows: Vec<ExecutionRow<'_>> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, execution)| ExecutionRow {
+                seq: c * INSERT_CHUNK + i,
+                execution,
+            })
+            .collect();
+        tx.execute(q::INSERT_EXECUTIONS, &[id(), ("executions", json(&rows)?)])
+            .await?;
+    }
+    let edges = tx.execute(q::INSERT_DEPS, &[id()]).await?;
+    let expected: usize = run.executions.iter().map(|e| e.wait_for.len()).sum();
+    if edges != expected as u64 {
+        return Err(MetadbError::Inconsistent(format!(
+            "run for commit {:?}: stored {edges} dependency edges of {expected}; nothing was written",
+            run.commit_id
+        )));
+    }
+    tx.execute(q::INSERT_RUN_ACCOUNTS, &[id()]).await?;
+    tx.execute(q::INSERT_ACCOUNT_WAITS, &[id()]).await?;
+    tx.execute(q::SET_PENDING_ACCOUNTS, &[id()]).await?;
+    let started = tx.query(q::START_NEXT_RUN, &[]).await?;
+    Ok(CreatedRun {
+        run_id,
+        created: true,
+        started: started.iter().any(|r| *r == run_id.to_string()),
+    })
+}
+
+async fn claim_tx<T: SqlTx>(tx: &mut T, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
+    let locked = tx
+        .query(q::LOCK_RUN_FOR_CLAIM, &[("run_id", Param::Int(run_id))])
+        .await?;
+    if locked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = tx
+        .query(
+            q::CLAIM,
+            &[
+                ("run_id", Param::Int(run_id)),
+                ("limit", Param::Int(i64::from(limit))),
+            ],
+        )
+        .await?;
+    let mut claimed: Vec<ExecutionRecord> = decode_all(q::CLAIM, &rows)?;
+    claimed.sort_by(|a, b| b.priority.total_cmp(&a.priority));
+    Ok(claimed)
+}
+
+#[derive(Deserialize)]
+struct Finished {
+    id: i64,
+    run_id: i64,
+    account_name: String,
+    action: Action,
+}
+
+#[derive(Deserialize)]
+struct StatusRow {
+    status: ExecutionStatus,
+}
+
+#[derive(Deserialize)]
+struct AccountRemaining {
+    id: i64,
+    remaining: i64,
+}
+
+async fn finish_tx<T: SqlTx>(
+    tx: &mut T,
+    execution_id: &str,
+    outcome: Outcome,
+    reason: Option<&str>,
+) -> Result<FinishOutcome> {
+    let rows = tx
+        .query(
+            q::FINISH_EXECUTION,
+            &[
+                ("execution_id", Param::text(execution_id)),
+                ("status", Param::text(outcome.status().as_str())),
+                ("reason", Param::opt_text(reason)),
+            ],
+        )
+        .await?;
+    let Some(done) = decode_first::<Finished>(q::FINISH_EXECUTION, &rows)? else {
+        let rows = tx
+            .query(
+                q::EXECUTION_STATUS,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        let status = decode_first::<StatusRow>(q::EXECUTION_STATUS, &rows)?.map(|s| s.status);
+        return Ok(FinishOutcome::Unchanged { status });
+    };
+    match outcome {
+        Outcome::Succeeded => {
+            let action = match done.action {
+                Action::Apply => "apply",
+                Action::Destroy => "destroy",
+            };
+            let rows = tx
+                .query(
+                    q::DECREMENT_ACCOUNT,
+                    &[
+                        ("run_id", Param::Int(done.run_id)),
+                        ("account_name", Param::text(&done.account_name)),
+                        ("action", Param::text(action)),
+                    ],
+                )
+                .await?;
+            let completed = decode_first::<AccountRemaining>(q::DECREMENT_ACCOUNT, &rows)?
+                .filter(|a| a.remaining == 0)
+                .map(|a| a.id);
+            tx.query(
+                q::LOCK_DEPENDENTS,
+                &[
+                    ("id", Param::Int(done.id)),
+                    ("run_account", Param::opt_int(completed)),
+                ],
+            )
+            .await?;
+            tx.execute(q::DECREMENT_DEPS, &[("id", Param::Int(done.id))])
+                .await?;
+            if let Some(account) = completed {
+                tx.execute(
+                    q::DECREMENT_ACCOUNT_WAITERS,
+                    &[("run_account", Param::Int(account))],
+                )
+                .await?;
+            }
+            Ok(FinishOutcome::Recorded {
+                aborted: Vec::new(),
+            })
+        }
+        Outcome::Failed => {
+            let aborted = tx
+                .query(
+                    q::ABORT_DEPENDENTS,
+                    &[("execution_id", Param::text(execution_id))],
+                )
+                .await?;
+            Ok(FinishOutcome::Recorded { aborted })
+        }
+    }
+}
+
+async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish> {
+    tx.query(q::LOCK_MERGE_LOCK, &[]).await?;
+    let rows = tx
+        .query(q::FINISH_RUN, &[("run_id", Param::Int(run_id))])
+        .await?;
+    let Some(status) = rows.first() else {
+        return Ok(RunFinish {
+            finished: None,
+            next_run: None,
+        });
+    };
+    let finished = match status.as_str() {
+        "succeeded" => RunStatus::Succeeded,
+        _ => RunStatus::Failed,
+    };
+    tx.execute(q::RELEASE_MERGE_LOCK, &[("run_id", Param::Int(run_id))])
+        .await?;
+    let next = tx.query(q::START_NEXT_RUN, &[]).await?;
+    let next_run = match next.first() {
+        Some(id) => Some(parse_id(q::START_NEXT_RUN, id)?),
+        None => None,
+    };
+    Ok(RunFinish {
+        finished: Some(finished),
+        next_run,
+    })
+}
+
+#[derive(Deserialize)]
+struct VoteContext {
+    status: ExecutionStatus,
+    decision: Option<Vote>,
+    is_voter: bool,
+}
+
+impl<S: Sql> Metadb for Store<S> {
+    type Error = MetadbError;
+
+    async fn upsert_accounts(&self, accounts: &[Account]) -> Result<()> {
+        self.sql
+            .execute(q::UPSERT_ACCOUNTS, &[("accounts", json(accounts)?)])
+            .await?;
+        Ok(())
+    }
+
+    async fn create_run(&self, run: &NewRun) -> Result<CreatedRun> {
+        run.validate()?;
+        in_tx!(self.sql, |tx| create_run_tx(&mut tx, run))
+    }
+
+    async fn run(&self, run_id: RunId) -> Result<Option<RunRecord>> {
+        let rows = self
+            .sql
+            .query(q::RUN_BY_ID, &[("run_id", Param::Int(run_id))])
+            .await?;
+        decode_first(q::RUN_BY_ID, &rows)
+    }
+
+    async fn execution(&self, execution_id: &str) -> Result<Option<ExecutionRecord>> {
+        let rows = self
+            .sql
+            .query(q::EXECUTION, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        decode_first(q::EXECUTION, &rows)
+    }
+
+    async fn executions(&self, run_id: RunId) -> Result<Vec<ExecutionRecord>> {
+        let rows = self
+            .sql
+            .query(q::EXECUTIONS_OF_RUN, &[("run_id", Param::Int(run_id))])
+            .await?;
+        decode_all(q::EXECUTIONS_OF_RUN, &rows)
+    }
+
+    async fn claim_ready(&self, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
+        in_tx!(self.sql, |tx| claim_tx(&mut tx, run_id, limit))
+    }
+
+    async fn attach_execution_arn(&self, execution_id: &str, arn: &str) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::ATTACH_ARN,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("arn", Param::text(arn)),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn release_claim(&self, execution_id: &str) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::RELEASE_CLAIM,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn record_finished(
+        &self,
+        execution_id: &str,
+        outcome: Outcome,
+        reason: Option<&str>,
+    ) -> Result<FinishOutcome> {
+        in_tx!(self.sql, |tx| finish_tx(
+            &mut tx,
+            execution_id,
+            outcome,
+            reason
+        ))
+    }
+
+    async fn abort_dependents(&self, execution_id: &str) -> Result<Vec<String>> {
+        self.sql
+            .query(
+                q::ABORT_DEPENDENTS,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await
+    }
+
+    async fn record_new_resources(&self, execution_id: &str, resources: &[String]) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::RECORD_NEW_RESOURCES,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("resources", json(resources)?),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {
+        let rows = self
+            .sql
+            .query(q::RUN_PROGRESS, &[("run_id", Param::Int(run_id))])
+            .await?;
+        Ok(decode_first(q::RUN_PROGRESS, &rows)?.unwrap_or_default())
+    }
+
+    async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {
+        in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
+    }
+
+    async fn merge_lock(&self) -> Result<MergeLockRow> {
+        let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
+        decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
+            MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
+        })
+    }
+
+    async fn stale_claims(&self, older_than_secs: u32) -> Result<Vec<ExecutionRecord>> {
+        let rows = self
+            .sql
+            .query(
+                q::STALE_CLAIMS,
+                &[("older_than_secs", Param::Int(i64::from(older_than_secs)))],
+            )
+            .await?;
+        decode_all(q::STALE_CLAIMS, &rows)
+    }
+
+    async fn running_with_arn(&self, limit: u32) -> Result<Vec<ExecutionRecord>> {
+        let rows = self
+            .sql
+            .query(
+                q::RUNNING_WITH_ARN,
+                &[("limit", Param::Int(i64::from(limit)))],
+            )
+            .await?;
+        decode_all(q::RUNNING_WITH_ARN, &rows)
+    }
+
+    async fn cast_vote(&self, execution_id: &str, voter: &str, vote: Vote) -> Result<VoteOutcome> {
+        let stored = self
+            .sql
+            .query(
+                q::CAST_VOTE,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("voter", Param::text(voter)),
+                    ("vote", Param::text(vote.as_str())),
+                ],
+            )
+            .await?;
+        if !stored.is_empty() {
+            return match self.tally(execution_id).await? {
+                Some(t) => Ok(VoteOutcome::Recorded(t)),
+                None => Ok(VoteOutcome::UnknownExecution),
+            };
+        }
+        let rows = self
+            .sql
+            .query(
+                q::VOTE_CONTEXT,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("voter", Param::text(voter)),
+                ],
+            )
+            .await?;
+        Ok(match decode_first::<VoteContext>(q::VOTE_CONTEXT, &rows)? {
+            None => VoteOutcome::UnknownExecution,
+            Some(c) if !c.is_voter => VoteOutcome::NotAVoter,
+            Some(c) => VoteOutcome::Closed {
+                status: c.status,
+                decision: c.decision,
+            },
+        })
+    }
+
+    async fn tally(&self, execution_id: &str) -> Result<Option<Tally>> {
+        let rows = self
+            .sql
+            .query(q::TALLY, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        decode_first(q::TALLY, &rows)
+    }
+
+    async fn decide(&self, execution_id: &str) -> Result<Option<Vote>> {
+        let rows = self
+            .sql
+            .query(q::DECIDE, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        Ok(match rows.first().map(String::as_str) {
+            Some("approve") => Some(Vote::Approve),
+            Some("reject") => Some(Vote::Reject),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,520 @@
+//! The RDS Data API adapter against aws-smithy-mocks: each test lists the exact
+//! requests in order (SQL text, named parameters, transaction id,
+//! `formatRecordsAs = JSON`) and decodes recorded JSON responses. A request that
+//! differs from the next expected one fails the test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use aws_sdk_rdsdata::Client;
+use aws_sdk_rdsdata::operation::begin_transaction::BeginTransactionOutput;
+use aws_sdk_rdsdata::operation::commit_transaction::CommitTransactionOutput;
+use aws_sdk_rdsdata::operation::execute_statement::{
+    ExecuteStatementError, ExecuteStatementOutput,
+};
+use aws_sdk_rdsdata::operation::rollback_transaction::RollbackTransactionOutput;
+use aws_sdk_rdsdata::types::error::DatabaseErrorException;
+use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
+use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+
+use live_ci_core::deploy::{Action, ExecutionStatus, FinishOutcome, Outcome};
+use live_ci_core::port::Metadb;
+use live_ci_metadb::DataApiMetadb;
+use live_ci_metadb::sql::statements as q;
+
+const CLUSTER: &str = "arn:aws:rds:us-west-2:111111111111:cluster:live-ci-metadb";
+const SECRET: &str = "arn:aws:secretsmanager:us-west-2:111111111111:secret:live-ci-metadb";
+const DATABASE: &str = "live_ci";
+
+/// A row of the claim as PostgreSQL 15 produced it (captured from the PostgreSQL
+/// adapter; the Data API wraps the one text column in a JSON record).
+const RECORDED_CLAIM: &str = r#"[{"?column?":"{\"id\": 1, \"seq\": 0, \"pr_id\": 7, \"action\": \"apply\", \"run_id\": 1, \"status\": \"running\", \"voters\": [\"voter@example.com\"], \"base_ref\": \"refs/heads/main\", \"cfg_deps\": [], \"cfg_path\": \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"decision\": null, \"head_ref\": \"refs/heads/feature\", \"priority\": 3, \"wait_for\": [], \"commit_id\": \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"claimed_at\": 1795256420430, \"created_at\": 1795256420420, \"updated_at\": 1795256420430, \"finished_at\": null, \"is_rollback\": false, \"account_deps\": [\"shared_services\"], \"account_name\": \"dev\", \"account_path\": \"dev\", \"execution_id\": \"run-1-c8c5-dev-baz-729\", \"pending_deps\": 0, \"plan_command\": \"terragrunt plan --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"apply_command\": \"terragrunt apply --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"new_providers\": [\"registry.terraform.io/hashicorp/null\"], \"new_resources\": [], \"plan_role_arn\": \"arn:aws:iam::111111111111:role/plan\", \"status_reason\": null, \"wait_accounts\": [], \"apply_role_arn\": \"arn:aws:iam::111111111111:role/apply\", \"approval_voters\": [], \"pending_accounts\": 0, \"rejection_voters\": [], \"sfn_execution_arn\": null, \"min_approval_count\": 1, \"min_rejection_count\": 1}"}]"#;
+
+fn long(name: &str, n: i64) -> SqlParameter {
+    SqlParameter::builder()
+        .name(name)
+        .value(Field::LongValue(n))
+        .build()
+}
+
+fn string(name: &str, s: &str) -> SqlParameter {
+    SqlParameter::builder()
+        .name(name)
+        .value(Field::StringValue(s.into()))
+        .build()
+}
+
+fn null(name: &str) -> SqlParameter {
+    SqlParameter::builder()
+        .name(name)
+        .value(Field::IsNull(true))
+        .build()
+}
+
+fn begin(tx: &'static str) -> Rule {
+    mock!(Client::begin_transaction)
+        .match_requests(|r| {
+            assert_eq!(
+                (r.resource_arn(), r.secret_arn(), r.database()),
+                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
+            );
+            true
+        })
+        .then_output(move || BeginTransactionOutput::builder().transaction_id(tx).build())
+}
+
+fn commit(tx: &'static str) -> Rule {
+    mock!(Client::commit_transaction)
+        .match_requests(move |r| {
+            assert_eq!(
+                (r.resource_arn(), r.secret_arn(), r.transaction_id()),
+                (Some(CLUSTER), Some(SECRET), Some(tx))
+            );
+            true
+        })
+        .then_output(|| CommitTransactionOutput::builder().build())
+}
+
+fn rollback(tx: &'static str) -> Rule {
+    mock!(Client::rollback_transaction)
+        .match_requests(move |r| {
+            assert_eq!(r.transaction_id(), Some(tx));
+            true
+        })
+        .then_output(|| RollbackTransactionOutput::builder().build())
+}
+
+/// An `ExecuteStatement` with exactly this SQL, these parameters and this
+/// transaction, answering `records` (JSON) and `updated`.
+fn statement(
+    sql: &'static str,
+    params: Vec<SqlParameter>,
+    tx: Option<&'static str>,
+    records: Option<&'static str>,
+    updated: i64,
+) -> Rule {
+    mock!(Client::execute_statement)
+        .match_requests(move |r| {
+            assert_eq!(r.sql(), Some(sql));
+            assert_eq!(r.parameters(), params.as_slice(), "parameters of {sql}");
+            assert_eq!(r.transaction_id(), tx, "transaction of {sql}");
+            assert_eq!(r.format_records_as(), Some(&RecordsFormatType::Json));
+            assert_eq!(
+                (r.resource_arn(), r.secret_arn(), r.database()),
+                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
+            );
+            true
+        })
+        .then_output(move || {
+            let out = ExecuteStatementOutput::builder().number_of_records_updated(updated);
+            match records {
+                Some(r) => out.formatted_records(r).build(),
+                None => out.build(),
+            }
+        })
+}
+
+fn metadb(client: Client) -> DataApiMetadb {
+    DataApiMetadb::data_api(client, CLUSTER, SECRET, DATABASE)
+}
+
+#[tokio::test]
+async fn claim_is_one_transaction_and_decodes_the_recorded_row() {
+    let rules = [
+        begin("tx-1"),
+        statement(
+            q::LOCK_RUN_FOR_CLAIM,
+            vec![long("run_id", 7)],
+            Some("tx-1"),
+            Some(r#"[{"run_id":"7"}]"#),
+            0,
+        ),
+        statement(
+            q::CLAIM,
+            vec![long("run_id", 7), long("limit", 10)],
+            Some("tx-1"),
+            Some(RECORDED_CLAIM),
+            1,
+        ),
+        commit("tx-1"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let claimed = metadb(client).claim_ready(7, 10).await.unwrap();
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    assert_eq!(claimed.len(), 1);
+    let e = &claimed[0];
+    assert_eq!(e.execution_id, "run-1-c8c5-dev-baz-729");
+    assert_eq!(
+        (e.status, e.action),
+        (ExecutionStatus::Running, Action::Apply)
+    );
+    assert_eq!(e.claimed_at, Some(1_795_256_420_430));
+    assert_eq!(e.priority, 3.0);
+    let input = serde_json::to_value(e.sfn_input()).unwrap();
+    assert_eq!(
+        input["cfg_path"],
+        "directory_dependency/dev-account/us-west-2/env-one/baz"
+    );
+    assert_eq!(
+        input["new_providers"][0],
+        "registry.terraform.io/hashicorp/null"
+    );
+    assert_eq!(input["approval_voters"], serde_json::json!([]));
+    assert_eq!(input["account_deps"][0], "shared_services");
+    assert_eq!(input["min_approval_count"], 1);
+}
+
+#[tokio::test]
+async fn a_claim_on_a_run_that_is_not_running_stops_after_the_lock() {
+    let rules = [
+        begin("tx-1"),
+        statement(
+            q::LOCK_RUN_FOR_CLAIM,
+            vec![long("run_id", 8)],
+            Some("tx-1"),
+            Some("[]"),
+            0,
+        ),
+        commit("tx-1"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert!(metadb(client).claim_ready(8, 10).await.unwrap().is_empty());
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn a_failure_and_its_dependents_in_one_transaction() {
+    let rules = [
+        begin("tx-9"),
+        statement(
+            q::FINISH_EXECUTION,
+            vec![
+                string("execution_id", "run-1-c8c5-dev-vpc-001"),
+                string("status", "failed"),
+                string("reason", "States.TaskFailed"),
+            ],
+            Some("tx-9"),
+            Some(
+                r#"[{"json_build_object":"{\"id\" : 3, \"run_id\" : 7, \"account_name\" : \"dev\", \"action\" : \"apply\"}"}]"#,
+            ),
+            1,
+        ),
+        statement(
+            q::ABORT_DEPENDENTS,
+            vec![string("execution_id", "run-1-c8c5-dev-vpc-001")],
+            Some("tx-9"),
+            Some(
+                r#"[{"execution_id":"run-1-c8c5-dev-app-002"},{"execution_id":"run-1-c8c5-dev-db-003"}]"#,
+            ),
+            2,
+        ),
+        commit("tx-9"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let out = metadb(client)
+        .record_finished(
+            "run-1-c8c5-dev-vpc-001",
+            Outcome::Failed,
+            Some("States.TaskFailed"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        FinishOutcome::Recorded {
+            aborted: vec![
+                "run-1-c8c5-dev-app-002".into(),
+                "run-1-c8c5-dev-db-003".into()
+            ]
+        }
+    );
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn a_success_without_a_completed_account_sends_a_null_parameter() {
+    let id = "run-1-c8c5-dev-vpc-001";
+    let rules = [
+        begin("tx-2"),
+        statement(
+            q::FINISH_EXECUTION,
+            vec![
+                string("execution_id", id),
+                string("status", "succeeded"),
+                null("reason"),
+            ],
+            Some("tx-2"),
+            Some(
+                r#"[{"json_build_object":"{\"id\" : 3, \"run_id\" : 7, \"account_name\" : \"dev\", \"action\" : \"apply\"}"}]"#,
+            ),
+            1,
+        ),
+        statement(
+            q::DECREMENT_ACCOUNT,
+            vec![
+                long("run_id", 7),
+                string("account_name", "dev"),
+                string("action", "apply"),
+            ],
+            Some("tx-2"),
+            Some(r#"[{"json_build_object":"{\"id\" : 11, \"remaining\" : 4}"}]"#),
+            1,
+        ),
+        statement(
+            q::LOCK_DEPENDENTS,
+            vec![long("id", 3), null("run_account")],
+            Some("tx-2"),
+            Some("[]"),
+            0,
+        ),
+        statement(
+            q::DECREMENT_DEPS,
+            vec![long("id", 3)],
+            Some("tx-2"),
+            None,
+            2,
+        ),
+        commit("tx-2"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let out = metadb(client)
+        .record_finished(id, Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    assert_eq!(out, FinishOutcome::Recorded { aborted: vec![] });
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn single_statements_run_outside_transactions() {
+    let rules = [statement(
+        q::ATTACH_ARN,
+        vec![
+            string("execution_id", "run-1-c8c5-dev-baz-729"),
+            string(
+                "arn",
+                "arn:aws:states:us-west-2:1:execution:deploy:run-1-c8c5-dev-baz-729",
+            ),
+        ],
+        None,
+        Some(r#"[{"execution_id":"run-1-c8c5-dev-baz-729"}]"#),
+        1,
+    )];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert!(
+        metadb(client)
+            .attach_execution_arn(
+                "run-1-c8c5-dev-baz-729",
+                "arn:aws:states:us-west-2:1:execution:deploy:run-1-c8c5-dev-baz-729"
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(rules[0].num_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_deadlock_rolls_back_and_retries_the_transaction() {
+    let deadlock = mock!(Client::execute_statement)
+        .match_requests(|r| {
+            assert_eq!(r.sql(), Some(q::CLAIM));
+            assert_eq!(r.transaction_id(), Some("tx-1"));
+            true
+        })
+        .then_error(|| {
+            ExecuteStatementError::DatabaseErrorException(
+                DatabaseErrorException::builder()
+                    .message("ERROR: deadlock detected; SQLState: 40P01")
+                    .build(),
+            )
+        });
+    let rules = [
+        begin("tx-1"),
+        statement(
+            q::LOCK_RUN_FOR_CLAIM,
+            vec![long("run_id", 7)],
+            Some("tx-1"),
+            Some(r#"[{"run_id":"7"}]"#),
+            0,
+        ),
+        deadlock,
+        rollback("tx-1"),
+        begin("tx-2"),
+        statement(
+            q::LOCK_RUN_FOR_CLAIM,
+            vec![long("run_id", 7)],
+            Some("tx-2"),
+            Some(r#"[{"run_id":"7"}]"#),
+            0,
+        ),
+        statement(
+            q::CLAIM,
+            vec![long("run_id", 7), long("limit", 5)],
+            Some("tx-2"),
+            Some("[]"),
+            0,
+        ),
+        commit("tx-2"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert!(metadb(client).claim_ready(7, 5).await.unwrap().is_empty());
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn create_run_sends_records_as_json_text() {
+    let mut run = live_ci_core::deploy::NewRun {
+        pr_id: 1,
+        commit_id: "c8c5f6af".into(),
+        base_ref: "refs/heads/master".into(),
+        head_ref: "refs/heads/feature-1".into(),
+        base_sha: "aaaa".into(),
+        head_sha: "bbbb".into(),
+        max_parallel: 10,
+        fail_fast: false,
+        executions: vec![],
+    };
+    run.executions.push(live_ci_core::deploy::NewExecution {
+        execution_id: "run-1-c8c5-dev-baz-729".into(),
+        is_rollback: false,
+        cfg_path: live_ci_core::RepoPath::new("dev/baz").unwrap(),
+        cfg_deps: vec![],
+        action: Action::Apply,
+        plan_command: "terragrunt plan".into(),
+        apply_command: "terragrunt apply".into(),
+        new_providers: vec![],
+        account_name: "dev".into(),
+        account_path: "dev".into(),
+        account_deps: vec![],
+        voters: vec!["voter@example.com".into()],
+        min_approval_count: 1,
+        min_rejection_count: 1,
+        plan_role_arn: "arn:plan".into(),
+        apply_role_arn: "arn:apply".into(),
+        priority: 1.0,
+        wait_for: vec![],
+        wait_accounts: vec![],
+    });
+    let executions_json = r#"[{"seq":0,"execution_id":"run-1-c8c5-dev-baz-729","is_rollback":false,"cfg_path":"dev/baz","cfg_deps":[],"action":"apply","plan_command":"terragrunt plan","apply_command":"terragrunt apply","new_providers":[],"account_name":"dev","account_path":"dev","account_deps":[],"voters":["voter@example.com"],"min_approval_count":1,"min_rejection_count":1,"plan_role_arn":"arn:plan","apply_role_arn":"arn:apply","priority":1.0,"wait_for":[],"wait_accounts":[]}]"#;
+    let run_id = || vec![long("run_id", 4)];
+    let rules = [
+        begin("tx-c"),
+        statement(
+            q::LOCK_MERGE_LOCK,
+            vec![],
+            Some("tx-c"),
+            Some(r#"[{"coalesce":""}]"#),
+            0,
+        ),
+        statement(
+            q::INSERT_RUN,
+            vec![
+                long("pr_id", 1),
+                string("commit_id", "c8c5f6af"),
+                string("base_ref", "refs/heads/master"),
+                string("head_ref", "refs/heads/feature-1"),
+                string("base_sha", "aaaa"),
+                string("head_sha", "bbbb"),
+                long("max_parallel", 10),
+                SqlParameter::builder()
+                    .name("fail_fast")
+                    .value(Field::BooleanValue(false))
+                    .build(),
+            ],
+            Some("tx-c"),
+            Some(r#"[{"run_id":"4"}]"#),
+            1,
+        ),
+        statement(
+            q::INSERT_EXECUTIONS,
+            vec![long("run_id", 4), string("executions", executions_json)],
+            Some("tx-c"),
+            None,
+            1,
+        ),
+        statement(q::INSERT_DEPS, run_id(), Some("tx-c"), None, 0),
+        statement(q::INSERT_RUN_ACCOUNTS, run_id(), Some("tx-c"), None, 1),
+        statement(q::INSERT_ACCOUNT_WAITS, run_id(), Some("tx-c"), None, 0),
+        statement(q::SET_PENDING_ACCOUNTS, run_id(), Some("tx-c"), None, 0),
+        statement(
+            q::START_NEXT_RUN,
+            vec![],
+            Some("tx-c"),
+            Some(r#"[{"run_id":"4"}]"#),
+            2,
+        ),
+        commit("tx-c"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let created = metadb(client).create_run(&run).await.unwrap();
+    assert_eq!(
+        (created.run_id, created.created, created.started),
+        (4, true, true)
+    );
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn migrate_is_a_no_op_when_everything_is_applied() {
+    let rules = [
+        begin("tx-m"),
+        statement(
+            q::MIGRATION_LOCK,
+            vec![],
+            Some("tx-m"),
+            Some(r#"[{"?column?":"locked"}]"#),
+            0,
+        ),
+        statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
+        statement(
+            q::APPLIED_MIGRATIONS,
+            vec![],
+            Some("tx-m"),
+            Some(r#"[{"version":"1"}]"#),
+            0,
+        ),
+        commit("tx-m"),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert!(metadb(client).migrate().await.unwrap().is_empty());
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+#[tokio::test]
+async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction() {
+    let script = live_ci_metadb::MIGRATIONS[0];
+    let statements = live_ci_metadb::sql::text::split_statements(script.sql);
+    // Statement texts must outlive the rules, which hold &'static str.
+    let statements: Vec<&'static str> = statements
+        .into_iter()
+        .map(|s| &*Box::leak(s.into_boxed_str()))
+        .collect();
+    let mut rules = vec![
+        begin("tx-m"),
+        statement(
+            q::MIGRATION_LOCK,
+            vec![],
+            Some("tx-m"),
+            Some(r#"[{"?column?":"locked"}]"#),
+            0,
+        ),
+        statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
+        statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some("[]"), 0),
+    ];
+    for s in &statements {
+        rules.push(statement(s, vec![], Some("tx-m"), None, 0));
+    }
+    rules.push(statement(
+        q::RECORD_MIGRATION,
+        vec![long("version", 1), string("name", "0001_metadb")],
+        Some("tx-m"),
+        None,
+        1,
+    ));
+    rules.push(commit("tx-m"));
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert_eq!(metadb(client).migrate().await.unwrap(), [1]);
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    // One statement per call: CREATE FUNCTION bodies keep their semicolons.
+    assert!(statements.len() > 15, "{}", statements.len());
+    assert!(statements.iter().all(|s| !s.trim_end().ends_with(';')));
+}
