@@ -41,8 +41,14 @@ async fn secure_strings_decrypt_and_the_lock_round_trips() {
         .unwrap();
     let store = SsmParamStore::new(ssm.clone());
     assert_eq!(store.get(&secret).await.unwrap(), "s3cret-value");
-    assert_eq!(MergeLock::parse(&store.get(&lock).await.unwrap()), Ok(MergeLock::Free));
-    store.put(&lock, &MergeLock::Held { pr: 42 }.to_string()).await.unwrap();
+    assert_eq!(
+        MergeLock::parse(&store.get(&lock).await.unwrap()),
+        Ok(MergeLock::Free)
+    );
+    store
+        .put(&lock, &MergeLock::Held { pr: 42 }.to_string())
+        .await
+        .unwrap();
     assert_eq!(
         MergeLock::parse(&store.get(&lock).await.unwrap()),
         Ok(MergeLock::Held { pr: 42 })
@@ -58,6 +64,9 @@ async fn a_missing_parameter_is_named() {
     let store = SsmParamStore::new(client(&endpoint));
     let name = format!("/{}/absent", live_ci_testkit::unique("live-ci"));
     let err = store.get(&name).await.unwrap_err().to_string();
-    assert!(err.starts_with(&format!("ssm get-parameter {name:?}: ")), "{err}");
+    assert!(
+        err.starts_with(&format!("ssm get-parameter {name:?}: ")),
+        "{err}"
+    );
     assert!(err.contains("ParameterNotFound"), "{err}");
 }
