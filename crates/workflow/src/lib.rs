@@ -13,8 +13,8 @@ pub mod vars;
 pub use error::{Result, WorkflowError};
 pub use outcome::Outcome;
 pub use payload::{
-    Action, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, ExecutionInput,
-    ExecutionStatus, PlanResult,
+    Action, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, ExecutionStatus, PlanResult,
+    SfnInput,
 };
 pub use render::{placeholders, render};
 pub use vars::{DEPLOYMENT_TEMPLATE, DeploymentVars};

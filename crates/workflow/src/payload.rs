@@ -2,7 +2,7 @@
 //!
 //! | from → to | payload |
 //! |---|---|
-//! | `trigger_sf` → StartExecution input | [`ExecutionInput`] (the seed's field names) |
+//! | `trigger_sf` → StartExecution input | [`SfnInput`] (the seed's field names) |
 //! | state machine → `terra-run` (container overrides) | the [`task_env`] variables |
 //! | `terra-run plan` → SendTaskSuccess | [`PlanResult`], at `$.plan` |
 //! | state machine → SNS → `approval_request` | [`ApprovalRequest`] |
@@ -16,63 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WorkflowError};
 
-/// What the deployment does to the unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    #[default]
-    Apply,
-    Destroy,
-}
-
-/// An execution record's status in the metadb (the seed's values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExecutionStatus {
-    Waiting,
-    Running,
-    Succeeded,
-    Failed,
-    Aborted,
-}
-
-/// The input of one execution: the metadb's execution record with the seed's
-/// field names, plus `action`. The execution's name is `execution_id`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecutionInput {
-    pub execution_id: String,
-    pub is_rollback: bool,
-    pub pr_id: u64,
-    pub commit_id: String,
-    pub base_ref: String,
-    pub head_ref: String,
-    pub cfg_path: String,
-    #[serde(default)]
-    pub cfg_deps: Vec<String>,
-    pub status: ExecutionStatus,
-    pub plan_command: String,
-    pub apply_command: String,
-    #[serde(default)]
-    pub new_providers: Vec<String>,
-    #[serde(default)]
-    pub new_resources: Vec<String>,
-    pub account_name: String,
-    pub account_path: String,
-    #[serde(default)]
-    pub account_deps: Vec<String>,
-    #[serde(default)]
-    pub voters: Vec<String>,
-    #[serde(default)]
-    pub approval_voters: Vec<String>,
-    pub min_approval_count: u32,
-    #[serde(default)]
-    pub rejection_voters: Vec<String>,
-    pub min_rejection_count: u32,
-    pub plan_role_arn: String,
-    pub apply_role_arn: String,
-    #[serde(default)]
-    pub action: Action,
-}
+// The execution input, its status and action are the metadb's record types:
+// one definition for the metadb, trigger_sf, the state machine and the task.
+pub use live_ci_core::change::Action;
+pub use live_ci_core::deploy::{ExecutionStatus, SfnInput};
 
 /// What `terra-run` reports after planning (SendTaskSuccess output).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +50,7 @@ pub struct ApprovalRequest {
     /// The Step Functions execution ARN.
     pub sfn_execution_arn: String,
     /// The execution's input, as given to StartExecution.
-    pub execution: ExecutionInput,
+    pub execution: SfnInput,
     pub plan: PlanResult,
 }
 

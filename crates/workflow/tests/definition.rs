@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use live_ci_workflow::outcome::{self, state};
 use live_ci_workflow::payload::task_env;
 use live_ci_workflow::{
-    ApplyResult, DEPLOYMENT_TEMPLATE, DeploymentVars, ExecutionInput, PlanResult, WorkflowError,
-    asl, placeholders, render,
+    ApplyResult, DEPLOYMENT_TEMPLATE, DeploymentVars, PlanResult, SfnInput, WorkflowError, asl,
+    placeholders, render,
 };
 use serde_json::Value;
 
@@ -223,13 +223,11 @@ fn the_seeds_sample_input_decodes() {
       "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
       "apply_role_arn": "arn:aws:iam::111111111111:role/apply"
     }"#;
-    let input: ExecutionInput =
-        live_ci_workflow::payload::decode("execution input", sample).unwrap();
+    let input: SfnInput = live_ci_workflow::payload::decode("execution input", sample).unwrap();
     assert_eq!(input.action, live_ci_workflow::Action::Apply);
-    let again: ExecutionInput =
-        serde_json::from_str(&serde_json::to_string(&input).unwrap()).unwrap();
+    let again: SfnInput = serde_json::from_str(&serde_json::to_string(&input).unwrap()).unwrap();
     assert_eq!(again, input);
-    let err = live_ci_workflow::payload::decode::<ExecutionInput>("execution input", "{}")
+    let err = live_ci_workflow::payload::decode::<SfnInput>("execution input", "{}")
         .unwrap_err()
         .to_string();
     assert!(

@@ -12,8 +12,8 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
-    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, ExecutionInput,
-    Outcome, PlanResult,
+    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
+    SfnInput,
 };
 use serde_json::{Value, json};
 
@@ -171,7 +171,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
     }
 }
 
-fn input() -> ExecutionInput {
+fn input() -> SfnInput {
     serde_json::from_value(json!({
         "execution_id": "run-1-c8c5-dev-baz-729",
         "is_rollback": false,

@@ -11,9 +11,12 @@ use crate::port::{ChangeKind, FileChange};
 use crate::tree::in_skipped_dir;
 
 /// What the pipeline does to an affected unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    #[default]
     Apply,
     Destroy,
 }

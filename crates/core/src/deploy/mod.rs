@@ -115,8 +115,9 @@ impl Vote {
 }
 
 /// The input of one Step Functions execution, field for field the seed's sample
-/// (the state machine and the ECS task read exactly these names).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// plus `action` (the state machine and the ECS task read exactly these names).
+/// The one definition: `live-ci-workflow` re-exports it for the state machine side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SfnInput {
     pub execution_id: String,
     pub is_rollback: bool,
@@ -141,6 +142,10 @@ pub struct SfnInput {
     pub min_rejection_count: u32,
     pub plan_role_arn: String,
     pub apply_role_arn: String,
+    /// Apply, or destroy for a unit the change removed (absent in the seed's
+    /// sample: apply).
+    #[serde(default)]
+    pub action: Action,
 }
 
 /// A run to create: one merged commit and every execution it deploys.
@@ -280,6 +285,7 @@ impl ExecutionRecord {
             min_rejection_count: self.min_rejection_count,
             plan_role_arn: self.plan_role_arn.clone(),
             apply_role_arn: self.apply_role_arn.clone(),
+            action: self.action,
         }
     }
 }
@@ -442,8 +448,11 @@ mod tests {
             input.cfg_deps[0].as_str(),
             "directory_dependency/dev-account/global"
         );
+        assert_eq!(input.action, Action::Apply);
+        // Ours is the seed's sample with `action` added at the end.
         let ours = serde_json::to_value(&input).unwrap();
-        let theirs: serde_json::Value = serde_json::from_str(SEED_SAMPLE).unwrap();
+        let mut theirs: serde_json::Value = serde_json::from_str(SEED_SAMPLE).unwrap();
+        theirs["action"] = serde_json::json!("apply");
         assert_eq!(ours, theirs);
         let keys = |s: &str| -> Vec<String> {
             s.lines()
@@ -455,9 +464,11 @@ mod tests {
                 })
                 .collect()
         };
+        let mut expected = keys(SEED_SAMPLE);
+        expected.push("action".into());
         assert_eq!(
             keys(&serde_json::to_string_pretty(&input).unwrap()),
-            keys(SEED_SAMPLE)
+            expected
         );
     }
 
