@@ -38,6 +38,12 @@ pub enum WorkflowError {
         payload: &'static str,
         message: String,
     },
+    /// A Step Functions call failed.
+    #[error("step functions {operation}: {message}")]
+    Sfn {
+        operation: &'static str,
+        message: String,
+    },
 }
 
 /// The result type of this crate.

@@ -8,6 +8,7 @@ pub mod error;
 pub mod outcome;
 pub mod payload;
 pub mod render;
+pub mod sfn;
 pub mod vars;
 
 pub use error::{Result, WorkflowError};
@@ -17,4 +18,5 @@ pub use payload::{
     SfnInput,
 };
 pub use render::{placeholders, render};
+pub use sfn::SfnEngine;
 pub use vars::{DEPLOYMENT_TEMPLATE, DeploymentVars};

@@ -1,10 +1,12 @@
 //! Ports the domain needs from the outside world, implemented by adapters in
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
-//! `live-ci-metadb`).
+//! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
 
 mod metadb;
+mod workflow;
 
 pub use metadb::Metadb;
+pub use workflow::{ExecutionDescription, WorkflowEngine};
 
 use serde::{Deserialize, Serialize};
 

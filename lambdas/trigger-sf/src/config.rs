@@ -1,0 +1,173 @@
+//! The Lambda's configuration, from the environment the Terraform module sets.
+
+use live_ci_core::webhook::FilePattern;
+
+/// What the handler itself needs (no AWS specifics).
+#[derive(Debug, Clone)]
+pub struct HandlerConfig {
+    pub merge_lock_param: String,
+    pub trunk_branch: String,
+    /// Pull requests touching these files get the merge lock status.
+    pub file_pattern: FilePattern,
+    /// Executions claimed per call (the run's `max_parallel` caps it too).
+    pub claim_limit: u32,
+    /// A claim without an ARN this old lost its start; the sweep retries it.
+    pub stale_claim_secs: u32,
+    /// Running executions the sweep checks per invocation.
+    pub sweep_limit: u32,
+    /// Runs one invocation may finish in a row (each hands the lock on).
+    pub max_runs_per_invocation: usize,
+}
+
+impl HandlerConfig {
+    /// Defaults for everything but the merge lock parameter and the pattern.
+    pub fn new(merge_lock_param: impl Into<String>, file_pattern: FilePattern) -> Self {
+        HandlerConfig {
+            merge_lock_param: merge_lock_param.into(),
+            trunk_branch: "main".into(),
+            file_pattern,
+            claim_limit: 100,
+            stale_claim_secs: 300,
+            sweep_limit: 100,
+            max_runs_per_invocation: 50,
+        }
+    }
+}
+
+/// How to reach the metadb.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadbConfig {
+    /// Direct PostgreSQL (`METADB_URL`).
+    Postgres { url: String },
+    /// The RDS Data API, the AWS default.
+    DataApi {
+        cluster_arn: String,
+        secret_arn: String,
+        database: String,
+    },
+}
+
+/// Everything `main.rs` wires.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub handler: HandlerConfig,
+    pub state_machine_arn: String,
+    pub metadb: MetadbConfig,
+    /// Without a token parameter no merge lock statuses are posted.
+    pub github_token_param: Option<String>,
+    pub github_api_url: String,
+    pub repository: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    #[error("environment variable {name}={value:?}: {reason}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The same, from any lookup (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let opt = |k: &'static str| get(k).filter(|v| !v.trim().is_empty());
+        let req = |k: &'static str| opt(k).ok_or(ConfigError::Missing(k));
+        let number = |k: &'static str, default: u32| -> Result<u32, ConfigError> {
+            match opt(k) {
+                None => Ok(default),
+                Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
+                    name: k,
+                    value: v.clone(),
+                    reason: "not a whole number".into(),
+                }),
+            }
+        };
+        let text = opt("FILE_PATH_PATTERN").unwrap_or_else(|| FilePattern::DEFAULT.into());
+        let file_pattern = FilePattern::new(&text).map_err(|e| ConfigError::Invalid {
+            name: "FILE_PATH_PATTERN",
+            value: text.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut handler = HandlerConfig::new(req("MERGE_LOCK_SSM_KEY")?, file_pattern);
+        if let Some(trunk) = opt("TRUNK_BRANCH") {
+            handler.trunk_branch = trunk;
+        }
+        handler.stale_claim_secs = number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
+        let metadb = match opt("METADB_URL") {
+            Some(url) => MetadbConfig::Postgres { url },
+            None => MetadbConfig::DataApi {
+                cluster_arn: req("METADB_CLUSTER_ARN")?,
+                secret_arn: req("METADB_SECRET_ARN")?,
+                database: req("METADB_NAME")?,
+            },
+        };
+        let github_token_param = opt("GITHUB_TOKEN_SSM_KEY");
+        let repository = opt("REPO_FULL_NAME");
+        if github_token_param.is_some() && repository.is_none() {
+            return Err(ConfigError::Missing("REPO_FULL_NAME"));
+        }
+        Ok(Config {
+            handler,
+            state_machine_arn: req("STATE_MACHINE_ARN")?,
+            metadb,
+            github_token_param,
+            github_api_url: opt("GITHUB_API_URL")
+                .unwrap_or_else(|| "https://api.github.com".into()),
+            repository,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn reads_the_environment() {
+        let c = Config::from_lookup(lookup(&[
+            ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
+            ("STATE_MACHINE_ARN", "arn:sm"),
+            ("METADB_URL", "postgres://x"),
+            ("STALE_CLAIM_SECONDS", "60"),
+        ]))
+        .unwrap();
+        assert_eq!(c.handler.merge_lock_param, "/ci/lock");
+        assert_eq!(c.handler.stale_claim_secs, 60);
+        assert_eq!(
+            c.metadb,
+            MetadbConfig::Postgres {
+                url: "postgres://x".into()
+            }
+        );
+        assert!(c.github_token_param.is_none());
+        let err = Config::from_lookup(lookup(&[
+            ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
+            ("STATE_MACHINE_ARN", "arn:sm"),
+        ]))
+        .unwrap_err();
+        assert_eq!(err, ConfigError::Missing("METADB_CLUSTER_ARN"));
+        let err = Config::from_lookup(lookup(&[
+            ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
+            ("STALE_CLAIM_SECONDS", "soon"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("\"soon\""), "{err}");
+    }
+}

@@ -1,0 +1,329 @@
+//! The handler: every step is a guarded metadb update, so a repeated or
+//! out-of-order event, or two invocations at once, change nothing twice.
+
+use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus};
+use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::params::ParamStore;
+use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::status::GitHost;
+use live_ci_workflow::outcome::{FailedStep, Outcome as Ended};
+use serde::Serialize;
+
+use crate::config::HandlerConfig;
+use crate::event::{Input, StatusChangeDetail};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerError {
+    #[error("invalid input: {0}")]
+    Input(String),
+    #[error("metadb: {0}")]
+    Metadb(String),
+    #[error("workflow engine: {0}")]
+    Workflow(String),
+    #[error("parameter store: {0}")]
+    Params(String),
+    /// Runs kept finishing into the next one more often than any queue holds:
+    /// a metadb that keeps reporting a next run would otherwise loop forever.
+    #[error("more than {0} runs finished in one invocation")]
+    TooManyRuns(usize),
+}
+
+fn metadb_err(e: impl std::fmt::Display) -> TriggerError {
+    TriggerError::Metadb(e.to_string())
+}
+
+/// What one invocation did, returned to the caller and logged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// Executions this invocation recorded as ended (a repeat records none).
+    pub recorded: Vec<String>,
+    /// Executions aborted because an ancestor failed.
+    pub aborted: Vec<String>,
+    /// Executions started (ARN attached).
+    pub started: Vec<String>,
+    /// Claims put back to waiting because their start failed; the sweep or the
+    /// next event retries them.
+    pub released: Vec<String>,
+    /// Runs this invocation finished, with their status.
+    pub finished: Vec<(RunId, RunStatus)>,
+    /// Problems that did not stop the invocation (commit statuses).
+    pub warnings: Vec<String>,
+}
+
+/// The reason stored with a failed execution, from how it ended.
+pub fn failure_reason(ended: &Ended) -> Option<String> {
+    match ended {
+        Ended::Succeeded => None,
+        Ended::Rejected => Some("rejected by the voters".into()),
+        Ended::ApprovalTimedOut => Some("approval timed out".into()),
+        Ended::Aborted => Some("execution aborted".into()),
+        Ended::TimedOut => Some("execution timed out".into()),
+        Ended::Failed { step, error, cause } => {
+            let step = match step {
+                FailedStep::Plan => "plan",
+                FailedStep::Approval => "approval",
+                FailedStep::Apply => "apply",
+                FailedStep::Unknown => "execution",
+            };
+            Some(match (error.is_empty(), cause.is_empty()) {
+                (true, _) => format!("{step} failed"),
+                (false, true) => format!("{step} failed: {error}"),
+                (false, false) => format!("{step} failed: {error}: {cause}"),
+            })
+        }
+    }
+}
+
+/// The handler with its clients; built once per cold start. `github` is
+/// optional: without it the merge lock's statuses are left to the receiver.
+#[derive(Debug)]
+pub struct TriggerSf<M, W, P, G> {
+    config: HandlerConfig,
+    metadb: M,
+    engine: W,
+    params: P,
+    github: Option<G>,
+}
+
+impl<M, W, P, G> TriggerSf<M, W, P, G>
+where
+    M: Metadb,
+    W: WorkflowEngine,
+    P: ParamStore,
+    G: GitHost,
+{
+    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: Option<G>) -> Self {
+        TriggerSf {
+            config,
+            metadb,
+            engine,
+            params,
+            github,
+        }
+    }
+
+    pub fn metadb(&self) -> &M {
+        &self.metadb
+    }
+
+    pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
+        let mut report = Report::default();
+        match input {
+            Input::StatusChange(detail) => {
+                if let Some(run_id) = self.on_status_change(detail, &mut report).await? {
+                    self.advance(run_id, &mut report).await?;
+                }
+            }
+            Input::Run(run_id) => self.advance(*run_id, &mut report).await?,
+            Input::Sweep => self.sweep(&mut report).await?,
+        }
+        Ok(report)
+    }
+
+    /// Records an ended execution; returns the run to advance (none for an
+    /// execution that is not ours or still running).
+    async fn on_status_change(
+        &self,
+        detail: &StatusChangeDetail,
+        report: &mut Report,
+    ) -> Result<Option<RunId>, TriggerError> {
+        let Some(execution) = self
+            .metadb
+            .execution(&detail.name)
+            .await
+            .map_err(metadb_err)?
+        else {
+            tracing::warn!(name = %detail.name, "status change for an unknown execution");
+            return Ok(None);
+        };
+        // Another state machine's execution that happens to share a name.
+        if let Some(arn) = &execution.sfn_execution_arn
+            && arn != &detail.execution_arn
+        {
+            tracing::warn!(name = %detail.name, event_arn = %detail.execution_arn, %arn,
+                "status change for a different execution arn");
+            return Ok(None);
+        }
+        let Some(ended) = Ended::classify(
+            &detail.status,
+            detail.error.as_deref(),
+            detail.cause.as_deref(),
+        ) else {
+            return Ok(Some(execution.run_id));
+        };
+        self.record(&execution, &ended, report).await?;
+        Ok(Some(execution.run_id))
+    }
+
+    async fn record(
+        &self,
+        execution: &ExecutionRecord,
+        ended: &Ended,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
+        let outcome = if ended.is_success() {
+            Outcome::Succeeded
+        } else {
+            Outcome::Failed
+        };
+        let reason = failure_reason(ended);
+        let result = self
+            .metadb
+            .record_finished(&execution.execution_id, outcome, reason.as_deref())
+            .await
+            .map_err(metadb_err)?;
+        if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
+            report.recorded.push(execution.execution_id.clone());
+            report.aborted.extend(aborted);
+        }
+        Ok(())
+    }
+
+    /// Starts what is ready in `run_id`; finishes it when nothing is left, then
+    /// does the same for the run that took over the merge lock.
+    async fn advance(&self, run_id: RunId, report: &mut Report) -> Result<(), TriggerError> {
+        let mut run_id = run_id;
+        for _ in 0..self.config.max_runs_per_invocation {
+            self.start_ready(run_id, report).await?;
+            let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+            if !progress.is_done() {
+                return Ok(());
+            }
+            let RunFinish { finished, next_run } =
+                self.metadb.finish_run(run_id).await.map_err(metadb_err)?;
+            let Some(status) = finished else {
+                // Not running (queued, or finished by someone else): nothing to hand on.
+                return Ok(());
+            };
+            report.finished.push((run_id, status));
+            self.publish_lock(report).await?;
+            match next_run {
+                Some(next) => run_id = next,
+                None => return Ok(()),
+            }
+        }
+        Err(TriggerError::TooManyRuns(
+            self.config.max_runs_per_invocation,
+        ))
+    }
+
+    async fn start_ready(&self, run_id: RunId, report: &mut Report) -> Result<(), TriggerError> {
+        // One claim per call: a released claim is ready again at once, so
+        // claiming in a loop would retry a broken start forever.
+        let claimed = self
+            .metadb
+            .claim_ready(run_id, self.config.claim_limit)
+            .await
+            .map_err(metadb_err)?;
+        for execution in claimed {
+            self.start(&execution, report).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts one claimed execution; a failed start releases the claim so
+    /// nothing stays running without an execution behind it.
+    async fn start(
+        &self,
+        execution: &ExecutionRecord,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
+        let id = &execution.execution_id;
+        let input = serde_json::to_string(&execution.sfn_input())
+            .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
+        match self.engine.start_execution(id, &input).await {
+            Ok(arn) => {
+                if self
+                    .metadb
+                    .attach_execution_arn(id, &arn)
+                    .await
+                    .map_err(metadb_err)?
+                {
+                    report.started.push(id.clone());
+                } else {
+                    tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
+                }
+            }
+            Err(err) => {
+                tracing::error!(execution_id = %id, error = %err, "start failed; releasing the claim");
+                if self.metadb.release_claim(id).await.map_err(metadb_err)? {
+                    report.released.push(id.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Mirrors the metadb's merge lock (the truth) into the parameter store and
+    /// onto open pull requests.
+    async fn publish_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
+        let lock: MergeLock = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        self.params
+            .put(&self.config.merge_lock_param, &lock.to_string())
+            .await
+            .map_err(|e| TriggerError::Params(e.to_string()))?;
+        if let Some(github) = &self.github {
+            // Statuses are advisory here: the parameter already says the truth
+            // and the receiver refreshes statuses on every pull-request event.
+            if let Err(e) = merge_lock::refresh_statuses(
+                github,
+                lock,
+                &self.config.trunk_branch,
+                &self.config.file_pattern,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "refreshing merge lock statuses");
+                report.warnings.push(format!("merge lock statuses: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Repairs missed events: claims whose start was lost are started again
+    /// (the start is idempotent) and running executions whose Step Functions
+    /// execution has ended are recorded.
+    async fn sweep(&self, report: &mut Report) -> Result<(), TriggerError> {
+        let mut runs = Vec::new();
+        let stale = self
+            .metadb
+            .stale_claims(self.config.stale_claim_secs)
+            .await
+            .map_err(metadb_err)?;
+        for execution in stale {
+            self.start(&execution, report).await?;
+            runs.push(execution.run_id);
+        }
+        let running = self
+            .metadb
+            .running_with_arn(self.config.sweep_limit)
+            .await
+            .map_err(metadb_err)?;
+        for execution in running {
+            let Some(arn) = &execution.sfn_execution_arn else {
+                continue;
+            };
+            let described = match self.engine.describe_execution(arn).await {
+                Ok(d) => d,
+                Err(e) => {
+                    report.warnings.push(format!("describing {arn:?}: {e}"));
+                    continue;
+                }
+            };
+            if let Some(ended) = Ended::classify(
+                &described.status,
+                described.error.as_deref(),
+                described.cause.as_deref(),
+            ) {
+                self.record(&execution, &ended, report).await?;
+                runs.push(execution.run_id);
+            }
+        }
+        runs.sort_unstable();
+        runs.dedup();
+        for run_id in runs {
+            self.advance(run_id, report).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,13 @@
+//! The trigger_sf Lambda: drives a run forward one Step Functions execution
+//! per unit. It records how an execution ended, starts the units that became
+//! ready, finishes the run when nothing is left, and hands the merge lock to
+//! the next queued run. `main.rs` only wires AWS and GitHub clients to
+//! [`TriggerSf`], so tests call the same handler with fakes and a real metadb.
+
+mod config;
+mod event;
+mod handler;
+
+pub use config::{Config, ConfigError, HandlerConfig, MetadbConfig};
+pub use event::{Input, StatusChangeDetail, parse_input};
+pub use handler::{Report, TriggerError, TriggerSf, failure_reason};

@@ -1,0 +1,95 @@
+//! The trigger_sf Lambda's entry point: builds the metadb, Step Functions, SSM
+//! and (optionally) GitHub clients once per cold start and serves every
+//! invocation with [`TriggerSf`].
+
+use anyhow::Context;
+use lambda_runtime::{LambdaEvent, service_fn};
+use live_ci_aws::SsmParamStore;
+use live_ci_core::params::ParamStore;
+use live_ci_core::port::Metadb;
+use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_metadb::{DataApiMetadb, PgMetadb};
+use live_ci_trigger_sf::{Config, MetadbConfig, Report, TriggerSf, parse_input};
+use live_ci_workflow::SfnEngine;
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .without_time()
+        .init();
+    let config = Config::from_env().context("trigger_sf configuration")?;
+    let aws = aws_config::load_from_env().await;
+    let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
+    let github = match (&config.github_token_param, &config.repository) {
+        (Some(param), Some(repository)) => {
+            let token = params
+                .get(param)
+                .await
+                .context("reading the github token")?;
+            Some(GitHubClient::new(GitHubConfig {
+                api_base: config.github_api_url.clone(),
+                repository: repository.clone(),
+                token,
+                retry: RetryPolicy::default(),
+            })?)
+        }
+        _ => None,
+    };
+    let engine = SfnEngine::new(
+        aws_sdk_sfn::Client::new(&aws),
+        config.state_machine_arn.clone(),
+    );
+    match &config.metadb {
+        MetadbConfig::Postgres { url } => {
+            let metadb = PgMetadb::connect(url, 2)?;
+            serve(TriggerSf::new(
+                config.handler,
+                metadb,
+                engine,
+                params,
+                github,
+            ))
+            .await
+        }
+        MetadbConfig::DataApi {
+            cluster_arn,
+            secret_arn,
+            database,
+        } => {
+            let metadb = DataApiMetadb::data_api(
+                aws_sdk_rdsdata::Client::new(&aws),
+                cluster_arn,
+                secret_arn,
+                database,
+            );
+            serve(TriggerSf::new(
+                config.handler,
+                metadb,
+                engine,
+                params,
+                github,
+            ))
+            .await
+        }
+    }
+}
+
+async fn serve<M: Metadb>(
+    handler: TriggerSf<M, SfnEngine, SsmParamStore, GitHubClient>,
+) -> anyhow::Result<()> {
+    let handler = &handler;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        let input = parse_input(&event.payload)?;
+        let report: Report = handler.handle(&input).await?;
+        tracing::info!(report = ?report, "done");
+        Ok::<Report, lambda_runtime::Error>(report)
+    }))
+    .await
+    .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
+}
