@@ -106,6 +106,18 @@ where
         &self.metadb
     }
 
+    pub fn engine(&self) -> &W {
+        &self.engine
+    }
+
+    pub fn params(&self) -> &P {
+        &self.params
+    }
+
+    pub fn github(&self) -> Option<&G> {
+        self.github.as_ref()
+    }
+
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
         match input {

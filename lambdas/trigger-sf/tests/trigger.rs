@@ -1,0 +1,352 @@
+//! The trigger_sf handler against a real PostgreSQL metadb (scripts/pg.sh or
+//! LIVE_CI_PG_URL) with recording fakes for Step Functions, the parameter store
+//! and GitHub: runs advance unit by unit, failures abort dependents, repeats
+//! change nothing, failed starts release their claims, runs hand on the lock.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../crates/metadb/tests/support/mod.rs"]
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
+use live_ci_core::params::ParamStore;
+use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState};
+use live_ci_core::webhook::FilePattern;
+use live_ci_metadb::PgMetadb;
+use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
+use support::{TestDb, exec, run};
+
+const LOCK: &str = "/live-ci/merge-lock";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct FakeError(String);
+
+/// Step Functions as a map: starts are recorded, names in `failing` refuse.
+#[derive(Debug, Default)]
+struct FakeEngine {
+    starts: Mutex<Vec<(String, String)>>,
+    failing: Mutex<HashSet<String>>,
+    /// Status (and error) DescribeExecution reports per name; RUNNING otherwise.
+    ended: Mutex<HashMap<String, (String, Option<String>)>>,
+}
+
+fn arn(name: &str) -> String {
+    format!("arn:aws:states:us-east-1:000000000000:execution:deploy:{name}")
+}
+
+impl FakeEngine {
+    fn started(&self) -> Vec<String> {
+        self.starts
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+impl WorkflowEngine for FakeEngine {
+    type Error = FakeError;
+
+    async fn start_execution(&self, name: &str, input_json: &str) -> Result<String, FakeError> {
+        if self.failing.lock().unwrap().contains(name) {
+            return Err(FakeError(format!("throttled starting {name:?}")));
+        }
+        self.starts
+            .lock()
+            .unwrap()
+            .push((name.to_string(), input_json.to_string()));
+        Ok(arn(name))
+    }
+
+    async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
+        let name = arn.rsplit(':').next().unwrap().to_string();
+        let (status, error) = self
+            .ended
+            .lock()
+            .unwrap()
+            .get(&name)
+            .cloned()
+            .unwrap_or(("RUNNING".into(), None));
+        Ok(ExecutionDescription {
+            arn: arn.to_string(),
+            name,
+            status,
+            error,
+            cause: None,
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct FakeParams(Mutex<HashMap<String, String>>);
+
+impl ParamStore for FakeParams {
+    type Error = FakeError;
+
+    async fn get(&self, name: &str) -> Result<String, FakeError> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
+    }
+
+    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
+        self.0
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+}
+
+/// One open pull request (#9) touching a unit; statuses are recorded.
+#[derive(Debug, Default)]
+struct FakeGitHub(Mutex<Vec<CommitStatus>>);
+
+impl GitHost for FakeGitHub {
+    type Error = FakeError;
+
+    async fn set_status(&self, status: &CommitStatus) -> Result<(), FakeError> {
+        self.0.lock().unwrap().push(status.clone());
+        Ok(())
+    }
+
+    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, FakeError> {
+        Ok(vec!["dev/app/terragrunt.hcl".into()])
+    }
+
+    async fn open_pull_requests(&self, base: &str) -> Result<Vec<PullRequest>, FakeError> {
+        Ok(vec![PullRequest {
+            number: 9,
+            head_sha: "sha9".into(),
+            base_ref: base.into(),
+        }])
+    }
+
+    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
+        Ok(())
+    }
+}
+
+type Handler = TriggerSf<PgMetadb, FakeEngine, FakeParams, FakeGitHub>;
+
+async fn handler(t: &TestDb) -> Handler {
+    let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
+    TriggerSf::new(
+        config,
+        t.metadb(2).await,
+        FakeEngine::default(),
+        FakeParams::default(),
+        Some(FakeGitHub::default()),
+    )
+}
+
+fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
+    Input::StatusChange(StatusChangeDetail {
+        execution_arn: arn(name),
+        state_machine_arn: "arn:aws:states:us-east-1:000000000000:stateMachine:deploy".into(),
+        name: name.into(),
+        status: status.into(),
+        error: error.map(str::to_string),
+        cause: error.map(|_| "terraform exited 1".to_string()),
+    })
+}
+
+fn engine(h: &Handler) -> &FakeEngine {
+    // The handler owns its clients; tests reach them through these accessors.
+    h.engine()
+}
+
+fn lock_param(h: &Handler) -> Option<String> {
+    h.params().0.lock().unwrap().get(LOCK).cloned()
+}
+
+async fn status(h: &Handler, id: &str) -> ExecutionStatus {
+    h.metadb().execution(id).await.unwrap().unwrap().status
+}
+
+/// a → b → c in one account.
+async fn chain(h: &Handler, commit: &str, pr: u64) -> i64 {
+    let mut new = run(
+        commit,
+        4,
+        vec![
+            exec(&format!("{commit}-a"), "dev", &[]),
+            exec(&format!("{commit}-b"), "dev", &[&format!("{commit}-a")]),
+            exec(&format!("{commit}-c"), "dev", &[&format!("{commit}-b")]),
+        ],
+    );
+    new.pr_id = pr;
+    h.metadb().create_run(&new).await.unwrap().run_id
+}
+
+#[tokio::test]
+async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "c1", 7).await;
+
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert_eq!(r.started, ["c1-a"]);
+    let (name, input) = engine(&h).starts.lock().unwrap()[0].clone();
+    assert_eq!(name, "c1-a");
+    let input: SfnInput = serde_json::from_str(&input).unwrap();
+    assert_eq!(input.execution_id, "c1-a");
+    assert_eq!(input.pr_id, 7);
+    let a = h.metadb().execution("c1-a").await.unwrap().unwrap();
+    assert_eq!(a.sfn_execution_arn.as_deref(), Some(arn("c1-a").as_str()));
+
+    // A RUNNING event records nothing and starts nothing new.
+    let r = h.handle(&ended("c1-a", "RUNNING", None)).await.unwrap();
+    assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
+
+    let r = h.handle(&ended("c1-a", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.recorded, ["c1-a"]);
+    assert_eq!(r.started, ["c1-b"]);
+    let r = h.handle(&ended("c1-b", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.started, ["c1-c"]);
+    assert!(r.finished.is_empty());
+    let r = h.handle(&ended("c1-c", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.recorded, ["c1-c"]);
+    assert_eq!(r.finished, [(run_id, RunStatus::Succeeded)]);
+
+    assert_eq!(engine(&h).started(), ["c1-a", "c1-b", "c1-c"]);
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].sha, "sha9");
+    assert_eq!(statuses[0].state, StatusState::Success);
+    let run = h.metadb().run(run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_failure_aborts_dependents_and_finishes_the_run() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "c2", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+
+    let r = h
+        .handle(&ended("c2-a", "FAILED", Some("PlanFailed")))
+        .await
+        .unwrap();
+    assert_eq!(r.recorded, ["c2-a"]);
+    let mut aborted = r.aborted.clone();
+    aborted.sort();
+    assert_eq!(aborted, ["c2-b", "c2-c"]);
+    assert!(r.started.is_empty());
+    assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
+    let a = h.metadb().execution("c2-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Failed);
+    let reason = a.status_reason.unwrap();
+    assert!(reason.contains("plan failed: PlanFailed"), "{reason}");
+    assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    assert_eq!(engine(&h).started(), ["c2-a"]);
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_duplicate_event_changes_nothing() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "c3", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
+    let before = h.metadb().executions(run_id).await.unwrap();
+
+    let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
+    assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
+    // A late failure event for a unit already recorded as succeeded is ignored too.
+    let r = h
+        .handle(&ended("c3-a", "FAILED", Some("ApplyFailed")))
+        .await
+        .unwrap();
+    assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
+    assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
+    assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
+    // An execution that is not ours is ignored.
+    let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
+    assert!(r.recorded.is_empty());
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_failed_start_releases_the_claim_and_a_retry_starts_it() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "c4", 7).await;
+    engine(&h).failing.lock().unwrap().insert("c4-a".into());
+
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert_eq!(r.released, ["c4-a"]);
+    assert!(r.started.is_empty() && r.finished.is_empty());
+    let a = h.metadb().execution("c4-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Waiting);
+    assert_eq!(a.sfn_execution_arn, None);
+
+    engine(&h).failing.lock().unwrap().clear();
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert_eq!(r.started, ["c4-a"]);
+    assert_eq!(status(&h, "c4-a").await, ExecutionStatus::Running);
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let first = chain(&h, "c5", 7).await;
+    let second = chain(&h, "c6", 8).await;
+    assert_eq!(
+        h.metadb().run(second).await.unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+    h.handle(&Input::Run(first)).await.unwrap();
+    // The queued run starts nothing before it holds the lock.
+    let r = h.handle(&Input::Run(second)).await.unwrap();
+    assert!(r.started.is_empty());
+    h.handle(&ended("c5-a", "SUCCEEDED", None)).await.unwrap();
+    h.handle(&ended("c5-b", "SUCCEEDED", None)).await.unwrap();
+
+    let r = h.handle(&ended("c5-c", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
+    assert_eq!(r.started, ["c6-a"]);
+    assert_eq!(lock_param(&h).as_deref(), Some("8"));
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    assert_eq!(statuses.last().unwrap().state, StatusState::Pending);
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(second));
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn the_sweep_records_missed_ends() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "c7", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    // Nothing ended yet: the sweep changes nothing.
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
+
+    engine(&h)
+        .ended
+        .lock()
+        .unwrap()
+        .insert("c7-a".into(), ("SUCCEEDED".into(), None));
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.recorded, ["c7-a"]);
+    assert_eq!(r.started, ["c7-b"]);
+    t.drop_db().await;
+}
