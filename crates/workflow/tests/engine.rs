@@ -1,0 +1,77 @@
+//! The Step Functions adapter of the workflow-engine port against LocalStack:
+//! start, describe, and the idempotent repeat a retried trigger_sf relies on.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use live_ci_core::port::WorkflowEngine;
+use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_workflow::{SfnEngine, WorkflowError};
+
+fn client() -> aws_sdk_sfn::Client {
+    let conf = aws_sdk_sfn::Config::builder()
+        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
+        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
+            "test", "test", None, None, "static",
+        ))
+        .endpoint_url(localstack_endpoint().unwrap())
+        .build();
+    aws_sdk_sfn::Client::from_conf(conf)
+}
+
+#[tokio::test]
+async fn starts_describes_and_repeats_idempotently() {
+    let sfn = client();
+    // A one-state machine: the adapter is under test, not the deployment flow.
+    let definition = r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#;
+    let machine = sfn
+        .create_state_machine()
+        .name(unique("live-ci-engine"))
+        .definition(definition)
+        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
+        .send()
+        .await
+        .unwrap()
+        .state_machine_arn;
+    let engine = SfnEngine::new(sfn, machine);
+    let name = unique("run-1-abc-dev-app");
+    let input = r#"{"execution_id":"run-1","pr_id":7}"#;
+
+    let arn = engine.start_execution(&name, input).await.unwrap();
+    assert_eq!(arn, engine.execution_arn(&name).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let described = loop {
+        let d = engine.describe_execution(&arn).await.unwrap();
+        if d.has_ended() || Instant::now() > deadline {
+            break d;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(described.status, "SUCCEEDED", "{described:?}");
+    assert_eq!(described.name, name);
+    assert_eq!(described.error, None);
+
+    // The same name and input again (key order aside): the earlier execution.
+    let again = engine
+        .start_execution(&name, r#"{"pr_id":7,"execution_id":"run-1"}"#)
+        .await
+        .unwrap();
+    assert_eq!(again, arn);
+    // The same name with another input is a real conflict.
+    let err = engine
+        .start_execution(&name, r#"{"execution_id":"run-2"}"#)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WorkflowError::Sfn { .. }), "{err:?}");
+    assert!(err.to_string().contains(&format!("{name:?}")), "{err}");
+
+    let missing = engine
+        .describe_execution(&engine.execution_arn("no-such-execution").unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        missing.to_string().contains("DescribeExecution"),
+        "{missing}"
+    );
+}
