@@ -1,0 +1,154 @@
+//! trigger_sf with the real Step Functions adapter in LocalStack and a real
+//! PostgreSQL metadb: a three-unit chain driven to the end by the sweep alone
+//! (as if every status-change event had been lost).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../crates/metadb/tests/support/mod.rs"]
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use live_ci_core::deploy::{ExecutionStatus, RunStatus};
+use live_ci_core::params::ParamStore;
+use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::webhook::FilePattern;
+use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
+use live_ci_workflow::SfnEngine;
+use support::{TestDb, exec, run};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct FakeError(String);
+
+#[derive(Debug, Default)]
+struct Params(Mutex<HashMap<String, String>>);
+
+impl ParamStore for Params {
+    type Error = FakeError;
+
+    async fn get(&self, name: &str) -> Result<String, FakeError> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
+    }
+
+    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
+        self.0
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+}
+
+/// Never called: the handler runs without GitHub here.
+#[derive(Debug)]
+struct NoGitHub;
+
+impl GitHost for NoGitHub {
+    type Error = FakeError;
+
+    async fn set_status(&self, _s: &CommitStatus) -> Result<(), FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn pull_request_files(&self, _n: u64) -> Result<Vec<String>, FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn open_pull_requests(&self, _b: &str) -> Result<Vec<PullRequest>, FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
+        Err(FakeError("no github".into()))
+    }
+}
+
+async fn engine() -> SfnEngine {
+    let conf = aws_sdk_sfn::Config::builder()
+        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
+        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
+            "test", "test", None, None, "static",
+        ))
+        .endpoint_url(localstack_endpoint().unwrap())
+        .build();
+    let sfn = aws_sdk_sfn::Client::from_conf(conf);
+    // A machine that passes its input through: the loop is under test here,
+    // the deployment definition has its own LocalStack tests.
+    let machine = sfn
+        .create_state_machine()
+        .name(unique("live-ci-trigger"))
+        .definition(r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#)
+        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
+        .send()
+        .await
+        .unwrap()
+        .state_machine_arn;
+    SfnEngine::new(sfn, machine)
+}
+
+#[tokio::test]
+async fn the_sweep_drives_a_chain_through_step_functions() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    // Execution names must be unique per state machine; the machine is new.
+    let created = db
+        .create_run(&run(
+            "l1",
+            4,
+            vec![
+                exec("l1-a", "dev", &[]),
+                exec("l1-b", "dev", &["l1-a"]),
+                exec("l1-c", "dev", &["l1-b"]),
+            ],
+        ))
+        .await
+        .unwrap();
+    let config = HandlerConfig::new(
+        "/live-ci/merge-lock",
+        FilePattern::new(FilePattern::DEFAULT).unwrap(),
+    );
+    let h = TriggerSf::new(
+        config,
+        db,
+        engine().await,
+        Params::default(),
+        None::<NoGitHub>,
+    );
+
+    let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
+    assert_eq!(r.started, ["l1-a"]);
+    let mut recorded = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = h.handle(&Input::Sweep).await.unwrap();
+        recorded.extend(r.recorded);
+        if !r.finished.is_empty() {
+            assert_eq!(r.finished, [(created.run_id, RunStatus::Succeeded)]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "run not finished: {recorded:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(recorded, ["l1-a", "l1-b", "l1-c"]);
+    for id in ["l1-a", "l1-b", "l1-c"] {
+        let e = h.metadb().execution(id).await.unwrap().unwrap();
+        assert_eq!(e.status, ExecutionStatus::Succeeded);
+        let arn = e.sfn_execution_arn.unwrap();
+        let d = h.engine().describe_execution(&arn).await.unwrap();
+        assert_eq!(d.status, "SUCCEEDED");
+        assert_eq!(d.name, id);
+    }
+    assert_eq!(h.params().get("/live-ci/merge-lock").await.unwrap(), "none");
+    t.drop_db().await;
+}
