@@ -139,7 +139,12 @@ impl GitHost for FakeGitHub {
 type Handler = TriggerSf<PgMetadb, FakeEngine, FakeParams, FakeGitHub>;
 
 async fn handler(t: &TestDb) -> Handler {
-    let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
+    handler_with(t, |_| {}).await
+}
+
+async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Handler {
+    let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
+    tweak(&mut config);
     TriggerSf::new(
         config,
         t.metadb(2).await,
@@ -348,5 +353,25 @@ async fn the_sweep_records_missed_ends() {
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.recorded, ["c7-a"]);
     assert_eq!(r.started, ["c7-b"]);
+    t.drop_db().await;
+}
+
+#[tokio::test]
+async fn the_sweep_starts_claims_whose_start_was_lost() {
+    let t = TestDb::new().await;
+    let h = handler_with(&t, |c| c.stale_claim_secs = 0).await;
+    let run_id = chain(&h, "c8", 7).await;
+    // A claim whose Lambda died before StartExecution: running, no ARN.
+    let claimed = h.metadb().claim_ready(run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.started, ["c8-a"]);
+    let a = h.metadb().execution("c8-a").await.unwrap().unwrap();
+    assert_eq!(a.sfn_execution_arn.as_deref(), Some(arn("c8-a").as_str()));
+    // Repaired: the next sweep finds nothing stale.
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert!(r.started.is_empty() && r.released.is_empty(), "{r:?}");
     t.drop_db().await;
 }
