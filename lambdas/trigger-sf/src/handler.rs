@@ -5,7 +5,7 @@ use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::GitHost;
+use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
 use live_ci_workflow::outcome::{FailedStep, Outcome as Ended};
 use serde::Serialize;
 
@@ -186,9 +186,59 @@ where
             .map_err(metadb_err)?;
         if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
             report.recorded.push(execution.execution_id.clone());
+            let (state, description) = match &reason {
+                None => (StatusState::Success, "deployed".to_string()),
+                Some(reason) => (StatusState::Failure, reason.clone()),
+            };
+            self.unit_status(execution, state, &description, report)
+                .await;
+            for id in &aborted {
+                if let Some(dependent) = self.metadb.execution(id).await.map_err(metadb_err)? {
+                    let why = dependent
+                        .status_reason
+                        .clone()
+                        .unwrap_or_else(|| "aborted".into());
+                    self.unit_status(
+                        &dependent,
+                        StatusState::Error,
+                        &format!("aborted: {why}"),
+                        report,
+                    )
+                    .await;
+                }
+            }
             report.aborted.extend(aborted);
         }
         Ok(())
+    }
+
+    /// Posts one unit's status on its merge commit. Statuses are advisory: a
+    /// GitHub outage must not stop the deployment, so failures become warnings.
+    async fn unit_status(
+        &self,
+        execution: &ExecutionRecord,
+        state: StatusState,
+        description: &str,
+        report: &mut Report,
+    ) {
+        let status = CommitStatus::new(
+            &execution.commit_id,
+            state,
+            &context::deploy_unit(execution.cfg_path.as_str()),
+            description,
+        );
+        self.post_status(&status, report).await;
+    }
+
+    async fn post_status(&self, status: &CommitStatus, report: &mut Report) {
+        if let Some(github) = &self.github
+            && let Err(e) = github.set_status(status).await
+        {
+            tracing::warn!(context = %status.context, error = %e, "posting a commit status");
+            report
+                .warnings
+                .push(format!("status {:?}: {e}", status.context));
+        }
     }
 
     /// Starts what is ready in `run_id`; finishes it when nothing is left, then
@@ -208,6 +258,7 @@ where
                 return Ok(());
             };
             report.finished.push((run_id, status));
+            self.run_status(run_id, status, report).await?;
             self.publish_lock(report).await?;
             match next_run {
                 Some(next) => run_id = next,
@@ -252,6 +303,8 @@ where
                     .map_err(metadb_err)?
                 {
                     report.started.push(id.clone());
+                    self.unit_status(execution, StatusState::Pending, "deploying", report)
+                        .await;
                 } else {
                     tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
                 }
@@ -263,6 +316,45 @@ where
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Posts a finished run's result on its merge commit.
+    async fn run_status(
+        &self,
+        run_id: RunId,
+        status: RunStatus,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
+        if self.github.is_none() {
+            return Ok(());
+        }
+        let Some(run) = self.metadb.run(run_id).await.map_err(metadb_err)? else {
+            return Ok(());
+        };
+        let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+        let (state, description) = match status {
+            RunStatus::Succeeded => (
+                StatusState::Success,
+                format!(
+                    "{} of {} units deployed",
+                    progress.succeeded,
+                    progress.total()
+                ),
+            ),
+            _ => (
+                StatusState::Failure,
+                format!(
+                    "{} failed, {} aborted, {} of {} deployed",
+                    progress.failed,
+                    progress.aborted,
+                    progress.succeeded,
+                    progress.total()
+                ),
+            ),
+        };
+        let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
+        self.post_status(&commit, report).await;
         Ok(())
     }
 

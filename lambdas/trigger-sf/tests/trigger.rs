@@ -12,9 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
+use live_ci_core::merge_lock;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState};
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState, context};
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::PgMetadb;
 use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
@@ -227,9 +228,29 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
     let statuses = h.github().unwrap().0.lock().unwrap().clone();
-    assert_eq!(statuses.len(), 1);
-    assert_eq!(statuses[0].sha, "sha9");
-    assert_eq!(statuses[0].state, StatusState::Success);
+    let lock: Vec<_> = statuses
+        .iter()
+        .filter(|s| s.context == merge_lock::CONTEXT)
+        .collect();
+    assert_eq!(lock.len(), 1);
+    assert_eq!(lock[0].sha, "sha9");
+    assert_eq!(lock[0].state, StatusState::Success);
+    // Each unit: pending when started, success when recorded; then the run.
+    let unit: Vec<_> = statuses
+        .iter()
+        .filter(|s| s.context == context::deploy_unit("dev/c1-b"))
+        .map(|s| (s.sha.as_str(), s.state))
+        .collect();
+    assert_eq!(
+        unit,
+        [("c1", StatusState::Pending), ("c1", StatusState::Success)]
+    );
+    let overall = statuses
+        .iter()
+        .find(|s| s.context == context::DEPLOY)
+        .unwrap();
+    assert_eq!(overall.state, StatusState::Success);
+    assert_eq!(overall.description, "3 of 3 units deployed");
     let run = h.metadb().run(run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Succeeded);
     t.drop_db().await;
@@ -259,6 +280,21 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(engine(&h).started(), ["c2-a"]);
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let c = statuses
+        .iter()
+        .find(|s| s.context == context::deploy_unit("dev/c2-c"))
+        .unwrap();
+    assert_eq!(c.state, StatusState::Error);
+    assert!(
+        c.description.starts_with("aborted: ancestor failed"),
+        "{c:?}"
+    );
+    let overall = statuses
+        .iter()
+        .find(|s| s.context == context::DEPLOY)
+        .unwrap();
+    assert_eq!(overall.state, StatusState::Failure);
     t.drop_db().await;
 }
 
@@ -270,6 +306,7 @@ async fn a_duplicate_event_changes_nothing() {
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     let before = h.metadb().executions(run_id).await.unwrap();
+    let posted = h.github().unwrap().0.lock().unwrap().len();
 
     let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
@@ -280,6 +317,7 @@ async fn a_duplicate_event_changes_nothing() {
         .unwrap();
     assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
     assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
+    assert_eq!(h.github().unwrap().0.lock().unwrap().len(), posted);
     assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
     // An execution that is not ours is ignored.
     let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
@@ -330,7 +368,12 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     assert_eq!(r.started, ["c6-a"]);
     assert_eq!(lock_param(&h).as_deref(), Some("8"));
     let statuses = h.github().unwrap().0.lock().unwrap().clone();
-    assert_eq!(statuses.last().unwrap().state, StatusState::Pending);
+    let lock = statuses
+        .iter()
+        .rfind(|s| s.context == merge_lock::CONTEXT)
+        .unwrap();
+    assert_eq!(lock.state, StatusState::Pending);
+    assert!(lock.description.contains("PR #8"), "{lock:?}");
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(second));
     t.drop_db().await;
 }

@@ -99,6 +99,14 @@ impl CommitStatusConfig {
 pub mod context {
     pub const PR_PLAN: &str = "live-ci: pr-plan";
     pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
+    /// A run's overall result on its merge commit.
+    pub const DEPLOY: &str = "live-ci: deploy";
+
+    /// One unit's deployment on the merge commit: one context per unit, so a
+    /// later unit's status never hides an earlier failure.
+    pub fn deploy_unit(cfg_path: &str) -> String {
+        format!("{DEPLOY} {cfg_path}")
+    }
 }
 
 /// An open pull request, as far as the merge lock needs to know it.
