@@ -15,6 +15,7 @@ pub mod path;
 pub mod plan;
 pub mod port;
 pub mod scheduler;
+pub mod settings;
 pub mod status;
 pub mod task;
 pub mod tree;

@@ -1,5 +1,6 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
+use live_ci_core::settings::Settings;
 use live_ci_core::webhook::FilePattern;
 
 /// What the handler itself needs (no AWS specifics).
@@ -59,17 +60,7 @@ pub struct Config {
     pub repository: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ConfigError {
-    #[error("environment variable {0} is not set")]
-    Missing(&'static str),
-    #[error("environment variable {name}={value:?}: {reason}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        reason: String,
-    },
-}
+pub use live_ci_core::settings::ConfigError;
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -78,29 +69,15 @@ impl Config {
 
     /// The same, from any lookup (tests pass a map).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let opt = |k: &'static str| get(k).filter(|v| !v.trim().is_empty());
-        let req = |k: &'static str| opt(k).ok_or(ConfigError::Missing(k));
-        let number = |k: &'static str, default: u32| -> Result<u32, ConfigError> {
-            match opt(k) {
-                None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
-                    name: k,
-                    value: v.clone(),
-                    reason: "not a whole number".into(),
-                }),
-            }
-        };
-        let text = opt("FILE_PATH_PATTERN").unwrap_or_else(|| FilePattern::DEFAULT.into());
-        let file_pattern = FilePattern::new(&text).map_err(|e| ConfigError::Invalid {
-            name: "FILE_PATH_PATTERN",
-            value: text.clone(),
-            reason: e.to_string(),
-        })?;
+        let env = Settings::new(get);
+        let opt = |k: &'static str| env.opt(k);
+        let req = |k: &'static str| env.req(k);
+        let file_pattern = env.file_pattern()?;
         let mut handler = HandlerConfig::new(req("MERGE_LOCK_SSM_KEY")?, file_pattern);
         if let Some(trunk) = opt("TRUNK_BRANCH") {
             handler.trunk_branch = trunk;
         }
-        handler.stale_claim_secs = number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
+        handler.stale_claim_secs = env.number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
         let metadb = match opt("METADB_URL") {
             Some(url) => MetadbConfig::Postgres { url },
             None => MetadbConfig::DataApi {
