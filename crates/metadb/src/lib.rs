@@ -4,6 +4,7 @@
 //! same SQL text and the same transaction logic ([`Store`]); they differ only in
 //! how a statement reaches the database ([`Sql`]).
 
+mod any;
 mod data_api;
 mod error;
 mod migrate;
@@ -11,9 +12,10 @@ mod pg;
 pub mod sql;
 mod store;
 
-pub use data_api::{DataApi, DataApiMetadb};
+pub use any::{AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
+pub use data_api::{DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
 pub use migrate::{MIGRATIONS, Migration, migrate};
-pub use pg::{PgMetadb, PgSql};
+pub use pg::{PgMetadb, PgSql, PgTx};
 pub use sql::{Param, Sql, SqlTx};
 pub use store::Store;

@@ -2,6 +2,7 @@
 
 use live_ci_core::settings::Settings;
 use live_ci_core::webhook::FilePattern;
+pub use live_ci_metadb::MetadbConfig;
 
 /// What the handler itself needs (no AWS specifics).
 #[derive(Debug, Clone)]
@@ -35,19 +36,6 @@ impl HandlerConfig {
     }
 }
 
-/// How to reach the metadb.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetadbConfig {
-    /// Direct PostgreSQL (`METADB_URL`).
-    Postgres { url: String },
-    /// The RDS Data API, the AWS default.
-    DataApi {
-        cluster_arn: String,
-        secret_arn: String,
-        database: String,
-    },
-}
-
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -78,14 +66,7 @@ impl Config {
             handler.trunk_branch = trunk;
         }
         handler.stale_claim_secs = env.number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
-        let metadb = match opt("METADB_URL") {
-            Some(url) => MetadbConfig::Postgres { url },
-            None => MetadbConfig::DataApi {
-                cluster_arn: req("METADB_CLUSTER_ARN")?,
-                secret_arn: req("METADB_SECRET_ARN")?,
-                database: req("METADB_NAME")?,
-            },
-        };
+        let metadb = MetadbConfig::from_settings(&env)?;
         let github_token_param = opt("GITHUB_TOKEN_SSM_KEY");
         let repository = opt("REPO_FULL_NAME");
         if github_token_param.is_some() && repository.is_none() {

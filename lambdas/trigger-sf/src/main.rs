@@ -6,10 +6,9 @@ use anyhow::Context;
 use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_aws::SsmParamStore;
 use live_ci_core::params::ParamStore;
-use live_ci_core::port::Metadb;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_metadb::{DataApiMetadb, PgMetadb};
-use live_ci_trigger_sf::{Config, MetadbConfig, Report, TriggerSf, parse_input};
+use live_ci_metadb::AnyMetadb;
+use live_ci_trigger_sf::{Config, Report, TriggerSf, parse_input};
 use live_ci_workflow::SfnEngine;
 use serde_json::Value;
 
@@ -45,44 +44,8 @@ async fn main() -> anyhow::Result<()> {
         aws_sdk_sfn::Client::new(&aws),
         config.state_machine_arn.clone(),
     );
-    match &config.metadb {
-        MetadbConfig::Postgres { url } => {
-            let metadb = PgMetadb::connect(url, 2)?;
-            serve(TriggerSf::new(
-                config.handler,
-                metadb,
-                engine,
-                params,
-                github,
-            ))
-            .await
-        }
-        MetadbConfig::DataApi {
-            cluster_arn,
-            secret_arn,
-            database,
-        } => {
-            let metadb = DataApiMetadb::data_api(
-                aws_sdk_rdsdata::Client::new(&aws),
-                cluster_arn,
-                secret_arn,
-                database,
-            );
-            serve(TriggerSf::new(
-                config.handler,
-                metadb,
-                engine,
-                params,
-                github,
-            ))
-            .await
-        }
-    }
-}
-
-async fn serve<M: Metadb>(
-    handler: TriggerSf<M, SfnEngine, SsmParamStore, GitHubClient>,
-) -> anyhow::Result<()> {
+    let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
+    let handler = TriggerSf::new(config.handler, metadb, engine, params, github);
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let input = parse_input(&event.payload)?;
