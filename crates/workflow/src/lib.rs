@@ -18,5 +18,5 @@ pub use payload::{
     SfnInput,
 };
 pub use render::{placeholders, render};
-pub use sfn::SfnEngine;
+pub use sfn::{SfnEngine, SfnTaskTokens};
 pub use vars::{DEPLOYMENT_TEMPLATE, DeploymentVars};

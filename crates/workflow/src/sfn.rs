@@ -3,7 +3,7 @@
 
 use aws_sdk_sfn::Client;
 use aws_sdk_sfn::error::DisplayErrorContext;
-use live_ci_core::port::{ExecutionDescription, WorkflowEngine};
+use live_ci_core::port::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 
 use crate::error::{Result, WorkflowError};
 
@@ -126,9 +126,103 @@ impl WorkflowEngine for SfnEngine {
     }
 }
 
+/// Sends task tokens back to Step Functions (`SendTaskSuccess`,
+/// `SendTaskFailure`, `SendTaskHeartbeat`).
+#[derive(Debug, Clone)]
+pub struct SfnTaskTokens {
+    client: Client,
+}
+
+impl SfnTaskTokens {
+    pub fn new(client: Client) -> Self {
+        SfnTaskTokens { client }
+    }
+}
+
+/// Step Functions caps a failure's error name at 256 and its cause at 32,768
+/// characters; a longer one would make the failure report itself fail.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// A token the execution no longer waits for is an answer, not an error: the
+/// caller shows it (the vote page) or stops (the task), nothing is retried.
+fn delivery<E>(
+    operation: &'static str,
+    result: std::result::Result<(), aws_sdk_sfn::error::SdkError<E>>,
+) -> Result<TokenDelivery>
+where
+    E: aws_sdk_sfn::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(()) => Ok(TokenDelivery::Delivered),
+        Err(err) => {
+            let gone = err.as_service_error().and_then(|e| {
+                let code = e.code()?;
+                matches!(code, "TaskTimedOut" | "TaskDoesNotExist" | "InvalidToken")
+                    .then(|| format!("{code}: {}", e.message().unwrap_or("no message")))
+            });
+            match gone {
+                Some(reason) => Ok(TokenDelivery::Gone { reason }),
+                None => Err(sfn_error(operation, err)),
+            }
+        }
+    }
+}
+
+impl TaskTokens for SfnTaskTokens {
+    type Error = WorkflowError;
+
+    async fn send_success(&self, token: &str, output_json: &str) -> Result<TokenDelivery> {
+        let sent = self
+            .client
+            .send_task_success()
+            .task_token(token)
+            .output(output_json)
+            .send()
+            .await
+            .map(|_| ());
+        delivery("SendTaskSuccess", sent)
+    }
+
+    async fn send_failure(&self, token: &str, error: &str, cause: &str) -> Result<TokenDelivery> {
+        let sent = self
+            .client
+            .send_task_failure()
+            .task_token(token)
+            .error(clip(error, 256))
+            .cause(clip(cause, 32_768))
+            .send()
+            .await
+            .map(|_| ());
+        delivery("SendTaskFailure", sent)
+    }
+
+    async fn heartbeat(&self, token: &str) -> Result<TokenDelivery> {
+        let sent = self
+            .client
+            .send_task_heartbeat()
+            .task_token(token)
+            .send()
+            .await
+            .map(|_| ());
+        delivery("SendTaskHeartbeat", sent)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failure_texts_are_clipped_to_what_step_functions_accepts() {
+        assert_eq!(clip("abc", 2), "ab");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("ééé", 2), "éé");
+    }
 
     #[test]
     fn execution_arn_follows_the_state_machine() {

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sfn::types::{ExecutionStatus as SfnStatus, HistoryEvent, HistoryEventType};
 use aws_sdk_sqs::types::QueueAttributeName;
+use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
     ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
-    SfnInput,
+    SfnInput, SfnTaskTokens,
 };
 use serde_json::{Value, json};
 
@@ -248,15 +249,17 @@ impl Deployment {
         panic!("no approval request within 30 s");
     }
 
+    fn tokens(&self) -> SfnTaskTokens {
+        SfnTaskTokens::new(self.cloud.sfn.clone())
+    }
+
     async fn approve_with(&self, token: &str, output: Value) {
-        self.cloud
-            .sfn
-            .send_task_success()
-            .task_token(token)
-            .output(output.to_string())
-            .send()
+        let sent = self
+            .tokens()
+            .send_success(token, &output.to_string())
             .await
             .unwrap();
+        assert_eq!(sent, TokenDelivery::Delivered);
     }
 
     /// Waits for the execution to end; returns its outcome and its output.
@@ -373,15 +376,16 @@ async fn a_rejection_sent_as_task_failure_is_a_rejection() {
     let d = deployment("live-ci-test-reject-by-failure", 60).await;
     let execution = d.start("Reject").await;
     let request = d.approval_request().await;
-    d.cloud
-        .sfn
-        .send_task_failure()
-        .task_token(&request.task_token)
-        .error(live_ci_workflow::outcome::REJECTED)
-        .cause("2 of 2 voters rejected")
-        .send()
+    let sent = d
+        .tokens()
+        .send_failure(
+            &request.task_token,
+            live_ci_workflow::outcome::REJECTED,
+            "2 of 2 voters rejected",
+        )
         .await
         .unwrap();
+    assert_eq!(sent, TokenDelivery::Delivered);
     let (outcome, _) = d.finished(&execution).await;
     assert_eq!(outcome, Outcome::Rejected);
     assert!(!d.path(&execution).await.contains(&state::APPLY.to_owned()));
@@ -414,16 +418,24 @@ async fn unanswered_approvals_time_out_and_fail() {
     let (outcome, _) = d.finished(&execution).await;
     assert_eq!(outcome, Outcome::ApprovalTimedOut);
     assert!(started.elapsed() < Duration::from_secs(20));
-    // The token is dead: a late vote cannot revive the execution.
-    let late = d
-        .cloud
-        .sfn
-        .send_task_success()
-        .task_token(&request.task_token)
-        .output(decision(Decision::Approve).to_string())
-        .send()
-        .await;
-    assert!(late.is_err());
+    // The token is dead: a late vote cannot revive the execution, and the
+    // adapter reports it as gone (the vote page shows it) rather than failing.
+    let tokens = d.tokens();
+    let approve = decision(Decision::Approve).to_string();
+    match tokens
+        .send_success(&request.task_token, &approve)
+        .await
+        .unwrap()
+    {
+        // AWS answers TaskTimedOut; LocalStack, InvalidToken.
+        TokenDelivery::Gone { reason } => assert!(
+            reason.starts_with("TaskTimedOut") || reason.starts_with("InvalidToken"),
+            "{reason}"
+        ),
+        TokenDelivery::Delivered => panic!("a timed-out token was delivered"),
+    }
+    let beat = tokens.heartbeat(&request.task_token).await.unwrap();
+    assert!(matches!(beat, TokenDelivery::Gone { .. }), "{beat:?}");
     assert_eq!(
         d.path(&execution).await,
         [

@@ -6,7 +6,7 @@ mod metadb;
 mod workflow;
 
 pub use metadb::Metadb;
-pub use workflow::{ExecutionDescription, WorkflowEngine};
+pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 
 use serde::{Deserialize, Serialize};
 

@@ -44,3 +44,43 @@ pub trait WorkflowEngine: Send + Sync {
         arn: &str,
     ) -> impl Future<Output = Result<ExecutionDescription, Self::Error>> + Send;
 }
+
+/// What became of a task token sent back to the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TokenDelivery {
+    /// The waiting state received it.
+    Delivered,
+    /// The engine no longer waits for this token (the task timed out, the
+    /// execution ended, or the token is not one of its own): nothing to retry.
+    /// `reason` is the engine's error code and message.
+    Gone { reason: String },
+}
+
+/// Callbacks into a state waiting for a task token (Step Functions'
+/// `.waitForTaskToken` integrations): the ECS task reports its plan or apply,
+/// the approval Lambda sends the voters' decision.
+pub trait TaskTokens: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Completes the waiting state with `output_json` as its result.
+    fn send_success(
+        &self,
+        token: &str,
+        output_json: &str,
+    ) -> impl Future<Output = Result<TokenDelivery, Self::Error>> + Send;
+
+    /// Fails the waiting state with `error` (a name the state machine's Catch
+    /// and Retry fields match) and a human-readable `cause`.
+    fn send_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> impl Future<Output = Result<TokenDelivery, Self::Error>> + Send;
+
+    /// Tells the engine the task is alive (resets `HeartbeatSeconds`).
+    fn heartbeat(
+        &self,
+        token: &str,
+    ) -> impl Future<Output = Result<TokenDelivery, Self::Error>> + Send;
+}
