@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
-    NewExecution, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord, RunStatus, Tally,
-    Vote, VoteOutcome,
+    NewExecution, NewRollback, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord,
+    RunStatus, Tally, Vote, VoteOutcome,
 };
 use live_ci_core::port::Metadb;
 
@@ -216,6 +216,9 @@ struct Finished {
     run_id: i64,
     account_name: String,
     action: Action,
+    /// Rollbacks are outside the run's account counters.
+    #[serde(default)]
+    is_rollback: bool,
 }
 
 #[derive(Deserialize)]
@@ -261,19 +264,23 @@ async fn finish_tx<T: SqlTx>(
                 Action::Apply => "apply",
                 Action::Destroy => "destroy",
             };
-            let rows = tx
-                .query(
-                    q::DECREMENT_ACCOUNT,
-                    &[
-                        ("run_id", Param::Int(done.run_id)),
-                        ("account_name", Param::text(&done.account_name)),
-                        ("action", Param::text(action)),
-                    ],
-                )
-                .await?;
-            let completed = decode_first::<AccountRemaining>(q::DECREMENT_ACCOUNT, &rows)?
-                .filter(|a| a.remaining == 0)
-                .map(|a| a.id);
+            let completed = if done.is_rollback {
+                None
+            } else {
+                let rows = tx
+                    .query(
+                        q::DECREMENT_ACCOUNT,
+                        &[
+                            ("run_id", Param::Int(done.run_id)),
+                            ("account_name", Param::text(&done.account_name)),
+                            ("action", Param::text(action)),
+                        ],
+                    )
+                    .await?;
+                decode_first::<AccountRemaining>(q::DECREMENT_ACCOUNT, &rows)?
+                    .filter(|a| a.remaining == 0)
+                    .map(|a| a.id)
+            };
             tx.query(
                 q::LOCK_DEPENDENTS,
                 &[
@@ -305,6 +312,67 @@ async fn finish_tx<T: SqlTx>(
             Ok(FinishOutcome::Recorded { aborted })
         }
     }
+}
+
+/// One rollback as `INSERT_EXECUTIONS` reads it.
+#[derive(serde::Serialize)]
+struct RollbackRow<'a> {
+    seq: i64,
+    #[serde(flatten)]
+    execution: &'a NewExecution,
+    new_resources: &'a [String],
+}
+
+#[derive(Deserialize)]
+struct RollbackGuard {
+    open: i64,
+    rollbacks: i64,
+    next_seq: i64,
+}
+
+async fn add_rollbacks_tx<T: SqlTx>(
+    tx: &mut T,
+    run_id: RunId,
+    rollbacks: &[NewRollback],
+) -> Result<Vec<String>> {
+    let id = || ("run_id", Param::Int(run_id));
+    if tx
+        .query(q::LOCK_RUN_FOR_ROLLBACK, &[id()])
+        .await?
+        .is_empty()
+    {
+        return Ok(Vec::new());
+    }
+    let rows = tx.query(q::ROLLBACK_GUARD, &[id()]).await?;
+    let guard: RollbackGuard = decode_first(q::ROLLBACK_GUARD, &rows)?.ok_or_else(|| {
+        MetadbError::Inconsistent(format!("run {run_id}: no counts of its executions"))
+    })?;
+    // Rollbacks follow a run that has otherwise ended, and are added once.
+    if guard.open > 0 || guard.rollbacks > 0 {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<RollbackRow<'_>> = rollbacks
+        .iter()
+        .zip(guard.next_seq..)
+        .map(|(r, seq)| RollbackRow {
+            seq,
+            execution: &r.execution,
+            new_resources: &r.resources,
+        })
+        .collect();
+    tx.execute(q::INSERT_EXECUTIONS, &[id(), ("executions", json(&rows)?)])
+        .await?;
+    let edges = tx.execute(q::INSERT_ROLLBACK_DEPS, &[id()]).await?;
+    let expected: usize = rollbacks.iter().map(|r| r.execution.wait_for.len()).sum();
+    if edges != expected as u64 {
+        return Err(MetadbError::Inconsistent(format!(
+            "rollbacks of run {run_id}: stored {edges} dependency edges of {expected}; nothing was written"
+        )));
+    }
+    Ok(rollbacks
+        .iter()
+        .map(|r| r.execution.execution_id.clone())
+        .collect())
 }
 
 async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish> {
@@ -453,6 +521,15 @@ impl<S: Sql> Metadb for Store<S> {
             .query(q::RUN_PROGRESS, &[("run_id", Param::Int(run_id))])
             .await?;
         Ok(decode_first(q::RUN_PROGRESS, &rows)?.unwrap_or_default())
+    }
+
+    async fn add_rollbacks(&self, run_id: RunId, rollbacks: &[NewRollback]) -> Result<Vec<String>> {
+        if rollbacks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let executions: Vec<NewExecution> = rollbacks.iter().map(|r| r.execution.clone()).collect();
+        live_ci_core::deploy::validate_executions(&executions)?;
+        in_tx!(self.sql, |tx| add_rollbacks_tx(&mut tx, run_id, rollbacks))
     }
 
     async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use live_ci_core::deploy::{
-    Action, ExecutionStatus, FinishOutcome, Outcome, RunStatus, Vote, VoteOutcome,
+    Action, ExecutionStatus, FinishOutcome, Outcome, RunStatus, Vote, VoteOutcome, plan_rollbacks,
 };
 use live_ci_core::port::Metadb;
 use live_ci_metadb::{PgMetadb, Sql};
@@ -535,6 +535,72 @@ async fn guarded_updates_are_no_ops_the_second_time() {
     );
     assert_eq!(db.finish_run(r.run_id).await.unwrap().finished, None);
     assert!(db.claim_ready(r.run_id, 10).await.unwrap().is_empty());
+    t.drop_db().await;
+}
+
+/// Rollbacks join a run only once its other executions ended, once, under
+/// the same checks as a new run; their successes touch no account counter.
+#[tokio::test]
+async fn rollbacks_are_added_once_to_an_ended_run() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let r = db
+        .create_run(&run(
+            "c1",
+            4,
+            vec![exec("a", "dev", &[]), exec("b", "dev", &[])],
+        ))
+        .await
+        .unwrap();
+    let claimed = db.claim_ready(r.run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    db.record_new_resources("a", &["null_resource.a".into()])
+        .await
+        .unwrap();
+    db.record_finished("a", Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    let executions = db.executions(r.run_id).await.unwrap();
+    // b is still running: nothing is planned yet.
+    assert!(plan_rollbacks(&executions).is_empty());
+    db.record_finished("b", Outcome::Failed, Some("apply failed"))
+        .await
+        .unwrap();
+    let executions = db.executions(r.run_id).await.unwrap();
+    let rollbacks = plan_rollbacks(&executions);
+    assert_eq!(rollbacks.len(), 1);
+
+    let mut broken = rollbacks.clone();
+    broken[0].execution.wait_for = vec!["nope".into()];
+    let err = db.add_rollbacks(r.run_id, &broken).await.unwrap_err();
+    assert!(err.to_string().contains("\"nope\""), "{err}");
+    assert_eq!(count(&db, "executions").await, 2, "nothing written");
+
+    let added = db.add_rollbacks(r.run_id, &rollbacks).await.unwrap();
+    assert_eq!(added, ["a-rb"]);
+    assert!(
+        db.add_rollbacks(r.run_id, &rollbacks)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let rb = db.execution("a-rb").await.unwrap().unwrap();
+    assert!(rb.is_rollback);
+    assert_eq!(rb.action, Action::Destroy);
+    assert_eq!(rb.new_resources, ["null_resource.a"]);
+    assert_eq!(rb.status, ExecutionStatus::Waiting);
+
+    let claimed = db.claim_ready(r.run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].execution_id, "a-rb");
+    db.record_finished("a-rb", Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    let finish = db.finish_run(r.run_id).await.unwrap();
+    assert_eq!(finish.finished, Some(RunStatus::Failed));
+    // A finished run takes no rollbacks.
+    let again = plan_rollbacks(&db.executions(r.run_id).await.unwrap());
+    assert!(again.is_empty());
     t.drop_db().await;
 }
 

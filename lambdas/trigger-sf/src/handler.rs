@@ -1,7 +1,7 @@
 //! The handler: every step is a guarded metadb update, so a repeated or
 //! out-of-order event, or two invocations at once, change nothing twice.
 
-use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus};
+use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus, plan_rollbacks};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
@@ -41,6 +41,8 @@ pub struct Report {
     pub aborted: Vec<String>,
     /// Executions started (ARN attached).
     pub started: Vec<String>,
+    /// Rollback executions added to failed runs (started like any other).
+    pub rollbacks: Vec<String>,
     /// Claims put back to waiting because their start failed; the sweep or the
     /// next event retries them.
     pub released: Vec<String>,
@@ -221,12 +223,12 @@ where
         description: &str,
         report: &mut Report,
     ) {
-        let status = CommitStatus::new(
-            &execution.commit_id,
-            state,
-            &context::deploy_unit(execution.cfg_path.as_str()),
-            description,
-        );
+        let context = if execution.is_rollback {
+            context::rollback_unit(execution.cfg_path.as_str())
+        } else {
+            context::deploy_unit(execution.cfg_path.as_str())
+        };
+        let status = CommitStatus::new(&execution.commit_id, state, &context, description);
         self.post_status(&status, report).await;
     }
 
@@ -251,6 +253,9 @@ where
             if !progress.is_done() {
                 return Ok(());
             }
+            if progress.failed > 0 && self.add_rollbacks(run_id, report).await? {
+                continue;
+            }
             let RunFinish { finished, next_run } =
                 self.metadb.finish_run(run_id).await.map_err(metadb_err)?;
             let Some(status) = finished else {
@@ -268,6 +273,47 @@ where
         Err(TriggerError::TooManyRuns(
             self.config.max_runs_per_invocation,
         ))
+    }
+
+    /// A failed run whose units created new provider resources gets rollback
+    /// executions before it finishes; true when some were added.
+    async fn add_rollbacks(
+        &self,
+        run_id: RunId,
+        report: &mut Report,
+    ) -> Result<bool, TriggerError> {
+        let executions = self.metadb.executions(run_id).await.map_err(metadb_err)?;
+        let rollbacks = plan_rollbacks(&executions);
+        if rollbacks.is_empty() {
+            return Ok(false);
+        }
+        let added = self
+            .metadb
+            .add_rollbacks(run_id, &rollbacks)
+            .await
+            .map_err(metadb_err)?;
+        let commit = executions
+            .first()
+            .map(|e| e.commit_id.clone())
+            .unwrap_or_default();
+        for rollback in rollbacks
+            .iter()
+            .filter(|r| added.contains(&r.execution.execution_id))
+        {
+            let status = CommitStatus::new(
+                &commit,
+                StatusState::Pending,
+                &context::rollback_unit(rollback.execution.cfg_path.as_str()),
+                &format!(
+                    "waiting to destroy {} new resource(s)",
+                    rollback.resources.len()
+                ),
+            );
+            self.post_status(&status, report).await;
+        }
+        let any = !added.is_empty();
+        report.rollbacks.extend(added);
+        Ok(any)
     }
 
     async fn start_ready(&self, run_id: RunId, report: &mut Report) -> Result<(), TriggerError> {

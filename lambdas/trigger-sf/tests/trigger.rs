@@ -298,6 +298,144 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     t.drop_db().await;
 }
 
+/// a → b and an independent c, in an account whose destroys of the same run
+/// must not disturb the rollbacks' account counters: a and b create new provider
+/// resources, c fails; the run rolls back b, then a, and only then finishes.
+#[tokio::test]
+async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let mut destroy = exec("rb-gone", "dev", &[]);
+    destroy.action = live_ci_core::deploy::Action::Destroy;
+    let new = run(
+        "rb",
+        4,
+        vec![
+            exec("rb-a", "dev", &[]),
+            exec("rb-b", "dev", &["rb-a"]),
+            exec("rb-c", "dev", &[]),
+            destroy,
+        ],
+    );
+    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    let mut started = r.started.clone();
+    started.sort();
+    assert_eq!(started, ["rb-a", "rb-c", "rb-gone"]);
+    assert!(
+        h.metadb()
+            .record_new_resources("rb-a", &["null_resource.a".into()])
+            .await
+            .unwrap()
+    );
+    h.handle(&ended("rb-gone", "SUCCEEDED", None))
+        .await
+        .unwrap();
+    let r = h.handle(&ended("rb-a", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.started, ["rb-b"]);
+    let resources = vec!["null_resource.b[\"x\"]".to_string()];
+    assert!(
+        h.metadb()
+            .record_new_resources("rb-b", &resources)
+            .await
+            .unwrap()
+    );
+    let r = h.handle(&ended("rb-b", "SUCCEEDED", None)).await.unwrap();
+    assert!(r.rollbacks.is_empty() && r.finished.is_empty(), "{r:?}");
+
+    // The failure ends the original work: rollbacks are added and started,
+    // the run keeps the merge lock.
+    let r = h
+        .handle(&ended("rb-c", "FAILED", Some("ApplyFailed")))
+        .await
+        .unwrap();
+    let mut rollbacks = r.rollbacks.clone();
+    rollbacks.sort();
+    assert_eq!(rollbacks, ["rb-a-rb", "rb-b-rb"]);
+    assert_eq!(r.started, ["rb-b-rb"], "dependents first");
+    assert!(r.finished.is_empty());
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(run_id));
+    let b = h.metadb().execution("rb-b-rb").await.unwrap().unwrap();
+    assert!(b.is_rollback);
+    assert_eq!(b.action, live_ci_core::deploy::Action::Destroy);
+    assert_eq!(b.new_resources, resources);
+    assert_eq!(
+        b.plan_command,
+        "terragrunt plan --terragrunt-working-dir dev/rb-b -destroy -target='null_resource.b[\"x\"]'"
+    );
+    assert_eq!(b.wait_accounts, Vec::<String>::new());
+    let (_, input) = engine(&h).starts.lock().unwrap().last().unwrap().clone();
+    let input: SfnInput = serde_json::from_str(&input).unwrap();
+    assert!(input.is_rollback);
+    assert_eq!(input.new_resources, resources);
+
+    // A repeated failure event plans nothing twice.
+    let r = h
+        .handle(&ended("rb-c", "FAILED", Some("ApplyFailed")))
+        .await
+        .unwrap();
+    assert!(r.rollbacks.is_empty() && r.started.is_empty(), "{r:?}");
+
+    let r = h
+        .handle(&ended("rb-b-rb", "SUCCEEDED", None))
+        .await
+        .unwrap();
+    assert_eq!(r.started, ["rb-a-rb"]);
+    let r = h
+        .handle(&ended("rb-a-rb", "SUCCEEDED", None))
+        .await
+        .unwrap();
+    assert!(r.rollbacks.is_empty(), "a rollback is never rolled back");
+    assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let rollback: Vec<_> = statuses
+        .iter()
+        .filter(|s| s.context == context::rollback_unit("dev/rb-a"))
+        .map(|s| s.state)
+        .collect();
+    assert_eq!(
+        rollback,
+        [
+            StatusState::Pending,
+            StatusState::Pending,
+            StatusState::Success
+        ]
+    );
+    t.drop_db().await;
+}
+
+/// Without new resources a failed run finishes at once, and a run that never
+/// failed is not rolled back even when it recorded new resources.
+#[tokio::test]
+async fn only_failed_runs_with_new_resources_roll_back() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "ok", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    for unit in ["ok-a", "ok-b", "ok-c"] {
+        assert!(
+            h.metadb()
+                .record_new_resources(unit, &["null_resource.x".into()])
+                .await
+                .unwrap()
+        );
+        h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
+    }
+    let run = h.metadb().run(run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    let ids: Vec<_> = h
+        .metadb()
+        .executions(run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.is_rollback)
+        .collect();
+    assert!(ids.is_empty());
+    t.drop_db().await;
+}
+
 #[tokio::test]
 async fn a_duplicate_event_changes_nothing() {
     let t = TestDb::new().await;

@@ -3,8 +3,10 @@
 //! votes, and the checks a run must pass before anything is written.
 
 mod execution_id;
+mod rollback;
 mod validate;
 
+pub use rollback::{NewRollback, destroy_targets, plan_rollbacks, rollback_execution_id};
 pub use validate::validate_executions;
 
 use serde::{Deserialize, Serialize};

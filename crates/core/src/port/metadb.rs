@@ -7,8 +7,8 @@ use std::future::Future;
 
 use crate::account::Account;
 use crate::deploy::{
-    CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRun, Outcome, RunFinish, RunId,
-    RunProgress, RunRecord, Tally, Vote, VoteOutcome,
+    CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
+    RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
 
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
@@ -100,6 +100,17 @@ pub trait Metadb: Send + Sync {
         execution_id: &str,
         resources: &[String],
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Adds rollback executions ([`crate::deploy::plan_rollbacks`]) to a
+    /// running run whose other executions have all ended, after the same checks
+    /// as a new run's executions, in one transaction. Returns the execution ids
+    /// added: none when the run is not running, still has executions waiting or
+    /// running, or already has rollbacks (repeats add nothing).
+    fn add_rollbacks(
+        &self,
+        run_id: RunId,
+        rollbacks: &[NewRollback],
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
 
     fn run_progress(
         &self,

@@ -107,6 +107,11 @@ pub mod context {
     pub fn deploy_unit(cfg_path: &str) -> String {
         format!("{DEPLOY} {cfg_path}")
     }
+
+    /// The rollback of one unit's new provider resources after a failed run.
+    pub fn rollback_unit(cfg_path: &str) -> String {
+        format!("live-ci: rollback {cfg_path}")
+    }
 }
 
 /// An open pull request, as far as the merge lock needs to know it.

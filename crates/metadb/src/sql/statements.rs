@@ -23,17 +23,19 @@ pub const INSERT_EXECUTIONS: &str = "\
 INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps, action,
     plan_command, apply_command, new_providers, account_name, account_path, account_deps,
     voters, min_approval_count, min_rejection_count, plan_role_arn, apply_role_arn,
-    priority, wait_for, wait_accounts, pending_deps)
+    priority, wait_for, wait_accounts, pending_deps, new_resources)
 SELECT :run_id, x.execution_id, x.seq, x.is_rollback, x.cfg_path, x.cfg_deps, x.action,
     x.plan_command, x.apply_command, x.new_providers, x.account_name, x.account_path,
     x.account_deps, x.voters, x.min_approval_count, x.min_rejection_count, x.plan_role_arn,
-    x.apply_role_arn, x.priority, x.wait_for, x.wait_accounts, jsonb_array_length(x.wait_for)
+    x.apply_role_arn, x.priority, x.wait_for, x.wait_accounts, jsonb_array_length(x.wait_for),
+    coalesce(x.new_resources, '[]')
 FROM jsonb_to_recordset(CAST(:executions AS jsonb)) AS x(
     execution_id text, seq integer, is_rollback boolean, cfg_path text, cfg_deps jsonb,
     action text, plan_command text, apply_command text, new_providers jsonb,
     account_name text, account_path text, account_deps jsonb, voters jsonb,
     min_approval_count integer, min_rejection_count integer, plan_role_arn text,
-    apply_role_arn text, priority double precision, wait_for jsonb, wait_accounts jsonb)";
+    apply_role_arn text, priority double precision, wait_for jsonb, wait_accounts jsonb,
+    new_resources jsonb)";
 
 /// Directory edges from each execution's `wait_for` list. An id that names no
 /// execution of the run produces no edge: the caller compares the count.
@@ -44,6 +46,28 @@ FROM executions e
 CROSS JOIN LATERAL jsonb_array_elements_text(e.wait_for) AS w(execution_id)
 JOIN executions d ON d.execution_id = w.execution_id AND d.run_id = e.run_id
 WHERE e.run_id = :run_id";
+
+/// The edges of a run's rollbacks, added after its other executions ended.
+pub const INSERT_ROLLBACK_DEPS: &str = "\
+INSERT INTO execution_deps (execution, depends_on)
+SELECT e.id, d.id
+FROM executions e
+CROSS JOIN LATERAL jsonb_array_elements_text(e.wait_for) AS w(execution_id)
+JOIN executions d ON d.execution_id = w.execution_id AND d.run_id = e.run_id
+WHERE e.run_id = :run_id AND e.is_rollback";
+
+/// Rollbacks are added under the run's row lock, so two callers cannot both
+/// find the run without rollbacks.
+pub const LOCK_RUN_FOR_ROLLBACK: &str = "\
+SELECT run_id::text FROM runs WHERE run_id = :run_id AND status = 'running' FOR UPDATE";
+
+/// Read after the run's row lock is held (a fresh snapshot in READ COMMITTED).
+pub const ROLLBACK_GUARD: &str = "\
+SELECT json_build_object(
+    'open', count(*) FILTER (WHERE status IN ('waiting', 'running')),
+    'rollbacks', count(*) FILTER (WHERE is_rollback),
+    'next_seq', coalesce(max(seq) + 1, 0))::text
+FROM executions WHERE run_id = :run_id";
 
 pub const INSERT_RUN_ACCOUNTS: &str = "\
 INSERT INTO run_accounts (run_id, account_name, action, remaining)
@@ -151,7 +175,7 @@ SET status = :status, status_reason = CAST(:reason AS text),
     finished_at = clock_timestamp(), updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status = 'running'
 RETURNING json_build_object('id', id, 'run_id', run_id, 'account_name', account_name,
-                            'action', action)::text";
+                            'action', action, 'is_rollback', is_rollback)::text";
 
 pub const EXECUTION_STATUS: &str = "\
 SELECT json_build_object('id', id, 'run_id', run_id, 'status', status)::text
