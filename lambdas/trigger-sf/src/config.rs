@@ -19,6 +19,10 @@ pub struct HandlerConfig {
     pub sweep_limit: u32,
     /// Runs one invocation may finish in a row (each hands the lock on).
     pub max_runs_per_invocation: usize,
+    /// The commit status config parameter (`CommitStatusConfig` JSON): its
+    /// `Apply` switch turns the per-unit deploy and rollback statuses off.
+    /// Without it every status is posted.
+    pub commit_status_config_param: Option<String>,
 }
 
 impl HandlerConfig {
@@ -32,6 +36,7 @@ impl HandlerConfig {
             stale_claim_secs: 300,
             sweep_limit: 100,
             max_runs_per_invocation: 50,
+            commit_status_config_param: None,
         }
     }
 }
@@ -66,6 +71,7 @@ impl Config {
             handler.trunk_branch = trunk;
         }
         handler.stale_claim_secs = env.number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
+        handler.commit_status_config_param = opt("COMMIT_STATUS_CONFIG_SSM_KEY");
         let metadb = MetadbConfig::from_settings(&env)?;
         let github_token_param = opt("GITHUB_TOKEN_SSM_KEY");
         let repository = opt("REPO_FULL_NAME");

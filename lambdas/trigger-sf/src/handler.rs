@@ -5,7 +5,7 @@ use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
+use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
 use live_ci_workflow::outcome::{FailedStep, Outcome as Ended};
 use serde::Serialize;
 
@@ -85,7 +85,13 @@ pub struct TriggerSf<M, W, P, G> {
     engine: W,
     params: P,
     github: Option<G>,
+    /// The commit status config as last read, and when: it is editable without
+    /// a deploy, so a warm container re-reads it after [`STATUS_CONFIG_TTL`].
+    status_config: std::sync::Mutex<Option<(std::time::Instant, CommitStatusConfig)>>,
 }
+
+/// How long a warm container trusts the commit status config it read.
+pub const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl<M, W, P, G> TriggerSf<M, W, P, G>
 where
@@ -101,6 +107,7 @@ where
             engine,
             params,
             github,
+            status_config: std::sync::Mutex::new(None),
         }
     }
 
@@ -214,6 +221,38 @@ where
         Ok(())
     }
 
+    /// Whether per-unit statuses are on (`Apply` of the commit status config).
+    /// An unreadable config is a warning and counts as on: a status too many
+    /// beats a deployment nobody can follow.
+    async fn unit_statuses_enabled(&self, report: &mut Report) -> bool {
+        let Some(param) = &self.config.commit_status_config_param else {
+            return true;
+        };
+        let cached = self.status_config.lock().ok().and_then(|c| *c);
+        if let Some((read_at, config)) = cached
+            && read_at.elapsed() < STATUS_CONFIG_TTL
+        {
+            return config.apply;
+        }
+        let read = match self.params.get(param).await {
+            Ok(json) => CommitStatusConfig::parse(&json),
+            Err(e) => Err(format!("reading {param:?}: {e}")),
+        };
+        match read {
+            Ok(config) => {
+                if let Ok(mut cache) = self.status_config.lock() {
+                    *cache = Some((std::time::Instant::now(), config));
+                }
+                config.apply
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "commit status config");
+                report.warnings.push(e);
+                true
+            }
+        }
+    }
+
     /// Posts one unit's status on its merge commit. Statuses are advisory: a
     /// GitHub outage must not stop the deployment, so failures become warnings.
     async fn unit_status(
@@ -223,6 +262,9 @@ where
         description: &str,
         report: &mut Report,
     ) {
+        if self.github.is_none() || !self.unit_statuses_enabled(report).await {
+            return;
+        }
         let context = if execution.is_rollback {
             context::rollback_unit(execution.cfg_path.as_str())
         } else {
@@ -296,9 +338,10 @@ where
             .first()
             .map(|e| e.commit_id.clone())
             .unwrap_or_default();
+        let post = self.github.is_some() && self.unit_statuses_enabled(report).await;
         for rollback in rollbacks
             .iter()
-            .filter(|r| added.contains(&r.execution.execution_id))
+            .filter(|r| post && added.contains(&r.execution.execution_id))
         {
             let status = CommitStatus::new(
                 &commit,
@@ -468,6 +511,12 @@ where
                 self.record(&execution, &ended, report).await?;
                 runs.push(execution.run_id);
             }
+        }
+        // The run holding the lock is advanced too: an invocation lost between
+        // recording its last execution and finishing the run would otherwise
+        // keep the lock forever.
+        if let Some(run_id) = self.metadb.merge_lock().await.map_err(metadb_err)?.run_id {
+            runs.push(run_id);
         }
         runs.sort_unstable();
         runs.dedup();

@@ -556,3 +556,74 @@ async fn the_sweep_starts_claims_whose_start_was_lost() {
     assert!(r.started.is_empty() && r.released.is_empty(), "{r:?}");
     t.drop_db().await;
 }
+
+/// An invocation lost after the last execution was recorded leaves a run with
+/// nothing open that still holds the lock: the sweep finishes it.
+#[tokio::test]
+async fn the_sweep_finishes_a_run_whose_finish_was_lost() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "lost", 7).await;
+    for unit in ["lost-a", "lost-b", "lost-c"] {
+        let claimed = h.metadb().claim_ready(run_id, 10).await.unwrap();
+        assert_eq!(claimed[0].execution_id, unit);
+        h.metadb()
+            .record_finished(unit, live_ci_core::deploy::Outcome::Succeeded, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(run_id));
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.finished, [(run_id, RunStatus::Succeeded)]);
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    t.drop_db().await;
+}
+
+/// `"Apply": false` in the commit status config turns the per-unit statuses
+/// off; the run's own status stays. A config that cannot be read is a warning
+/// and statuses stay on.
+#[tokio::test]
+async fn the_commit_status_config_turns_unit_statuses_off() {
+    let t = TestDb::new().await;
+    let h = handler_with(&t, |c| {
+        c.commit_status_config_param = Some("/live-ci/statuses".into())
+    })
+    .await;
+    h.params()
+        .put("/live-ci/statuses", r#"{"Apply": false}"#)
+        .await
+        .unwrap();
+    let run_id = chain(&h, "quiet", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    for unit in ["quiet-a", "quiet-b", "quiet-c"] {
+        h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
+    }
+    let contexts: Vec<String> = h
+        .github()
+        .unwrap()
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.sha == "quiet")
+        .map(|s| s.context.clone())
+        .collect();
+    assert_eq!(contexts, [context::DEPLOY]);
+
+    let t2 = TestDb::new().await;
+    let h = handler_with(&t2, |c| {
+        c.commit_status_config_param = Some("/live-ci/missing".into())
+    })
+    .await;
+    let run_id = chain(&h, "loud", 7).await;
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert!(
+        r.warnings.iter().any(|w| w.contains("/live-ci/missing")),
+        "{r:?}"
+    );
+    let posted = h.github().unwrap().0.lock().unwrap().len();
+    assert_eq!(posted, 1, "the started unit's status is posted anyway");
+    t.drop_db().await;
+    t2.drop_db().await;
+}
