@@ -1,5 +1,8 @@
-//! Test support shared by the crates' integration tests: the project's
-//! LocalStack, started once per test process through `scripts/localstack.sh`.
+//! Test support shared by the crates' integration tests and the demo: the
+//! project's LocalStack, started once per test process through
+//! `scripts/localstack.sh`, and [`github::FakeGitHub`].
+
+pub mod github;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,0 +1,232 @@
+//! A stateful stand-in for the GitHub REST API, for what cannot run here: the
+//! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
+//! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
+//! pull-request files, open pull requests, issue comments), keeps what they
+//! wrote, and answers anything else with 404 so an unexpected call fails the
+//! caller loudly. Built on wiremock's server, which records every request for
+//! exact assertions.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
+
+/// A commit status as posted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedStatus {
+    /// From the URL, not the body.
+    #[serde(default)]
+    pub sha: String,
+    pub state: String,
+    pub context: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub target_url: Option<String>,
+}
+
+/// An issue comment as it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    pub issue: u64,
+    pub body: String,
+}
+
+/// A pull request the fake knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakePullRequest {
+    pub number: u64,
+    pub head_sha: String,
+    pub base: String,
+    pub files: Vec<String>,
+    pub open: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    pulls: BTreeMap<u64, FakePullRequest>,
+    statuses: Vec<PostedStatus>,
+    comments: Vec<Comment>,
+    next_comment: u64,
+}
+
+/// The running fake; dropping it stops the server.
+#[derive(Debug)]
+pub struct FakeGitHub {
+    server: MockServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeGitHub {
+    /// Serves `repository` (`owner/name`) on a free local port.
+    pub async fn start(repository: &str) -> Self {
+        let state = Arc::new(Mutex::new(State {
+            next_comment: 1,
+            ..State::default()
+        }));
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(Api {
+                prefix: format!("/repos/{repository}/"),
+                state: state.clone(),
+            })
+            .mount(&server)
+            .await;
+        FakeGitHub { server, state }
+    }
+
+    /// The API base URL (`GITHUB_API_URL`).
+    pub fn url(&self) -> String {
+        self.server.uri()
+    }
+
+    pub fn add_pull_request(&self, pr: FakePullRequest) {
+        lock(&self.state).pulls.insert(pr.number, pr);
+    }
+
+    /// Closes (merges) a pull request: it leaves the open list.
+    pub fn close_pull_request(&self, number: u64) {
+        if let Some(pr) = lock(&self.state).pulls.get_mut(&number) {
+            pr.open = false;
+        }
+    }
+
+    /// Every status posted, in order.
+    pub fn statuses(&self) -> Vec<PostedStatus> {
+        lock(&self.state).statuses.clone()
+    }
+
+    /// The latest status of each context on `sha`, by context.
+    pub fn latest_statuses(&self, sha: &str) -> BTreeMap<String, PostedStatus> {
+        let mut latest = BTreeMap::new();
+        for status in lock(&self.state).statuses.iter().filter(|s| s.sha == sha) {
+            latest.insert(status.context.clone(), status.clone());
+        }
+        latest
+    }
+
+    pub fn comments(&self, issue: u64) -> Vec<Comment> {
+        lock(&self.state)
+            .comments
+            .iter()
+            .filter(|c| c.issue == issue)
+            .cloned()
+            .collect()
+    }
+
+    /// Every request received, for exact assertions.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+}
+
+/// A poisoned lock only means another responder panicked; the data is fine.
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Api {
+    prefix: String,
+    state: Arc<Mutex<State>>,
+}
+
+fn not_found(what: &str) -> ResponseTemplate {
+    ResponseTemplate::new(404).set_body_json(json!({ "message": format!("Not Found: {what}") }))
+}
+
+impl Respond for Api {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let path = request.url.path();
+        let Some(rest) = path.strip_prefix(&self.prefix) else {
+            return not_found(path);
+        };
+        let segments: Vec<&str> = rest.split('/').collect();
+        let method = request.method.as_str();
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let mut state = lock(&self.state);
+        match (method, segments.as_slice()) {
+            ("POST", ["statuses", sha]) => {
+                // GitHub refuses a status without state or context: so does the fake.
+                let mut status: PostedStatus = match serde_json::from_value(body) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return ResponseTemplate::new(422)
+                            .set_body_json(json!({ "message": e.to_string() }));
+                    }
+                };
+                status.sha = (*sha).to_owned();
+                state.statuses.push(status.clone());
+                ResponseTemplate::new(201).set_body_json(json!({
+                    "state": status.state, "context": status.context,
+                    "description": status.description, "target_url": status.target_url,
+                }))
+            }
+            ("GET", ["pulls", number, "files"]) => {
+                match number.parse().ok().and_then(|n: u64| state.pulls.get(&n)) {
+                    Some(pr) => ResponseTemplate::new(200).set_body_json(
+                        pr.files
+                            .iter()
+                            .map(|f| json!({ "filename": f, "status": "modified" }))
+                            .collect::<Vec<_>>(),
+                    ),
+                    None => not_found(path),
+                }
+            }
+            ("GET", ["pulls"]) => {
+                let base = request
+                    .url
+                    .query_pairs()
+                    .find(|(k, _)| k == "base")
+                    .map(|(_, v)| v.into_owned());
+                let open: Vec<Value> = state
+                    .pulls
+                    .values()
+                    .filter(|pr| pr.open && base.as_ref().is_none_or(|b| *b == pr.base))
+                    .map(|pr| {
+                        json!({
+                            "number": pr.number,
+                            "head": { "sha": pr.head_sha, "ref": format!("pr-{}", pr.number) },
+                            "base": { "sha": "", "ref": pr.base },
+                        })
+                    })
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(open)
+            }
+            ("GET", ["issues", number, "comments"]) => {
+                let issue: u64 = number.parse().unwrap_or(0);
+                let comments: Vec<Value> = state
+                    .comments
+                    .iter()
+                    .filter(|c| c.issue == issue)
+                    .map(|c| json!({ "id": c.id, "body": c.body }))
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(comments)
+            }
+            ("POST", ["issues", number, "comments"]) => {
+                let id = state.next_comment;
+                state.next_comment += 1;
+                let comment = Comment {
+                    id,
+                    issue: number.parse().unwrap_or(0),
+                    body: body["body"].as_str().unwrap_or_default().to_owned(),
+                };
+                state.comments.push(comment);
+                ResponseTemplate::new(201).set_body_json(json!({ "id": id }))
+            }
+            ("PATCH", ["issues", "comments", id]) => {
+                let id: u64 = id.parse().unwrap_or(0);
+                match state.comments.iter_mut().find(|c| c.id == id) {
+                    Some(comment) => {
+                        comment.body = body["body"].as_str().unwrap_or_default().to_owned();
+                        ResponseTemplate::new(200).set_body_json(json!({ "id": id }))
+                    }
+                    None => not_found(path),
+                }
+            }
+            _ => not_found(path),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The GitHub fake answers the project's own GitHub client the way GitHub
+//! does, and keeps what it wrote.
+#![allow(clippy::unwrap_used)]
+
+use live_ci_core::status::{CommitStatus, GitHost, StatusState};
+use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+
+#[tokio::test]
+async fn statuses_files_pull_requests_and_comments_round_trip() {
+    let fake = FakeGitHub::start("acme/live").await;
+    fake.add_pull_request(FakePullRequest {
+        number: 42,
+        head_sha: "abc".into(),
+        base: "main".into(),
+        files: vec!["dev/vpc/terragrunt.hcl".into()],
+        open: true,
+    });
+    let client = GitHubClient::new(GitHubConfig {
+        api_base: fake.url(),
+        repository: "acme/live".into(),
+        token: "t".into(),
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+
+    let status = CommitStatus::new("abc", StatusState::Pending, "live-ci: x", "planning")
+        .with_target_url("https://logs/1");
+    client.set_status(&status).await.unwrap();
+    let latest = fake.latest_statuses("abc");
+    assert_eq!(latest["live-ci: x"].state, "pending");
+    assert_eq!(
+        latest["live-ci: x"].target_url.as_deref(),
+        Some("https://logs/1")
+    );
+
+    assert_eq!(
+        client.pull_request_files(42).await.unwrap(),
+        ["dev/vpc/terragrunt.hcl"]
+    );
+    assert!(client.pull_request_files(7).await.is_err());
+    let open = client.open_pull_requests("main").await.unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].head_sha, "abc");
+    fake.close_pull_request(42);
+    assert!(client.open_pull_requests("main").await.unwrap().is_empty());
+
+    client
+        .upsert_comment(42, "<!-- m -->", "one")
+        .await
+        .unwrap();
+    client
+        .upsert_comment(42, "<!-- m -->", "two")
+        .await
+        .unwrap();
+    let comments = fake.comments(42);
+    assert_eq!(comments.len(), 1, "updated, not duplicated");
+    assert!(comments[0].body.ends_with("two"), "{comments:?}");
+
+    let requests = fake.requests().await;
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.headers.get("authorization").is_some())
+    );
+}
