@@ -24,6 +24,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Apply the metadb's migrations (idempotent; safe to run concurrently).
     Migrate(MigrateArgs),
+    /// A deployment run's units and statuses from the metadb (--watch: live).
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -133,4 +135,25 @@ pub struct MigrateArgs {
     /// The metadb's PostgreSQL URL (postgres://user@host:port/db).
     #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The metadb's PostgreSQL URL (postgres://user@host:port/db).
+    #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// The run to show. Default: the run holding the merge lock.
+    #[arg(long, conflicts_with = "commit")]
+    pub run: Option<i64>,
+    /// The run of this merge commit.
+    #[arg(long)]
+    pub commit: Option<String>,
+    /// Redraw as the run advances, until it has finished.
+    #[arg(long)]
+    pub watch: bool,
+    /// How often --watch reads the metadb.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub interval_ms: u64,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
 }

@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Find(a) => commands::find::run(a),
         Command::Plan(a) => commands::plan::run(a),
         Command::Migrate(a) => commands::migrate::run(a),
+        Command::Status(a) => commands::status::run(a),
     };
     let mut stderr = std::io::stderr().lock();
     match result {

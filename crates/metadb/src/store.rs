@@ -433,6 +433,14 @@ impl<S: Sql> Metadb for Store<S> {
         decode_first(q::RUN_BY_ID, &rows)
     }
 
+    async fn run_by_commit(&self, commit_id: &str) -> Result<Option<RunRecord>> {
+        let rows = self
+            .sql
+            .query(q::RUN_BY_COMMIT, &[("commit_id", Param::text(commit_id))])
+            .await?;
+        decode_first(q::RUN_BY_COMMIT, &rows)
+    }
+
     async fn execution(&self, execution_id: &str) -> Result<Option<ExecutionRecord>> {
         let rows = self
             .sql

@@ -5,3 +5,4 @@ pub mod find;
 pub mod graph;
 pub mod migrate;
 pub mod plan;
+pub mod status;

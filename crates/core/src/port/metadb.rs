@@ -37,6 +37,12 @@ pub trait Metadb: Send + Sync {
         run_id: RunId,
     ) -> impl Future<Output = Result<Option<RunRecord>, Self::Error>> + Send;
 
+    /// The run of a merge commit, if one was created.
+    fn run_by_commit(
+        &self,
+        commit_id: &str,
+    ) -> impl Future<Output = Result<Option<RunRecord>, Self::Error>> + Send;
+
     fn execution(
         &self,
         execution_id: &str,
