@@ -17,6 +17,7 @@ moto models one container per task, so only the first container definition runs.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import subprocess
@@ -34,6 +35,7 @@ from localstack.aws.spec import load_service
 from localstack.constants import INTERNAL_AWS_SECRET_ACCESS_KEY
 from localstack.services.moto import call_moto, call_moto_with_request, dispatch_to_moto
 from localstack.services.plugins import Service, ServiceLifecycleHook
+from moto.ec2.models import ec2_backends
 from moto.ecs.models import EC2ContainerServiceBackend, Task, ecs_backends
 from moto.moto_api import state_manager
 
@@ -50,6 +52,31 @@ LOG_BATCH_LINES = 500
 
 def _proxy(context: RequestContext, _request: ServiceRequest) -> Any:
     return dispatch_to_moto(context)
+
+
+_PATCHED = False
+MEMORY_KEYS = ("memory", "memoryReservation", "Memory", "MemoryReservation")
+
+
+def patch_moto() -> None:
+    """moto sums container-level memory to place a task and fails (None + int) on a
+    Fargate task definition whose containers leave memory to the task level, which is
+    the usual Fargate (and Terraform) shape. Count such containers as 0 MiB."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    original = EC2ContainerServiceBackend._calculate_task_resource_requirements
+
+    def requirements(task_definition: Any) -> dict[str, Any]:
+        view = copy.copy(task_definition)
+        view.container_definitions = [
+            d if any(d.get(k) is not None for k in MEMORY_KEYS) else {**d, "memory": 0}
+            for d in task_definition.container_definitions
+        ]
+        return original(view)
+
+    EC2ContainerServiceBackend._calculate_task_resource_requirements = staticmethod(requirements)  # type: ignore[method-assign]
+    _PATCHED = True
 
 
 class TaskProcess:
@@ -207,6 +234,33 @@ class TaskProcess:
             self.process.terminate()
 
 
+def localize_network(context: RequestContext, request: ServiceRequest) -> ServiceRequest:
+    """Make an awsvpc network configuration acceptable to moto.
+
+    moto creates an ENI in the named subnet and needs `securityGroups` (optional in
+    AWS). Locally the network is meaningless (tasks are host processes), so a subnet
+    moto's EC2 does not know (e.g. placeholder ids in a local Terraform example) is
+    replaced by one of its default subnets instead of failing the task.
+    """
+    network = (request.get("networkConfiguration") or {}).get("awsvpcConfiguration")
+    if not network:
+        return request
+    ec2 = ec2_backends[context.account_id][context.region]
+    subnets = []
+    for subnet_id in network.get("subnets") or []:
+        try:
+            ec2.get_subnet(subnet_id)
+            subnets.append(subnet_id)
+        except Exception:  # noqa: BLE001 - moto raises its own InvalidSubnetIdError
+            LOG.info("ECS RunTask: subnet %s is unknown locally, using a default subnet", subnet_id)
+    if not subnets:
+        default = next((s for zone in ec2.subnets.values() for s in zone.values()), None)
+        if default is not None:
+            subnets = [default.id]
+    network = {**network, "subnets": subnets, "securityGroups": network.get("securityGroups") or []}
+    return {**request, "networkConfiguration": {**request["networkConfiguration"], "awsvpcConfiguration": network}}
+
+
 class EcsAgent(ServiceLifecycleHook):
     def __init__(self) -> None:
         # moto's default moves a task straight to STOPPED on the first describe; the
@@ -234,6 +288,7 @@ class EcsAgent(ServiceLifecycleHook):
     def run_task(self, context: RequestContext, request: ServiceRequest) -> Any:
         backend = ecs_backends[context.account_id][context.region]
         cluster = backend._get_cluster(request.get("cluster") or "default")
+        request = localize_network(context, request)
         if (
             not request.get("launchType")
             and not request.get("capacityProviderStrategy")
@@ -242,9 +297,7 @@ class EcsAgent(ServiceLifecycleHook):
             # Without registered container instances moto can place only Fargate tasks
             # (EC2 ones fail with "No instances found"); locally they are all processes.
             request = {**request, "launchType": "FARGATE"}
-            response = call_moto_with_request(context, request)
-        else:
-            response = call_moto(context)
+        response = call_moto_with_request(context, request)
         for described in response.get("tasks", []):
             task = backend.tasks.get(cluster.name, {}).get(described["taskArn"])
             if task is None:
@@ -281,6 +334,7 @@ class EcsAgent(ServiceLifecycleHook):
 
 
 def create_service() -> Service:
+    patch_moto()
     spec = load_service("ecs")
     agent = EcsAgent()
     table: DispatchTable = {name: _proxy for name in spec.operation_names}
