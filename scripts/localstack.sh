@@ -183,6 +183,11 @@ start() {
     echo '{}' >"$image_map"
   fi
   cp "$mock_src" "$mock"
+  # LocalStack's temp dir (unzipped Lambda code, also the functions' and tasks' TMPDIR)
+  # lives with its state and starts empty: Lambda code caches would otherwise pile up
+  # in /tmp across runs.
+  rm -rf "$state/tmp"
+  mkdir -p "$state/tmp"
   local use_port="$port"
   if port_busy "$use_port"; then
     use_port="$(free_port)"
@@ -201,7 +206,7 @@ start() {
       LOCALSTACK_HOST="localhost.localstack.cloud:$use_port" SQS_DISABLE_CLOUDWATCH_METRICS=1 \
       DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 \
       LOCALSTACK_VOLUME_DIR="$state/volume" CONFIG_DIR="$state/config" \
-      HOME="$state/home" SFN_MOCK_CONFIG="$mock" \
+      HOME="$state/home" TMPDIR="$state/tmp" SFN_MOCK_CONFIG="$mock" \
       LAMBDA_RUNTIME_EXECUTOR=live-ci-process LIVE_CI_LOCALCLOUD_DIR="$plugin_state" \
       LIVE_CI_LOCALCLOUD_OWNER="$plugin_state" LIVE_CI_LOCAL_IMAGE_MAP="$image_map" \
       setsid "$venv/bin/python" -m localstack.runtime.main
