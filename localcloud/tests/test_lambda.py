@@ -203,3 +203,56 @@ def test_runtimes_other_than_provided_fail_clearly(aws: Callable[[str], Any], ro
     assert "only provided.*" in config["StateReason"]
     # Not deleted: LocalStack 2026.3.0 fails DeleteFunction of a Failed function
     # ("Unable to find version manager"); it costs nothing to leave it.
+
+
+def wait_for_event(out_dir: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        for path in out_dir.glob("*.json"):
+            event = json.loads(path.read_text())
+            if match(event):
+                return event
+        return None
+
+    return wait_for("the event to reach the bootstrap", found)
+
+
+def test_async_invoke_reaches_the_function(aws: Callable[[str], Any], function: str, out_dir: Path, unique: str) -> None:
+    response = aws("lambda").invoke(
+        FunctionName=function, InvocationType="Event", Payload=json.dumps({"async": unique}).encode()
+    )
+    assert response["StatusCode"] == 202
+    assert wait_for_event(out_dir, lambda e: e.get("async") == unique)
+
+
+def test_eventbridge_rule_delivers_to_the_function(
+    aws: Callable[[str], Any], function: str, out_dir: Path, unique: str
+) -> None:
+    events = aws("events")
+    function_arn = aws("lambda").get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    # The shape trigger_sf subscribes to: Step Functions status changes.
+    events.put_rule(
+        Name=unique, EventPattern=json.dumps({"source": ["live-ci.smoke"], "detail-type": ["Smoke Status Change"]})
+    )
+    events.put_targets(Rule=unique, Targets=[{"Id": "fn", "Arn": function_arn}])
+    events.put_events(
+        Entries=[{"Source": "live-ci.smoke", "DetailType": "Smoke Status Change", "Detail": json.dumps({"run": unique})}]
+    )
+    event = wait_for_event(out_dir, lambda e: (e.get("detail") or {}).get("run") == unique)
+    assert event["detail-type"] == "Smoke Status Change"
+
+
+def test_updated_code_runs_in_a_fresh_environment(aws: Callable[[str], Any], role_arn: str, unique: str) -> None:
+    lam = aws("lambda")
+    create_function(aws, unique, role_arn, zipped({"bootstrap": (FIXTURES / "bootstrap").read_text()}))
+    assert invoke(aws, unique, {"v": 1})[0]["echo"] == {"v": 1}
+    # A different program answering the same loop: the new code, not the warm env, must answer.
+    replacement = (FIXTURES / "bootstrap").read_text().replace('{\\"echo\\":$event', '{\\"v2\\":true,\\"echo\\":$event')
+    assert replacement != (FIXTURES / "bootstrap").read_text()
+    lam.update_function_code(FunctionName=unique, ZipFile=zipped({"bootstrap": replacement}))
+    wait_for(
+        "the update to finish",
+        lambda: lam.get_function(FunctionName=unique)["Configuration"]["LastUpdateStatus"] == "Successful",
+    )
+    result, error = invoke(aws, unique, {"v": 2})
+    assert error is None and result.get("v2") is True and result["echo"] == {"v": 2}
+    lam.delete_function(FunctionName=unique)
