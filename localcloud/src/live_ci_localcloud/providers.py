@@ -20,3 +20,10 @@ def sesv2() -> Service:
     from live_ci_localcloud.sesv2 import create_service
 
     return create_service()
+
+
+@aws_provider(api="rds", name="default")
+def rds() -> Service:
+    from live_ci_localcloud.rds import create_service
+
+    return create_service()
