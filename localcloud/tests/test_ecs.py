@@ -99,6 +99,7 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
             "OVERRIDDEN": "override",
             "OUT_FILE": str(out),
             "EXIT_CODE": "3",
+            "METADATA_OUT": str(tmp_path / "metadata.json"),
             "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID",
         },
         ["terra-run", "--unit", "dev/vpc app"],
@@ -122,6 +123,15 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
         "events"
     ]
     assert [e["message"] for e in events] == ["task argv: terra-run --unit dev/vpc app", "task done, exiting 3"]
+    # The task metadata endpoint, as on Fargate: how a task finds its own log stream.
+    metadata = json.loads((tmp_path / "metadata.json").read_text())
+    assert metadata["TaskARN"] == task_arn
+    assert metadata["Cluster"] == cluster
+    assert metadata["KnownStatus"] == "RUNNING"
+    (container,) = metadata["Containers"]
+    assert container["Name"] == "terra-run"
+    assert container["LogOptions"]["awslogs-group"] == "/live-ci/smoke"
+    assert container["LogOptions"]["awslogs-stream"] == f"smoke/terra-run/{task_id}"
 
 
 def test_stop_task_stops_the_process(

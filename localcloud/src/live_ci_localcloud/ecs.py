@@ -7,7 +7,9 @@ the task's first container as a process:
 - argv: the image's executable (see `images.py`), or the container's `entryPoint`,
   followed by the override's command or else the container's command;
 - environment: a few host variables, AWS endpoint/credentials/region for LocalStack,
-  then the container's environment, then the override's (later wins);
+  `ECS_CONTAINER_METADATA_URI_V4` (a task metadata endpoint v4 served by LocalStack:
+  `${uri}` the container, `${uri}/task` the task, with its awslogs stream), then the
+  container's environment, then the override's (later wins);
 - output: `<state>/ecs-tasks/<task-id>.log`, and the CloudWatch Logs group/stream of
   the container's `awslogs` configuration (`<prefix>/<container>/<task-id>`);
 - status: RUNNING while the process runs, then STOPPED with the container's exit
@@ -18,6 +20,7 @@ moto models one container per task, so only the first container definition runs.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 import subprocess
@@ -33,6 +36,8 @@ from localstack.aws.connect import connect_to
 from localstack.aws.skeleton import DispatchTable, Skeleton
 from localstack.aws.spec import load_service
 from localstack.constants import INTERNAL_AWS_SECRET_ACCESS_KEY
+from localstack.http import Request, Response, route
+from localstack.services.edge import ROUTER
 from localstack.services.moto import call_moto, call_moto_with_request, dispatch_to_moto
 from localstack.services.plugins import Service, ServiceLifecycleHook
 from moto.ec2.models import ec2_backends
@@ -46,6 +51,8 @@ from live_ci_localcloud.paths import state_dir
 LOG = logging.getLogger(__name__)
 # Host variables a task process inherits; everything else is the task's own.
 INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
+# The task metadata endpoint v4 (ECS_CONTAINER_METADATA_URI_V4), served by LocalStack.
+METADATA_PREFIX = "/_live_ci/ecs-metadata"
 LOG_FLUSH_SECONDS = 1.0
 LOG_BATCH_LINES = 500
 
@@ -89,10 +96,12 @@ class TaskProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.stop_reason: str | None = None
         self.log_path = state_dir() / "ecs-tasks" / f"{task.id}.log"
+        self.task_definition = backend.describe_task_definition(task.task_definition_arn)
+        self.container = self.task_definition.container_definitions[0]
+        self.cloudwatch = self.cloudwatch_target(self.container, self.container.get("name", ""))
 
     def start(self) -> None:
-        task_definition = self.backend.describe_task_definition(self.task.task_definition_arn)
-        container = task_definition.container_definitions[0]
+        container = self.container
         name = container.get("name", "")
         override = next(
             (o for o in self.task.overrides.get("containerOverrides", []) if o.get("name") == name), {}
@@ -104,7 +113,6 @@ class TaskProcess:
             env.update({item["name"]: str(item.get("value", "")) for item in source})
         env[OWNER_ENV] = str(state_dir())
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.cloudwatch = self.cloudwatch_target(container, name)
         try:
             argv = resolve_command(container.get("image", ""), container.get("entryPoint"), command)
         except ImageResolutionError as e:
@@ -127,6 +135,7 @@ class TaskProcess:
 
     def aws_env(self) -> dict[str, str]:
         region = self.task.region_name
+        port = config.GATEWAY_LISTEN[0].port
         return {
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{config.GATEWAY_LISTEN[0].port}",
             # LocalStack takes a 12-digit access key id as the account id.
@@ -134,7 +143,9 @@ class TaskProcess:
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
-            # What ECS sets for awslogs-less discovery of the task's own identity.
+            # As on Fargate: the task finds its own ARN, cluster and log stream here.
+            "ECS_CONTAINER_METADATA_URI_V4": f"http://127.0.0.1:{port}{METADATA_PREFIX}/{self.task.id}",
+            "ECS_AGENT_URI": f"http://127.0.0.1:{port}{METADATA_PREFIX}/{self.task.id}",
             "ECS_TASK_ARN": self.task.task_arn,
             "ECS_CLUSTER": self.task.cluster_name,
         }
@@ -153,6 +164,53 @@ class TaskProcess:
         prefix = options.get("awslogs-stream-prefix")
         stream = f"{prefix}/{name}/{self.task.id}" if prefix else self.task.id
         return group, stream, options.get("awslogs-region") or self.task.region_name
+
+    def container_metadata(self) -> dict[str, Any]:
+        """The container's entry of the ECS task metadata endpoint v4."""
+        name = self.container.get("name", "")
+        family, revision = self.task_definition.family, str(self.task_definition.revision)
+        container = self.task.containers[0]
+        metadata: dict[str, Any] = {
+            "DockerId": self.task.id,
+            "Name": name,
+            "DockerName": f"ecs-{family}-{revision}-{name}",
+            "Image": self.container.get("image", ""),
+            "Labels": {
+                "com.amazonaws.ecs.cluster": self.task.cluster_arn,
+                "com.amazonaws.ecs.container-name": name,
+                "com.amazonaws.ecs.task-arn": self.task.task_arn,
+                "com.amazonaws.ecs.task-definition-family": family,
+                "com.amazonaws.ecs.task-definition-version": revision,
+            },
+            "DesiredStatus": self.task.desired_status,
+            "KnownStatus": container.last_status,
+            "Type": "NORMAL",
+            "ContainerARN": container.container_arn,
+        }
+        if getattr(container, "exit_code", None) is not None:
+            metadata["ExitCode"] = container.exit_code
+        log_config = self.container.get("logConfiguration") or {}
+        if log_config:
+            metadata["LogDriver"] = log_config.get("logDriver")
+            options = dict(log_config.get("options") or {})
+            if self.cloudwatch is not None:
+                options["awslogs-stream"] = self.cloudwatch[1]
+            metadata["LogOptions"] = options
+        return metadata
+
+    def task_metadata(self) -> dict[str, Any]:
+        """The task metadata endpoint v4's `/task` document."""
+        return {
+            "Cluster": self.task.cluster_arn,
+            "TaskARN": self.task.task_arn,
+            "Family": self.task_definition.family,
+            "Revision": str(self.task_definition.revision),
+            "DesiredStatus": self.task.desired_status,
+            "KnownStatus": self.task.last_status,
+            "LaunchType": self.task.launch_type or "FARGATE",
+            "AvailabilityZone": f"{self.task.region_name}a",
+            "Containers": [self.container_metadata()],
+        }
 
     def set_running(self) -> None:
         now = datetime.now(UTC)
@@ -268,6 +326,23 @@ class EcsAgent(ServiceLifecycleHook):
         state_manager.set_transition("ecs::task", {"progression": "manual", "times": sys.maxsize})
         self.lock = threading.Lock()
         self.tasks: dict[str, TaskProcess] = {}
+        # Every task started since LocalStack started, by task id, for the metadata endpoint.
+        self.started: dict[str, TaskProcess] = {}
+        ROUTER.add(self)
+
+    @route(f"{METADATA_PREFIX}/<task_id>", methods=["GET"])
+    def get_container_metadata(self, request: Request, task_id: str) -> Response:
+        runner = self.started.get(task_id)
+        if runner is None:
+            return Response(status=404)
+        return Response(json.dumps(runner.container_metadata()), mimetype="application/json")
+
+    @route(f"{METADATA_PREFIX}/<task_id>/task", methods=["GET"])
+    def get_task_metadata(self, request: Request, task_id: str) -> Response:
+        runner = self.started.get(task_id)
+        if runner is None:
+            return Response(status=404)
+        return Response(json.dumps(runner.task_metadata()), mimetype="application/json")
 
     def on_before_stop(self) -> None:
         with self.lock:
@@ -305,6 +380,7 @@ class EcsAgent(ServiceLifecycleHook):
             runner = TaskProcess(self, backend, task)
             with self.lock:
                 self.tasks[task.task_arn] = runner
+                self.started[task.id] = runner
             runner.start()
             described["lastStatus"] = task.last_status
             for container in described.get("containers", []):
