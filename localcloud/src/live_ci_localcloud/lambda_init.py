@@ -20,6 +20,7 @@ LocalStack stops the environment (SIGTERM) or dies (parent-pid watch).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import termios
 import threading
 import time
 import urllib.request
@@ -74,7 +76,7 @@ class Init:
         self.ready_sent = False
         self.init_failed = False
         self.output: list[str] = []
-        self.last_output = 0.0
+        self.output_fd: int | None = None
         self.runtime: subprocess.Popen[bytes] | None = None
         self.restart = threading.Event()
         self.stopping = threading.Event()
@@ -98,29 +100,45 @@ class Init:
 
     # --- runtime output ----------------------------------------------------------
 
-    def pump_output(self, stream: Any) -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            sys.stderr.write(line)
-            sys.stderr.flush()
+    def pump_output(self, fd: int) -> None:
+        # Unbuffered reads: what the pump holds is always in self.output, so an empty
+        # pipe means everything the runtime wrote so far is accounted for.
+        self.output_fd = fd
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            text = data.decode("utf-8", "replace")
             with self.lock:
-                self.output.append(line)
-                self.last_output = time.monotonic()
+                self.output.append(text)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+    def unread_output(self) -> int:
+        """Bytes the runtime wrote that the pump has not taken yet."""
+        fd = self.output_fd
+        if fd is None:
+            return 0
+        try:
+            return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+        except OSError:
+            return 0
 
     def take_output(self) -> str:
-        # The runtime usually prints right before it posts its result; the pump thread
-        # may not have read those bytes yet. Wait until the pipe has been quiet for a
-        # moment (bounded), so the lines land in this invocation's logs.
+        # The runtime prints, then posts its result: those bytes are in the pipe by now,
+        # but the pump thread may not have taken them yet. Wait (bounded) until the pipe
+        # is drained, so the lines land in this invocation's logs, not the next one's.
         deadline = time.monotonic() + 0.2
-        time.sleep(0.005)
-        while time.monotonic() < deadline:
-            with self.lock:
-                quiet = time.monotonic() - self.last_output
-            if quiet >= 0.02:
-                break
-            time.sleep(0.005)
+        while self.unread_output() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.001)  # the pump may be between its read and its append
         with self.lock:
             text, self.output = "".join(self.output), []
+        if text and not text.endswith("\n"):
+            text += "\n"
         return text
 
     # --- invocations -------------------------------------------------------------
@@ -229,7 +247,8 @@ class Init:
             except OSError as e:
                 self.status("error", self._error_body("Runtime.InvalidEntrypoint", str(e)))
                 return
-            pump = threading.Thread(target=self.pump_output, args=(self.runtime.stdout,), daemon=True)
+            assert self.runtime.stdout is not None
+            pump = threading.Thread(target=self.pump_output, args=(self.runtime.stdout.fileno(),), daemon=True)
             pump.start()
             code = exit_status(self.runtime.wait())
             pump.join(timeout=1)
