@@ -137,7 +137,7 @@ class TaskProcess:
         region = self.task.region_name
         port = config.GATEWAY_LISTEN[0].port
         return {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{config.GATEWAY_LISTEN[0].port}",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
             # LocalStack takes a 12-digit access key id as the account id.
             "AWS_ACCESS_KEY_ID": self.backend.account_id,
             "AWS_SECRET_ACCESS_KEY": "test",
@@ -145,7 +145,6 @@ class TaskProcess:
             "AWS_DEFAULT_REGION": region,
             # As on Fargate: the task finds its own ARN, cluster and log stream here.
             "ECS_CONTAINER_METADATA_URI_V4": f"http://127.0.0.1:{port}{METADATA_PREFIX}/{self.task.id}",
-            "ECS_AGENT_URI": f"http://127.0.0.1:{port}{METADATA_PREFIX}/{self.task.id}",
             "ECS_TASK_ARN": self.task.task_arn,
             "ECS_CLUSTER": self.task.cluster_name,
         }

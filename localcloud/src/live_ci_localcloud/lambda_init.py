@@ -20,6 +20,7 @@ LocalStack stops the environment (SIGTERM) or dies (parent-pid watch).
 from __future__ import annotations
 
 import argparse
+import codecs
 import fcntl
 import json
 import math
@@ -104,14 +105,16 @@ class Init:
         # Unbuffered reads: what the pump holds is always in self.output, so an empty
         # pipe means everything the runtime wrote so far is accounted for.
         self.output_fd = fd
+        # Incremental: a UTF-8 character split across two reads stays whole.
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
         while True:
             try:
                 data = os.read(fd, 65536)
             except OSError:
                 return
-            if not data:
+            text = decoder.decode(data, final=not data)
+            if not data and not text:
                 return
-            text = data.decode("utf-8", "replace")
             with self.lock:
                 self.output.append(text)
             sys.stderr.write(text)
@@ -261,8 +264,10 @@ class Init:
             log(reason)
             if not self.ready_sent:
                 # Failed during init: LocalStack fails the environment (and the invoke).
-                self.init_failed = True
-                self.status("error", self._error_body("Runtime.ExitError", reason))
+                # Once only: the runtime may have reported it itself (/init/error).
+                if not self.init_failed:
+                    self.init_failed = True
+                    self.status("error", self._error_body("Runtime.ExitError", reason))
                 return
             self.fail_current("Runtime.ExitError", f"RequestId: {self._current_id()} Error: {reason}")
             if time.monotonic() - started < RESTART_BACKOFF_SECONDS:
