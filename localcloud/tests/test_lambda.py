@@ -256,3 +256,15 @@ def test_updated_code_runs_in_a_fresh_environment(aws: Callable[[str], Any], rol
     result, error = invoke(aws, unique, {"v": 2})
     assert error is None and result.get("v2") is True and result["echo"] == {"v": 2}
     lam.delete_function(FunctionName=unique)
+
+
+def test_concurrent_invocations_get_their_own_environments(aws: Callable[[str], Any], function: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each sleeps 1 s: run one after another they would take 3 s or more.
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda n: invoke(aws, function, {"sleep": 1, "n": n}), range(3)))
+    elapsed = time.monotonic() - started
+    assert [(r["echo"]["n"], e) for r, e in results] == [(0, None), (1, None), (2, None)]
+    assert elapsed < 2.9, f"{elapsed:.2f} s: the invocations did not run side by side"
