@@ -178,9 +178,7 @@ def test_function_output_reaches_cloudwatch_logs(aws: Callable[[str], Any], func
     text = "".join(
         e["message"]
         for s in streams
-        for e in logs.get_log_events(logGroupName=f"/aws/lambda/{function}", logStreamName=s["logStreamName"])[
-            "events"
-        ]
+        for e in logs.get_log_events(logGroupName=f"/aws/lambda/{function}", logStreamName=s["logStreamName"])["events"]
     )
     assert "init: memory=256" in text  # init-phase output lands too
     assert "START RequestId:" in text and "REPORT RequestId:" in text
@@ -197,7 +195,9 @@ def test_a_runtime_that_dies_during_init_fails_the_invoke(
 
 
 def test_runtimes_other_than_provided_fail_clearly(aws: Callable[[str], Any], role_arn: str, unique: str) -> None:
-    create_function(aws, unique, role_arn, zipped({"handler.py": "def handler(e, c):\n    return e\n"}), Runtime="python3.12")
+    create_function(
+        aws, unique, role_arn, zipped({"handler.py": "def handler(e, c):\n    return e\n"}), Runtime="python3.12"
+    )
     config = aws("lambda").get_function(FunctionName=unique)["Configuration"]
     assert config["State"] == "Failed"
     assert "only provided.*" in config["StateReason"]
@@ -216,7 +216,9 @@ def wait_for_event(out_dir: Path, match: Callable[[dict[str, Any]], bool]) -> di
     return wait_for("the event to reach the bootstrap", found)
 
 
-def test_async_invoke_reaches_the_function(aws: Callable[[str], Any], function: str, out_dir: Path, unique: str) -> None:
+def test_async_invoke_reaches_the_function(
+    aws: Callable[[str], Any], function: str, out_dir: Path, unique: str
+) -> None:
     response = aws("lambda").invoke(
         FunctionName=function, InvocationType="Event", Payload=json.dumps({"async": unique}).encode()
     )
@@ -235,7 +237,9 @@ def test_eventbridge_rule_delivers_to_the_function(
     )
     events.put_targets(Rule=unique, Targets=[{"Id": "fn", "Arn": function_arn}])
     events.put_events(
-        Entries=[{"Source": "live-ci.smoke", "DetailType": "Smoke Status Change", "Detail": json.dumps({"run": unique})}]
+        Entries=[
+            {"Source": "live-ci.smoke", "DetailType": "Smoke Status Change", "Detail": json.dumps({"run": unique})}
+        ]
     )
     event = wait_for_event(out_dir, lambda e: (e.get("detail") or {}).get("run") == unique)
     assert event["detail-type"] == "Smoke Status Change"

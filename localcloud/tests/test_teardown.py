@@ -11,7 +11,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
@@ -81,7 +80,9 @@ def leave_processes_behind(
     ecs.register_task_definition(family=name, containerDefinitions=[{"name": "sleeper", "image": image, "memory": 64}])
     out = tmp_path / f"{name}.out"
     env = [{"name": "OUT_FILE", "value": str(out)}, {"name": "SLEEP", "value": "300"}]
-    ecs.run_task(cluster=name, taskDefinition=name, overrides={"containerOverrides": [{"name": "sleeper", "environment": env}]})
+    ecs.run_task(
+        cluster=name, taskDefinition=name, overrides={"containerOverrides": [{"name": "sleeper", "environment": env}]}
+    )
     wait_for("the ECS task to start", out.exists)
     pids = owned_pids()
     running = cmdlines(pids)

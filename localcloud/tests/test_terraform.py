@@ -52,9 +52,7 @@ def test_apply_then_plan_shows_no_drift_and_the_resources_run(
     image_map(image, ["bash", str(FIXTURES / "ecs_task.sh")])
     # The machine points TF_CLI_CONFIG_FILE at a missing file: our own, offline.
     rc = tmp_path / "terraformrc"
-    rc.write_text(
-        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{PLUGIN_MIRROR}"\n  }}\n}}\n'
-    )
+    rc.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path = "{PLUGIN_MIRROR}"\n  }}\n}}\n')
     env = {
         **os.environ,
         "TF_CLI_CONFIG_FILE": str(rc),
@@ -89,7 +87,13 @@ def test_apply_then_plan_shows_no_drift_and_the_resources_run(
         networkConfiguration={"awsvpcConfiguration": {"subnets": ["subnet-0local"]}},
         overrides={
             "containerOverrides": [
-                {"name": "terra-run", "environment": [{"name": "OUT_FILE", "value": str(out)}, {"name": "RECORD", "value": "FROM_DEFINITION"}]}
+                {
+                    "name": "terra-run",
+                    "environment": [
+                        {"name": "OUT_FILE", "value": str(out)},
+                        {"name": "RECORD", "value": "FROM_DEFINITION"},
+                    ],
+                }
             ]
         },
     )["tasks"][0]["taskArn"]

@@ -103,9 +103,7 @@ class TaskProcess:
     def start(self) -> None:
         container = self.container
         name = container.get("name", "")
-        override = next(
-            (o for o in self.task.overrides.get("containerOverrides", []) if o.get("name") == name), {}
-        )
+        override = next((o for o in self.task.overrides.get("containerOverrides", []) if o.get("name") == name), {})
         command = override.get("command") or container.get("command") or []
         env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
         env.update(self.aws_env())
@@ -390,7 +388,9 @@ class EcsAgent(ServiceLifecycleHook):
         backend = ecs_backends[context.account_id][context.region]
         cluster = backend._get_cluster(request.get("cluster") or "default")
         task_ref = request["task"]
-        arn = next((a for a in backend.tasks.get(cluster.name, {}) if a == task_ref or a.endswith(f"/{task_ref}")), None)
+        arn = next(
+            (a for a in backend.tasks.get(cluster.name, {}) if a == task_ref or a.endswith(f"/{task_ref}")), None
+        )
         with self.lock:
             runner = self.tasks.get(arn) if arn else None
         if runner is None:

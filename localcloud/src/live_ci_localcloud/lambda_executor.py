@@ -10,6 +10,7 @@ script is.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -121,7 +122,9 @@ class ProcessRuntimeExecutor(RuntimeExecutor):
                 future.set_exception(
                     StatusErrorException(
                         f"Environment startup failed: init exited with {code}",
-                        payload=f'{{"errorType":"Runtime.ExitError","errorMessage":"init exited with {code}"}}'.encode(),
+                        payload=json.dumps(
+                            {"errorType": "Runtime.ExitError", "errorMessage": f"init exited with {code}"}
+                        ).encode(),
                     )
                 )
             except Exception:  # noqa: BLE001 - the future may have been settled concurrently
