@@ -24,6 +24,7 @@ demo: build
 test: lint
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
+	bash scripts/local-cloud.sh smoke
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \

@@ -5,6 +5,7 @@
 #   scripts/localstack.sh down      stop it (SIGTERM, then SIGKILL after 10 s)
 #   scripts/localstack.sh endpoint  print the endpoint of the running instance
 #   scripts/localstack.sh status    exit 0 when our instance is running and healthy
+#   scripts/localstack.sh install   install (or update) the venv and the plugin package only
 #
 # Everything lives under ${LIVE_CI_WORK:-<repo>/.work}: the venv, LocalStack's
 # volume/config/home, its log, pid and endpoint. `up` is idempotent and safe when
@@ -14,6 +15,12 @@
 # test only if the mock file's path is fixed: `up` copies `SFN_MOCK_CONFIG` (default:
 # statemachine/testdata/sfn-mock-config.json) to <work>/localstack/sfn-mock-config.json
 # and restarts the instance when its content changed.
+#
+# The project's LocalStack plugin package (localcloud/, see localcloud/README.md) is
+# installed into the venv and enabled: ECS and SES v2 (moto-backed), an ECS agent
+# that runs tasks as local processes, and Lambda functions (provided.* runtimes) run
+# as local processes (LAMBDA_RUNTIME_EXECUTOR=live-ci-process). The plugin is
+# reinstalled, and a running instance restarted, when its sources change.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +35,12 @@ requirements=("localstack-core[runtime]==2026.3.0" "cbor2<6" "pyopenssl<26" "cry
 port="${LIVE_CI_LOCALSTACK_PORT:-4566}"
 mock_src="${SFN_MOCK_CONFIG:-$root/statemachine/testdata/sfn-mock-config.json}"
 mock="$state/sfn-mock-config.json"
+plugin_src="$root/localcloud"
+plugin_stamp="$venv/.live-ci-localcloud.sha256"
+# The plugin's own files (task logs, Lambda environment logs); also the value of
+# LIVE_CI_LOCALCLOUD_OWNER, which every process it starts carries.
+plugin_state="$state/localcloud"
+image_map="${LIVE_CI_LOCAL_IMAGE_MAP:-$work/localcloud/image-map.json}"
 
 log() { printf 'localstack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -41,6 +54,28 @@ find_python() {
     if [ -x "$candidate/bin/python3" ]; then echo "$candidate/bin/python3"; return; fi
   done
   command -v python3.13 || die "no python >= 3.13 found (looked in /root/.pyenv/versions/3.1[3-9].* and PATH; set LIVE_CI_PYTHON)"
+}
+
+# A content hash of the plugin package's sources: the install stamp.
+plugin_hash() {
+  (cd "$plugin_src" && find pyproject.toml src -type f \( -name '*.py' -o -name '*.toml' \) -print0 \
+    | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+}
+
+plugin_installed() {
+  [ "$(cat "$plugin_stamp" 2>/dev/null)" = "$(plugin_hash)" ]
+}
+
+install_plugin() {
+  if plugin_installed; then return; fi
+  log "installing the plugin package from $plugin_src"
+  # No build isolation: the venv's setuptools (a LocalStack dependency) builds it
+  # offline. --no-deps: it must not touch LocalStack's pins. A copy, not editable:
+  # LocalStack never sees a half-edited source tree.
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+    --force-reinstall "$plugin_src" >&2
+  rm -rf "$plugin_src/build" "$plugin_src"/src/*.egg-info
+  plugin_hash >"$plugin_stamp"
 }
 
 installed() {
@@ -59,7 +94,7 @@ EOF
 }
 
 install() {
-  if installed; then return; fi
+  if installed; then install_plugin; return; fi
   local python started
   python="$(find_python)"
   started=$(date +%s.%N)
@@ -67,6 +102,7 @@ install() {
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}" >&2
   installed || die "install into $venv did not give the pinned versions"
+  install_plugin
   log "installed in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s"
 }
 
@@ -87,6 +123,32 @@ free_port() {
 
 checksum() { sha256sum "$1" | cut -d' ' -f1; }
 
+# What a running instance was started with: the mock config and the plugin sources.
+config_sum() { printf '%s %s %s\n' "$(checksum "$mock_src")" "$(plugin_hash)" "$image_map"; }
+
+# Processes the plugin started for this instance (Lambda inits and runtimes, ECS
+# tasks), found by the variable they carry. They watch LocalStack's pid and exit
+# within a second of it; anything left after that is killed by pid.
+owned_pids() {
+  local environ pid
+  for environ in /proc/[0-9]*/environ; do
+    pid="${environ#/proc/}"; pid="${pid%/environ}"
+    [ "$pid" != $$ ] || continue
+    grep -qzxF "LIVE_CI_LOCALCLOUD_OWNER=$plugin_state" "$environ" 2>/dev/null && echo "$pid"
+  done
+  return 0
+}
+
+reap_owned() {
+  local waited=0 pids
+  while pids="$(owned_pids)" && [ -n "$pids" ] && [ $waited -lt 30 ]; do sleep 0.1; waited=$((waited + 1)); done
+  if [ -n "$pids" ]; then
+    log "killing leftover processes: $(echo $pids)"
+    # shellcheck disable=SC2086 # one pid a word
+    kill -KILL $pids 2>/dev/null || true
+  fi
+}
+
 stop() {
   [ -f "$state/pid" ] || return 0
   local pid waited=0
@@ -102,20 +164,30 @@ stop() {
     fi
     log "stopped (pid $pid)"
   fi
-  rm -f "$state/pid" "$state/endpoint" "$state/mock.sha256"
+  reap_owned
+  rm -f "$state/pid" "$state/endpoint" "$state/mock.sha256" "$state/config.sha256"
 }
 
 start() {
   [ -f "$mock_src" ] || die "mock config '$mock_src' does not exist"
-  if running && [ "$(cat "$state/mock.sha256" 2>/dev/null)" = "$(checksum "$mock_src")" ]; then
+  if running && [ "$(cat "$state/config.sha256" 2>/dev/null)" = "$(config_sum)" ]; then
     cat "$state/endpoint"
     return
   fi
-  if running; then log "mock config '$mock_src' changed: restarting"; fi
+  if running; then log "mock config '$mock_src', the plugin or the image map changed: restarting"; fi
   stop
   install
-  mkdir -p "$state/volume" "$state/config" "$state/home"
+  mkdir -p "$state/volume" "$state/config" "$state/home" "$plugin_state"
+  if [ -z "${LIVE_CI_LOCAL_IMAGE_MAP:-}" ] && [ ! -e "$image_map" ]; then
+    mkdir -p "$(dirname "$image_map")"
+    echo '{}' >"$image_map"
+  fi
   cp "$mock_src" "$mock"
+  # LocalStack's temp dir (unzipped Lambda code, also the functions' and tasks' TMPDIR)
+  # lives with its state and starts empty: Lambda code caches would otherwise pile up
+  # in /tmp across runs.
+  rm -rf "$state/tmp"
+  mkdir -p "$state/tmp"
   local use_port="$port"
   if port_busy "$use_port"; then
     use_port="$(free_port)"
@@ -134,7 +206,9 @@ start() {
       LOCALSTACK_HOST="localhost.localstack.cloud:$use_port" SQS_DISABLE_CLOUDWATCH_METRICS=1 \
       DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 \
       LOCALSTACK_VOLUME_DIR="$state/volume" CONFIG_DIR="$state/config" \
-      HOME="$state/home" SFN_MOCK_CONFIG="$mock" \
+      HOME="$state/home" TMPDIR="$state/tmp" SFN_MOCK_CONFIG="$mock" \
+      LAMBDA_RUNTIME_EXECUTOR=live-ci-process LIVE_CI_LOCALCLOUD_DIR="$plugin_state" \
+      LIVE_CI_LOCALCLOUD_OWNER="$plugin_state" LIVE_CI_LOCAL_IMAGE_MAP="$image_map" \
       setsid "$venv/bin/python" -m localstack.runtime.main
   ) >"$state/log" 2>&1 </dev/null 9>&- &
   pid=$!
@@ -155,7 +229,7 @@ start() {
     die "not healthy after 60 s at $endpoint (log: $state/log)"
   fi
   echo "$endpoint" >"$state/endpoint"
-  checksum "$mock" >"$state/mock.sha256"
+  config_sum >"$state/config.sha256"
   log "started pid $pid at $endpoint in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s"
   echo "$endpoint"
 }
