@@ -66,7 +66,7 @@ pub fn run(args: &StatusArgs) -> Result<Output, CliError> {
                 // A terminal gets the frame redrawn in place; a log gets each
                 // new frame once, so it reads as a history of the run.
                 let written = if tty {
-                    write!(out, "\x1b[H\x1b[2J{frame}\n").and_then(|()| out.flush())
+                    writeln!(out, "\x1b[H\x1b[2J{frame}").and_then(|()| out.flush())
                 } else {
                     writeln!(out, "{frame}\n").and_then(|()| out.flush())
                 };
