@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../metadb/tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::process::{Command, Output};
