@@ -3,7 +3,10 @@
 //! votes, and the checks a run must pass before anything is written.
 
 mod execution_id;
+mod from_plan;
 mod validate;
+
+pub use from_plan::{RunContext, executions_from_plan};
 
 pub use validate::validate_executions;
 
