@@ -275,23 +275,32 @@ mod tests {
     #[test]
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
-        // Every variable set, so every optional branch is taken.
-        let config = Config::from_lookup(|k| {
-            read.borrow_mut().insert(k.to_string());
-            Some(match k {
-                "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
-                "FAIL_FAST" => "true".into(),
-                "SCAN_TYPE" => "plan".into(),
-                "LIVE_CI_PHASE" => "apply".into(),
-                "FILE_PATH_PATTERN" => r"\.tf$".into(),
-                "PLAN_COMMAND" => "terraform plan".into(),
-                "APPLY_COMMAND" => "terraform apply {plan_file}".into(),
-                _ => format!("value-of-{k}"),
-            })
-        })
-        .unwrap();
+        // Every variable set, so every optional branch is taken; then again
+        // without METADB_URL, for the Data API branch.
+        let lookup = |without: &'static str| {
+            let read = &read;
+            move |k: &str| {
+                read.borrow_mut().insert(k.to_string());
+                if k == without {
+                    return None;
+                }
+                Some(match k {
+                    "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
+                    "FAIL_FAST" => "true".into(),
+                    "SCAN_TYPE" => "plan".into(),
+                    "LIVE_CI_PHASE" => "apply".into(),
+                    "FILE_PATH_PATTERN" => r"\.tf$".into(),
+                    "PLAN_COMMAND" => "terraform plan".into(),
+                    "APPLY_COMMAND" => "terraform apply {plan_file}".into(),
+                    _ => format!("value-of-{k}"),
+                })
+            }
+        };
+        let config = Config::from_lookup(lookup("none")).unwrap();
         assert_eq!(config.scan_type, ScanType::Plan);
         assert_eq!(config.task.phase, Some(Phase::Apply));
+        let data_api = Config::from_lookup(lookup("METADB_URL")).unwrap();
+        assert!(matches!(data_api.metadb, Some(MetadbConfig::DataApi { .. })));
         let read = read.into_inner();
         let known: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
         let outside: Vec<&String> = read.difference(&known).collect();

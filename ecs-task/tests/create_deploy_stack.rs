@@ -11,7 +11,7 @@ use live_ci_core::deploy::RunStatus;
 use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
-use live_ci_task::{Config, TaskError, checkout::Repo};
+use live_ci_task::{Config, checkout::Repo};
 use support::fakes::{MemParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::{GitRepo, TfTemplates};
@@ -492,5 +492,4 @@ fn missing_settings_are_named() {
         err.to_string(),
         "environment variable TRIGGER_SF_FUNCTION_NAME is not set"
     );
-    let _: Option<TaskError> = None;
 }

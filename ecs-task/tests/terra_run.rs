@@ -16,11 +16,10 @@ use support::fakes::{MemArtifacts, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
-fn s3_store(bucket: &str) -> Option<S3ArtifactStore> {
-    let endpoint = match live_ci_testkit::localstack_endpoint() {
-        Ok(e) => e,
-        Err(e) => panic!("localstack is needed for the s3 plan store: {e}"),
-    };
+/// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
+fn s3_client() -> aws_sdk_s3::Client {
+    let endpoint = live_ci_testkit::localstack_endpoint()
+        .unwrap_or_else(|e| panic!("localstack is needed for the s3 plan store: {e}"));
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
         .region(aws_sdk_s3::config::Region::new("us-east-1"))
@@ -30,10 +29,7 @@ fn s3_store(bucket: &str) -> Option<S3ArtifactStore> {
         .endpoint_url(endpoint)
         .force_path_style(true)
         .build();
-    Some(S3ArtifactStore::new(
-        aws_sdk_s3::Client::from_conf(conf),
-        bucket,
-    ))
+    aws_sdk_s3::Client::from_conf(conf)
 }
 
 struct Setup {
@@ -100,24 +96,9 @@ fn only_sent(tokens: &RecordingTokens) -> Sent {
 async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     let s = setup().await;
     let bucket = live_ci_testkit::unique("plans").to_lowercase();
-    let store = s3_store(&bucket).unwrap();
-    let endpoint_client = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::Config::builder()
-            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-            .region(aws_sdk_s3::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "test", "test", None, None, "static",
-            ))
-            .endpoint_url(live_ci_testkit::localstack_endpoint().unwrap())
-            .force_path_style(true)
-            .build(),
-    );
-    endpoint_client
-        .create_bucket()
-        .bucket(&bucket)
-        .send()
-        .await
-        .unwrap();
+    let client = s3_client();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let store = S3ArtifactStore::new(client, &bucket);
     let tokens = RecordingTokens::default();
     let repo = Repo {
         clone_url: s.clone_url.clone(),
