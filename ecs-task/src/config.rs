@@ -300,7 +300,10 @@ mod tests {
         assert_eq!(config.scan_type, ScanType::Plan);
         assert_eq!(config.task.phase, Some(Phase::Apply));
         let data_api = Config::from_lookup(lookup("METADB_URL")).unwrap();
-        assert!(matches!(data_api.metadb, Some(MetadbConfig::DataApi { .. })));
+        assert!(matches!(
+            data_api.metadb,
+            Some(MetadbConfig::DataApi { .. })
+        ));
         let read = read.into_inner();
         let known: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
         let outside: Vec<&String> = read.difference(&known).collect();

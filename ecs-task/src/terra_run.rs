@@ -290,10 +290,18 @@ async fn record_new_resources<M: Metadb>(
                 unit: record.cfg_path.to_string(),
                 message,
             })?;
-    metadb
+    let stored = metadb
         .record_new_resources(&record.execution_id, &resources)
         .await
         .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    if !stored {
+        // The apply happened; failing now would hide that. Say it loudly instead.
+        tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");
+        println!(
+            "live-ci: warning: execution {:?} is no longer running; its new resources were not stored",
+            record.execution_id
+        );
+    }
     println!(
         "live-ci: new provider resources recorded for rollback: {}",
         if resources.is_empty() {

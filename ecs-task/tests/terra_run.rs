@@ -52,14 +52,25 @@ async fn setup() -> Setup {
     let tf = TfTemplates::new("sleep 1.5; ");
     let db = TestDb::new().await;
     let metadb = db.metadb(2).await;
+    let mut run_ids = Vec::new();
     for (commit, id) in [(&c1, "run-7-x-dev-app-001"), (&c2, "run-7-y-dev-app-002")] {
         let mut e = exec(id, "dev", &[]);
         e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
         e.plan_command = tf.plan.clone();
         e.apply_command = tf.apply.clone();
         e.new_providers = vec!["terraform.io/builtin/terraform".into()];
-        metadb.create_run(&run(commit, 1, vec![e])).await.unwrap();
+        run_ids.push(
+            metadb
+                .create_run(&run(commit, 1, vec![e]))
+                .await
+                .unwrap()
+                .run_id,
+        );
     }
+    // The first run holds the lock; its execution is running, as when the
+    // state machine starts terra-run. The second queues behind it.
+    let claimed = metadb.claim_ready(run_ids[0], 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
     Setup {
         clone_url: repo.url(),
         _repo: repo,
