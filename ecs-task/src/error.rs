@@ -33,7 +33,7 @@ pub enum TaskError {
         tail: String,
     },
     #[error(
-        "the saved plan {artifact:?} is stale: the state changed after it was planned and approved; merge again or re-run the deployment to plan anew"
+        "the saved plan is stale: the state changed after it was planned and approved; re-run the deployment to plan anew (plan {artifact:?})"
     )]
     StalePlan { artifact: String },
     #[error("plan artifact {artifact:?}: {message}")]

@@ -85,10 +85,20 @@ async fn main() -> anyhow::Result<()> {
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), bucket.clone());
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
+            let statuses = match status_config(&config, &params).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Statuses are advisory; the task token carries the result.
+                    tracing::warn!(error = %e, "reading the commit status config");
+                    Default::default()
+                }
+            };
             let ports = TerraRunPorts {
                 metadb: &metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
+                github: github.as_ref(),
+                statuses,
             };
             terra_run(&config, &repo, logs_url.as_deref(), &ports).await?;
         }

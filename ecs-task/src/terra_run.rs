@@ -9,7 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use live_ci_core::deploy::ExecutionRecord;
+use live_ci_core::path::RepoPath;
 use live_ci_core::port::{ArtifactStore, Metadb, TaskTokens, TokenDelivery};
+use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, parse_plan_summary, plan_key, program_of,
     resources_of_providers, with_plan_file,
@@ -25,10 +27,19 @@ use crate::run::{self, Tick};
 
 /// The ports terra-run talks to.
 #[derive(Debug)]
-pub struct TerraRunPorts<'a, M, A, T> {
+pub struct TerraRunPorts<'a, M, A, T, G> {
     pub metadb: &'a M,
     pub artifacts: &'a A,
     pub tokens: &'a T,
+    /// Where the plan and apply statuses go (`None`: no GitHub token configured).
+    pub github: Option<&'a G>,
+    /// Which statuses to post (`Plan`, `Apply`).
+    pub statuses: CommitStatusConfig,
+}
+
+/// The commit-status context of one unit's plan or apply.
+pub fn status_context(phase: Phase, cfg_path: &RepoPath) -> String {
+    format!("live-ci: {} {cfg_path}", phase.as_str())
 }
 
 /// What terra-run reported with SendTaskSuccess.
@@ -42,14 +53,44 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens>(
+pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &TerraRunPorts<'_, M, A, T>,
+    ports: &TerraRunPorts<'_, M, A, T, G>,
 ) -> Result<TerraRunResult> {
     let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
-    let outcome = phase(config, repo, logs_url, ports, &token).await;
+    let mut unit = None;
+    let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
+    if let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) {
+        let (state, description) = match &outcome {
+            Ok(TerraRunResult::Plan(p)) => (
+                StatusState::Success,
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    p.to_add, p.to_change, p.to_destroy
+                ),
+            ),
+            Ok(TerraRunResult::Apply(a)) => (
+                StatusState::Success,
+                format!(
+                    "{} added, {} changed, {} destroyed",
+                    a.added, a.changed, a.destroyed
+                ),
+            ),
+            Err(e) => (StatusState::Failure, e.to_string()),
+        };
+        post_status(
+            ports,
+            logs_url,
+            phase,
+            commit,
+            cfg_path,
+            state,
+            &description,
+        )
+        .await;
+    }
     let delivery = match &outcome {
         Ok(result) => {
             let json = serde_json::to_string(result)
@@ -72,12 +113,39 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens>(
     outcome
 }
 
-async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens>(
+/// Posts a plan or apply status when the configuration asks for it; a status
+/// that cannot be posted is logged, never fatal (the token is the real answer).
+async fn post_status<M, A, T, G: GitHost>(
+    ports: &TerraRunPorts<'_, M, A, T, G>,
+    logs_url: Option<&str>,
+    phase: Phase,
+    commit: &str,
+    cfg_path: &RepoPath,
+    state: StatusState,
+    description: &str,
+) {
+    let wanted = match phase {
+        Phase::Plan => ports.statuses.plan,
+        Phase::Apply => ports.statuses.apply,
+    };
+    let Some(github) = ports.github.filter(|_| wanted) else {
+        return;
+    };
+    let mut status =
+        CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
+    status.target_url = logs_url.map(str::to_string);
+    if let Err(e) = github.set_status(&status).await {
+        tracing::warn!(error = %e, context = %status.context, "posting a status");
+    }
+}
+
+async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &TerraRunPorts<'_, M, A, T>,
+    ports: &TerraRunPorts<'_, M, A, T, G>,
     token: &str,
+    unit: &mut Option<(String, RepoPath)>,
 ) -> Result<TerraRunResult> {
     let phase = *Config::require(&config.task.phase, "LIVE_CI_PHASE")?;
     let execution_id = Config::require(&config.task.execution_id, "LIVE_CI_EXECUTION_ID")?;
@@ -92,6 +160,20 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens>(
         Phase::Plan => record.plan_command.clone(),
         Phase::Apply => record.apply_command.clone(),
     });
+    *unit = Some((record.commit_id.clone(), record.cfg_path.clone()));
+    post_status(
+        ports,
+        logs_url,
+        phase,
+        &record.commit_id,
+        &record.cfg_path,
+        StatusState::Pending,
+        match phase {
+            Phase::Plan => "planning",
+            Phase::Apply => "applying the approved plan",
+        },
+    )
+    .await;
     println!(
         "live-ci terra-run {}: execution {:?}, unit {:?}, commit {}",
         phase.as_str(),

@@ -16,7 +16,7 @@ use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_workflow::SfnTaskTokens;
 use serde_json::{Value, json};
-use support::fakes::MemArtifacts;
+use support::fakes::{MemArtifacts, RecordingGitHost};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
@@ -151,6 +151,8 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
         metadb: &metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        github: None::<&RecordingGitHost>,
+        statuses: Default::default(),
     };
     let clone = Repo {
         clone_url: repo.url(),

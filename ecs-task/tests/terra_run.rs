@@ -7,12 +7,15 @@ mod support;
 
 use live_ci_aws::S3ArtifactStore;
 use live_ci_core::port::{ArtifactStore, Metadb};
+use live_ci_core::status::StatusState;
+use live_ci_core::terraform::Phase;
 use live_ci_core::terraform::plan_key;
 use live_ci_metadb::PgMetadb;
+use live_ci_task::terra_run::status_context;
 use live_ci_task::terra_run::{TerraRunPorts, TerraRunResult, terra_run};
 use live_ci_task::{Config, TaskError, checkout::Repo};
 use serde_json::Value;
-use support::fakes::{MemArtifacts, RecordingTokens, Sent};
+use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
@@ -111,6 +114,7 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     client.create_bucket().bucket(&bucket).send().await.unwrap();
     let store = S3ArtifactStore::new(client, &bucket);
     let tokens = RecordingTokens::default();
+    let github = RecordingGitHost::default();
     let repo = Repo {
         clone_url: s.clone_url.clone(),
         token: None,
@@ -119,6 +123,8 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         metadb: &s.metadb,
         artifacts: &store,
         tokens: &tokens,
+        github: Some(&github),
+        statuses: Default::default(),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
 
@@ -233,6 +239,52 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     );
     let record = s.metadb.execution(id2).await.unwrap().unwrap();
     assert!(record.new_resources.is_empty());
+
+    // Each phase posted pending then its outcome on the execution's commit,
+    // linked to the task's logs.
+    let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
+    let statuses = github.statuses();
+    let of = |commit: &str, phase| -> Vec<(StatusState, String)> {
+        statuses
+            .iter()
+            .filter(|st| st.sha == commit && st.context == status_context(phase, &unit))
+            .map(|st| (st.state, st.description.clone()))
+            .collect()
+    };
+    assert_eq!(
+        of(&s.commits[0], Phase::Plan),
+        vec![
+            (StatusState::Pending, "planning".to_string()),
+            (
+                StatusState::Success,
+                "1 to add, 0 to change, 0 to destroy".to_string()
+            )
+        ]
+    );
+    let applies = of(&s.commits[0], Phase::Apply);
+    assert_eq!(applies.len(), 4, "{applies:?}");
+    assert_eq!(
+        applies[1].0,
+        StatusState::Failure,
+        "another execution's plan"
+    );
+    assert_eq!(
+        applies[3],
+        (
+            StatusState::Success,
+            "1 added, 0 changed, 0 destroyed".to_string()
+        )
+    );
+    let stale = of(&s.commits[1], Phase::Apply);
+    assert_eq!(stale[1].0, StatusState::Failure);
+    assert!(stale[1].1.contains("is stale"), "{:?}", stale[1]);
+    let plan_context = status_context(Phase::Plan, &unit);
+    assert!(
+        statuses
+            .iter()
+            .filter(|st| st.context == plan_context)
+            .all(|st| st.target_url.as_deref() == Some("https://logs/x"))
+    );
     s.db.drop_db().await;
 }
 
@@ -249,6 +301,8 @@ async fn failures_reach_the_token_with_the_commands_output() {
         metadb: &s.metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        github: None::<&RecordingGitHost>,
+        statuses: Default::default(),
     };
     // A failing command: the failure names the command and carries its last lines.
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
