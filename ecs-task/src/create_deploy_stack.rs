@@ -155,7 +155,7 @@ where
         }
         ScanType::Plan => {
             let head = graph_at(&checkout.git, Some(&commit))?;
-            let affected = plan_scan(config, &checkout, &head).await?;
+            let affected = plan_scan(config, &accounts, &checkout, &head).await?;
             (affected, head, None)
         }
     };
@@ -299,7 +299,12 @@ where
 
 /// The plan scan: every unit planned with `-detailed-exitcode`; those with
 /// changes and their dependents are affected. A failed plan fails the scan.
-async fn plan_scan(config: &Config, checkout: &Checkout, head: &Graph) -> Result<Affected> {
+async fn plan_scan(
+    config: &Config,
+    accounts: &Accounts,
+    checkout: &Checkout,
+    head: &Graph,
+) -> Result<Affected> {
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
@@ -313,6 +318,7 @@ async fn plan_scan(config: &Config, checkout: &Checkout, head: &Graph) -> Result
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
+        |p| accounts.account_of(p).map(|a| a.plan_role_arn.clone()),
         &env,
         config.max_parallel as usize,
     )

@@ -27,7 +27,7 @@ pub struct PlanOutcome {
 }
 
 /// Plans `units` of the checkout at `repo_dir` with the plan command
-/// `template` (already rendered for each unit by `command_of`), at most
+/// rendered for each unit by `command_of`, as the role `role_of` names, at most
 /// `max_parallel` at once, with `-detailed-exitcode` (exit 2: changes). Results
 /// come back in the order of `units`.
 pub async fn plan_units(
@@ -35,6 +35,7 @@ pub async fn plan_units(
     scratch: &Path,
     units: &[RepoPath],
     command_of: impl Fn(&RepoPath) -> String,
+    role_of: impl Fn(&RepoPath) -> Option<String>,
     env: &[(String, String)],
     max_parallel: usize,
 ) -> Result<Vec<UnitPlan>> {
@@ -63,6 +64,11 @@ pub async fn plan_units(
             );
             let mut env = env.to_vec();
             env.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
+            if let Some(role) = role_of(&path) {
+                // Terragrunt assumes the account's plan role itself.
+                env.push(("TERRAGRUNT_IAM_ROLE".into(), role.clone()));
+                env.push(("TG_IAM_ASSUME_ROLE".into(), role));
+            }
             let prefix = format!("[{path}] ");
             running.spawn(async move {
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;

@@ -3,6 +3,7 @@
 //! reported as a commit status on the head commit, plus one pull-request
 //! comment with a summary table that later pushes update in place.
 
+use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
 use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
@@ -111,6 +112,11 @@ pub async fn pr_plan<G: GitHost>(
 
 async fn plan(config: &Config, repo: &Repo, commit: &str) -> Result<PrPlanReport> {
     let base_ref = Config::require(&config.task.base_ref, "LIVE_CI_BASE_REF")?;
+    // With the accounts, each plan runs as its account's plan role.
+    let accounts = match &config.accounts_json {
+        Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
+        None => None,
+    };
     let branch = base_ref.trim_start_matches("refs/heads/");
     let checkout = Checkout::new(repo, commit)?;
     let base = format!("origin/{branch}");
@@ -141,6 +147,12 @@ async fn plan(config: &Config, repo: &Repo, commit: &str) -> Result<PrPlanReport
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
+        |p| {
+            accounts
+                .as_ref()
+                .and_then(|a| a.account_of(p))
+                .map(|a| a.plan_role_arn.clone())
+        },
         &env,
         config.max_parallel as usize,
     )

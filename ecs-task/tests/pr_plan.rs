@@ -20,7 +20,16 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     repo.git(&["checkout", "-q", "-b", "feature"]);
     repo.unit("dev/a", "10", &[]);
     let head = repo.commit("change a");
-    let tf = TfTemplates::new("");
+    // Each plan records the role it runs as.
+    let roles = tempfile::tempdir().unwrap();
+    let roles_file = roles.path().join("roles");
+    let tf = TfTemplates::new(&format!(
+        "echo \"$LIVE_CI_CFG_PATH $TERRAGRUNT_IAM_ROLE\" >> {}; ",
+        roles_file.display()
+    ));
+    let accounts = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
+      "min_approval_count": 1, "min_rejection_count": 1,
+      "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
     let github = RecordingGitHost::default();
     let config = support::config(&[
         ("REPO_CLONE_URL", &repo.url()),
@@ -29,6 +38,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         ("LIVE_CI_BASE_REF", "main"),
         ("PLAN_COMMAND", &tf.plan),
         ("MAX_PARALLEL", "2"),
+        ("ACCOUNT_PARENT_CFG", accounts),
     ]);
     let clone = Repo {
         clone_url: repo.url(),
@@ -73,6 +83,19 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     assert!(body.contains("| `dev/a` | changes | 1 | 0 | 0 |"), "{body}");
     assert!(body.contains("| `dev/b` | changes | 1 | 0 | 0 |"), "{body}");
     assert!(!body.contains("dev/c"));
+    let mut seen: Vec<String> = std::fs::read_to_string(&roles_file)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            "dev/a arn:aws:iam::2:role/plan",
+            "dev/b arn:aws:iam::2:role/plan"
+        ]
+    );
     // Nothing was applied: plans leave the state alone.
     assert!(!tf.state_file("dev/a").exists());
 
