@@ -493,3 +493,36 @@ fn missing_settings_are_named() {
         "environment variable TRIGGER_SF_FUNCTION_NAME is not set"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_affecting_no_unit_creates_no_run_and_takes_no_lock() {
+    let (repo, merge) = repo_with_merge(|r| {
+        r.write("README.md", "only docs\n");
+    });
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let report = create_deploy_stack(
+        &config(&repo.url(), &merge, "4", DEV_ONLY, &[]),
+        &Repo {
+            clone_url: repo.url(),
+            token: None,
+        },
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.run_id, None);
+    assert_eq!(metadb.merge_lock().await.unwrap().run_id, None);
+    assert!(fakes.invoker.calls.lock().unwrap().is_empty());
+    assert!(fakes.params.puts.lock().unwrap().is_empty());
+    let statuses = fakes.github.statuses();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].state, StatusState::Success);
+    assert_eq!(
+        statuses[0].description,
+        "no unit is affected: nothing to deploy"
+    );
+    db.drop_db().await;
+}
