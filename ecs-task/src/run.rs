@@ -108,7 +108,7 @@ where
                 }
                 None => break,
             },
-            _ = interval.tick() => {
+            _ = interval.tick(), if !stopped => {
                 if tick().await == Tick::Stop {
                     stopped = true;
                     if let Some(pid) = child.id() {
