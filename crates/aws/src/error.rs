@@ -11,6 +11,14 @@ pub enum AwsError {
     },
     #[error("ecs run-task for {kind}: {message}")]
     Ecs { kind: String, message: String },
+    #[error("s3 {operation} {uri:?}: {message}")]
+    S3 {
+        operation: &'static str,
+        uri: String,
+        message: String,
+    },
+    #[error("lambda invoke {function:?}: {message}")]
+    Lambda { function: String, message: String },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

@@ -1,18 +1,25 @@
-//! AWS adapters of the core's ports: SSM Parameter Store ([`SsmParamStore`]) and
-//! ECS Fargate tasks ([`EcsTaskLauncher`]). Endpoints come from the SDK's usual
+//! AWS adapters of the core's ports: SSM Parameter Store ([`SsmParamStore`]),
+//! ECS Fargate tasks ([`EcsTaskLauncher`]), S3 saved plans ([`S3ArtifactStore`])
+//! and Lambda invokes ([`LambdaInvoker`]). Endpoints come from the SDK's usual
 //! configuration (`AWS_ENDPOINT_URL` points them at LocalStack locally).
 
 mod ecs;
 mod error;
+mod lambda;
+mod s3;
 mod ssm;
 
 pub use ecs::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
 pub use error::AwsError;
+pub use lambda::LambdaInvoker;
+pub use s3::S3ArtifactStore;
 pub use ssm::SsmParamStore;
 
 /// The SDK crates the adapters are built on, so binaries construct clients
 /// without depending on each service crate themselves.
 pub mod sdk {
     pub use aws_sdk_ecs as ecs;
+    pub use aws_sdk_lambda as lambda;
+    pub use aws_sdk_s3 as s3;
     pub use aws_sdk_ssm as ssm;
 }

@@ -18,6 +18,7 @@ pub mod scheduler;
 pub mod settings;
 pub mod status;
 pub mod task;
+pub mod terraform;
 pub mod tree;
 pub mod unit;
 pub mod webhook;

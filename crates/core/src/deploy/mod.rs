@@ -3,9 +3,11 @@
 //! votes, and the checks a run must pass before anything is written.
 
 mod execution_id;
+mod from_plan;
 mod rollback;
 mod validate;
 
+pub use from_plan::{RunContext, executions_from_plan};
 pub use rollback::{NewRollback, destroy_targets, plan_rollbacks, rollback_execution_id};
 pub use validate::validate_executions;
 

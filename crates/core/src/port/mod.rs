@@ -2,9 +2,13 @@
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
 //! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
 
+mod artifact;
+mod invoke;
 mod metadb;
 mod workflow;
 
+pub use artifact::ArtifactStore;
+pub use invoke::{FunctionInvoker, run_payload};
 pub use metadb::Metadb;
 pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 

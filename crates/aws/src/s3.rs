@@ -1,0 +1,81 @@
+//! S3 as the core's [`ArtifactStore`]: saved plans in one bucket, named
+//! `s3://bucket/key` in payloads.
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_s3::primitives::ByteStream;
+use live_ci_core::port::ArtifactStore;
+
+use crate::error::AwsError;
+
+#[derive(Debug, Clone)]
+pub struct S3ArtifactStore {
+    client: Client,
+    bucket: String,
+}
+
+impl S3ArtifactStore {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        S3ArtifactStore {
+            client,
+            bucket: bucket.into(),
+        }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+}
+
+impl ArtifactStore for S3ArtifactStore {
+    type Error = AwsError;
+
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), AwsError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| AwsError::S3 {
+                operation: "put-object",
+                uri: self.uri(key),
+                message: DisplayErrorContext(&e).to_string(),
+            })?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, AwsError> {
+        let err = |message: String| AwsError::S3 {
+            operation: "get-object",
+            uri: self.uri(key),
+            message,
+        };
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.code() == Some("NoSuchKey") => return Ok(None),
+            Err(e) => return Err(err(DisplayErrorContext(&e).to_string())),
+        };
+        let body = out.body.collect().await.map_err(|e| err(e.to_string()))?;
+        Ok(Some(body.into_bytes().to_vec()))
+    }
+
+    fn uri(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.bucket)
+    }
+
+    fn key_of(&self, uri: &str) -> Option<String> {
+        uri.strip_prefix("s3://")?
+            .strip_prefix(self.bucket.as_str())?
+            .strip_prefix('/')
+            .map(str::to_string)
+    }
+}

@@ -1,0 +1,226 @@
+//! A deployment plan turned into a run's executions: one per planned unit,
+//! with its account's voters and roles, its commands, the providers it adds,
+//! and what it waits for as execution ids.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+
+use super::{NewExecution, execution_id};
+use crate::account::Accounts;
+use crate::change::Action;
+use crate::error::{CoreError, Result};
+use crate::path::RepoPath;
+use crate::plan::DeploymentPlan;
+use crate::terraform::CommandTemplate;
+
+/// What every execution of the run shares.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext<'a> {
+    pub pr_id: u64,
+    pub commit_id: &'a str,
+    pub accounts: &'a Accounts,
+    pub plan_command: &'a CommandTemplate,
+    pub apply_command: &'a CommandTemplate,
+    /// Providers each unit uses at head and did not at base (applies only).
+    pub new_providers: &'a BTreeMap<RepoPath, Vec<String>>,
+}
+
+/// The executions of `plan`, in its pool order. Ids are deterministic (the
+/// nonce is a hash of commit and unit), so a redelivered merge builds the same
+/// run; a collision takes the next nonce.
+pub fn executions_from_plan(
+    plan: &DeploymentPlan,
+    ctx: &RunContext<'_>,
+) -> Result<Vec<NewExecution>> {
+    let mut ids: BTreeMap<(RepoPath, Action), String> = BTreeMap::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
+    for u in &plan.units {
+        let account = account_of(ctx, &u.path, u.account.as_deref())?;
+        let mut nonce = stable_nonce(ctx.commit_id, &u.path, u.action);
+        let id = loop {
+            let id = execution_id(ctx.pr_id, ctx.commit_id, &account.name, &u.path, nonce);
+            if taken.insert(id.clone()) {
+                break id;
+            }
+            nonce = (nonce + 1) % 1000;
+        };
+        ids.insert((u.path.clone(), u.action), id);
+    }
+    let mut out = Vec::with_capacity(plan.units.len());
+    for u in &plan.units {
+        let account = account_of(ctx, &u.path, u.account.as_deref())?;
+        let wait_for = u
+            .dependencies
+            .iter()
+            .filter_map(|d| ids.get(&(d.clone(), u.action)).cloned())
+            .collect();
+        out.push(NewExecution {
+            execution_id: ids[&(u.path.clone(), u.action)].clone(),
+            is_rollback: false,
+            cfg_path: u.path.clone(),
+            cfg_deps: u.dependencies.clone(),
+            action: u.action,
+            plan_command: ctx.plan_command.for_unit(&u.path),
+            apply_command: ctx.apply_command.for_unit(&u.path),
+            new_providers: match u.action {
+                Action::Apply => ctx.new_providers.get(&u.path).cloned().unwrap_or_default(),
+                Action::Destroy => Vec::new(),
+            },
+            account_name: account.name.clone(),
+            account_path: account.path.clone(),
+            account_deps: account.dependencies.clone(),
+            voters: account.voters.clone(),
+            min_approval_count: account.min_approval_count,
+            min_rejection_count: account.min_rejection_count,
+            plan_role_arn: account.plan_role_arn.clone(),
+            apply_role_arn: account.apply_role_arn.clone(),
+            priority: u.priority,
+            wait_for,
+            wait_accounts: u.waits_for_accounts.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn account_of<'a>(
+    ctx: &RunContext<'a>,
+    path: &RepoPath,
+    planned: Option<&str>,
+) -> Result<&'a crate::account::Account> {
+    let found = match planned {
+        Some(name) => ctx.accounts.get(name),
+        None => ctx.accounts.account_of(path),
+    };
+    found.ok_or_else(|| CoreError::Plan {
+        unit: path.clone(),
+        message: "matches no account path in the account configuration".into(),
+    })
+}
+
+fn stable_nonce(commit: &str, path: &RepoPath, action: Action) -> u16 {
+    // FNV-1a: stable across Rust versions, unlike DefaultHasher.
+    struct Fnv(u64);
+    impl Hasher for Fnv {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for b in bytes {
+                self.0 ^= u64::from(*b);
+                self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    commit.hash(&mut h);
+    path.as_str().hash(&mut h);
+    (action == Action::Destroy).hash(&mut h);
+    (h.finish() % 1000) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::Account;
+    use crate::plan::PlannedUnit;
+
+    fn p(s: &str) -> RepoPath {
+        RepoPath::new(s).unwrap()
+    }
+
+    fn unit(path: &str, deps: &[&str], waits: &[&str]) -> PlannedUnit {
+        PlannedUnit {
+            path: p(path),
+            action: Action::Apply,
+            account: None,
+            dependencies: deps.iter().map(|d| p(d)).collect(),
+            waits_for_accounts: waits.iter().map(|w| w.to_string()).collect(),
+            priority: 2.0,
+            position: 1,
+            start: 0.0,
+        }
+    }
+
+    #[test]
+    fn executions_carry_accounts_commands_and_waits_as_ids() {
+        let accounts = Accounts::new(
+            "accounts.json",
+            vec![
+                Account {
+                    name: "shared".into(),
+                    path: "shared".into(),
+                    dependencies: vec![],
+                    voters: vec!["a@example.com".into(), "b@example.com".into()],
+                    min_approval_count: 2,
+                    min_rejection_count: 1,
+                    plan_role_arn: "arn:plan:shared".into(),
+                    apply_role_arn: "arn:apply:shared".into(),
+                },
+                Account {
+                    name: "dev".into(),
+                    path: "dev".into(),
+                    dependencies: vec!["shared".into()],
+                    voters: vec!["c@example.com".into()],
+                    min_approval_count: 1,
+                    min_rejection_count: 1,
+                    plan_role_arn: "arn:plan:dev".into(),
+                    apply_role_arn: "arn:apply:dev".into(),
+                },
+            ],
+        )
+        .unwrap();
+        // Two units with the same leaf name in one account must get distinct ids.
+        let plan = DeploymentPlan {
+            max_parallel: 2,
+            units: vec![
+                unit("shared/net", &[], &[]),
+                unit("dev/a/app", &[], &["shared"]),
+                unit("dev/b/app", &["dev/a/app"], &["shared"]),
+            ],
+            makespan: 3.0,
+        };
+        let plan_cmd = CommandTemplate::new("terraform plan # {cfg_path}").unwrap();
+        let apply_cmd = CommandTemplate::new("terraform apply").unwrap();
+        let providers = BTreeMap::from([(
+            p("dev/a/app"),
+            vec!["terraform.io/builtin/terraform".to_string()],
+        )]);
+        let ctx = RunContext {
+            pr_id: 7,
+            commit_id: "abcdef0123",
+            accounts: &accounts,
+            plan_command: &plan_cmd,
+            apply_command: &apply_cmd,
+            new_providers: &providers,
+        };
+        let ex = executions_from_plan(&plan, &ctx).unwrap();
+        assert_eq!(ex.len(), 3);
+        assert!(ex[1].execution_id.starts_with("run-7-abcd-dev-app-"));
+        assert_ne!(ex[1].execution_id, ex[2].execution_id);
+        assert_eq!(ex[2].wait_for, vec![ex[1].execution_id.clone()]);
+        assert_eq!(ex[2].wait_accounts, vec!["shared".to_string()]);
+        assert_eq!(ex[0].voters.len(), 2);
+        assert_eq!(ex[0].min_approval_count, 2);
+        assert_eq!(ex[1].apply_role_arn, "arn:apply:dev");
+        assert_eq!(ex[1].account_deps, vec!["shared".to_string()]);
+        assert_eq!(ex[0].plan_command, "terraform plan # shared/net");
+        assert_eq!(
+            ex[1].new_providers,
+            vec!["terraform.io/builtin/terraform".to_string()]
+        );
+        assert!(ex[0].new_providers.is_empty());
+        // Deterministic: the same plan gives the same ids.
+        assert_eq!(executions_from_plan(&plan, &ctx).unwrap(), ex);
+        crate::deploy::validate_executions(&ex).unwrap();
+        // A unit outside every account path is an error naming it.
+        let outside = DeploymentPlan {
+            units: vec![unit("prod/db", &[], &[])],
+            ..plan.clone()
+        };
+        let err = executions_from_plan(&outside, &ctx).unwrap_err();
+        assert!(
+            err.to_string().starts_with("prod/db: matches no account"),
+            "{err}"
+        );
+    }
+}

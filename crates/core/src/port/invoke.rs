@@ -1,0 +1,33 @@
+//! The function-invoker port (Lambda in AWS): `create-deploy-stack` hands a
+//! new run to `trigger_sf` with `{"run_id": N}`.
+
+use std::future::Future;
+
+use crate::deploy::RunId;
+
+/// Invokes a named function asynchronously with a JSON payload.
+pub trait FunctionInvoker: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Queues one invocation of `function` with `payload_json` (fire and forget:
+    /// the function's own retries and the scheduled sweep cover failures).
+    fn invoke(
+        &self,
+        function: &str,
+        payload_json: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// The payload that asks `trigger_sf` to start what is ready in a run.
+pub fn run_payload(run_id: RunId) -> String {
+    format!("{{\"run_id\":{run_id}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_run_payload_is_what_trigger_sf_decodes() {
+        let v: serde_json::Value = serde_json::from_str(&super::run_payload(42)).unwrap();
+        assert_eq!(v, serde_json::json!({"run_id": 42}));
+    }
+}

@@ -1,0 +1,618 @@
+//! What live-ci knows about Terraform without running it: the plan and apply
+//! command templates, the summary lines of their output, the providers a unit
+//! uses (for rollbacks of new providers), the resources `terraform show -json`
+//! lists for them, and where a saved plan is kept.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hcl::{Expression, Structure};
+
+use crate::error::{CoreError, Result};
+use crate::path::RepoPath;
+use crate::tree::FileTree;
+use crate::unit::Unit;
+
+/// Placeholder for the unit's repository-relative directory.
+pub const CFG_PATH: &str = "{cfg_path}";
+/// Placeholder for the saved plan's absolute path (filled in by `terra-run`).
+pub const PLAN_FILE: &str = "{plan_file}";
+
+/// Default plan command template (AWS: terragrunt). Commands run in the
+/// unit's directory.
+pub const DEFAULT_PLAN_COMMAND: &str = "terragrunt plan -input=false -out={plan_file}";
+/// Default apply command template: applies exactly the saved plan.
+pub const DEFAULT_APPLY_COMMAND: &str = "terragrunt apply -input=false -auto-approve {plan_file}";
+
+/// Which of the two commands a template is; decides how a missing
+/// `{plan_file}` is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Plan,
+    Apply,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Plan => "plan",
+            Phase::Apply => "apply",
+        }
+    }
+
+    /// Parses `plan` / `apply` (the state machine's `LIVE_CI_PHASE`).
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value.trim() {
+            "plan" => Ok(Phase::Plan),
+            "apply" => Ok(Phase::Apply),
+            other => Err(format!("phase {other:?} is neither \"plan\" nor \"apply\"")),
+        }
+    }
+}
+
+/// A command template with `{cfg_path}` and `{plan_file}` placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandTemplate {
+    template: String,
+}
+
+impl CommandTemplate {
+    /// Checks that the template is not empty and uses no placeholder other
+    /// than `{cfg_path}` and `{plan_file}` (a typo would otherwise reach the shell).
+    pub fn new(template: &str) -> Result<Self, String> {
+        if template.trim().is_empty() {
+            return Err("command template is empty".into());
+        }
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open..];
+            let Some(close) = after.find('}') else { break };
+            let name = &after[..=close];
+            // Shell syntax such as `${VAR}` is left alone.
+            let is_shell = open > 0 && rest.as_bytes()[open - 1] == b'$';
+            let is_ident = name[1..name.len() - 1]
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_')
+                && name.len() > 2;
+            if is_ident && !is_shell && name != CFG_PATH && name != PLAN_FILE {
+                return Err(format!(
+                    "command template {template:?}: unknown placeholder {name:?} (known: {CFG_PATH}, {PLAN_FILE})"
+                ));
+            }
+            rest = &after[close + 1..];
+        }
+        Ok(CommandTemplate {
+            template: template.to_string(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.template
+    }
+
+    /// The command stored in an execution record: `{cfg_path}` filled in,
+    /// `{plan_file}` left for `terra-run`.
+    pub fn for_unit(&self, cfg_path: &RepoPath) -> String {
+        self.template
+            .replace(CFG_PATH, &shell_quote(cfg_path.as_str()))
+    }
+}
+
+/// The command `terra-run` runs: the record's command with `{plan_file}`
+/// filled in. A command without the placeholder gets it added where Terraform
+/// expects it (`-out=` for a plan, the last argument for an apply), so what
+/// was approved is always what is applied.
+pub fn with_plan_file(command: &str, phase: Phase, plan_file: &str) -> String {
+    let quoted = shell_quote(plan_file);
+    if command.contains(PLAN_FILE) {
+        return command.replace(PLAN_FILE, &quoted);
+    }
+    match phase {
+        Phase::Plan => format!("{command} -out={quoted}"),
+        Phase::Apply => format!("{command} {quoted}"),
+    }
+}
+
+/// Quotes a word for `sh -c` when it holds anything but safe characters.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The executable a command runs (its first word), e.g. `terragrunt`: used to
+/// run `show -json` with the same tool after an apply.
+pub fn program_of(command: &str) -> Option<&str> {
+    command
+        .split(['&', ';', '|'])
+        .next_back()
+        .and_then(|last| last.split_whitespace().next())
+}
+
+/// Resource counts from a plan or apply summary line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChangeCounts {
+    pub add: u32,
+    pub change: u32,
+    pub destroy: u32,
+}
+
+/// Removes ANSI colour sequences (Terraform colours its output unless told not to).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for n in chars.by_ref() {
+                    if n.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn numbers_before(line: &str, words: &[&str]) -> Option<Vec<u32>> {
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        let at = line.find(w)?;
+        let n = line[..at]
+            .trim_end()
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        out.push(n);
+    }
+    Some(out)
+}
+
+/// The counts of a plan's output: the last `Plan: X to add, Y to change, Z to
+/// destroy.` line, zero for `No changes.`; `None` when neither appears (the
+/// output is not a finished plan).
+pub fn parse_plan_summary(output: &str) -> Option<ChangeCounts> {
+    let text = strip_ansi(output);
+    let mut found = None;
+    for line in text.lines() {
+        if let Some(at) = line.find("Plan: ") {
+            let line = &line[at..];
+            if let Some(n) = numbers_before(line, &[" to add", " to change", " to destroy"]) {
+                found = Some(ChangeCounts {
+                    add: n[0],
+                    change: n[1],
+                    destroy: n[2],
+                });
+            }
+        } else if line.contains("No changes.") && found.is_none() {
+            found = Some(ChangeCounts::default());
+        }
+    }
+    found
+}
+
+/// The counts of an apply's output: the last `Apply complete! Resources: X
+/// added, Y changed, Z destroyed.` (or `Destroy complete! Resources: Z destroyed.`).
+pub fn parse_apply_summary(output: &str) -> Option<ChangeCounts> {
+    let text = strip_ansi(output);
+    let mut found = None;
+    for line in text.lines() {
+        if let Some(at) = line.find("Apply complete! Resources:") {
+            let line = &line[at..];
+            if let Some(n) = numbers_before(line, &[" added", " changed", " destroyed"]) {
+                found = Some(ChangeCounts {
+                    add: n[0],
+                    change: n[1],
+                    destroy: n[2],
+                });
+            }
+        } else if let Some(at) = line.find("Destroy complete! Resources:")
+            && let Some(n) = numbers_before(&line[at..], &[" destroyed"])
+        {
+            found = Some(ChangeCounts {
+                destroy: n[0],
+                ..ChangeCounts::default()
+            });
+        }
+    }
+    found
+}
+
+/// Whether an apply failed because its saved plan no longer matches the state.
+pub fn is_stale_plan(output: &str) -> bool {
+    let text = strip_ansi(output).to_ascii_lowercase();
+    text.contains("saved plan is stale") || text.contains("plan file is stale")
+}
+
+/// Where a plan is saved: keyed by execution and commit, so an apply can
+/// check it applies the plan of its own execution at its own commit.
+pub fn plan_key(execution_id: &str, commit_id: &str) -> String {
+    format!("plans/{execution_id}/{commit_id}.tfplan")
+}
+
+/// The fully qualified address of a provider source (`hashicorp/null` →
+/// `registry.terraform.io/hashicorp/null`; the built-in `terraform` provider
+/// → `terraform.io/builtin/terraform`).
+pub fn provider_address(source: &str) -> String {
+    let s = source.trim().to_ascii_lowercase();
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        ["terraform"] => "terraform.io/builtin/terraform".into(),
+        [name] => format!("registry.terraform.io/hashicorp/{name}"),
+        [ns, name] => format!("registry.terraform.io/{ns}/{name}"),
+        _ => s,
+    }
+}
+
+/// The providers of every unit of a tree, read statically from the `.tf` files
+/// of the unit's directory and of its local module sources: `required_providers`,
+/// `provider` blocks, the provider each resource and data source implies, and the
+/// unit's `.terraform.lock.hcl`.
+pub struct ProviderIndex<'t> {
+    tree: &'t dyn FileTree,
+    by_dir: BTreeMap<RepoPath, Vec<RepoPath>>,
+}
+
+impl std::fmt::Debug for ProviderIndex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderIndex")
+            .field("dirs", &self.by_dir.len())
+            .finish()
+    }
+}
+
+impl<'t> ProviderIndex<'t> {
+    /// Lists the tree once.
+    pub fn new(tree: &'t dyn FileTree) -> Result<Self> {
+        let mut by_dir: BTreeMap<RepoPath, Vec<RepoPath>> = BTreeMap::new();
+        for f in tree.files()? {
+            let name = f.file_name();
+            if name.ends_with(".tf") || name == ".terraform.lock.hcl" {
+                let dir = f.parent().unwrap_or_else(RepoPath::root);
+                by_dir.entry(dir).or_default().push(f);
+            }
+        }
+        Ok(ProviderIndex { tree, by_dir })
+    }
+
+    /// The provider addresses `unit` uses. A `.tf` file that does not parse is
+    /// an error naming its line.
+    pub fn providers(&self, unit: &Unit) -> Result<BTreeSet<String>> {
+        let mut out = BTreeSet::new();
+        let dirs = std::iter::once(&unit.path).chain(unit.module_sources.iter());
+        for dir in dirs {
+            for file in self.by_dir.get(dir).into_iter().flatten() {
+                let text = self.tree.read(file)?;
+                let body = hcl::parse(&text).map_err(|e| match e {
+                    hcl::Error::Parse(pe) => CoreError::Syntax {
+                        file: file.clone(),
+                        line: pe.location().line(),
+                        col: pe.location().column(),
+                        message: pe.message().to_string(),
+                    },
+                    other => CoreError::Config {
+                        file: file.clone(),
+                        message: other.to_string(),
+                    },
+                })?;
+                if file.file_name() == ".terraform.lock.hcl" {
+                    for s in body.into_inner() {
+                        if let Structure::Block(b) = s
+                            && b.identifier.as_str() == "provider"
+                            && let Some(label) = b.labels.first()
+                        {
+                            out.insert(provider_address(label.as_str()));
+                        }
+                    }
+                } else {
+                    out.extend(providers_of_body(body));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn providers_of_body(body: hcl::Body) -> BTreeSet<String> {
+    let mut sources: BTreeMap<String, String> = BTreeMap::new();
+    let mut local_names: BTreeSet<String> = BTreeSet::new();
+    for s in body.into_inner() {
+        let Structure::Block(b) = s else { continue };
+        match b.identifier.as_str() {
+            "terraform" => {
+                for inner in b.body.into_inner() {
+                    let Structure::Block(rp) = inner else {
+                        continue;
+                    };
+                    if rp.identifier.as_str() != "required_providers" {
+                        continue;
+                    }
+                    for attr in rp.body.into_inner() {
+                        let Structure::Attribute(a) = attr else {
+                            continue;
+                        };
+                        let name = a.key.as_str().to_string();
+                        let source = match &a.expr {
+                            Expression::Object(o) => o.iter().find_map(|(k, v)| {
+                                let key = match k {
+                                    hcl::ObjectKey::Identifier(i) => i.as_str().to_string(),
+                                    hcl::ObjectKey::Expression(Expression::String(s)) => s.clone(),
+                                    _ => return None,
+                                };
+                                match (key.as_str(), v) {
+                                    ("source", Expression::String(s)) => Some(s.clone()),
+                                    _ => None,
+                                }
+                            }),
+                            _ => None,
+                        };
+                        sources.insert(name.clone(), source.unwrap_or(name.clone()));
+                        local_names.insert(name);
+                    }
+                }
+            }
+            "provider" => {
+                if let Some(l) = b.labels.first() {
+                    local_names.insert(l.as_str().to_string());
+                }
+            }
+            "resource" | "data" => {
+                let explicit = b.body.iter().find_map(|s| match s {
+                    Structure::Attribute(a) if a.key.as_str() == "provider" => {
+                        Some(a.expr.to_string())
+                    }
+                    _ => None,
+                });
+                let implied = match explicit {
+                    Some(p) => p.split('.').next().map(str::to_string),
+                    None => b
+                        .labels
+                        .first()
+                        .and_then(|t| t.as_str().split('_').next().map(str::to_string)),
+                };
+                if let Some(name) = implied.filter(|n| !n.is_empty()) {
+                    local_names.insert(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    local_names
+        .into_iter()
+        .map(|n| provider_address(sources.get(&n).map(String::as_str).unwrap_or(&n)))
+        .collect()
+}
+
+/// Providers at head that the unit did not use at base (all of them for a new unit).
+pub fn new_providers(head: &BTreeSet<String>, base: Option<&BTreeSet<String>>) -> Vec<String> {
+    head.iter()
+        .filter(|p| base.is_none_or(|b| !b.contains(*p)))
+        .cloned()
+        .collect()
+}
+
+/// The addresses of the resources in `terraform show -json` output (state)
+/// whose provider is one of `providers`, child modules included. Data sources
+/// are left out: a rollback destroys only managed resources.
+pub fn resources_of_providers(
+    show_json: &str,
+    providers: &[String],
+) -> Result<Vec<String>, String> {
+    let value: serde_json::Value = serde_json::from_str(show_json.trim())
+        .map_err(|e| format!("terraform show -json output is not json: {e}"))?;
+    let wanted: BTreeSet<String> = providers.iter().map(|p| provider_address(p)).collect();
+    let mut out = Vec::new();
+    let mut stack: Vec<&serde_json::Value> =
+        value.pointer("/values/root_module").into_iter().collect();
+    while let Some(module) = stack.pop() {
+        for r in module
+            .get("resources")
+            .and_then(|r| r.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if r.get("mode").and_then(|m| m.as_str()) != Some("managed") {
+                continue;
+            }
+            let provider = r
+                .get("provider_name")
+                .and_then(|p| p.as_str())
+                .map(provider_address);
+            if let (Some(p), Some(addr)) = (provider, r.get("address").and_then(|a| a.as_str()))
+                && wanted.contains(&p)
+            {
+                out.push(addr.to_string());
+            }
+        }
+        stack.extend(
+            module
+                .get("child_modules")
+                .and_then(|c| c.as_array())
+                .into_iter()
+                .flatten(),
+        );
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::MemTree;
+
+    #[test]
+    fn templates_fill_the_unit_and_reject_unknown_placeholders() {
+        let t =
+            CommandTemplate::new("terragrunt plan --terragrunt-working-dir {cfg_path}").unwrap();
+        let unit = RepoPath::new("dev/us-east-1/app").unwrap();
+        assert_eq!(
+            t.for_unit(&unit),
+            "terragrunt plan --terragrunt-working-dir dev/us-east-1/app"
+        );
+        let err = CommandTemplate::new("terraform plan {cfg_pth}").unwrap_err();
+        assert!(err.contains("\"{cfg_pth}\""), "{err}");
+        assert!(CommandTemplate::new("  ").is_err());
+        // Shell parameter expansion is not a placeholder.
+        assert!(CommandTemplate::new("terraform plan -state=${state_dir}/x").is_ok());
+        let odd = RepoPath::new("dev/it's here").unwrap();
+        assert_eq!(
+            t.for_unit(&odd),
+            r"terragrunt plan --terragrunt-working-dir 'dev/it'\''s here'"
+        );
+    }
+
+    #[test]
+    fn the_plan_file_is_placed_or_added() {
+        assert_eq!(
+            with_plan_file(
+                "terraform plan -out={plan_file} -no-color",
+                Phase::Plan,
+                "/tmp/p"
+            ),
+            "terraform plan -out=/tmp/p -no-color"
+        );
+        assert_eq!(
+            with_plan_file("terraform plan", Phase::Plan, "/tmp/a b"),
+            "terraform plan -out='/tmp/a b'"
+        );
+        assert_eq!(
+            with_plan_file("terraform apply -auto-approve", Phase::Apply, "/tmp/p"),
+            "terraform apply -auto-approve /tmp/p"
+        );
+        assert_eq!(
+            program_of("terraform init && terragrunt apply x"),
+            Some("terragrunt")
+        );
+    }
+
+    #[test]
+    fn summaries_are_read_from_coloured_output() {
+        let plan = "\u{1b}[1mPlan:\u{1b}[0m 2 to add, 1 to change, 0 to destroy.\n";
+        assert_eq!(
+            parse_plan_summary(plan),
+            Some(ChangeCounts {
+                add: 2,
+                change: 1,
+                destroy: 0
+            })
+        );
+        assert_eq!(
+            parse_plan_summary("No changes. Your infrastructure matches the configuration."),
+            Some(ChangeCounts::default())
+        );
+        assert_eq!(parse_plan_summary("Error: bad"), None);
+        let apply = "Apply complete! Resources: 3 added, 0 changed, 4 destroyed.";
+        assert_eq!(
+            parse_apply_summary(apply),
+            Some(ChangeCounts {
+                add: 3,
+                change: 0,
+                destroy: 4
+            })
+        );
+        assert_eq!(
+            parse_apply_summary("Destroy complete! Resources: 5 destroyed."),
+            Some(ChangeCounts {
+                add: 0,
+                change: 0,
+                destroy: 5
+            })
+        );
+        assert!(is_stale_plan(
+            "Error: Saved plan is stale\n\nThe given plan file"
+        ));
+        assert!(!is_stale_plan("Error: something else"));
+    }
+
+    #[test]
+    fn providers_are_read_from_required_providers_blocks_resources_and_the_lock_file() {
+        let tree = MemTree::new()
+            .with(
+                "dev/app/main.tf",
+                r#"
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "~> 5" }
+    acme = { source = "example.com/acme/acme" }
+  }
+}
+provider "aws" { region = "us-east-1" }
+resource "terraform_data" "x" {}
+resource "random_id" "y" { provider = random.other }
+"#,
+            )
+            .unwrap()
+            .with("dev/app/terragrunt.hcl", "")
+            .unwrap()
+            .with(
+                "dev/app/.terraform.lock.hcl",
+                r#"provider "registry.terraform.io/hashicorp/null" { version = "3.0.0" }"#,
+            )
+            .unwrap()
+            .with("modules/m/main.tf", r#"data "http" "z" { url = "x" }"#)
+            .unwrap();
+        let index = ProviderIndex::new(&tree).unwrap();
+        let mut unit = Unit::new(RepoPath::new("dev/app").unwrap());
+        unit.module_sources
+            .insert(RepoPath::new("modules/m").unwrap());
+        let got: Vec<String> = index.providers(&unit).unwrap().into_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                "example.com/acme/acme",
+                "registry.terraform.io/hashicorp/aws",
+                "registry.terraform.io/hashicorp/http",
+                "registry.terraform.io/hashicorp/null",
+                "registry.terraform.io/hashicorp/random",
+                "terraform.io/builtin/terraform",
+            ]
+        );
+        let base: BTreeSet<String> = ["registry.terraform.io/hashicorp/aws".to_string()].into();
+        let new = new_providers(&index.providers(&unit).unwrap(), Some(&base));
+        assert_eq!(new.len(), 5);
+        assert!(!new.contains(&"registry.terraform.io/hashicorp/aws".to_string()));
+    }
+
+    #[test]
+    fn a_broken_tf_file_names_its_line() {
+        let tree = MemTree::new()
+            .with("u/main.tf", "resource \"x\" {\n  a = \n")
+            .unwrap();
+        let index = ProviderIndex::new(&tree).unwrap();
+        let err = index
+            .providers(&Unit::new(RepoPath::new("u").unwrap()))
+            .unwrap_err();
+        assert!(err.to_string().starts_with("u/main.tf:"), "{err}");
+    }
+
+    #[test]
+    fn resources_of_new_providers_come_from_the_state() {
+        let show = r#"{"values":{"root_module":{"resources":[
+            {"address":"terraform_data.a","mode":"managed","provider_name":"terraform.io/builtin/terraform"},
+            {"address":"aws_s3_bucket.b","mode":"managed","provider_name":"registry.terraform.io/hashicorp/aws"},
+            {"address":"data.terraform_remote_state.c","mode":"data","provider_name":"terraform.io/builtin/terraform"}],
+            "child_modules":[{"resources":[
+            {"address":"module.m.terraform_data.d","mode":"managed","provider_name":"terraform.io/builtin/terraform"}]}]}}}"#;
+        assert_eq!(
+            resources_of_providers(show, &["terraform".into()]).unwrap(),
+            vec!["module.m.terraform_data.d", "terraform_data.a"]
+        );
+        assert_eq!(
+            resources_of_providers("{}", &["aws".into()]).unwrap(),
+            Vec::<String>::new()
+        );
+        assert!(resources_of_providers("nope", &[]).is_err());
+    }
+}

@@ -1,0 +1,102 @@
+//! Fresh checkouts as the ECS tasks make them, from real repositories in temp dirs.
+#![allow(clippy::unwrap_used)] // test helpers panic on set-up failure by design
+
+use std::path::Path;
+use std::process::Command;
+
+use live_ci_git::{GitCli, GitError};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn commit(dir: &Path, file: &str, body: &str, message: &str) -> String {
+    std::fs::write(dir.join(file), body).unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+#[test]
+fn clones_a_merge_commit_and_finds_its_first_parent() {
+    let origin = tempfile::tempdir().unwrap();
+    let o = origin.path();
+    git(o, &["init", "-q", "-b", "main"]);
+    let base = commit(o, "a.tf", "1", "base");
+    git(o, &["checkout", "-qb", "feature"]);
+    let feature = commit(o, "b.tf", "2", "feature");
+    git(o, &["checkout", "-q", "main"]);
+    let trunk = commit(o, "c.tf", "3", "trunk moves on");
+    git(o, &["merge", "-q", "--no-ff", "-m", "merge", "feature"]);
+    let merge = git(o, &["rev-parse", "HEAD"]);
+    // A newer commit on main: the checkout must be the merge, not the branch tip.
+    commit(o, "d.tf", "4", "later");
+
+    let work = tempfile::tempdir().unwrap();
+    let dest = work.path().join("repo");
+    let repo = GitCli::clone_at(
+        &o.display().to_string(),
+        &dest,
+        &merge,
+        Some("s3cr3t-token"),
+    )
+    .unwrap();
+    assert_eq!(git(&dest, &["rev-parse", "HEAD"]), merge);
+    assert!(dest.join("b.tf").is_file() && !dest.join("d.tf").exists());
+    assert_eq!(repo.first_parent(&merge).unwrap(), trunk);
+    assert_ne!(repo.first_parent(&merge).unwrap(), feature);
+    assert_ne!(trunk, base);
+    // The token reached no file of the clone.
+    let config = std::fs::read_to_string(dest.join(".git/config")).unwrap();
+    assert!(!config.contains("s3cr3t-token"), "{config}");
+}
+
+#[test]
+fn fetches_a_commit_no_branch_reaches_and_names_an_unknown_one() {
+    let origin = tempfile::tempdir().unwrap();
+    let o = origin.path();
+    git(o, &["init", "-q", "-b", "main"]);
+    commit(o, "a.tf", "1", "base");
+    git(o, &["checkout", "-qb", "fork-pr"]);
+    let head = commit(o, "b.tf", "2", "from a fork");
+    // As GitHub keeps a fork's pull request: only under refs/pull/N/head.
+    git(o, &["update-ref", "refs/pull/7/head", &head]);
+    git(o, &["checkout", "-q", "main"]);
+    git(o, &["branch", "-qD", "fork-pr"]);
+
+    let work = tempfile::tempdir().unwrap();
+    let dest = work.path().join("repo");
+    GitCli::clone_at(&o.display().to_string(), &dest, &head, None).unwrap();
+    assert_eq!(git(&dest, &["rev-parse", "HEAD"]), head);
+
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    let err = GitCli::clone_at(
+        &o.display().to_string(),
+        &work.path().join("again"),
+        missing,
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, GitError::UnknownRevision(ref r) if r == missing),
+        "{err}"
+    );
+}

@@ -1,0 +1,63 @@
+//! A fresh checkout of the live repository at one commit, in a temporary
+//! directory removed when the task is done with it.
+
+use std::path::{Path, PathBuf};
+
+use live_ci_git::GitCli;
+use tempfile::TempDir;
+
+use crate::error::{Result, TaskError};
+
+/// Where to clone from and with which credentials.
+#[derive(Clone)]
+pub struct Repo {
+    /// A GitHub HTTPS URL, or a local path / `file://` URL in tests and the demo.
+    pub clone_url: String,
+    /// The GitHub token (from the parameter store), if any.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repo")
+            .field("clone_url", &self.clone_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A checkout and its scratch space, deleted on drop.
+#[derive(Debug)]
+pub struct Checkout {
+    scratch: TempDir,
+    pub git: GitCli,
+    pub commit: String,
+}
+
+impl Checkout {
+    /// Clones `repo` and checks out `commit` (a full id or anything git resolves).
+    pub fn new(repo: &Repo, commit: &str) -> Result<Self> {
+        let scratch = tempfile::Builder::new()
+            .prefix("live-ci-task-")
+            .tempdir()
+            .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))?;
+        let dir = scratch.path().join("repo");
+        let git = GitCli::clone_at(&repo.clone_url, &dir, commit, repo.token.as_deref())?;
+        let commit = git.resolve(commit)?;
+        Ok(Checkout {
+            scratch,
+            git,
+            commit,
+        })
+    }
+
+    /// The work tree's top directory.
+    pub fn dir(&self) -> &Path {
+        self.git.dir()
+    }
+
+    /// A path for scratch files outside the work tree.
+    pub fn scratch_file(&self, name: &str) -> PathBuf {
+        self.scratch.path().join(name)
+    }
+}

@@ -1,0 +1,46 @@
+//! The command line: one subcommand per task kind. Everything else comes from
+//! the environment (see [`crate::config::ENV_VARS`]), as ECS passes it.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "live-ci-task",
+    version,
+    about = "live-ci's ECS task: create-deploy-stack, terra-run, pr-plan (configured by environment variables)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum TaskCommand {
+    /// A merged pull request: find the affected units, write the run, invoke trigger_sf.
+    CreateDeployStack,
+    /// One plan or apply of one unit for the state machine (LIVE_CI_PHASE).
+    TerraRun,
+    /// Plan the units a pull request affects; statuses and a summary comment.
+    PrPlan,
+    /// Print the environment variables and IAM actions the task uses, as JSON.
+    Contract,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subcommands_match_the_launchers_names() {
+        use live_ci_core::task::TaskKind;
+        for (kind, expected) in [
+            (TaskKind::CreateDeployStack, TaskCommand::CreateDeployStack),
+            (TaskKind::TerraRun, TaskCommand::TerraRun),
+            (TaskKind::PrPlan, TaskCommand::PrPlan),
+        ] {
+            let cli = Cli::try_parse_from(["live-ci-task", kind.subcommand()]).unwrap();
+            assert_eq!(cli.command, expected);
+        }
+        assert!(Cli::try_parse_from(["live-ci-task", "deploy"]).is_err());
+    }
+}

@@ -1,0 +1,405 @@
+//! `create-deploy-stack`: a merged pull request becomes a run. It clones the
+//! merge commit, finds the affected units between the merge's first parent and
+//! the merge commit (graph scan, or plan scan), maps them onto accounts, builds
+//! the deployment plan and each unit's commands and new providers, then writes
+//! the run and all its executions in one metadb transaction, which also takes
+//! the merge lock (or queues the run behind the one holding it). The parameter
+//! store mirrors the lock; `trigger_sf` is invoked with `{"run_id": N}`.
+//!
+//! Everything that can fail on bad input (a broken `terragrunt.hcl`, a cycle, an
+//! unknown account) fails before that transaction, so a failed run writes
+//! nothing and never holds the lock; the error goes to the commit status.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use live_ci_core::account::Accounts;
+use live_ci_core::change::{Action, Affected, AffectedUnit, Reason, detect, graph_at};
+use live_ci_core::deploy::{NewRun, RunContext, RunId, executions_from_plan};
+use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::params::ParamStore;
+use live_ci_core::path::RepoPath;
+use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
+use live_ci_core::port::{FunctionInvoker, Metadb, Vcs, run_payload};
+use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::terraform::{ProviderIndex, new_providers};
+use live_ci_core::{Graph, discover};
+
+use crate::checkout::{Checkout, Repo};
+use crate::config::{Config, ScanType};
+use crate::error::{Result, TaskError};
+use crate::plans::plan_units;
+
+/// The ports create-deploy-stack talks to.
+#[derive(Debug)]
+pub struct DeployPorts<'a, M, P, G, I> {
+    pub metadb: &'a M,
+    pub params: &'a P,
+    /// `None`: no commit statuses (no GitHub token configured).
+    pub github: Option<&'a G>,
+    pub invoker: &'a I,
+}
+
+/// What create-deploy-stack did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeployReport {
+    /// `None` when no unit was affected (no run is created).
+    pub run_id: Option<RunId>,
+    /// False when a run for this commit already existed (a redelivered merge).
+    pub created: bool,
+    /// True when the run took the merge lock; false when it queued.
+    pub started: bool,
+    pub plan: DeploymentPlan,
+    pub execution_ids: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads the commit-status switches (all on without a parameter).
+pub async fn status_config<P: ParamStore>(
+    config: &Config,
+    params: &P,
+) -> Result<CommitStatusConfig> {
+    match &config.commit_status_config_param {
+        None => Ok(CommitStatusConfig::default()),
+        Some(name) => {
+            let json = params
+                .get(name)
+                .await
+                .map_err(|e| TaskError::Params(e.to_string()))?;
+            CommitStatusConfig::parse(&json).map_err(TaskError::Params)
+        }
+    }
+}
+
+/// Runs create-deploy-stack and posts its outcome on the merge commit.
+pub async fn create_deploy_stack<M, P, G, I>(
+    config: &Config,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &DeployPorts<'_, M, P, G, I>,
+) -> Result<DeployReport>
+where
+    M: Metadb,
+    P: ParamStore,
+    G: GitHost,
+    I: FunctionInvoker,
+{
+    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let outcome = create(config, repo, ports).await;
+    let Some(github) = ports.github else {
+        return outcome;
+    };
+    let statuses = match status_config(config, ports.params).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the commit status config; posting statuses");
+            CommitStatusConfig::default()
+        }
+    };
+    if statuses.create_deploy_stack {
+        let (state, description) = match &outcome {
+            Ok(r) => (StatusState::Success, summary(r)),
+            Err(e) => (StatusState::Failure, e.to_string()),
+        };
+        let mut status =
+            CommitStatus::new(&commit, state, context::CREATE_DEPLOY_STACK, &description);
+        status.target_url = logs_url.map(str::to_string);
+        if let Err(e) = github.set_status(&status).await {
+            tracing::warn!(error = %e, "posting the create-deploy-stack status");
+        }
+    }
+    outcome
+}
+
+fn summary(r: &DeployReport) -> String {
+    match r.run_id {
+        None => "no unit is affected: nothing to deploy".into(),
+        Some(id) if r.started => format!("run #{id}: {} unit(s) to deploy", r.plan.units.len()),
+        Some(id) => format!(
+            "run #{id}: {} unit(s), queued behind the running deploy",
+            r.plan.units.len()
+        ),
+    }
+}
+
+async fn create<M, P, G, I>(
+    config: &Config,
+    repo: &Repo,
+    ports: &DeployPorts<'_, M, P, G, I>,
+) -> Result<DeployReport>
+where
+    M: Metadb,
+    P: ParamStore,
+    G: GitHost,
+    I: FunctionInvoker,
+{
+    let pr_id = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
+    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
+    let function = Config::require(&config.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME")?;
+    let lock_param = Config::require(&config.merge_lock_param, "MERGE_LOCK_SSM_KEY")?;
+    let accounts = Accounts::from_json(
+        "ACCOUNT_PARENT_CFG",
+        Config::require(&config.accounts_json, "ACCOUNT_PARENT_CFG")?,
+    )?;
+    let checkout = Checkout::new(repo, commit)?;
+    let commit = checkout.commit.clone();
+    let base = checkout.git.first_parent(&commit)?;
+    println!(
+        "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit}, first parent {base}"
+    );
+    let mut warnings = Vec::new();
+    let (affected, head, base_graph) = match config.scan_type {
+        ScanType::Graph => {
+            let d = detect(&checkout.git, &base, Some(&commit), false)?;
+            warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
+            (d.affected, d.head, d.base)
+        }
+        ScanType::Plan => {
+            let head = graph_at(&checkout.git, Some(&commit))?;
+            let affected = plan_scan(config, &accounts, &checkout, &head).await?;
+            (affected, head, None)
+        }
+    };
+    let plan = build_plan(
+        &affected,
+        &head,
+        base_graph.as_ref(),
+        &PlanOptions {
+            accounts: Some(&accounts),
+            max_parallel: config.max_parallel as usize,
+            durations: Default::default(),
+        },
+    )?;
+    let providers = unit_new_providers(&checkout, &base, &commit, &head, &plan, &mut warnings)?;
+    let executions = executions_from_plan(
+        &plan,
+        &RunContext {
+            pr_id,
+            commit_id: &commit,
+            accounts: &accounts,
+            plan_command: &config.plan_command,
+            apply_command: &config.apply_command,
+            new_providers: &providers,
+        },
+    )?;
+    for w in &warnings {
+        println!("live-ci: warning: {w}");
+    }
+    for e in &executions {
+        println!(
+            "live-ci: {} {} ({}) waits for {:?}, accounts {:?}, new providers {:?}",
+            e.execution_id,
+            e.cfg_path,
+            e.account_name,
+            e.wait_for,
+            e.wait_accounts,
+            e.new_providers
+        );
+    }
+    if executions.is_empty() {
+        return Ok(DeployReport {
+            run_id: None,
+            created: false,
+            started: false,
+            plan,
+            execution_ids: Vec::new(),
+            warnings,
+        });
+    }
+    let run = NewRun {
+        pr_id,
+        commit_id: commit.clone(),
+        base_ref: config
+            .task
+            .base_ref
+            .clone()
+            .unwrap_or_else(|| config.trunk_branch.clone()),
+        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+        base_sha: config.task.base_sha.clone().unwrap_or_else(|| base.clone()),
+        head_sha: config
+            .task
+            .head_sha
+            .clone()
+            .unwrap_or_else(|| commit.clone()),
+        max_parallel: config.max_parallel,
+        fail_fast: config.fail_fast,
+        executions,
+    };
+    let created = ports
+        .metadb
+        .create_run(&run)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    println!(
+        "live-ci: run #{} {} ({})",
+        created.run_id,
+        if created.created {
+            "created"
+        } else {
+            "already existed"
+        },
+        if created.started {
+            "holds the merge lock"
+        } else {
+            "queued"
+        }
+    );
+    if created.started {
+        // Mirror the row (the truth) for the receiver, then the open PRs' statuses.
+        let lock = ports
+            .metadb
+            .merge_lock()
+            .await
+            .map_err(|e| TaskError::Metadb(e.to_string()))?
+            .lock();
+        let lock = match lock {
+            MergeLock::Free => MergeLock::Held { pr: pr_id },
+            held => held,
+        };
+        ports
+            .params
+            .put(lock_param, &lock.to_string())
+            .await
+            .map_err(|e| TaskError::Params(e.to_string()))?;
+        if let Some(github) = ports.github
+            && let Err(e) = merge_lock::refresh_statuses(
+                github,
+                lock,
+                &config.trunk_branch,
+                &config.file_pattern,
+            )
+            .await
+        {
+            warnings.push(format!("merge lock statuses: {e}"));
+        }
+    }
+    ports
+        .invoker
+        .invoke(function, &run_payload(created.run_id))
+        .await
+        .map_err(|e| TaskError::Invoke {
+            function: function.clone(),
+            message: format!(
+                "{e} (run #{} is written; the next trigger_sf invocation starts it)",
+                created.run_id
+            ),
+        })?;
+    Ok(DeployReport {
+        run_id: Some(created.run_id),
+        created: created.created,
+        started: created.started,
+        plan,
+        execution_ids: run
+            .executions
+            .iter()
+            .map(|e| e.execution_id.clone())
+            .collect(),
+        warnings,
+    })
+}
+
+/// The plan scan: every unit planned with `-detailed-exitcode`; those with
+/// changes and their dependents are affected. A failed plan fails the scan.
+async fn plan_scan(
+    config: &Config,
+    accounts: &Accounts,
+    checkout: &Checkout,
+    head: &Graph,
+) -> Result<Affected> {
+    let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
+    let scratch = checkout.scratch_file("scan");
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+    let env = vec![(
+        "LIVE_CI_REPO_DIR".to_string(),
+        checkout.dir().display().to_string(),
+    )];
+    let results = plan_units(
+        checkout.dir(),
+        &scratch,
+        &units,
+        |p| config.plan_command.for_unit(p),
+        |p| accounts.account_of(p).map(|a| a.plan_role_arn.clone()),
+        &env,
+        config.max_parallel as usize,
+    )
+    .await?;
+    let mut changed = BTreeSet::new();
+    for r in results {
+        match r.outcome {
+            Ok(o) if o.has_changes => {
+                changed.insert(r.path);
+            }
+            Ok(_) => {}
+            Err(message) => {
+                return Err(TaskError::Unit {
+                    unit: r.path.to_string(),
+                    message,
+                });
+            }
+        }
+    }
+    let seeds: Vec<usize> = changed.iter().filter_map(|p| head.index_of(p)).collect();
+    let mut units: Vec<AffectedUnit> = head
+        .dependents_closure(seeds, None)
+        .into_iter()
+        .map(|i| {
+            let path = head.path(i).clone();
+            let reason = if changed.contains(&path) {
+                Reason::Changed
+            } else {
+                Reason::DependencyAffected
+            };
+            AffectedUnit {
+                path,
+                action: Action::Apply,
+                reasons: vec![reason],
+            }
+        })
+        .collect();
+    units.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Affected {
+        units,
+        skipped: Vec::new(),
+    })
+}
+
+/// Providers each planned apply uses at the merge commit and did not at the
+/// first parent. A `.tf` that does not parse at head fails the run; at base it
+/// only costs the comparison (nothing is called new, so a rollback never
+/// destroys what it cannot prove this change added).
+fn unit_new_providers(
+    checkout: &Checkout,
+    base: &str,
+    commit: &str,
+    head: &Graph,
+    plan: &DeploymentPlan,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<RepoPath, Vec<String>>> {
+    let head_tree = checkout.git.tree_at(Some(commit))?;
+    let base_tree = checkout.git.tree_at(Some(base))?;
+    let head_index = ProviderIndex::new(&*head_tree)?;
+    let base_index = ProviderIndex::new(&*base_tree)?;
+    let (base_graph, _) = discover(&*base_tree).into_graph();
+    let mut out = BTreeMap::new();
+    for u in plan.units.iter().filter(|u| u.action == Action::Apply) {
+        let Some(i) = head.index_of(&u.path) else {
+            continue;
+        };
+        let at_head = head_index.providers(head.unit(i))?;
+        let at_base = match base_graph.index_of(&u.path) {
+            None => None,
+            Some(b) => match base_index.providers(base_graph.unit(b)) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    warnings.push(format!("providers at the first parent: {e}"));
+                    Some(at_head.clone())
+                }
+            },
+        };
+        let new = new_providers(&at_head, at_base.as_ref());
+        if !new.is_empty() {
+            out.insert(u.path.clone(), new);
+        }
+    }
+    Ok(out)
+}

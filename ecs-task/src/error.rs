@@ -1,0 +1,63 @@
+//! The one error type of the task library.
+
+use live_ci_core::settings::ConfigError;
+
+/// What can stop a task. Messages are lowercase and quote the offending value.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Core(#[from] live_ci_core::CoreError),
+    #[error(transparent)]
+    Git(#[from] live_ci_git::GitError),
+    #[error("metadb: {0}")]
+    Metadb(String),
+    #[error("parameter store: {0}")]
+    Params(String),
+    #[error("github: {0}")]
+    GitHub(String),
+    #[error("plan store: {0}")]
+    Artifacts(String),
+    #[error("task tokens: {0}")]
+    Tokens(String),
+    #[error("invoking {function:?}: {message}")]
+    Invoke { function: String, message: String },
+    #[error("cannot run {command:?}: {message}")]
+    Spawn { command: String, message: String },
+    #[error("{command:?} in {dir:?} exited with {code}: {tail}")]
+    CommandFailed {
+        command: String,
+        dir: String,
+        code: String,
+        tail: String,
+    },
+    #[error(
+        "the saved plan is stale: the state changed after it was planned and approved; re-run the deployment to plan anew (plan {artifact:?})"
+    )]
+    StalePlan { artifact: String },
+    #[error("plan artifact {artifact:?}: {message}")]
+    PlanArtifact { artifact: String, message: String },
+    #[error("execution {0:?} is not in the metadb")]
+    UnknownExecution(String),
+    #[error("{unit}: {message}")]
+    Unit { unit: String, message: String },
+    #[error("{0}")]
+    Io(String),
+}
+
+impl TaskError {
+    /// The error name sent with SendTaskFailure (matched by the state
+    /// machine's Catch, shown as `$.error.Error`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            TaskError::StalePlan { .. } => "StalePlan",
+            TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
+            TaskError::PlanArtifact { .. } => "PlanArtifact",
+            TaskError::Config(_) => "Config",
+            _ => "TaskFailed",
+        }
+    }
+}
+
+pub type Result<T, E = TaskError> = std::result::Result<T, E>;

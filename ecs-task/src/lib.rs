@@ -1,0 +1,19 @@
+//! The live-ci ECS task: `create-deploy-stack` (a merged pull request → a run
+//! of executions in the metadb, handed to `trigger_sf`), `terra-run` (one plan
+//! or apply of one unit for the state machine) and `pr-plan` (plans of the units
+//! a pull request affects, reported on the pull request). The handlers take the
+//! core's ports, so tests and AWS run the same code; `main.rs` only wires.
+
+pub mod checkout;
+pub mod cli;
+pub mod config;
+pub mod create_deploy_stack;
+pub mod error;
+pub mod logs;
+pub mod plans;
+pub mod pr_plan;
+pub mod run;
+pub mod terra_run;
+
+pub use config::{AWS_ACTIONS, Config, ENV_VARS, ScanType};
+pub use error::{Result, TaskError};

@@ -1,0 +1,126 @@
+//! The `live-ci-task` entry point: reads the configuration, builds the AWS,
+//! metadb and GitHub clients, and runs one subcommand. Only wiring lives here.
+
+use anyhow::Context;
+use clap::Parser;
+use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore};
+use live_ci_core::params::ParamStore;
+use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_metadb::AnyMetadb;
+use live_ci_task::checkout::Repo;
+use live_ci_task::cli::{Cli, TaskCommand};
+use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
+use live_ci_task::pr_plan::pr_plan;
+use live_ci_task::terra_run::{TerraRunPorts, terra_run};
+use live_ci_task::{AWS_ACTIONS, Config, ENV_VARS, logs};
+use live_ci_workflow::SfnTaskTokens;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    if cli.command == TaskCommand::Contract {
+        println!(
+            "{}",
+            serde_json::json!({"env_vars": ENV_VARS, "aws_actions": AWS_ACTIONS})
+        );
+        return Ok(());
+    }
+    let config = Config::from_env().context("live-ci-task configuration")?;
+    let aws = aws_config::load_from_env().await;
+    let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
+    let token = match &config.github_token_param {
+        Some(param) => Some(
+            params
+                .get(param)
+                .await
+                .context("reading the github token")?,
+        ),
+        None => None,
+    };
+    let github = match (&token, &config.repository) {
+        (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
+            api_base: config.github_api_url.clone(),
+            repository: repository.clone(),
+            token: token.clone(),
+            retry: RetryPolicy::default(),
+        })?),
+        _ => None,
+    };
+    let repo = Repo {
+        clone_url: Config::require(&config.clone_url, "REPO_CLONE_URL")?.clone(),
+        token,
+    };
+    let logs_url = logs::logs_url(&config).await;
+    let metadb = || -> anyhow::Result<AnyMetadb> {
+        let c = Config::require(&config.metadb, "METADB_URL")?;
+        Ok(AnyMetadb::from_config(c, &aws, 2)?)
+    };
+    match cli.command {
+        TaskCommand::CreateDeployStack => {
+            let metadb = metadb()?;
+            let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
+            let ports = DeployPorts {
+                metadb: &metadb,
+                params: &params,
+                github: github.as_ref(),
+                invoker: &invoker,
+            };
+            let report = create_deploy_stack(&config, &repo, logs_url.as_deref(), &ports).await?;
+            println!(
+                "live-ci: done: run {:?}, {} execution(s)",
+                report.run_id,
+                report.execution_ids.len()
+            );
+        }
+        TaskCommand::TerraRun => {
+            let metadb = metadb()?;
+            let bucket = Config::require(&config.plan_bucket, "PLAN_BUCKET")?;
+            let artifacts =
+                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), bucket.clone());
+            let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
+            let statuses = match status_config(&config, &params).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Statuses are advisory; the task token carries the result.
+                    tracing::warn!(error = %e, "reading the commit status config");
+                    Default::default()
+                }
+            };
+            let ports = TerraRunPorts {
+                metadb: &metadb,
+                artifacts: &artifacts,
+                tokens: &tokens,
+                github: github.as_ref(),
+                statuses,
+            };
+            terra_run(&config, &repo, logs_url.as_deref(), &ports).await?;
+        }
+        TaskCommand::PrPlan => {
+            let statuses = status_config(&config, &params).await?;
+            let report = pr_plan(
+                &config,
+                &repo,
+                logs_url.as_deref(),
+                github.as_ref(),
+                statuses.pr_plan,
+            )
+            .await?;
+            if report.failed() > 0 {
+                anyhow::bail!(
+                    "{} of {} plan(s) failed",
+                    report.failed(),
+                    report.plans.len()
+                );
+            }
+        }
+        TaskCommand::Contract => {}
+    }
+    Ok(())
+}

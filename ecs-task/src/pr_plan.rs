@@ -1,0 +1,210 @@
+//! `pr-plan`: the plans of the units a pull request affects (graph scan of the
+//! head commit against its base branch), at most `MAX_PARALLEL` at once, each
+//! reported as a commit status on the head commit, plus one pull-request
+//! comment with a summary table that later pushes update in place.
+
+use live_ci_core::account::Accounts;
+use live_ci_core::change::{Action, detect};
+use live_ci_core::path::RepoPath;
+use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
+
+use crate::checkout::{Checkout, Repo};
+use crate::config::Config;
+use crate::error::{Result, TaskError};
+use crate::plans::{UnitPlan, plan_units};
+
+/// Marks live-ci's summary comment, so a new push updates it.
+pub const COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
+
+/// The status context of one unit's plan.
+pub fn unit_context(cfg_path: &RepoPath) -> String {
+    format!("{} {}", context::PR_PLAN, cfg_path)
+}
+
+/// What pr-plan found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrPlanReport {
+    pub commit: String,
+    pub plans: Vec<UnitPlan>,
+    pub warnings: Vec<String>,
+}
+
+impl PrPlanReport {
+    pub fn failed(&self) -> usize {
+        self.plans.iter().filter(|p| p.outcome.is_err()).count()
+    }
+}
+
+/// Plans the pull request's affected units and reports them. Detection errors
+/// (a broken `terragrunt.hcl`, a cycle) fail the pr-plan status and the comment
+/// says why.
+pub async fn pr_plan<G: GitHost>(
+    config: &Config,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    github: Option<&G>,
+    post_statuses: bool,
+) -> Result<PrPlanReport> {
+    let pr = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
+    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let outcome = plan(config, repo, &commit).await;
+    if let Some(github) = github {
+        let status = |state, context: &str, description: &str| {
+            let mut s = CommitStatus::new(&commit, state, context, description);
+            s.target_url = logs_url.map(str::to_string);
+            s
+        };
+        let mut posts = Vec::new();
+        let body = match &outcome {
+            Ok(report) => {
+                for p in &report.plans {
+                    let (state, text) = match &p.outcome {
+                        Ok(o) => (
+                            StatusState::Success,
+                            format!(
+                                "{} to add, {} to change, {} to destroy",
+                                o.counts.add, o.counts.change, o.counts.destroy
+                            ),
+                        ),
+                        Err(e) => (StatusState::Failure, e.clone()),
+                    };
+                    posts.push(status(state, &unit_context(&p.path), &text));
+                }
+                let failed = report.failed();
+                posts.push(status(
+                    if failed == 0 {
+                        StatusState::Success
+                    } else {
+                        StatusState::Failure
+                    },
+                    context::PR_PLAN,
+                    &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
+                ));
+                comment(&commit, logs_url, report)
+            }
+            Err(e) => {
+                posts.push(status(
+                    StatusState::Failure,
+                    context::PR_PLAN,
+                    &e.to_string(),
+                ));
+                format!(
+                    "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
+                    short(&commit),
+                    e.to_string().replace('`', "'")
+                )
+            }
+        };
+        if post_statuses {
+            for s in &posts {
+                if let Err(e) = github.set_status(s).await {
+                    tracing::warn!(error = %e, context = %s.context, "posting a status");
+                }
+            }
+        }
+        github
+            .upsert_comment(pr, COMMENT_MARKER, &body)
+            .await
+            .map_err(|e| TaskError::GitHub(e.to_string()))?;
+    }
+    outcome
+}
+
+async fn plan(config: &Config, repo: &Repo, commit: &str) -> Result<PrPlanReport> {
+    let base_ref = Config::require(&config.task.base_ref, "LIVE_CI_BASE_REF")?;
+    // With the accounts, each plan runs as its account's plan role.
+    let accounts = match &config.accounts_json {
+        Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
+        None => None,
+    };
+    let branch = base_ref.trim_start_matches("refs/heads/");
+    let checkout = Checkout::new(repo, commit)?;
+    let base = format!("origin/{branch}");
+    println!("live-ci pr-plan: {commit} against {base}");
+    let detection = detect(&checkout.git, &base, Some(&checkout.commit), false)?;
+    let warnings: Vec<String> = detection
+        .affected
+        .skipped
+        .iter()
+        .map(|s| s.reason.clone())
+        .collect();
+    let units: Vec<RepoPath> = detection
+        .affected
+        .units
+        .iter()
+        .filter(|u| u.action == Action::Apply)
+        .map(|u| u.path.clone())
+        .collect();
+    let scratch = checkout.scratch_file("plans");
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+    let env = vec![(
+        "LIVE_CI_REPO_DIR".to_string(),
+        checkout.dir().display().to_string(),
+    )];
+    let plans = plan_units(
+        checkout.dir(),
+        &scratch,
+        &units,
+        |p| config.plan_command.for_unit(p),
+        |p| {
+            accounts
+                .as_ref()
+                .and_then(|a| a.account_of(p))
+                .map(|a| a.plan_role_arn.clone())
+        },
+        &env,
+        config.max_parallel as usize,
+    )
+    .await?;
+    Ok(PrPlanReport {
+        commit: checkout.commit.clone(),
+        plans,
+        warnings,
+    })
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
+}
+
+/// The summary comment: one row per unit.
+pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> String {
+    let mut body = format!(
+        "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
+        short(commit)
+    );
+    if report.plans.is_empty() {
+        body.push_str("No Terragrunt unit is affected.\n");
+    } else {
+        body.push_str("| unit | result | add | change | destroy |\n|---|---|---|---|---|\n");
+        for p in &report.plans {
+            match &p.outcome {
+                Ok(o) => body.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} |\n",
+                    p.path,
+                    if o.has_changes {
+                        "changes"
+                    } else {
+                        "no changes"
+                    },
+                    o.counts.add,
+                    o.counts.change,
+                    o.counts.destroy
+                )),
+                Err(e) => body.push_str(&format!(
+                    "| `{}` | failed: {} | - | - | - |\n",
+                    p.path,
+                    e.lines().next().unwrap_or("").replace('|', "\\|")
+                )),
+            }
+        }
+    }
+    for w in &report.warnings {
+        body.push_str(&format!("\n> {w}\n"));
+    }
+    if let Some(url) = logs_url {
+        body.push_str(&format!("\n[Plan logs]({url})\n"));
+    }
+    body
+}

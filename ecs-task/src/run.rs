@@ -1,0 +1,218 @@
+//! Runs one plan or apply command through `sh -c` (templates are
+//! configuration, and `terraform init && terraform plan` must be expressible),
+//! streaming its output to our stdout (CloudWatch in AWS) while keeping it for
+//! the summary line, and calling back periodically while it runs (heartbeats).
+
+use std::future::Future;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Command;
+
+use crate::error::{Result, TaskError};
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The exit code; `None` when a signal ended it (or we stopped it).
+    pub code: Option<i32>,
+    /// Stdout and stderr, interleaved as lines arrived.
+    pub output: String,
+}
+
+impl Finished {
+    /// The last lines of the output, for error messages.
+    pub fn tail(&self, lines: usize) -> String {
+        let all: Vec<&str> = self
+            .output
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// What the periodic callback decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    Continue,
+    /// Nobody waits for the result any more: stop the command.
+    Stop,
+}
+
+/// Runs `command` in `dir` with extra `env`; `tick` is awaited every `every`
+/// while it runs. Output lines go to stdout prefixed with `prefix`.
+pub async fn run<F, Fut>(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+    every: Duration,
+    mut tick: F,
+) -> Result<Finished>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Tick>,
+{
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own process group, so stopping it stops what the shell started.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| TaskError::Spawn {
+            command: command.to_string(),
+            message: format!("in {:?}: {e}", dir.display().to_string()),
+        })?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    fn pump(
+        reader: impl AsyncRead + Unpin + Send + 'static,
+        tx: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(reader).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+    }
+    let mut pumps = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        pumps.push(pump(out, tx.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        pumps.push(pump(err, tx.clone()));
+    }
+    drop(tx);
+    let mut output = String::new();
+    let mut interval = tokio::time::interval(every);
+    interval.tick().await;
+    let mut stopped = false;
+    loop {
+        tokio::select! {
+            line = rx.recv() => match line {
+                Some(line) => {
+                    println!("{prefix}{line}");
+                    output.push_str(&line);
+                    output.push('\n');
+                }
+                None => break,
+            },
+            _ = interval.tick(), if !stopped => {
+                if tick().await == Tick::Stop {
+                    stopped = true;
+                    if let Some(pid) = child.id() {
+                        let _ = Command::new("kill")
+                            .args(["-TERM", "--", &format!("-{pid}")])
+                            .status()
+                            .await;
+                    }
+                    let _ = child.start_kill();
+                }
+            }
+        }
+    }
+    for p in pumps {
+        let _ = p.await;
+    }
+    let status = child.wait().await.map_err(|e| TaskError::Spawn {
+        command: command.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(Finished {
+        code: if stopped { None } else { status.code() },
+        output,
+    })
+}
+
+/// Like [`run`] without a callback.
+pub async fn run_quietly(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<Finished> {
+    run(
+        command,
+        dir,
+        env,
+        prefix,
+        Duration::from_secs(3600),
+        || async { Tick::Continue },
+    )
+    .await
+}
+
+/// The error for a command that exited other than with `ok` codes.
+pub fn failed(command: &str, dir: &Path, finished: &Finished) -> TaskError {
+    TaskError::CommandFailed {
+        command: command.to_string(),
+        dir: dir.display().to_string(),
+        code: finished
+            .code
+            .map_or_else(|| "a signal".to_string(), |c| format!("code {c}")),
+        tail: finished.tail(5),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn captures_both_streams_and_the_exit_code() {
+        let dir = std::env::temp_dir();
+        let f = run_quietly("echo out; echo err >&2; exit 3", &dir, &[], "| ")
+            .await
+            .unwrap();
+        assert_eq!(f.code, Some(3));
+        assert!(f.output.contains("out\n") && f.output.contains("err\n"));
+        let env = vec![("LIVE_CI_X".to_string(), "y z".to_string())];
+        let f = run_quietly("printf '%s' \"$LIVE_CI_X\"", &dir, &env, "")
+            .await
+            .unwrap();
+        assert_eq!(f.output, "y z\n");
+    }
+
+    #[tokio::test]
+    async fn ticks_while_running_and_stops_when_told() {
+        let dir = std::env::temp_dir();
+        let ticks = Arc::new(AtomicU32::new(0));
+        let t = ticks.clone();
+        let started = std::time::Instant::now();
+        let f = run(
+            "sleep 20",
+            &dir,
+            &[],
+            "",
+            Duration::from_millis(50),
+            move || {
+                let t = t.clone();
+                async move {
+                    if t.fetch_add(1, Ordering::SeqCst) >= 2 {
+                        Tick::Stop
+                    } else {
+                        Tick::Continue
+                    }
+                }
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(f.code, None);
+        assert_eq!(ticks.load(Ordering::SeqCst), 3);
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}

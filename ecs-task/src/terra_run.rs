@@ -1,0 +1,396 @@
+//! `terra-run`: one plan or apply of one unit, for the state machine's Plan and
+//! Apply states. It checks out the execution's commit, runs the record's
+//! command in the unit directory with heartbeats, and answers the task token:
+//! `PlanResult` / `ApplyResult` on success, the error otherwise. A plan is saved
+//! to the plan store keyed by execution and commit; an apply applies exactly
+//! that saved plan, then records the resources of the unit's new providers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use live_ci_core::deploy::ExecutionRecord;
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{ArtifactStore, Metadb, TaskTokens, TokenDelivery};
+use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
+use live_ci_core::terraform::{
+    Phase, is_stale_plan, parse_apply_summary, parse_plan_summary, plan_key, program_of,
+    resources_of_providers, with_plan_file,
+};
+use live_ci_workflow::payload::{ApplyResult, PlanResult};
+use serde::Serialize;
+use tokio::process::Command;
+
+use crate::checkout::{Checkout, Repo};
+use crate::config::Config;
+use crate::error::{Result, TaskError};
+use crate::run::{self, Tick};
+
+/// The ports terra-run talks to.
+#[derive(Debug)]
+pub struct TerraRunPorts<'a, M, A, T, G> {
+    pub metadb: &'a M,
+    pub artifacts: &'a A,
+    pub tokens: &'a T,
+    /// Where the plan and apply statuses go (`None`: no GitHub token configured).
+    pub github: Option<&'a G>,
+    /// Which statuses to post (`Plan`, `Apply`).
+    pub statuses: CommitStatusConfig,
+}
+
+/// The commit-status context of one unit's plan or apply.
+pub fn status_context(phase: Phase, cfg_path: &RepoPath) -> String {
+    format!("live-ci: {} {cfg_path}", phase.as_str())
+}
+
+/// What terra-run reported with SendTaskSuccess.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum TerraRunResult {
+    Plan(PlanResult),
+    Apply(ApplyResult),
+}
+
+/// Runs the phase the environment names and answers the task token either way.
+/// The returned error has already been sent with SendTaskFailure (when a token
+/// was given).
+pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
+    config: &Config,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G>,
+) -> Result<TerraRunResult> {
+    let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
+    let mut unit = None;
+    let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
+    if let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) {
+        let (state, description) = match &outcome {
+            Ok(TerraRunResult::Plan(p)) => (
+                StatusState::Success,
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    p.to_add, p.to_change, p.to_destroy
+                ),
+            ),
+            Ok(TerraRunResult::Apply(a)) => (
+                StatusState::Success,
+                format!(
+                    "{} added, {} changed, {} destroyed",
+                    a.added, a.changed, a.destroyed
+                ),
+            ),
+            Err(e) => (StatusState::Failure, e.to_string()),
+        };
+        post_status(
+            ports,
+            logs_url,
+            phase,
+            commit,
+            cfg_path,
+            state,
+            &description,
+        )
+        .await;
+    }
+    let delivery = match &outcome {
+        Ok(result) => {
+            let json = serde_json::to_string(result)
+                .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
+            ports
+                .tokens
+                .send_success(&token, &json)
+                .await
+                .map_err(|e| TaskError::Tokens(e.to_string()))?
+        }
+        Err(e) => ports
+            .tokens
+            .send_failure(&token, e.name(), &e.to_string())
+            .await
+            .map_err(|e| TaskError::Tokens(e.to_string()))?,
+    };
+    if let TokenDelivery::Gone { reason } = delivery {
+        tracing::warn!(%reason, "the state machine no longer waits for this task");
+    }
+    outcome
+}
+
+/// Posts a plan or apply status when the configuration asks for it; a status
+/// that cannot be posted is logged, never fatal (the token is the real answer).
+async fn post_status<M, A, T, G: GitHost>(
+    ports: &TerraRunPorts<'_, M, A, T, G>,
+    logs_url: Option<&str>,
+    phase: Phase,
+    commit: &str,
+    cfg_path: &RepoPath,
+    state: StatusState,
+    description: &str,
+) {
+    let wanted = match phase {
+        Phase::Plan => ports.statuses.plan,
+        Phase::Apply => ports.statuses.apply,
+    };
+    let Some(github) = ports.github.filter(|_| wanted) else {
+        return;
+    };
+    let mut status =
+        CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
+    status.target_url = logs_url.map(str::to_string);
+    if let Err(e) = github.set_status(&status).await {
+        tracing::warn!(error = %e, context = %status.context, "posting a status");
+    }
+}
+
+async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
+    config: &Config,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G>,
+    token: &str,
+    unit: &mut Option<(String, RepoPath)>,
+) -> Result<TerraRunResult> {
+    let phase = *Config::require(&config.task.phase, "LIVE_CI_PHASE")?;
+    let execution_id = Config::require(&config.task.execution_id, "LIVE_CI_EXECUTION_ID")?;
+    let record = ports
+        .metadb
+        .execution(execution_id)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?
+        .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
+    // The record is the truth; the state machine passes the same command.
+    let command = config.task.command.clone().unwrap_or_else(|| match phase {
+        Phase::Plan => record.plan_command.clone(),
+        Phase::Apply => record.apply_command.clone(),
+    });
+    *unit = Some((record.commit_id.clone(), record.cfg_path.clone()));
+    post_status(
+        ports,
+        logs_url,
+        phase,
+        &record.commit_id,
+        &record.cfg_path,
+        StatusState::Pending,
+        match phase {
+            Phase::Plan => "planning",
+            Phase::Apply => "applying the approved plan",
+        },
+    )
+    .await;
+    println!(
+        "live-ci terra-run {}: execution {:?}, unit {:?}, commit {}",
+        phase.as_str(),
+        record.execution_id,
+        record.cfg_path.as_str(),
+        record.commit_id
+    );
+    let checkout = Checkout::new(repo, &record.commit_id)?;
+    let unit_dir = checkout.dir().join(record.cfg_path.as_str());
+    if !unit_dir.is_dir() {
+        return Err(TaskError::Unit {
+            unit: record.cfg_path.to_string(),
+            message: format!("no such directory at commit {:?}", record.commit_id),
+        });
+    }
+    let plan_file = checkout.scratch_file("unit.tfplan");
+    let plan_file_str = plan_file.display().to_string();
+    let mut env = vec![
+        (
+            "LIVE_CI_REPO_DIR".to_string(),
+            checkout.dir().display().to_string(),
+        ),
+        ("LIVE_CI_CFG_PATH".into(), record.cfg_path.to_string()),
+        ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
+    ];
+    if let Some(role) = config.task.role_arn.as_ref().filter(|r| !r.is_empty()) {
+        // Terragrunt assumes the role itself (older and newer spellings).
+        env.push(("TERRAGRUNT_IAM_ROLE".into(), role.clone()));
+        env.push(("TG_IAM_ASSUME_ROLE".into(), role.clone()));
+    }
+    let command = with_plan_file(&command, phase, &plan_file_str);
+    let logs_url = logs_url.unwrap_or_default().to_string();
+    let key = plan_key(&record.execution_id, &record.commit_id);
+    match phase {
+        Phase::Plan => {
+            let finished =
+                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            if finished.code != Some(0) {
+                return Err(run::failed(&command, &unit_dir, &finished));
+            }
+            let counts =
+                parse_plan_summary(&finished.output).ok_or_else(|| TaskError::CommandFailed {
+                    command: command.clone(),
+                    dir: unit_dir.display().to_string(),
+                    code: "code 0".into(),
+                    tail: format!("no plan summary in the output: {}", finished.tail(3)),
+                })?;
+            let bytes = std::fs::read(&plan_file).map_err(|e| TaskError::PlanArtifact {
+                artifact: plan_file_str.clone(),
+                message: format!(
+                    "the plan command saved no plan ({e}); the template must write {{plan_file}}"
+                ),
+            })?;
+            ports
+                .artifacts
+                .put(&key, bytes)
+                .await
+                .map_err(|e| TaskError::Artifacts(e.to_string()))?;
+            let result = PlanResult {
+                execution_id: record.execution_id.clone(),
+                to_add: counts.add,
+                to_change: counts.change,
+                to_destroy: counts.destroy,
+                plan_artifact: ports.artifacts.uri(&key),
+                logs_url,
+            };
+            println!(
+                "live-ci: plan saved to {} ({} to add, {} to change, {} to destroy)",
+                result.plan_artifact, result.to_add, result.to_change, result.to_destroy
+            );
+            Ok(TerraRunResult::Plan(result))
+        }
+        Phase::Apply => {
+            let artifact = Config::require(&config.task.plan_artifact, "LIVE_CI_PLAN_ARTIFACT")?;
+            let bad = |message: String| TaskError::PlanArtifact {
+                artifact: artifact.clone(),
+                message,
+            };
+            match ports.artifacts.key_of(artifact) {
+                Some(k) if k == key => {}
+                _ => {
+                    return Err(bad(format!(
+                        "is not the saved plan of execution {:?} at commit {} (expected {:?})",
+                        record.execution_id,
+                        record.commit_id,
+                        ports.artifacts.uri(&key)
+                    )));
+                }
+            }
+            let bytes = ports
+                .artifacts
+                .get(&key)
+                .await
+                .map_err(|e| TaskError::Artifacts(e.to_string()))?
+                .ok_or_else(|| bad("no such saved plan".into()))?;
+            std::fs::write(&plan_file, bytes)
+                .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
+            let finished =
+                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            if finished.code != Some(0) {
+                if is_stale_plan(&finished.output) {
+                    return Err(TaskError::StalePlan {
+                        artifact: artifact.clone(),
+                    });
+                }
+                return Err(run::failed(&command, &unit_dir, &finished));
+            }
+            let counts = parse_apply_summary(&finished.output).unwrap_or_default();
+            let new_resources =
+                record_new_resources(ports.metadb, &record, &command, &unit_dir, &env).await?;
+            Ok(TerraRunResult::Apply(ApplyResult {
+                execution_id: record.execution_id.clone(),
+                added: counts.add,
+                changed: counts.change,
+                destroyed: counts.destroy,
+                new_resources,
+                logs_url,
+            }))
+        }
+    }
+}
+
+async fn run_with_heartbeat<T: TaskTokens>(
+    config: &Config,
+    tokens: &T,
+    token: &str,
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+) -> Result<run::Finished> {
+    let finished = run::run(
+        command,
+        dir,
+        env,
+        "",
+        Duration::from_secs(config.heartbeat_seconds),
+        move || async move {
+            match tokens.heartbeat(token).await {
+                Ok(TokenDelivery::Delivered) => Tick::Continue,
+                Ok(TokenDelivery::Gone { reason }) => {
+                    tracing::warn!(%reason, "heartbeat refused: stopping the command");
+                    Tick::Stop
+                }
+                Err(e) => {
+                    // A lost heartbeat is not fatal; the next one may get through.
+                    tracing::warn!(error = %e, "heartbeat failed");
+                    Tick::Continue
+                }
+            }
+        },
+    )
+    .await?;
+    if finished.code.is_none() {
+        return Err(TaskError::Tokens(format!(
+            "{command:?} was stopped: the state machine no longer waits for this task"
+        )));
+    }
+    Ok(finished)
+}
+
+/// After an apply: the resources of the unit's new providers, from `show -json`
+/// run with the apply command's own tool, stored in the execution's
+/// `new_resources` (what a rollback destroys with `-target`).
+async fn record_new_resources<M: Metadb>(
+    metadb: &M,
+    record: &ExecutionRecord,
+    apply_command: &str,
+    unit_dir: &Path,
+    env: &[(String, String)],
+) -> Result<Vec<String>> {
+    if record.new_providers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let program = program_of(apply_command).unwrap_or("terraform");
+    let out = Command::new(program)
+        .args(["show", "-json", "-no-color"])
+        .current_dir(unit_dir)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .await
+        .map_err(|e| TaskError::Spawn {
+            command: format!("{program} show -json"),
+            message: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(TaskError::CommandFailed {
+            command: format!("{program} show -json"),
+            dir: unit_dir.display().to_string(),
+            code: format!("{}", out.status),
+            tail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    let resources =
+        resources_of_providers(&String::from_utf8_lossy(&out.stdout), &record.new_providers)
+            .map_err(|message| TaskError::Unit {
+                unit: record.cfg_path.to_string(),
+                message,
+            })?;
+    let stored = metadb
+        .record_new_resources(&record.execution_id, &resources)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    if !stored {
+        // The apply happened; failing now would hide that. Say it loudly instead.
+        tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");
+        println!(
+            "live-ci: warning: execution {:?} is no longer running; its new resources were not stored",
+            record.execution_id
+        );
+    }
+    println!(
+        "live-ci: new provider resources recorded for rollback: {}",
+        if resources.is_empty() {
+            "none".to_string()
+        } else {
+            resources.join(", ")
+        }
+    );
+    Ok(resources)
+}

@@ -1,0 +1,528 @@
+//! create-deploy-stack against the sample live repository (built as a real git
+//! history by `examples/live-repo/build.sh`), a real PostgreSQL metadb, and
+//! recording fakes for the parameter store, GitHub and the Lambda invoke.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::process::Command;
+
+use live_ci_core::deploy::RunStatus;
+use live_ci_core::port::Metadb;
+use live_ci_core::status::{StatusState, context};
+use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
+use live_ci_task::{Config, checkout::Repo};
+use support::fakes::{MemParams, RecordingGitHost, RecordingInvoker};
+use support::pg::TestDb;
+use support::repo::{GitRepo, TfTemplates};
+
+const LOCK: &str = "/live-ci/merge-lock";
+
+fn sample_repo() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("live");
+    let script = live_ci_testkit::repo_root().join("examples/live-repo/build.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merge = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (dir, merge)
+}
+
+fn accounts() -> String {
+    std::fs::read_to_string(live_ci_testkit::repo_root().join("examples/live-repo/accounts.json"))
+        .unwrap()
+}
+
+fn config(url: &str, commit: &str, pr: &str, accounts: &str, extra: &[(&str, &str)]) -> Config {
+    let mut pairs = vec![
+        ("REPO_CLONE_URL", url),
+        ("LIVE_CI_PR_NUMBER", pr),
+        ("LIVE_CI_COMMIT", commit),
+        ("LIVE_CI_BASE_REF", "main"),
+        ("LIVE_CI_HEAD_REF", "feature/bigger-vpc"),
+        ("MERGE_LOCK_SSM_KEY", LOCK),
+        ("TRIGGER_SF_FUNCTION_NAME", "live-ci-trigger-sf"),
+        ("ACCOUNT_PARENT_CFG", accounts),
+        ("MAX_PARALLEL", "3"),
+        (
+            "PLAN_COMMAND",
+            "terragrunt plan -input=false -out={plan_file}",
+        ),
+    ];
+    pairs.extend_from_slice(extra);
+    support::config(&pairs)
+}
+
+struct Fakes {
+    params: MemParams,
+    github: RecordingGitHost,
+    invoker: RecordingInvoker,
+}
+
+impl Fakes {
+    fn new() -> Self {
+        Fakes {
+            params: MemParams::default(),
+            github: RecordingGitHost::default(),
+            invoker: RecordingInvoker::default(),
+        }
+    }
+
+    fn ports<'a, M>(
+        &'a self,
+        metadb: &'a M,
+    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker> {
+        DeployPorts {
+            metadb,
+            params: &self.params,
+            github: Some(&self.github),
+            invoker: &self.invoker,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_becomes_a_run_that_holds_the_lock_and_is_handed_to_trigger_sf() {
+    let (dir, merge) = sample_repo();
+    let url = dir.path().join("live").display().to_string();
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let repo = Repo {
+        clone_url: url.clone(),
+        token: None,
+    };
+    let config = config(&url, &merge, "42", &accounts(), &[]);
+    let report = create_deploy_stack(
+        &config,
+        &repo,
+        Some("https://logs/cds"),
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let run_id = report.run_id.unwrap();
+    assert!(report.created && report.started);
+
+    // The run and every execution are in the metadb, started, holding the lock.
+    let run = metadb.run(run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(
+        (run.pr_id, run.commit_id.as_str(), run.max_parallel),
+        (42, merge.as_str(), 3)
+    );
+    let lock = metadb.merge_lock().await.unwrap();
+    assert_eq!(lock.run_id, Some(run_id));
+    let executions = metadb.executions(run_id).await.unwrap();
+    let paths: Vec<&str> = executions.iter().map(|e| e.cfg_path.as_str()).collect();
+    assert_eq!(executions.len(), report.execution_ids.len());
+    // The widened VPC, its dependents, and the new worker; the removed unit is
+    // not destroyed without opting in.
+    for unit in [
+        "shared/us-east-1/network/vpc",
+        "dev/us-east-1/worker",
+        "dev/us-east-1/app",
+    ] {
+        assert!(paths.contains(&unit), "{unit} missing from {paths:?}");
+    }
+    assert!(!paths.contains(&"dev/us-east-1/legacy-queue"));
+    assert!(
+        report.warnings.iter().any(|w| w.contains("legacy-queue")),
+        "{:?}",
+        report.warnings
+    );
+
+    let by_path = |p: &str| {
+        executions
+            .iter()
+            .find(|e| e.cfg_path.as_str() == p)
+            .unwrap()
+    };
+    let vpc = by_path("shared/us-east-1/network/vpc");
+    let worker = by_path("dev/us-east-1/worker");
+    let app = by_path("dev/us-east-1/app");
+    // Accounts: voters, thresholds, roles, account order.
+    assert_eq!(vpc.account_name, "shared");
+    assert_eq!(
+        vpc.voters,
+        vec!["platform-lead@example.com", "network@example.com"]
+    );
+    assert_eq!(worker.account_name, "dev");
+    assert_eq!(
+        worker.apply_role_arn,
+        "arn:aws:iam::222222222222:role/live-ci-apply"
+    );
+    assert_eq!(worker.wait_accounts, vec!["shared".to_string()]);
+    assert_eq!(worker.account_deps, vec!["shared".to_string()]);
+    // Commands from the templates; new providers only for the unit that adds them.
+    assert_eq!(
+        worker.plan_command,
+        "terragrunt plan -input=false -out={plan_file}"
+    );
+    assert_eq!(
+        worker.new_providers,
+        vec!["terraform.io/builtin/terraform".to_string()]
+    );
+    assert!(vpc.new_providers.is_empty() && app.new_providers.is_empty());
+    // Directory dependencies are execution ids of this run.
+    for e in &executions {
+        for w in &e.wait_for {
+            assert!(
+                report.execution_ids.contains(w),
+                "{w} is not an execution of the run"
+            );
+        }
+    }
+
+    // The lock mirrored, trigger_sf invoked with exactly the run id, status posted.
+    assert_eq!(
+        *fakes.params.puts.lock().unwrap(),
+        vec![(LOCK.to_string(), "42".to_string())]
+    );
+    assert_eq!(
+        *fakes.invoker.calls.lock().unwrap(),
+        vec![(
+            "live-ci-trigger-sf".to_string(),
+            format!("{{\"run_id\":{run_id}}}")
+        )]
+    );
+    let statuses = fakes.github.statuses();
+    let status = statuses
+        .iter()
+        .find(|s| s.context == context::CREATE_DEPLOY_STACK)
+        .unwrap();
+    assert_eq!(status.state, StatusState::Success);
+    assert_eq!(status.sha, merge);
+    assert_eq!(status.target_url.as_deref(), Some("https://logs/cds"));
+    assert!(
+        status.description.contains(&format!("run #{run_id}")),
+        "{}",
+        status.description
+    );
+
+    // A redelivered merge writes nothing new and finds the same run.
+    let again = create_deploy_stack(&config, &repo, None, &fakes.ports(&metadb))
+        .await
+        .unwrap();
+    assert_eq!(again.run_id, Some(run_id));
+    assert!(!again.created);
+    assert_eq!(
+        again.execution_ids, report.execution_ids,
+        "execution ids are deterministic"
+    );
+    assert_eq!(
+        metadb.executions(run_id).await.unwrap().len(),
+        executions.len()
+    );
+    db.drop_db().await;
+}
+
+/// A repository whose merge commit has `change` applied to a two-unit base.
+fn repo_with_merge(change: impl Fn(&GitRepo)) -> (GitRepo, String) {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[]).unit("dev/b", "2", &["../a"]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    change(&repo);
+    repo.commit("change");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "merge",
+        "feature",
+    ]);
+    let merge = repo.git(&["rev-parse", "HEAD"]);
+    (repo, merge)
+}
+
+const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
+  "min_approval_count": 1, "min_rejection_count": 1,
+  "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+
+async fn assert_fails_cleanly(change: impl Fn(&GitRepo), accounts: &str, expected: &str) {
+    let (repo, merge) = repo_with_merge(change);
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let config = config(&repo.url(), &merge, "9", accounts, &[]);
+    let err = create_deploy_stack(
+        &config,
+        &Repo {
+            clone_url: repo.url(),
+            token: None,
+        },
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains(expected), "{err}");
+    // Nothing written, no lock, nothing invoked, the error on the merge commit.
+    assert_eq!(metadb.run(1).await.unwrap(), None);
+    assert_eq!(metadb.merge_lock().await.unwrap().run_id, None);
+    assert!(fakes.params.puts.lock().unwrap().is_empty());
+    assert!(fakes.invoker.calls.lock().unwrap().is_empty());
+    let statuses = fakes.github.statuses();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].state, StatusState::Failure);
+    assert_eq!(statuses[0].sha, merge);
+    assert!(
+        statuses[0].description.contains(expected),
+        "{}",
+        statuses[0].description
+    );
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_terragrunt_hcl_fails_the_run_and_writes_nothing() {
+    assert_fails_cleanly(
+        |r| {
+            r.write(
+                "dev/b/terragrunt.hcl",
+                "dependency \"a\" {\n  config_path = \n",
+            );
+        },
+        DEV_ONLY,
+        "dev/b/terragrunt.hcl:",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_cycle_fails_the_run_and_writes_nothing() {
+    assert_fails_cleanly(
+        |r| {
+            r.write(
+                "dev/a/terragrunt.hcl",
+                "dependency \"b\" {\n  config_path = \"../b\"\n}\n",
+            );
+        },
+        DEV_ONLY,
+        "cycle",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_outside_every_account_fails_the_run_and_writes_nothing() {
+    assert_fails_cleanly(
+        |r| {
+            r.unit("prod/c", "3", &[]);
+        },
+        DEV_ONLY,
+        "prod/c: matches no account path",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_account_configuration_names_the_field() {
+    assert_fails_cleanly(
+        |r| {
+            r.write("dev/a/main.tf", "resource \"terraform_data\" \"this\" {}\n");
+        },
+        &DEV_ONLY.replace("\"min_approval_count\": 1", "\"min_approval_count\": 2"),
+        "field min_approval_count",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_merge_queues_behind_the_running_deploy() {
+    let (repo, merge) = repo_with_merge(|r| {
+        r.write("dev/a/main.tf", "resource \"terraform_data\" \"this\" {}\n");
+    });
+    repo.write("dev/b/extra.tf", "output \"x\" {\n  value = 1\n}\n");
+    let second = repo.commit("direct push, merged as a second change");
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let repo_ref = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let first = create_deploy_stack(
+        &config(&repo.url(), &merge, "9", DEV_ONLY, &[]),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let queued = create_deploy_stack(
+        &config(&repo.url(), &second, "10", DEV_ONLY, &[]),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert!(first.started && !queued.started);
+    assert_eq!(
+        metadb
+            .run(queued.run_id.unwrap())
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        RunStatus::Queued
+    );
+    // Only the running run's PR is mirrored; the queued run is still invoked.
+    assert_eq!(
+        *fakes.params.puts.lock().unwrap(),
+        vec![(LOCK.to_string(), "9".to_string())]
+    );
+    assert_eq!(fakes.invoker.calls.lock().unwrap().len(), 2);
+    assert_eq!(
+        queued.execution_ids.len(),
+        1,
+        "only dev/b changed in the second commit"
+    );
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_scan_keeps_units_with_changes_and_their_dependents() {
+    // Base: three applied units; the merge changes dev/a's input only.
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[])
+        .unit("dev/b", "2", &["../a"])
+        .unit("dev/c", "3", &[]);
+    repo.commit("base");
+    let tf = TfTemplates::new("");
+    for unit in ["dev/a", "dev/b", "dev/c"] {
+        let apply_now = tf.plan.replace(
+            "terraform plan -input=false -no-color -out={plan_file}",
+            "terraform apply -input=false -no-color -auto-approve",
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&apply_now)
+            .env("LIVE_CI_CFG_PATH", unit)
+            .current_dir(repo.path().join(unit))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    repo.git(&["clean", "-qfdx"]);
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.unit("dev/a", "10", &[]);
+    repo.commit("change a");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "merge",
+        "feature",
+    ]);
+    let merge = repo.git(&["rev-parse", "HEAD"]);
+
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let config = config(
+        &repo.url(),
+        &merge,
+        "5",
+        DEV_ONLY,
+        &[("SCAN_TYPE", "plan"), ("PLAN_COMMAND", &tf.plan)],
+    );
+    let report = create_deploy_stack(
+        &config,
+        &Repo {
+            clone_url: repo.url(),
+            token: None,
+        },
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let paths: Vec<String> = report
+        .plan
+        .units
+        .iter()
+        .map(|u| u.path.to_string())
+        .collect();
+    assert_eq!(paths, vec!["dev/a", "dev/b"], "dev/c has no changes");
+    let executions = metadb.executions(report.run_id.unwrap()).await.unwrap();
+    let b = executions
+        .iter()
+        .find(|e| e.cfg_path.as_str() == "dev/b")
+        .unwrap();
+    let a = executions
+        .iter()
+        .find(|e| e.cfg_path.as_str() == "dev/a")
+        .unwrap();
+    assert_eq!(b.wait_for, vec![a.execution_id.clone()]);
+    db.drop_db().await;
+}
+
+#[test]
+fn missing_settings_are_named() {
+    let c = support::config(&[("LIVE_CI_COMMIT", "abc")]);
+    let err = Config::require(&c.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "environment variable TRIGGER_SF_FUNCTION_NAME is not set"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_affecting_no_unit_creates_no_run_and_takes_no_lock() {
+    let (repo, merge) = repo_with_merge(|r| {
+        r.write("README.md", "only docs\n");
+    });
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let report = create_deploy_stack(
+        &config(&repo.url(), &merge, "4", DEV_ONLY, &[]),
+        &Repo {
+            clone_url: repo.url(),
+            token: None,
+        },
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.run_id, None);
+    assert_eq!(metadb.merge_lock().await.unwrap().run_id, None);
+    assert!(fakes.invoker.calls.lock().unwrap().is_empty());
+    assert!(fakes.params.puts.lock().unwrap().is_empty());
+    let statuses = fakes.github.statuses();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].state, StatusState::Success);
+    assert_eq!(
+        statuses[0].description,
+        "no unit is affected: nothing to deploy"
+    );
+    db.drop_db().await;
+}

@@ -1,0 +1,155 @@
+//! pr-plan with a real git repository (a pull request branch against `main`),
+//! real terraform plans, and a recording git host.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use live_ci_core::status::{StatusState, context};
+use live_ci_task::checkout::Repo;
+use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan, unit_context};
+use support::fakes::RecordingGitHost;
+use support::repo::{GitRepo, TfTemplates};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[])
+        .unit("dev/b", "2", &["../a"])
+        .unit("dev/c", "3", &[]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.unit("dev/a", "10", &[]);
+    let head = repo.commit("change a");
+    // Each plan records the role it runs as.
+    let roles = tempfile::tempdir().unwrap();
+    let roles_file = roles.path().join("roles");
+    let tf = TfTemplates::new(&format!(
+        "echo \"$LIVE_CI_CFG_PATH $TERRAGRUNT_IAM_ROLE\" >> {}; ",
+        roles_file.display()
+    ));
+    let accounts = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
+      "min_approval_count": 1, "min_rejection_count": 1,
+      "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+    let github = RecordingGitHost::default();
+    let config = support::config(&[
+        ("REPO_CLONE_URL", &repo.url()),
+        ("LIVE_CI_PR_NUMBER", "12"),
+        ("LIVE_CI_COMMIT", &head),
+        ("LIVE_CI_BASE_REF", "main"),
+        ("PLAN_COMMAND", &tf.plan),
+        ("MAX_PARALLEL", "2"),
+        ("ACCOUNT_PARENT_CFG", accounts),
+    ]);
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let report = pr_plan(
+        &config,
+        &clone,
+        Some("https://logs/pr"),
+        Some(&github),
+        true,
+    )
+    .await
+    .unwrap();
+    let planned: Vec<String> = report.plans.iter().map(|p| p.path.to_string()).collect();
+    assert_eq!(planned, vec!["dev/a", "dev/b"], "dev/c is not affected");
+    assert_eq!(report.failed(), 0);
+    for p in &report.plans {
+        let o = p.outcome.as_ref().unwrap();
+        assert!(o.has_changes);
+        assert_eq!(o.counts.add, 1);
+    }
+    let statuses = github.statuses();
+    for unit in ["dev/a", "dev/b"] {
+        let s = statuses
+            .iter()
+            .find(|s| s.context == unit_context(&live_ci_core::RepoPath::new(unit).unwrap()))
+            .unwrap();
+        assert_eq!(s.state, StatusState::Success);
+        assert_eq!(s.sha, head);
+        assert_eq!(s.description, "1 to add, 0 to change, 0 to destroy");
+        assert_eq!(s.target_url.as_deref(), Some("https://logs/pr"));
+    }
+    let overall = statuses
+        .iter()
+        .find(|s| s.context == context::PR_PLAN)
+        .unwrap();
+    assert_eq!(overall.state, StatusState::Success);
+    let comments = github.comments.lock().unwrap().clone();
+    assert_eq!(comments.len(), 1);
+    let body = &comments[&(12, COMMENT_MARKER.to_string())];
+    assert!(body.contains("| `dev/a` | changes | 1 | 0 | 0 |"), "{body}");
+    assert!(body.contains("| `dev/b` | changes | 1 | 0 | 0 |"), "{body}");
+    assert!(!body.contains("dev/c"));
+    let mut seen: Vec<String> = std::fs::read_to_string(&roles_file)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            "dev/a arn:aws:iam::2:role/plan",
+            "dev/b arn:aws:iam::2:role/plan"
+        ]
+    );
+    // Nothing was applied: plans leave the state alone.
+    assert!(!tf.state_file("dev/a").exists());
+
+    // A new push that breaks a unit: its status fails, the same comment is updated.
+    repo.write(
+        "dev/b/main.tf",
+        "resource \"terraform_data\" \"this\" {\n  input = var.missing\n}\n",
+    );
+    let head2 = repo.commit("break b");
+    let mut config2 = config.clone();
+    config2.task.commit = Some(head2.clone());
+    let report = pr_plan(&config2, &clone, None, Some(&github), true)
+        .await
+        .unwrap();
+    assert_eq!(report.failed(), 1);
+    let statuses = github.statuses();
+    let b = statuses
+        .iter()
+        .rfind(|s| s.sha == head2 && s.context.ends_with("dev/b"))
+        .unwrap();
+    assert_eq!(b.state, StatusState::Failure);
+    let comments = github.comments.lock().unwrap().clone();
+    assert_eq!(comments.len(), 1, "updated, not duplicated");
+    let body = &comments[&(12, COMMENT_MARKER.to_string())];
+    assert!(body.contains("| `dev/b` | failed:"), "{body}");
+    assert!(body.contains(&head2[..7]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_unit_graph_fails_the_status_and_says_why_in_the_comment() {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write("dev/a/terragrunt.hcl", "include {\n");
+    let head = repo.commit("broken");
+    let github = RecordingGitHost::default();
+    let config = support::config(&[
+        ("REPO_CLONE_URL", &repo.url()),
+        ("LIVE_CI_PR_NUMBER", "3"),
+        ("LIVE_CI_COMMIT", &head),
+        ("LIVE_CI_BASE_REF", "refs/heads/main"),
+    ]);
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let err = pr_plan(&config, &clone, None, Some(&github), true)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("dev/a/terragrunt.hcl:"), "{err}");
+    let statuses = github.statuses();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].state, StatusState::Failure);
+    let comments = github.comments.lock().unwrap().clone();
+    assert!(comments[&(3, COMMENT_MARKER.to_string())].contains("dev/a/terragrunt.hcl:"));
+}

@@ -1,0 +1,197 @@
+//! terra-run answering a real Step Functions task token in LocalStack: a state
+//! machine waits on `sqs:sendMessage.waitForTaskToken` (the token arrives in a
+//! queue, as the ECS container override carries it in AWS), terra-run plans with
+//! real terraform and the `SfnTaskTokens` adapter, and the execution ends with
+//! the `PlanResult` as its output, or FAILED with the task's error.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_sfn::types::ExecutionStatus;
+use live_ci_core::port::Metadb;
+use live_ci_task::checkout::Repo;
+use live_ci_task::terra_run::{TerraRunPorts, terra_run};
+use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_workflow::SfnTaskTokens;
+use serde_json::{Value, json};
+use support::fakes::{MemArtifacts, RecordingGitHost};
+use support::pg::{TestDb, exec, run};
+use support::repo::{GitRepo, TfTemplates};
+
+const REGION: &str = "us-east-1";
+
+struct Cloud {
+    sfn: aws_sdk_sfn::Client,
+    sqs: aws_sdk_sqs::Client,
+}
+
+fn cloud() -> Cloud {
+    let endpoint = localstack_endpoint().unwrap();
+    let creds = aws_sdk_sfn::config::Credentials::new("test", "test", None, None, "static");
+    let behavior = aws_sdk_sfn::config::BehaviorVersion::latest();
+    Cloud {
+        sfn: aws_sdk_sfn::Client::from_conf(
+            aws_sdk_sfn::Config::builder()
+                .behavior_version(behavior)
+                .region(aws_sdk_sfn::config::Region::new(REGION))
+                .credentials_provider(creds.clone())
+                .endpoint_url(&endpoint)
+                .build(),
+        ),
+        sqs: aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::Config::builder()
+                .behavior_version(behavior)
+                .region(aws_sdk_sqs::config::Region::new(REGION))
+                .credentials_provider(creds)
+                .endpoint_url(&endpoint)
+                .build(),
+        ),
+    }
+}
+
+/// Starts an execution that waits for a task token and returns (execution
+/// arn, token).
+async fn waiting_execution(c: &Cloud) -> (String, String) {
+    let queue = c
+        .sqs
+        .create_queue()
+        .queue_name(unique("tokens"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let definition = json!({
+        "StartAt": "Plan",
+        "States": {"Plan": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
+            "HeartbeatSeconds": 60,
+            "TimeoutSeconds": 120,
+            "End": true
+        }}
+    });
+    let machine = c
+        .sfn
+        .create_state_machine()
+        .name(unique("terra-run"))
+        .definition(definition.to_string())
+        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
+        .send()
+        .await
+        .unwrap()
+        .state_machine_arn;
+    let arn = c
+        .sfn
+        .start_execution()
+        .state_machine_arn(machine)
+        .input("{}")
+        .send()
+        .await
+        .unwrap()
+        .execution_arn;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = c
+            .sqs
+            .receive_message()
+            .queue_url(&queue)
+            .wait_time_seconds(2)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = got.messages().first() {
+            let body: Value = serde_json::from_str(m.body().unwrap()).unwrap();
+            return (arn, body["token"].as_str().unwrap().to_string());
+        }
+        assert!(Instant::now() < deadline, "no task token arrived");
+    }
+}
+
+async fn ended(
+    c: &Cloud,
+    arn: &str,
+) -> aws_sdk_sfn::operation::describe_execution::DescribeExecutionOutput {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = c
+            .sfn
+            .describe_execution()
+            .execution_arn(arn)
+            .send()
+            .await
+            .unwrap();
+        if out.status != ExecutionStatus::Running {
+            return out;
+        }
+        assert!(Instant::now() < deadline, "execution still running");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
+    let c = cloud();
+    let repo = GitRepo::new();
+    repo.unit("dev/app", "1", &[]);
+    let commit = repo.commit("app");
+    let tf = TfTemplates::new("");
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let mut e = exec("run-7-abcd-dev-app-001", "dev", &[]);
+    e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
+    e.plan_command = tf.plan.clone();
+    metadb.create_run(&run(&commit, 1, vec![e])).await.unwrap();
+    let artifacts = MemArtifacts::default();
+    let tokens = SfnTaskTokens::new(c.sfn.clone());
+    let ports = TerraRunPorts {
+        metadb: &metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        github: None::<&RecordingGitHost>,
+        statuses: Default::default(),
+    };
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+
+    let (arn, token) = waiting_execution(&c).await;
+    let config = support::config(&[
+        ("LIVE_CI_PHASE", "plan"),
+        ("LIVE_CI_TASK_TOKEN", &token),
+        ("LIVE_CI_EXECUTION_ID", "run-7-abcd-dev-app-001"),
+        ("REPO_CLONE_URL", &repo.url()),
+    ]);
+    terra_run(&config, &clone, Some("https://logs/p"), &ports)
+        .await
+        .unwrap();
+    let out = ended(&c, &arn).await;
+    assert_eq!(out.status, ExecutionStatus::Succeeded);
+    let output: Value = serde_json::from_str(out.output().unwrap()).unwrap();
+    assert_eq!(output["execution_id"], "run-7-abcd-dev-app-001");
+    assert_eq!(output["to_add"], 1);
+    assert_eq!(output["logs_url"], "https://logs/p");
+    assert_eq!(
+        output["plan_artifact"],
+        format!("mem://plans/plans/run-7-abcd-dev-app-001/{commit}.tfplan")
+    );
+
+    let (arn, token) = waiting_execution(&c).await;
+    let mut config = config.clone();
+    config.task.task_token = Some(token);
+    config.task.command = Some("echo 'Error: no credentials'; exit 1".into());
+    terra_run(&config, &clone, None, &ports).await.unwrap_err();
+    let out = ended(&c, &arn).await;
+    assert_eq!(out.status, ExecutionStatus::Failed);
+    assert_eq!(out.error(), Some("CommandFailed"));
+    assert!(
+        out.cause().unwrap().contains("no credentials"),
+        "{:?}",
+        out.cause()
+    );
+    db.drop_db().await;
+}

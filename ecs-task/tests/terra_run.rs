@@ -1,0 +1,344 @@
+//! terra-run end to end: a real git repository, real terraform (built-in
+//! `terraform_data`, local state outside the checkouts), a real PostgreSQL
+//! metadb, saved plans in LocalStack S3, and a recording task-token port.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use live_ci_aws::S3ArtifactStore;
+use live_ci_core::port::{ArtifactStore, Metadb};
+use live_ci_core::status::StatusState;
+use live_ci_core::terraform::Phase;
+use live_ci_core::terraform::plan_key;
+use live_ci_metadb::PgMetadb;
+use live_ci_task::terra_run::status_context;
+use live_ci_task::terra_run::{TerraRunPorts, TerraRunResult, terra_run};
+use live_ci_task::{Config, TaskError, checkout::Repo};
+use serde_json::Value;
+use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
+use support::pg::{TestDb, exec, run};
+use support::repo::{GitRepo, TfTemplates};
+
+/// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
+fn s3_client() -> aws_sdk_s3::Client {
+    let endpoint = live_ci_testkit::localstack_endpoint()
+        .unwrap_or_else(|e| panic!("localstack is needed for the s3 plan store: {e}"));
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "test", "test", None, None, "static",
+        ))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+struct Setup {
+    _repo: GitRepo,
+    tf: TfTemplates,
+    metadb: PgMetadb,
+    db: TestDb,
+    clone_url: String,
+    commits: [String; 2],
+}
+
+/// One unit, two commits, a run at each (the second queues behind the
+/// first), each with one execution of the unit.
+async fn setup() -> Setup {
+    let repo = GitRepo::new();
+    repo.unit("dev/app", "1", &[]);
+    let c1 = repo.commit("app");
+    repo.write("README.md", "docs\n");
+    let c2 = repo.commit("docs");
+    let tf = TfTemplates::new("sleep 1.5; ");
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let mut run_ids = Vec::new();
+    for (commit, id) in [(&c1, "run-7-x-dev-app-001"), (&c2, "run-7-y-dev-app-002")] {
+        let mut e = exec(id, "dev", &[]);
+        e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
+        e.plan_command = tf.plan.clone();
+        e.apply_command = tf.apply.clone();
+        e.new_providers = vec!["terraform.io/builtin/terraform".into()];
+        run_ids.push(
+            metadb
+                .create_run(&run(commit, 1, vec![e]))
+                .await
+                .unwrap()
+                .run_id,
+        );
+    }
+    // The first run holds the lock; its execution is running, as when the
+    // state machine starts terra-run. The second queues behind it.
+    let claimed = metadb.claim_ready(run_ids[0], 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    Setup {
+        clone_url: repo.url(),
+        _repo: repo,
+        tf,
+        metadb,
+        db,
+        commits: [c1, c2],
+    }
+}
+
+fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> Config {
+    let mut pairs = vec![
+        ("LIVE_CI_PHASE", phase),
+        ("LIVE_CI_TASK_TOKEN", "token-1"),
+        ("LIVE_CI_EXECUTION_ID", id),
+        ("LIVE_CI_CFG_PATH", "dev/app"),
+        ("LIVE_CI_ROLE_ARN", "arn:aws:iam::111111111111:role/plan"),
+        ("HEARTBEAT_SECONDS", "1"),
+        ("REPO_CLONE_URL", url),
+    ];
+    if let Some(a) = artifact {
+        pairs.push(("LIVE_CI_PLAN_ARTIFACT", a));
+    }
+    support::config(&pairs)
+}
+
+fn only_sent(tokens: &RecordingTokens) -> Sent {
+    let mut sent = tokens.take();
+    assert_eq!(sent.len(), 1, "exactly one answer per task: {sent:?}");
+    sent.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
+    let s = setup().await;
+    let bucket = live_ci_testkit::unique("plans").to_lowercase();
+    let client = s3_client();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let store = S3ArtifactStore::new(client, &bucket);
+    let tokens = RecordingTokens::default();
+    let github = RecordingGitHost::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &store,
+        tokens: &tokens,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
+
+    // Plan both executions from the same (empty) state.
+    let mut artifacts = Vec::new();
+    for (id, commit) in [(id1, &s.commits[0]), (id2, &s.commits[1])] {
+        let result = terra_run(
+            &env(id, "plan", None, &s.clone_url),
+            &repo,
+            Some("https://logs/x"),
+            &ports,
+        )
+        .await
+        .unwrap();
+        let Sent::Success { token, output } = only_sent(&tokens) else {
+            panic!("plan failed")
+        };
+        assert_eq!(token, "token-1");
+        let out: Value = serde_json::from_str(&output).unwrap();
+        assert_eq!(out["execution_id"], id);
+        assert_eq!(
+            (
+                out["to_add"].as_u64(),
+                out["to_change"].as_u64(),
+                out["to_destroy"].as_u64()
+            ),
+            (Some(1), Some(0), Some(0))
+        );
+        assert_eq!(out["logs_url"], "https://logs/x");
+        let key = plan_key(id, commit);
+        assert_eq!(out["plan_artifact"], format!("s3://{bucket}/{key}"));
+        assert!(matches!(result, TerraRunResult::Plan(_)));
+        // The saved plan is really in S3.
+        assert!(
+            store
+                .get(&key)
+                .await
+                .unwrap()
+                .is_some_and(|b| !b.is_empty())
+        );
+        artifacts.push(out["plan_artifact"].as_str().unwrap().to_string());
+    }
+    // The plan slept past the heartbeat interval: heartbeats were sent.
+    assert!(!tokens.heartbeats.lock().unwrap().is_empty());
+    assert!(
+        !s.tf.state_file("dev/app").exists(),
+        "a plan changes no state"
+    );
+
+    // An apply refuses another execution's plan before running anything.
+    let err = terra_run(
+        &env(id1, "apply", Some(&artifacts[1]), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TaskError::PlanArtifact { .. }), "{err}");
+    let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
+        panic!("expected a failure")
+    };
+    assert_eq!(error, "PlanArtifact");
+    assert!(
+        cause.contains(id1) && cause.contains(&artifacts[1]),
+        "{cause}"
+    );
+    assert!(!s.tf.state_file("dev/app").exists());
+
+    // Apply the first plan: the resource is created and recorded for rollback.
+    terra_run(
+        &env(id1, "apply", Some(&artifacts[0]), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap();
+    let Sent::Success { output, .. } = only_sent(&tokens) else {
+        panic!("apply failed")
+    };
+    let out: Value = serde_json::from_str(&output).unwrap();
+    assert_eq!(out["added"], 1);
+    assert_eq!(
+        out["new_resources"],
+        serde_json::json!(["terraform_data.this"])
+    );
+    assert!(s.tf.state_file("dev/app").exists());
+    let record = s.metadb.execution(id1).await.unwrap().unwrap();
+    assert_eq!(
+        record.new_resources,
+        vec!["terraform_data.this".to_string()]
+    );
+
+    // The second plan was made before the first apply: it is stale.
+    let err = terra_run(
+        &env(id2, "apply", Some(&artifacts[1]), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TaskError::StalePlan { .. }), "{err}");
+    let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
+        panic!("expected a failure")
+    };
+    assert_eq!(error, "StalePlan");
+    assert!(
+        cause.contains("is stale") && cause.contains(&artifacts[1]),
+        "{cause}"
+    );
+    let record = s.metadb.execution(id2).await.unwrap().unwrap();
+    assert!(record.new_resources.is_empty());
+
+    // Each phase posted pending then its outcome on the execution's commit,
+    // linked to the task's logs.
+    let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
+    let statuses = github.statuses();
+    let of = |commit: &str, phase| -> Vec<(StatusState, String)> {
+        statuses
+            .iter()
+            .filter(|st| st.sha == commit && st.context == status_context(phase, &unit))
+            .map(|st| (st.state, st.description.clone()))
+            .collect()
+    };
+    assert_eq!(
+        of(&s.commits[0], Phase::Plan),
+        vec![
+            (StatusState::Pending, "planning".to_string()),
+            (
+                StatusState::Success,
+                "1 to add, 0 to change, 0 to destroy".to_string()
+            )
+        ]
+    );
+    let applies = of(&s.commits[0], Phase::Apply);
+    assert_eq!(applies.len(), 4, "{applies:?}");
+    assert_eq!(
+        applies[1].0,
+        StatusState::Failure,
+        "another execution's plan"
+    );
+    assert_eq!(
+        applies[3],
+        (
+            StatusState::Success,
+            "1 added, 0 changed, 0 destroyed".to_string()
+        )
+    );
+    let stale = of(&s.commits[1], Phase::Apply);
+    assert_eq!(stale[1].0, StatusState::Failure);
+    assert!(stale[1].1.contains("is stale"), "{:?}", stale[1]);
+    let plan_context = status_context(Phase::Plan, &unit);
+    assert!(
+        statuses
+            .iter()
+            .filter(|st| st.context == plan_context)
+            .all(|st| st.target_url.as_deref() == Some("https://logs/x"))
+    );
+    s.db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_reach_the_token_with_the_commands_output() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        github: None::<&RecordingGitHost>,
+        statuses: Default::default(),
+    };
+    // A failing command: the failure names the command and carries its last lines.
+    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    config.task.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
+    let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
+    let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
+        panic!("expected a failure")
+    };
+    assert_eq!(error, "CommandFailed");
+    assert!(
+        cause.contains("Invalid provider configuration") && cause.contains("code 1"),
+        "{cause}"
+    );
+    assert!(
+        artifacts.objects.lock().unwrap().is_empty(),
+        "no plan saved"
+    );
+
+    // An unknown execution fails the token too.
+    let config = env("run-7-nope-001", "plan", None, &s.clone_url);
+    let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(err.to_string().contains("\"run-7-nope-001\""), "{err}");
+    assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+
+    // Apply without a saved plan: a clear error, nothing applied.
+    let key = plan_key("run-7-x-dev-app-001", &s.commits[0]);
+    let config = env(
+        "run-7-x-dev-app-001",
+        "apply",
+        Some(&artifacts.uri(&key)),
+        &s.clone_url,
+    );
+    let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(err.to_string().contains("no such saved plan"), "{err}");
+    assert!(!s.tf.state_file("dev/app").exists());
+    assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+    s.db.drop_db().await;
+}
