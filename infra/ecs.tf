@@ -68,6 +68,7 @@ resource "aws_cloudwatch_log_group" "task" {
 }
 
 resource "aws_ecs_task_definition" "this" {
+  #checkov:skip=CKV_AWS_336:terraform and terragrunt write provider plugins, clones and plan files all over the file system.
   for_each = local.task_kinds
 
   family                   = "${var.name}-${each.key}"
@@ -89,7 +90,6 @@ resource "aws_ecs_task_definition" "this" {
   }
 
   container_definitions = jsonencode([{
-    #checkov:skip=CKV_AWS_336:terraform and terragrunt write provider plugins, clones and plan files all over the file system.
     name      = each.key
     image     = local.task_image
     essential = true
