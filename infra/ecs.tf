@@ -46,6 +46,18 @@ resource "aws_ecs_cluster" "this" {
     name  = "containerInsights"
     value = "enabled"
   }
+
+  # Choices that need each other, checked before anything is created.
+  lifecycle {
+    precondition {
+      condition     = var.create_kms_key || var.kms_key_arn != null
+      error_message = "kms_key_arn is required when create_kms_key is false."
+    }
+    precondition {
+      condition     = var.create_ecr_repository || var.task_image != null
+      error_message = "task_image is required when create_ecr_repository is false."
+    }
+  }
 }
 
 resource "aws_ecs_cluster_capacity_providers" "this" {

@@ -375,7 +375,7 @@ data "aws_iam_policy_document" "task_execution" {
   }
 
   dynamic "statement" {
-    for_each = var.task_image == null ? [1] : []
+    for_each = var.create_ecr_repository ? [1] : []
     content {
       sid       = "PullImage"
       actions   = ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"]
@@ -384,7 +384,7 @@ data "aws_iam_policy_document" "task_execution" {
   }
 
   dynamic "statement" {
-    for_each = var.task_image == null || local.metadb_direct ? [1] : []
+    for_each = var.create_ecr_repository || local.metadb_direct ? [1] : []
     content {
       sid       = "DecryptImageAndSecrets"
       actions   = ["kms:Decrypt"]

@@ -14,7 +14,7 @@ locals {
   tags = merge({ "live-ci:name" = var.name }, var.tags)
 
   # One key for everything the module encrypts, created unless the caller brings one.
-  kms_key_arn = var.kms_key_arn != null ? var.kms_key_arn : aws_kms_key.this[0].arn
+  kms_key_arn = var.create_kms_key ? aws_kms_key.this[0].arn : var.kms_key_arn
 
   # The four Lambdas; names as cargo-lambda names the binaries (target/lambda/<bin>/bootstrap.zip).
   lambda_names   = ["receiver", "trigger-sf", "approval-request", "approval-response"]
@@ -33,7 +33,7 @@ locals {
   # awslogs-stream-prefix; streams are <prefix>/<container>/<task id>.
   task_log_stream_prefix = "task"
 
-  task_image = var.task_image != null ? var.task_image : "${aws_ecr_repository.task[0].repository_url}:${var.task_image_tag}"
+  task_image = var.task_image != null ? var.task_image : "${one(aws_ecr_repository.task[*].repository_url)}:${var.task_image_tag}"
 
   ssm_prefix = "/${var.name}"
   ssm_names = {

@@ -89,8 +89,8 @@ output "lambda_function_names" {
 }
 
 output "ecr_repository_url" {
-  description = "The module's ECR repository for the task image (null when task_image is given)."
-  value       = var.task_image == null ? aws_ecr_repository.task[0].repository_url : null
+  description = "The module's ECR repository for the task image (null when create_ecr_repository is false)."
+  value       = one(aws_ecr_repository.task[*].repository_url)
 }
 
 output "task_image" {

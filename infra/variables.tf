@@ -259,8 +259,14 @@ variable "vote_link_key" {
   }
 }
 
+variable "create_kms_key" {
+  description = "Create the customer managed KMS key that encrypts SSM secrets, saved plans, the approval topic, logs, the metadb, its secret and the image repository. False uses kms_key_arn."
+  type        = bool
+  default     = true
+}
+
 variable "kms_key_arn" {
-  description = "Customer managed KMS key for SSM, S3, SNS, logs, the metadb, its secret and the image repository. Null creates one."
+  description = "Your KMS key when create_kms_key is false (its policy must let CloudWatch Logs use it for the /<name>/ log groups)."
   type        = string
   default     = null
 }
@@ -329,6 +335,12 @@ variable "log_retention_in_days" {
 ################################################################################
 # ECS tasks
 ################################################################################
+
+variable "create_ecr_repository" {
+  description = "Create an ECR repository (immutable tags, scan on push, KMS) for the task image."
+  type        = bool
+  default     = true
+}
 
 variable "task_image" {
   description = "Image URI of the live-ci-task container (ecs-task/Dockerfile). Null uses the module's ECR repository with task_image_tag."

@@ -438,6 +438,137 @@ impl Module {
     }
 }
 
+/// One `variable` block, as the README's inputs table shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    pub name: String,
+    pub description: Option<String>,
+    /// The type constraint as written, on one line.
+    pub type_expr: Option<String>,
+    /// The default as written, on one line; `None` when the variable is required.
+    pub default: Option<String>,
+    pub sensitive: bool,
+}
+
+/// One `output` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+impl Module {
+    /// Every `variable`, in file order.
+    pub fn variables(&self) -> Vec<Variable> {
+        self.labelled("variable")
+            .map(|b| {
+                let get = |k: &str| {
+                    b.body()
+                        .attributes()
+                        .find(|a| a.key.as_str() == k)
+                        .map(|a| &a.expr)
+                };
+                Variable {
+                    name: label0(b),
+                    description: get("description").map(literal_or_hcl),
+                    type_expr: get("type").map(one_line),
+                    default: get("default").map(one_line),
+                    sensitive: matches!(get("sensitive"), Some(Expression::Bool(true))),
+                }
+            })
+            .collect()
+    }
+
+    /// Every `output`, in file order.
+    pub fn outputs(&self) -> Vec<Output> {
+        self.labelled("output")
+            .map(|b| Output {
+                name: label0(b),
+                description: b
+                    .body()
+                    .attributes()
+                    .find(|a| a.key.as_str() == "description")
+                    .map(|a| literal_or_hcl(&a.expr)),
+            })
+            .collect()
+    }
+
+    fn labelled<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
+        self.files
+            .iter()
+            .flat_map(|(_, body)| body.blocks())
+            .filter(move |b| b.identifier() == kind)
+    }
+}
+
+fn label0(b: &Block) -> String {
+    b.labels()
+        .first()
+        .map(|l| l.as_str().to_string())
+        .unwrap_or_default()
+}
+
+fn literal_or_hcl(expr: &Expression) -> String {
+    match expr {
+        Expression::String(s) => s.clone(),
+        other => one_line(other),
+    }
+}
+
+/// An expression on one line. hcl-rs's formatter drops the comma between some
+/// object attributes (after `optional(…, [])`), so it is put back: every
+/// `name =` not at the start of an object follows a comma.
+fn one_line(expr: &Expression) -> String {
+    let mut tokens: Vec<String> = format_expr(expr)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    for i in 1..tokens.len().saturating_sub(1) {
+        let is_key = tokens[i + 1] == "="
+            && tokens[i]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if is_key && !tokens[i - 1].ends_with([',', '{', '(', '[', '=']) {
+            tokens[i - 1].push(',');
+        }
+    }
+    tokens.join(" ")
+}
+
+/// The README's inputs and outputs tables (Markdown), generated from the module
+/// so they cannot drift from `variables.tf` and `outputs.tf`.
+pub fn docs_tables(module: &Module) -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let code = |s: &str| format!("`{}`", cell(s));
+    let mut out = String::from(
+        "## Inputs\n\n| Name | Description | Type | Default | Required |\n|---|---|---|---|:---:|\n",
+    );
+    for v in module.variables() {
+        let default = match (&v.default, v.sensitive) {
+            (None, _) => "n/a".to_string(),
+            (Some(_), true) => "(sensitive)".to_string(),
+            (Some(d), false) => code(d),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            v.name,
+            cell(v.description.as_deref().unwrap_or("")),
+            v.type_expr.as_deref().map(code).unwrap_or_default(),
+            default,
+            if v.default.is_none() { "yes" } else { "no" },
+        ));
+    }
+    out.push_str("\n## Outputs\n\n| Name | Description |\n|---|---|\n");
+    for o in module.outputs() {
+        out.push_str(&format!(
+            "| `{}` | {} |\n",
+            o.name,
+            cell(o.description.as_deref().unwrap_or(""))
+        ));
+    }
+    out
+}
+
 /// `name` for `local.name` and `local.name[…]…`.
 fn local_name(expr: &Expression) -> Option<&str> {
     let Expression::Traversal(t) = expr else {
