@@ -256,3 +256,37 @@ resource "aws_lambda_function_url" "approval_response" {
   function_name      = aws_lambda_function.approval_response.function_name
   authorization_type = "NONE"
 }
+
+# A NONE-auth Function URL answers only if the resource policy grants the public
+# lambda:InvokeFunctionUrl, and (for URLs created since October 2025) also
+# lambda:InvokeFunction. hashicorp/aws 5.x cannot attach the
+# lambda:InvokedViaFunctionUrl condition to the latter, so a signed direct
+# Invoke from any AWS account reaches the handlers too; they authenticate every
+# request by its signature either way.
+locals {
+  public_functions = {
+    receiver          = aws_lambda_function.receiver.function_name
+    approval-response = aws_lambda_function.approval_response.function_name
+  }
+}
+
+resource "aws_lambda_permission" "function_url" {
+  #checkov:skip=CKV_AWS_301:The Function URL is public by design (GitHub webhooks, voters' browsers); the handlers verify HMAC signatures.
+  for_each = local.public_functions
+
+  statement_id           = "AllowPublicFunctionUrl"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = each.value
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+resource "aws_lambda_permission" "function_url_invoke" {
+  #checkov:skip=CKV_AWS_301:Required next to InvokeFunctionUrl for public Function URLs; the handlers verify HMAC signatures.
+  for_each = local.public_functions
+
+  statement_id  = "AllowPublicFunctionUrlInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = each.value
+  principal     = "*"
+}
