@@ -766,6 +766,53 @@ resource "aws_sfn_state_machine" "s" {
     }
 
     #[test]
+    fn docs_tables_mark_required_hide_sensitive_and_escape_pipes() {
+        let (_d, m) = module(&[(
+            "variables.tf",
+            r#"
+variable "pattern" {
+  description = "a|b"
+  type        = string
+  default     = "x|y"
+}
+variable "repo" {
+  description = "the repository"
+  type        = object({
+    a = optional(list(string), [])
+    b = number
+  })
+}
+variable "token" {
+  description = "secret"
+  type        = string
+  default     = null
+  sensitive   = true
+}
+output "url" {
+  description = "where"
+  value       = 1
+}
+"#,
+        )]);
+        let tables = docs_tables(&m);
+        assert!(
+            tables.contains(r#"| `pattern` | a\|b | `string` | `"x\|y"` | no |"#),
+            "{tables}"
+        );
+        assert!(
+            tables.contains(
+                "| `repo` | the repository | `object({ a = optional(list(string), []), b = number })` | n/a | yes |"
+            ),
+            "{tables}"
+        );
+        assert!(
+            tables.contains("| `token` | secret | `string` | (sensitive) | no |"),
+            "{tables}"
+        );
+        assert!(tables.contains("| `url` | where |"), "{tables}");
+    }
+
+    #[test]
     fn bad_hcl_names_the_file() {
         let dir = tempdir::Dir::new();
         std::fs::write(

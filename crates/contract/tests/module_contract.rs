@@ -445,3 +445,62 @@ fn the_terra_run_container_is_the_one_the_state_machine_overrides() {
     let kinds = m.object_keys(m.local("task_kinds").unwrap()).unwrap();
     assert_eq!(kinds, set(&["create-deploy-stack", "pr-plan", "terra-run"]));
 }
+
+/// The attribute names of the `object({…})` inside a variable's type
+/// (`list(object({…}))` or `object({…})`).
+fn object_type_attrs(m: &Module, variable: &str) -> BTreeSet<String> {
+    let block = m.block("variable", &[variable]).unwrap();
+    let mut expr = m.attr(block, &["type"]).unwrap().item;
+    loop {
+        match expr {
+            hcl::Expression::FuncCall(call) if call.args.len() == 1 => expr = &call.args[0],
+            hcl::Expression::Object(object) => {
+                return object
+                    .keys()
+                    .map(|k| match k {
+                        hcl::expr::ObjectKey::Identifier(id) => id.to_string(),
+                        other => panic!("variable {variable}: attribute {other:?} is not a name"),
+                    })
+                    .collect();
+            }
+            other => panic!(
+                "variable {variable}: type {} is not an object type",
+                format_expr(other)
+            ),
+        }
+    }
+}
+
+/// The JSON object keys a value serializes to.
+fn json_keys(value: impl serde::Serialize) -> BTreeSet<String> {
+    match serde_json::to_value(value).unwrap() {
+        serde_json::Value::Object(map) => map.keys().cloned().collect(),
+        other => panic!("{other} is not an object"),
+    }
+}
+
+#[test]
+fn the_json_the_module_passes_has_the_binaries_field_names() {
+    let m = module();
+    // ACCOUNT_PARENT_CFG = jsonencode(var.account_parent_cfg): Account denies
+    // unknown fields, so a renamed attribute would fail every task at start.
+    let account = live_ci_core::account::Account {
+        name: "dev".into(),
+        path: "dev".into(),
+        dependencies: vec![],
+        voters: vec![],
+        min_approval_count: 1,
+        min_rejection_count: 1,
+        plan_role_arn: "p".into(),
+        apply_role_arn: "a".into(),
+    };
+    assert_eq!(
+        object_type_attrs(&m, "account_parent_cfg"),
+        json_keys(&account)
+    );
+    // The commit status parameter = jsonencode(var.commit_status_config).
+    assert_eq!(
+        object_type_attrs(&m, "commit_status_config"),
+        json_keys(live_ci_core::status::CommitStatusConfig::default())
+    );
+}
