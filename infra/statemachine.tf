@@ -16,7 +16,10 @@ resource "aws_sfn_state_machine" "deployment" {
   type     = "STANDARD"
   tags     = local.tags
 
-  definition = templatefile("${path.module}/../statemachine/deployment.asl.json", {
+  # deployment.asl.json is a symlink to ../statemachine/deployment.asl.json (the
+  # one file live_ci_workflow embeds too): "${path.module}/.." would not resolve
+  # when Terraform links this directory into .terraform/modules.
+  definition = templatefile("${path.module}/deployment.asl.json", {
     ecs_cluster_arn               = aws_ecs_cluster.this.arn
     terra_run_task_definition_arn = aws_ecs_task_definition.this["terra-run"].arn
     terra_run_container_name      = "terra-run"

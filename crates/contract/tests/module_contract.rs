@@ -401,9 +401,18 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
     let (template, passed) = m
         .templatefile_vars(definition)
         .unwrap_or_else(|e| panic!("{e}"));
+    // The module renders infra/deployment.asl.json, a link to the one file
+    // live_ci_workflow embeds.
     assert!(
-        template.contains("/../statemachine/deployment.asl.json"),
-        "templatefile renders {template}, not statemachine/deployment.asl.json"
+        template.contains("${path.module}/deployment.asl.json"),
+        "templatefile renders {template}, not infra/deployment.asl.json"
+    );
+    let linked = repo_root().join("infra/deployment.asl.json");
+    assert_eq!(
+        std::fs::canonicalize(&linked).unwrap(),
+        std::fs::canonicalize(repo_root().join("statemachine/deployment.asl.json")).unwrap(),
+        "{} must be a link to statemachine/deployment.asl.json",
+        linked.display()
     );
     let vars = live_ci_workflow::DeploymentVars {
         ecs_cluster_arn: "c".into(),
