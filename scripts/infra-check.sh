@@ -36,10 +36,11 @@ for dir in infra infra/examples/complete; do
   step "$dir validated in $(($(date +%s) - start)) s"
 done
 
-# checkov from PyPI into a project venv, once (Python >= 3.12 from pyenv).
+# checkov from PyPI into a project venv, once (pyenv's 3.12 is the one it was
+# tried with; 3.13 next).
 if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION" ]; then
-  python=$(ls -d /root/.pyenv/versions/3.13*/bin/python 2>/dev/null | head -n1 || true)
-  [ -n "$python" ] || python=$(ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | head -n1 || true)
+  python=$(ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | head -n1 || true)
+  [ -n "$python" ] || python=$(ls -d /root/.pyenv/versions/3.13*/bin/python 2>/dev/null | head -n1 || true)
   [ -n "$python" ] || python=$(command -v python3)
   step "installing checkov $CHECKOV_VERSION into $checkov_venv ($python)"
   rm -rf "$checkov_venv"
