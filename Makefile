@@ -5,7 +5,7 @@ WORK ?= .work
 # scripts/localstack.sh keeps its venv and state here.
 export LIVE_CI_WORK ?= $(abspath $(WORK))
 
-.PHONY: all build demo test lint fmt bench clean localstack-up localstack-down
+.PHONY: all build demo test lint fmt bench clean localstack-up localstack-down infra-check package
 
 all: build
 
@@ -38,9 +38,18 @@ localstack-up:
 localstack-down:
 	bash scripts/localstack.sh down
 
-lint:
+lint: infra-check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+## The Terraform module: fmt, validate (offline provider mirror), checkov.
+infra-check:
+	bash scripts/infra-check.sh
+
+## The Lambda zips the Terraform module deploys (target/lambda/<name>/bootstrap.zip);
+## release builds, about 20 minutes on 2 cores. Not part of `make test`.
+package:
+	bash scripts/package.sh
 
 fmt:
 	$(CARGO) fmt --all

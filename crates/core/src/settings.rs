@@ -92,3 +92,49 @@ impl<F: Fn(&str) -> Option<String>> Settings<F> {
         })
     }
 }
+
+/// A lookup that answers every name with a usable value and remembers which
+/// names were asked: the binaries' tests use it to prove that `from_lookup`
+/// reads no variable outside the crate's declared `ENV_VARS` (the list the
+/// Terraform module's contract test checks).
+#[derive(Debug, Default)]
+pub struct RecordingLookup {
+    asked: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    unset: std::collections::BTreeSet<String>,
+}
+
+impl RecordingLookup {
+    /// Every name set, except `unset` (to walk the other branch of an either/or).
+    pub fn without(unset: &[&str]) -> Self {
+        RecordingLookup {
+            asked: Default::default(),
+            unset: unset.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// `"true"` for flags, `"1"` otherwise: a whole number, a valid pattern, a
+    /// one-element list and a non-empty string all at once.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_string());
+        if self.unset.contains(name) {
+            return None;
+        }
+        Some(if Self::is_flag(name) { "true" } else { "1" }.to_string())
+    }
+
+    // Flags are the names `Settings::flag` reads; they are few and end alike.
+    fn is_flag(name: &str) -> bool {
+        name.ends_with("_ASSIGN_PUBLIC_IP") || name == "FAIL_FAST"
+    }
+
+    /// The names asked so far.
+    pub fn asked(&self) -> std::collections::BTreeSet<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}

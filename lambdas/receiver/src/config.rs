@@ -31,6 +31,45 @@ pub struct Config {
 
 pub use live_ci_core::settings::ConfigError;
 
+/// Every environment variable [`Config::from_lookup`] reads (`AWS_REGION` is set
+/// by the Lambda runtime; the others by the Terraform module's `receiver_env`).
+pub const ENV_VARS: &[&str] = &[
+    "REPO_FULL_NAME",
+    "TRUNK_BRANCH",
+    "FILE_PATH_PATTERN",
+    "GITHUB_API_URL",
+    "GITHUB_WEBHOOK_SECRET_SSM_KEY",
+    "GITHUB_TOKEN_SSM_KEY",
+    "MERGE_LOCK_SSM_KEY",
+    "COMMIT_STATUS_CONFIG_SSM_KEY",
+    "MAX_BODY_BYTES",
+    "AWS_REGION",
+    "ECS_CLUSTER_ARN",
+    "ECS_SUBNET_IDS",
+    "ECS_SECURITY_GROUP_IDS",
+    "ECS_ASSIGN_PUBLIC_IP",
+    "PR_PLAN_TASK_DEFINITION_ARN",
+    "PR_PLAN_CONTAINER_NAME",
+    "PR_PLAN_LOG_GROUP",
+    "PR_PLAN_LOG_STREAM_PREFIX",
+    "CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN",
+    "CREATE_DEPLOY_STACK_CONTAINER_NAME",
+    "CREATE_DEPLOY_STACK_LOG_GROUP",
+    "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
+];
+
+/// Every AWS action the receiver's code calls, for the IAM policy the Terraform
+/// module gives it: the webhook secret, token, merge lock and status config
+/// (`SsmParamStore::get`, SecureStrings decrypted with the module's key) and the
+/// pr-plan / create-deploy-stack tasks (`EcsTaskLauncher`, which passes the
+/// task's roles).
+pub const AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "kms:Decrypt",
+    "ecs:RunTask",
+    "iam:PassRole",
+];
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
@@ -95,5 +134,27 @@ impl Config {
                 ]),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use live_ci_core::settings::RecordingLookup;
+
+    #[test]
+    fn reads_exactly_the_declared_variables() {
+        let lookup = RecordingLookup::without(&[]);
+        Config::from_lookup(|k| lookup.get(k)).unwrap();
+        let declared: std::collections::BTreeSet<String> =
+            ENV_VARS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(lookup.asked(), declared, "ENV_VARS is out of date");
+    }
+
+    #[test]
+    fn a_missing_variable_is_named() {
+        let lookup = RecordingLookup::without(&["CREATE_DEPLOY_STACK_LOG_GROUP"]);
+        let err = Config::from_lookup(|k| lookup.get(k)).unwrap_err();
+        assert_eq!(err, ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP"));
     }
 }

@@ -8,6 +8,6 @@ mod dedupe;
 mod handler;
 mod http;
 
-pub use config::{Config, ConfigError, HandlerConfig};
+pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig};
 pub use handler::{Receiver, ReceiverError};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};

@@ -55,6 +55,43 @@ pub struct Config {
 
 pub use live_ci_core::settings::ConfigError;
 
+/// Every environment variable [`Config::from_lookup`] reads: `METADB_URL` or
+/// the three Data API variables, the rest as the Terraform module's
+/// `trigger_sf_env` sets them.
+pub const ENV_VARS: &[&str] = &[
+    "MERGE_LOCK_SSM_KEY",
+    "FILE_PATH_PATTERN",
+    "TRUNK_BRANCH",
+    "STALE_CLAIM_SECONDS",
+    "METADB_URL",
+    "METADB_CLUSTER_ARN",
+    "METADB_SECRET_ARN",
+    "METADB_NAME",
+    "GITHUB_TOKEN_SSM_KEY",
+    "REPO_FULL_NAME",
+    "STATE_MACHINE_ARN",
+    "GITHUB_API_URL",
+    "COMMIT_STATUS_CONFIG_SSM_KEY",
+];
+
+/// Every AWS action trigger_sf's code calls, for the IAM policy the Terraform
+/// module gives it: the token (`SsmParamStore::get`, decrypted) and the merge
+/// lock (`put`), `SfnEngine` (start, and describe to tell a repeated start from
+/// a conflict and to sweep), and the metadb over the Data API (`DataApiMetadb`,
+/// which reads the cluster's secret with the caller's permissions).
+pub const AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "ssm:PutParameter",
+    "kms:Decrypt",
+    "states:StartExecution",
+    "states:DescribeExecution",
+    "rds-data:ExecuteStatement",
+    "rds-data:BeginTransaction",
+    "rds-data:CommitTransaction",
+    "rds-data:RollbackTransaction",
+    "secretsmanager:GetSecretValue",
+];
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
@@ -93,7 +130,21 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use live_ci_core::settings::RecordingLookup;
+    use std::collections::{BTreeSet, HashMap};
+
+    #[test]
+    fn reads_exactly_the_declared_variables() {
+        // Both metadb branches: the URL, and the Data API without it.
+        let direct = RecordingLookup::without(&[]);
+        Config::from_lookup(|k| direct.get(k)).unwrap();
+        let data_api = RecordingLookup::without(&["METADB_URL"]);
+        let c = Config::from_lookup(|k| data_api.get(k)).unwrap();
+        assert!(matches!(c.metadb, MetadbConfig::DataApi { .. }));
+        let asked: BTreeSet<String> = direct.asked().union(&data_api.asked()).cloned().collect();
+        let declared: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(asked, declared, "ENV_VARS is out of date");
+    }
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs

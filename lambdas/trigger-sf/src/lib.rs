@@ -8,6 +8,6 @@ mod config;
 mod event;
 mod handler;
 
-pub use config::{Config, ConfigError, HandlerConfig, MetadbConfig};
+pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig};
 pub use event::{Input, StatusChangeDetail, parse_input};
 pub use handler::{Report, TriggerError, TriggerSf, failure_reason};

@@ -1,0 +1,515 @@
+#![allow(clippy::unwrap_used)]
+//! The contract between the Terraform module (`infra/`) and the binaries it
+//! deploys: (a) every environment variable a binary reads is set by the module
+//! (or deliberately left to its default, with the reason here), and the module
+//! sets nothing the binary does not read; (b) every AWS action a binary calls is
+//! allowed by the policy of its role; (c) the state machine's `templatefile`
+//! passes exactly `DeploymentVars`' variables.
+//!
+//! Data-driven: one [`Binary`] per deployed binary. A binary's crate declares
+//! `ENV_VARS` and `AWS_ACTIONS` next to its configuration code; binaries not
+//! built yet carry the expected lists here.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use live_ci_contract::{Found, Module, allows, format_expr};
+
+/// Where a binary's environment is written in the module.
+enum EnvSource {
+    /// The object keys of an attribute of a block (a Lambda's `environment.variables`).
+    Attr {
+        block: &'static [&'static str],
+        attr: &'static [&'static str],
+    },
+    /// The object keys of `local.<name>` (the tasks' environment by kind).
+    LocalKeys(&'static str),
+    /// The `name`s of the list `local.<name>` (the tasks' injected secrets).
+    LocalNames(&'static str),
+}
+
+/// How the binary's role gets its policy document.
+enum Attachment {
+    /// `local.<map>["<key>"]` is `data.aws_iam_policy_document.<doc>.json`.
+    LocalMapEntry(&'static str, &'static str),
+    /// `<block>.policy` is `data.aws_iam_policy_document.<doc>.json`.
+    PolicyAttr(&'static [&'static str]),
+}
+
+struct Binary {
+    name: &'static str,
+    env_vars: &'static [&'static str],
+    aws_actions: &'static [&'static str],
+    env: &'static [EnvSource],
+    policy_document: &'static str,
+    attachment: Attachment,
+    /// Read by the binary, deliberately not set by the module: (name, why).
+    defaults: &'static [(&'static str, &'static str)],
+}
+
+/// Set by the Lambda and ECS runtimes themselves.
+const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
+
+/// Set by the module for every binary, read outside `Config::from_lookup`
+/// (`tracing_subscriber::EnvFilter::try_from_default_env` in each `main.rs`).
+const LOGGING_VARS: &[&str] = &["RUST_LOG"];
+
+const METADB_URL_IN_LAMBDAS: (&str, &str) = (
+    "METADB_URL",
+    "Lambdas use the Data API: a URL would put the metadb password in plain environment",
+);
+
+fn binaries() -> Vec<Binary> {
+    vec![
+        Binary {
+            name: "receiver",
+            env_vars: live_ci_receiver::ENV_VARS,
+            aws_actions: live_ci_receiver::AWS_ACTIONS,
+            env: &[EnvSource::Attr {
+                block: &["resource", "aws_lambda_function", "receiver"],
+                attr: &["environment", "variables"],
+            }],
+            policy_document: "receiver",
+            attachment: Attachment::LocalMapEntry("lambda_policies", "receiver"),
+            defaults: &[(
+                "MAX_BODY_BYTES",
+                "the default 5 MiB sits under the Function URL's 6 MB payload limit",
+            )],
+        },
+        Binary {
+            name: "trigger-sf",
+            env_vars: live_ci_trigger_sf::ENV_VARS,
+            aws_actions: live_ci_trigger_sf::AWS_ACTIONS,
+            env: &[EnvSource::Attr {
+                block: &["resource", "aws_lambda_function", "trigger_sf"],
+                attr: &["environment", "variables"],
+            }],
+            policy_document: "trigger_sf",
+            attachment: Attachment::LocalMapEntry("lambda_policies", "trigger-sf"),
+            defaults: &[METADB_URL_IN_LAMBDAS],
+        },
+        Binary {
+            name: "approval-request",
+            // TODO(lead): replace with the crate's ENV_VARS
+            env_vars: &[
+                "VOTE_LINK_KEY_SSM_KEY",
+                "APPROVAL_URL",
+                "SES_FROM_ADDRESS",
+                "APPROVAL_TIMEOUT_SECONDS",
+                "REPO_FULL_NAME",
+                "GITHUB_WEB_URL",
+                "METADB_URL",
+                "METADB_CLUSTER_ARN",
+                "METADB_SECRET_ARN",
+                "METADB_NAME",
+            ],
+            // TODO(lead): replace with the crate's AWS_ACTIONS
+            aws_actions: &[
+                "ssm:GetParameter",
+                "kms:Decrypt",
+                "ses:SendEmail",
+                "rds-data:ExecuteStatement",
+                "rds-data:BeginTransaction",
+                "rds-data:CommitTransaction",
+                "rds-data:RollbackTransaction",
+                "secretsmanager:GetSecretValue",
+            ],
+            env: &[EnvSource::Attr {
+                block: &["resource", "aws_lambda_function", "approval_request"],
+                attr: &["environment", "variables"],
+            }],
+            policy_document: "approval_request",
+            attachment: Attachment::LocalMapEntry("lambda_policies", "approval-request"),
+            defaults: &[METADB_URL_IN_LAMBDAS],
+        },
+        Binary {
+            name: "approval-response",
+            // TODO(lead): replace with the crate's ENV_VARS
+            env_vars: &[
+                "VOTE_LINK_KEY_SSM_KEY",
+                "METADB_URL",
+                "METADB_CLUSTER_ARN",
+                "METADB_SECRET_ARN",
+                "METADB_NAME",
+            ],
+            // TODO(lead): replace with the crate's AWS_ACTIONS
+            aws_actions: &[
+                "ssm:GetParameter",
+                "kms:Decrypt",
+                "states:SendTaskSuccess",
+                "states:SendTaskFailure",
+                "rds-data:ExecuteStatement",
+                "rds-data:BeginTransaction",
+                "rds-data:CommitTransaction",
+                "rds-data:RollbackTransaction",
+                "secretsmanager:GetSecretValue",
+            ],
+            env: &[EnvSource::Attr {
+                block: &["resource", "aws_lambda_function", "approval_response"],
+                attr: &["environment", "variables"],
+            }],
+            policy_document: "approval_response",
+            attachment: Attachment::LocalMapEntry("lambda_policies", "approval-response"),
+            defaults: &[METADB_URL_IN_LAMBDAS],
+        },
+        Binary {
+            name: "live-ci-task",
+            // TODO(lead): replace with the crate's ENV_VARS (the per-run
+            // LIVE_CI_* overrides of the receiver and the state machine are not
+            // the module's: keep them out of this comparison or list them in
+            // `defaults` with "set per run").
+            env_vars: &[
+                "REPO_FULL_NAME",
+                "GITHUB_API_URL",
+                "GITHUB_TOKEN_SSM_KEY",
+                "TRUNK_BRANCH",
+                "FILE_PATH_PATTERN",
+                "MERGE_LOCK_SSM_KEY",
+                "COMMIT_STATUS_CONFIG_SSM_KEY",
+                "ACCOUNT_PARENT_CFG",
+                "SCAN_TYPE",
+                "PLAN_COMMAND",
+                "APPLY_COMMAND",
+                "MAX_PARALLEL",
+                "FAIL_FAST",
+                "TRIGGER_SF_FUNCTION_NAME",
+                "PLAN_BUCKET",
+                "LOG_GROUP",
+                "LOG_STREAM_PREFIX",
+                "METADB_URL",
+                "METADB_CLUSTER_ARN",
+                "METADB_SECRET_ARN",
+                "METADB_NAME",
+            ],
+            // TODO(lead): replace with the crate's AWS_ACTIONS
+            aws_actions: &[
+                "ssm:GetParameter",
+                "ssm:PutParameter",
+                "kms:Decrypt",
+                "kms:GenerateDataKey",
+                "s3:PutObject",
+                "s3:GetObject",
+                "lambda:InvokeFunction",
+                "states:SendTaskSuccess",
+                "states:SendTaskFailure",
+                "states:SendTaskHeartbeat",
+                "sts:AssumeRole",
+                "rds-data:ExecuteStatement",
+                "rds-data:BeginTransaction",
+                "rds-data:CommitTransaction",
+                "rds-data:RollbackTransaction",
+                "secretsmanager:GetSecretValue",
+            ],
+            env: &[
+                EnvSource::LocalKeys("task_env_by_kind"),
+                EnvSource::LocalNames("task_secrets"),
+            ],
+            policy_document: "task",
+            attachment: Attachment::PolicyAttr(&["resource", "aws_iam_role_policy", "task"]),
+            defaults: &[],
+        },
+    ]
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn module() -> Module {
+    Module::load(repo_root().join("infra")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn env_set_by_module(m: &Module, b: &Binary) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for source in b.env {
+        let found = match source {
+            EnvSource::Attr { block, attr } => {
+                let (kind, labels) = block.split_first().unwrap();
+                let block = m
+                    .block(kind, labels)
+                    .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+                m.object_keys(
+                    m.attr(block, attr)
+                        .unwrap_or_else(|e| panic!("{}: {e}", b.name)),
+                )
+            }
+            EnvSource::LocalKeys(local) => m.object_keys(m.local(local).unwrap()),
+            EnvSource::LocalNames(local) => m.list_names(m.local(local).unwrap()),
+        };
+        names.extend(found.unwrap_or_else(|e| panic!("{}: {e}", b.name)));
+    }
+    names
+}
+
+#[test]
+fn every_variable_a_binary_reads_is_set_and_nothing_else() {
+    let m = module();
+    let mut problems = Vec::new();
+    for b in binaries() {
+        let set_by_module = env_set_by_module(&m, &b);
+        let defaults: BTreeSet<String> = b.defaults.iter().map(|(n, _)| n.to_string()).collect();
+        for name in b.env_vars {
+            let name = name.to_string();
+            if !set_by_module.contains(&name)
+                && !defaults.contains(&name)
+                && !RUNTIME_VARS.contains(&name.as_str())
+            {
+                problems.push(format!(
+                    "{}: reads {name}, which the module does not set",
+                    b.name
+                ));
+            }
+            if set_by_module.contains(&name) && defaults.contains(&name) {
+                problems.push(format!(
+                    "{}: {name} is set by the module but listed as left to its default",
+                    b.name
+                ));
+            }
+        }
+        let read = set(b.env_vars);
+        for name in &set_by_module {
+            if !read.contains(name) && !LOGGING_VARS.contains(&name.as_str()) {
+                problems.push(format!(
+                    "{}: the module sets {name}, which the binary never reads",
+                    b.name
+                ));
+            }
+        }
+        for (name, _) in b.defaults {
+            if !read.contains(*name) {
+                problems.push(format!(
+                    "{}: default listed for {name}, which the binary never reads",
+                    b.name
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "environment contract broken:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_action_a_binary_calls_is_allowed_to_its_role() {
+    let m = module();
+    let mut problems = Vec::new();
+    for b in binaries() {
+        let allowed = m
+            .policy_actions(b.policy_document)
+            .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        for action in b.aws_actions {
+            if !allows(&allowed, action) {
+                problems.push(format!(
+                    "{}: calls {action}, not allowed by data.aws_iam_policy_document.{}",
+                    b.name, b.policy_document
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "IAM contract broken:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn each_role_gets_the_document_the_contract_checks() {
+    let m = module();
+    for b in binaries() {
+        let want = format!("data.aws_iam_policy_document.{}.json", b.policy_document);
+        let got = match b.attachment {
+            Attachment::LocalMapEntry(map, key) => {
+                let local = m.local(map).unwrap();
+                let hcl::Expression::Object(object) = local.item else {
+                    panic!("local.{map} is not an object");
+                };
+                let value = object
+                    .iter()
+                    .find(|(k, _)| match k {
+                        hcl::expr::ObjectKey::Identifier(id) => id.as_str() == key,
+                        hcl::expr::ObjectKey::Expression(hcl::Expression::String(s)) => s == key,
+                        _ => false,
+                    })
+                    .map(|(_, v)| v)
+                    .unwrap_or_else(|| panic!("local.{map} has no {key:?}"));
+                format_expr(value)
+            }
+            Attachment::PolicyAttr(block) => {
+                let (kind, labels) = block.split_first().unwrap();
+                let block = m.block(kind, labels).unwrap();
+                format_expr(m.attr(block, &["policy"]).unwrap().item)
+            }
+        };
+        assert_eq!(got.trim(), want, "{}: role policy", b.name);
+    }
+    // The Lambda roles apply the map by function name, one inline policy each.
+    let attach = m
+        .block("resource", &["aws_iam_role_policy", "lambda"])
+        .unwrap();
+    let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
+    assert_eq!(policy.trim(), "local.lambda_policies[each.key]");
+}
+
+#[test]
+fn the_tasks_run_with_the_environment_the_contract_checks() {
+    let m = module();
+    let def = m
+        .block("resource", &["aws_ecs_task_definition", "this"])
+        .unwrap();
+    let containers = format_expr(m.attr(def, &["container_definitions"]).unwrap().item);
+    for local in ["local.task_env_by_kind[each.key]", "local.task_secrets"] {
+        assert!(
+            containers.contains(local),
+            "container_definitions does not use {local}:\n{containers}"
+        );
+    }
+    // The state machine's per-execution overrides go to the same binary: every
+    // LIVE_CI_* name it sets is one that crates/workflow documents.
+    let asl =
+        std::fs::read_to_string(repo_root().join("statemachine/deployment.asl.json")).unwrap();
+    for name in [
+        "LIVE_CI_PHASE",
+        "LIVE_CI_TASK_TOKEN",
+        "LIVE_CI_EXECUTION_ID",
+        "LIVE_CI_SFN_EXECUTION_ARN",
+        "LIVE_CI_CFG_PATH",
+        "LIVE_CI_COMMAND",
+        "LIVE_CI_ROLE_ARN",
+        "LIVE_CI_PLAN_ARTIFACT",
+    ] {
+        assert!(
+            asl.contains(&format!("\"Name\": \"{name}\"")),
+            "{name} missing from the ASL"
+        );
+    }
+}
+
+#[test]
+fn the_state_machine_template_gets_exactly_the_deployment_vars() {
+    let m = module();
+    let sm = m
+        .block("resource", &["aws_sfn_state_machine", "deployment"])
+        .unwrap();
+    let definition: Found<'_, hcl::Expression> = m.attr(sm, &["definition"]).unwrap();
+    let (template, passed) = m
+        .templatefile_vars(definition)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The module renders infra/deployment.asl.json, a link to the one file
+    // live_ci_workflow embeds.
+    assert!(
+        template.contains("${path.module}/deployment.asl.json"),
+        "templatefile renders {template}, not infra/deployment.asl.json"
+    );
+    let linked = repo_root().join("infra/deployment.asl.json");
+    assert_eq!(
+        std::fs::canonicalize(&linked).unwrap(),
+        std::fs::canonicalize(repo_root().join("statemachine/deployment.asl.json")).unwrap(),
+        "{} must be a link to statemachine/deployment.asl.json",
+        linked.display()
+    );
+    let vars = live_ci_workflow::DeploymentVars {
+        ecs_cluster_arn: "c".into(),
+        terra_run_task_definition_arn: "t".into(),
+        terra_run_container_name: "terra-run".into(),
+        subnet_ids: vec!["s".into()],
+        security_group_ids: vec!["g".into()],
+        assign_public_ip: false,
+        approval_topic_arn: "a".into(),
+        approval_timeout_seconds: 60,
+        plan_heartbeat_seconds: 1,
+        plan_timeout_seconds: 2,
+        apply_heartbeat_seconds: 1,
+        apply_timeout_seconds: 2,
+        retry_interval_seconds: 1,
+        retry_max_attempts: 1,
+    };
+    let expected: BTreeSet<String> = vars.to_template_vars().unwrap().into_keys().collect();
+    let missing: Vec<_> = expected.difference(&passed).collect();
+    let extra: Vec<_> = passed.difference(&expected).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "infra/statemachine.tf templatefile: missing {missing:?}, not in DeploymentVars {extra:?}"
+    );
+}
+
+#[test]
+fn the_terra_run_container_is_the_one_the_state_machine_overrides() {
+    let m = module();
+    let sm = m
+        .block("resource", &["aws_sfn_state_machine", "deployment"])
+        .unwrap();
+    let definition = format_expr(m.attr(sm, &["definition"]).unwrap().item);
+    // Container names are the task kinds (ecs.tf: name = each.key).
+    assert!(
+        definition.contains("terra_run_container_name = \"terra-run\""),
+        "{definition}"
+    );
+    let kinds = m.object_keys(m.local("task_kinds").unwrap()).unwrap();
+    assert_eq!(kinds, set(&["create-deploy-stack", "pr-plan", "terra-run"]));
+}
+
+/// The attribute names of the `object({…})` inside a variable's type
+/// (`list(object({…}))` or `object({…})`).
+fn object_type_attrs(m: &Module, variable: &str) -> BTreeSet<String> {
+    let block = m.block("variable", &[variable]).unwrap();
+    let mut expr = m.attr(block, &["type"]).unwrap().item;
+    loop {
+        match expr {
+            hcl::Expression::FuncCall(call) if call.args.len() == 1 => expr = &call.args[0],
+            hcl::Expression::Object(object) => {
+                return object
+                    .keys()
+                    .map(|k| match k {
+                        hcl::expr::ObjectKey::Identifier(id) => id.to_string(),
+                        other => panic!("variable {variable}: attribute {other:?} is not a name"),
+                    })
+                    .collect();
+            }
+            other => panic!(
+                "variable {variable}: type {} is not an object type",
+                format_expr(other)
+            ),
+        }
+    }
+}
+
+/// The JSON object keys a value serializes to.
+fn json_keys(value: impl serde::Serialize) -> BTreeSet<String> {
+    match serde_json::to_value(value).unwrap() {
+        serde_json::Value::Object(map) => map.keys().cloned().collect(),
+        other => panic!("{other} is not an object"),
+    }
+}
+
+#[test]
+fn the_json_the_module_passes_has_the_binaries_field_names() {
+    let m = module();
+    // ACCOUNT_PARENT_CFG = jsonencode(var.account_parent_cfg): Account denies
+    // unknown fields, so a renamed attribute would fail every task at start.
+    let account = live_ci_core::account::Account {
+        name: "dev".into(),
+        path: "dev".into(),
+        dependencies: vec![],
+        voters: vec![],
+        min_approval_count: 1,
+        min_rejection_count: 1,
+        plan_role_arn: "p".into(),
+        apply_role_arn: "a".into(),
+    };
+    assert_eq!(
+        object_type_attrs(&m, "account_parent_cfg"),
+        json_keys(&account)
+    );
+    // The commit status parameter = jsonencode(var.commit_status_config).
+    assert_eq!(
+        object_type_attrs(&m, "commit_status_config"),
+        json_keys(live_ci_core::status::CommitStatusConfig::default())
+    );
+}

@@ -1,0 +1,124 @@
+# The ECS cluster and one Fargate task definition per live-ci-task subcommand
+# (pr-plan, create-deploy-stack, terra-run), each with its own log group so
+# commit statuses link to the right stream. All three share one environment
+# (local.task_env); the receiver and the state machine add per-run overrides.
+
+locals {
+  task_env = merge(
+    # Direct connections get METADB_URL as a secret (local.task_secrets) instead.
+    local.metadb_direct ? {} : local.metadb_data_api_env,
+    {
+      REPO_FULL_NAME               = var.repo_full_name
+      GITHUB_API_URL               = var.github_api_url
+      GITHUB_TOKEN_SSM_KEY         = local.ssm_names.github_token
+      TRUNK_BRANCH                 = var.trunk_branch
+      FILE_PATH_PATTERN            = var.file_path_pattern
+      MERGE_LOCK_SSM_KEY           = local.ssm_names.merge_lock
+      COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
+      ACCOUNT_PARENT_CFG           = jsonencode(var.account_parent_cfg)
+      SCAN_TYPE                    = var.scan_type
+      PLAN_COMMAND                 = var.plan_command
+      APPLY_COMMAND                = var.apply_command
+      MAX_PARALLEL                 = tostring(var.max_parallel)
+      FAIL_FAST                    = tostring(var.fail_fast)
+      TRIGGER_SF_FUNCTION_NAME     = local.function_names["trigger-sf"]
+      PLAN_BUCKET                  = aws_s3_bucket.plans.bucket
+      RUST_LOG                     = var.log_level
+    },
+  )
+
+  task_env_by_kind = {
+    for kind, _ in local.task_kinds : kind => merge(local.task_env, {
+      LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
+      LOG_STREAM_PREFIX = local.task_log_stream_prefix
+    })
+  }
+
+  # Injected by ECS from SSM at start: never plain text in the task definition.
+  task_secrets = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = local.ssm_arn.metadb_url }] : []
+}
+
+resource "aws_ecs_cluster" "this" {
+  name = var.name
+  tags = local.tags
+
+  setting {
+    name  = "containerInsights"
+    value = "enabled"
+  }
+
+  # Choices that need each other, checked before anything is created.
+  lifecycle {
+    precondition {
+      condition     = var.create_kms_key || var.kms_key_arn != null
+      error_message = "kms_key_arn is required when create_kms_key is false."
+    }
+    precondition {
+      condition     = var.create_ecr_repository || var.task_image != null
+      error_message = "task_image is required when create_ecr_repository is false."
+    }
+  }
+}
+
+resource "aws_ecs_cluster_capacity_providers" "this" {
+  cluster_name       = aws_ecs_cluster.this.name
+  capacity_providers = ["FARGATE"]
+
+  default_capacity_provider_strategy {
+    capacity_provider = "FARGATE"
+    weight            = 1
+  }
+}
+
+resource "aws_cloudwatch_log_group" "task" {
+  for_each = local.task_kinds
+
+  name              = "/${var.name}/task/${each.key}"
+  retention_in_days = var.log_retention_in_days
+  kms_key_id        = local.kms_key_arn
+  tags              = local.tags
+}
+
+resource "aws_ecs_task_definition" "this" {
+  #checkov:skip=CKV_AWS_336:terraform and terragrunt write provider plugins, clones and plan files all over the file system.
+  for_each = local.task_kinds
+
+  family                   = "${var.name}-${each.key}"
+  requires_compatibilities = ["FARGATE"]
+  network_mode             = "awsvpc"
+  cpu                      = tostring(each.value.cpu)
+  memory                   = tostring(each.value.memory)
+  task_role_arn            = aws_iam_role.task.arn
+  execution_role_arn       = aws_iam_role.task_execution.arn
+  tags                     = local.tags
+
+  runtime_platform {
+    operating_system_family = "LINUX"
+    cpu_architecture        = var.task_cpu_architecture
+  }
+
+  ephemeral_storage {
+    size_in_gib = var.task_ephemeral_storage_gib
+  }
+
+  container_definitions = jsonencode([{
+    name      = each.key
+    image     = local.task_image
+    essential = true
+    # The image's entrypoint is live-ci-task; the subcommand is the command.
+    command = [each.key]
+    environment = [
+      for k in sort(keys(local.task_env_by_kind[each.key])) : { name = k, value = local.task_env_by_kind[each.key][k] }
+    ]
+    secrets                = local.task_secrets
+    readonlyRootFilesystem = false
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        awslogs-group         = aws_cloudwatch_log_group.task[each.key].name
+        awslogs-region        = local.region
+        awslogs-stream-prefix = local.task_log_stream_prefix
+      }
+    }
+  }])
+}

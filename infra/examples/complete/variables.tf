@@ -1,0 +1,20 @@
+variable "region" {
+  description = "AWS region to deploy live-ci into."
+  type        = string
+  default     = "us-west-2"
+}
+
+variable "vpc_id" {
+  description = "VPC of the tasks and the metadb."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Private subnets (two availability zones) with a NAT route for the tasks and the metadb."
+  type        = list(string)
+}
+
+variable "security_group_ids" {
+  description = "Security groups of the tasks (outbound HTTPS)."
+  type        = list(string)
+}

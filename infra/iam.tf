@@ -1,0 +1,498 @@
+# One role per component, each allowed only the actions its code calls on the
+# resources it uses. crates/contract checks every action a binary declares
+# (AWS_ACTIONS) against the policy document named after its component here.
+
+locals {
+  lambda_role_names = { for n in local.lambda_names : n => "${var.name}-${n}" }
+
+  ssm_arn = { for k, v in local.ssm_names : k => "arn:${local.partition}:ssm:${local.region}:${local.account_id}:parameter${v}" }
+
+  # Task definitions by family, any revision: the roles outlive a revision.
+  task_definition_family_arn = {
+    for k, _ in local.task_kinds : k => "arn:${local.partition}:ecs:${local.region}:${local.account_id}:task-definition/${var.name}-${k}:*"
+  }
+
+  state_machine_arn       = "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${var.name}-deployment"
+  state_machine_execs_arn = "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${var.name}-deployment:*"
+
+  metadb_secret_arn = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
+
+  account_role_arns = distinct(flatten([for a in var.account_parent_cfg : [a.plan_role_arn, a.apply_role_arn]]))
+}
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "ecs_tasks_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "states_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["states.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+################################################################################
+# What every Lambda needs: its own log group, X-Ray, its dead-letter queue
+################################################################################
+
+data "aws_iam_policy_document" "lambda_base" {
+  for_each = toset(local.lambda_names)
+
+  statement {
+    sid       = "OwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.lambda[each.key].arn}:*"]
+  }
+
+  statement {
+    sid       = "Tracing"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"]
+  }
+
+  statement {
+    sid       = "DeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dead_letter.arn]
+  }
+
+  statement {
+    sid       = "DeadLettersKey"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+}
+
+################################################################################
+# receiver: webhook → pr-plan / create-deploy-stack tasks
+################################################################################
+
+data "aws_iam_policy_document" "receiver" {
+  source_policy_documents = [data.aws_iam_policy_document.lambda_base["receiver"].json]
+
+  statement {
+    sid     = "ReadParameters"
+    actions = ["ssm:GetParameter"]
+    resources = [
+      local.ssm_arn.webhook_secret,
+      local.ssm_arn.github_token,
+      local.ssm_arn.merge_lock,
+      local.ssm_arn.commit_status_config,
+    ]
+  }
+
+  statement {
+    sid       = "DecryptSecrets"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "StartTasks"
+    actions   = ["ecs:RunTask"]
+    resources = [local.task_definition_family_arn["pr-plan"], local.task_definition_family_arn["create-deploy-stack"]]
+    condition {
+      test     = "ArnEquals"
+      variable = "ecs:cluster"
+      values   = [aws_ecs_cluster.this.arn]
+    }
+  }
+
+  statement {
+    sid       = "PassTaskRoles"
+    actions   = ["iam:PassRole"]
+    resources = [aws_iam_role.task.arn, aws_iam_role.task_execution.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["ecs-tasks.amazonaws.com"]
+    }
+  }
+}
+
+################################################################################
+# trigger-sf: status changes → metadb, StartExecution, merge lock
+################################################################################
+
+data "aws_iam_policy_document" "metadb_data_api" {
+  statement {
+    sid = "MetadbDataApi"
+    actions = [
+      "rds-data:ExecuteStatement",
+      "rds-data:BeginTransaction",
+      "rds-data:CommitTransaction",
+      "rds-data:RollbackTransaction",
+    ]
+    resources = [aws_rds_cluster.metadb.arn]
+  }
+
+  # The Data API reads the credentials with the caller's permissions.
+  statement {
+    sid       = "MetadbSecret"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [local.metadb_secret_arn]
+  }
+}
+
+data "aws_iam_policy_document" "trigger_sf" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.lambda_base["trigger-sf"].json,
+    data.aws_iam_policy_document.metadb_data_api.json,
+  ]
+
+  statement {
+    sid       = "ReadGithubTokenAndStatusConfig"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+  }
+
+  statement {
+    sid       = "WriteMergeLock"
+    actions   = ["ssm:PutParameter"]
+    resources = [local.ssm_arn.merge_lock]
+  }
+
+  statement {
+    sid       = "DecryptSecrets"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "StartExecutions"
+    actions   = ["states:StartExecution"]
+    resources = [local.state_machine_arn]
+  }
+
+  statement {
+    sid       = "DescribeExecutions"
+    actions   = ["states:DescribeExecution"]
+    resources = [local.state_machine_execs_arn]
+  }
+}
+
+################################################################################
+# approval-request: SNS → e-mails to the voters
+################################################################################
+
+data "aws_iam_policy_document" "approval_request" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.lambda_base["approval-request"].json,
+    data.aws_iam_policy_document.metadb_data_api.json,
+  ]
+
+  statement {
+    sid       = "ReadVoteLinkKey"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.vote_link_key]
+  }
+
+  statement {
+    sid       = "DecryptSecrets"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "SendApprovalMail"
+    actions   = ["ses:SendEmail"]
+    resources = [aws_sesv2_email_identity.sender.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "ses:FromAddress"
+      values   = [var.approval_sender_email]
+    }
+  }
+}
+
+################################################################################
+# approval-response: votes → metadb, task token back to Step Functions
+################################################################################
+
+data "aws_iam_policy_document" "approval_response" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.lambda_base["approval-response"].json,
+    data.aws_iam_policy_document.metadb_data_api.json,
+  ]
+
+  statement {
+    sid       = "ReadVoteLinkKey"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.vote_link_key]
+  }
+
+  statement {
+    sid       = "DecryptSecrets"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "AnswerTaskToken"
+    actions   = ["states:SendTaskSuccess", "states:SendTaskFailure"]
+    resources = [local.state_machine_arn]
+  }
+}
+
+locals {
+  lambda_policies = {
+    "receiver"          = data.aws_iam_policy_document.receiver.json
+    "trigger-sf"        = data.aws_iam_policy_document.trigger_sf.json
+    "approval-request"  = data.aws_iam_policy_document.approval_request.json
+    "approval-response" = data.aws_iam_policy_document.approval_response.json
+  }
+}
+
+resource "aws_iam_role" "lambda" {
+  for_each = toset(local.lambda_names)
+
+  name               = local.lambda_role_names[each.key]
+  description        = "live-ci ${each.key} Lambda"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  tags               = local.tags
+}
+
+resource "aws_iam_role_policy" "lambda" {
+  for_each = toset(local.lambda_names)
+
+  name   = each.key
+  role   = aws_iam_role.lambda[each.key].id
+  policy = local.lambda_policies[each.key]
+}
+
+################################################################################
+# ECS: the task role (live-ci-task's own calls) and the execution role (image
+# pull, logs, injected secrets)
+################################################################################
+
+data "aws_iam_policy_document" "task" {
+  source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api.json]
+
+  statement {
+    sid       = "ReadParameters"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.github_token, local.ssm_arn.merge_lock, local.ssm_arn.commit_status_config]
+  }
+
+  statement {
+    sid       = "WriteMergeLock"
+    actions   = ["ssm:PutParameter"]
+    resources = [local.ssm_arn.merge_lock]
+  }
+
+  # SecureString parameters and the saved plans are encrypted with the key.
+  statement {
+    sid       = "UseKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "SavedPlans"
+    actions   = ["s3:PutObject", "s3:GetObject"]
+    resources = ["${aws_s3_bucket.plans.arn}/*"]
+  }
+
+  statement {
+    sid       = "InvokeTriggerSf"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.trigger_sf.arn]
+  }
+
+  statement {
+    sid       = "ReportToStateMachine"
+    actions   = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
+    resources = [local.state_machine_arn]
+  }
+
+  # terra-run plans and applies as the accounts' own roles.
+  statement {
+    sid       = "AssumeAccountRoles"
+    actions   = ["sts:AssumeRole"]
+    resources = local.account_role_arns
+  }
+}
+
+resource "aws_iam_role" "task" {
+  name               = "${var.name}-task"
+  description        = "live-ci ECS task (pr-plan, create-deploy-stack, terra-run)"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+  tags               = local.tags
+}
+
+resource "aws_iam_role_policy" "task" {
+  name   = "task"
+  role   = aws_iam_role.task.id
+  policy = data.aws_iam_policy_document.task.json
+}
+
+data "aws_iam_policy_document" "task_execution" {
+  statement {
+    sid       = "TaskLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = [for g in aws_cloudwatch_log_group.task : "${g.arn}:*"]
+  }
+
+  # GetAuthorizationToken takes no resource.
+  statement {
+    sid       = "RegistryLogin"
+    actions   = ["ecr:GetAuthorizationToken"]
+    resources = ["*"]
+  }
+
+  dynamic "statement" {
+    for_each = var.create_ecr_repository ? [1] : []
+    content {
+      sid       = "PullImage"
+      actions   = ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"]
+      resources = [aws_ecr_repository.task[0].arn]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.create_ecr_repository || local.metadb_direct ? [1] : []
+    content {
+      sid       = "DecryptImageAndSecrets"
+      actions   = ["kms:Decrypt"]
+      resources = [local.kms_key_arn]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [1] : []
+    content {
+      sid       = "InjectMetadbUrl"
+      actions   = ["ssm:GetParameters"]
+      resources = [local.ssm_arn.metadb_url]
+    }
+  }
+}
+
+resource "aws_iam_role" "task_execution" {
+  name               = "${var.name}-task-execution"
+  description        = "live-ci ECS task execution (image pull, logs, injected secrets)"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+  tags               = local.tags
+}
+
+resource "aws_iam_role_policy" "task_execution" {
+  name   = "task-execution"
+  role   = aws_iam_role.task_execution.id
+  policy = data.aws_iam_policy_document.task_execution.json
+}
+
+################################################################################
+# State machine: terra-run tasks, the approval topic, its own logs
+################################################################################
+
+data "aws_iam_policy_document" "state_machine" {
+  statement {
+    sid       = "RunTerraRun"
+    actions   = ["ecs:RunTask"]
+    resources = [local.task_definition_family_arn["terra-run"]]
+    condition {
+      test     = "ArnEquals"
+      variable = "ecs:cluster"
+      values   = [aws_ecs_cluster.this.arn]
+    }
+  }
+
+  # Step Functions stops a task whose heartbeat or timeout expired.
+  statement {
+    sid       = "StopTerraRun"
+    actions   = ["ecs:StopTask", "ecs:DescribeTasks"]
+    resources = ["arn:${local.partition}:ecs:${local.region}:${local.account_id}:task/${aws_ecs_cluster.this.name}/*"]
+  }
+
+  statement {
+    sid       = "PassTaskRoles"
+    actions   = ["iam:PassRole"]
+    resources = [aws_iam_role.task.arn, aws_iam_role.task_execution.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["ecs-tasks.amazonaws.com"]
+    }
+  }
+
+  statement {
+    sid       = "RequestApproval"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.approval.arn]
+  }
+
+  statement {
+    sid       = "EncryptApprovalMessages"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  # Log delivery and X-Ray take no resource-level permissions.
+  statement {
+    sid = "ExecutionLogs"
+    actions = [
+      "logs:CreateLogDelivery",
+      "logs:GetLogDelivery",
+      "logs:UpdateLogDelivery",
+      "logs:DeleteLogDelivery",
+      "logs:ListLogDeliveries",
+      "logs:PutResourcePolicy",
+      "logs:DescribeResourcePolicies",
+      "logs:DescribeLogGroups",
+    ]
+    resources = ["*"]
+  }
+
+  statement {
+    sid       = "Tracing"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"]
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role" "state_machine" {
+  name               = "${var.name}-state-machine"
+  description        = "live-ci deployment state machine"
+  assume_role_policy = data.aws_iam_policy_document.states_assume.json
+  tags               = local.tags
+}
+
+resource "aws_iam_role_policy" "state_machine" {
+  name   = "state-machine"
+  role   = aws_iam_role.state_machine.id
+  policy = data.aws_iam_policy_document.state_machine.json
+}

@@ -1,0 +1,294 @@
+# The four Lambdas (provided.al2023, zips from `make package`), their log groups,
+# the Function URLs of receiver and approval-response, and the dead-letter queue
+# of the asynchronously invoked ones. Each function's environment is a local
+# named <function>_env: crates/contract checks those names against what the
+# binaries read.
+
+locals {
+  function_names = { for n in local.lambda_names : n => "${var.name}-${n}" }
+
+  receiver_env = {
+    REPO_FULL_NAME                          = var.repo_full_name
+    TRUNK_BRANCH                            = var.trunk_branch
+    FILE_PATH_PATTERN                       = var.file_path_pattern
+    GITHUB_API_URL                          = var.github_api_url
+    GITHUB_WEBHOOK_SECRET_SSM_KEY           = local.ssm_names.webhook_secret
+    GITHUB_TOKEN_SSM_KEY                    = local.ssm_names.github_token
+    MERGE_LOCK_SSM_KEY                      = local.ssm_names.merge_lock
+    COMMIT_STATUS_CONFIG_SSM_KEY            = local.ssm_names.commit_status_config
+    ECS_CLUSTER_ARN                         = aws_ecs_cluster.this.arn
+    ECS_SUBNET_IDS                          = join(",", var.subnet_ids)
+    ECS_SECURITY_GROUP_IDS                  = join(",", var.security_group_ids)
+    ECS_ASSIGN_PUBLIC_IP                    = tostring(var.assign_public_ip)
+    PR_PLAN_TASK_DEFINITION_ARN             = aws_ecs_task_definition.this["pr-plan"].arn
+    PR_PLAN_CONTAINER_NAME                  = "pr-plan"
+    PR_PLAN_LOG_GROUP                       = aws_cloudwatch_log_group.task["pr-plan"].name
+    PR_PLAN_LOG_STREAM_PREFIX               = local.task_log_stream_prefix
+    CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN = aws_ecs_task_definition.this["create-deploy-stack"].arn
+    CREATE_DEPLOY_STACK_CONTAINER_NAME      = "create-deploy-stack"
+    CREATE_DEPLOY_STACK_LOG_GROUP           = aws_cloudwatch_log_group.task["create-deploy-stack"].name
+    CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
+    RUST_LOG                                = var.log_level
+  }
+
+  trigger_sf_env = merge(local.metadb_data_api_env, {
+    STATE_MACHINE_ARN    = aws_sfn_state_machine.deployment.arn
+    MERGE_LOCK_SSM_KEY   = local.ssm_names.merge_lock
+    GITHUB_TOKEN_SSM_KEY = local.ssm_names.github_token
+    REPO_FULL_NAME       = var.repo_full_name
+    GITHUB_API_URL       = var.github_api_url
+    TRUNK_BRANCH         = var.trunk_branch
+    FILE_PATH_PATTERN    = var.file_path_pattern
+    STALE_CLAIM_SECONDS  = tostring(var.stale_claim_seconds)
+    RUST_LOG             = var.log_level
+    # Its `Apply` switch turns trigger_sf's per-unit statuses off.
+    COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
+  })
+
+  approval_request_env = merge(local.metadb_data_api_env, {
+    VOTE_LINK_KEY_SSM_KEY    = local.ssm_names.vote_link_key
+    APPROVAL_URL             = aws_lambda_function_url.approval_response.function_url
+    SES_FROM_ADDRESS         = var.approval_sender_email
+    APPROVAL_TIMEOUT_SECONDS = tostring(var.approval_timeout_seconds)
+    REPO_FULL_NAME           = var.repo_full_name
+    GITHUB_WEB_URL           = var.github_web_url
+    RUST_LOG                 = var.log_level
+  })
+
+  approval_response_env = merge(local.metadb_data_api_env, {
+    VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
+    RUST_LOG              = var.log_level
+  })
+}
+
+resource "aws_cloudwatch_log_group" "lambda" {
+  for_each = toset(local.lambda_names)
+
+  name              = "/${var.name}/lambda/${each.key}"
+  retention_in_days = var.log_retention_in_days
+  kms_key_id        = local.kms_key_arn
+  tags              = local.tags
+}
+
+# Failed asynchronous invocations (SNS → approval-request, EventBridge →
+# trigger-sf) land here instead of vanishing.
+resource "aws_sqs_queue" "dead_letter" {
+  name                              = "${var.name}-lambda-dead-letters"
+  message_retention_seconds         = 1209600
+  kms_master_key_id                 = local.kms_key_arn
+  kms_data_key_reuse_period_seconds = 3600
+  tags                              = local.tags
+}
+
+# Settings every function shares; each resource below repeats them because the
+# functions reference each other (approval-request needs approval-response's
+# URL), which a single for_each resource would turn into a cycle.
+locals {
+  lambda_common = {
+    runtime       = "provided.al2023"
+    handler       = "bootstrap"
+    architectures = [var.lambda_architecture]
+    memory_size   = var.lambda_memory_size
+    timeout       = var.lambda_timeout_seconds
+  }
+}
+
+resource "aws_lambda_function" "receiver" {
+  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks only to GitHub and public AWS APIs, never to VPC resources.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; concurrency is bounded by GitHub's delivery rate.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
+  function_name    = local.function_names["receiver"]
+  description      = "live-ci: GitHub webhook receiver (Function URL)"
+  role             = aws_iam_role.lambda["receiver"].arn
+  filename         = local.lambda_zips["receiver"]
+  source_code_hash = filebase64sha256(local.lambda_zips["receiver"])
+  runtime          = local.lambda_common.runtime
+  handler          = local.lambda_common.handler
+  architectures    = local.lambda_common.architectures
+  memory_size      = local.lambda_common.memory_size
+  timeout          = local.lambda_common.timeout
+  kms_key_arn      = local.kms_key_arn
+  tags             = local.tags
+
+  environment {
+    variables = local.receiver_env
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.lambda["receiver"].name
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  dead_letter_config {
+    target_arn = aws_sqs_queue.dead_letter.arn
+  }
+
+  depends_on = [aws_iam_role_policy.lambda]
+}
+
+resource "aws_lambda_function" "trigger_sf" {
+  #checkov:skip=CKV_AWS_117:Runs outside a VPC: the metadb is reached through the RDS Data API over HTTPS.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; every step is a guarded metadb update, so concurrent invocations are safe.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
+  function_name    = local.function_names["trigger-sf"]
+  description      = "live-ci: records ended executions and starts ready units"
+  role             = aws_iam_role.lambda["trigger-sf"].arn
+  filename         = local.lambda_zips["trigger-sf"]
+  source_code_hash = filebase64sha256(local.lambda_zips["trigger-sf"])
+  runtime          = local.lambda_common.runtime
+  handler          = local.lambda_common.handler
+  architectures    = local.lambda_common.architectures
+  memory_size      = local.lambda_common.memory_size
+  timeout          = local.lambda_common.timeout
+  kms_key_arn      = local.kms_key_arn
+  tags             = local.tags
+
+  environment {
+    variables = local.trigger_sf_env
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.lambda["trigger-sf"].name
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  dead_letter_config {
+    target_arn = aws_sqs_queue.dead_letter.arn
+  }
+
+  depends_on = [aws_iam_role_policy.lambda]
+}
+
+resource "aws_lambda_function" "approval_request" {
+  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks to SES, SSM and the RDS Data API over HTTPS only.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; invocations are one per approval request.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
+  function_name    = local.function_names["approval-request"]
+  description      = "live-ci: e-mails approval requests to a unit's voters"
+  role             = aws_iam_role.lambda["approval-request"].arn
+  filename         = local.lambda_zips["approval-request"]
+  source_code_hash = filebase64sha256(local.lambda_zips["approval-request"])
+  runtime          = local.lambda_common.runtime
+  handler          = local.lambda_common.handler
+  architectures    = local.lambda_common.architectures
+  memory_size      = local.lambda_common.memory_size
+  timeout          = local.lambda_common.timeout
+  kms_key_arn      = local.kms_key_arn
+  tags             = local.tags
+
+  environment {
+    variables = local.approval_request_env
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.lambda["approval-request"].name
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  dead_letter_config {
+    target_arn = aws_sqs_queue.dead_letter.arn
+  }
+
+  depends_on = [aws_iam_role_policy.lambda]
+}
+
+resource "aws_lambda_function" "approval_response" {
+  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks to SSM, Step Functions and the RDS Data API over HTTPS only.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; invocations are one per vote.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
+  function_name    = local.function_names["approval-response"]
+  description      = "live-ci: records votes from the signed e-mail links (Function URL)"
+  role             = aws_iam_role.lambda["approval-response"].arn
+  filename         = local.lambda_zips["approval-response"]
+  source_code_hash = filebase64sha256(local.lambda_zips["approval-response"])
+  runtime          = local.lambda_common.runtime
+  handler          = local.lambda_common.handler
+  architectures    = local.lambda_common.architectures
+  memory_size      = local.lambda_common.memory_size
+  timeout          = local.lambda_common.timeout
+  kms_key_arn      = local.kms_key_arn
+  tags             = local.tags
+
+  environment {
+    variables = local.approval_response_env
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.lambda["approval-response"].name
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  dead_letter_config {
+    target_arn = aws_sqs_queue.dead_letter.arn
+  }
+
+  depends_on = [aws_iam_role_policy.lambda]
+}
+
+################################################################################
+# Function URLs: GitHub and the voters' browsers cannot sign requests with
+# SigV4, so both URLs are public and the functions authenticate every request
+# themselves (X-Hub-Signature-256; HMAC-signed vote links).
+################################################################################
+
+resource "aws_lambda_function_url" "receiver" {
+  #checkov:skip=CKV_AWS_258:GitHub webhooks cannot sign with SigV4; the receiver verifies X-Hub-Signature-256 in constant time and answers 401 otherwise.
+  function_name      = aws_lambda_function.receiver.function_name
+  authorization_type = "NONE"
+}
+
+resource "aws_lambda_function_url" "approval_response" {
+  #checkov:skip=CKV_AWS_258:Voters follow links from e-mail in a browser; every link carries an HMAC signature over the execution and voter, verified in constant time.
+  function_name      = aws_lambda_function.approval_response.function_name
+  authorization_type = "NONE"
+}
+
+# A NONE-auth Function URL answers only if the resource policy grants the public
+# lambda:InvokeFunctionUrl, and (for URLs created since October 2025) also
+# lambda:InvokeFunction. hashicorp/aws 5.x cannot attach the
+# lambda:InvokedViaFunctionUrl condition to the latter, so a signed direct
+# Invoke from any AWS account reaches the handlers too; they authenticate every
+# request by its signature either way.
+locals {
+  public_functions = {
+    receiver          = aws_lambda_function.receiver.function_name
+    approval-response = aws_lambda_function.approval_response.function_name
+  }
+}
+
+resource "aws_lambda_permission" "function_url" {
+  #checkov:skip=CKV_AWS_301:The Function URL is public by design (GitHub webhooks, voters' browsers); the handlers verify HMAC signatures.
+  for_each = local.public_functions
+
+  statement_id           = "AllowPublicFunctionUrl"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = each.value
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+resource "aws_lambda_permission" "function_url_invoke" {
+  #checkov:skip=CKV_AWS_301:Required next to InvokeFunctionUrl for public Function URLs; the handlers verify HMAC signatures.
+  for_each = local.public_functions
+
+  statement_id  = "AllowPublicFunctionUrlInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = each.value
+  principal     = "*"
+}

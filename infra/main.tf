@@ -1,0 +1,57 @@
+# live-ci: the serverless pipeline for a Terragrunt live repository. Resources are
+# split by component: lambda.tf, ecs.tf, statemachine.tf, events.tf, ssm.tf,
+# metadb.tf, storage.tf (KMS, plan bucket, SES), iam.tf.
+
+data "aws_caller_identity" "current" {}
+data "aws_region" "current" {}
+data "aws_partition" "current" {}
+
+locals {
+  account_id = data.aws_caller_identity.current.account_id
+  region     = data.aws_region.current.name
+  partition  = data.aws_partition.current.partition
+
+  tags = merge({ "live-ci:name" = var.name }, var.tags)
+
+  # One key for everything the module encrypts, created unless the caller brings one.
+  kms_key_arn = var.create_kms_key ? aws_kms_key.this[0].arn : var.kms_key_arn
+
+  # The four Lambdas; names as cargo-lambda names the binaries (target/lambda/<bin>/bootstrap.zip).
+  lambda_names   = ["receiver", "trigger-sf", "approval-request", "approval-response"]
+  lambda_zip_dir = coalesce(var.lambda_zip_dir, "${path.module}/../target/lambda")
+  lambda_zips = {
+    for n in local.lambda_names : n => lookup(var.lambda_zip_paths, n, "${local.lambda_zip_dir}/${n}/bootstrap.zip")
+  }
+
+  # The three subcommands of live-ci-task, one task definition each (own CPU,
+  # memory and log group, so statuses link to the right stream).
+  task_kinds = {
+    "pr-plan"             = { cpu = var.pr_plan_cpu, memory = var.pr_plan_memory }
+    "create-deploy-stack" = { cpu = var.create_deploy_stack_cpu, memory = var.create_deploy_stack_memory }
+    "terra-run"           = { cpu = var.terra_run_cpu, memory = var.terra_run_memory }
+  }
+  # awslogs-stream-prefix; streams are <prefix>/<container>/<task id>.
+  task_log_stream_prefix = "task"
+
+  task_image = var.task_image != null ? var.task_image : "${one(aws_ecr_repository.task[*].repository_url)}:${var.task_image_tag}"
+
+  ssm_prefix = "/${var.name}"
+  ssm_names = {
+    merge_lock           = "${local.ssm_prefix}/merge-lock"
+    commit_status_config = "${local.ssm_prefix}/commit-status-config"
+    webhook_secret       = "${local.ssm_prefix}/github-webhook-secret"
+    github_token         = "${local.ssm_prefix}/github-token"
+    vote_link_key        = "${local.ssm_prefix}/vote-link-key"
+    metadb_url           = "${local.ssm_prefix}/metadb-url"
+  }
+
+  plan_bucket_name = coalesce(var.plan_bucket_name, "${var.name}-plans-${local.account_id}-${local.region}")
+
+  metadb_direct = var.metadb_connection == "direct"
+  # What every Data API client of the metadb reads.
+  metadb_data_api_env = {
+    METADB_CLUSTER_ARN = aws_rds_cluster.metadb.arn
+    METADB_SECRET_ARN  = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
+    METADB_NAME        = var.metadb_name
+  }
+}

@@ -1,0 +1,551 @@
+################################################################################
+# General
+################################################################################
+
+variable "name" {
+  description = "Prefix of every resource name (Lambdas, ECS, state machine, parameters, log groups). Lowercase letters, digits and hyphens."
+  type        = string
+  default     = "live-ci"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,30}[a-z0-9]$", var.name))
+    error_message = "name must be 3-32 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every resource that takes tags."
+  type        = map(string)
+  default     = {}
+}
+
+################################################################################
+# Repository and pipeline behaviour
+################################################################################
+
+variable "repo_full_name" {
+  description = "The GitHub repository holding the Terragrunt live configuration, as owner/name."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", var.repo_full_name))
+    error_message = "repo_full_name must look like owner/name."
+  }
+}
+
+variable "github_api_url" {
+  description = "GitHub REST API base URL (GitHub Enterprise: https://HOST/api/v3)."
+  type        = string
+  default     = "https://api.github.com"
+}
+
+variable "github_web_url" {
+  description = "GitHub web base URL, for links in approval e-mails (GitHub Enterprise: https://HOST)."
+  type        = string
+  default     = "https://github.com"
+}
+
+variable "trunk_branch" {
+  description = "The branch whose merged pull requests are deployed."
+  type        = string
+  default     = "main"
+}
+
+variable "file_path_pattern" {
+  description = "Regular expression of the file paths that make a pull request an infrastructure change (merge lock status, planning)."
+  type        = string
+  default     = "\\.(hcl|tf|tfvars|json|yaml|yml)$"
+}
+
+variable "account_parent_cfg" {
+  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on."
+  type = list(object({
+    name                = string
+    path                = string
+    dependencies        = optional(list(string), [])
+    voters              = list(string)
+    min_approval_count  = number
+    min_rejection_count = number
+    plan_role_arn       = string
+    apply_role_arn      = string
+  }))
+
+  validation {
+    condition     = length(var.account_parent_cfg) > 0
+    error_message = "account_parent_cfg must list at least one account."
+  }
+
+  validation {
+    condition     = length(distinct([for a in var.account_parent_cfg : a.name])) == length(var.account_parent_cfg)
+    error_message = "account_parent_cfg: account names must be unique."
+  }
+
+  validation {
+    condition = alltrue([
+      for a in var.account_parent_cfg : alltrue([for d in a.dependencies : contains([for b in var.account_parent_cfg : b.name], d)])
+    ])
+    error_message = "account_parent_cfg: every dependency must name an account of the list."
+  }
+
+  validation {
+    condition = alltrue([
+      for a in var.account_parent_cfg : length(a.voters) > 0 && a.min_approval_count >= 1 && a.min_rejection_count >= 1 && a.min_approval_count <= length(a.voters) && a.min_rejection_count <= length(a.voters)
+    ])
+    error_message = "account_parent_cfg: each account needs voters, and min_approval_count and min_rejection_count between 1 and the number of voters."
+  }
+
+  validation {
+    condition = alltrue([
+      for a in var.account_parent_cfg : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/", a.plan_role_arn)) && can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/", a.apply_role_arn))
+    ])
+    error_message = "account_parent_cfg: plan_role_arn and apply_role_arn must be IAM role ARNs."
+  }
+}
+
+variable "scan_type" {
+  description = "How create-deploy-stack finds the affected units: graph (git diff and the dependency graph) or plan (terragrunt plan -detailed-exitcode per unit)."
+  type        = string
+  default     = "graph"
+
+  validation {
+    condition     = contains(["graph", "plan"], var.scan_type)
+    error_message = "scan_type must be graph or plan."
+  }
+}
+
+variable "plan_command" {
+  description = "Plan command template run by terra-run; {cfg_path} is replaced by the unit's directory."
+  type        = string
+  default     = "terragrunt plan --terragrunt-working-dir {cfg_path}"
+}
+
+variable "apply_command" {
+  description = "Apply command template run by terra-run; {cfg_path} is replaced by the unit's directory."
+  type        = string
+  default     = "terragrunt apply --terragrunt-working-dir {cfg_path} -auto-approve"
+}
+
+variable "max_parallel" {
+  description = "Most Step Functions executions (units) of one run deploying at once."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.max_parallel >= 1 && var.max_parallel == floor(var.max_parallel)
+    error_message = "max_parallel must be a whole number of at least 1."
+  }
+}
+
+variable "fail_fast" {
+  description = "Stop starting any unit of a run once one of its units failed (otherwise only the failed unit's dependents are skipped)."
+  type        = bool
+  default     = false
+}
+
+variable "commit_status_config" {
+  description = "Which commit statuses live-ci posts. Stored as JSON in an SSM parameter that can be edited without a deploy (Terraform ignores later edits)."
+  type = object({
+    PrPlan            = optional(bool, true)
+    CreateDeployStack = optional(bool, true)
+    Plan              = optional(bool, true)
+    Apply             = optional(bool, true)
+  })
+  default = {}
+}
+
+################################################################################
+# Approval
+################################################################################
+
+variable "approval_sender_email" {
+  description = "The address approval e-mails are sent from; the module creates its SES v2 identity (verify it, or its domain, before the first run)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", var.approval_sender_email))
+    error_message = "approval_sender_email must be an e-mail address."
+  }
+}
+
+variable "approval_timeout_seconds" {
+  description = "How long voters have to decide before a unit's execution fails with ApprovalTimedOut."
+  type        = number
+  default     = 86400
+
+  validation {
+    condition     = var.approval_timeout_seconds >= 60 && var.approval_timeout_seconds <= 31536000
+    error_message = "approval_timeout_seconds must be between 60 and 31536000 (a year, the Step Functions limit)."
+  }
+}
+
+################################################################################
+# State machine timing
+################################################################################
+
+variable "plan_timeout_seconds" {
+  description = "Longest a terra-run plan may take."
+  type        = number
+  default     = 3600
+}
+
+variable "apply_timeout_seconds" {
+  description = "Longest a terra-run apply may take."
+  type        = number
+  default     = 7200
+}
+
+variable "task_heartbeat_seconds" {
+  description = "A terra-run task that sends no heartbeat for this long is considered dead (must be shorter than both timeouts)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.task_heartbeat_seconds >= 30
+    error_message = "task_heartbeat_seconds must be at least 30."
+  }
+}
+
+variable "retry_interval_seconds" {
+  description = "First wait before the state machine retries a throttled RunTask or SNS publish (doubles each attempt)."
+  type        = number
+  default     = 10
+}
+
+variable "retry_max_attempts" {
+  description = "Retries of a throttled RunTask or SNS publish."
+  type        = number
+  default     = 5
+}
+
+variable "sweep_schedule_expression" {
+  description = "EventBridge schedule of trigger-sf's sweep (restarts lost claims, records missed status changes)."
+  type        = string
+  default     = "rate(5 minutes)"
+}
+
+variable "stale_claim_seconds" {
+  description = "A claimed unit whose execution did not start within this many seconds is restarted by the sweep."
+  type        = number
+  default     = 300
+}
+
+################################################################################
+# Secrets (SSM SecureString)
+################################################################################
+
+variable "github_webhook_secret" {
+  description = "The GitHub webhook secret. Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "github_token" {
+  description = "GitHub token with repo:status and pull request comment rights. Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "vote_link_key" {
+  description = "Key that signs the approve/reject links of the e-mails (at least 32 characters). Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  type        = string
+  default     = null
+  sensitive   = true
+
+  validation {
+    condition     = var.vote_link_key == null || try(length(var.vote_link_key) >= 32, false)
+    error_message = "vote_link_key must be at least 32 characters."
+  }
+}
+
+variable "create_kms_key" {
+  description = "Create the customer managed KMS key that encrypts SSM secrets, saved plans, the approval topic, logs, the metadb, its secret and the image repository. False uses kms_key_arn."
+  type        = bool
+  default     = true
+}
+
+variable "kms_key_arn" {
+  description = "Your KMS key when create_kms_key is false (its policy must let CloudWatch Logs use it for the /<name>/ log groups)."
+  type        = string
+  default     = null
+}
+
+################################################################################
+# Lambdas
+################################################################################
+
+variable "lambda_architecture" {
+  description = "Architecture of the Lambda zips (as built by make package)."
+  type        = string
+  default     = "x86_64"
+
+  validation {
+    condition     = contains(["x86_64", "arm64"], var.lambda_architecture)
+    error_message = "lambda_architecture must be x86_64 or arm64."
+  }
+}
+
+variable "lambda_zip_dir" {
+  description = "Directory holding <function>/bootstrap.zip for receiver, trigger-sf, approval-request and approval-response (what `make package` writes). Null means target/lambda of this repository."
+  type        = string
+  default     = null
+}
+
+variable "lambda_zip_paths" {
+  description = "Per-function zip paths overriding lambda_zip_dir, keyed by receiver, trigger-sf, approval-request, approval-response."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.lambda_zip_paths) : contains(["receiver", "trigger-sf", "approval-request", "approval-response"], k)])
+    error_message = "lambda_zip_paths keys must be receiver, trigger-sf, approval-request or approval-response."
+  }
+}
+
+variable "lambda_memory_size" {
+  description = "Memory (MB) of each Lambda."
+  type        = number
+  default     = 256
+}
+
+variable "lambda_timeout_seconds" {
+  description = "Timeout of each Lambda (the receiver answers GitHub within 10 s regardless)."
+  type        = number
+  default     = 60
+}
+
+variable "log_level" {
+  description = "RUST_LOG filter of the Lambdas and tasks."
+  type        = string
+  default     = "info"
+}
+
+variable "log_retention_in_days" {
+  description = "Retention of every CloudWatch log group (Lambdas, tasks, state machine)."
+  type        = number
+  default     = 365
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_in_days)
+    error_message = "log_retention_in_days must be a retention CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, … 365, … 3653)."
+  }
+}
+
+################################################################################
+# ECS tasks
+################################################################################
+
+variable "create_ecr_repository" {
+  description = "Create an ECR repository (immutable tags, scan on push, KMS) for the task image."
+  type        = bool
+  default     = true
+}
+
+variable "task_image" {
+  description = "Image URI of the live-ci-task container (ecs-task/Dockerfile). Null uses the module's ECR repository with task_image_tag."
+  type        = string
+  default     = null
+}
+
+variable "task_image_tag" {
+  description = "Tag of the image in the module's ECR repository (tags are immutable: push a new tag per release)."
+  type        = string
+  default     = "0.1.0"
+}
+
+variable "terraform_version" {
+  description = "Terraform version baked into the task image (build arg TERRAFORM_VERSION; see the task_image_build_command output)."
+  type        = string
+  default     = "1.11.4"
+}
+
+variable "terragrunt_version" {
+  description = "Terragrunt version baked into the task image (build arg TERRAGRUNT_VERSION)."
+  type        = string
+  default     = "0.77.22"
+}
+
+variable "task_cpu_architecture" {
+  description = "CPU architecture of the task image (X86_64 or ARM64)."
+  type        = string
+  default     = "X86_64"
+
+  validation {
+    condition     = contains(["X86_64", "ARM64"], var.task_cpu_architecture)
+    error_message = "task_cpu_architecture must be X86_64 or ARM64."
+  }
+}
+
+variable "pr_plan_cpu" {
+  description = "Fargate CPU units of the pr-plan task."
+  type        = number
+  default     = 1024
+}
+
+variable "pr_plan_memory" {
+  description = "Fargate memory (MiB) of the pr-plan task."
+  type        = number
+  default     = 2048
+}
+
+variable "create_deploy_stack_cpu" {
+  description = "Fargate CPU units of the create-deploy-stack task."
+  type        = number
+  default     = 1024
+}
+
+variable "create_deploy_stack_memory" {
+  description = "Fargate memory (MiB) of the create-deploy-stack task (it holds the unit graph and the query results)."
+  type        = number
+  default     = 4096
+}
+
+variable "terra_run_cpu" {
+  description = "Fargate CPU units of the terra-run task."
+  type        = number
+  default     = 512
+}
+
+variable "terra_run_memory" {
+  description = "Fargate memory (MiB) of the terra-run task."
+  type        = number
+  default     = 1024
+}
+
+variable "task_ephemeral_storage_gib" {
+  description = "Fargate ephemeral storage (GiB, 21-200) of every task (clones, provider plugins)."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.task_ephemeral_storage_gib >= 21 && var.task_ephemeral_storage_gib <= 200
+    error_message = "task_ephemeral_storage_gib must be between 21 and 200."
+  }
+}
+
+################################################################################
+# Network
+################################################################################
+
+variable "vpc_id" {
+  description = "VPC of the tasks and the metadb."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Subnets of the Fargate tasks (private subnets with a NAT route to GitHub and the AWS APIs, or public subnets with assign_public_ip)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.subnet_ids) > 0
+    error_message = "subnet_ids must list at least one subnet."
+  }
+}
+
+variable "security_group_ids" {
+  description = "Security groups of the Fargate tasks (they need outbound HTTPS)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.security_group_ids) > 0
+    error_message = "security_group_ids must list at least one security group."
+  }
+}
+
+variable "assign_public_ip" {
+  description = "Give the Fargate tasks public IPs (public subnets without NAT)."
+  type        = bool
+  default     = false
+}
+
+################################################################################
+# Metadb
+################################################################################
+
+variable "metadb_connection" {
+  description = "How components reach the metadb: data-api (RDS Data API over HTTPS; no network path needed) or direct (the ECS tasks connect with METADB_URL injected from an SSM SecureString you fill; the Lambdas stay on the Data API)."
+  type        = string
+  default     = "data-api"
+
+  validation {
+    condition     = contains(["data-api", "direct"], var.metadb_connection)
+    error_message = "metadb_connection must be data-api or direct."
+  }
+}
+
+variable "metadb_subnet_ids" {
+  description = "Subnets of the metadb's subnet group (at least two availability zones). Null uses subnet_ids."
+  type        = list(string)
+  default     = null
+}
+
+variable "metadb_name" {
+  description = "Database name of the metadb."
+  type        = string
+  default     = "live_ci"
+}
+
+variable "metadb_username" {
+  description = "Master user name of the metadb (its password is managed by RDS in Secrets Manager)."
+  type        = string
+  default     = "live_ci"
+}
+
+variable "metadb_engine_version" {
+  description = "Aurora PostgreSQL engine version (Serverless v2 with the Data API needs 13.12, 14.9, 15.4, 16.1 or later)."
+  type        = string
+  default     = "16.6"
+}
+
+variable "metadb_min_capacity" {
+  description = "Minimum Aurora capacity units (0 pauses the database when idle, on engine versions that support it)."
+  type        = number
+  default     = 0.5
+}
+
+variable "metadb_max_capacity" {
+  description = "Maximum Aurora capacity units."
+  type        = number
+  default     = 2
+}
+
+variable "metadb_deletion_protection" {
+  description = "Protect the metadb cluster from deletion."
+  type        = bool
+  default     = true
+}
+
+variable "metadb_backup_retention_days" {
+  description = "Days of automated metadb backups."
+  type        = number
+  default     = 7
+}
+
+variable "metadb_skip_final_snapshot" {
+  description = "Destroy the metadb without a final snapshot."
+  type        = bool
+  default     = false
+}
+
+################################################################################
+# Saved plans
+################################################################################
+
+variable "plan_bucket_name" {
+  description = "Name of the S3 bucket for saved plans. Null derives one from name, account and region."
+  type        = string
+  default     = null
+}
+
+variable "plan_retention_days" {
+  description = "Days saved plans (and their noncurrent versions) are kept."
+  type        = number
+  default     = 30
+}
+
+variable "plan_bucket_force_destroy" {
+  description = "Let terraform destroy the plan bucket while it still holds plans."
+  type        = bool
+  default     = false
+}
