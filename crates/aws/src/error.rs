@@ -11,6 +11,8 @@ pub enum AwsError {
     },
     #[error("ecs run-task for {kind}: {message}")]
     Ecs { kind: String, message: String },
+    #[error("ses send-email to {to:?}: {message}")]
+    Ses { to: String, message: String },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

@@ -2,9 +2,13 @@
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
 //! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
 
+mod approvals;
+mod mailer;
 mod metadb;
 mod workflow;
 
+pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
+pub use mailer::{Email, Mailer, address_problem};
 pub use metadb::Metadb;
 pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 
