@@ -140,7 +140,8 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
     let requester =
         ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
-    let cases: Vec<(Box<dyn Fn(&mut ApprovalRequest)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut ApprovalRequest)>;
+    let cases: Vec<(Change, &str)> = vec![
         (
             Box::new(|r| r.execution.voters.clear()),
             "execution.voters: is empty",

@@ -210,7 +210,7 @@ where
             }
             Err(err) => return Err(unavailable("metadb", err)),
         };
-        if !execution.voters.iter().any(|v| *v == link.voter) {
+        if !execution.voters.contains(&link.voter) {
             return Err(message(
                 403,
                 "Not a voter",

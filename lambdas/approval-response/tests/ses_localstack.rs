@@ -76,7 +76,7 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         .handle(&request_for(&record, "token-ses"), now())
         .await
         .unwrap();
-    assert_eq!(report.mailed, [voter.clone()]);
+    assert_eq!(report.mailed, std::slice::from_ref(&voter));
     let sent: serde_json::Value = reqwest::get(format!("{endpoint}/_aws/ses"))
         .await
         .unwrap()
