@@ -19,6 +19,8 @@ pub enum AwsError {
     },
     #[error("lambda invoke {function:?}: {message}")]
     Lambda { function: String, message: String },
+    #[error("ses send-email to {to:?}: {message}")]
+    Ses { to: String, message: String },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

@@ -1,18 +1,21 @@
 //! AWS adapters of the core's ports: SSM Parameter Store ([`SsmParamStore`]),
 //! ECS Fargate tasks ([`EcsTaskLauncher`]), S3 saved plans ([`S3ArtifactStore`])
-//! and Lambda invokes ([`LambdaInvoker`]). Endpoints come from the SDK's usual
+//! Lambda invokes ([`LambdaInvoker`]) and SES v2 mail ([`SesMailer`]). Endpoints
+//! come from the SDK's usual
 //! configuration (`AWS_ENDPOINT_URL` points them at LocalStack locally).
 
 mod ecs;
 mod error;
 mod lambda;
 mod s3;
+mod ses;
 mod ssm;
 
 pub use ecs::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
 pub use error::AwsError;
 pub use lambda::LambdaInvoker;
 pub use s3::S3ArtifactStore;
+pub use ses::SesMailer;
 pub use ssm::SsmParamStore;
 
 /// The SDK crates the adapters are built on, so binaries construct clients
@@ -21,5 +24,6 @@ pub mod sdk {
     pub use aws_sdk_ecs as ecs;
     pub use aws_sdk_lambda as lambda;
     pub use aws_sdk_s3 as s3;
+    pub use aws_sdk_sesv2 as sesv2;
     pub use aws_sdk_ssm as ssm;
 }

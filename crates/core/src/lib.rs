@@ -3,6 +3,7 @@
 //! everything outside comes in through the ports in [`port`].
 
 pub mod account;
+pub mod approval;
 pub mod change;
 pub mod deploy;
 pub mod discovery;

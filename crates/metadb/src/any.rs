@@ -18,6 +18,16 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_NAME",
 ];
 
+/// The IAM actions the metadb adapters call (the Data API, and the secret
+/// the Data API authenticates with); direct PostgreSQL calls none.
+pub const AWS_ACTIONS: &[&str] = &[
+    "rds-data:ExecuteStatement",
+    "rds-data:BeginTransaction",
+    "rds-data:CommitTransaction",
+    "rds-data:RollbackTransaction",
+    "secretsmanager:GetSecretValue",
+];
+
 /// How to reach the metadb.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadbConfig {

@@ -5,6 +5,7 @@
 //! how a statement reaches the database ([`Sql`]).
 
 mod any;
+mod approvals;
 mod data_api;
 mod error;
 mod migrate;
@@ -12,7 +13,7 @@ mod pg;
 pub mod sql;
 mod store;
 
-pub use any::{AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
+pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
 pub use migrate::{MIGRATIONS, Migration, migrate};

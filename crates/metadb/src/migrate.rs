@@ -18,11 +18,18 @@ pub struct Migration {
 }
 
 /// Every migration, in version order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_metadb",
-    sql: include_str!("../migrations/0001_metadb.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_metadb",
+        sql: include_str!("../migrations/0001_metadb.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_approvals",
+        sql: include_str!("../migrations/0002_approvals.sql"),
+    },
+];
 
 /// Applies the migrations the database lacks; returns their versions.
 pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {

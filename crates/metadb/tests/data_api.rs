@@ -469,7 +469,7 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
             q::APPLIED_MIGRATIONS,
             vec![],
             Some("tx-m"),
-            Some(r#"[{"version":"1"}]"#),
+            Some(r#"[{"version":"1"},{"version":"2"}]"#),
             0,
         ),
         commit("tx-m"),
@@ -481,13 +481,8 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
 
 #[tokio::test]
 async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction() {
-    let script = live_ci_metadb::MIGRATIONS[0];
-    let statements = live_ci_metadb::sql::text::split_statements(script.sql);
     // Statement texts must outlive the rules, which hold &'static str.
-    let statements: Vec<&'static str> = statements
-        .into_iter()
-        .map(|s| &*Box::leak(s.into_boxed_str()))
-        .collect();
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let mut rules = vec![
         begin("tx-m"),
         statement(
@@ -500,21 +495,112 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
         statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
         statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some("[]"), 0),
     ];
-    for s in &statements {
-        rules.push(statement(s, vec![], Some("tx-m"), None, 0));
+    let mut counts = Vec::new();
+    for script in live_ci_metadb::MIGRATIONS {
+        let statements: Vec<&'static str> = live_ci_metadb::sql::text::split_statements(script.sql)
+            .into_iter()
+            .map(leak)
+            .collect();
+        for s in &statements {
+            rules.push(statement(s, vec![], Some("tx-m"), None, 0));
+        }
+        rules.push(statement(
+            q::RECORD_MIGRATION,
+            vec![
+                long("version", i64::from(script.version)),
+                string("name", leak(script.name.to_string())),
+            ],
+            Some("tx-m"),
+            None,
+            1,
+        ));
+        // One statement per call: CREATE FUNCTION bodies keep their semicolons.
+        assert!(statements.iter().all(|s| !s.trim_end().ends_with(';')));
+        counts.push(statements.len());
     }
-    rules.push(statement(
-        q::RECORD_MIGRATION,
-        vec![long("version", 1), string("name", "0001_metadb")],
-        Some("tx-m"),
-        None,
-        1,
-    ));
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert_eq!(metadb(client).migrate().await.unwrap(), [1]);
+    assert_eq!(metadb(client).migrate().await.unwrap(), [1, 2]);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
-    // One statement per call: CREATE FUNCTION bodies keep their semicolons.
-    assert!(statements.len() > 15, "{}", statements.len());
-    assert!(statements.iter().all(|s| !s.trim_end().ends_with(';')));
+    assert!(counts[0] > 15, "{counts:?}");
+    assert_eq!(counts[1], 3, "{counts:?}");
+}
+
+#[tokio::test]
+async fn approval_requests_are_single_statements_with_named_parameters() {
+    use live_ci_core::port::{ApprovalStore, NewApprovalRequest, RequestStored};
+    use live_ci_metadb::sql::approval_statements as a;
+    let rules = [
+        statement(
+            a::STORE_APPROVAL_REQUEST,
+            vec![
+                string("execution_id", "run-1-c8c5-dev-baz-729"),
+                string(
+                    "sfn_execution_arn",
+                    "arn:aws:states:us-west-2:1:execution:m:x",
+                ),
+                string("task_token", "tok"),
+                string("task_token_hash", "ab12"),
+                long("to_add", 1),
+                long("to_change", 2),
+                long("to_destroy", 3),
+                string("logs_url", "https://logs"),
+                long("expires_at", 1_795_256_420_000),
+            ],
+            None,
+            Some(r#"[{"case":"stored"}]"#),
+            1,
+        ),
+        statement(
+            a::APPROVAL_REQUEST,
+            vec![string("execution_id", "run-1-c8c5-dev-baz-729")],
+            None,
+            // As PostgreSQL 15 returned it through live_ci_approval_json.
+            Some(
+                r#"[{"live_ci_approval_json":"{\"execution_id\" : \"run-1-c8c5-dev-baz-729\", \"sfn_execution_arn\" : \"arn:aws:states:us-west-2:1:execution:m:x\", \"task_token\" : \"tok\", \"task_token_hash\" : \"ab12\", \"to_add\" : 1, \"to_change\" : 2, \"to_destroy\" : 3, \"logs_url\" : \"https://logs\", \"requested_at\" : 1795256400000, \"expires_at\" : 1795256420000, \"delivery_claimed_at\" : null, \"decision_sent_at\" : null, \"delivery\" : null}"}]"#,
+            ),
+            0,
+        ),
+        statement(
+            a::CLAIM_DECISION_DELIVERY,
+            vec![
+                string("execution_id", "run-1-c8c5-dev-baz-729"),
+                long("lease_secs", 30),
+            ],
+            None,
+            Some("[]"),
+            0,
+        ),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let db = metadb(client);
+    let stored = db
+        .store_approval_request(&NewApprovalRequest {
+            execution_id: "run-1-c8c5-dev-baz-729".into(),
+            sfn_execution_arn: "arn:aws:states:us-west-2:1:execution:m:x".into(),
+            task_token: "tok".into(),
+            task_token_hash: "ab12".into(),
+            to_add: 1,
+            to_change: 2,
+            to_destroy: 3,
+            logs_url: "https://logs".into(),
+            expires_at: 1_795_256_420_000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored, RequestStored::Stored);
+    let record = db
+        .approval_request("run-1-c8c5-dev-baz-729")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((record.to_add, record.to_destroy), (1, 3));
+    assert_eq!(record.expires_at, 1_795_256_420_000);
+    assert_eq!(record.delivery, None);
+    assert!(
+        !db.claim_decision_delivery("run-1-c8c5-dev-baz-729", 30)
+            .await
+            .unwrap()
+    );
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
 }

@@ -2,13 +2,17 @@
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
 //! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
 
+mod approvals;
 mod artifact;
 mod invoke;
+mod mailer;
 mod metadb;
 mod workflow;
 
+pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
 pub use artifact::ArtifactStore;
 pub use invoke::{FunctionInvoker, run_payload};
+pub use mailer::{Email, Mailer, address_problem};
 pub use metadb::Metadb;
 pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 

@@ -1,6 +1,7 @@
 //! How a statement reaches the database: the small interface both adapters
 //! implement, and the shared SQL text they run.
 
+pub mod approval_statements;
 pub mod statements;
 pub mod text;
 

@@ -1,0 +1,116 @@
+//! The approval store port: what `approval_request` must leave for
+//! `approval_response`, which only receives a link. One row per execution
+//! (the task token and what the mail showed), one per mailed voter, and the
+//! guarded hand-over of the task token once the votes decide.
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+use crate::deploy::UnixMillis;
+
+/// An approval request as `approval_request` stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewApprovalRequest {
+    pub execution_id: String,
+    pub sfn_execution_arn: String,
+    /// Completes the waiting Request Approval state; never mailed.
+    pub task_token: String,
+    /// Lowercase hex SHA-256 of `task_token` (what links carry).
+    pub task_token_hash: String,
+    pub to_add: u32,
+    pub to_change: u32,
+    pub to_destroy: u32,
+    pub logs_url: String,
+    /// When the links stop working: the request time plus the approval timeout.
+    pub expires_at: UnixMillis,
+}
+
+/// An approval request as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub execution_id: String,
+    pub sfn_execution_arn: String,
+    pub task_token: String,
+    pub task_token_hash: String,
+    pub to_add: u32,
+    pub to_change: u32,
+    pub to_destroy: u32,
+    pub logs_url: String,
+    pub requested_at: UnixMillis,
+    pub expires_at: UnixMillis,
+    /// When a caller took the task-token hand-over (see
+    /// [`ApprovalStore::claim_decision_delivery`]).
+    pub delivery_claimed_at: Option<UnixMillis>,
+    /// When the decision reached (or was refused by) the workflow engine.
+    pub decision_sent_at: Option<UnixMillis>,
+    /// What became of it: `delivered`, or `gone: <engine's reason>`.
+    pub delivery: Option<String>,
+}
+
+/// What storing an approval request did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RequestStored {
+    /// Stored (first delivery, or a new task token replacing an undecided one).
+    Stored,
+    /// The same task token again (a repeated SNS delivery): nothing changed.
+    Repeated,
+    /// The execution's decision was already handed over: nothing changed.
+    Decided,
+    /// No such execution in the metadb.
+    UnknownExecution,
+}
+
+/// Durable state of e-mail approvals. Implemented by `live-ci-metadb`'s
+/// adapters in the same SQL text as the [`super::Metadb`] port.
+pub trait ApprovalStore: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Stores the request of an execution. A different task token for an
+    /// execution whose decision was not handed over replaces the old one (the
+    /// old links stop matching); the same token again changes nothing.
+    fn store_approval_request(
+        &self,
+        request: &NewApprovalRequest,
+    ) -> impl Future<Output = Result<RequestStored, Self::Error>> + Send;
+
+    fn approval_request(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<ApprovalRecord>, Self::Error>> + Send;
+
+    /// The voters already mailed for this task token.
+    fn mailed_voters(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Records that `voter` was mailed links for this task token; false when
+    /// already recorded.
+    fn record_mailed(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+        voter: &str,
+        message_id: &str,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Takes the hand-over of the decided execution's task token: true for
+    /// exactly one caller while no delivery is recorded and no other claim is
+    /// younger than `lease_secs` (a caller that died mid-send is retried after
+    /// it).
+    fn claim_decision_delivery(
+        &self,
+        execution_id: &str,
+        lease_secs: u32,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records what the engine said to the decision (`delivered` or
+    /// `gone: …`); false when one was already recorded.
+    fn record_decision_delivery(
+        &self,
+        execution_id: &str,
+        delivery: &str,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+}

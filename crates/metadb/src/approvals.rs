@@ -1,0 +1,131 @@
+//! The approval store port over any [`Sql`] connection: the same SQL text for
+//! PostgreSQL and the RDS Data API, like the rest of [`Store`].
+
+use live_ci_core::port::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
+
+use crate::error::{MetadbError, Result};
+use crate::sql::approval_statements as q;
+use crate::sql::{Param, Sql};
+use crate::store::Store;
+
+fn first_line(statement: &str) -> String {
+    statement.lines().next().unwrap_or_default().to_string()
+}
+
+impl<S: Sql> ApprovalStore for Store<S> {
+    type Error = MetadbError;
+
+    async fn store_approval_request(&self, r: &NewApprovalRequest) -> Result<RequestStored> {
+        let rows = self
+            .sql()
+            .query(
+                q::STORE_APPROVAL_REQUEST,
+                &[
+                    ("execution_id", Param::text(&r.execution_id)),
+                    ("sfn_execution_arn", Param::text(&r.sfn_execution_arn)),
+                    ("task_token", Param::text(&r.task_token)),
+                    ("task_token_hash", Param::text(&r.task_token_hash)),
+                    ("to_add", Param::Int(i64::from(r.to_add))),
+                    ("to_change", Param::Int(i64::from(r.to_change))),
+                    ("to_destroy", Param::Int(i64::from(r.to_destroy))),
+                    ("logs_url", Param::text(&r.logs_url)),
+                    ("expires_at", Param::Int(r.expires_at)),
+                ],
+            )
+            .await?;
+        match rows.first().map(String::as_str) {
+            Some("stored") => Ok(RequestStored::Stored),
+            Some("repeated") => Ok(RequestStored::Repeated),
+            Some("decided") => Ok(RequestStored::Decided),
+            Some("unknown") => Ok(RequestStored::UnknownExecution),
+            other => Err(MetadbError::Decode {
+                statement: first_line(q::STORE_APPROVAL_REQUEST),
+                message: format!("unexpected answer {other:?}"),
+            }),
+        }
+    }
+
+    async fn approval_request(&self, execution_id: &str) -> Result<Option<ApprovalRecord>> {
+        let rows = self
+            .sql()
+            .query(
+                q::APPROVAL_REQUEST,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        rows.first()
+            .map(|row| {
+                serde_json::from_str(row).map_err(|e| MetadbError::Decode {
+                    statement: first_line(q::APPROVAL_REQUEST),
+                    message: format!("{e} in {row:?}"),
+                })
+            })
+            .transpose()
+    }
+
+    async fn mailed_voters(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+    ) -> Result<Vec<String>> {
+        self.sql()
+            .query(
+                q::MAILED_VOTERS,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("task_token_hash", Param::text(task_token_hash)),
+                ],
+            )
+            .await
+    }
+
+    async fn record_mailed(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+        voter: &str,
+        message_id: &str,
+    ) -> Result<bool> {
+        let rows = self
+            .sql()
+            .query(
+                q::RECORD_MAILED,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("task_token_hash", Param::text(task_token_hash)),
+                    ("voter", Param::text(voter)),
+                    ("message_id", Param::text(message_id)),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn claim_decision_delivery(&self, execution_id: &str, lease_secs: u32) -> Result<bool> {
+        let rows = self
+            .sql()
+            .query(
+                q::CLAIM_DECISION_DELIVERY,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("lease_secs", Param::Int(i64::from(lease_secs))),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn record_decision_delivery(&self, execution_id: &str, delivery: &str) -> Result<bool> {
+        let rows = self
+            .sql()
+            .query(
+                q::RECORD_DECISION_DELIVERY,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("delivery", Param::text(delivery)),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+}

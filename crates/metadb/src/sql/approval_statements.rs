@@ -1,0 +1,68 @@
+//! The statements of the approval store (`0002_approvals.sql`), in the same
+//! dialect as [`super::statements`]: `:name` parameters, one JSON text column.
+
+/// Stores an approval request and says what it did: `unknown` (no such
+/// execution), `stored` (new, or a new task token replacing one whose decision
+/// was not handed over), `decided` (hand-over taken: nothing changes) or
+/// `repeated` (the same token again). `prev` reads the row as it was before
+/// the upsert (one snapshot for the whole statement).
+pub const STORE_APPROVAL_REQUEST: &str = "\
+WITH e AS (
+    SELECT execution_id FROM executions WHERE execution_id = :execution_id
+), prev AS (
+    SELECT decision_sent_at IS NOT NULL OR delivery_claimed_at IS NOT NULL AS decided
+    FROM approval_requests WHERE execution_id = :execution_id
+), up AS (
+    INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token, task_token_hash,
+        to_add, to_change, to_destroy, logs_url, expires_at)
+    SELECT e.execution_id, :sfn_execution_arn, :task_token, :task_token_hash,
+        :to_add, :to_change, :to_destroy, :logs_url,
+        to_timestamp(CAST(:expires_at AS double precision) / 1000)
+    FROM e
+    ON CONFLICT (execution_id) DO UPDATE SET
+        sfn_execution_arn = excluded.sfn_execution_arn, task_token = excluded.task_token,
+        task_token_hash = excluded.task_token_hash, to_add = excluded.to_add,
+        to_change = excluded.to_change, to_destroy = excluded.to_destroy,
+        logs_url = excluded.logs_url, expires_at = excluded.expires_at,
+        requested_at = clock_timestamp()
+    WHERE approval_requests.task_token_hash <> excluded.task_token_hash
+      AND approval_requests.decision_sent_at IS NULL
+      AND approval_requests.delivery_claimed_at IS NULL
+    RETURNING execution_id
+)
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM e) THEN 'unknown'
+            WHEN EXISTS (SELECT 1 FROM up) THEN 'stored'
+            WHEN coalesce((SELECT decided FROM prev), false) THEN 'decided'
+            ELSE 'repeated' END";
+
+pub const APPROVAL_REQUEST: &str = "\
+SELECT live_ci_approval_json(a) FROM approval_requests a WHERE a.execution_id = :execution_id";
+
+pub const MAILED_VOTERS: &str = "\
+SELECT voter FROM approval_mails
+WHERE execution_id = :execution_id AND task_token_hash = :task_token_hash ORDER BY voter";
+
+pub const RECORD_MAILED: &str = "\
+INSERT INTO approval_mails (execution_id, task_token_hash, voter, message_id)
+VALUES (:execution_id, :task_token_hash, :voter, :message_id)
+ON CONFLICT DO NOTHING
+RETURNING voter";
+
+/// The hand-over of a decided execution's task token. Concurrent callers
+/// queue on the row lock and re-check the WHERE clause against the winner's
+/// update, so exactly one gets a row; a claim older than the lease (its
+/// caller died mid-send) may be taken again.
+pub const CLAIM_DECISION_DELIVERY: &str = "\
+UPDATE approval_requests a SET delivery_claimed_at = clock_timestamp()
+FROM executions e
+WHERE a.execution_id = :execution_id AND e.execution_id = a.execution_id
+  AND e.decision IS NOT NULL AND a.decision_sent_at IS NULL
+  AND (a.delivery_claimed_at IS NULL
+       OR a.delivery_claimed_at < clock_timestamp()
+                                  - make_interval(secs => CAST(:lease_secs AS double precision)))
+RETURNING a.execution_id";
+
+pub const RECORD_DECISION_DELIVERY: &str = "\
+UPDATE approval_requests SET decision_sent_at = clock_timestamp(), delivery = :delivery
+WHERE execution_id = :execution_id AND decision_sent_at IS NULL
+RETURNING execution_id";

@@ -1,0 +1,144 @@
+//! The approval store against a real PostgreSQL (scripts/pg.sh): what a
+//! repeated or newer approval request does, per-voter mail records, and the
+//! one-time hand-over of the decision under concurrency.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use live_ci_core::deploy::Vote;
+use live_ci_core::port::{ApprovalStore, Metadb, NewApprovalRequest, RequestStored};
+use live_ci_metadb::Sql;
+use support::{TestDb, exec, run};
+
+fn request(id: &str, token: &str) -> NewApprovalRequest {
+    NewApprovalRequest {
+        execution_id: id.into(),
+        sfn_execution_arn: format!("arn:aws:states:us-west-2:1:execution:m:{id}"),
+        task_token: token.into(),
+        task_token_hash: format!("hash-of-{token}"),
+        to_add: 1,
+        to_change: 0,
+        to_destroy: 2,
+        logs_url: "https://logs".into(),
+        expires_at: 4_102_444_800_000,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() {
+    let t = TestDb::new().await;
+    let db = t.metadb(12).await;
+    let r = db
+        .create_run(&run("c1", 4, vec![exec("a", "dev", &[])]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    assert_eq!(
+        db.store_approval_request(&request("nope", "t1"))
+            .await
+            .unwrap(),
+        RequestStored::UnknownExecution
+    );
+    assert_eq!(
+        db.store_approval_request(&request("a", "t1"))
+            .await
+            .unwrap(),
+        RequestStored::Stored
+    );
+    let first = db.approval_request("a").await.unwrap().unwrap();
+    assert_eq!(first.expires_at, 4_102_444_800_000);
+    assert_eq!((first.to_add, first.to_destroy), (1, 2));
+    // A repeated delivery changes nothing.
+    let mut repeat = request("a", "t1");
+    repeat.expires_at += 60_000;
+    assert_eq!(
+        db.store_approval_request(&repeat).await.unwrap(),
+        RequestStored::Repeated
+    );
+    assert_eq!(db.approval_request("a").await.unwrap().unwrap(), first);
+    // Mail records per token and voter.
+    assert!(
+        db.record_mailed("a", "hash-of-t1", "a@example.com", "m1")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !db.record_mailed("a", "hash-of-t1", "a@example.com", "m2")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        db.mailed_voters("a", "hash-of-t1").await.unwrap(),
+        ["a@example.com"]
+    );
+    // A new token replaces the undecided request.
+    assert_eq!(
+        db.store_approval_request(&request("a", "t2"))
+            .await
+            .unwrap(),
+        RequestStored::Stored
+    );
+    assert_eq!(
+        db.approval_request("a").await.unwrap().unwrap().task_token,
+        "t2"
+    );
+    assert!(
+        db.mailed_voters("a", "hash-of-t2")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // No decision yet: nothing to hand over.
+    assert!(!db.claim_decision_delivery("a", 30).await.unwrap());
+    db.cast_vote("a", "a@example.com", Vote::Approve)
+        .await
+        .unwrap();
+    db.cast_vote("a", "b@example.com", Vote::Approve)
+        .await
+        .unwrap();
+    assert_eq!(db.decide("a").await.unwrap(), Some(Vote::Approve));
+    // Twenty concurrent claimers: exactly one wins.
+    let db = Arc::new(db);
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let db = Arc::clone(&db);
+        tasks.push(tokio::spawn(async move {
+            db.claim_decision_delivery("a", 30).await.unwrap()
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        won += usize::from(task.await.unwrap());
+    }
+    assert_eq!(won, 1);
+    // Once the hand-over is taken, a newer request no longer replaces it.
+    assert_eq!(
+        db.store_approval_request(&request("a", "t3"))
+            .await
+            .unwrap(),
+        RequestStored::Decided
+    );
+    // A claim older than its lease can be taken again (its caller died).
+    db.sql()
+        .execute(
+            "UPDATE approval_requests SET delivery_claimed_at = delivery_claimed_at - interval '1 minute'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(db.claim_decision_delivery("a", 30).await.unwrap());
+    assert!(db.record_decision_delivery("a", "delivered").await.unwrap());
+    assert!(
+        !db.record_decision_delivery("a", "gone: late")
+            .await
+            .unwrap()
+    );
+    let done = db.approval_request("a").await.unwrap().unwrap();
+    assert_eq!(done.delivery.as_deref(), Some("delivered"));
+    assert!(done.decision_sent_at.is_some());
+    assert!(!db.claim_decision_delivery("a", 0).await.unwrap());
+    t.drop_db().await;
+}

@@ -1,0 +1,275 @@
+//! The handler: validate the request, store it (with its task token) for
+//! approval_response, then mail each voter not yet mailed for this task token.
+//!
+//! Delivery is at-least-once at the edge only: a repeated SNS delivery mails
+//! nobody already recorded as mailed, but a crash between SES accepting a
+//! mail and the metadb recording it (or two deliveries racing) can mail that
+//! voter twice. Both mails carry valid links for the same vote, so a second
+//! copy is harmless; a missed mail would not be.
+
+use aws_lambda_events::event::sns::SnsEvent;
+use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
+use live_ci_core::deploy::{Vote, is_valid_execution_name};
+use live_ci_core::port::{
+    ApprovalStore, Email, Mailer, NewApprovalRequest, RequestStored, address_problem,
+};
+use live_ci_workflow::ApprovalRequest;
+use serde::Serialize;
+
+use crate::config::RequestSettings;
+use crate::mail::{MailContext, render_email, vote_url};
+
+/// Why a request was not (completely) handled. The Lambda reports it as a
+/// failed invocation, so the asynchronous retry mails whoever was missed.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("sns record {index}: message is not an approval request: {message}")]
+    Payload { index: usize, message: String },
+    #[error("approval request for {execution:?}: {field}: {message}")]
+    Invalid {
+        execution: String,
+        field: &'static str,
+        message: String,
+    },
+    #[error("execution {0:?} is not in the metadb")]
+    UnknownExecution(String),
+    #[error("metadb: {0}")]
+    Store(String),
+    #[error("vote link for {voter:?}: {message}")]
+    Link { voter: String, message: String },
+    #[error("mailing {failed} of {total} voters of {execution:?} failed: {messages}")]
+    Mail {
+        execution: String,
+        failed: usize,
+        total: usize,
+        messages: String,
+    },
+}
+
+/// What one request did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MailReport {
+    pub execution_id: String,
+    /// Voters mailed by this call.
+    pub mailed: Vec<String>,
+    /// Voters already mailed for this task token (a repeated delivery).
+    pub already_mailed: Vec<String>,
+    /// True when the decision was already handed over: nothing was mailed.
+    pub decided: bool,
+}
+
+/// The handler with its clients; built once per cold start.
+#[derive(Debug)]
+pub struct ApprovalRequester<D, M> {
+    settings: RequestSettings,
+    key: LinkKey,
+    store: D,
+    mailer: M,
+}
+
+/// The approval requests an SNS event carries, in record order.
+pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, RequestError> {
+    event
+        .records
+        .iter()
+        .enumerate()
+        .map(|(index, r)| {
+            serde_json::from_str(&r.sns.message).map_err(|e| RequestError::Payload {
+                index,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+impl<D: ApprovalStore, M: Mailer> ApprovalRequester<D, M> {
+    pub fn new(settings: RequestSettings, key: LinkKey, store: D, mailer: M) -> Self {
+        ApprovalRequester {
+            settings,
+            key,
+            store,
+            mailer,
+        }
+    }
+
+    pub fn store(&self) -> &D {
+        &self.store
+    }
+
+    pub fn mailer(&self) -> &M {
+        &self.mailer
+    }
+
+    /// Checks everything before anything is written or sent.
+    fn validate(&self, r: &ApprovalRequest) -> Result<(), RequestError> {
+        let e = &r.execution;
+        let invalid = |field, message: String| RequestError::Invalid {
+            execution: e.execution_id.clone(),
+            field,
+            message,
+        };
+        if !is_valid_execution_name(&e.execution_id) {
+            return Err(invalid(
+                "execution.execution_id",
+                format!("{:?} is not a valid execution name", e.execution_id),
+            ));
+        }
+        if r.task_token.trim().is_empty() {
+            return Err(invalid("task_token", "is empty".into()));
+        }
+        if e.voters.is_empty() {
+            return Err(invalid(
+                "execution.voters",
+                "is empty: nobody could approve this deployment".into(),
+            ));
+        }
+        for voter in &e.voters {
+            if let Some(problem) = address_problem(voter) {
+                return Err(invalid("execution.voters", format!("{voter:?} {problem}")));
+            }
+        }
+        if e.min_approval_count == 0 || e.min_rejection_count == 0 {
+            return Err(invalid(
+                "execution.min_approval_count",
+                format!(
+                    "thresholds must be at least 1 (approval {}, rejection {})",
+                    e.min_approval_count, e.min_rejection_count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Handles one approval request at `now` (Unix seconds).
+    pub async fn handle(
+        &self,
+        request: &ApprovalRequest,
+        now: u64,
+    ) -> Result<MailReport, RequestError> {
+        self.validate(request)?;
+        let e = &request.execution;
+        let store_err = |err: D::Error| RequestError::Store(err.to_string());
+        let hash = task_token_hash(&request.task_token);
+        let hash_hex = task_token_hash_hex(&request.task_token);
+        let expires_ms = now
+            .saturating_add(self.settings.approval_timeout_secs)
+            .saturating_mul(1000);
+        let stored = self
+            .store
+            .store_approval_request(&NewApprovalRequest {
+                execution_id: e.execution_id.clone(),
+                sfn_execution_arn: request.sfn_execution_arn.clone(),
+                task_token: request.task_token.clone(),
+                task_token_hash: hash_hex.clone(),
+                to_add: request.plan.to_add,
+                to_change: request.plan.to_change,
+                to_destroy: request.plan.to_destroy,
+                logs_url: request.plan.logs_url.clone(),
+                expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
+            })
+            .await
+            .map_err(store_err)?;
+        let mut report = MailReport {
+            execution_id: e.execution_id.clone(),
+            mailed: Vec::new(),
+            already_mailed: Vec::new(),
+            decided: false,
+        };
+        match stored {
+            RequestStored::UnknownExecution => {
+                return Err(RequestError::UnknownExecution(e.execution_id.clone()));
+            }
+            RequestStored::Decided => {
+                report.decided = true;
+                return Ok(report);
+            }
+            RequestStored::Stored | RequestStored::Repeated => {}
+        }
+        // A repeated delivery signs with the stored expiry, so every link of
+        // one request expires together with the state's timeout.
+        let record = self
+            .store
+            .approval_request(&e.execution_id)
+            .await
+            .map_err(store_err)?
+            .ok_or_else(|| RequestError::UnknownExecution(e.execution_id.clone()))?;
+        let expires_at = u64::try_from(record.expires_at / 1000).unwrap_or(0);
+        let mailed = self
+            .store
+            .mailed_voters(&e.execution_id, &hash_hex)
+            .await
+            .map_err(store_err)?;
+        let mut failures = Vec::new();
+        for voter in &e.voters {
+            if mailed.contains(voter) || report.mailed.contains(voter) {
+                if !report.already_mailed.contains(voter) {
+                    report.already_mailed.push(voter.clone());
+                }
+                continue;
+            }
+            let email = self.email(request, voter, hash, expires_at)?;
+            match self.mailer.send(&email).await {
+                Ok(message_id) => {
+                    self.store
+                        .record_mailed(&e.execution_id, &hash_hex, voter, &message_id)
+                        .await
+                        .map_err(store_err)?;
+                    report.mailed.push(voter.clone());
+                }
+                Err(err) => failures.push(format!("{voter:?}: {err}")),
+            }
+        }
+        if failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(RequestError::Mail {
+                execution: e.execution_id.clone(),
+                failed: failures.len(),
+                total: e.voters.len(),
+                messages: failures.join("; "),
+            })
+        }
+    }
+
+    /// One voter's mail with their own approve and reject links.
+    pub fn email(
+        &self,
+        request: &ApprovalRequest,
+        voter: &str,
+        task_token_hash: [u8; 32],
+        expires_at: u64,
+    ) -> Result<Email, RequestError> {
+        let url = |vote| {
+            self.key
+                .sign(&VoteLink {
+                    execution_id: request.execution.execution_id.clone(),
+                    voter: voter.to_string(),
+                    vote,
+                    task_token_hash,
+                    expires_at,
+                })
+                .map(|token| vote_url(&self.settings.approval_url, &token))
+                .map_err(|e| RequestError::Link {
+                    voter: voter.to_string(),
+                    message: e.to_string(),
+                })
+        };
+        let approve_url = url(Vote::Approve)?;
+        let reject_url = url(Vote::Reject)?;
+        let (subject, text, html) = render_email(&MailContext {
+            settings: &self.settings,
+            request,
+            voter,
+            approve_url: &approve_url,
+            reject_url: &reject_url,
+            expires_at,
+        });
+        Ok(Email {
+            from: self.settings.from_address.clone(),
+            to: voter.to_string(),
+            subject,
+            text,
+            html,
+        })
+    }
+}

@@ -1,0 +1,13 @@
+//! The approval_request Lambda: for each voter of an execution waiting in
+//! Request Approval, one e-mail (SES v2) with the unit, the plan summary, a
+//! link to the plan's logs and that voter's own signed approve and reject
+//! links. The task token is stored in the metadb for approval_response, which
+//! receives only a link. `main.rs` only wires clients to [`ApprovalRequester`].
+
+mod config;
+mod handler;
+mod mail;
+
+pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, RequestSettings};
+pub use handler::{ApprovalRequester, MailReport, RequestError, parse_sns_event};
+pub use mail::{MailContext, render_email, vote_url};

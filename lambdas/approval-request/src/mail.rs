@@ -1,0 +1,136 @@
+//! The approval e-mail: a plain-text and an HTML part with the same content.
+//! Every value from the request is HTML-escaped; only `http(s)` URLs become
+//! links (a logs URL of any other scheme is shown as text).
+
+use live_ci_core::approval::{escape_html, format_utc, is_web_url};
+use live_ci_workflow::ApprovalRequest;
+
+use crate::config::RequestSettings;
+
+/// What one voter's mail shows.
+#[derive(Debug, Clone)]
+pub struct MailContext<'a> {
+    pub settings: &'a RequestSettings,
+    pub request: &'a ApprovalRequest,
+    pub voter: &'a str,
+    pub approve_url: &'a str,
+    pub reject_url: &'a str,
+    /// Unix seconds.
+    pub expires_at: u64,
+}
+
+/// A voter's link: the approval_response URL with the signed token.
+pub fn vote_url(approval_url: &str, token: &str) -> String {
+    format!("{}/?t={token}", approval_url.trim_end_matches('/'))
+}
+
+/// Subject, plain text and HTML of one voter's mail.
+pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
+    let e = &ctx.request.execution;
+    let plan = &ctx.request.plan;
+    let web = &ctx.settings.github_web_url;
+    let repo = &ctx.settings.repository;
+    let pr_url = format!("{web}/{repo}/pull/{}", e.pr_id);
+    let commit_url = format!("{web}/{repo}/commit/{}", e.commit_id);
+    let short_commit: String = e.commit_id.chars().take(12).collect();
+    let summary = format!(
+        "{} to add, {} to change, {} to destroy",
+        plan.to_add, plan.to_change, plan.to_destroy
+    );
+    let action = match e.action {
+        live_ci_workflow::Action::Apply => "apply",
+        live_ci_workflow::Action::Destroy => "destroy",
+    };
+    let expires = format_utc(ctx.expires_at);
+    let subject = format!(
+        "live-ci: approve {action} of {} ({}) from PR #{}?",
+        e.cfg_path.as_str(),
+        e.account_name,
+        e.pr_id
+    );
+    let thresholds = format!(
+        "{} approval(s) deploy it; {} rejection(s) stop it.",
+        e.min_approval_count, e.min_rejection_count
+    );
+    let text = format!(
+        "live-ci asks you ({voter}) to approve a deployment.\n\n\
+         Unit:     {unit}\n\
+         Action:   {action}\n\
+         Account:  {account}\n\
+         PR:       #{pr} {pr_url}\n\
+         Commit:   {commit} {commit_url}\n\
+         Plan:     {summary}\n\
+         Logs:     {logs}\n\n\
+         Approve:  {approve}\n\
+         Reject:   {reject}\n\n\
+         Each link opens a confirmation page; nothing is recorded until you press its button.\n\
+         {thresholds} You may change your vote until a decision is reached.\n\
+         The links expire at {expires}. Execution: {execution_id}\n",
+        voter = ctx.voter,
+        unit = e.cfg_path.as_str(),
+        account = e.account_name,
+        pr = e.pr_id,
+        commit = e.commit_id,
+        logs = plan.logs_url,
+        approve = ctx.approve_url,
+        reject = ctx.reject_url,
+        execution_id = e.execution_id,
+    );
+    let h = escape_html;
+    let link = |url: &str, label: &str| {
+        if is_web_url(url) {
+            format!("<a href=\"{}\">{}</a>", h(url), h(label))
+        } else {
+            h(label)
+        }
+    };
+    let logs = if is_web_url(&plan.logs_url) {
+        format!("<a href=\"{}\">plan logs</a>", h(&plan.logs_url))
+    } else {
+        h(&plan.logs_url)
+    };
+    let row = |k: &str, v: String| {
+        format!(
+            "<tr><th align=\"left\" style=\"padding:2px 12px 2px 0\">{k}</th><td>{v}</td></tr>\n"
+        )
+    };
+    let button = |url: &str, label: &str, color: &str| {
+        format!(
+            "<a href=\"{}\" style=\"display:inline-block;padding:10px 20px;margin-right:12px;\
+             background:{color};color:#ffffff;text-decoration:none;border-radius:4px;\
+             font-weight:bold\">{label}</a>",
+            h(url)
+        )
+    };
+    let html = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
+         <body style=\"font-family:Arial,Helvetica,sans-serif;color:#1f2328\">\n\
+         <h2 style=\"margin-bottom:4px\">Approve {action} of <code>{unit}</code>?</h2>\n\
+         <p>live-ci asks you (<b>{voter}</b>) to approve this deployment.</p>\n\
+         <table style=\"border-collapse:collapse\">\n{rows}</table>\n\
+         <p style=\"margin:20px 0\">{approve}{reject}</p>\n\
+         <p style=\"color:#59636e;font-size:13px\">Each button opens a confirmation page; nothing is \
+         recorded until you press its button. {thresholds} You may change your vote until a \
+         decision is reached. The links expire at {expires}.</p>\n\
+         </body></html>\n",
+        title = h(&subject),
+        action = action,
+        unit = h(e.cfg_path.as_str()),
+        voter = h(ctx.voter),
+        rows = [
+            row("Unit", format!("<code>{}</code>", h(e.cfg_path.as_str()))),
+            row("Account", h(&e.account_name)),
+            row("Pull request", link(&pr_url, &format!("#{}", e.pr_id))),
+            row("Commit", link(&commit_url, &short_commit)),
+            row("Plan", h(&summary)),
+            row("Logs", logs),
+            row("Execution", h(&e.execution_id)),
+        ]
+        .concat(),
+        approve = button(ctx.approve_url, "Approve", "#1a7f37"),
+        reject = button(ctx.reject_url, "Reject", "#cf222e"),
+        thresholds = h(&thresholds),
+        expires = h(&expires),
+    );
+    (subject, text, html)
+}

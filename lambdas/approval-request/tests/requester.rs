@@ -1,0 +1,240 @@
+//! The approval_request handler on the stored SNS fixture against a real
+//! PostgreSQL metadb: one mail per voter with that voter's own signed links,
+//! escaped HTML, repeated deliveries mail nobody twice, bad requests fail
+//! clearly and change nothing.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../approval-response/tests/support/mod.rs"]
+mod support;
+
+use aws_lambda_events::event::sns::SnsEvent;
+use live_ci_approval_request::{ApprovalRequester, RequestError, RequestSettings, parse_sns_event};
+use live_ci_core::deploy::Vote;
+use live_ci_core::port::ApprovalStore;
+use live_ci_workflow::ApprovalRequest;
+use support::*;
+
+fn settings() -> RequestSettings {
+    RequestSettings {
+        approval_url: "https://abc.lambda-url.us-west-2.on.aws/".into(),
+        from_address: "live-ci@example.com".into(),
+        approval_timeout_secs: 86_400,
+        repository: "acme/infrastructure-live".into(),
+        github_web_url: "https://github.com".into(),
+    }
+}
+
+fn fixture() -> ApprovalRequest {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/sns/approval-request.json"
+    );
+    let event: SnsEvent = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut requests = parse_sns_event(&event).unwrap();
+    assert_eq!(requests.len(), 1);
+    requests.remove(0)
+}
+
+#[tokio::test]
+async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
+    let request = fixture();
+    let id = request.execution.execution_id.clone();
+    let (tdb, db, _) = awaiting(&id, &["alice@example.com", "bob@example.com"], 1, 1).await;
+    let requester =
+        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    let now = now();
+    let report = requester.handle(&request, now).await.unwrap();
+    assert_eq!(report.mailed, ["alice@example.com", "bob@example.com"]);
+    let mails = requester.mailer().sent();
+    assert_eq!(mails.len(), 2);
+    let mut tokens = Vec::new();
+    for (mail, voter) in mails.iter().zip(["alice@example.com", "bob@example.com"]) {
+        assert_eq!(mail.to, voter);
+        assert_eq!(mail.from, "live-ci@example.com");
+        assert_eq!(
+            mail.subject,
+            "live-ci: approve apply of directory_dependency/dev-account/us-west-2/env-one/baz (dev) from PR #1?"
+        );
+        for part in [&mail.text, &mail.html] {
+            assert!(part.contains("directory_dependency/dev-account/us-west-2/env-one/baz"));
+            assert!(part.contains("2 to add, 1 to change, 0 to destroy"));
+            assert!(part.contains("https://github.com/acme/infrastructure-live/pull/1"));
+            assert!(part.contains("https://github.com/acme/infrastructure-live/commit/c8c5f6afc7345bd21cd79acaf740dc18b60755e3"));
+            assert!(part.contains("until a decision is reached"));
+        }
+        // The logs URL is escaped in HTML (its `&` and `$` survive as text).
+        assert!(mail.text.contains(&request.plan.logs_url));
+        assert!(mail.html.contains("href=\"https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2#logsV2:log-groups"));
+        assert!(
+            !mail.text.contains(&request.task_token),
+            "the task token is never mailed"
+        );
+        assert!(!mail.html.contains(&request.task_token));
+        for (label, vote) in [("Approve", Vote::Approve), ("Reject", Vote::Reject)] {
+            let url = text_link(mail, label);
+            assert!(
+                url.starts_with("https://abc.lambda-url.us-west-2.on.aws/?t="),
+                "{url}"
+            );
+            assert!(
+                mail.html.contains(&format!("href=\"{url}\"")),
+                "html carries {url}"
+            );
+            assert!(url.len() < 260, "{}", url.len());
+            let link = key().verify(&token_of(&url), now).unwrap();
+            assert_eq!(
+                (link.execution_id.as_str(), link.voter.as_str(), link.vote),
+                (id.as_str(), voter, vote)
+            );
+            assert_eq!(link.task_token_hash, hash(&request.task_token));
+            assert_eq!(link.expires_at, now + 86_400);
+            tokens.push(token_of(&url));
+        }
+    }
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 4, "every voter and vote has its own link");
+    let stored = db.approval_request(&id).await.unwrap().unwrap();
+    assert_eq!(stored.task_token, request.task_token);
+    assert_eq!(
+        (stored.to_add, stored.to_change, stored.to_destroy),
+        (2, 1, 0)
+    );
+    assert_eq!(
+        stored.expires_at,
+        i64::try_from((now + 86_400) * 1000).unwrap()
+    );
+    // SNS delivers again (later): nobody is mailed twice, links keep their expiry.
+    let again = requester.handle(&request, now + 60).await.unwrap();
+    assert!(again.mailed.is_empty());
+    assert_eq!(
+        again.already_mailed,
+        ["alice@example.com", "bob@example.com"]
+    );
+    assert_eq!(requester.mailer().sent().len(), 2);
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn values_are_escaped_and_only_web_urls_become_links() {
+    let (tdb, db, record) = awaiting("run-1-c8c5-dev-esc-001", &["alice@example.com"], 1, 1).await;
+    let mut request = request_for(&record, "token-esc");
+    request.execution.account_name = "<b>dev</b> & \"prod\"".into();
+    request.plan.logs_url = "javascript:alert('x')".into();
+    let requester = ApprovalRequester::new(settings(), key(), db, RecordingMailer::default());
+    requester.handle(&request, now()).await.unwrap();
+    let html = &requester.mailer().sent()[0].html;
+    assert!(
+        html.contains("&lt;b&gt;dev&lt;/b&gt; &amp; &quot;prod&quot;"),
+        "{html}"
+    );
+    assert!(!html.contains("<b>dev</b>"));
+    assert!(!html.contains("href=\"javascript:"));
+    assert!(html.contains("javascript:alert(&#39;x&#39;)"));
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn bad_requests_fail_clearly_and_change_nothing() {
+    let id = "run-1-c8c5-dev-bad-002";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester =
+        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    type Change = Box<dyn Fn(&mut ApprovalRequest)>;
+    let cases: Vec<(Change, &str)> = vec![
+        (
+            Box::new(|r| r.execution.voters.clear()),
+            "execution.voters: is empty",
+        ),
+        (
+            Box::new(|r| r.execution.voters.push("bob@example".into())),
+            "execution.voters: \"bob@example\" has no valid dotted domain",
+        ),
+        (
+            Box::new(|r| {
+                r.execution
+                    .voters
+                    .push("eve@example.com, mallory@example.com".into())
+            }),
+            "execution.voters: \"eve@example.com, mallory@example.com\" contains",
+        ),
+        (Box::new(|r| r.task_token.clear()), "task_token: is empty"),
+    ];
+    for (change, message) in cases {
+        let mut request = request_for(&record, "token-bad");
+        change(&mut request);
+        let err = requester.handle(&request, now()).await.unwrap_err();
+        assert!(matches!(err, RequestError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains(message), "{err}");
+        assert!(err.to_string().contains(id), "{err}");
+    }
+    assert!(db.approval_request(id).await.unwrap().is_none());
+    assert!(requester.mailer().sent().is_empty());
+    // An execution the metadb does not know.
+    let mut unknown = request_for(&record, "token-bad");
+    unknown.execution.execution_id = "run-9-ffff-dev-nope-999".into();
+    let err = requester.handle(&unknown, now()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "execution \"run-9-ffff-dev-nope-999\" is not in the metadb"
+    );
+    assert!(requester.mailer().sent().is_empty());
+    // A message that is not an approval request names the record.
+    let event: SnsEvent = serde_json::from_value(serde_json::json!({"Records": [{
+        "EventSource": "aws:sns", "EventVersion": "1.0", "EventSubscriptionArn": "arn:x",
+        "Sns": {"Type": "Notification", "MessageId": "m", "TopicArn": "arn:t",
+                "Message": "{\"hello\": 1}", "Timestamp": "2026-11-21T10:20:20.123Z",
+                "SignatureVersion": "1", "Signature": "s", "SigningCertUrl": "u",
+                "UnsubscribeUrl": "u", "MessageAttributes": {}}}]}))
+    .unwrap();
+    let err = parse_sns_event(&event).unwrap_err().to_string();
+    assert!(
+        err.starts_with("sns record 0: message is not an approval request: missing field"),
+        "{err}"
+    );
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_voter() {
+    let id = "run-1-c8c5-dev-retry-003";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
+    let requester =
+        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    requester
+        .mailer()
+        .fail_for
+        .lock()
+        .unwrap()
+        .push("alice@example.com".into());
+    let request = request_for(&record, "token-retry");
+    let err = requester.handle(&request, now()).await.unwrap_err();
+    assert!(err.to_string().contains("mailing 1 of 2 voters"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("\"alice@example.com\": ses refused"),
+        "{err}"
+    );
+    assert_eq!(requester.mailer().sent().len(), 1);
+    requester.mailer().fail_for.lock().unwrap().clear();
+    let report = requester.handle(&request, now()).await.unwrap();
+    assert_eq!(report.mailed, ["alice@example.com"]);
+    assert_eq!(report.already_mailed, ["bob@example.com"]);
+    assert_eq!(requester.mailer().sent().len(), 2);
+    // A new task token (a new request) mails everyone again, with new links.
+    let report = requester
+        .handle(&request_for(&record, "token-retry-2"), now())
+        .await
+        .unwrap();
+    assert_eq!(report.mailed, ["alice@example.com", "bob@example.com"]);
+    assert_eq!(
+        db.mailed_voters(
+            id,
+            &live_ci_core::approval::task_token_hash_hex("token-retry-2")
+        )
+        .await
+        .unwrap(),
+        ["alice@example.com", "bob@example.com"]
+    );
+    tdb.drop_db().await;
+}

@@ -1,0 +1,88 @@
+//! The Lambda's configuration, from the environment the Terraform module sets.
+
+pub use live_ci_core::settings::ConfigError;
+use live_ci_core::settings::Settings;
+pub use live_ci_metadb::MetadbConfig;
+
+/// Every environment variable [`Config::from_lookup`] reads (the metadb's
+/// included), for the Terraform module's contract test.
+pub const ENV_VARS: &[&str] = &[
+    "VOTE_LINK_KEY_SSM_KEY",
+    "METADB_URL",
+    "METADB_CLUSTER_ARN",
+    "METADB_SECRET_ARN",
+    "METADB_NAME",
+];
+
+/// The IAM actions the binary calls: the key (SecureString), the decision
+/// back to Step Functions, the metadb through the Data API. A rejection is a
+/// SendTaskSuccess with `"decision": "reject"`, so SendTaskFailure is not used.
+pub const AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "states:SendTaskSuccess",
+    "rds-data:ExecuteStatement",
+    "rds-data:BeginTransaction",
+    "rds-data:CommitTransaction",
+    "rds-data:RollbackTransaction",
+    "secretsmanager:GetSecretValue",
+];
+
+/// Everything `main.rs` wires.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub vote_link_key_param: String,
+    pub metadb: MetadbConfig,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The same, from any lookup (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = Settings::new(get);
+        Ok(Config {
+            vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
+            metadb: MetadbConfig::from_settings(&env)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn reads_the_environment_and_nothing_outside_env_vars() {
+        let seen = RefCell::new(Vec::<String>::new());
+        let c = Config::from_lookup(|k| {
+            seen.borrow_mut().push(k.to_string());
+            match k {
+                "VOTE_LINK_KEY_SSM_KEY" => Some("/live-ci/vote-link-key".into()),
+                "METADB_CLUSTER_ARN" | "METADB_SECRET_ARN" | "METADB_NAME" => Some("x".into()),
+                _ => None,
+            }
+        })
+        .unwrap();
+        assert_eq!(c.vote_link_key_param, "/live-ci/vote-link-key");
+        let seen = seen.into_inner();
+        for name in &seen {
+            assert!(ENV_VARS.contains(&name.as_str()), "{name} not in ENV_VARS");
+        }
+        for name in ENV_VARS {
+            assert!(
+                seen.iter().any(|s| s == name),
+                "{name} listed but never read"
+            );
+        }
+        for action in live_ci_metadb::AWS_ACTIONS {
+            assert!(AWS_ACTIONS.contains(action), "{action}");
+        }
+        assert_eq!(
+            Config::from_lookup(|_| None).unwrap_err(),
+            ConfigError::Missing("VOTE_LINK_KEY_SSM_KEY")
+        );
+    }
+}

@@ -1,0 +1,516 @@
+//! The handler: verify the signed link, then show (GET) or record (POST).
+//!
+//! | outcome | status |
+//! |---|---|
+//! | no token | 400 |
+//! | bad signature, malformed or expired link | 403 |
+//! | signer is not one of the execution's voters | 403 |
+//! | unknown execution | 404 |
+//! | method other than GET, HEAD, POST | 405 |
+//! | not awaiting approval (decided, ended, expired, superseded link) | 410 |
+//! | a POST body that is not form-encoded | 415 |
+//! | GET: the confirmation page; POST: vote recorded or decision sent | 200 |
+//! | Step Functions no longer waits for the token (`TokenDelivery::Gone`) | 410, said on the page |
+//! | the metadb or Step Functions failed | 502/503, said on the page |
+//!
+//! A decision is handed to Step Functions by exactly one caller: `decide`
+//! flips the execution's decision once, and the delivery claim in the
+//! approval store lets one caller send it (a caller that died mid-send is
+//! replaced after the lease, by the next POST of any voter).
+
+use live_ci_core::approval::{LinkError, LinkKey, VoteLink};
+use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
+use live_ci_core::port::{ApprovalRecord, ApprovalStore, Metadb, TaskTokens, TokenDelivery};
+use live_ci_workflow::{ApprovalDecision, Decision};
+
+use crate::http::{PageRequest, PageResponse};
+use crate::page;
+
+/// How long a decision hand-over may take before another caller retries it.
+pub const DELIVERY_LEASE_SECS: u32 = 30;
+
+/// The handler with its clients; built once per cold start.
+#[derive(Debug)]
+pub struct ApprovalResponder<D, T> {
+    key: LinkKey,
+    db: D,
+    tokens: T,
+}
+
+fn respond(status: u16, body: String) -> PageResponse {
+    PageResponse {
+        status,
+        headers: vec![
+            ("content-type", "text/html; charset=utf-8".into()),
+            // The page shows live state and carries a token: never cached.
+            ("cache-control", "no-store, max-age=0".into()),
+            ("pragma", "no-cache".into()),
+            // The URL holds the token: links out (the logs) must not leak it.
+            ("referrer-policy", "no-referrer".into()),
+            ("x-content-type-options", "nosniff".into()),
+            ("x-frame-options", "DENY".into()),
+            (
+                "content-security-policy",
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+                 frame-ancestors 'none'; base-uri 'none'"
+                    .into(),
+            ),
+        ],
+        body,
+    }
+}
+
+fn message(status: u16, title: &str, class: &str, text: &str) -> PageResponse {
+    respond(status, page::message(title, class, text))
+}
+
+fn unavailable(what: &str, err: impl std::fmt::Display) -> PageResponse {
+    tracing::error!(error = %err, "{what} failed");
+    message(
+        503,
+        "Try again shortly",
+        "bad",
+        &format!(
+            "The {what} could not be reached; nothing changed by this request unless said otherwise. Reload to try again."
+        ),
+    )
+}
+
+/// Everything a verified link is checked against.
+struct Context {
+    link: VoteLink,
+    token: String,
+    execution: ExecutionRecord,
+    approval: ApprovalRecord,
+}
+
+impl<D, T> ApprovalResponder<D, T>
+where
+    D: Metadb + ApprovalStore,
+    T: TaskTokens,
+{
+    pub fn new(key: LinkKey, db: D, tokens: T) -> Self {
+        ApprovalResponder { key, db, tokens }
+    }
+
+    pub fn db(&self) -> &D {
+        &self.db
+    }
+
+    pub fn tokens(&self) -> &T {
+        &self.tokens
+    }
+
+    /// Handles one request at `now` (Unix milliseconds). Never panics and
+    /// never fails: every outcome is a page saying what happened.
+    pub async fn handle(&self, req: &PageRequest, now_ms: i64) -> PageResponse {
+        let method = req.method.to_ascii_uppercase();
+        let post = match method.as_str() {
+            "GET" | "HEAD" => false,
+            "POST" => true,
+            _ => {
+                let mut resp = message(
+                    405,
+                    "Method not allowed",
+                    "bad",
+                    &format!(
+                        "Method {:?} is not allowed: open the link (GET) and press the button (POST).",
+                        req.method
+                    ),
+                );
+                resp.headers.push(("allow", "GET, HEAD, POST".into()));
+                return resp;
+            }
+        };
+        if post {
+            let form = req.header("content-type").map(|c| {
+                c.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+            if form
+                .as_deref()
+                .is_some_and(|c| c != "application/x-www-form-urlencoded")
+            {
+                return message(
+                    415,
+                    "Unsupported form",
+                    "bad",
+                    "The vote must be posted as application/x-www-form-urlencoded.",
+                );
+            }
+        }
+        // A POST carries the signed token in its body (the form's hidden
+        // field): it is its own CSRF protection, as no other site can sign one.
+        let token = if post {
+            req.form_field("t").or_else(|| req.query_param("t"))
+        } else {
+            req.query_param("t")
+        };
+        let Some(token) = token.filter(|t| !t.is_empty()) else {
+            return message(
+                400,
+                "No vote link",
+                "bad",
+                "This address needs the link from your approval e-mail (parameter t is missing).",
+            );
+        };
+        let ctx = match self.context(token, now_ms).await {
+            Ok(ctx) => ctx,
+            Err(resp) => return resp,
+        };
+        let mut resp = if post {
+            self.vote(&ctx).await
+        } else {
+            self.show(&ctx).await
+        };
+        if method == "HEAD" {
+            resp.body.clear();
+        }
+        resp
+    }
+
+    /// Verifies the link and loads what it refers to; every refusal is a page.
+    async fn context(&self, token: String, now_ms: i64) -> Result<Context, PageResponse> {
+        let now = u64::try_from(now_ms / 1000).unwrap_or(0);
+        let link = match self.key.verify(&token, now) {
+            Ok(link) => link,
+            Err(LinkError::Expired { expired_at }) => {
+                return Err(message(
+                    403,
+                    "Link expired",
+                    "bad",
+                    &format!(
+                        "This vote link expired at {}; the approval timeout has passed.",
+                        live_ci_core::approval::format_utc(expired_at)
+                    ),
+                ));
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "refused vote link");
+                return Err(message(
+                    403,
+                    "Invalid link",
+                    "bad",
+                    "This vote link is not valid. Use the link from your approval e-mail exactly as sent.",
+                ));
+            }
+        };
+        let execution = match self.db.execution(&link.execution_id).await {
+            Ok(Some(e)) => e,
+            Ok(None) => {
+                return Err(message(
+                    404,
+                    "Unknown deployment",
+                    "bad",
+                    &format!("No execution {:?} is known.", link.execution_id),
+                ));
+            }
+            Err(err) => return Err(unavailable("metadb", err)),
+        };
+        if !execution.voters.contains(&link.voter) {
+            return Err(message(
+                403,
+                "Not a voter",
+                "bad",
+                &format!(
+                    "{} is not one of the voters of this deployment.",
+                    link.voter
+                ),
+            ));
+        }
+        let approval = match self.db.approval_request(&link.execution_id).await {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                return Err(message(
+                    410,
+                    "Not awaiting approval",
+                    "warn",
+                    "This deployment is not waiting for approval.",
+                ));
+            }
+            Err(err) => return Err(unavailable("metadb", err)),
+        };
+        if approval.task_token_hash != link.task_token_hash_hex() {
+            return Err(message(
+                410,
+                "Superseded link",
+                "warn",
+                "This link belongs to an earlier approval request of this deployment; use the most recent e-mail.",
+            ));
+        }
+        Ok(Context {
+            link,
+            token,
+            execution,
+            approval,
+        })
+    }
+
+    /// Why voting is closed, if it is.
+    fn closed(&self, ctx: &Context) -> Option<PageResponse> {
+        let e = &ctx.execution;
+        if e.decision.is_some() || ctx.approval.decision_sent_at.is_some() {
+            return None; // shown by the decision path
+        }
+        if e.status != ExecutionStatus::Running {
+            return Some(message(
+                410,
+                "Not awaiting approval",
+                "warn",
+                &format!(
+                    "This deployment is no longer waiting for approval (it is {}).",
+                    e.status.as_str()
+                ),
+            ));
+        }
+        None
+    }
+
+    async fn tally(&self, ctx: &Context) -> Result<Tally, PageResponse> {
+        match self.db.tally(&ctx.execution.execution_id).await {
+            Ok(Some(t)) => Ok(t),
+            Ok(None) => Err(message(
+                404,
+                "Unknown deployment",
+                "bad",
+                "The deployment disappeared.",
+            )),
+            Err(err) => Err(unavailable("metadb", err)),
+        }
+    }
+
+    /// GET: the confirmation page; changes nothing.
+    async fn show(&self, ctx: &Context) -> PageResponse {
+        if let Some(resp) = self.closed(ctx) {
+            return resp;
+        }
+        let tally = match self.tally(ctx).await {
+            Ok(t) => t,
+            Err(resp) => return resp,
+        };
+        if let Some(decision) = ctx.execution.decision {
+            return self.decided_page(ctx, &tally, decision, 410);
+        }
+        respond(
+            200,
+            page::confirm(
+                &ctx.execution,
+                &ctx.approval,
+                &tally,
+                &ctx.link.voter,
+                ctx.link.vote,
+                &ctx.token,
+            ),
+        )
+    }
+
+    /// POST: record the vote, decide, hand the decision over.
+    async fn vote(&self, ctx: &Context) -> PageResponse {
+        if let Some(resp) = self.closed(ctx) {
+            return resp;
+        }
+        let id = &ctx.execution.execution_id;
+        let outcome = match self.db.cast_vote(id, &ctx.link.voter, ctx.link.vote).await {
+            Ok(o) => o,
+            Err(err) => return unavailable("metadb", err),
+        };
+        let recorded = match outcome {
+            VoteOutcome::Recorded(_) => true,
+            VoteOutcome::NotAVoter => {
+                return message(
+                    403,
+                    "Not a voter",
+                    "bad",
+                    "You are not one of the voters of this deployment.",
+                );
+            }
+            VoteOutcome::UnknownExecution => {
+                return message(404, "Unknown deployment", "bad", "No such execution.");
+            }
+            VoteOutcome::Closed {
+                decision: None,
+                status,
+            } => {
+                return message(
+                    410,
+                    "Not awaiting approval",
+                    "warn",
+                    &format!(
+                        "This deployment is no longer waiting for approval (it is {}).",
+                        status.as_str()
+                    ),
+                );
+            }
+            // Decided already: this vote is not counted, but a decision
+            // whose hand-over failed is retried here.
+            VoteOutcome::Closed {
+                decision: Some(_), ..
+            } => false,
+        };
+        let decision = match self.db.decide(id).await {
+            Ok(Some(d)) => Some(d),
+            Ok(None) => match self.db.execution(id).await {
+                Ok(e) => e.and_then(|e| e.decision),
+                Err(err) => return unavailable("metadb", err),
+            },
+            Err(err) => return unavailable("metadb", err),
+        };
+        let tally = match self.tally(ctx).await {
+            Ok(t) => t,
+            Err(resp) => return resp,
+        };
+        let Some(decision) = decision else {
+            return respond(
+                200,
+                page::recorded(
+                    &ctx.execution,
+                    &ctx.approval,
+                    &tally,
+                    &ctx.link.voter,
+                    ctx.link.vote,
+                ),
+            );
+        };
+        // A vote that came after the decision gets 410: it changed nothing.
+        let status = if recorded { 200 } else { 410 };
+        self.deliver(ctx, &tally, decision, status).await
+    }
+
+    /// Sends the decision if this caller wins the hand-over, then says what
+    /// became of it.
+    async fn deliver(
+        &self,
+        ctx: &Context,
+        tally: &Tally,
+        decision: Vote,
+        status: u16,
+    ) -> PageResponse {
+        let id = &ctx.execution.execution_id;
+        let claimed = match self
+            .db
+            .claim_decision_delivery(id, DELIVERY_LEASE_SECS)
+            .await
+        {
+            Ok(c) => c,
+            Err(err) => return unavailable("metadb", err),
+        };
+        if !claimed {
+            // Someone else sends (or sent) it: show what is known.
+            let approval = match self.db.approval_request(id).await {
+                Ok(Some(a)) => a,
+                Ok(None) => ctx.approval.clone(),
+                Err(err) => return unavailable("metadb", err),
+            };
+            let ctx = Context {
+                approval,
+                link: ctx.link.clone(),
+                token: ctx.token.clone(),
+                execution: ctx.execution.clone(),
+            };
+            return self.decided_page(&ctx, tally, decision, status);
+        }
+        let payload = ApprovalDecision {
+            decision: match decision {
+                Vote::Approve => Decision::Approve,
+                Vote::Reject => Decision::Reject,
+            },
+            approval_voters: tally.approval_voters.clone(),
+            rejection_voters: tally.rejection_voters.clone(),
+        };
+        let output = match serde_json::to_string(&payload) {
+            Ok(o) => o,
+            Err(err) => return unavailable("decision encoder", err),
+        };
+        // The task token is read fresh: a newer request may have replaced it.
+        let token = match self.db.approval_request(id).await {
+            Ok(Some(a)) => a.task_token,
+            Ok(None) => ctx.approval.task_token.clone(),
+            Err(err) => return unavailable("metadb", err),
+        };
+        let delivery = match self.tokens.send_success(&token, &output).await {
+            Ok(TokenDelivery::Delivered) => "delivered".to_string(),
+            Ok(TokenDelivery::Gone { reason }) => format!("gone: {reason}"),
+            Err(err) => {
+                // The claim stays; after the lease the next POST retries.
+                tracing::error!(error = %err, execution = %id, "SendTaskSuccess failed");
+                return message(
+                    502,
+                    "Decision not yet delivered",
+                    "bad",
+                    &format!(
+                        "The votes decided to {}, but Step Functions could not be reached. Submit your vote again in {} seconds to retry.",
+                        decision.as_str(),
+                        DELIVERY_LEASE_SECS
+                    ),
+                );
+            }
+        };
+        if let Err(err) = self.db.record_decision_delivery(id, &delivery).await {
+            tracing::error!(error = %err, execution = %id, "recording the delivery failed");
+        }
+        let mut approval = ctx.approval.clone();
+        approval.delivery = Some(delivery.clone());
+        approval.decision_sent_at = Some(0);
+        let ctx = Context {
+            approval,
+            link: ctx.link.clone(),
+            token: ctx.token.clone(),
+            execution: ctx.execution.clone(),
+        };
+        self.decided_page(&ctx, tally, decision, status)
+    }
+
+    fn decided_page(
+        &self,
+        ctx: &Context,
+        tally: &Tally,
+        decision: Vote,
+        status: u16,
+    ) -> PageResponse {
+        let next = match decision {
+            Vote::Approve => "The deployment goes on to Apply.",
+            Vote::Reject => "The deployment is rejected and will not be applied.",
+        };
+        let (class, notice, status) = match ctx.approval.delivery.as_deref() {
+            Some("delivered") => (
+                "good",
+                format!("The votes decided: {}. {next}", decision.as_str()),
+                status,
+            ),
+            Some(gone) if gone.starts_with("gone") => (
+                "warn",
+                format!(
+                    "The votes decided: {}, but Step Functions no longer waits for this approval \
+                     (the approval timed out or the execution ended), so it changes nothing. \
+                     Step Functions said: {}",
+                    decision.as_str(),
+                    gone.trim_start_matches("gone: ")
+                ),
+                410,
+            ),
+            _ => (
+                "notice",
+                format!(
+                    "The votes decided: {}. The decision is being sent to Step Functions.",
+                    decision.as_str()
+                ),
+                status,
+            ),
+        };
+        respond(
+            status,
+            page::decided(
+                &ctx.execution,
+                &ctx.approval,
+                tally,
+                &ctx.link.voter,
+                decision,
+                class,
+                &notice,
+            ),
+        )
+    }
+}

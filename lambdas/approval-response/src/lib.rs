@@ -1,0 +1,15 @@
+//! The approval_response Lambda behind a Function URL. A GET on a vote link
+//! shows a confirmation page (mail scanners that prefetch links change
+//! nothing); the page's button POSTs the signed token back, which records the
+//! vote, and once a threshold is reached exactly one caller sends the
+//! decision to Step Functions. `main.rs` only wires clients to
+//! [`ApprovalResponder`].
+
+mod config;
+mod handler;
+mod http;
+mod page;
+
+pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
+pub use handler::ApprovalResponder;
+pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};

@@ -1,0 +1,179 @@
+//! The pages a voter sees. Every value is HTML-escaped; only `http(s)` URLs
+//! become links. Pages carry no script: the one form posts the signed token.
+
+use live_ci_core::approval::{escape_html as h, format_utc, is_web_url};
+use live_ci_core::deploy::{Action, ExecutionRecord, Tally, Vote};
+use live_ci_core::port::ApprovalRecord;
+
+/// A whole page around `body`.
+pub fn layout(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\">\
+         <title>{title}</title>\n<style>\
+         body{{font-family:Arial,Helvetica,sans-serif;color:#1f2328;max-width:46rem;margin:2rem auto;padding:0 1rem}}\
+         th{{text-align:left;padding:3px 14px 3px 0;vertical-align:top}}\
+         .notice{{padding:10px 14px;border-radius:6px;background:#ddf4ff;margin:16px 0}}\
+         .warn{{background:#fff8c5}}.bad{{background:#ffebe9}}.good{{background:#dafbe1}}\
+         button{{font-size:1.1rem;padding:10px 26px;border:0;border-radius:6px;color:#fff;cursor:pointer}}\
+         .approve{{background:#1a7f37}}.reject{{background:#cf222e}}\
+         .muted{{color:#59636e;font-size:.9rem}}\
+         </style></head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
+        title = h(title),
+    )
+}
+
+/// A page that only says something (errors, closed votes).
+pub fn message(title: &str, class: &str, text: &str) -> String {
+    layout(
+        title,
+        &format!(
+            "<p class=\"notice {}\" id=\"message\">{}</p>",
+            h(class),
+            h(text)
+        ),
+    )
+}
+
+fn action_word(vote: Vote) -> &'static str {
+    match vote {
+        Vote::Approve => "Approve",
+        Vote::Reject => "Reject",
+    }
+}
+
+/// The execution's details: unit, account, PR, commit, plan, logs.
+pub fn details(e: &ExecutionRecord, a: &ApprovalRecord) -> String {
+    let logs = if is_web_url(&a.logs_url) {
+        format!(
+            "<a href=\"{}\" rel=\"noreferrer\">plan logs</a>",
+            h(&a.logs_url)
+        )
+    } else {
+        h(&a.logs_url)
+    };
+    let row = |k: &str, v: String| format!("<tr><th>{k}</th><td>{v}</td></tr>\n");
+    format!(
+        "<table id=\"details\">\n{}</table>",
+        [
+            row("Unit", format!("<code>{}</code>", h(e.cfg_path.as_str()))),
+            row(
+                "Action",
+                match e.action {
+                    Action::Apply => "apply".into(),
+                    Action::Destroy => "destroy".into(),
+                },
+            ),
+            row("Account", h(&e.account_name)),
+            row("Pull request", format!("#{}", e.pr_id)),
+            row("Commit", format!("<code>{}</code>", h(&e.commit_id))),
+            row(
+                "Plan",
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    a.to_add, a.to_change, a.to_destroy
+                ),
+            ),
+            row("Logs", logs),
+            row("Execution", h(&e.execution_id)),
+            row(
+                "Voting closes",
+                h(&format_utc(u64::try_from(a.expires_at / 1000).unwrap_or(0))),
+            ),
+        ]
+        .concat()
+    )
+}
+
+/// Where the votes stand, and the voter's own vote.
+pub fn standing(t: &Tally, voter: &str) -> String {
+    let mine = if t.approval_voters.iter().any(|v| v == voter) {
+        "approve"
+    } else if t.rejection_voters.iter().any(|v| v == voter) {
+        "reject"
+    } else {
+        "none yet"
+    };
+    format!(
+        "<p id=\"tally\">Approvals: {} of {} needed. Rejections: {} of {} needed.</p>\n\
+         <p id=\"your-vote\">Your current vote ({}): <b>{}</b>.</p>",
+        t.approval_voters.len(),
+        t.min_approval_count,
+        t.rejection_voters.len(),
+        t.min_rejection_count,
+        h(voter),
+        mine
+    )
+}
+
+/// The confirmation page a link opens: nothing is recorded until the button.
+pub fn confirm(
+    e: &ExecutionRecord,
+    a: &ApprovalRecord,
+    t: &Tally,
+    voter: &str,
+    vote: Vote,
+    token: &str,
+) -> String {
+    let word = action_word(vote);
+    let class = word.to_ascii_lowercase();
+    layout(
+        &format!("{word} deployment of {}?", e.cfg_path.as_str()),
+        &format!(
+            "{details}\n{standing}\n\
+             <form method=\"post\" id=\"vote-form\">\
+             <input type=\"hidden\" name=\"t\" value=\"{token}\">\
+             <button type=\"submit\" id=\"vote\" class=\"{class}\">{word}</button></form>\n\
+             <p class=\"muted\">Nothing is recorded until you press {word}. You may change your \
+             vote (with the other link in your e-mail) until a decision is reached.</p>",
+            details = details(e, a),
+            standing = standing(t, voter),
+            token = h(token),
+        ),
+    )
+}
+
+/// After a vote that did not (yet) decide.
+pub fn recorded(
+    e: &ExecutionRecord,
+    a: &ApprovalRecord,
+    t: &Tally,
+    voter: &str,
+    vote: Vote,
+) -> String {
+    layout(
+        &format!("Vote recorded: {}", vote.as_str()),
+        &format!(
+            "<p class=\"notice good\" id=\"message\">Your vote to {} the deployment of \
+             <code>{}</code> is recorded. No decision yet: you may change your vote until one \
+             is reached.</p>\n{}\n{}",
+            vote.as_str(),
+            h(e.cfg_path.as_str()),
+            standing(t, voter),
+            details(e, a),
+        ),
+    )
+}
+
+/// After the votes decided; `notice` says what Step Functions did with it.
+pub fn decided(
+    e: &ExecutionRecord,
+    a: &ApprovalRecord,
+    t: &Tally,
+    voter: &str,
+    decision: Vote,
+    class: &str,
+    notice: &str,
+) -> String {
+    layout(
+        &format!("Decision: {}", decision.as_str()),
+        &format!(
+            "<p class=\"notice {}\" id=\"message\">{}</p>\n{}\n{}",
+            h(class),
+            h(notice),
+            standing(t, voter),
+            details(e, a),
+        ),
+    )
+}

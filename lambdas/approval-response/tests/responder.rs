@@ -1,0 +1,497 @@
+//! The approval_response handler against a real PostgreSQL metadb, with the
+//! approval_request handler producing the real links: every refusal path,
+//! vote changes, the decision sent once under concurrency, and a dead task
+//! token reported on the page.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use live_ci_approval_request::{ApprovalRequester, RequestSettings};
+use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse, from_function_url};
+use live_ci_core::approval::VoteLink;
+use live_ci_core::deploy::{Outcome, Vote};
+use live_ci_core::port::{ApprovalStore, Email, Metadb, TokenDelivery};
+use live_ci_metadb::{PgMetadb, Sql};
+use serde_json::{Value, json};
+use support::*;
+
+fn settings() -> RequestSettings {
+    RequestSettings {
+        approval_url: "https://approve.example.com".into(),
+        from_address: "live-ci@example.com".into(),
+        approval_timeout_secs: 3600,
+        repository: "acme/live".into(),
+        github_web_url: "https://github.com".into(),
+    }
+}
+
+/// Mails the voters of `record` and returns the mails.
+async fn mail(
+    db: &PgMetadb,
+    record: &live_ci_core::deploy::ExecutionRecord,
+    task_token: &str,
+) -> Vec<Email> {
+    let requester =
+        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    requester
+        .handle(&request_for(record, task_token), now())
+        .await
+        .unwrap();
+    requester.mailer().sent()
+}
+
+fn link(mails: &[Email], voter: &str, label: &str) -> String {
+    let mail = mails.iter().find(|m| m.to == voter).unwrap();
+    token_of(&text_link(mail, label))
+}
+
+fn get(token: &str) -> PageRequest {
+    PageRequest {
+        method: "GET".into(),
+        query: format!("t={token}"),
+        ..Default::default()
+    }
+}
+
+fn post(token: &str) -> PageRequest {
+    PageRequest {
+        method: "POST".into(),
+        query: String::new(),
+        headers: [(
+            "content-type".to_string(),
+            "application/x-www-form-urlencoded".to_string(),
+        )]
+        .into(),
+        body: format!("t={token}").into_bytes(),
+    }
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(now()).unwrap() * 1000
+}
+
+fn assert_page(resp: &PageResponse, status: u16, text: &str) {
+    assert_eq!(resp.status, status, "{}", resp.body);
+    assert!(resp.body.contains(text), "{text:?} not in {}", resp.body);
+    assert_eq!(
+        resp.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(resp.header("cache-control"), Some("no-store, max-age=0"));
+}
+
+fn responder(db: &PgMetadb) -> ApprovalResponder<PgMetadb, RecordingTokens> {
+    ApprovalResponder::new(key(), db.clone(), RecordingTokens::default())
+}
+
+#[tokio::test]
+async fn get_shows_a_confirmation_page_and_changes_nothing() {
+    let (tdb, db, record) = awaiting(
+        "run-1-c8c5-dev-get-001",
+        &["alice@example.com", "bob@example.com"],
+        1,
+        1,
+    )
+    .await;
+    let mails = mail(&db, &record, "token-get").await;
+    let r = responder(&db);
+    let approve = link(&mails, "alice@example.com", "Approve");
+    for _ in 0..3 {
+        // A mail scanner prefetching the link, three times.
+        let resp = r.handle(&get(&approve), now_ms()).await;
+        assert_page(
+            &resp,
+            200,
+            "<button type=\"submit\" id=\"vote\" class=\"approve\">Approve</button>",
+        );
+        assert!(resp.body.contains("2 to add, 1 to change, 0 to destroy"));
+        assert!(resp.body.contains("Approvals: 0 of 1 needed"));
+        assert!(resp.body.contains("until a decision is reached"));
+        assert!(
+            resp.body
+                .contains(&format!("name=\"t\" value=\"{approve}\""))
+        );
+    }
+    let head = r
+        .handle(
+            &PageRequest {
+                method: "HEAD".into(),
+                ..get(&approve)
+            },
+            now_ms(),
+        )
+        .await;
+    assert_eq!((head.status, head.body.as_str()), (200, ""));
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty() && tally.decision.is_none());
+    assert!(r.tokens().calls().is_empty());
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn bad_expired_and_foreign_links_are_403_and_change_nothing() {
+    let id = "run-1-c8c5-dev-sig-002";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-sig").await;
+    let r = responder(&db);
+    let approve = link(&mails, "alice@example.com", "Approve");
+    // Tampered: one character changed.
+    let mut bad = approve.clone().into_bytes();
+    bad[10] = if bad[10] == b'A' { b'B' } else { b'A' };
+    let bad = String::from_utf8(bad).unwrap();
+    for req in [get(&bad), post(&bad)] {
+        assert_page(&r.handle(&req, now_ms()).await, 403, "not valid");
+    }
+    assert_page(
+        &r.handle(&post("garbage!"), now_ms()).await,
+        403,
+        "not valid",
+    );
+    // Signed with another key.
+    let other =
+        live_ci_core::approval::LinkKey::new(b"another-key-of-at-least-32-bytes!!").unwrap();
+    let foreign = other
+        .sign(&VoteLink {
+            execution_id: id.into(),
+            voter: "alice@example.com".into(),
+            vote: Vote::Approve,
+            task_token_hash: hash("token-sig"),
+            expires_at: now() + 600,
+        })
+        .unwrap();
+    assert_page(&r.handle(&post(&foreign), now_ms()).await, 403, "not valid");
+    // Expired: the same link after the approval timeout (3600 s).
+    let later = now_ms() + 3_601_000;
+    assert_page(&r.handle(&get(&approve), later).await, 403, "expired");
+    assert_page(&r.handle(&post(&approve), later).await, 403, "expired");
+    // Validly signed, but not one of the execution's voters.
+    let mallory = key()
+        .sign(&VoteLink {
+            execution_id: id.into(),
+            voter: "mallory@example.com".into(),
+            vote: Vote::Approve,
+            task_token_hash: hash("token-sig"),
+            expires_at: now() + 600,
+        })
+        .unwrap();
+    assert_page(
+        &r.handle(&get(&mallory), now_ms()).await,
+        403,
+        "is not one of the voters",
+    );
+    assert_page(
+        &r.handle(&post(&mallory), now_ms()).await,
+        403,
+        "is not one of the voters",
+    );
+    // No token, wrong method, wrong body type.
+    assert_page(
+        &r.handle(&get(""), now_ms()).await,
+        400,
+        "parameter t is missing",
+    );
+    let put = r
+        .handle(
+            &PageRequest {
+                method: "PUT".into(),
+                ..post(&approve)
+            },
+            now_ms(),
+        )
+        .await;
+    assert_eq!(put.status, 405);
+    assert_eq!(put.header("allow"), Some("GET, HEAD, POST"));
+    let mut json_post = post(&approve);
+    json_post
+        .headers
+        .insert("content-type".into(), "application/json".into());
+    assert_eq!(r.handle(&json_post, now_ms()).await.status, 415);
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty() && tally.rejection_voters.is_empty());
+    assert!(r.tokens().calls().is_empty());
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
+    let id = "run-1-c8c5-dev-chg-003";
+    let voters = ["alice@example.com", "bob@example.com", "carol@example.com"];
+    let (tdb, db, record) = awaiting(id, &voters, 2, 2).await;
+    let mails = mail(&db, &record, "token-chg").await;
+    let r = responder(&db);
+    let resp = r
+        .handle(
+            &post(&link(&mails, "alice@example.com", "Approve")),
+            now_ms(),
+        )
+        .await;
+    assert_page(&resp, 200, "Vote recorded: approve");
+    assert!(
+        resp.body
+            .contains("Approvals: 1 of 2 needed. Rejections: 0 of 2 needed.")
+    );
+    assert!(resp.body.contains("you may change your vote"));
+    // Alice changes her mind: still one vote.
+    let resp = r
+        .handle(
+            &post(&link(&mails, "alice@example.com", "Reject")),
+            now_ms(),
+        )
+        .await;
+    assert_page(
+        &resp,
+        200,
+        "Approvals: 0 of 2 needed. Rejections: 1 of 2 needed.",
+    );
+    assert!(
+        resp.body
+            .contains("Your current vote (alice@example.com): <b>reject</b>")
+    );
+    // Repeating a vote changes nothing.
+    r.handle(
+        &post(&link(&mails, "alice@example.com", "Reject")),
+        now_ms(),
+    )
+    .await;
+    let resp = r
+        .handle(&post(&link(&mails, "bob@example.com", "Approve")), now_ms())
+        .await;
+    assert_page(
+        &resp,
+        200,
+        "Approvals: 1 of 2 needed. Rejections: 1 of 2 needed.",
+    );
+    assert!(r.tokens().calls().is_empty());
+    // Carol's approval reaches the threshold (>=, not ==): sent once, exactly.
+    let resp = r
+        .handle(
+            &post(&link(&mails, "carol@example.com", "Approve")),
+            now_ms(),
+        )
+        .await;
+    assert_page(
+        &resp,
+        200,
+        "The votes decided: approve. The deployment goes on to Apply.",
+    );
+    let calls = r.tokens().calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "token-chg");
+    let payload: Value = serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(
+        payload,
+        json!({"decision": "approve",
+               "approval_voters": ["bob@example.com", "carol@example.com"],
+               "rejection_voters": ["alice@example.com"]})
+    );
+    let decided: live_ci_workflow::ApprovalDecision = serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(decided.decision, live_ci_workflow::Decision::Approve);
+    let approval = db.approval_request(id).await.unwrap().unwrap();
+    assert_eq!(approval.delivery.as_deref(), Some("delivered"));
+    assert!(approval.decision_sent_at.is_some());
+    // After the decision: 410 for every link, votes closed, nothing re-sent.
+    for (voter, label) in [
+        ("alice@example.com", "Approve"),
+        ("bob@example.com", "Reject"),
+    ] {
+        let l = link(&mails, voter, label);
+        assert_page(
+            &r.handle(&post(&l), now_ms()).await,
+            410,
+            "The votes decided: approve",
+        );
+        assert_page(
+            &r.handle(&get(&l), now_ms()).await,
+            410,
+            "The votes decided: approve",
+        );
+    }
+    assert_eq!(r.tokens().calls().len(), 1);
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert_eq!(tally.rejection_voters, ["alice@example.com"]);
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn an_execution_no_longer_running_or_a_superseded_link_is_410() {
+    let id = "run-1-c8c5-dev-end-004";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let old = mail(&db, &record, "token-old").await;
+    // A new request (new task token) replaces the old one: old links are dead.
+    let new = mail(&db, &record, "token-new").await;
+    let r = responder(&db);
+    let old_link = link(&old, "alice@example.com", "Approve");
+    assert_page(
+        &r.handle(&get(&old_link), now_ms()).await,
+        410,
+        "earlier approval request",
+    );
+    assert_page(
+        &r.handle(&post(&old_link), now_ms()).await,
+        410,
+        "earlier approval request",
+    );
+    let new_link = link(&new, "alice@example.com", "Approve");
+    assert_page(
+        &r.handle(&get(&new_link), now_ms()).await,
+        200,
+        "Approve deployment of",
+    );
+    // The execution ends (e.g. aborted) before anyone votes.
+    db.record_finished(id, Outcome::Failed, Some("aborted"))
+        .await
+        .unwrap();
+    assert_page(
+        &r.handle(&get(&new_link), now_ms()).await,
+        410,
+        "no longer waiting for approval (it is failed)",
+    );
+    assert_page(
+        &r.handle(&post(&new_link), now_ms()).await,
+        410,
+        "no longer waiting for approval",
+    );
+    assert!(
+        db.tally(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .approval_voters
+            .is_empty()
+    );
+    assert!(r.tokens().calls().is_empty());
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_dead_task_token_is_reported_on_the_page_not_as_a_500() {
+    let id = "run-1-c8c5-dev-gone-005";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-gone").await;
+    let r = responder(&db);
+    *r.tokens().answer.lock().unwrap() = Ok(TokenDelivery::Gone {
+        reason: "TaskTimedOut: Task Timed Out: 'Provided task does not exist anymore'".into(),
+    });
+    let resp = r
+        .handle(
+            &post(&link(&mails, "alice@example.com", "Reject")),
+            now_ms(),
+        )
+        .await;
+    assert_page(
+        &resp,
+        410,
+        "Step Functions no longer waits for this approval",
+    );
+    assert!(resp.body.contains("TaskTimedOut: Task Timed Out"));
+    let approval = db.approval_request(id).await.unwrap().unwrap();
+    assert!(approval.delivery.unwrap().starts_with("gone: TaskTimedOut"));
+    assert_eq!(r.tokens().calls().len(), 1);
+    // A transport failure is a 502 page, and the next POST after the lease retries.
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_failed_hand_over_is_a_502_page_and_is_not_lost() {
+    let id = "run-1-c8c5-dev-fail-006";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-fail").await;
+    let r = responder(&db);
+    *r.tokens().answer.lock().unwrap() = Err("connection reset".into());
+    let approve = link(&mails, "alice@example.com", "Approve");
+    let resp = r.handle(&post(&approve), now_ms()).await;
+    assert_page(&resp, 502, "could not be reached");
+    // Within the lease nobody else sends it.
+    *r.tokens().answer.lock().unwrap() = Ok(TokenDelivery::Delivered);
+    let resp = r
+        .handle(&post(&link(&mails, "bob@example.com", "Approve")), now_ms())
+        .await;
+    assert_page(&resp, 410, "being sent to Step Functions");
+    assert_eq!(r.tokens().calls().len(), 1);
+    // After the lease (aged in the database), the next POST delivers it.
+    db.sql()
+        .execute(
+            "UPDATE approval_requests SET delivery_claimed_at = delivery_claimed_at - interval '1 minute'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let resp = r.handle(&post(&approve), now_ms()).await;
+    assert_page(
+        &resp,
+        410,
+        "The votes decided: approve. The deployment goes on to Apply.",
+    );
+    assert_eq!(r.tokens().calls().len(), 2);
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn concurrent_votes_crossing_the_threshold_send_the_token_once() {
+    let voters = [
+        "alice@example.com",
+        "bob@example.com",
+        "carol@example.com",
+        "dave@example.com",
+    ];
+    let id = "run-1-c8c5-dev-race-007";
+    let (tdb, db, record) = awaiting(id, &voters, 2, 3).await;
+    let mails = mail(&db, &record, "token-race").await;
+    let tokens = RecordingTokens {
+        delay_ms: 50,
+        ..Default::default()
+    };
+    let r = Arc::new(ApprovalResponder::new(key(), db.clone(), tokens));
+    // All four approve at once: the threshold of two is crossed by several
+    // of them concurrently, and the token must still go out exactly once.
+    let mut tasks = Vec::new();
+    for voter in voters {
+        let r = Arc::clone(&r);
+        let req = post(&link(&mails, voter, "Approve"));
+        tasks.push(tokio::spawn(async move { r.handle(&req, now_ms()).await }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap().status);
+    }
+    assert_eq!(r.tokens().calls().len(), 1, "statuses {statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 410),
+        "{statuses:?}"
+    );
+    let approval = db.approval_request(id).await.unwrap().unwrap();
+    assert_eq!(approval.delivery.as_deref(), Some("delivered"));
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn function_url_events_decode_base64_form_bodies() {
+    let event: aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest =
+        serde_json::from_value(json!({
+            "version": "2.0",
+            "rawPath": "/",
+            "rawQueryString": "t=abc",
+            "headers": {"content-type": "application/x-www-form-urlencoded", "host": "x.lambda-url.us-west-2.on.aws"},
+            "requestContext": {"http": {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "test"}, "timeEpoch": 0},
+            "body": "dD1kZWYlMkIlMkY=",
+            "isBase64Encoded": true
+        }))
+        .unwrap();
+    let req = from_function_url(&event);
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.form_field("t").as_deref(), Some("def+/"));
+    assert_eq!(req.query_param("t").as_deref(), Some("abc"));
+    assert_eq!(
+        req.header("Content-Type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    let resp = live_ci_approval_response::to_function_url(&PageResponse {
+        status: 410,
+        headers: vec![("content-type", "text/html; charset=utf-8".into())],
+        body: "<p>x</p>".into(),
+    });
+    assert_eq!(resp.status_code, 410);
+    assert_eq!(resp.headers["content-type"], "text/html; charset=utf-8");
+}

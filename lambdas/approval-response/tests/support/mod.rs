@@ -1,0 +1,176 @@
+//! Test support for the approval Lambdas: a real metadb (the metadb crate's
+//! throwaway-PostgreSQL support), an execution waiting in Request Approval,
+//! and recording fakes for the two services that cannot run here as they do
+//! in AWS (SES v2 mail, Step Functions task tokens).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../../crates/metadb/tests/support/mod.rs"]
+pub mod pg;
+
+use std::sync::Mutex;
+
+use live_ci_core::approval::{LinkKey, task_token_hash};
+use live_ci_core::deploy::{ExecutionRecord, RunId};
+use live_ci_core::port::{Email, Mailer, Metadb, TaskTokens, TokenDelivery};
+use live_ci_metadb::PgMetadb;
+use live_ci_workflow::{ApprovalRequest, PlanResult};
+
+pub const KEY: &[u8] = b"test-vote-link-key-0123456789abcdef";
+
+pub fn key() -> LinkKey {
+    LinkKey::new(KEY).unwrap()
+}
+
+/// Now, in Unix seconds.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A fresh migrated metadb with one running execution `id` (voters and
+/// thresholds as given), as trigger_sf leaves it when Step Functions starts.
+pub async fn awaiting(
+    id: &str,
+    voters: &[&str],
+    min_approval_count: u32,
+    min_rejection_count: u32,
+) -> (pg::TestDb, PgMetadb, ExecutionRecord) {
+    let tdb = pg::TestDb::new().await;
+    let db = tdb.metadb(8).await;
+    let mut e = pg::exec(id, "dev", &[]);
+    e.voters = voters.iter().map(|v| v.to_string()).collect();
+    e.min_approval_count = min_approval_count;
+    e.min_rejection_count = min_rejection_count;
+    let run = db
+        .create_run(&pg::run(&format!("commit-{id}"), 10, vec![e]))
+        .await
+        .unwrap();
+    let run_id: RunId = run.run_id;
+    let claimed = db.claim_ready(run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let arn = format!("arn:aws:states:us-west-2:111111111111:execution:live-ci:{id}");
+    assert!(db.attach_execution_arn(id, &arn).await.unwrap());
+    let record = db.execution(id).await.unwrap().unwrap();
+    (tdb, db, record)
+}
+
+/// The approval request the state machine publishes for `record`.
+pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalRequest {
+    ApprovalRequest {
+        task_token: task_token.to_string(),
+        sfn_execution_arn: record.sfn_execution_arn.clone().unwrap_or_default(),
+        execution: record.sfn_input(),
+        plan: PlanResult {
+            execution_id: record.execution_id.clone(),
+            to_add: 2,
+            to_change: 1,
+            to_destroy: 0,
+            plan_artifact: format!("s3://artifacts/{}/plan.tfplan", record.execution_id),
+            logs_url: "https://console.aws.amazon.com/cloudwatch/home#logs/terra-run".into(),
+        },
+    }
+}
+
+pub fn hash(task_token: &str) -> [u8; 32] {
+    task_token_hash(task_token)
+}
+
+/// The value of a `Label:  URL` line of a mail's plain-text part.
+pub fn text_link(email: &Email, label: &str) -> String {
+    email
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}:")))
+        .map(|l| l.trim().to_string())
+        .unwrap_or_else(|| panic!("no {label} link in {}", email.text))
+}
+
+/// The `t` parameter of a vote link.
+pub fn token_of(url: &str) -> String {
+    url.split_once("?t=").unwrap().1.to_string()
+}
+
+/// Records every mail; fails for addresses in `fail_for`.
+#[derive(Debug, Default)]
+pub struct RecordingMailer {
+    pub sent: Mutex<Vec<Email>>,
+    pub fail_for: Mutex<Vec<String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FakeError(pub String);
+
+impl RecordingMailer {
+    pub fn sent(&self) -> Vec<Email> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+impl Mailer for RecordingMailer {
+    type Error = FakeError;
+
+    async fn send(&self, email: &Email) -> Result<String, FakeError> {
+        if self.fail_for.lock().unwrap().contains(&email.to) {
+            return Err(FakeError(format!("ses refused {:?}", email.to)));
+        }
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(email.clone());
+        Ok(format!("message-{}", sent.len()))
+    }
+}
+
+/// Records every SendTaskSuccess and answers `answer` (Delivered by default).
+#[derive(Debug)]
+pub struct RecordingTokens {
+    pub calls: Mutex<Vec<(String, String)>>,
+    pub answer: Mutex<Result<TokenDelivery, String>>,
+    /// Slows the send, so concurrent callers overlap for real.
+    pub delay_ms: u64,
+}
+
+impl Default for RecordingTokens {
+    fn default() -> Self {
+        RecordingTokens {
+            calls: Mutex::new(Vec::new()),
+            answer: Mutex::new(Ok(TokenDelivery::Delivered)),
+            delay_ms: 0,
+        }
+    }
+}
+
+impl RecordingTokens {
+    pub fn calls(&self) -> Vec<(String, String)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl TaskTokens for RecordingTokens {
+    type Error = FakeError;
+
+    async fn send_success(
+        &self,
+        token: &str,
+        output_json: &str,
+    ) -> Result<TokenDelivery, FakeError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((token.to_string(), output_json.to_string()));
+        if self.delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(self.delay_ms)).await;
+        }
+        self.answer.lock().unwrap().clone().map_err(FakeError)
+    }
+
+    async fn send_failure(&self, _: &str, _: &str, _: &str) -> Result<TokenDelivery, FakeError> {
+        panic!("approval_response never sends SendTaskFailure")
+    }
+
+    async fn heartbeat(&self, _: &str) -> Result<TokenDelivery, FakeError> {
+        panic!("approval_response never heartbeats")
+    }
+}
