@@ -5,16 +5,26 @@ WORK ?= .work
 # scripts/localstack.sh keeps its venv and state here.
 export LIVE_CI_WORK ?= $(abspath $(WORK))
 
-.PHONY: all build demo test lint fmt bench clean localstack-up localstack-down infra-check package
+.PHONY: all build demo demo-dry deploy-local test lint fmt bench clean localstack-up localstack-down infra-check package
 
 all: build
 
 build:
 	$(CARGO) build --locked --workspace
 
-## The main job on the sample live repo: discovery, change detection, the deployment plan.
+## The whole pipeline on this machine: the local cloud, the Terraform module
+## deployed into it, a merged PR on the sample repo approved through the mailed
+## links, the run shown live, the summary and commit statuses; then teardown.
 demo: build
+	$(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-demo
+
+## The CLI's dry run on the sample live repo: discovery, change detection, the deployment plan.
+demo-dry: build
 	bash scripts/demo.sh
+
+## Deploy the module into the running local cloud (scripts/deploy-local.sh; see its header).
+deploy-local: build
+	bash scripts/deploy-local.sh apply
 
 ## Every test: formatting, lints, unit, property and integration tests. The
 ## services the tests need are the project's own: scripts/pg.sh (a throwaway
@@ -28,6 +38,7 @@ test: lint
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
+	$(CARGO) build --locked --workspace --bins && \
 	LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
 

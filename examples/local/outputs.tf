@@ -1,0 +1,29 @@
+output "webhook_url" {
+  description = "The receiver's Function URL (send to $AWS_ENDPOINT_URL with its Host header)."
+  value       = module.live_ci.webhook_url
+}
+
+output "approval_url" {
+  description = "approval-response's Function URL."
+  value       = module.live_ci.approval_url
+}
+
+output "state_machine_arn" {
+  description = "The deployment state machine."
+  value       = module.live_ci.state_machine_arn
+}
+
+output "merge_lock_ssm_parameter_name" {
+  description = "The merge lock's mirror."
+  value       = module.live_ci.merge_lock_ssm_parameter_name
+}
+
+output "lambda_function_names" {
+  description = "The four Lambdas."
+  value       = module.live_ci.lambda_function_names
+}
+
+output "ecs_cluster_arn" {
+  description = "The ECS cluster."
+  value       = module.live_ci.ecs_cluster_arn
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Deploys live-ci (the infra/ module, through examples/local) into the local cloud:
+# packages the debug binaries as Lambda zips whose bootstrap is a small wrapper,
+# points the ECS task image at target/debug/live-ci-task, migrates the local
+# metadb and runs `terraform apply`. Idempotent: a second run applies no change
+# unless an input changed.
+#
+#   scripts/deploy-local.sh apply     build, package, migrate, apply; print the outputs as JSON
+#   scripts/deploy-local.sh destroy   terraform destroy of examples/local
+#
+# Needs the local cloud (scripts/local-cloud.sh up; its env is read from it).
+# Inputs (environment; defaults in brackets):
+#   LIVE_CI_GITHUB_API_URL   the GitHub API the components call (required for apply)
+#   LIVE_CI_REPO_CLONE_URL   the live repository the tasks clone (required for apply)
+#   LIVE_CI_WEBHOOK_SECRET [local-webhook-secret]  LIVE_CI_GITHUB_TOKEN [local-token]
+#   LIVE_CI_VOTE_LINK_KEY  [local-vote-link-key-of-at-least-32-chars]
+#   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
+#   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
+#   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#
+# The metadb: locally RDS has no database behind it, so the Lambda wrappers and
+# the task's image-map entry hand METADB_URL (the local PostgreSQL) to the
+# binaries; the module itself stays as in AWS (`metadb_connection = "direct"`).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="${LIVE_CI_WORK:-$root/.work}"
+work="$(mkdir -p "$work" && cd "$work" && pwd)"
+export LIVE_CI_WORK="$work"
+deploy="$work/deploy-local"
+tf_dir="$root/examples/local"
+export TF_CLI_CONFIG_FILE="$root/scripts/terraformrc"
+export TF_IN_AUTOMATION=1
+# The plugin cache would copy the 600 MB AWS provider per init; the mirror is local.
+unset TF_PLUGIN_CACHE_DIR
+
+log() { printf 'deploy-local: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+cloud_env() {
+  local env
+  env="$(bash "$root/scripts/local-cloud.sh" env)" || die "the local cloud is not running: scripts/local-cloud.sh up"
+  eval "$env"
+}
+
+# A zip whose bootstrap execs the debug binary: LocalStack copies and unzips
+# every upload, and the debug binaries are hundreds of MB.
+package_lambda() {
+  local fn="$1" bin="$2" dir="$deploy/lambda/$1"
+  mkdir -p "$dir/src"
+  cat >"$dir/src/bootstrap.new" <<EOF
+#!/bin/sh
+# live-ci local deployment: the debug build of $bin, with the local metadb.
+export METADB_URL='$metadb_url'
+exec '$root/target/debug/$bin' "\$@"
+EOF
+  chmod 755 "$dir/src/bootstrap.new"
+  # Rezip only on change, so a re-apply sees the same hash and updates nothing.
+  if ! cmp -s "$dir/src/bootstrap.new" "$dir/src/bootstrap" || [ ! -f "$dir/bootstrap.zip" ]; then
+    mv "$dir/src/bootstrap.new" "$dir/src/bootstrap"
+    rm -f "$dir/bootstrap.zip"
+    # Fixed mtime: the zip's bytes depend on the content only.
+    touch -d 2026-01-01T00:00:00Z "$dir/src/bootstrap"
+    (cd "$dir/src" && zip -qX "$dir/bootstrap.zip" bootstrap)
+  else
+    rm -f "$dir/src/bootstrap.new"
+  fi
+}
+
+# The plugin re-reads the image map on every RunTask: the task image runs the
+# debug live-ci-task with the metadb URL (ECS injects it from SSM in AWS) and the
+# local clone URL.
+write_image_map() {
+  mkdir -p "$(dirname "$LIVE_CI_LOCAL_IMAGE_MAP")"
+  python3 - "$LIVE_CI_LOCAL_IMAGE_MAP" <<EOF
+import json, sys
+argv = ["/usr/bin/env", "METADB_URL=$metadb_url", "REPO_CLONE_URL=$repo_clone_url",
+        "TF_CLI_CONFIG_FILE=$root/scripts/terraformrc", "$root/target/debug/live-ci-task"]
+path = sys.argv[1]
+try:
+    current = json.load(open(path))
+except Exception:
+    current = {}
+current["live-ci-task:local"] = argv
+current["live-ci-task"] = argv
+json.dump(current, open(path, "w"), indent=2)
+EOF
+}
+
+apply() {
+  cloud_env
+  : "${LIVE_CI_GITHUB_API_URL:?set LIVE_CI_GITHUB_API_URL (the GitHub API, e.g. the fake)}"
+  : "${LIVE_CI_REPO_CLONE_URL:?set LIVE_CI_REPO_CLONE_URL (the live repository to clone)}"
+  repo_clone_url="$LIVE_CI_REPO_CLONE_URL"
+  metadb_url="${LIVE_CI_METADB_URL:-$LIVE_CI_PG_URL}"
+  local state_dir="${LIVE_CI_STATE_DIR:-$work/e2e/tfstate}"
+  mkdir -p "$state_dir"
+  if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
+    log "cargo build (debug binaries)"
+    (cd "$root" && cargo build --locked --workspace --bins -q) >&2
+  fi
+  package_lambda receiver receiver
+  package_lambda trigger-sf trigger-sf
+  package_lambda approval-request approval-request
+  package_lambda approval-response approval-response
+  write_image_map
+  log "migrating the metadb"
+  "$root/target/debug/live-ci" migrate --database-url "$metadb_url" >&2
+
+  # The sample units have no backend block: the templates add a local backend
+  # whose state lives per commit and unit under the state dir, outside the
+  # task's throwaway clone (printf's octal escapes, since {…} are placeholders).
+  local backend="printf 'terraform \\173\\n  backend \"local\" \\173\\175\\n\\175\\n' > live_ci_backend.tf"
+  local state="$state_dir/\$(git -C \"\$LIVE_CI_REPO_DIR\" rev-parse HEAD)"
+  local init="$backend && mkdir -p \"$state\" && terraform init -input=false -no-color -backend-config=path=\"$state/\$(echo \"\$LIVE_CI_CFG_PATH\" | tr / _).tfstate\" >/dev/null"
+  local plan="$init && terraform plan -input=false -no-color -out={plan_file}"
+  local apply_cmd="$init && terraform apply -input=false -no-color -auto-approve {plan_file}"
+
+  cat >"$deploy/local.auto.tfvars.json.new" <<EOF
+{
+  "endpoint": "$AWS_ENDPOINT_URL",
+  "github_api_url": "$LIVE_CI_GITHUB_API_URL",
+  "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret}",
+  "github_token": "${LIVE_CI_GITHUB_TOKEN:-local-token}",
+  "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
+  "lambda_zip_dir": "$deploy/lambda",
+  "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
+  "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
+  "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
+}
+EOF
+  mv "$deploy/local.auto.tfvars.json.new" "$deploy/local.tfvars.json"
+  local tf=(terraform -chdir="$tf_dir")
+  export TF_DATA_DIR="$deploy/tf-data"
+  log "terraform init"
+  "${tf[@]}" init -input=false -no-color >&2
+  log "terraform apply (about 90 s the first time)"
+  "${tf[@]}" apply -input=false -no-color -auto-approve -state="$deploy/terraform.tfstate" \
+    -var-file="$deploy/local.tfvars.json" >&2
+  "${tf[@]}" output -json -state="$deploy/terraform.tfstate"
+}
+
+destroy() {
+  cloud_env
+  [ -f "$deploy/terraform.tfstate" ] || { log "nothing deployed"; return 0; }
+  export TF_DATA_DIR="$deploy/tf-data"
+  terraform -chdir="$tf_dir" destroy -input=false -no-color -auto-approve \
+    -state="$deploy/terraform.tfstate" -var-file="$deploy/local.tfvars.json" >&2
+}
+
+mkdir -p "$deploy"
+case "${1:-}" in
+  apply) apply ;;
+  destroy) destroy ;;
+  *) die "usage: $0 apply|destroy" ;;
+esac

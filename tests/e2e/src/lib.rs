@@ -1,0 +1,371 @@
+//! The end-to-end driver: live-ci deployed by Terraform (`examples/local`, through
+//! `scripts/deploy-local.sh`) into the local cloud (`scripts/local-cloud.sh`), the
+//! sample live repository as a real git history, the GitHub fake in process, a
+//! signed merge webhook, votes through the links of the mails LocalStack's SES
+//! mailbox holds, and the final state read back from the metadb, Step Functions
+//! and each unit's terraform state. Used by the integration tests and by the
+//! `live-ci-demo` binary (`make demo`).
+
+pub mod observe;
+pub mod repo;
+pub mod vote;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// Everything that can go wrong driving the pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum E2eError {
+    #[error("{what} failed ({status}): {stderr}")]
+    Command {
+        what: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("I/O on {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("unexpected output of {what}: {detail}")]
+    Parse { what: String, detail: String },
+    #[error("HTTP {what}: {detail}")]
+    Http { what: String, detail: String },
+    #[error("metadb: {0}")]
+    Db(#[from] tokio_postgres::Error),
+    #[error("Step Functions: {0}")]
+    Sfn(String),
+    #[error("timed out after {secs} s waiting for {what}")]
+    Timeout { what: String, secs: u64 },
+}
+
+pub type Result<T, E = E2eError> = std::result::Result<T, E>;
+
+/// The repository root (this crate lives at `tests/e2e`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `$LIVE_CI_WORK`, as the scripts default it.
+pub fn work_dir() -> PathBuf {
+    std::env::var_os("LIVE_CI_WORK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".work"))
+}
+
+/// Runs a command to completion; its stdout on success. stderr is passed
+/// through when `show` (the demo shows the deploy), else kept for the error.
+pub async fn run_command(
+    what: &str,
+    mut cmd: tokio::process::Command,
+    show: bool,
+) -> Result<String> {
+    cmd.stdout(Stdio::piped())
+        .stderr(if show {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        })
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = cmd.output().await.map_err(|source| E2eError::Io {
+        path: what.to_string(),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(E2eError::Command {
+            what: what.to_string(),
+            status: out.status.to_string(),
+            stderr: tail(&String::from_utf8_lossy(&out.stderr), 4000),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let start = s.len().saturating_sub(n);
+    let start = (start..s.len())
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(s.len());
+    s[start..].to_string()
+}
+
+/// The running local cloud, as `scripts/local-cloud.sh up` prints it.
+#[derive(Debug, Clone)]
+pub struct Cloud {
+    pub env: BTreeMap<String, String>,
+}
+
+impl Cloud {
+    /// Starts the local cloud unless it runs (idempotent) and reads its env.
+    pub async fn up(show: bool) -> Result<Self> {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("scripts/local-cloud.sh"))
+            .arg("up");
+        let out = run_command("scripts/local-cloud.sh up", cmd, show).await?;
+        let env: BTreeMap<String, String> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for key in ["AWS_ENDPOINT_URL", "LIVE_CI_PG_URL"] {
+            if !env.contains_key(key) {
+                return Err(E2eError::Parse {
+                    what: "scripts/local-cloud.sh up".into(),
+                    detail: format!("no {key} in {out:?}"),
+                });
+            }
+        }
+        Ok(Cloud { env })
+    }
+
+    /// Stops the local cloud (`make demo`'s teardown).
+    pub async fn down(show: bool) -> Result<()> {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("scripts/local-cloud.sh"))
+            .arg("down");
+        run_command("scripts/local-cloud.sh down", cmd, show)
+            .await
+            .map(|_| ())
+    }
+
+    pub fn endpoint(&self) -> &str {
+        self.env
+            .get("AWS_ENDPOINT_URL")
+            .map_or("http://127.0.0.1:4566", String::as_str)
+    }
+
+    pub fn pg_url(&self) -> &str {
+        self.env.get("LIVE_CI_PG_URL").map_or("", String::as_str)
+    }
+
+    /// A new, empty database on the local PostgreSQL for one deployment's
+    /// metadb (`<prefix>_<unix seconds>`): the sample's merge commits are the
+    /// same on every build, and a metadb holds one run per commit. Its URL.
+    pub async fn fresh_database(&self, prefix: &str) -> Result<String> {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let name = format!("{prefix}_{secs}_{}", std::process::id());
+        let (client, connection) =
+            tokio_postgres::connect(self.pg_url(), tokio_postgres::NoTls).await?;
+        let conn = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await?;
+        drop(client);
+        let _ = conn.await;
+        let base = self
+            .pg_url()
+            .rsplit_once('/')
+            .map_or(self.pg_url(), |(b, _)| b);
+        Ok(format!("{base}/{name}"))
+    }
+
+    /// Empties LocalStack's SES mailbox, so only this deployment's mails are read.
+    pub async fn clear_mailbox(&self, http: &reqwest::Client) -> Result<()> {
+        let url = format!("{}/_aws/ses", self.endpoint().trim_end_matches('/'));
+        http.delete(&url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| E2eError::Http {
+                what: url,
+                detail: e.to_string(),
+            })?;
+        Ok(())
+    }
+}
+
+/// The webhook secret, token and vote key of the local deployment.
+pub const WEBHOOK_SECRET: &str = "local-webhook-secret";
+/// The sample repository's name, as the webhook fixture and the module know it.
+pub const REPO_FULL_NAME: &str = "acme/infrastructure-live";
+
+/// What one `terraform apply` of `examples/local` deployed.
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    pub webhook_url: String,
+    pub approval_url: String,
+    pub state_machine_arn: String,
+    /// The metadb of this deployment.
+    pub metadb_url: String,
+    /// Where the sample units' terraform state lives: `<dir>/<commit>/<cfg_path with _>.tfstate`.
+    pub state_dir: PathBuf,
+}
+
+impl Deployment {
+    /// `scripts/deploy-local.sh apply` with the fake GitHub and the sample repo.
+    pub async fn apply(
+        cloud: &Cloud,
+        metadb_url: &str,
+        github_api_url: &str,
+        clone_url: &Path,
+        build: bool,
+        show: bool,
+    ) -> Result<Self> {
+        // Per metadb: a fresh database starts with fresh unit state.
+        let db_name = metadb_url.rsplit('/').next().unwrap_or("metadb");
+        let state_dir = work_dir().join("tfstate").join(db_name);
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("scripts/deploy-local.sh"))
+            .arg("apply")
+            .envs(&cloud.env)
+            .env("LIVE_CI_METADB_URL", metadb_url)
+            .env("LIVE_CI_GITHUB_API_URL", github_api_url)
+            .env("LIVE_CI_REPO_CLONE_URL", clone_url)
+            .env("LIVE_CI_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("LIVE_CI_STATE_DIR", &state_dir)
+            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" });
+        let out = run_command("scripts/deploy-local.sh apply", cmd, show).await?;
+        let outputs: Value = serde_json::from_str(&out).map_err(|e| E2eError::Parse {
+            what: "terraform output -json".into(),
+            detail: e.to_string(),
+        })?;
+        let get = |name: &str| -> Result<String> {
+            outputs[name]["value"]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| E2eError::Parse {
+                    what: "terraform output -json".into(),
+                    detail: format!("no output {name}"),
+                })
+        };
+        Ok(Deployment {
+            webhook_url: get("webhook_url")?,
+            approval_url: get("approval_url")?,
+            state_machine_arn: get("state_machine_arn")?,
+            metadb_url: metadb_url.to_string(),
+            state_dir,
+        })
+    }
+}
+
+/// A Function URL's host does not resolve here: send to LocalStack with that
+/// `Host` header. Returns (the URL to send to, the Host header).
+pub fn function_url_target(endpoint: &str, url: &str) -> Result<(String, String)> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| E2eError::Parse {
+            what: "Function URL".into(),
+            detail: url.to_string(),
+        })?;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    Ok((
+        format!("{}/{path}", endpoint.trim_end_matches('/')),
+        host.to_string(),
+    ))
+}
+
+/// A merged pull request, as the webhook describes it.
+#[derive(Debug, Clone)]
+pub struct Merge {
+    pub number: u64,
+    pub merge_commit: String,
+    pub base_sha: String,
+    pub head_sha: String,
+    pub head_ref: String,
+}
+
+/// The `pull_request` `closed` + merged payload (from the receiver's fixture,
+/// with this merge's numbers and commits).
+pub fn merge_payload(merge: &Merge) -> Result<Vec<u8>> {
+    let path = repo_root().join("tests/fixtures/github/pull_request_closed_merged.json");
+    let text = std::fs::read_to_string(&path).map_err(|source| E2eError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let mut v: Value = serde_json::from_str(&text).map_err(|e| E2eError::Parse {
+        what: path.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    v["number"] = json!(merge.number);
+    let pr = &mut v["pull_request"];
+    pr["number"] = json!(merge.number);
+    pr["merge_commit_sha"] = json!(merge.merge_commit);
+    pr["head"]["sha"] = json!(merge.head_sha);
+    pr["head"]["ref"] = json!(merge.head_ref);
+    pr["base"]["sha"] = json!(merge.base_sha);
+    pr["base"]["ref"] = json!("main");
+    serde_json::to_vec(&v).map_err(|e| E2eError::Parse {
+        what: "payload".into(),
+        detail: e.to_string(),
+    })
+}
+
+/// `X-Hub-Signature-256` of a body.
+pub fn sign(secret: &str, body: &[u8]) -> String {
+    // HMAC takes keys of any length: new_from_slice cannot fail for it.
+    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
+        Ok(m) => m,
+        Err(_) => return String::new(),
+    };
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// POSTs a signed merge webhook to the receiver's Function URL; the status and
+/// the receiver's JSON answer.
+pub async fn send_merge_webhook(
+    http: &reqwest::Client,
+    endpoint: &str,
+    deployment: &Deployment,
+    merge: &Merge,
+    delivery: &str,
+) -> Result<(u16, Value)> {
+    let body = merge_payload(merge)?;
+    let (url, host) = function_url_target(endpoint, &deployment.webhook_url)?;
+    let resp = http
+        .post(&url)
+        .header("host", host)
+        .header("content-type", "application/json")
+        .header("x-github-event", "pull_request")
+        .header("x-github-delivery", delivery)
+        .header("x-hub-signature-256", sign(WEBHOOK_SECRET, &body))
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| E2eError::Http {
+            what: "webhook".into(),
+            detail: e.to_string(),
+        })?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Ok((status, json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_urls_go_to_the_endpoint_with_their_host() {
+        let (url, host) = function_url_target(
+            "http://127.0.0.1:4566",
+            "http://abc.lambda-url.us-east-1.localhost.localstack.cloud:4566/?t=x",
+        )
+        .unwrap();
+        assert_eq!(url, "http://127.0.0.1:4566/?t=x");
+        assert_eq!(
+            host,
+            "abc.lambda-url.us-east-1.localhost.localstack.cloud:4566"
+        );
+    }
+
+    #[test]
+    fn the_signature_is_githubs() {
+        // GitHub's documented example: secret "It's a Secret to Everybody".
+        assert_eq!(
+            sign("It's a Secret to Everybody", b"Hello, World!"),
+            "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+        );
+    }
+}

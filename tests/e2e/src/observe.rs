@@ -1,0 +1,272 @@
+//! Watching a run and collecting its outcome: the metadb rows (runs,
+//! executions, merge lock), the Step Functions execution statuses and the
+//! terraform state of each unit; and the loop that votes on each unit's mail
+//! as it arrives until the run has finished.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::vote::{self, Vote};
+use crate::{E2eError, Result};
+
+/// One execution row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRow {
+    pub execution_id: String,
+    pub cfg_path: String,
+    pub account_name: String,
+    pub action: String,
+    pub is_rollback: bool,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub decision: Option<String>,
+    pub sfn_execution_arn: Option<String>,
+}
+
+/// A run and its executions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub run_id: i64,
+    pub status: String,
+    pub executions: Vec<ExecutionRow>,
+}
+
+impl RunRow {
+    pub fn finished(&self) -> bool {
+        matches!(self.status.as_str(), "succeeded" | "failed")
+    }
+
+    pub fn by_path(&self) -> BTreeMap<String, &ExecutionRow> {
+        self.executions
+            .iter()
+            .filter(|e| !e.is_rollback)
+            .map(|e| (e.cfg_path.clone(), e))
+            .collect()
+    }
+}
+
+/// A metadb connection (the local PostgreSQL).
+pub struct Metadb {
+    client: tokio_postgres::Client,
+}
+
+impl std::fmt::Debug for Metadb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metadb")
+    }
+}
+
+impl Metadb {
+    pub async fn connect(url: &str) -> Result<Self> {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(async move {
+            // The connection ends with the client; its error is the client's too.
+            let _ = connection.await;
+        });
+        Ok(Metadb { client })
+    }
+
+    /// Every run of a commit (more than one would be a duplicate deployment).
+    pub async fn runs(&self, commit: &str) -> Result<Vec<RunRow>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT run_id, status FROM runs WHERE commit_id = $1 ORDER BY run_id",
+                &[&commit],
+            )
+            .await?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let run_id: i64 = row.get(0);
+            let executions = self
+                .client
+                .query(
+                    "SELECT execution_id, cfg_path, account_name, action, is_rollback, status, \
+                     status_reason, decision, sfn_execution_arn \
+                     FROM executions WHERE run_id = $1 ORDER BY seq",
+                    &[&run_id],
+                )
+                .await?
+                .into_iter()
+                .map(|r| ExecutionRow {
+                    execution_id: r.get(0),
+                    cfg_path: r.get(1),
+                    account_name: r.get(2),
+                    action: r.get(3),
+                    is_rollback: r.get(4),
+                    status: r.get(5),
+                    status_reason: r.get(6),
+                    decision: r.get(7),
+                    sfn_execution_arn: r.get(8),
+                })
+                .collect();
+            runs.push(RunRow {
+                run_id,
+                status: row.get(1),
+                executions,
+            });
+        }
+        Ok(runs)
+    }
+
+    /// The run holding the merge lock, if any.
+    pub async fn lock_holder(&self) -> Result<Option<i64>> {
+        let row = self
+            .client
+            .query_one("SELECT run_id FROM merge_lock", &[])
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Pairs (unit, dependency) of a run where the unit was claimed before its
+    /// dependency (same run, execution_deps) finished: must be empty.
+    pub async fn order_violations(&self, run_id: i64) -> Result<Vec<(String, String)>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT e.cfg_path, d.cfg_path FROM execution_deps x \
+                 JOIN executions e ON e.id = x.execution \
+                 JOIN executions d ON d.id = x.depends_on \
+                 WHERE e.run_id = $1 AND e.claimed_at IS NOT NULL \
+                 AND (d.finished_at IS NULL OR d.finished_at > e.claimed_at)",
+                &[&run_id],
+            )
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// Pairs (unit, unit of an account it waits for) claimed out of account order.
+    pub async fn account_order_violations(&self, run_id: i64) -> Result<Vec<(String, String)>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT e.cfg_path, d.cfg_path FROM executions e \
+                 JOIN executions d ON d.run_id = e.run_id \
+                 WHERE e.run_id = $1 AND e.claimed_at IS NOT NULL AND NOT d.is_rollback \
+                 AND e.account_deps ? d.account_name \
+                 AND (d.finished_at IS NULL OR d.finished_at > e.claimed_at)",
+                &[&run_id],
+            )
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+/// The status of each Step Functions execution (by ARN), from DescribeExecution.
+pub async fn sfn_statuses(endpoint: &str, arns: &[String]) -> Result<BTreeMap<String, String>> {
+    let config = aws_sdk_sfn::Config::builder()
+        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
+            "test", "test", None, None, "e2e",
+        ))
+        .build();
+    let client = aws_sdk_sfn::Client::from_conf(config);
+    let mut out = BTreeMap::new();
+    for arn in arns {
+        let d = client
+            .describe_execution()
+            .execution_arn(arn)
+            .send()
+            .await
+            .map_err(|e| E2eError::Sfn(format!("{arn}: {e:?}")))?;
+        out.insert(arn.clone(), d.status().as_str().to_string());
+    }
+    Ok(out)
+}
+
+/// The resource addresses in a unit's terraform state at a commit (the plan
+/// and apply templates of `scripts/deploy-local.sh` keep it there); `None`
+/// when no state was written.
+pub fn tf_resources(state_dir: &Path, commit: &str, cfg_path: &str) -> Option<BTreeSet<String>> {
+    let path = state_dir
+        .join(commit)
+        .join(format!("{}.tfstate", cfg_path.replace('/', "_")));
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    Some(
+        v["resources"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        format!(
+                            "{}.{}",
+                            r["type"].as_str().unwrap_or_default(),
+                            r["name"].as_str().unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    )
+}
+
+/// What happened while driving a run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub run: RunRow,
+    /// Executions voted on, with the vote.
+    pub votes: BTreeMap<String, Vote>,
+    pub elapsed: Duration,
+}
+
+/// Waits for the run of `commit`, votes on each of its units' mails as they
+/// come (`decide` by cfg_path; one voter's link per execution), and returns
+/// once the run has finished. `on_tick` sees every snapshot (the demo logs).
+pub async fn drive(
+    db: &Metadb,
+    http: &reqwest::Client,
+    endpoint: &str,
+    commit: &str,
+    timeout: Duration,
+    decide: &(dyn Fn(&ExecutionRow) -> Vote + Sync),
+    on_vote: &(dyn Fn(&ExecutionRow, Vote) + Sync),
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let mut votes = BTreeMap::new();
+    loop {
+        if start.elapsed() > timeout {
+            return Err(E2eError::Timeout {
+                what: format!("the run of {commit} to finish (votes so far: {votes:?})"),
+                secs: timeout.as_secs(),
+            });
+        }
+        let runs = db.runs(commit).await?;
+        if let Some(run) = runs.into_iter().next() {
+            if run.finished() {
+                return Ok(Outcome {
+                    run,
+                    votes,
+                    elapsed: start.elapsed(),
+                });
+            }
+            let ids: BTreeMap<&str, &ExecutionRow> = run
+                .executions
+                .iter()
+                .map(|e| (e.execution_id.as_str(), e))
+                .collect();
+            for mail in vote::mails(http, endpoint).await? {
+                let Some(e) = ids.get(mail.execution_id.as_str()) else {
+                    continue;
+                };
+                if votes.contains_key(&e.execution_id) || e.status != "running" {
+                    continue;
+                }
+                let choice = decide(e);
+                let link = match choice {
+                    Vote::Approve => &mail.approve_url,
+                    Vote::Reject => &mail.reject_url,
+                };
+                vote::click(http, endpoint, link).await?;
+                on_vote(e, choice);
+                votes.insert(e.execution_id.clone(), choice);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

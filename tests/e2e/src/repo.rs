@@ -1,0 +1,100 @@
+//! The sample live repository (`examples/live-repo/build.sh`) as the git history
+//! the tasks clone, and further merged pull requests on top of it for the
+//! scenarios that need their own commit.
+
+use std::path::{Path, PathBuf};
+
+use crate::{E2eError, Merge, Result, repo_root, run_command};
+
+/// The sample repository on disk.
+#[derive(Debug, Clone)]
+pub struct SampleRepo {
+    pub dir: PathBuf,
+}
+
+async fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Live CI E2E")
+        .env("GIT_AUTHOR_EMAIL", "e2e@example.com")
+        .env("GIT_COMMITTER_NAME", "Live CI E2E")
+        .env("GIT_COMMITTER_EMAIL", "e2e@example.com");
+    Ok(run_command(&format!("git {}", args.join(" ")), cmd, false)
+        .await?
+        .trim()
+        .to_string())
+}
+
+impl SampleRepo {
+    /// Builds the sample into `dir` (recreated); the merge of PR #42 is `main`.
+    pub async fn build(dir: &Path) -> Result<(Self, Merge)> {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("examples/live-repo/build.sh"))
+            .arg(dir);
+        run_command("examples/live-repo/build.sh", cmd, false).await?;
+        let repo = SampleRepo {
+            dir: dir.to_path_buf(),
+        };
+        let merge = repo.merge_at("HEAD", 42, "feature/bigger-vpc").await?;
+        Ok((repo, merge))
+    }
+
+    async fn merge_at(&self, rev: &str, number: u64, head_ref: &str) -> Result<Merge> {
+        Ok(Merge {
+            number,
+            merge_commit: git(&self.dir, &["rev-parse", rev]).await?,
+            base_sha: git(&self.dir, &["rev-parse", &format!("{rev}^1")]).await?,
+            head_sha: git(&self.dir, &["rev-parse", &format!("{rev}^2")]).await?,
+            head_ref: head_ref.to_string(),
+        })
+    }
+
+    /// The files a merge changed (what GitHub lists for its pull request).
+    pub async fn files(&self, merge: &Merge) -> Result<Vec<String>> {
+        let out = git(
+            &self.dir,
+            &["diff", "--name-only", &merge.base_sha, &merge.merge_commit],
+        )
+        .await?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// A new pull request `number` that writes `files` (path → content) on a
+    /// branch from `main`, merged into `main` with a merge commit.
+    pub async fn merge_pull_request(&self, number: u64, files: &[(&str, &str)]) -> Result<Merge> {
+        let branch = format!("pr-{number}");
+        git(&self.dir, &["checkout", "-q", "-B", &branch, "main"]).await?;
+        for (path, content) in files {
+            let full = self.dir.join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| E2eError::Io {
+                    path: parent.display().to_string(),
+                    source,
+                })?;
+            }
+            std::fs::write(&full, content).map_err(|source| E2eError::Io {
+                path: full.display().to_string(),
+                source,
+            })?;
+        }
+        git(&self.dir, &["add", "-A"]).await?;
+        git(&self.dir, &["commit", "-qm", &format!("PR #{number}")]).await?;
+        git(&self.dir, &["checkout", "-q", "main"]).await?;
+        git(
+            &self.dir,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                &format!("Merge pull request #{number} from example/{branch}"),
+                &branch,
+            ],
+        )
+        .await?;
+        self.merge_at("HEAD", number, &branch).await
+    }
+}

@@ -1,0 +1,342 @@
+//! The whole pipeline on one machine: one `terraform apply` of `examples/local`
+//! into the local cloud, shared by every scenario of this binary (it costs
+//! about 90 s), the sample live repository with a merged pull request per
+//! scenario (distinct PR numbers and merge commits), the GitHub fake in process.
+//! Each scenario asserts the final metadb rows, the Step Functions execution
+//! statuses and the terraform state of each unit.
+//!
+//! Needs `scripts/local-cloud.sh` to be able to start (as in `make test`) and
+//! the workspace's debug binaries (`make test` builds them first).
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, tf_resources};
+use live_ci_e2e::repo::SampleRepo;
+use live_ci_e2e::vote::Vote;
+use live_ci_e2e::{Cloud, Deployment, Merge, REPO_FULL_NAME, send_merge_webhook, work_dir};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+
+/// How long one scenario's run may take (several runs queue behind each other).
+const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+
+struct Env {
+    rt: tokio::runtime::Runtime,
+    github: FakeGitHub,
+    cloud: Cloud,
+    deployment: Deployment,
+    repo: SampleRepo,
+    first: Merge,
+    /// Scenarios add commits to the one repository the tasks clone.
+    git: tokio::sync::Mutex<()>,
+    http: reqwest::Client,
+}
+
+static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
+
+fn env() -> &'static Env {
+    match ENV.get_or_init(|| setup().map_err(|e| format!("{e:#}"))) {
+        Ok(env) => env,
+        Err(e) => panic!("end-to-end setup failed: {e}"),
+    }
+}
+
+fn setup() -> anyhow::Result<Env> {
+    let started = Instant::now();
+    // A runtime of its own that outlives every test: the GitHub fake serves from it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let env = rt.block_on(async {
+        let github = FakeGitHub::start(REPO_FULL_NAME).await;
+        let (repo, first) = SampleRepo::build(&work_dir().join("e2e/live-repo")).await?;
+        let cloud = Cloud::up(false).await?;
+        let metadb = cloud.fresh_database("live_ci_e2e").await?;
+        let deployment =
+            Deployment::apply(&cloud, &metadb, &github.url(), &repo.dir, false, false).await?;
+        cloud.clear_mailbox(&reqwest::Client::new()).await?;
+        anyhow::Ok((github, repo, first, cloud, deployment))
+    })?;
+    let (github, repo, first, cloud, deployment) = env;
+    eprintln!(
+        "e2e setup (cloud + terraform apply): {:?}",
+        started.elapsed()
+    );
+    Ok(Env {
+        rt,
+        github,
+        cloud,
+        deployment,
+        repo,
+        first,
+        git: tokio::sync::Mutex::new(()),
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()?,
+    })
+}
+
+impl Env {
+    /// Tells the fake about a merged pull request.
+    async fn register(&self, merge: &Merge) -> anyhow::Result<()> {
+        let files = self.repo.files(merge).await?;
+        self.github.add_pull_request(FakePullRequest {
+            number: merge.number,
+            head_sha: merge.head_sha.clone(),
+            base: "main".into(),
+            files,
+            open: false,
+        });
+        Ok(())
+    }
+
+    async fn new_merge(&self, number: u64, files: &[(&str, &str)]) -> anyhow::Result<Merge> {
+        let merge = {
+            let _serial = self.git.lock().await;
+            self.repo.merge_pull_request(number, files).await?
+        };
+        self.register(&merge).await?;
+        Ok(merge)
+    }
+
+    /// Delivery ids are unique per deployment: a kept-running receiver
+    /// remembers the deliveries it handled.
+    async fn webhook(&self, merge: &Merge, delivery: &str) -> anyhow::Result<serde_json::Value> {
+        let delivery = format!(
+            "{delivery}-{}",
+            self.deployment.metadb_url.rsplit('/').next().unwrap_or("")
+        );
+        let delivery = delivery.as_str();
+        let (status, body) = send_merge_webhook(
+            &self.http,
+            self.cloud.endpoint(),
+            &self.deployment,
+            merge,
+            delivery,
+        )
+        .await?;
+        anyhow::ensure!(status == 200, "webhook answered {status}: {body}");
+        Ok(body)
+    }
+
+    async fn drive(
+        &self,
+        merge: &Merge,
+        decide: &(dyn Fn(&ExecutionRow) -> Vote + Sync),
+    ) -> anyhow::Result<(Metadb, Outcome)> {
+        let db = Metadb::connect(&self.deployment.metadb_url).await?;
+        let outcome = drive(
+            &db,
+            &self.http,
+            self.cloud.endpoint(),
+            &merge.merge_commit,
+            RUN_TIMEOUT,
+            decide,
+            &|_, _| {},
+        )
+        .await?;
+        Ok((db, outcome))
+    }
+
+    /// The Step Functions status of each (non-rollback) unit, by cfg_path.
+    async fn sfn_by_path(
+        &self,
+        outcome: &Outcome,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        let arns: Vec<String> = outcome
+            .run
+            .executions
+            .iter()
+            .filter_map(|e| e.sfn_execution_arn.clone())
+            .collect();
+        let statuses = sfn_statuses(self.cloud.endpoint(), &arns).await?;
+        Ok(outcome
+            .run
+            .executions
+            .iter()
+            .filter(|e| !e.is_rollback)
+            .filter_map(|e| {
+                let arn = e.sfn_execution_arn.as_ref()?;
+                Some((e.cfg_path.clone(), statuses.get(arn)?.clone()))
+            })
+            .collect())
+    }
+}
+
+fn summary(outcome: &Outcome) -> String {
+    outcome
+        .run
+        .executions
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {} {:?}",
+                e.cfg_path, e.action, e.status, e.status_reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// 1. A signed merge webhook: the affected units are planned, approved through
+/// the mailed links, applied in dependency order; the lock is released and the
+/// commit statuses are recorded.
+#[test]
+fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let started = Instant::now();
+            let merge = env.first.clone();
+            env.register(&merge).await?;
+            let answer = env.webhook(&merge, "e2e-happy-1").await?;
+            assert_eq!(answer["started"], "create-deploy-stack", "{answer}");
+
+            let (db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            let run = &outcome.run;
+            assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
+            let by_path = run.by_path();
+            // The PR widens the shared VPC, adds the dev worker and retires the
+            // legacy queue: at least those, in both accounts.
+            for unit in [
+                "shared/us-east-1/network/vpc",
+                "dev/us-east-1/worker",
+                "dev/us-east-1/legacy-queue",
+            ] {
+                let e = by_path
+                    .get(unit)
+                    .unwrap_or_else(|| panic!("{unit} not deployed:\n{}", summary(&outcome)));
+                assert_eq!(e.status, "succeeded", "{}", summary(&outcome));
+                assert_eq!(e.decision.as_deref(), Some("approve"));
+                assert!(
+                    outcome.votes.contains_key(&e.execution_id),
+                    "voted on {unit}"
+                );
+            }
+            assert_eq!(by_path["dev/us-east-1/legacy-queue"].action, "destroy");
+            assert!(run.executions.iter().all(|e| e.status == "succeeded"));
+            // Dependency order: no unit was claimed before what it waits for finished,
+            // within the run and across accounts (dev waits for shared).
+            assert_eq!(db.order_violations(run.run_id).await?, vec![]);
+            assert_eq!(db.account_order_violations(run.run_id).await?, vec![]);
+            // The lock is released once the run has finished (trigger_sf does it).
+            let released = wait_for(Duration::from_secs(60), || async {
+                Ok(db.lock_holder().await? != Some(run.run_id))
+            })
+            .await?;
+            assert!(
+                released,
+                "the merge lock is still held by run {}",
+                run.run_id
+            );
+
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert_eq!(
+                sfn.len(),
+                by_path.len(),
+                "every unit had an execution: {sfn:?}"
+            );
+            assert!(sfn.values().all(|s| s == "SUCCEEDED"), "{sfn:?}");
+
+            // Terraform state: applied units hold their resource.
+            for (path, e) in &by_path {
+                if e.action == "apply" {
+                    let resources =
+                        tf_resources(&env.deployment.state_dir, &merge.merge_commit, path)
+                            .unwrap_or_default();
+                    assert!(
+                        resources.contains("terraform_data.this"),
+                        "{path}: {resources:?}"
+                    );
+                }
+            }
+
+            // Commit statuses on the merge commit: each context ended in success.
+            let statuses = env.github.latest_statuses(&merge.merge_commit);
+            assert!(!statuses.is_empty(), "no commit status was posted");
+            for (context, s) in &statuses {
+                assert_eq!(s.state, "success", "{context}: {s:?}");
+            }
+            eprintln!(
+                "happy path: {} units in {:?} (run {:?})",
+                by_path.len(),
+                started.elapsed(),
+                outcome.elapsed
+            );
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Polls `check` every second until it is true or `timeout` passes.
+async fn wait_for<F, Fut>(timeout: Duration, check: F) -> anyhow::Result<bool>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await? {
+            return Ok(true);
+        }
+        if start.elapsed() > timeout {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// 5. The same delivery twice: one run.
+#[test]
+fn the_same_webhook_delivered_twice_deploys_once() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let merge = env
+                .new_merge(
+                    45,
+                    &[(
+                        "shared/us-east-1/logs/main.tf",
+                        "# Built-in resources only.\nresource \"terraform_data\" \"this\" {\n  input = { retention = 45 }\n}\n",
+                    )],
+                )
+                .await?;
+            let first = env.webhook(&merge, "e2e-twice-45").await?;
+            let second = env.webhook(&merge, "e2e-twice-45").await?;
+            assert_eq!(first["started"], "create-deploy-stack", "{first}");
+            let (db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            assert_eq!(outcome.run.status, "succeeded", "{}", summary(&outcome));
+            // Let a second task, had one started, write its run.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let runs = db.runs(&merge.merge_commit).await?;
+            assert_eq!(runs.len(), 1, "second answer: {second}");
+            let units: Vec<&str> = runs[0]
+                .executions
+                .iter()
+                .map(|e| e.cfg_path.as_str())
+                .collect();
+            assert!(units.contains(&"shared/us-east-1/logs"), "{units:?}");
+            assert_eq!(
+                runs[0].executions.len(),
+                runs[0]
+                    .executions
+                    .iter()
+                    .map(|e| &e.cfg_path)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len(),
+                "no unit twice"
+            );
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert!(sfn.values().all(|s| s == "SUCCEEDED"), "{sfn:?}");
+            let resources = tf_resources(
+                &env.deployment.state_dir,
+                &merge.merge_commit,
+                "shared/us-east-1/logs",
+            )
+            .unwrap_or_default();
+            assert!(resources.contains("terraform_data.this"), "{resources:?}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
