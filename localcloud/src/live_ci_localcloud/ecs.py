@@ -371,6 +371,12 @@ class EcsAgent(ServiceLifecycleHook):
             request = {**request, "launchType": "FARGATE"}
         response = call_moto_with_request(context, request)
         for described in response.get("tasks", []):
+            # moto gives a container's cpu (and memory) as numbers; the API's
+            # are strings, and strict clients (the Rust SDK) refuse the response.
+            for item in [described, *described.get("containers", [])]:
+                for key in ("cpu", "memory", "memoryReservation"):
+                    if key in item and not isinstance(item[key], str):
+                        item[key] = str(item[key])
             task = backend.tasks.get(cluster.name, {}).get(described["taskArn"])
             if task is None:
                 continue

@@ -340,3 +340,174 @@ fn the_same_webhook_delivered_twice_deploys_once() {
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
+
+fn terraform_data(input: &str) -> String {
+    format!(
+        "# Built-in resources only.\nresource \"terraform_data\" \"this\" {{\n  input = {input}\n}}\n\noutput \"id\" {{\n  value = terraform_data.this.id\n}}\n"
+    )
+}
+
+/// 2. A rejection: that unit is rejected, its dependents aborted, the others finish.
+#[test]
+fn a_rejected_unit_aborts_its_dependents_and_the_others_finish() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let vpc = "shared/us-east-1/network/vpc";
+            let logs = "shared/us-east-1/logs";
+            let merge = env
+                .new_merge(
+                    46,
+                    &[
+                        (
+                            &format!("{vpc}/main.tf"),
+                            &terraform_data("{ cidr = \"10.2.0.0/16\" }"),
+                        ),
+                        (
+                            &format!("{logs}/main.tf"),
+                            &terraform_data("{ retention = 46 }"),
+                        ),
+                    ],
+                )
+                .await?;
+            env.webhook(&merge, "e2e-reject-46").await?;
+            let (_db, outcome) = env
+                .drive(&merge, &|e| {
+                    if e.cfg_path == vpc {
+                        Vote::Reject
+                    } else {
+                        Vote::Approve
+                    }
+                })
+                .await?;
+            let by_path = outcome.run.by_path();
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "failed", "{text}");
+            assert_eq!(by_path[vpc].status, "failed", "{text}");
+            assert_eq!(by_path[vpc].decision.as_deref(), Some("reject"), "{text}");
+            assert_eq!(by_path[logs].status, "succeeded", "{text}");
+            // dns depends on the VPC: never started.
+            let dns = "shared/us-east-1/network/dns";
+            assert_eq!(by_path[dns].status, "aborted", "{text}");
+            assert!(by_path[dns].sfn_execution_arn.is_none(), "{text}");
+
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert_eq!(sfn[vpc], "FAILED", "{sfn:?}");
+            assert_eq!(sfn[logs], "SUCCEEDED", "{sfn:?}");
+            // Rejected: no apply, so no state holds the VPC at this commit.
+            let vpc_state = tf_resources(&env.deployment.state_dir, &merge.merge_commit, vpc)
+                .unwrap_or_default();
+            assert!(!vpc_state.contains("terraform_data.this"), "{vpc_state:?}");
+            let logs_state = tf_resources(&env.deployment.state_dir, &merge.merge_commit, logs)
+                .unwrap_or_default();
+            assert!(logs_state.contains("terraform_data.this"), "{logs_state:?}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// 3. A failing apply: failed, its dependents aborted, and the resources the
+/// run added with a new provider are rolled back.
+#[test]
+fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let db_unit = "dev/us-east-1/db";
+            let app = "dev/us-east-1/app";
+            // Plans fine; the provisioner fails at apply.
+            let failing = "# Fails at apply time.\nresource \"terraform_data\" \"this\" {\n  input = { size = 47 }\n  provisioner \"local-exec\" {\n    command = \"exit 3\"\n  }\n}\n\noutput \"id\" {\n  value = terraform_data.this.id\n}\n";
+            let merge = env
+                .new_merge(47, &[(&format!("{db_unit}/main.tf"), failing)])
+                .await?;
+            env.webhook(&merge, "e2e-fail-47").await?;
+            let (_db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            let by_path = outcome.run.by_path();
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "failed", "{text}");
+            assert_eq!(by_path[db_unit].status, "failed", "{text}");
+            assert_eq!(by_path[db_unit].decision.as_deref(), Some("approve"), "{text}");
+            assert_eq!(by_path[app].status, "aborted", "{text}");
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert_eq!(sfn[db_unit], "FAILED", "{sfn:?}");
+            assert!(!sfn.contains_key(app), "{sfn:?}");
+            // Rollback executions, if the run recorded any, all ended.
+            for e in outcome.run.executions.iter().filter(|e| e.is_rollback) {
+                assert!(
+                    matches!(e.status.as_str(), "succeeded" | "failed" | "aborted"),
+                    "{text}"
+                );
+            }
+            // The failed apply left the resource tainted in state, or none: not applied cleanly.
+            eprintln!("failing apply: {text}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// 4. A second PR merged during a deploy is queued, then deployed.
+#[test]
+fn a_pull_request_merged_during_a_deploy_is_queued_then_deployed() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let cdn = "dev/us-east-1/cdn";
+            let first = env
+                .new_merge(
+                    48,
+                    &[(&format!("{cdn}/main.tf"), &terraform_data("{ ttl = 48 }"))],
+                )
+                .await?;
+            env.webhook(&first, "e2e-queue-48").await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
+            // Wait until the first run is running (it may itself queue behind
+            // another scenario's run first).
+            let running = wait_for(RUN_TIMEOUT, || async {
+                Ok(db
+                    .runs(&first.merge_commit)
+                    .await?
+                    .first()
+                    .is_some_and(|r| r.status == "running"))
+            })
+            .await?;
+            assert!(running, "the first run never ran");
+            let second = env
+                .new_merge(
+                    49,
+                    &[(&format!("{cdn}/main.tf"), &terraform_data("{ ttl = 49 }"))],
+                )
+                .await?;
+            env.webhook(&second, "e2e-queue-49").await?;
+            let queued = wait_for(Duration::from_secs(180), || async {
+                Ok(!db.runs(&second.merge_commit).await?.is_empty())
+            })
+            .await?;
+            assert!(queued, "no run for the second merge");
+            let first_now = db.runs(&first.merge_commit).await?;
+            let second_now = db.runs(&second.merge_commit).await?;
+            if first_now[0].status == "running" {
+                assert_eq!(
+                    second_now[0].status, "queued",
+                    "behind the running first run"
+                );
+            }
+            let (a, b) = tokio::join!(
+                env.drive(&first, &|_| Vote::Approve),
+                env.drive(&second, &|_| Vote::Approve)
+            );
+            let (_, a) = a?;
+            let (_, b) = b?;
+            assert_eq!(a.run.status, "succeeded", "{}", summary(&a));
+            assert_eq!(b.run.status, "succeeded", "{}", summary(&b));
+            assert!(b.run.run_id > a.run.run_id, "merge order");
+            let sfn = env.sfn_by_path(&b).await?;
+            assert_eq!(sfn[cdn], "SUCCEEDED", "{sfn:?}");
+            for merge in [&first, &second] {
+                let state = tf_resources(&env.deployment.state_dir, &merge.merge_commit, cdn)
+                    .unwrap_or_default();
+                assert!(state.contains("terraform_data.this"), "{state:?}");
+            }
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
