@@ -179,7 +179,7 @@ fn summary(outcome: &Outcome) -> String {
         .join("\n")
 }
 
-/// 1. A signed merge webhook: the affected units are planned, approved through
+/// Scenario 1: A signed merge webhook: the affected units are planned, approved through
 /// the mailed links, applied in dependency order; the lock is released and the
 /// commit statuses are recorded.
 #[test]
@@ -197,12 +197,15 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             let run = &outcome.run;
             assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
             let by_path = run.by_path();
-            // The PR widens the shared VPC, adds the dev worker and retires the
-            // legacy queue: at least those, in both accounts.
+            // The PR widens the shared VPC (its dependents follow) and adds the
+            // dev worker, in both accounts; the retired legacy queue is no
+            // longer in the tree, so nothing deploys it.
             for unit in [
                 "shared/us-east-1/network/vpc",
+                "shared/us-east-1/network/dns",
+                "dev/us-east-1/db",
+                "dev/us-east-1/app",
                 "dev/us-east-1/worker",
-                "dev/us-east-1/legacy-queue",
             ] {
                 let e = by_path
                     .get(unit)
@@ -214,7 +217,7 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                     "voted on {unit}"
                 );
             }
-            assert_eq!(by_path["dev/us-east-1/legacy-queue"].action, "destroy");
+            assert!(!by_path.contains_key("dev/us-east-1/legacy-queue"));
             assert!(run.executions.iter().all(|e| e.status == "succeeded"));
             // Dependency order: no unit was claimed before what it waits for finished,
             // within the run and across accounts (dev waits for shared).
@@ -287,7 +290,7 @@ where
     }
 }
 
-/// 5. The same delivery twice: one run.
+/// Scenario 5: The same delivery twice: one run.
 #[test]
 fn the_same_webhook_delivered_twice_deploys_once() {
     let env = env();
@@ -347,7 +350,7 @@ fn terraform_data(input: &str) -> String {
     )
 }
 
-/// 2. A rejection: that unit is rejected, its dependents aborted, the others finish.
+/// Scenario 2: A rejection: that unit is rejected, its dependents aborted, the others finish.
 #[test]
 fn a_rejected_unit_aborts_its_dependents_and_the_others_finish() {
     let env = env();
@@ -406,7 +409,7 @@ fn a_rejected_unit_aborts_its_dependents_and_the_others_finish() {
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
 
-/// 3. A failing apply: failed, its dependents aborted, and the resources the
+/// Scenario 3: A failing apply: failed, its dependents aborted, and the resources the
 /// run added with a new provider are rolled back.
 #[test]
 fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
@@ -445,7 +448,7 @@ fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
 
-/// 4. A second PR merged during a deploy is queued, then deployed.
+/// Scenario 4: A second PR merged during a deploy is queued, then deployed.
 #[test]
 fn a_pull_request_merged_during_a_deploy_is_queued_then_deployed() {
     let env = env();
