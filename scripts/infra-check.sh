@@ -24,8 +24,10 @@ command -v terraform >/dev/null || { echo "infra: terraform is not installed" >&
 
 step "terraform fmt -check"
 terraform fmt -check -recursive infra
+terraform fmt -check -recursive examples/local
 
-for dir in infra infra/examples/complete; do
+# examples/local: the module as deployed into the local cloud (scripts/deploy-local.sh).
+for dir in infra infra/examples/complete examples/local; do
   step "terraform init + validate $dir"
   start=$(date +%s)
   if ! out=$(terraform -chdir="$dir" init -backend=false -input=false -no-color 2>&1); then
