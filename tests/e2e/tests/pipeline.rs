@@ -27,6 +27,10 @@ struct Env {
     deployment: Deployment,
     repo: SampleRepo,
     first: Merge,
+    /// Added to every PR number: Step Functions execution names are made of the
+    /// PR number and the commit, and the sample's commits are the same on every
+    /// build, so a re-run against a LocalStack that kept running needs new numbers.
+    pr_base: u64,
     /// Scenarios add commits to the one repository the tasks clone.
     git: tokio::sync::Mutex<()>,
     http: reqwest::Client,
@@ -70,6 +74,10 @@ fn setup() -> anyhow::Result<Env> {
         deployment,
         repo,
         first,
+        pr_base: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() % 1_000_000)
+            * 100,
         git: tokio::sync::Mutex::new(()),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
@@ -94,7 +102,9 @@ impl Env {
     async fn new_merge(&self, number: u64, files: &[(&str, &str)]) -> anyhow::Result<Merge> {
         let merge = {
             let _serial = self.git.lock().await;
-            self.repo.merge_pull_request(number, files).await?
+            self.repo
+                .merge_pull_request(self.pr_base + number, files)
+                .await?
         };
         self.register(&merge).await?;
         Ok(merge)
@@ -188,7 +198,10 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
     env.rt
         .block_on(async {
             let started = Instant::now();
-            let merge = env.first.clone();
+            let merge = Merge {
+                number: env.pr_base + env.first.number,
+                ..env.first.clone()
+            };
             env.register(&merge).await?;
             let answer = env.webhook(&merge, "e2e-happy-1").await?;
             assert_eq!(answer["started"], "create-deploy-stack", "{answer}");

@@ -27,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    let result = demo(started).await;
+    let result = demo(started, was_up).await;
     if keep || was_up {
         eprintln!("\nThe local cloud keeps running (scripts/local-cloud.sh down stops it).");
     } else {
@@ -39,15 +39,27 @@ async fn main() -> anyhow::Result<()> {
     result
 }
 
-async fn demo(started: Instant) -> anyhow::Result<()> {
+async fn demo(started: Instant, was_up: bool) -> anyhow::Result<()> {
     step("starting the local cloud (PostgreSQL + LocalStack with the live-ci plugin)");
     let cloud = Cloud::up(true).await?;
     eprintln!("    LocalStack at {}", cloud.endpoint());
 
-    step("building the sample live repository (examples/live-repo) with merged PR #42");
-    let (repo, merge) = SampleRepo::build(&work_dir().join("demo/live-repo")).await?;
+    step("building the sample live repository (examples/live-repo) with its merged pull request");
+    let (repo, mut merge) = SampleRepo::build(&work_dir().join("demo/live-repo")).await?;
+    if was_up {
+        // Step Functions execution names are made of the PR number and the
+        // commit (the same on every build): a LocalStack that kept running may
+        // hold this PR's executions from an earlier demo or test.
+        merge.number += std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() % 1_000_000)
+            * 100;
+    }
     let files = repo.files(&merge).await?;
-    eprintln!("    merge commit {} changes:", merge.merge_commit);
+    eprintln!(
+        "    PR #{} merged as {}; it changes:",
+        merge.number, merge.merge_commit
+    );
     for f in &files {
         eprintln!("      {f}");
     }
