@@ -28,7 +28,7 @@ test: lint
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
-	LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
+	LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
 
 ## The project's LocalStack for the local cloud (tests start it themselves too).
