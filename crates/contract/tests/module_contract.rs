@@ -482,3 +482,26 @@ fn the_json_the_module_passes_has_the_binaries_field_names() {
         json_keys(live_ci_core::status::CommitStatusConfig::default())
     );
 }
+
+/// The module's command defaults are the task's own: terra-run runs them in
+/// the unit's directory, so a default written for another working directory
+/// (`--terragrunt-working-dir {cfg_path}`) would plan the wrong path.
+#[test]
+fn the_command_defaults_are_the_tasks() {
+    let m = module();
+    let default = |name: &str| {
+        m.variables()
+            .into_iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.default)
+            .unwrap_or_else(|| panic!("variable {name:?} has no default"))
+    };
+    assert_eq!(
+        default("plan_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_PLAN_COMMAND)
+    );
+    assert_eq!(
+        default("apply_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_APPLY_COMMAND)
+    );
+}
