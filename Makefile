@@ -39,7 +39,7 @@ test: lint
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
 	$(CARGO) build --locked --workspace --bins && \
-	LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
+	LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
 
 ## The project's LocalStack for the local cloud (tests start it themselves too).

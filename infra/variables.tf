@@ -114,15 +114,15 @@ variable "scan_type" {
 }
 
 variable "plan_command" {
-  description = "Plan command template run by terra-run; {cfg_path} is replaced by the unit's directory."
+  description = "Plan command template terra-run runs with sh -c in the unit's directory; {plan_file} is the saved plan's path (added when missing), {cfg_path} the unit's repository-relative directory."
   type        = string
-  default     = "terragrunt plan --terragrunt-working-dir {cfg_path}"
+  default     = "terragrunt plan -input=false -out={plan_file}"
 }
 
 variable "apply_command" {
-  description = "Apply command template run by terra-run; {cfg_path} is replaced by the unit's directory."
+  description = "Apply command template terra-run runs with sh -c in the unit's directory; it must apply {plan_file}, the plan the voters approved (added when missing)."
   type        = string
-  default     = "terragrunt apply --terragrunt-working-dir {cfg_path} -auto-approve"
+  default     = "terragrunt apply -input=false -auto-approve {plan_file}"
 }
 
 variable "max_parallel" {

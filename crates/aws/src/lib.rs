@@ -7,6 +7,7 @@
 mod ecs;
 mod error;
 mod lambda;
+pub mod runtime;
 mod s3;
 mod ses;
 mod ssm;

@@ -59,6 +59,59 @@ const METADB_URL_IN_LAMBDAS: (&str, &str) = (
     "Lambdas use the Data API: a URL would put the metadb password in plain environment",
 );
 
+/// What the task reads that the module rightly leaves unset.
+const BY_RECEIVER: &str = "set per task by the receiver's RunTask overrides";
+const BY_STATE_MACHINE: &str =
+    "set per execution by the state machine's container overrides (crates/workflow checks them)";
+const TASK_DEFAULTS: &[(&str, &str)] = &[
+    (
+        "REPO_CLONE_URL",
+        "local runs only: in AWS the clone URL follows from REPO_FULL_NAME",
+    ),
+    (
+        "HEARTBEAT_SECONDS",
+        "the 60 s default is well under the states' heartbeat",
+    ),
+    ("AWS_REGION", "set by Fargate"),
+    ("ECS_CONTAINER_METADATA_URI_V4", "set by Fargate"),
+    (live_ci_core::task::env::PR_NUMBER, BY_RECEIVER),
+    (live_ci_core::task::env::COMMIT, BY_RECEIVER),
+    (live_ci_core::task::env::BASE_REF, BY_RECEIVER),
+    (live_ci_core::task::env::HEAD_REF, BY_RECEIVER),
+    (live_ci_core::task::env::BASE_SHA, BY_RECEIVER),
+    (live_ci_core::task::env::HEAD_SHA, BY_RECEIVER),
+    (live_ci_core::task::env::DELIVERY_ID, BY_RECEIVER),
+    (live_ci_workflow::payload::task_env::PHASE, BY_STATE_MACHINE),
+    (
+        live_ci_workflow::payload::task_env::TASK_TOKEN,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::EXECUTION_ID,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::SFN_EXECUTION_ARN,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::CFG_PATH,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::COMMAND,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::ROLE_ARN,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_workflow::payload::task_env::PLAN_ARTIFACT,
+        BY_STATE_MACHINE,
+    ),
+];
+
 fn binaries() -> Vec<Binary> {
     vec![
         Binary {
@@ -90,30 +143,8 @@ fn binaries() -> Vec<Binary> {
         },
         Binary {
             name: "approval-request",
-            // TODO(lead): replace with the crate's ENV_VARS
-            env_vars: &[
-                "VOTE_LINK_KEY_SSM_KEY",
-                "APPROVAL_URL",
-                "SES_FROM_ADDRESS",
-                "APPROVAL_TIMEOUT_SECONDS",
-                "REPO_FULL_NAME",
-                "GITHUB_WEB_URL",
-                "METADB_URL",
-                "METADB_CLUSTER_ARN",
-                "METADB_SECRET_ARN",
-                "METADB_NAME",
-            ],
-            // TODO(lead): replace with the crate's AWS_ACTIONS
-            aws_actions: &[
-                "ssm:GetParameter",
-                "kms:Decrypt",
-                "ses:SendEmail",
-                "rds-data:ExecuteStatement",
-                "rds-data:BeginTransaction",
-                "rds-data:CommitTransaction",
-                "rds-data:RollbackTransaction",
-                "secretsmanager:GetSecretValue",
-            ],
+            env_vars: live_ci_approval_request::ENV_VARS,
+            aws_actions: live_ci_approval_request::AWS_ACTIONS,
             env: &[EnvSource::Attr {
                 block: &["resource", "aws_lambda_function", "approval_request"],
                 attr: &["environment", "variables"],
@@ -124,26 +155,8 @@ fn binaries() -> Vec<Binary> {
         },
         Binary {
             name: "approval-response",
-            // TODO(lead): replace with the crate's ENV_VARS
-            env_vars: &[
-                "VOTE_LINK_KEY_SSM_KEY",
-                "METADB_URL",
-                "METADB_CLUSTER_ARN",
-                "METADB_SECRET_ARN",
-                "METADB_NAME",
-            ],
-            // TODO(lead): replace with the crate's AWS_ACTIONS
-            aws_actions: &[
-                "ssm:GetParameter",
-                "kms:Decrypt",
-                "states:SendTaskSuccess",
-                "states:SendTaskFailure",
-                "rds-data:ExecuteStatement",
-                "rds-data:BeginTransaction",
-                "rds-data:CommitTransaction",
-                "rds-data:RollbackTransaction",
-                "secretsmanager:GetSecretValue",
-            ],
+            env_vars: live_ci_approval_response::ENV_VARS,
+            aws_actions: live_ci_approval_response::AWS_ACTIONS,
             env: &[EnvSource::Attr {
                 block: &["resource", "aws_lambda_function", "approval_response"],
                 attr: &["environment", "variables"],
@@ -154,59 +167,15 @@ fn binaries() -> Vec<Binary> {
         },
         Binary {
             name: "live-ci-task",
-            // TODO(lead): replace with the crate's ENV_VARS (the per-run
-            // LIVE_CI_* overrides of the receiver and the state machine are not
-            // the module's: keep them out of this comparison or list them in
-            // `defaults` with "set per run").
-            env_vars: &[
-                "REPO_FULL_NAME",
-                "GITHUB_API_URL",
-                "GITHUB_TOKEN_SSM_KEY",
-                "TRUNK_BRANCH",
-                "FILE_PATH_PATTERN",
-                "MERGE_LOCK_SSM_KEY",
-                "COMMIT_STATUS_CONFIG_SSM_KEY",
-                "ACCOUNT_PARENT_CFG",
-                "SCAN_TYPE",
-                "PLAN_COMMAND",
-                "APPLY_COMMAND",
-                "MAX_PARALLEL",
-                "FAIL_FAST",
-                "TRIGGER_SF_FUNCTION_NAME",
-                "PLAN_BUCKET",
-                "LOG_GROUP",
-                "LOG_STREAM_PREFIX",
-                "METADB_URL",
-                "METADB_CLUSTER_ARN",
-                "METADB_SECRET_ARN",
-                "METADB_NAME",
-            ],
-            // TODO(lead): replace with the crate's AWS_ACTIONS
-            aws_actions: &[
-                "ssm:GetParameter",
-                "ssm:PutParameter",
-                "kms:Decrypt",
-                "kms:GenerateDataKey",
-                "s3:PutObject",
-                "s3:GetObject",
-                "lambda:InvokeFunction",
-                "states:SendTaskSuccess",
-                "states:SendTaskFailure",
-                "states:SendTaskHeartbeat",
-                "sts:AssumeRole",
-                "rds-data:ExecuteStatement",
-                "rds-data:BeginTransaction",
-                "rds-data:CommitTransaction",
-                "rds-data:RollbackTransaction",
-                "secretsmanager:GetSecretValue",
-            ],
+            env_vars: live_ci_task::ENV_VARS,
+            aws_actions: live_ci_task::AWS_ACTIONS,
             env: &[
                 EnvSource::LocalKeys("task_env_by_kind"),
                 EnvSource::LocalNames("task_secrets"),
             ],
             policy_document: "task",
             attachment: Attachment::PolicyAttr(&["resource", "aws_iam_role_policy", "task"]),
-            defaults: &[],
+            defaults: TASK_DEFAULTS,
         },
     ]
 }
@@ -511,5 +480,28 @@ fn the_json_the_module_passes_has_the_binaries_field_names() {
     assert_eq!(
         object_type_attrs(&m, "commit_status_config"),
         json_keys(live_ci_core::status::CommitStatusConfig::default())
+    );
+}
+
+/// The module's command defaults are the task's own: terra-run runs them in
+/// the unit's directory, so a default written for another working directory
+/// (`--terragrunt-working-dir {cfg_path}`) would plan the wrong path.
+#[test]
+fn the_command_defaults_are_the_tasks() {
+    let m = module();
+    let default = |name: &str| {
+        m.variables()
+            .into_iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.default)
+            .unwrap_or_else(|| panic!("variable {name:?} has no default"))
+    };
+    assert_eq!(
+        default("plan_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_PLAN_COMMAND)
+    );
+    assert_eq!(
+        default("apply_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_APPLY_COMMAND)
     );
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use aws_lambda_events::event::lambda_function_urls::{
     LambdaFunctionUrlRequest, LambdaFunctionUrlResponse,
 };
-use base64::Engine;
 
 /// One request: method, the raw query string, lower-cased headers, body bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,34 +58,12 @@ impl PageResponse {
 /// A Function URL event as the handler's request. A body that claims base64
 /// and is not stays as its text bytes (the form then has no token: 400).
 pub fn from_function_url(event: &LambdaFunctionUrlRequest) -> PageRequest {
-    let headers = event
-        .headers
-        .iter()
-        .filter_map(|(k, v)| {
-            Some((
-                k.as_str().to_ascii_lowercase(),
-                v.to_str().ok()?.to_string(),
-            ))
-        })
-        .collect();
-    let raw = event.body.clone().unwrap_or_default();
-    let body = if event.is_base64_encoded {
-        base64::engine::general_purpose::STANDARD
-            .decode(raw.as_bytes())
-            .unwrap_or_else(|_| raw.into_bytes())
-    } else {
-        raw.into_bytes()
-    };
+    let parts = live_ci_aws::runtime::function_url_parts(event);
     PageRequest {
-        method: event
-            .request_context
-            .http
-            .method
-            .clone()
-            .unwrap_or_else(|| "GET".into()),
-        query: event.raw_query_string.clone().unwrap_or_default(),
-        headers,
-        body,
+        method: parts.method.unwrap_or_else(|| "GET".into()),
+        query: parts.query,
+        headers: parts.headers,
+        body: parts.body,
     }
 }
 

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use aws_lambda_events::event::lambda_function_urls::{
     LambdaFunctionUrlRequest, LambdaFunctionUrlResponse,
 };
-use base64::Engine;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,33 +33,11 @@ pub struct WebhookResponse {
 /// A Function URL event as the handler's request. A body that claims base64
 /// and is not is kept as its text bytes, so the signature check refuses it.
 pub fn from_function_url(event: &LambdaFunctionUrlRequest) -> WebhookRequest {
-    let headers = event
-        .headers
-        .iter()
-        .filter_map(|(k, v)| {
-            Some((
-                k.as_str().to_ascii_lowercase(),
-                v.to_str().ok()?.to_string(),
-            ))
-        })
-        .collect();
-    let raw = event.body.clone().unwrap_or_default();
-    let body = if event.is_base64_encoded {
-        base64::engine::general_purpose::STANDARD
-            .decode(raw.as_bytes())
-            .unwrap_or_else(|_| raw.into_bytes())
-    } else {
-        raw.into_bytes()
-    };
+    let parts = live_ci_aws::runtime::function_url_parts(event);
     WebhookRequest {
-        method: event
-            .request_context
-            .http
-            .method
-            .clone()
-            .unwrap_or_else(|| "POST".into()),
-        headers,
-        body,
+        method: parts.method.unwrap_or_else(|| "POST".into()),
+        headers: parts.headers,
+        body: parts.body,
     }
 }
 

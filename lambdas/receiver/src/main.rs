@@ -13,14 +13,7 @@ use live_ci_receiver::{Config, Receiver, from_function_url, to_function_url};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
+    live_ci_aws::runtime::init_tracing();
     let config = Config::from_env().context("receiver configuration")?;
     let aws = aws_config::load_from_env().await;
     let params = SsmParamStore::new(aws_sdk_ssm_client(&aws));

@@ -14,14 +14,7 @@ use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
+    live_ci_aws::runtime::init_tracing();
     let config = Config::from_env().context("trigger_sf configuration")?;
     let aws = aws_config::load_from_env().await;
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
