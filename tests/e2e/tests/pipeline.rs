@@ -527,3 +527,51 @@ fn a_pull_request_merged_during_a_deploy_is_queued_then_deployed() {
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
+
+/// Scenario 3b: a unit that brought in a new provider (aws, at LocalStack) was
+/// applied, then another unit's apply failed: the run rolls back the new
+/// provider's resources (a `-destroy -target` execution), keeping the rest.
+#[test]
+fn a_failed_run_rolls_back_the_resources_of_new_providers() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let logs = "shared/us-east-1/logs";
+            let cdn = "dev/us-east-1/cdn";
+            let with_aws = format!(
+                "{}\nprovider \"aws\" {{\n  region                      = \"us-east-1\"\n  skip_credentials_validation = true\n  skip_requesting_account_id  = true\n  skip_metadata_api_check     = true\n}}\n\nresource \"aws_ssm_parameter\" \"marker\" {{\n  name  = \"/e2e/rollback-{}\"\n  type  = \"String\"\n  value = \"added by this change\"\n}}\n",
+                terraform_data("{ retention = 50 }"),
+                env.pr_base + 50
+            );
+            let failing = "# Fails at apply time.\nresource \"terraform_data\" \"this\" {\n  input = { ttl = 50 }\n  provisioner \"local-exec\" {\n    command = \"exit 4\"\n  }\n}\n";
+            let merge = env
+                .new_merge(
+                    50,
+                    &[
+                        (&format!("{logs}/main.tf"), &with_aws),
+                        (&format!("{cdn}/main.tf"), failing),
+                    ],
+                )
+                .await?;
+            env.webhook(&merge, "e2e-rollback-50").await?;
+            let (_db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            let by_path = outcome.run.by_path();
+            assert_eq!(outcome.run.status, "failed", "{text}");
+            assert_eq!(by_path[logs].status, "succeeded", "{text}");
+            assert_eq!(by_path[cdn].status, "failed", "{text}");
+            let rollback = outcome
+                .run
+                .executions
+                .iter()
+                .find(|e| e.is_rollback && e.cfg_path == logs)
+                .unwrap_or_else(|| panic!("no rollback of {logs}:\n{text}"));
+            assert_eq!(rollback.status, "succeeded", "{text}");
+            let state = tf_resources(&env.deployment.state_dir, &merge.merge_commit, logs)
+                .unwrap_or_default();
+            assert!(!state.contains("aws_ssm_parameter.marker"), "{state:?}");
+            assert!(state.contains("terraform_data.this"), "{state:?}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
