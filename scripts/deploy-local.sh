@@ -24,6 +24,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The debug binaries the local cloud runs (cargo's target dir, wherever it is).
+bin_dir="${CARGO_TARGET_DIR:-$root/target}/debug"
 work="${LIVE_CI_WORK:-$root/.work}"
 work="$(mkdir -p "$work" && cd "$work" && pwd)"
 export LIVE_CI_WORK="$work"
@@ -52,7 +54,7 @@ package_lambda() {
 #!/bin/sh
 # live-ci local deployment: the debug build of $bin, with the local metadb.
 export METADB_URL='$metadb_url'
-exec '$root/target/debug/$bin' "\$@"
+exec '$bin_dir/$bin' "\$@"
 EOF
   chmod 755 "$dir/src/bootstrap.new"
   # Rezip only on change, so a re-apply sees the same hash and updates nothing.
@@ -75,7 +77,7 @@ write_image_map() {
   python3 - "$LIVE_CI_LOCAL_IMAGE_MAP" <<EOF
 import json, sys
 argv = ["/usr/bin/env", "METADB_URL=$metadb_url", "REPO_CLONE_URL=$repo_clone_url",
-        "TF_CLI_CONFIG_FILE=$root/scripts/terraformrc", "$root/target/debug/live-ci-task"]
+        "TF_CLI_CONFIG_FILE=$root/scripts/terraformrc", "$bin_dir/live-ci-task"]
 path = sys.argv[1]
 try:
     current = json.load(open(path))
@@ -105,7 +107,7 @@ apply() {
   package_lambda approval-response approval-response
   write_image_map
   log "migrating the metadb"
-  "$root/target/debug/live-ci" migrate --database-url "$metadb_url" >&2
+  "$bin_dir/live-ci" migrate --database-url "$metadb_url" >&2
 
   # The sample units have no backend block: the templates add a local backend
   # whose state lives per commit and unit under the state dir, outside the

@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def rust_lambda() -> Path | None:
     named = os.environ.get("LIVE_CI_SMOKE_RUST_LAMBDA")
-    candidate = Path(named) if named else REPO / "target" / "debug" / "trigger-sf"
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    candidate = Path(named) if named else target / "debug" / "trigger-sf"
     return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 

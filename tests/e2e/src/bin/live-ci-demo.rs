@@ -105,7 +105,10 @@ async fn demo(started: Instant, was_up: bool) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     step("the run is live; every unit is approved through the link in its mail");
-    let mut watch = tokio::process::Command::new(repo_root().join("target/debug/live-ci"))
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let mut watch = tokio::process::Command::new(target.join("debug/live-ci"))
         .args(["status", "--watch", "--interval-ms", "1000", "--commit"])
         .arg(&merge.merge_commit)
         .arg("--database-url")
