@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_approvals",
         sql: include_str!("../migrations/0002_approvals.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_trust",
+        sql: include_str!("../migrations/0003_trust.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -11,7 +11,7 @@ use live_ci_core::deploy::{
     NewExecution, NewRollback, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord,
     RunStatus, Tally, Vote, VoteOutcome,
 };
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{Metadb, SavedPlan};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -521,6 +521,38 @@ impl<S: Sql> Metadb for Store<S> {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn record_saved_plan(&self, execution_id: &str, plan: &SavedPlan) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::RECORD_SAVED_PLAN,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("plan_key", Param::text(&plan.key)),
+                    ("plan_sha256", Param::text(&plan.sha256)),
+                    (
+                        "plan_version_id",
+                        plan.version_id
+                            .as_deref()
+                            .map_or(Param::NullText, Param::text),
+                    ),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn saved_plan(&self, execution_id: &str) -> Result<Option<SavedPlan>> {
+        let rows = self
+            .sql
+            .query(
+                q::SAVED_PLAN,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        decode_first(q::SAVED_PLAN, &rows)
     }
 
     async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {

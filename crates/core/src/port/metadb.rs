@@ -6,6 +6,7 @@
 use std::future::Future;
 
 use crate::account::Account;
+use super::SavedPlan;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
@@ -106,6 +107,20 @@ pub trait Metadb: Send + Sync {
         execution_id: &str,
         resources: &[String],
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records the plan the plan task saved for a running execution (a re-plan
+    /// replaces it); false when the execution has ended.
+    fn record_saved_plan(
+        &self,
+        execution_id: &str,
+        plan: &SavedPlan,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// The plan recorded for the execution, if any.
+    fn saved_plan(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<SavedPlan>, Self::Error>> + Send;
 
     /// Adds rollback executions ([`crate::deploy::plan_rollbacks`]) to a
     /// running run whose other executions have all ended, after the same checks
