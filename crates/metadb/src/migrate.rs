@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_approvals",
         sql: include_str!("../migrations/0002_approvals.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_trunk_order",
+        sql: include_str!("../migrations/0004_trunk_order.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.
