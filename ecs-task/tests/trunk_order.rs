@@ -62,8 +62,14 @@ impl World {
         self.repo.unit(unit, input, &[]);
         self.repo.commit(&format!("change {unit}"));
         self.repo.git(&["checkout", "-q", "main"]);
-        self.repo
-            .git(&["merge", "-q", "--no-ff", "-m", &format!("merge {branch}"), branch]);
+        self.repo.git(&[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            &format!("merge {branch}"),
+            branch,
+        ]);
         self.repo.git(&["rev-parse", "HEAD"])
     }
 
@@ -148,8 +154,19 @@ async fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
     // Its range starts at the last deployed trunk commit: both merges' units.
     assert_eq!(units_of(&metadb, later_run).await, ["dev/a", "dev/b"]);
     let run = metadb.run(later_run).await.unwrap().unwrap();
-    assert_eq!((run.base_sha.as_str(), run.head_sha.as_str()), (m0.as_str(), m2.as_str()));
-    assert!(run.trunk_seq > metadb.run(first.run_id.unwrap()).await.unwrap().unwrap().trunk_seq);
+    assert_eq!(
+        (run.base_sha.as_str(), run.head_sha.as_str()),
+        (m0.as_str(), m2.as_str())
+    );
+    assert!(
+        run.trunk_seq
+            > metadb
+                .run(first.run_id.unwrap())
+                .await
+                .unwrap()
+                .unwrap()
+                .trunk_seq
+    );
 
     // The earlier merge arrives last: recorded as superseded, never applied.
     let earlier = w.deploy(&metadb, &m1, "2", &[]).await;
@@ -161,7 +178,14 @@ async fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
     assert_eq!(record.pr_id, 2);
     assert!(metadb.executions(record.run_id).await.unwrap().is_empty());
     // trigger_sf hears only of the runs that deploy; PR 2 still gets a status.
-    let invoked: Vec<String> = w.invoker.calls.lock().unwrap().iter().map(|c| c.1.clone()).collect();
+    let invoked: Vec<String> = w
+        .invoker
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.1.clone())
+        .collect();
     assert_eq!(
         invoked,
         [
@@ -177,7 +201,9 @@ async fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
         .unwrap();
     assert_eq!(status.state, StatusState::Success);
     assert!(
-        status.description.contains(&format!("superseded: run #{later_run}")),
+        status
+            .description
+            .contains(&format!("superseded: run #{later_run}")),
         "{}",
         status.description
     );
@@ -204,13 +230,19 @@ async fn merges_queued_behind_a_running_deploy_are_coalesced_into_the_newest() {
     assert!(!q1.started && !q2.started);
     // Each queued run deploys from the running run's commit.
     assert_eq!(units_of(&metadb, q1.run_id.unwrap()).await, ["dev/a"]);
-    assert_eq!(units_of(&metadb, q2.run_id.unwrap()).await, ["dev/a", "dev/b"]);
+    assert_eq!(
+        units_of(&metadb, q2.run_id.unwrap()).await,
+        ["dev/a", "dev/b"]
+    );
     complete(&metadb, running.run_id.unwrap(), &[]).await;
     // The newest starts; the older queued run is superseded by it.
     let r2 = metadb.run(q2.run_id.unwrap()).await.unwrap().unwrap();
     let r1 = metadb.run(q1.run_id.unwrap()).await.unwrap().unwrap();
     assert_eq!(r2.status, RunStatus::Running);
-    assert_eq!((r1.status, r1.superseded_by), (RunStatus::Superseded, Some(r2.run_id)));
+    assert_eq!(
+        (r1.status, r1.superseded_by),
+        (RunStatus::Superseded, Some(r2.run_id))
+    );
     db.drop_db().await;
 }
 
@@ -243,7 +275,10 @@ async fn a_rebase_merge_of_three_commits_deploys_all_three_units() {
     w.repo.unit("dev/c", "333", &[]);
     let next = w.repo.commit("c again");
     let report = w.deploy(&metadb, &next, "6", &[]).await;
-    assert_eq!(units_of(&metadb, report.run_id.unwrap()).await, ["dev/a", "dev/c"]);
+    assert_eq!(
+        units_of(&metadb, report.run_id.unwrap()).await,
+        ["dev/a", "dev/c"]
+    );
     db.drop_db().await;
 }
 

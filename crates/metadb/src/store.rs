@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
-    NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress, RunRecord,
-    RunStatus, Tally, Vote, VoteOutcome,
+    NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress,
+    RunRecord, RunStatus, Tally, Vote, VoteOutcome,
 };
 use live_ci_core::port::Metadb;
 
@@ -224,7 +224,10 @@ async fn record_superseded_tx<T: SqlTx>(
                 ("head_ref", Param::text(&run.head_ref)),
                 ("base_sha", Param::text(&run.base_sha)),
                 ("head_sha", Param::text(&run.head_sha)),
-                ("max_parallel", Param::Int(i64::from(run.max_parallel.max(1)))),
+                (
+                    "max_parallel",
+                    Param::Int(i64::from(run.max_parallel.max(1))),
+                ),
                 ("fail_fast", Param::Bool(run.fail_fast)),
                 ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
                 ("by", Param::Int(by)),

@@ -533,7 +533,10 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     }
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let all: Vec<u32> = live_ci_metadb::MIGRATIONS.iter().map(|m| m.version).collect();
+    let all: Vec<u32> = live_ci_metadb::MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .collect();
     assert_eq!(metadb(client).migrate().await.unwrap(), all);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
     assert!(counts[0] > 15, "{counts:?}");

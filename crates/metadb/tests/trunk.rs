@@ -82,10 +82,7 @@ async fn merges_created_in_reverse_order_start_in_trunk_order() {
         .into_iter()
         .map(|r| (r.commit_id, r.trunk_seq))
         .collect();
-    assert_eq!(
-        trunk,
-        [("c12".to_string(), 12), ("c10".to_string(), 10)]
-    );
+    assert_eq!(trunk, [("c12".to_string(), 12), ("c10".to_string(), 10)]);
     t.drop_db().await;
 }
 
@@ -130,7 +127,11 @@ async fn failed_units_stay_pending_until_applied() {
         .create_run(&at(
             "c30",
             30,
-            vec![exec("a", "dev", &[]), exec("b", "dev", &["a"]), exec("c", "dev", &[])],
+            vec![
+                exec("a", "dev", &[]),
+                exec("b", "dev", &["a"]),
+                exec("c", "dev", &[]),
+            ],
         ))
         .await
         .unwrap();

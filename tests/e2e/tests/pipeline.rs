@@ -626,7 +626,10 @@ async fn fix_forward(
     expected: &[&str],
 ) -> anyhow::Result<()> {
     let fix = env
-        .new_merge(number, &[(&format!("{unit}/main.tf"), &terraform_data(input))])
+        .new_merge(
+            number,
+            &[(&format!("{unit}/main.tf"), &terraform_data(input))],
+        )
         .await?;
     env.webhook(&fix, &format!("e2e-fix-{number}")).await?;
     let (_db, outcome) = env.drive(&fix, &|_| Vote::Approve).await?;
@@ -658,13 +661,19 @@ fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
             let older = env
                 .new_merge(
                     52,
-                    &[(&format!("{worker}/main.tf"), &terraform_data("{ size = 52 }"))],
+                    &[(
+                        &format!("{worker}/main.tf"),
+                        &terraform_data("{ size = 52 }"),
+                    )],
                 )
                 .await?;
             let newer = env
                 .new_merge(
                     53,
-                    &[(&format!("{logs}/main.tf"), &terraform_data("{ retention = 53 }"))],
+                    &[(
+                        &format!("{logs}/main.tf"),
+                        &terraform_data("{ retention = 53 }"),
+                    )],
                 )
                 .await?;
             // The newer merge's task runs (and finishes) first.
@@ -677,8 +686,17 @@ fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
             assert!(created, "no run for the newer merge");
             env.webhook(&older, "e2e-reverse-52").await?;
             let (_, superseded) = env.drive(&older, &|_| Vote::Approve).await?;
-            assert_eq!(superseded.run.status, "superseded", "{}", summary(&superseded));
-            assert!(superseded.run.executions.is_empty(), "{}", summary(&superseded));
+            assert_eq!(
+                superseded.run.status,
+                "superseded",
+                "{}",
+                summary(&superseded)
+            );
+            assert!(
+                superseded.run.executions.is_empty(),
+                "{}",
+                summary(&superseded)
+            );
             let (_, outcome) = env.drive(&newer, &|_| Vote::Approve).await?;
             let text = summary(&outcome);
             assert_eq!(outcome.run.status, "succeeded", "{text}");
@@ -694,9 +712,8 @@ fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
                 assert!(state.contains("terraform_data.this"), "{unit}: {state:?}");
             }
             // Nothing was ever applied at the older commit.
-            let older_state =
-                tf_resources(&env.deployment.state_dir, &older.merge_commit, worker)
-                    .unwrap_or_default();
+            let older_state = tf_resources(&env.deployment.state_dir, &older.merge_commit, worker)
+                .unwrap_or_default();
             assert!(older_state.is_empty(), "{older_state:?}");
             anyhow::Ok(())
         })

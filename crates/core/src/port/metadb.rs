@@ -52,9 +52,7 @@ pub trait Metadb: Send + Sync {
 
     /// Units whose latest (non-rollback) execution in a finished run failed or
     /// was aborted: they join the next run's set.
-    fn pending_units(
-        &self,
-    ) -> impl Future<Output = Result<Vec<PendingUnit>, Self::Error>> + Send;
+    fn pending_units(&self) -> impl Future<Output = Result<Vec<PendingUnit>, Self::Error>> + Send;
 
     fn run(
         &self,
