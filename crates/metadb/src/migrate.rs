@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_trust",
         sql: include_str!("../migrations/0003_trust.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_trunk_order",
+        sql: include_str!("../migrations/0004_trunk_order.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

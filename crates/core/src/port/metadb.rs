@@ -9,7 +9,7 @@ use crate::account::Account;
 use super::SavedPlan;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
-    RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
+    PendingUnit, RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
 
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
@@ -25,13 +25,35 @@ pub trait Metadb: Send + Sync {
 
     /// Creates a run and all its executions in one transaction, after
     /// [`NewRun::validate`] (bad input writes nothing). The run starts at once
-    /// when no run holds the merge lock, otherwise it queues behind the runs
-    /// before it in merge order. A second call for the same commit writes
+    /// when no run holds the merge lock, otherwise it queues. When the lock is
+    /// free, the queued run newest on the trunk (`trunk_seq`) starts and every
+    /// other queued run is superseded by it (its range covers theirs), as is a
+    /// queued run no newer than the last started one. A second call for the same commit writes
     /// nothing and returns the existing run.
     fn create_run(
         &self,
         run: &NewRun,
     ) -> impl Future<Output = Result<CreatedRun, Self::Error>> + Send;
+
+    /// Runs that are not superseded, newest on the trunk first (`trunk_seq`,
+    /// then `run_id`), at most `limit`: what a new merge is placed against.
+    fn trunk_runs(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RunRecord>, Self::Error>> + Send;
+
+    /// Records a merge another run covers as `superseded` by `by`, with no
+    /// executions (`run.executions` is ignored): it is never applied. Returns
+    /// the run id, or `None` when a run for the commit already exists.
+    fn record_superseded(
+        &self,
+        run: &NewRun,
+        by: RunId,
+    ) -> impl Future<Output = Result<Option<RunId>, Self::Error>> + Send;
+
+    /// Units whose latest (non-rollback) execution in a finished run failed or
+    /// was aborted: they join the next run's set.
+    fn pending_units(&self) -> impl Future<Output = Result<Vec<PendingUnit>, Self::Error>> + Send;
 
     fn run(
         &self,
@@ -139,8 +161,9 @@ pub trait Metadb: Send + Sync {
     ) -> impl Future<Output = Result<RunProgress, Self::Error>> + Send;
 
     /// Finishes a running run with nothing waiting or running (succeeded when
-    /// every execution succeeded), hands the merge lock to the next queued run
-    /// in merge order and starts it. A no-op when the run is not finishable.
+    /// every execution succeeded), hands the merge lock to the queued run
+    /// newest on the trunk and starts it, superseding the other queued runs
+    /// (see [`Metadb::create_run`]). A no-op when the run is not finishable.
     fn finish_run(
         &self,
         run_id: RunId,
