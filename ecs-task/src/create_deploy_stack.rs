@@ -159,6 +159,13 @@ where
             (affected, head, None)
         }
     };
+    // Critical-path priorities weigh each unit by how long it took before.
+    let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
+    let durations = ports
+        .metadb
+        .unit_durations(&paths)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let plan = build_plan(
         &affected,
         &head,
@@ -166,7 +173,7 @@ where
         &PlanOptions {
             accounts: Some(&accounts),
             max_parallel: config.max_parallel as usize,
-            durations: Default::default(),
+            durations: durations.into_iter().collect(),
         },
     )?;
     let providers = unit_new_providers(&checkout, &base, &commit, &head, &plan, &mut warnings)?;

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_approvals",
         sql: include_str!("../migrations/0002_approvals.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_operator",
+        sql: include_str!("../migrations/0005_operator.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -10,11 +10,12 @@ pub const LOCK_MERGE_LOCK: &str =
 pub const INSERT_RUN: &str = "\
 INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast)
-ON CONFLICT (commit_id) DO NOTHING
+ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
+/// The merge's own run, not an operator's retry of it.
 pub const RUN_BY_COMMIT: &str =
-    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id";
+    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id AND r.retry_of IS NULL";
 
 pub const RUN_BY_ID: &str = "SELECT live_ci_run_json(r) FROM runs r WHERE r.run_id = :run_id";
 
