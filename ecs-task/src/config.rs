@@ -145,9 +145,11 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = Settings::new(get);
         let opt = |k: &'static str| env.opt(k);
-        let template = |name: &'static str, default: &str| {
+        // The subcommand whose invocation receives live-ci's flags (`-out=`,
+        // `-destroy -target=`, `-detailed-exitcode`, the apply's plan file).
+        let template = |name: &'static str, default: &str, subcommand: &str| {
             let text = env.or(name, default);
-            CommandTemplate::new(&text).map_err(|reason| ConfigError::Invalid {
+            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| ConfigError::Invalid {
                 name,
                 value: text.clone(),
                 reason,
@@ -213,8 +215,8 @@ impl Config {
             commit_status_config_param: opt("COMMIT_STATUS_CONFIG_SSM_KEY"),
             accounts_json: opt("ACCOUNT_PARENT_CFG"),
             scan_type,
-            plan_command: template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND)?,
-            apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND)?,
+            plan_command: template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan")?,
+            apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply")?,
             max_parallel,
             fail_fast: env.flag("FAIL_FAST", false)?,
             trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
@@ -339,6 +341,24 @@ mod tests {
         let err =
             Config::from_lookup(lookup(&[("PLAN_COMMAND", "terraform plan {dir}")])).unwrap_err();
         assert!(err.to_string().contains("\"{dir}\""), "{err}");
+        // A placeholder the quoting would not protect is refused, naming the template.
+        let err = Config::from_lookup(lookup(&[(
+            "PLAN_COMMAND",
+            "terraform plan -var=\"unit={cfg_path}\"",
+        )]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("environment variable PLAN_COMMAND=") && err.contains("is inside quotes"),
+            "{err}"
+        );
+        let err = Config::from_lookup(lookup(&[("APPLY_COMMAND", "./apply.sh {plan_file}")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("environment variable APPLY_COMMAND=") && err.contains("no `terraform apply`"),
+            "{err}"
+        );
         let err = Config::from_lookup(lookup(&[("MAX_PARALLEL", "0")])).unwrap_err();
         assert!(err.to_string().contains("MAX_PARALLEL"), "{err}");
         let err = Config::from_lookup(lookup(&[("METADB_CLUSTER_ARN", "arn:c")])).unwrap_err();

@@ -13,6 +13,7 @@ pub mod logs;
 pub mod plans;
 pub mod pr_plan;
 pub mod run;
+pub mod startup;
 pub mod terra_run;
 
 pub use config::{AWS_ACTIONS, Config, ENV_VARS, ScanType};

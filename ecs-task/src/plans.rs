@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use live_ci_core::path::RepoPath;
 use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
-use live_ci_core::terraform::{ChangeCounts, Phase, parse_plan_summary, with_plan_file};
+use live_ci_core::terraform::{
+    ChangeCounts, Phase, insert_args, parse_plan_summary, with_plan_file,
+};
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
@@ -54,13 +56,16 @@ pub async fn plan_units(
             let path = units[i].clone();
             let dir: PathBuf = repo_dir.join(path.as_str());
             let plan_file = scratch.join(format!("scan-{i}.tfplan"));
-            let command = format!(
-                "{} -detailed-exitcode",
-                with_plan_file(
+            // Into terraform's own arguments: appended after a pipeline,
+            // `tee` would get the flag and the exit code.
+            let command = insert_args(
+                &with_plan_file(
                     &command_of(&path),
                     Phase::Plan,
-                    &plan_file.display().to_string()
-                )
+                    &plan_file.display().to_string(),
+                ),
+                "plan",
+                &["-detailed-exitcode".to_string()],
             );
             let mut env = env.to_vec();
             env.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));

@@ -151,10 +151,31 @@ pub struct FilterArgs {
     pub no_filters_file: bool,
 }
 
+/// How a listing treats the repository (terragrunt's defaults unless set).
+#[derive(Debug, Args)]
+pub struct ListingArgs {
+    /// Fail (exit 1) when any unit cannot be resolved; by default a broken
+    /// unit stays listed with its errors, and the command succeeds.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub hidden: HiddenArg,
+}
+
+#[derive(Debug, Args)]
+pub struct HiddenArg {
+    /// Do not discover units in hidden directories (`.name/`); `.git`,
+    /// `.terraform` and `.terragrunt-cache` are never discovered.
+    #[arg(long)]
+    pub no_hidden: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     #[command(flatten)]
     pub repo: RepoArg,
+    #[command(flatten)]
+    pub listing: ListingArgs,
     #[arg(long, value_enum, default_value = "json")]
     pub format: GraphFormat,
 }
@@ -177,6 +198,8 @@ pub struct AffectedArgs {
     #[command(flatten)]
     pub repo: RepoArg,
     #[command(flatten)]
+    pub hidden: HiddenArg,
+    #[command(flatten)]
     pub change: ChangeArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -188,6 +211,8 @@ pub struct AffectedArgs {
 pub struct FindArgs {
     #[command(flatten)]
     pub repo: RepoArg,
+    #[command(flatten)]
+    pub listing: ListingArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[arg(long, value_enum, default_value = "json")]

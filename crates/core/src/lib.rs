@@ -25,7 +25,7 @@ pub mod tree;
 pub mod unit;
 pub mod webhook;
 
-pub use discovery::{Discovery, discover};
+pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
 pub use error::{CoreError, Result};
 pub use graph::Graph;
 pub use path::RepoPath;
