@@ -182,9 +182,10 @@ data "aws_iam_policy_document" "trigger_sf" {
     resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
   }
 
+  # The sweep reads the mirror back and rewrites it when it differs from the metadb.
   statement {
-    sid       = "WriteMergeLock"
-    actions   = ["ssm:PutParameter"]
+    sid       = "ReadWriteMergeLock"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
     resources = [local.ssm_arn.merge_lock]
   }
 

@@ -212,6 +212,13 @@ where
         .await
         .map_err(|e| TaskError::Metadb(e.to_string()))?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
+    // Critical-path priorities weigh each unit by how long it took before.
+    let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
+    let durations = ports
+        .metadb
+        .unit_durations(&paths)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let plan = build_plan(
         &affected,
         &head,
@@ -219,7 +226,7 @@ where
         &PlanOptions {
             accounts: Some(&accounts),
             max_parallel: config.max_parallel as usize,
-            durations: Default::default(),
+            durations: durations.into_iter().collect(),
         },
     )?;
     let providers = unit_new_providers(&checkout, &base, &commit, &head, &plan, &mut warnings)?;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod filter;
 pub mod graph;
 pub mod merge_lock;
+pub mod operate;
 pub mod params;
 pub mod path;
 pub mod plan;

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_trunk_order",
         sql: include_str!("../migrations/0004_trunk_order.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_operator",
+        sql: include_str!("../migrations/0005_operator.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

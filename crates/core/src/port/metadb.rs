@@ -7,6 +7,8 @@ use std::future::Future;
 
 use crate::account::Account;
 use super::SavedPlan;
+use crate::operate::StartFailure;
+use crate::path::RepoPath;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     PendingUnit, RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
@@ -102,6 +104,25 @@ pub trait Metadb: Send + Sync {
         &self,
         execution_id: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records a failed start of a claim without an ARN: it goes back to
+    /// waiting, unless this was attempt `max_attempts`, when it fails with the
+    /// error as its reason (and its dependents are aborted, as for any
+    /// failure) instead of being retried forever.
+    fn record_start_failure(
+        &self,
+        execution_id: &str,
+        error: &str,
+        max_attempts: u32,
+    ) -> impl Future<Output = Result<StartFailure, Self::Error>> + Send;
+
+    /// The median duration in seconds (claim to end) of the earlier successful
+    /// executions of each of `paths` (not rollbacks); units never deployed are
+    /// left out. The critical-path priority ranks new runs with it.
+    fn unit_durations(
+        &self,
+        paths: &[RepoPath],
+    ) -> impl Future<Output = Result<Vec<(RepoPath, f64)>, Self::Error>> + Send;
 
     /// Records how a running execution ended. A failure aborts its transitive
     /// dependents (directory and account waits) with reason "ancestor failed",
