@@ -433,8 +433,7 @@ fn fresh_database_url() -> String {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let (base, _) = server.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
+    live_ci_metadb::with_database(&server, &name)
 }
 
 #[test]
