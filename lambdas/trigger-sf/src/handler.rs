@@ -424,11 +424,8 @@ where
                         self.unit_status(execution, StatusState::Failure, &reason, report)
                             .await;
                         for dependent in &aborted {
-                            if let Some(d) = self
-                                .metadb
-                                .execution(dependent)
-                                .await
-                                .map_err(metadb_err)?
+                            if let Some(d) =
+                                self.metadb.execution(dependent).await.map_err(metadb_err)?
                             {
                                 self.unit_status(
                                     &d,

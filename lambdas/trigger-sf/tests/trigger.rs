@@ -66,7 +66,9 @@ impl WorkflowEngine for FakeEngine {
     }
 
     async fn stop_execution(&self, arn: &str, _error: &str, _cause: &str) -> Result<(), FakeError> {
-        Err(FakeError(format!("trigger_sf never stops executions ({arn:?})")))
+        Err(FakeError(format!(
+            "trigger_sf never stops executions ({arn:?})"
+        )))
     }
 
     async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
@@ -522,7 +524,10 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
         .unwrap();
     assert_eq!(unit.state, StatusState::Failure);
-    assert!(unit.description.starts_with("start failed 3 times"), "{unit:?}");
+    assert!(
+        unit.description.starts_with("start failed 3 times"),
+        "{unit:?}"
+    );
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // Nothing is left to retry: the next event starts nothing.

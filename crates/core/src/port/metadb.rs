@@ -6,12 +6,12 @@
 use std::future::Future;
 
 use crate::account::Account;
-use crate::operate::StartFailure;
-use crate::path::RepoPath;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
+use crate::operate::StartFailure;
+use crate::path::RepoPath;
 
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
 /// adapters, which share one SQL text.
