@@ -309,15 +309,20 @@ async fn plan_scan(
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
-    let env = vec![(
+    let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    env.extend(crate::git_ssh::child_env(
+        config.git_ssh_key.as_ref(),
+        &checkout.scratch_file("ssh"),
+    )?);
     let results = plan_units(
         checkout.dir(),
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
+        |p| config.show_command.for_unit(p),
         |p| accounts.account_of(p).map(|a| a.plan_role_arn.clone()),
         &env,
         config.max_parallel as usize,
