@@ -531,13 +531,14 @@ fn the_users_environment_and_secrets_reach_every_task() {
             "no variable {name:?}"
         );
     }
-    let def = m
-        .block("resource", &["aws_ecs_task_definition", "this"])
-        .unwrap();
+    let def = || {
+        m.block("resource", &["aws_ecs_task_definition", "this"])
+            .unwrap()
+    };
     // One definition per task kind (for_each), so what it holds reaches all three.
-    let for_each = format_expr(m.attr(def, &["for_each"]).unwrap().item);
+    let for_each = format_expr(m.attr(def(), &["for_each"]).unwrap().item);
     assert_eq!(for_each.trim(), "local.task_kinds");
-    let containers = format_expr(m.attr(def, &["container_definitions"]).unwrap().item);
+    let containers = format_expr(m.attr(def(), &["container_definitions"]).unwrap().item);
     let compact: String = containers.split_whitespace().collect();
     assert!(
         compact.contains("merge(var.task_environment,local.task_env_by_kind[each.key])"),
