@@ -100,7 +100,7 @@ resource "aws_ecs_task_definition" "this" {
   network_mode             = "awsvpc"
   cpu                      = tostring(each.value.cpu)
   memory                   = tostring(each.value.memory)
-  task_role_arn            = aws_iam_role.task.arn
+  task_role_arn            = aws_iam_role.task[each.key].arn
   execution_role_arn       = aws_iam_role.task_execution.arn
   tags                     = local.tags
 
@@ -123,7 +123,14 @@ resource "aws_ecs_task_definition" "this" {
     environment = [
       for k, v in merge(var.task_environment, local.task_env_by_kind[each.key]) : { name = k, value = v }
     ]
-    secrets                = concat(local.task_secrets, local.task_ssh_key_secret, local.task_user_secrets)
+    # pr-plan runs a pull request's code and never touches the metadb; the
+    # user's secrets and the SSH deploy key (task_secrets, git_ssh_key_arn) go to
+    # every task.
+    secrets = concat(
+      each.key == "pr-plan" ? [] : local.task_secrets,
+      local.task_ssh_key_secret,
+      local.task_user_secrets,
+    )
     readonlyRootFilesystem = false
     logConfiguration = {
       logDriver = "awslogs"

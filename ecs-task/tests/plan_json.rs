@@ -21,6 +21,11 @@ resource "terraform_data" "gone" {}
 output "kept" { value = terraform_data.kept.output }
 "#;
 
+/// The child environment terra-run gives its commands (allow-listed, no role).
+fn env() -> Vec<(String, String)> {
+    live_ci_task::sandbox::env_for(None, &[])
+}
+
 fn terraform(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("terraform")
         .args(args)
@@ -58,7 +63,7 @@ async fn plan_of(head: &str, var: &str) -> PlanSummary {
             "-out=unit.tfplan",
         ],
     );
-    let summary = describe_plan(SHOW_COMMAND, "unit.tfplan", dir.path(), &[], "")
+    let summary = describe_plan(SHOW_COMMAND, "unit.tfplan", dir.path(), &env(), "")
         .await
         .unwrap();
     // The JSON agrees with Terraform's own summary line where it has one.
@@ -160,14 +165,14 @@ async fn a_missing_plan_file_fails_naming_the_command() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.tf"), BASE).unwrap();
     terraform(dir.path(), &["init", "-input=false", "-no-color"]);
-    let err = describe_plan(SHOW_COMMAND, "nope.tfplan", dir.path(), &[], "")
+    let err = describe_plan(SHOW_COMMAND, "nope.tfplan", dir.path(), &env(), "")
         .await
         .unwrap_err();
     assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
     assert!(err.to_string().contains("show -json"), "{err}");
     // A show command that prints a state instead of the plan is refused,
     // never read as "no changes".
-    let err = describe_plan("terraform show -json #", "x", dir.path(), &[], "")
+    let err = describe_plan("terraform show -json #", "x", dir.path(), &env(), "")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not a plan"), "{err}");
