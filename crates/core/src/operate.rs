@@ -173,8 +173,7 @@ pub fn retry_executions(
     let retried: Vec<&ExecutionRecord> = executions
         .iter()
         .filter(|e| {
-            !e.is_rollback
-                && matches!(e.status, ExecutionStatus::Failed | ExecutionStatus::Aborted)
+            !e.is_rollback && matches!(e.status, ExecutionStatus::Failed | ExecutionStatus::Aborted)
         })
         .collect();
     let mut taken = taken.clone();
