@@ -6,7 +6,7 @@
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
-    CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, Phase,
+    CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, DEFAULT_SHOW_COMMAND, Phase,
 };
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::MetadbConfig;
@@ -26,6 +26,9 @@ pub const ENV_VARS: &[&str] = &[
     "SCAN_TYPE",
     "PLAN_COMMAND",
     "APPLY_COMMAND",
+    "SHOW_COMMAND",
+    "SKIP_UNCHANGED",
+    crate::git_ssh::ENV,
     "MAX_PARALLEL",
     "FAIL_FAST",
     "TRIGGER_SF_FUNCTION_NAME",
@@ -56,22 +59,81 @@ pub const ENV_VARS: &[&str] = &[
     task_env::PLAN_ARTIFACT,
 ];
 
-/// The IAM actions the task calls (for the Terraform module's task role).
-pub const AWS_ACTIONS: &[&str] = &[
-    "ssm:GetParameter",
-    "ssm:PutParameter",
-    "kms:Decrypt",
-    "states:SendTaskSuccess",
-    "states:SendTaskFailure",
-    "states:SendTaskHeartbeat",
-    "s3:PutObject",
-    "s3:GetObject",
-    "lambda:InvokeFunction",
+/// The metadb's actions through the RDS Data API (`live_ci_metadb::AWS_ACTIONS`).
+const METADB_ACTIONS: [&str; 5] = [
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
     "rds-data:CommitTransaction",
     "rds-data:RollbackTransaction",
     "secretsmanager:GetSecretValue",
+];
+
+/// What `pr-plan` calls: the GitHub token and status switches (SecureString:
+/// `kms:Decrypt`), and the accounts' plan roles. Nothing else: it runs a pull
+/// request's code.
+pub const PR_PLAN_AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt", "sts:AssumeRole"];
+
+/// What `create-deploy-stack` calls (`sts:AssumeRole` on plan roles, for the
+/// plan scan).
+pub const CREATE_DEPLOY_STACK_AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "ssm:PutParameter",
+    "kms:Decrypt",
+    "lambda:InvokeFunction",
+    "sts:AssumeRole",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
+];
+
+/// What `terra-run` calls (`kms:GenerateDataKey` through S3's SSE-KMS on
+/// upload, `s3:GetObjectVersion` for the recorded plan version).
+pub const TERRA_RUN_AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "kms:Decrypt",
+    "kms:GenerateDataKey",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    "sts:AssumeRole",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
+];
+
+/// Each subcommand's actions, for its own task role in the Terraform module.
+pub const JOB_AWS_ACTIONS: &[(&str, &[&str])] = &[
+    ("pr-plan", PR_PLAN_AWS_ACTIONS),
+    ("create-deploy-stack", CREATE_DEPLOY_STACK_AWS_ACTIONS),
+    ("terra-run", TERRA_RUN_AWS_ACTIONS),
+];
+
+/// Every IAM action the binary calls (the union of [`JOB_AWS_ACTIONS`]).
+pub const AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "ssm:PutParameter",
+    "kms:Decrypt",
+    "kms:GenerateDataKey",
+    "sts:AssumeRole",
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "lambda:InvokeFunction",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
 ];
 
 /// How create-deploy-stack finds the affected units.
@@ -102,6 +164,12 @@ pub struct Config {
     pub scan_type: ScanType,
     pub plan_command: CommandTemplate,
     pub apply_command: CommandTemplate,
+    /// Describes a saved plan as JSON (`terraform show -json`), run after every plan.
+    pub show_command: CommandTemplate,
+    /// A plan that changes nothing ends the deployment without approval or apply.
+    pub skip_unchanged: bool,
+    /// The deploy key for `git::ssh://` module sources (`GIT_SSH_KEY`, an ECS secret).
+    pub git_ssh_key: Option<crate::git_ssh::SshKey>,
     pub max_parallel: u32,
     pub fail_fast: bool,
     pub trigger_sf_function: Option<String>,
@@ -149,10 +217,12 @@ impl Config {
         // `-destroy -target=`, `-detailed-exitcode`, the apply's plan file).
         let template = |name: &'static str, default: &str, subcommand: &str| {
             let text = env.or(name, default);
-            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| ConfigError::Invalid {
-                name,
-                value: text.clone(),
-                reason,
+            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
+                ConfigError::Invalid {
+                    name,
+                    value: text.clone(),
+                    reason,
+                }
             })
         };
         let scan_type = match opt("SCAN_TYPE").as_deref() {
@@ -217,6 +287,9 @@ impl Config {
             scan_type,
             plan_command: template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan")?,
             apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply")?,
+            show_command: template("SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show")?,
+            skip_unchanged: env.flag("SKIP_UNCHANGED", true)?,
+            git_ssh_key: opt(crate::git_ssh::ENV).map(crate::git_ssh::SshKey::new),
             max_parallel,
             fail_fast: env.flag("FAIL_FAST", false)?,
             trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
@@ -288,7 +361,8 @@ mod tests {
                 }
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
-                    "FAIL_FAST" => "true".into(),
+                    "FAIL_FAST" | "SKIP_UNCHANGED" => "true".into(),
+                    "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),
                     "LIVE_CI_PHASE" => "apply".into(),
                     "FILE_PATH_PATTERN" => r"\.tf$".into(),
@@ -317,6 +391,26 @@ mod tests {
         assert!(AWS_ACTIONS.contains(&"lambda:InvokeFunction"));
     }
 
+    #[test]
+    fn the_binarys_actions_are_the_union_of_its_jobs() {
+        let union: BTreeSet<&str> = JOB_AWS_ACTIONS
+            .iter()
+            .flat_map(|(_, a)| a.iter().copied())
+            .collect();
+        let all: BTreeSet<&str> = AWS_ACTIONS.iter().copied().collect();
+        assert_eq!(union, all);
+        assert_eq!(METADB_ACTIONS.as_slice(), live_ci_metadb::AWS_ACTIONS);
+        // pr-plan runs untrusted code: no metadb, no Step Functions, no plans.
+        for action in PR_PLAN_AWS_ACTIONS {
+            assert!(
+                !["rds-data:", "states:", "s3:", "secretsmanager:"]
+                    .iter()
+                    .any(|p| action.starts_with(p)),
+                "{action}"
+            );
+        }
+    }
+
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs
             .iter()
@@ -336,6 +430,10 @@ mod tests {
         );
         assert!(c.metadb.is_none());
         assert_eq!(c.plan_command.as_str(), DEFAULT_PLAN_COMMAND);
+        assert_eq!(c.show_command.as_str(), DEFAULT_SHOW_COMMAND);
+        assert!(c.skip_unchanged);
+        let err = Config::from_lookup(lookup(&[("SKIP_UNCHANGED", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("SKIP_UNCHANGED"), "{err}");
         let err = Config::from_lookup(lookup(&[("SCAN_TYPE", "diff")])).unwrap_err();
         assert!(err.to_string().contains("SCAN_TYPE=\"diff\""), "{err}");
         let err =
@@ -349,14 +447,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            err.starts_with("environment variable PLAN_COMMAND=") && err.contains("is inside quotes"),
+            err.starts_with("environment variable PLAN_COMMAND=")
+                && err.contains("is inside quotes"),
             "{err}"
         );
         let err = Config::from_lookup(lookup(&[("APPLY_COMMAND", "./apply.sh {plan_file}")]))
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("environment variable APPLY_COMMAND=") && err.contains("no `terraform apply`"),
+            err.starts_with("environment variable APPLY_COMMAND=")
+                && err.contains("no `terraform apply`"),
             "{err}"
         );
         let err = Config::from_lookup(lookup(&[("MAX_PARALLEL", "0")])).unwrap_err();

@@ -42,8 +42,9 @@ pub enum Tick {
     Stop,
 }
 
-/// Runs `command` in `dir` with extra `env`; `tick` is awaited every `every`
-/// while it runs. Output lines go to stdout prefixed with `prefix`.
+/// Runs `command` in `dir` with exactly the environment `env` (nothing of
+/// ours is inherited: see [`crate::sandbox::env_for`]); `tick` is awaited
+/// every `every` while it runs. Output lines go to stdout prefixed with `prefix`.
 pub async fn run<F, Fut>(
     command: &str,
     dir: &Path,
@@ -60,6 +61,7 @@ where
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -153,6 +155,43 @@ pub async fn run_quietly(
     .await
 }
 
+/// Runs `command` like [`run`] but keeps its stdout apart (a machine-readable
+/// answer such as `terraform show -json`, too large for the log) and logs
+/// only its stderr, prefixed.
+pub async fn capture(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<(Finished, String)> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        // The whole environment, as for `run` (crate::sandbox::env_for).
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| TaskError::Spawn {
+            command: command.to_string(),
+            message: format!("in {:?}: {e}", dir.display().to_string()),
+        })?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    for line in stderr.lines() {
+        println!("{prefix}{line}");
+    }
+    Ok((
+        Finished {
+            code: out.status.code(),
+            output: stderr,
+        },
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
 /// The error for a command that exited other than with `ok` codes.
 pub fn failed(command: &str, dir: &Path, finished: &Finished) -> TaskError {
     TaskError::CommandFailed {
@@ -184,6 +223,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(f.output, "y z\n");
+        // Exactly the given environment: nothing of this process leaks in.
+        let f = run_quietly("printf '%s' \"${CARGO:-unset}\"", &dir, &env, "")
+            .await
+            .unwrap();
+        assert_eq!(f.output, "unset\n");
     }
 
     #[tokio::test]
@@ -192,10 +236,11 @@ mod tests {
         let ticks = Arc::new(AtomicU32::new(0));
         let t = ticks.clone();
         let started = std::time::Instant::now();
+        let env = crate::sandbox::env_for(None, &[]);
         let f = run(
             "sleep 20",
             &dir,
-            &[],
+            &env,
             "",
             Duration::from_millis(50),
             move || {

@@ -7,6 +7,7 @@ mod support;
 
 use std::process::Command;
 
+use live_ci_aws::StsRoleAssumer;
 use live_ci_core::deploy::{Outcome, RunStatus};
 use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
@@ -65,6 +66,7 @@ struct Fakes {
     params: MemParams,
     github: RecordingGitHost,
     invoker: RecordingInvoker,
+    sts: StsRoleAssumer,
 }
 
 impl Fakes {
@@ -73,18 +75,20 @@ impl Fakes {
             params: MemParams::default(),
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
+            sts: support::sts(),
         }
     }
 
     fn ports<'a, M>(
         &'a self,
         metadb: &'a M,
-    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker> {
+    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer> {
         DeployPorts {
             metadb,
             params: &self.params,
             github: Some(&self.github),
             invoker: &self.invoker,
+            roles: &self.sts,
         }
     }
 }
@@ -252,7 +256,7 @@ fn repo_with_merge(change: impl Fn(&GitRepo)) -> (GitRepo, String) {
 
 const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
   "min_approval_count": 1, "min_rejection_count": 1,
-  "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+  "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
 
 async fn assert_fails_cleanly(change: impl Fn(&GitRepo), accounts: &str, expected: &str) {
     let (repo, merge) = repo_with_merge(change);

@@ -32,8 +32,6 @@ enum EnvSource {
 enum Attachment {
     /// `local.<map>["<key>"]` is `data.aws_iam_policy_document.<doc>.json`.
     LocalMapEntry(&'static str, &'static str),
-    /// `<block>.policy` is `data.aws_iam_policy_document.<doc>.json`.
-    PolicyAttr(&'static [&'static str]),
 }
 
 struct Binary {
@@ -165,20 +163,45 @@ fn binaries() -> Vec<Binary> {
             attachment: Attachment::LocalMapEntry("lambda_policies", "approval-response"),
             defaults: &[METADB_URL_IN_LAMBDAS],
         },
-        Binary {
-            name: "live-ci-task",
-            env_vars: live_ci_task::ENV_VARS,
-            aws_actions: live_ci_task::AWS_ACTIONS,
-            env: &[
-                EnvSource::LocalKeys("task_env_by_kind"),
-                EnvSource::LocalNames("task_secrets"),
-            ],
-            policy_document: "task",
-            attachment: Attachment::PolicyAttr(&["resource", "aws_iam_role_policy", "task"]),
-            defaults: TASK_DEFAULTS,
-        },
+        // One binary, one role per subcommand (infra/iam.tf task_policies).
+        task_job("pr-plan", live_ci_task::PR_PLAN_AWS_ACTIONS, "task_pr_plan"),
+        task_job(
+            "create-deploy-stack",
+            live_ci_task::CREATE_DEPLOY_STACK_AWS_ACTIONS,
+            "task_create_deploy_stack",
+        ),
+        task_job(
+            "terra-run",
+            live_ci_task::TERRA_RUN_AWS_ACTIONS,
+            "task_terra_run",
+        ),
     ]
 }
+
+fn task_job(
+    job: &'static str,
+    aws_actions: &'static [&'static str],
+    policy_document: &'static str,
+) -> Binary {
+    Binary {
+        name: job,
+        env_vars: live_ci_task::ENV_VARS,
+        aws_actions,
+        env: &[
+            EnvSource::LocalKeys("task_env_by_kind"),
+            EnvSource::LocalNames("task_secrets"),
+            EnvSource::LocalNames("task_ssh_key_secret"),
+        ],
+        policy_document,
+        attachment: Attachment::LocalMapEntry("task_policies", job),
+        defaults: TASK_DEFAULTS,
+    }
+}
+
+/// Statements every Lambda role carries for its runtime rather than for its
+/// code (`lambda_base`): its own log group, X-Ray, the dead-letter queue and
+/// its key.
+const RUNTIME_STATEMENTS: &[&str] = &["OwnLogs", "Tracing", "DeadLetters", "DeadLettersKey"];
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -288,6 +311,32 @@ fn every_action_a_binary_calls_is_allowed_to_its_role() {
     );
 }
 
+/// The other way round: a role is granted nothing its binary does not call,
+/// so an action added to a policy "just in case" fails here.
+#[test]
+fn every_action_a_role_is_granted_is_one_its_binary_calls() {
+    let m = module();
+    let mut problems = Vec::new();
+    for b in binaries() {
+        let granted = m
+            .policy_actions_except(b.policy_document, RUNTIME_STATEMENTS)
+            .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        for action in &granted {
+            if !b.aws_actions.contains(&action.as_str()) {
+                problems.push(format!(
+                    "{}: data.aws_iam_policy_document.{} grants {action}, which the binary never calls (not in its AWS_ACTIONS)",
+                    b.name, b.policy_document
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "IAM contract broken (least privilege):\n{}",
+        problems.join("\n")
+    );
+}
+
 #[test]
 fn each_role_gets_the_document_the_contract_checks() {
     let m = module();
@@ -310,11 +359,6 @@ fn each_role_gets_the_document_the_contract_checks() {
                     .unwrap_or_else(|| panic!("local.{map} has no {key:?}"));
                 format_expr(value)
             }
-            Attachment::PolicyAttr(block) => {
-                let (kind, labels) = block.split_first().unwrap();
-                let block = m.block(kind, labels).unwrap();
-                format_expr(m.attr(block, &["policy"]).unwrap().item)
-            }
         };
         assert_eq!(got.trim(), want, "{}: role policy", b.name);
     }
@@ -324,6 +368,17 @@ fn each_role_gets_the_document_the_contract_checks() {
         .unwrap();
     let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
     assert_eq!(policy.trim(), "local.lambda_policies[each.key]");
+    // So do the task roles, by job; and each task definition runs as its own.
+    let attach = m
+        .block("resource", &["aws_iam_role_policy", "task"])
+        .unwrap();
+    let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
+    assert_eq!(policy.trim(), "local.task_policies[each.key]");
+    let def = m
+        .block("resource", &["aws_ecs_task_definition", "this"])
+        .unwrap();
+    let role = format_expr(m.attr(def, &["task_role_arn"]).unwrap().item);
+    assert_eq!(role.trim(), "aws_iam_role.task[each.key].arn");
 }
 
 #[test]
@@ -333,7 +388,11 @@ fn the_tasks_run_with_the_environment_the_contract_checks() {
         .block("resource", &["aws_ecs_task_definition", "this"])
         .unwrap();
     let containers = format_expr(m.attr(def, &["container_definitions"]).unwrap().item);
-    for local in ["local.task_env_by_kind[each.key]", "local.task_secrets"] {
+    for local in [
+        "local.task_env_by_kind[each.key]",
+        "local.task_secrets",
+        "local.task_ssh_key_secret",
+    ] {
         assert!(
             containers.contains(local),
             "container_definitions does not use {local}:\n{containers}"
@@ -503,5 +562,57 @@ fn the_command_defaults_are_the_tasks() {
     assert_eq!(
         default("apply_command"),
         format!("{:?}", live_ci_core::terraform::DEFAULT_APPLY_COMMAND)
+    );
+    assert_eq!(
+        default("show_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_SHOW_COMMAND)
+    );
+    // The task's own default for SKIP_UNCHANGED is the module's.
+    let task = live_ci_task::Config::from_lookup(|_| None).unwrap();
+    assert_eq!(default("skip_unchanged"), task.skip_unchanged.to_string());
+}
+
+/// `task_environment` and `task_secrets` reach every task: each container's
+/// environment merges the user's map under live-ci's own (whose names win),
+/// its secrets add the user's, and the task execution role may read exactly
+/// those parameters and secrets.
+#[test]
+fn the_users_environment_and_secrets_reach_every_task() {
+    let m = module();
+    for name in ["task_environment", "task_secrets", "git_ssh_key_arn"] {
+        assert!(
+            m.variables().iter().any(|v| v.name == name),
+            "no variable {name:?}"
+        );
+    }
+    let def = || {
+        m.block("resource", &["aws_ecs_task_definition", "this"])
+            .unwrap()
+    };
+    // One definition per task kind (for_each), so what it holds reaches all three.
+    let for_each = format_expr(m.attr(def(), &["for_each"]).unwrap().item);
+    assert_eq!(for_each.trim(), "local.task_kinds");
+    let containers = format_expr(m.attr(def(), &["container_definitions"]).unwrap().item);
+    let compact: String = containers.split_whitespace().collect();
+    assert!(
+        compact.contains("merge(var.task_environment,local.task_env_by_kind[each.key])"),
+        "the user's environment must come first in the merge (live-ci's names win):\n{containers}"
+    );
+    assert!(
+        compact.contains("local.task_user_secrets"),
+        "container secrets do not add task_secrets:\n{containers}"
+    );
+    let user_secrets = format_expr(m.local("task_user_secrets").unwrap().item);
+    assert!(user_secrets.contains("var.task_secrets"), "{user_secrets}");
+    let arns = format_expr(m.local("task_user_secret_arns").unwrap().item);
+    assert!(
+        arns.contains("var.task_secrets") && arns.contains("var.git_ssh_key_arn"),
+        "{arns}"
+    );
+    let iam = std::fs::read_to_string(repo_root().join("infra/iam.tf")).unwrap();
+    assert_eq!(
+        iam.matches("local.task_user_secret_arns").count(),
+        4,
+        "the task execution role reads the user's parameters and secrets (ssm and secretsmanager)"
     );
 }

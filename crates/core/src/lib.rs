@@ -5,6 +5,7 @@
 pub mod account;
 pub mod approval;
 pub mod change;
+pub mod child_env;
 pub mod deploy;
 pub mod discovery;
 pub mod error;

@@ -243,6 +243,8 @@ pub fn retry_run(run: &RunRecord, executions: Vec<NewExecution>) -> NewRun {
         head_sha: run.head_sha.clone(),
         max_parallel: run.max_parallel,
         fail_fast: run.fail_fast,
+        // A retry keeps its run's place on the trunk.
+        trunk_seq: run.trunk_seq,
         executions,
     }
 }
@@ -500,6 +502,8 @@ mod tests {
             status: RunStatus::Failed,
             max_parallel: 4,
             fail_fast: false,
+            trunk_seq: 5,
+            superseded_by: None,
             created_at: 0,
             finished_at: None,
             started_at: None,
@@ -540,6 +544,8 @@ mod tests {
         assert_eq!(new[0].wait_accounts, vec!["shared".to_string()]);
         let run = retry_run(&run(), new);
         assert_eq!(run.commit_id, "c0ffee00");
+        // Kept, or the trunk order would supersede the retry at once.
+        assert_eq!(run.trunk_seq, 5);
         run.validate().unwrap();
     }
 }

@@ -179,6 +179,7 @@ async fn retry_tx<T: SqlTx>(
                 ("max_parallel", Param::Int(i64::from(new_run.max_parallel))),
                 ("fail_fast", Param::Bool(new_run.fail_fast)),
                 ("retry_of", Param::Int(run_id)),
+                ("trunk_seq", int(new_run.trunk_seq, "trunk_seq")?),
             ],
         )
         .await?;

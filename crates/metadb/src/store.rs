@@ -8,12 +8,12 @@ use serde::de::DeserializeOwned;
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
-    NewExecution, NewRollback, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord,
-    RunStatus, Tally, Vote, VoteOutcome,
+    NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress,
+    RunRecord, RunStatus, Tally, Vote, VoteOutcome,
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{Metadb, SavedPlan};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -139,6 +139,7 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
                 ("head_sha", Param::text(&run.head_sha)),
                 ("max_parallel", Param::Int(i64::from(run.max_parallel))),
                 ("fail_fast", Param::Bool(run.fail_fast)),
+                ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
             ],
         )
         .await?;
@@ -203,8 +204,57 @@ pub(crate) async fn insert_run_executions_tx<T: SqlTx>(
     tx.execute(q::INSERT_RUN_ACCOUNTS, &[id()]).await?;
     tx.execute(q::INSERT_ACCOUNT_WAITS, &[id()]).await?;
     tx.execute(q::SET_PENDING_ACCOUNTS, &[id()]).await?;
-    let started = tx.query(q::START_NEXT_RUN, &[]).await?;
-    Ok(started.iter().any(|r| *r == run_id.to_string()))
+    let started = start_next_run(tx).await?;
+    Ok(started == Some(run_id))
+}
+
+/// Hands a free merge lock to the queued run newest on the trunk, superseding
+/// the other queued runs first (their executions are aborted, never started).
+/// Runs under `LOCK_MERGE_LOCK`.
+async fn start_next_run<T: SqlTx>(tx: &mut T) -> Result<Option<RunId>> {
+    let superseded = tx.query(q::SUPERSEDE_QUEUED, &[]).await?;
+    for row in &superseded {
+        let run_id = parse_id(q::SUPERSEDE_QUEUED, row)?;
+        tx.execute(
+            q::ABORT_SUPERSEDED_EXECUTIONS,
+            &[("run_id", Param::Int(run_id))],
+        )
+        .await?;
+    }
+    let next = tx.query(q::START_NEXT_RUN, &[]).await?;
+    next.first()
+        .map(|id| parse_id(q::START_NEXT_RUN, id))
+        .transpose()
+}
+
+async fn record_superseded_tx<T: SqlTx>(
+    tx: &mut T,
+    run: &NewRun,
+    by: RunId,
+) -> Result<Option<RunId>> {
+    let rows = tx
+        .query(
+            q::INSERT_SUPERSEDED_RUN,
+            &[
+                ("pr_id", int(run.pr_id, "pr_id")?),
+                ("commit_id", Param::text(&run.commit_id)),
+                ("base_ref", Param::text(&run.base_ref)),
+                ("head_ref", Param::text(&run.head_ref)),
+                ("base_sha", Param::text(&run.base_sha)),
+                ("head_sha", Param::text(&run.head_sha)),
+                (
+                    "max_parallel",
+                    Param::Int(i64::from(run.max_parallel.max(1))),
+                ),
+                ("fail_fast", Param::Bool(run.fail_fast)),
+                ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
+                ("by", Param::Int(by)),
+            ],
+        )
+        .await?;
+    rows.first()
+        .map(|id| parse_id(q::INSERT_SUPERSEDED_RUN, id))
+        .transpose()
 }
 
 async fn claim_tx<T: SqlTx>(tx: &mut T, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
@@ -410,11 +460,7 @@ async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish>
     };
     tx.execute(q::RELEASE_MERGE_LOCK, &[("run_id", Param::Int(run_id))])
         .await?;
-    let next = tx.query(q::START_NEXT_RUN, &[]).await?;
-    let next_run = match next.first() {
-        Some(id) => Some(parse_id(q::START_NEXT_RUN, id)?),
-        None => None,
-    };
+    let next_run = start_next_run(tx).await?;
     Ok(RunFinish {
         finished: Some(finished),
         next_run,
@@ -441,6 +487,23 @@ impl<S: Sql> Metadb for Store<S> {
     async fn create_run(&self, run: &NewRun) -> Result<CreatedRun> {
         run.validate()?;
         in_tx!(self.sql, |tx| create_run_tx(&mut tx, run))
+    }
+
+    async fn trunk_runs(&self, limit: u32) -> Result<Vec<RunRecord>> {
+        let rows = self
+            .sql
+            .query(q::TRUNK_RUNS, &[("limit", Param::Int(i64::from(limit)))])
+            .await?;
+        decode_all(q::TRUNK_RUNS, &rows)
+    }
+
+    async fn record_superseded(&self, run: &NewRun, by: RunId) -> Result<Option<RunId>> {
+        in_tx!(self.sql, |tx| record_superseded_tx(&mut tx, run, by))
+    }
+
+    async fn pending_units(&self) -> Result<Vec<PendingUnit>> {
+        let rows = self.sql.query(q::PENDING_UNITS, &[]).await?;
+        decode_all(q::PENDING_UNITS, &rows)
     }
 
     async fn run(&self, run_id: RunId) -> Result<Option<RunRecord>> {
@@ -557,6 +620,38 @@ impl<S: Sql> Metadb for Store<S> {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn record_saved_plan(&self, execution_id: &str, plan: &SavedPlan) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::RECORD_SAVED_PLAN,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("plan_key", Param::text(&plan.key)),
+                    ("plan_sha256", Param::text(&plan.sha256)),
+                    (
+                        "plan_version_id",
+                        plan.version_id
+                            .as_deref()
+                            .map_or(Param::NullText, Param::text),
+                    ),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn saved_plan(&self, execution_id: &str) -> Result<Option<SavedPlan>> {
+        let rows = self
+            .sql
+            .query(
+                q::SAVED_PLAN,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        decode_first(q::SAVED_PLAN, &rows)
     }
 
     async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {

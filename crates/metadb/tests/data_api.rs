@@ -380,6 +380,7 @@ async fn create_run_sends_records_as_json_text() {
         head_sha: "bbbb".into(),
         max_parallel: 10,
         fail_fast: false,
+        trunk_seq: 12,
         executions: vec![],
     };
     run.executions.push(live_ci_core::deploy::NewExecution {
@@ -428,6 +429,7 @@ async fn create_run_sends_records_as_json_text() {
                     .name("fail_fast")
                     .value(Field::BooleanValue(false))
                     .build(),
+                long("trunk_seq", 12),
             ],
             Some("tx-c"),
             Some(r#"[{"run_id":"4"}]"#),
@@ -444,6 +446,7 @@ async fn create_run_sends_records_as_json_text() {
         statement(q::INSERT_RUN_ACCOUNTS, run_id(), Some("tx-c"), None, 1),
         statement(q::INSERT_ACCOUNT_WAITS, run_id(), Some("tx-c"), None, 0),
         statement(q::SET_PENDING_ACCOUNTS, run_id(), Some("tx-c"), None, 0),
+        statement(q::SUPERSEDE_QUEUED, vec![], Some("tx-c"), Some("[]"), 0),
         statement(
             q::START_NEXT_RUN,
             vec![],
@@ -529,7 +532,11 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     }
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert_eq!(metadb(client).migrate().await.unwrap(), [1, 2]);
+    let all: Vec<u32> = live_ci_metadb::MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(metadb(client).migrate().await.unwrap(), all);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
     assert!(counts[0] > 15, "{counts:?}");
     assert_eq!(counts[1], 3, "{counts:?}");

@@ -81,6 +81,7 @@ impl WorkflowEngine for FakeEngine {
             .cloned()
             .unwrap_or(("RUNNING".into(), None));
         Ok(ExecutionDescription {
+            output: None,
             arn: arn.to_string(),
             name,
             status,
@@ -169,6 +170,7 @@ fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
         status: status.into(),
         error: error.map(str::to_string),
         cause: error.map(|_| "terraform exited 1".to_string()),
+        output: None,
     })
 }
 
@@ -259,6 +261,48 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(overall.description, "3 of 3 units deployed");
     let run = h.metadb().run(run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Succeeded);
+    t.drop_db().await;
+}
+
+/// A plan that changed nothing ends at "No Changes" (SUCCEEDED, `plan.skip_apply`
+/// in the output, no apply): the unit succeeds, dependents start, and the
+/// metadb and the unit's status say "no changes" rather than "deployed".
+#[tokio::test]
+async fn a_plan_without_changes_succeeds_as_no_changes() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "nc", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    let Input::StatusChange(mut detail) = ended("nc-a", "SUCCEEDED", None) else {
+        unreachable!()
+    };
+    detail.output = Some(
+        r#"{"execution_id":"nc-a","plan":{"execution_id":"nc-a","to_add":0,"to_change":0,"to_destroy":0,"skip_apply":true,"plan_artifact":"s3://b/k","logs_url":""}}"#
+            .into(),
+    );
+    let r = h.handle(&Input::StatusChange(detail)).await.unwrap();
+    assert_eq!(r.recorded, ["nc-a"]);
+    assert_eq!(r.started, ["nc-b"]);
+    let a = h.metadb().execution("nc-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Succeeded);
+    assert_eq!(a.status_reason.as_deref(), Some("no changes"));
+    // An applied unit keeps the plain success.
+    h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
+    let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
+    assert_eq!(b.status_reason, None);
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let last = |unit: &str| {
+        statuses
+            .iter()
+            .rfind(|s| s.context == context::deploy_unit(unit))
+            .map(|s| (s.state, s.description.clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        last("dev/nc-a"),
+        (StatusState::Success, "no changes".into())
+    );
+    assert_eq!(last("dev/nc-b"), (StatusState::Success, "deployed".into()));
     t.drop_db().await;
 }
 

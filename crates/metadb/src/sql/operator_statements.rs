@@ -74,9 +74,9 @@ WHERE r.commit_id = :commit_id";
 
 pub const INSERT_RETRY_RUN: &str = "\
 INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel,
-                  fail_fast, retry_of)
+                  fail_fast, retry_of, trunk_seq)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel,
-        :fail_fast, :retry_of)
+        :fail_fast, :retry_of, :trunk_seq)
 RETURNING run_id::text";
 
 pub const RUNNING_RUN: &str = "\
