@@ -324,7 +324,13 @@ async fn plan_scan<R: RoleAssumer>(
     let credentials = sandbox::assume_each(
         roles,
         units.iter().filter_map(role_of).collect(),
-        &format!("scan-{}", checkout.commit.get(..12).unwrap_or(checkout.commit.as_str())),
+        &format!(
+            "scan-{}",
+            checkout
+                .commit
+                .get(..12)
+                .unwrap_or(checkout.commit.as_str())
+        ),
     )
     .await?;
     let results = plan_units(

@@ -61,13 +61,7 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<
-    M: Metadb,
-    A: ArtifactStore,
-    T: TaskTokens,
-    G: GitHost,
-    R: RoleAssumer,
->(
+pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,

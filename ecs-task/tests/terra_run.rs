@@ -348,7 +348,10 @@ async fn failures_reach_the_token_with_the_commands_output() {
         &s.clone_url,
     );
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
-    assert!(err.to_string().contains("no saved plan is recorded"), "{err}");
+    assert!(
+        err.to_string().contains("no saved plan is recorded"),
+        "{err}"
+    );
     assert!(!s.tf.state_file("dev/app").exists());
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
     s.db.drop_db().await;
@@ -408,7 +411,10 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
     assert_eq!(saved.key, key1);
     assert_eq!(saved.sha256, live_ci_core::port::sha256_hex(&approved));
-    assert_eq!(saved.version_id, None, "an unversioned bucket has no versions");
+    assert_eq!(
+        saved.version_id, None,
+        "an unversioned bucket has no versions"
+    );
 
     // Someone with write access to the bucket swaps in another valid plan.
     let other = store.get(&key2).await.unwrap().unwrap();
@@ -471,7 +477,10 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     let artifacts = plan_both(&s, &ports, &repo).await;
     let key1 = plan_key(id1, &s.commits[0]);
     let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
-    let version = saved.version_id.clone().expect("a versioned bucket names the version");
+    let version = saved
+        .version_id
+        .clone()
+        .expect("a versioned bucket names the version");
     // A newer object at the key: garbage that no hash could match.
     let newer = store.put(&key1, b"not a plan".to_vec()).await.unwrap();
     assert!(newer.is_some_and(|v| v != version));
@@ -484,12 +493,22 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     .await
     .unwrap();
     assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
-    assert!(s.tf.state_file("dev/app").exists(), "the approved plan applied");
+    assert!(
+        s.tf.state_file("dev/app").exists(),
+        "the approved plan applied"
+    );
 
     // A version that is gone is a clear error, not a fallback to the newest.
     let id2 = "run-7-y-dev-app-002";
     let key2 = plan_key(id2, &s.commits[1]);
-    let v2 = s.metadb.saved_plan(id2).await.unwrap().unwrap().version_id.unwrap();
+    let v2 = s
+        .metadb
+        .saved_plan(id2)
+        .await
+        .unwrap()
+        .unwrap()
+        .version_id
+        .unwrap();
     client
         .delete_object()
         .bucket(&bucket)
@@ -508,7 +527,8 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     .await
     .unwrap_err();
     assert!(
-        err.to_string().contains(&format!("no such saved plan (version {v2})")),
+        err.to_string()
+            .contains(&format!("no such saved plan (version {v2})")),
         "{err}"
     );
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));

@@ -5,8 +5,8 @@
 
 use std::future::Future;
 
-use crate::account::Account;
 use super::SavedPlan;
+use crate::account::Account;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
