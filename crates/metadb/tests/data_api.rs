@@ -469,7 +469,7 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
             q::APPLIED_MIGRATIONS,
             vec![],
             Some("tx-m"),
-            Some(r#"[{"version":"1"},{"version":"2"}]"#),
+            Some(r#"[{"version":"1"},{"version":"2"},{"version":"3"}]"#),
             0,
         ),
         commit("tx-m"),
@@ -520,10 +520,11 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     }
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert_eq!(metadb(client).migrate().await.unwrap(), [1, 2]);
+    assert_eq!(metadb(client).migrate().await.unwrap(), [1, 2, 3]);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
     assert!(counts[0] > 15, "{counts:?}");
     assert_eq!(counts[1], 3, "{counts:?}");
+    assert_eq!(counts[2], 1, "{counts:?}");
 }
 
 #[tokio::test]
