@@ -182,9 +182,10 @@ data "aws_iam_policy_document" "trigger_sf" {
     resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
   }
 
+  # The sweep reads the mirror back and rewrites it when it differs from the metadb.
   statement {
-    sid       = "WriteMergeLock"
-    actions   = ["ssm:PutParameter"]
+    sid       = "ReadWriteMergeLock"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
     resources = [local.ssm_arn.merge_lock]
   }
 
@@ -478,6 +479,25 @@ data "aws_iam_policy_document" "task_execution" {
       sid       = "InjectMetadbUrl"
       actions   = ["ssm:GetParameters"]
       resources = [local.ssm_arn.metadb_url]
+    }
+  }
+
+  # task_secrets and git_ssh_key_arn: exactly the parameters and secrets given.
+  dynamic "statement" {
+    for_each = length([for a in local.task_user_secret_arns : a if can(regex(":ssm:", a))]) > 0 ? [1] : []
+    content {
+      sid       = "InjectUserParameters"
+      actions   = ["ssm:GetParameters"]
+      resources = [for a in local.task_user_secret_arns : a if can(regex(":ssm:", a))]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length([for a in local.task_user_secret_arns : a if can(regex(":secretsmanager:", a))]) > 0 ? [1] : []
+    content {
+      sid       = "InjectUserSecrets"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [for a in local.task_user_secret_arns : a if can(regex(":secretsmanager:", a))]
     }
   }
 }

@@ -57,6 +57,19 @@ variable "file_path_pattern" {
   default     = "\\.(hcl|tf|tfvars|json|yaml|yml)$"
 }
 
+variable "pr_plan_author_associations" {
+  description = "Author associations whose pull requests (from a branch of the repository itself, never a fork) are planned on their own; terraform plan runs the pull request's code. Others get a pending live-ci: pr-plan status until someone with write access comments /live-ci plan. [] makes every pull request wait for that comment."
+  type        = list(string)
+  default     = ["OWNER", "MEMBER", "COLLABORATOR"]
+
+  validation {
+    condition = alltrue([for a in var.pr_plan_author_associations : contains(
+      ["OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "MANNEQUIN", "NONE"], a
+    )])
+    error_message = "pr_plan_author_associations takes GitHub author associations: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN, NONE."
+  }
+}
+
 variable "account_parent_cfg" {
   description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on."
   type = list(object({
@@ -123,6 +136,51 @@ variable "apply_command" {
   description = "Apply command template terra-run runs with sh -c in the unit's directory; it must apply {plan_file}, the plan the voters approved (added when missing)."
   type        = string
   default     = "terragrunt apply -input=false -auto-approve {plan_file}"
+}
+
+variable "show_command" {
+  description = "Command template terra-run and the plan scans run with sh -c in the unit's directory after each plan to read the saved plan as JSON ({plan_file}, added when missing); run through the same tool as plan_command."
+  type        = string
+  default     = "terragrunt show -json {plan_file}"
+}
+
+variable "skip_unchanged" {
+  description = "Whether a unit whose plan changes nothing (no resource, no output) succeeds as \"no changes\" without asking its voters or applying."
+  type        = bool
+  default     = true
+}
+
+variable "task_environment" {
+  description = "Extra plain environment variables for every live-ci-task container (pr-plan, create-deploy-stack, terra-run), e.g. TF_PLUGIN_CACHE_DIR or proxy settings. live-ci's own variables win over a name given here."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.task_environment) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k))])
+    error_message = "task_environment keys must be environment variable names (letters, digits, underscores; not starting with a digit)."
+  }
+}
+
+variable "task_secrets" {
+  description = "Extra secret environment variables for every live-ci-task container: name => ARN of an SSM parameter or a Secrets Manager secret (optionally with :json-key:: suffix), injected by ECS at start. The task execution role may read exactly these."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.task_secrets : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k)) && can(regex("^arn:aws[a-z-]*:(ssm|secretsmanager):[a-z0-9-]+:[0-9]{12}:(parameter/|secret:)", v))])
+    error_message = "task_secrets maps environment variable names to ARNs of SSM parameters (arn:aws:ssm:REGION:ACCOUNT:parameter/...) or Secrets Manager secrets (arn:aws:secretsmanager:REGION:ACCOUNT:secret:...)."
+  }
+}
+
+variable "git_ssh_key_arn" {
+  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks write it to a key file and give terraform and terragrunt GIT_SSH_COMMAND. Null: no key."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.git_ssh_key_arn == null || can(regex("^arn:aws[a-z-]*:(ssm|secretsmanager):[a-z0-9-]+:[0-9]{12}:(parameter/|secret:)", var.git_ssh_key_arn))
+    error_message = "git_ssh_key_arn must be the ARN of an SSM parameter or a Secrets Manager secret."
+  }
 }
 
 variable "max_parallel" {
@@ -229,15 +287,31 @@ variable "stale_claim_seconds" {
   default     = 300
 }
 
+variable "max_start_attempts" {
+  description = "Failed StartExecution calls of one unit before trigger-sf fails it with the error as its reason (instead of retrying forever)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_start_attempts >= 1 && floor(var.max_start_attempts) == var.max_start_attempts
+    error_message = "max_start_attempts must be a whole number, at least 1."
+  }
+}
+
 ################################################################################
 # Secrets (SSM SecureString)
 ################################################################################
 
 variable "github_webhook_secret" {
-  description = "The GitHub webhook secret. Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  description = "The GitHub webhook secret (at least 32 characters). Null makes the module generate a 64-character secret in SSM (output github_webhook_secret_ssm_parameter_name) that you configure on the GitHub webhook; the receiver refuses placeholders and short secrets."
   type        = string
   default     = null
   sensitive   = true
+
+  validation {
+    condition     = var.github_webhook_secret == null || try(length(var.github_webhook_secret) >= 32, false)
+    error_message = "github_webhook_secret must be at least 32 characters (or null to have one generated)."
+  }
 }
 
 variable "github_token" {

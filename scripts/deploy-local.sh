@@ -12,11 +12,15 @@
 # Inputs (environment; defaults in brackets):
 #   LIVE_CI_GITHUB_API_URL   the GitHub API the components call (required for apply)
 #   LIVE_CI_REPO_CLONE_URL   the live repository the tasks clone (required for apply)
-#   LIVE_CI_WEBHOOK_SECRET [local-webhook-secret]  LIVE_CI_GITHUB_TOKEN [local-token]
+#   LIVE_CI_WEBHOOK_SECRET [local-webhook-secret-for-the-local-cloud]  LIVE_CI_GITHUB_TOKEN [local-token]
 #   LIVE_CI_VOTE_LINK_KEY  [local-vote-link-key-of-at-least-32-chars]
 #   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
+#                          deployed as they are instead of the debug wrappers (make e2e-release);
+#                          they reach the metadb the way the module configures it, so they
+#                          need a metadb_connection the local cloud serves without METADB_URL
 #
 # The metadb: locally RDS has no database behind it, so the Lambda wrappers and
 # the task's image-map entry hand METADB_URL (the local PostgreSQL) to the
@@ -50,6 +54,13 @@ cloud_env() {
 package_lambda() {
   local fn="$1" bin="$2" dir="$deploy/lambda/$1"
   mkdir -p "$dir/src"
+  if [ -n "${LIVE_CI_LAMBDA_ZIPS:-}" ]; then
+    local zip="$LIVE_CI_LAMBDA_ZIPS/$fn/bootstrap.zip"
+    [ -f "$zip" ] || die "no $zip: run make package"
+    cmp -s "$zip" "$dir/bootstrap.zip" || cp "$zip" "$dir/bootstrap.zip"
+    rm -f "$dir/src/bootstrap"
+    return
+  fi
   cat >"$dir/src/bootstrap.new" <<EOF
 #!/bin/sh
 # live-ci local deployment: the debug build of $bin, with the local metadb.
@@ -122,7 +133,7 @@ apply() {
 {
   "endpoint": "$AWS_ENDPOINT_URL",
   "github_api_url": "$LIVE_CI_GITHUB_API_URL",
-  "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret}",
+  "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret-for-the-local-cloud}",
   "github_token": "${LIVE_CI_GITHUB_TOKEN:-local-token}",
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",

@@ -9,11 +9,13 @@ pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;
 pub mod error;
+pub mod git_ssh;
 pub mod logs;
 pub mod plans;
 pub mod pr_plan;
 pub mod run;
 pub mod sandbox;
+pub mod startup;
 pub mod terra_run;
 
 pub use config::{

@@ -297,6 +297,88 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     s.db.drop_db().await;
 }
 
+/// A plan that changes nothing (read from `show -json`) tells the state
+/// machine to skip approval and apply, unless the module keeps unchanged
+/// units (`SKIP_UNCHANGED=false`); a plan with changes never does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let github = RecordingGitHost::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
+    let plan_output = |config: &Config| {
+        let config = config.clone();
+        let repo = &repo;
+        let ports = &ports;
+        let tokens = &tokens;
+        async move {
+            terra_run(&config, repo, None, ports).await.unwrap();
+            let Sent::Success { output, .. } = only_sent(tokens) else {
+                panic!("plan failed")
+            };
+            serde_json::from_str::<Value>(&output).unwrap()
+        }
+    };
+    let first = plan_output(&env(id1, "plan", None, &s.clone_url)).await;
+    assert_eq!(first["to_add"], 1);
+    assert_eq!(first["skip_apply"], false, "a plan with changes is applied");
+    terra_run(
+        &env(
+            id1,
+            "apply",
+            Some(first["plan_artifact"].as_str().unwrap()),
+            &s.clone_url,
+        ),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap();
+    only_sent(&tokens);
+    // The second commit changes only a README: its plan changes nothing.
+    let unchanged = plan_output(&env(id2, "plan", None, &s.clone_url)).await;
+    assert_eq!(
+        (
+            &unchanged["to_add"],
+            &unchanged["to_change"],
+            &unchanged["to_destroy"]
+        ),
+        (&Value::from(0), &Value::from(0), &Value::from(0))
+    );
+    assert_eq!(unchanged["outputs_changed"], serde_json::json!([]));
+    assert_eq!(unchanged["skip_apply"], true);
+    let mut keep = env(id2, "plan", None, &s.clone_url);
+    keep.skip_unchanged = false;
+    let kept = plan_output(&keep).await;
+    assert_eq!(kept["skip_apply"], false);
+    let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
+    let last = github
+        .statuses()
+        .into_iter()
+        .rfind(|st| st.sha == s.commits[1] && st.context == status_context(Phase::Plan, &unit))
+        .unwrap();
+    assert_eq!(
+        (last.state, last.description.as_str()),
+        (StatusState::Success, "no changes")
+    );
+    s.db.drop_db().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_reach_the_token_with_the_commands_output() {
     let s = setup().await;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod filter;
 pub mod graph;
 pub mod merge_lock;
+pub mod operate;
 pub mod params;
 pub mod path;
 pub mod plan;
@@ -25,7 +26,7 @@ pub mod tree;
 pub mod unit;
 pub mod webhook;
 
-pub use discovery::{Discovery, discover};
+pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
 pub use error::{CoreError, Result};
 pub use graph::Graph;
 pub use path::RepoPath;

@@ -122,7 +122,21 @@ impl WorkflowEngine for SfnEngine {
             status: out.status.as_str().to_owned(),
             error: out.error.clone(),
             cause: out.cause.clone(),
+            output: out.output.clone(),
         })
+    }
+    async fn stop_execution(&self, arn: &str, error: &str, cause: &str) -> Result<()> {
+        // StopExecution of an execution that has already ended succeeds and
+        // changes nothing, so a repeated abort is safe.
+        self.client
+            .stop_execution()
+            .execution_arn(arn)
+            .error(error)
+            .cause(cause)
+            .send()
+            .await
+            .map_err(|e| sfn_error("StopExecution", e))?;
+        Ok(())
     }
 }
 

@@ -3,10 +3,13 @@
 
 use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus, plan_rollbacks};
 use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
-use live_ci_workflow::outcome::{FailedStep, Outcome as Ended};
+use live_ci_workflow::outcome::{
+    FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
+};
 use serde::Serialize;
 
 use crate::config::HandlerConfig;
@@ -46,8 +49,14 @@ pub struct Report {
     /// Claims put back to waiting because their start failed; the sweep or the
     /// next event retries them.
     pub released: Vec<String>,
+    /// Claims whose start failed for the last allowed time: failed with the
+    /// error as their reason instead of being retried forever.
+    pub start_failed: Vec<String>,
     /// Runs this invocation finished, with their status.
     pub finished: Vec<(RunId, RunStatus)>,
+    /// The value the sweep rewrote the merge lock parameter to, when it did
+    /// not match the metadb (a lost or failed write).
+    pub lock_repaired: Option<String>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
 }
@@ -172,7 +181,8 @@ where
         ) else {
             return Ok(Some(execution.run_id));
         };
-        self.record(&execution, &ended, report).await?;
+        self.record(&execution, &ended, detail.output.as_deref(), report)
+            .await?;
         Ok(Some(execution.run_id))
     }
 
@@ -180,6 +190,7 @@ where
         &self,
         execution: &ExecutionRecord,
         ended: &Ended,
+        output: Option<&str>,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
         let outcome = if ended.is_success() {
@@ -188,14 +199,23 @@ where
             Outcome::Failed
         };
         let reason = failure_reason(ended);
+        // A plan that changed nothing ended at "No Changes": a success whose
+        // reason says so, for the metadb, the status and the operator.
+        let unchanged = ended.is_success() && output.is_some_and(ended_without_changes);
+        let stored_reason = if unchanged {
+            Some(NO_CHANGES_REASON.to_string())
+        } else {
+            reason.clone()
+        };
         let result = self
             .metadb
-            .record_finished(&execution.execution_id, outcome, reason.as_deref())
+            .record_finished(&execution.execution_id, outcome, stored_reason.as_deref())
             .await
             .map_err(metadb_err)?;
         if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
             report.recorded.push(execution.execution_id.clone());
             let (state, description) = match &reason {
+                None if unchanged => (StatusState::Success, NO_CHANGES_REASON.to_string()),
                 None => (StatusState::Success, "deployed".to_string()),
                 Some(reason) => (StatusState::Failure, reason.clone()),
             };
@@ -399,9 +419,39 @@ where
                 }
             }
             Err(err) => {
-                tracing::error!(execution_id = %id, error = %err, "start failed; releasing the claim");
-                if self.metadb.release_claim(id).await.map_err(metadb_err)? {
-                    report.released.push(id.clone());
+                tracing::error!(execution_id = %id, error = %err, "start failed");
+                let failure = self
+                    .metadb
+                    .record_start_failure(id, &err.to_string(), self.config.max_start_attempts)
+                    .await
+                    .map_err(metadb_err)?;
+                match failure {
+                    StartFailure::Released { attempts } => {
+                        tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
+                        report.released.push(id.clone());
+                    }
+                    StartFailure::Failed {
+                        reason, aborted, ..
+                    } => {
+                        report.start_failed.push(id.clone());
+                        self.unit_status(execution, StatusState::Failure, &reason, report)
+                            .await;
+                        for dependent in &aborted {
+                            if let Some(d) =
+                                self.metadb.execution(dependent).await.map_err(metadb_err)?
+                            {
+                                self.unit_status(
+                                    &d,
+                                    StatusState::Error,
+                                    "aborted: ancestor failed",
+                                    report,
+                                )
+                                .await;
+                            }
+                        }
+                        report.aborted.extend(aborted);
+                    }
+                    StartFailure::Unchanged => {}
                 }
             }
         }
@@ -508,7 +558,8 @@ where
                 described.error.as_deref(),
                 described.cause.as_deref(),
             ) {
-                self.record(&execution, &ended, report).await?;
+                self.record(&execution, &ended, described.output.as_deref(), report)
+                    .await?;
                 runs.push(execution.run_id);
             }
         }
@@ -522,6 +573,23 @@ where
         runs.dedup();
         for run_id in runs {
             self.advance(run_id, report).await?;
+        }
+        self.reconcile_lock(report).await
+    }
+
+    /// Rewrites the merge lock parameter when it differs from the metadb's
+    /// row: a write that failed after a run finished (the retries then see the
+    /// run finished and never write again) would otherwise leave the receiver
+    /// answering "locked" with no run running.
+    async fn reconcile_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
+        let truth = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let mirrored = self.params.get(&self.config.merge_lock_param).await;
+        let in_step = matches!(&mirrored, Ok(v) if MergeLock::parse(v) == Ok(truth));
+        if !in_step {
+            tracing::warn!(parameter = ?mirrored.as_ref().ok(), metadb = %truth,
+                "merge lock parameter out of step; rewriting it");
+            self.publish_lock(report).await?;
+            report.lock_repaired = Some(truth.to_string());
         }
         Ok(())
     }
