@@ -28,6 +28,7 @@ pub const ENV_VARS: &[&str] = &[
     "APPLY_COMMAND",
     "MAX_PARALLEL",
     "FAIL_FAST",
+    "ALLOW_DESTROY",
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -104,6 +105,9 @@ pub struct Config {
     pub apply_command: CommandTemplate,
     pub max_parallel: u32,
     pub fail_fast: bool,
+    /// Units a merge removes are destroyed (from the range's start, dependents
+    /// first); off, they are only named in a commit status.
+    pub allow_destroy: bool,
     pub trigger_sf_function: Option<String>,
     pub plan_bucket: Option<String>,
     pub log_group: Option<String>,
@@ -217,6 +221,7 @@ impl Config {
             apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND)?,
             max_parallel,
             fail_fast: env.flag("FAIL_FAST", false)?,
+            allow_destroy: env.flag("ALLOW_DESTROY", false)?,
             trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
             plan_bucket: opt("PLAN_BUCKET"),
             log_group: opt("LOG_GROUP"),
@@ -286,7 +291,7 @@ mod tests {
                 }
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
-                    "FAIL_FAST" => "true".into(),
+                    "FAIL_FAST" | "ALLOW_DESTROY" => "true".into(),
                     "SCAN_TYPE" => "plan".into(),
                     "LIVE_CI_PHASE" => "apply".into(),
                     "FILE_PATH_PATTERN" => r"\.tf$".into(),
