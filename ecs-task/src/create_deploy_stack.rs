@@ -26,7 +26,7 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
-use live_ci_core::port::{FunctionInvoker, Metadb, Vcs, run_payload};
+use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
 use live_ci_core::terraform::{ProviderIndex, new_providers};
 use live_ci_core::{Graph, discover};
@@ -35,15 +35,18 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::{Config, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
+use crate::sandbox;
 
 /// The ports create-deploy-stack talks to.
 #[derive(Debug)]
-pub struct DeployPorts<'a, M, P, G, I> {
+pub struct DeployPorts<'a, M, P, G, I, R> {
     pub metadb: &'a M,
     pub params: &'a P,
     /// `None`: no commit statuses (no GitHub token configured).
     pub github: Option<&'a G>,
     pub invoker: &'a I,
+    /// Assumes the accounts' plan roles for the plan scan.
+    pub roles: &'a R,
 }
 
 /// What create-deploy-stack did.
@@ -87,17 +90,18 @@ pub async fn status_config<P: ParamStore>(
 }
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
-pub async fn create_deploy_stack<M, P, G, I>(
+pub async fn create_deploy_stack<M, P, G, I, R>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
     M: Metadb,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
     let outcome = create(config, repo, ports).await;
@@ -158,16 +162,17 @@ fn summary(r: &DeployReport) -> String {
     }
 }
 
-async fn create<M, P, G, I>(
+async fn create<M, P, G, I, R>(
     config: &Config,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
     M: Metadb,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let pr_id = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
@@ -225,7 +230,7 @@ where
         }
         ScanType::Plan => {
             let head = graph_at(&checkout.git, Some(&commit))?;
-            let affected = plan_scan(config, &accounts, &checkout, &head).await?;
+            let affected = plan_scan(config, &accounts, &checkout, &head, ports.roles).await?;
             (affected, head, None)
         }
     };
@@ -235,6 +240,13 @@ where
         .await
         .map_err(|e| TaskError::Metadb(e.to_string()))?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
+    // Critical-path priorities weigh each unit by how long it took before.
+    let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
+    let durations = ports
+        .metadb
+        .unit_durations(&paths)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let plan = build_plan(
         &affected,
         &head,
@@ -242,7 +254,7 @@ where
         &PlanOptions {
             accounts: Some(&accounts),
             max_parallel: config.max_parallel as usize,
-            durations: Default::default(),
+            durations: durations.into_iter().collect(),
         },
     )?;
     let providers = unit_new_providers(&checkout, &base, &commit, &head, &plan, &mut warnings)?;
@@ -484,11 +496,12 @@ fn add_pending<'a>(
 
 /// The plan scan: every unit planned with `-detailed-exitcode`; those with
 /// changes and their dependents are affected. A failed plan fails the scan.
-async fn plan_scan(
+async fn plan_scan<R: RoleAssumer>(
     config: &Config,
     accounts: &Accounts,
     checkout: &Checkout,
     head: &Graph,
+    roles: &R,
 ) -> Result<Affected> {
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
@@ -498,12 +511,20 @@ async fn plan_scan(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
+    // Plan roles only: create-deploy-stack may not assume an apply role.
+    let credentials = sandbox::assume_each(
+        roles,
+        units.iter().filter_map(role_of).collect(),
+        &format!("scan-{}", checkout.commit.get(..12).unwrap_or(checkout.commit.as_str())),
+    )
+    .await?;
     let results = plan_units(
         checkout.dir(),
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
-        |p| accounts.account_of(p).map(|a| a.plan_role_arn.clone()),
+        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.max_parallel as usize,
     )

@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, tf_resources};
 use live_ci_e2e::repo::SampleRepo;
 use live_ci_e2e::vote::Vote;
-use live_ci_e2e::{Cloud, Deployment, Merge, REPO_FULL_NAME, send_merge_webhook, work_dir};
+use live_ci_e2e::{
+    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook,
+    work_dir,
+};
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
 /// How long one scenario's run may take (several runs queue behind each other).
@@ -718,4 +721,74 @@ fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Issue 12: a fork's pull request runs no code. The receiver (deployed by the
+/// module, trust list from `pr_plan_author_associations`) answers "not planned",
+/// posts the Merge Lock and a pending `live-ci: pr-plan` status saying how to
+/// get a plan to the GitHub fake, and starts no pr-plan task.
+#[test]
+fn a_fork_pull_request_is_not_planned() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let number = env.pr_base + 43;
+            let head = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
+            env.github.add_pull_request(FakePullRequest {
+                number,
+                head_sha: head.into(),
+                base: "main".into(),
+                files: vec!["dev/us-east-1/artifacts/terragrunt.hcl".into()],
+                open: true,
+            });
+            let path = repo_root().join("tests/fixtures/github/pull_request_opened_fork.json");
+            let mut payload: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path)?)?;
+            payload["number"] = number.into();
+            payload["pull_request"]["number"] = number.into();
+            let delivery = format!(
+                "fork-{}",
+                env.deployment.metadb_url.rsplit('/').next().unwrap_or("")
+            );
+            let (status, body) = send_webhook(
+                &env.http,
+                env.cloud.endpoint(),
+                &env.deployment,
+                "pull_request",
+                &delivery,
+                serde_json::to_vec(&payload)?,
+            )
+            .await?;
+            anyhow::ensure!(status == 200, "webhook answered {status}: {body}");
+            let expected = "not planned: a maintainer comments \"/live-ci plan\" to plan it \
+                            (its head is in the fork drive-by-dev/infrastructure-live)";
+            assert_eq!(body["not_planned"], expected, "{body}");
+            assert!(body.get("task_arn").is_none(), "{body}");
+            let statuses = env.github.latest_statuses(head);
+            assert_eq!(statuses["live-ci: pr-plan"].state, "pending");
+            assert_eq!(statuses["live-ci: pr-plan"].description, expected);
+            assert!(statuses.contains_key("Merge Lock"), "{statuses:?}");
+            // The only calls for this head: its files and the two statuses.
+            let calls: Vec<String> = env
+                .github
+                .requests()
+                .await
+                .iter()
+                .filter(|r| {
+                    r.url.path().contains(&format!("/pulls/{number}"))
+                        || r.url.path().ends_with(head)
+                })
+                .map(|r| format!("{} {}", r.method, r.url.path()))
+                .collect();
+            assert_eq!(
+                calls,
+                [
+                    format!("GET /repos/{REPO_FULL_NAME}/pulls/{number}/files"),
+                    format!("POST /repos/{REPO_FULL_NAME}/statuses/{head}"),
+                    format!("POST /repos/{REPO_FULL_NAME}/statuses/{head}"),
+                ]
+            );
+            anyhow::Ok(())
+        })
+        .unwrap();
 }

@@ -6,6 +6,9 @@
 use std::future::Future;
 
 use crate::account::Account;
+use super::SavedPlan;
+use crate::operate::StartFailure;
+use crate::path::RepoPath;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     PendingUnit, RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
@@ -102,6 +105,25 @@ pub trait Metadb: Send + Sync {
         execution_id: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
+    /// Records a failed start of a claim without an ARN: it goes back to
+    /// waiting, unless this was attempt `max_attempts`, when it fails with the
+    /// error as its reason (and its dependents are aborted, as for any
+    /// failure) instead of being retried forever.
+    fn record_start_failure(
+        &self,
+        execution_id: &str,
+        error: &str,
+        max_attempts: u32,
+    ) -> impl Future<Output = Result<StartFailure, Self::Error>> + Send;
+
+    /// The median duration in seconds (claim to end) of the earlier successful
+    /// executions of each of `paths` (not rollbacks); units never deployed are
+    /// left out. The critical-path priority ranks new runs with it.
+    fn unit_durations(
+        &self,
+        paths: &[RepoPath],
+    ) -> impl Future<Output = Result<Vec<(RepoPath, f64)>, Self::Error>> + Send;
+
     /// Records how a running execution ended. A failure aborts its transitive
     /// dependents (directory and account waits) with reason "ancestor failed",
     /// and with the run's fail-fast every waiting execution of the run, in the
@@ -128,6 +150,20 @@ pub trait Metadb: Send + Sync {
         execution_id: &str,
         resources: &[String],
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records the plan the plan task saved for a running execution (a re-plan
+    /// replaces it); false when the execution has ended.
+    fn record_saved_plan(
+        &self,
+        execution_id: &str,
+        plan: &SavedPlan,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// The plan recorded for the execution, if any.
+    fn saved_plan(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<SavedPlan>, Self::Error>> + Send;
 
     /// Adds rollback executions ([`crate::deploy::plan_rollbacks`]) to a
     /// running run whose other executions have all ended, after the same checks

@@ -12,7 +12,7 @@ INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_
                   trunk_seq)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
         :trunk_seq)
-ON CONFLICT (commit_id) DO NOTHING
+ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
 /// A merge another run covers: recorded (its PR's statuses name the run that
@@ -22,7 +22,7 @@ INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_
                   trunk_seq, status, superseded_by, finished_at)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
         :trunk_seq, 'superseded', :by, clock_timestamp())
-ON CONFLICT (commit_id) DO NOTHING
+ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
 /// What a new merge is placed against: runs newest on the trunk first.
@@ -38,8 +38,9 @@ FROM unit_deployments
 WHERE last_status IN ('failed', 'aborted') AND run_status IN ('succeeded', 'failed')
 ORDER BY cfg_path";
 
+/// The merge's own run, not an operator's retry of it.
 pub const RUN_BY_COMMIT: &str =
-    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id";
+    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id AND r.retry_of IS NULL";
 
 pub const RUN_BY_ID: &str = "SELECT live_ci_run_json(r) FROM runs r WHERE r.run_id = :run_id";
 
@@ -122,7 +123,8 @@ WHERE e.id = w.execution";
 /// When no run is running: every queued run but the newest on the trunk is
 /// superseded (by it, whose range — from the last started run — covers
 /// theirs), and so is a queued run no newer than the last started run (a
-/// merge whose create-deploy-stack lost the race to a newer one). Runs under
+/// merge whose create-deploy-stack lost the race to a newer one). An operator's
+/// retry sits at its run's own trunk position and is not superseded by it. Runs under
 /// `LOCK_MERGE_LOCK`, right before `START_NEXT_RUN`.
 pub const SUPERSEDE_QUEUED: &str = "\
 WITH idle AS (
@@ -133,7 +135,9 @@ WITH idle AS (
 ), next AS (
     SELECT q.run_id FROM runs q, idle
     WHERE idle.yes AND q.status = 'queued'
-      AND q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
+      AND (q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
+           OR (q.retry_of IS NOT NULL
+               AND q.trunk_seq >= coalesce((SELECT trunk_seq FROM last_started), -1)))
     ORDER BY q.trunk_seq DESC, q.run_id DESC LIMIT 1
 )
 UPDATE runs r
@@ -309,6 +313,18 @@ pub const RECORD_NEW_RESOURCES: &str = "\
 UPDATE executions SET new_resources = CAST(:resources AS jsonb), updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status IN ('running', 'succeeded')
 RETURNING execution_id";
+
+/// Only while the execution has not ended: an ended one's plan is history.
+pub const RECORD_SAVED_PLAN: &str = "\
+UPDATE executions SET plan_key = :plan_key, plan_sha256 = :plan_sha256,
+    plan_version_id = :plan_version_id, updated_at = clock_timestamp()
+WHERE execution_id = :execution_id AND status IN ('waiting', 'running')
+RETURNING execution_id";
+
+pub const SAVED_PLAN: &str = "\
+SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
+    'version_id', plan_version_id)::text
+FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
 
 pub const RUN_PROGRESS: &str = "\
 SELECT json_build_object(

@@ -36,23 +36,6 @@ pub fn server_url() -> String {
     .clone()
 }
 
-/// `url` with its database replaced.
-fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let authority_end = base.find("://").map_or(0, |i| i + 3);
-    let base = match base[authority_end..].find('/') {
-        Some(i) => &base[..authority_end + i],
-        None => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
-    }
-}
-
 /// A fresh empty database on the test server.
 pub struct TestDb {
     pub name: String,
@@ -72,16 +55,15 @@ impl TestDb {
                 .subsec_nanos()
         );
         let admin = server_url();
-        let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        let client = live_ci_metadb::connect(&admin)
             .await
             .expect("connect to the test server");
-        tokio::spawn(conn);
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
             .unwrap();
         TestDb {
-            url: with_database(&admin, &name),
+            url: live_ci_metadb::with_database(&admin, &name),
             name,
         }
     }
@@ -94,10 +76,7 @@ impl TestDb {
     }
 
     pub async fn drop_db(self) {
-        let (client, conn) = tokio_postgres::connect(&server_url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
+        let client = live_ci_metadb::connect(&server_url()).await.unwrap();
         let _ = client
             .batch_execute(&format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
