@@ -429,6 +429,7 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
         metadb: &metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        roles: &w.sts,
         github: Some(&w.github),
         statuses: Default::default(),
     };
