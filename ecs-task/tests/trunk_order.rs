@@ -17,7 +17,7 @@ use support::repo::GitRepo;
 
 const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
   "min_approval_count": 1, "min_rejection_count": 1,
-  "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+  "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
 
 fn config(url: &str, commit: &str, pr: &str, extra: &[(&str, &str)]) -> Config {
     let mut pairs = vec![
