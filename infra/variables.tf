@@ -200,6 +200,12 @@ variable "fail_fast" {
   default     = false
 }
 
+variable "allow_destroy" {
+  description = "Destroy the units a merge removes (from the checkout before their removal, dependents first, approved like any unit). Off, the merge commit gets a status naming the units that are not destroyed."
+  type        = bool
+  default     = false
+}
+
 variable "commit_status_config" {
   description = "Which commit statuses live-ci posts. Stored as JSON in an SSM parameter that can be edited without a deploy (Terraform ignores later edits)."
   type = object({

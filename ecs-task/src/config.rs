@@ -31,6 +31,7 @@ pub const ENV_VARS: &[&str] = &[
     crate::git_ssh::ENV,
     "MAX_PARALLEL",
     "FAIL_FAST",
+    "ALLOW_DESTROY",
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -172,6 +173,9 @@ pub struct Config {
     pub git_ssh_key: Option<crate::git_ssh::SshKey>,
     pub max_parallel: u32,
     pub fail_fast: bool,
+    /// Units a merge removes are destroyed (from the range's start, dependents
+    /// first); off, they are only named in a commit status.
+    pub allow_destroy: bool,
     pub trigger_sf_function: Option<String>,
     pub plan_bucket: Option<String>,
     pub log_group: Option<String>,
@@ -292,6 +296,7 @@ impl Config {
             git_ssh_key: opt(crate::git_ssh::ENV).map(crate::git_ssh::SshKey::new),
             max_parallel,
             fail_fast: env.flag("FAIL_FAST", false)?,
+            allow_destroy: env.flag("ALLOW_DESTROY", false)?,
             trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
             plan_bucket: opt("PLAN_BUCKET"),
             log_group: opt("LOG_GROUP"),
@@ -361,7 +366,7 @@ mod tests {
                 }
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
-                    "FAIL_FAST" | "SKIP_UNCHANGED" => "true".into(),
+                    "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),
                     "LIVE_CI_PHASE" => "apply".into(),

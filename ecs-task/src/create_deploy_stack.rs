@@ -64,6 +64,8 @@ pub struct DeployReport {
     /// The run that deploys this merge instead (the merge is recorded as
     /// superseded and never applied).
     pub superseded_by: Option<RunId>,
+    /// Units the range removes that are not destroyed (`ALLOW_DESTROY` off).
+    pub not_destroyed: Vec<RepoPath>,
 }
 
 /// How many of the newest runs a merge is placed against: a merge older than
@@ -123,6 +125,24 @@ where
         status.target_url = logs_url.map(str::to_string);
         if let Err(e) = github.set_status(&status).await {
             tracing::warn!(error = %e, "posting the create-deploy-stack status");
+        }
+    }
+    if let Ok(r) = &outcome
+        && !r.not_destroyed.is_empty()
+    {
+        // Informational (the run itself is fine): which removed units keep
+        // their infrastructure until someone destroys them or opts in.
+        let units: Vec<&str> = r.not_destroyed.iter().map(RepoPath::as_str).collect();
+        let description = format!("not destroyed (allow_destroy is off): {}", units.join(", "));
+        let mut status = CommitStatus::new(
+            &commit,
+            StatusState::Success,
+            context::DESTROY,
+            &description,
+        );
+        status.target_url = logs_url.map(str::to_string);
+        if let Err(e) = github.set_status(&status).await {
+            tracing::warn!(error = %e, "posting the destroy status");
         }
     }
     outcome
@@ -194,10 +214,18 @@ where
          {trunk_seq}), deploying the range from {base}"
     );
     let mut warnings = Vec::new();
+    let mut not_destroyed = Vec::new();
     let (mut affected, head, base_graph) = match config.scan_type {
         ScanType::Graph => {
-            let d = detect(&checkout.git, &base, Some(&commit), false)?;
+            let d = detect(&checkout.git, &base, Some(&commit), config.allow_destroy)?;
             warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
+            not_destroyed.extend(
+                d.affected
+                    .skipped
+                    .iter()
+                    .filter(|s| s.action == Action::Destroy)
+                    .map(|s| s.path.clone()),
+            );
             (d.affected, d.head, d.base)
         }
         ScanType::Plan => {
@@ -264,6 +292,7 @@ where
             execution_ids: Vec::new(),
             warnings,
             superseded_by: None,
+            not_destroyed,
         });
     }
     let run = NewRun {
@@ -319,6 +348,7 @@ where
                 execution_ids: Vec::new(),
                 warnings,
                 superseded_by: r.superseded_by,
+                not_destroyed,
             });
         }
     }
@@ -374,6 +404,7 @@ where
             .collect(),
         warnings,
         superseded_by: None,
+        not_destroyed,
     })
 }
 
@@ -426,6 +457,7 @@ where
         execution_ids: Vec::new(),
         warnings: Vec::new(),
         superseded_by: Some(by),
+        not_destroyed: Vec::new(),
     })
 }
 

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use live_ci_core::deploy::ExecutionRecord;
+use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
@@ -184,12 +184,26 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         record.cfg_path.as_str(),
         record.commit_id
     );
-    let checkout = Checkout::new(repo, &record.commit_id)?;
+    // A removed unit exists only before its removal: a destroy runs from the
+    // checkout of the run's range start.
+    let source = match record.action {
+        Action::Apply => record.commit_id.clone(),
+        Action::Destroy => {
+            ports
+                .metadb
+                .run(record.run_id)
+                .await
+                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
+                .base_sha
+        }
+    };
+    let checkout = Checkout::new(repo, &source)?;
     let unit_dir = checkout.dir().join(record.cfg_path.as_str());
     if !unit_dir.is_dir() {
         return Err(TaskError::Unit {
             unit: record.cfg_path.to_string(),
-            message: format!("no such directory at commit {:?}", record.commit_id),
+            message: format!("no such directory at commit {source:?}"),
         });
     }
     let plan_file = checkout.scratch_file("unit.tfplan");

@@ -17,7 +17,7 @@ use support::repo::GitRepo;
 
 const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
   "min_approval_count": 1, "min_rejection_count": 1,
-  "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+  "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
 
 fn config(url: &str, commit: &str, pr: &str, extra: &[(&str, &str)]) -> Config {
     let mut pairs = vec![
@@ -310,5 +310,169 @@ async fn units_that_failed_join_the_next_run() {
     let m2 = w.merge("pr-3", "dev/b", "20");
     let last = w.deploy(&metadb, &m2, "3", &[]).await;
     assert_eq!(units_of(&metadb, last.run_id.unwrap()).await, ["dev/b"]);
+    db.drop_db().await;
+}
+
+impl World {
+    /// Merges (`--no-ff`) a branch that deletes `unit`.
+    fn remove(&self, branch: &str, unit: &str) -> String {
+        self.repo.git(&["checkout", "-q", "-b", branch]);
+        self.repo.git(&["rm", "-rq", unit]);
+        self.repo.commit(&format!("remove {unit}"));
+        self.repo.git(&["checkout", "-q", "main"]);
+        self.repo.git(&[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            &format!("merge {branch}"),
+            branch,
+        ]);
+        self.repo.git(&["rev-parse", "HEAD"])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_unit_is_not_destroyed_without_allow_destroy_and_its_status_says_so() {
+    let w = World::new();
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let m0 = w.merge("pr-1", "dev/c", "30");
+    let first = w.deploy(&metadb, &m0, "1", &[]).await;
+    complete(&metadb, first.run_id.unwrap(), &[]).await;
+    let removal = w.remove("pr-2", "dev/b");
+    let report = w.deploy(&metadb, &removal, "2", &[]).await;
+    assert_eq!(report.run_id, None, "nothing to run");
+    assert_eq!(
+        report
+            .not_destroyed
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+        ["dev/b"]
+    );
+    let status = w
+        .github
+        .statuses()
+        .into_iter()
+        .find(|s| s.sha == removal && s.context == context::DESTROY)
+        .unwrap();
+    assert_eq!(
+        status.description,
+        "not destroyed (allow_destroy is off): dev/b"
+    );
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
+    use live_ci_core::deploy::Action;
+    use live_ci_task::terra_run::{TerraRunPorts, terra_run};
+    use serde_json::Value;
+    use support::fakes::{MemArtifacts, RecordingTokens, Sent};
+    use support::repo::TfTemplates;
+
+    let w = World::new();
+    let tf = TfTemplates::new("");
+    // dev/b is deployed: its state holds its resource.
+    let apply_now = tf.plan.replace(
+        "terraform plan -input=false -no-color -out={plan_file}",
+        "terraform apply -input=false -no-color -auto-approve",
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&apply_now)
+        .env("LIVE_CI_CFG_PATH", "dev/b")
+        .current_dir(w.repo.path().join("dev/b"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.repo.git(&["clean", "-qfdx"]);
+    let state = || std::fs::read_to_string(tf.state_file("dev/b")).unwrap();
+    assert!(state().contains("terraform_data"));
+
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let commands = [
+        ("PLAN_COMMAND", tf.plan.as_str()),
+        ("APPLY_COMMAND", tf.apply.as_str()),
+    ];
+    let m0 = w.merge("pr-1", "dev/c", "30");
+    let first = w.deploy(&metadb, &m0, "1", &commands).await;
+    complete(&metadb, first.run_id.unwrap(), &[]).await;
+    let removal = w.remove("pr-2", "dev/b");
+    let mut extra = commands.to_vec();
+    extra.push(("ALLOW_DESTROY", "true"));
+    let report = w.deploy(&metadb, &removal, "2", &extra).await;
+    assert!(report.not_destroyed.is_empty());
+    let run_id = report.run_id.unwrap();
+    let run = metadb.run(run_id).await.unwrap().unwrap();
+    assert_eq!(
+        run.base_sha, m0,
+        "the range starts where dev/b still exists"
+    );
+    let claimed = metadb.claim_ready(run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let e = &claimed[0];
+    assert_eq!((e.cfg_path.as_str(), e.action), ("dev/b", Action::Destroy));
+    assert!(e.plan_command.ends_with(" -destroy"), "{}", e.plan_command);
+
+    // terra-run plans and applies the destroy from the range start's checkout
+    // (dev/b does not exist at the merge commit).
+    let artifacts = MemArtifacts::default();
+    let tokens = RecordingTokens::default();
+    let ports = TerraRunPorts {
+        metadb: &metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &w.sts,
+        github: Some(&w.github),
+        statuses: Default::default(),
+    };
+    let repo = Repo {
+        clone_url: w.repo.url(),
+        token: None,
+    };
+    let task = |phase: &'static str, artifact: Option<String>| {
+        let mut pairs = vec![
+            ("LIVE_CI_PHASE".to_string(), phase.to_string()),
+            ("LIVE_CI_TASK_TOKEN".into(), "token-d".into()),
+            ("LIVE_CI_EXECUTION_ID".into(), e.execution_id.clone()),
+            ("LIVE_CI_CFG_PATH".into(), "dev/b".into()),
+            ("HEARTBEAT_SECONDS".into(), "30".into()),
+            ("REPO_CLONE_URL".into(), w.repo.url()),
+        ];
+        if let Some(a) = artifact {
+            pairs.push(("LIVE_CI_PLAN_ARTIFACT".into(), a));
+        }
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        support::config(&pairs)
+    };
+    terra_run(&task("plan", None), &repo, None, &ports)
+        .await
+        .unwrap();
+    let sent = tokens.take();
+    let Some(Sent::Success { output, .. }) = sent.first() else {
+        panic!("the destroy plan failed: {sent:?}")
+    };
+    let plan: Value = serde_json::from_str(output).unwrap();
+    assert_eq!(plan["to_destroy"].as_u64(), Some(1), "{plan}");
+    let artifact = plan["plan_artifact"].as_str().unwrap().to_string();
+    terra_run(&task("apply", Some(artifact)), &repo, None, &ports)
+        .await
+        .unwrap();
+    let sent = tokens.take();
+    assert!(
+        matches!(sent.first(), Some(Sent::Success { .. })),
+        "{sent:?}"
+    );
+    assert!(!state().contains("terraform_data"), "{}", state());
     db.drop_db().await;
 }

@@ -60,7 +60,11 @@ pub fn executions_from_plan(
             cfg_path: u.path.clone(),
             cfg_deps: u.dependencies.clone(),
             action: u.action,
-            plan_command: ctx.plan_command.for_unit(&u.path),
+            // A removed unit's plan destroys it; the apply applies that plan.
+            plan_command: match u.action {
+                Action::Apply => ctx.plan_command.for_unit(&u.path),
+                Action::Destroy => format!("{} -destroy", ctx.plan_command.for_unit(&u.path)),
+            },
             apply_command: ctx.apply_command.for_unit(&u.path),
             new_providers: match u.action {
                 Action::Apply => ctx.new_providers.get(&u.path).cloned().unwrap_or_default(),

@@ -101,6 +101,8 @@ pub mod context {
     pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
     /// A run's overall result on its merge commit.
     pub const DEPLOY: &str = "live-ci: deploy";
+    /// Units a merge removed that are not destroyed (`allow_destroy` is off).
+    pub const DESTROY: &str = "live-ci: destroy";
 
     /// One unit's deployment on the merge commit: one context per unit, so a
     /// later unit's status never hides an earlier failure.
