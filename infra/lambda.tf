@@ -16,6 +16,7 @@ locals {
     GITHUB_TOKEN_SSM_KEY                    = local.ssm_names.github_token
     MERGE_LOCK_SSM_KEY                      = local.ssm_names.merge_lock
     COMMIT_STATUS_CONFIG_SSM_KEY            = local.ssm_names.commit_status_config
+    PR_PLAN_AUTHOR_ASSOCIATIONS             = jsonencode(var.pr_plan_author_associations)
     ECS_CLUSTER_ARN                         = aws_ecs_cluster.this.arn
     ECS_SUBNET_IDS                          = join(",", var.subnet_ids)
     ECS_SECURITY_GROUP_IDS                  = join(",", var.security_group_ids)
@@ -40,6 +41,7 @@ locals {
     TRUNK_BRANCH         = var.trunk_branch
     FILE_PATH_PATTERN    = var.file_path_pattern
     STALE_CLAIM_SECONDS  = tostring(var.stale_claim_seconds)
+    MAX_START_ATTEMPTS   = tostring(var.max_start_attempts)
     RUST_LOG             = var.log_level
     # Its `Apply` switch turns trigger_sf's per-unit statuses off.
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config

@@ -1,5 +1,5 @@
 output "webhook_url" {
-  description = "Point the GitHub repository's webhook (content type application/json, events: pull requests) here."
+  description = "Point the GitHub repository's webhook (content type application/json, events: pull requests and issue comments) here."
   value       = aws_lambda_function_url.receiver.function_url
 }
 
@@ -9,8 +9,13 @@ output "approval_url" {
 }
 
 output "github_webhook_secret_ssm_parameter_name" {
-  description = "SSM SecureString holding the webhook secret (set it to the secret configured on the GitHub webhook)."
+  description = "SSM SecureString holding the webhook secret: the given github_webhook_secret, or the one the module generated (github_webhook_secret_generated); read it with aws ssm get-parameter --with-decryption --name <this> and configure it on the GitHub webhook."
   value       = local.ssm_names.webhook_secret
+}
+
+output "github_webhook_secret_generated" {
+  description = "Whether the module generated the webhook secret (github_webhook_secret was null): then copy it from SSM into the GitHub webhook."
+  value       = !local.secret_given.webhook_secret
 }
 
 output "github_token_ssm_parameter_name" {
@@ -71,6 +76,11 @@ output "approval_topic_arn" {
 output "ecs_cluster_arn" {
   description = "ARN of the ECS cluster running the tasks."
   value       = aws_ecs_cluster.this.arn
+}
+
+output "task_role_arns" {
+  description = "ECS task role ARNs by subcommand (pr-plan, create-deploy-stack, terra-run): the principals the target accounts' plan and apply roles must trust (see the README)."
+  value       = { for k, v in aws_iam_role.task : k => v.arn }
 }
 
 output "task_definition_arns" {

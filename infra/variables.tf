@@ -57,6 +57,19 @@ variable "file_path_pattern" {
   default     = "\\.(hcl|tf|tfvars|json|yaml|yml)$"
 }
 
+variable "pr_plan_author_associations" {
+  description = "Author associations whose pull requests (from a branch of the repository itself, never a fork) are planned on their own; terraform plan runs the pull request's code. Others get a pending live-ci: pr-plan status until someone with write access comments /live-ci plan. [] makes every pull request wait for that comment."
+  type        = list(string)
+  default     = ["OWNER", "MEMBER", "COLLABORATOR"]
+
+  validation {
+    condition = alltrue([for a in var.pr_plan_author_associations : contains(
+      ["OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "MANNEQUIN", "NONE"], a
+    )])
+    error_message = "pr_plan_author_associations takes GitHub author associations: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN, NONE."
+  }
+}
+
 variable "account_parent_cfg" {
   description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on."
   type = list(object({
@@ -229,15 +242,31 @@ variable "stale_claim_seconds" {
   default     = 300
 }
 
+variable "max_start_attempts" {
+  description = "Failed StartExecution calls of one unit before trigger-sf fails it with the error as its reason (instead of retrying forever)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_start_attempts >= 1 && floor(var.max_start_attempts) == var.max_start_attempts
+    error_message = "max_start_attempts must be a whole number, at least 1."
+  }
+}
+
 ################################################################################
 # Secrets (SSM SecureString)
 ################################################################################
 
 variable "github_webhook_secret" {
-  description = "The GitHub webhook secret. Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  description = "The GitHub webhook secret (at least 32 characters). Null makes the module generate a 64-character secret in SSM (output github_webhook_secret_ssm_parameter_name) that you configure on the GitHub webhook; the receiver refuses placeholders and short secrets."
   type        = string
   default     = null
   sensitive   = true
+
+  validation {
+    condition     = var.github_webhook_secret == null || try(length(var.github_webhook_secret) >= 32, false)
+    error_message = "github_webhook_secret must be at least 32 characters (or null to have one generated)."
+  }
 }
 
 variable "github_token" {

@@ -12,7 +12,7 @@
 # Inputs (environment; defaults in brackets):
 #   LIVE_CI_GITHUB_API_URL   the GitHub API the components call (required for apply)
 #   LIVE_CI_REPO_CLONE_URL   the live repository the tasks clone (required for apply)
-#   LIVE_CI_WEBHOOK_SECRET [local-webhook-secret]  LIVE_CI_GITHUB_TOKEN [local-token]
+#   LIVE_CI_WEBHOOK_SECRET [local-webhook-secret-for-the-local-cloud]  LIVE_CI_GITHUB_TOKEN [local-token]
 #   LIVE_CI_VOTE_LINK_KEY  [local-vote-link-key-of-at-least-32-chars]
 #   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
@@ -122,7 +122,7 @@ apply() {
 {
   "endpoint": "$AWS_ENDPOINT_URL",
   "github_api_url": "$LIVE_CI_GITHUB_API_URL",
-  "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret}",
+  "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret-for-the-local-cloud}",
   "github_token": "${LIVE_CI_GITHUB_TOKEN:-local-token}",
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore};
+use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::AnyMetadb;
@@ -60,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
         token,
     };
     let logs_url = logs::logs_url(&config).await;
+    let roles = StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws));
     let metadb = || -> anyhow::Result<&AnyMetadb> {
         Config::require(&metadb, "METADB_URL").map_err(Into::into)
     };
@@ -72,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
                 params: &params,
                 github: github.as_ref(),
                 invoker: &invoker,
+                roles: &roles,
             };
             let report = create_deploy_stack(&config, &repo, logs_url.as_deref(), &ports).await?;
             println!(
@@ -98,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
                 metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
+                roles: &roles,
                 github: github.as_ref(),
                 statuses,
             };
@@ -110,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
                 &repo,
                 logs_url.as_deref(),
                 github.as_ref(),
+                &roles,
                 statuses.pr_plan,
             )
             .await?;

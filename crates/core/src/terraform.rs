@@ -12,10 +12,11 @@ use crate::path::RepoPath;
 use crate::tree::FileTree;
 use crate::unit::Unit;
 
-/// Placeholder for the unit's repository-relative directory.
-pub const CFG_PATH: &str = "{cfg_path}";
-/// Placeholder for the saved plan's absolute path (filled in by `terra-run`).
-pub const PLAN_FILE: &str = "{plan_file}";
+mod template;
+
+pub use template::{
+    CFG_PATH, CommandTemplate, PLAN_FILE, append_args, insert_args, shell_quote, with_plan_file,
+};
 
 /// Default plan command template (AWS: terragrunt). Commands run in the
 /// unit's directory.
@@ -46,82 +47,6 @@ impl Phase {
             "apply" => Ok(Phase::Apply),
             other => Err(format!("phase {other:?} is neither \"plan\" nor \"apply\"")),
         }
-    }
-}
-
-/// A command template with `{cfg_path}` and `{plan_file}` placeholders.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandTemplate {
-    template: String,
-}
-
-impl CommandTemplate {
-    /// Checks that the template is not empty and uses no placeholder other
-    /// than `{cfg_path}` and `{plan_file}` (a typo would otherwise reach the shell).
-    pub fn new(template: &str) -> Result<Self, String> {
-        if template.trim().is_empty() {
-            return Err("command template is empty".into());
-        }
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            let after = &rest[open..];
-            let Some(close) = after.find('}') else { break };
-            let name = &after[..=close];
-            // Shell syntax such as `${VAR}` is left alone.
-            let is_shell = open > 0 && rest.as_bytes()[open - 1] == b'$';
-            let is_ident = name[1..name.len() - 1]
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c == '_')
-                && name.len() > 2;
-            if is_ident && !is_shell && name != CFG_PATH && name != PLAN_FILE {
-                return Err(format!(
-                    "command template {template:?}: unknown placeholder {name:?} (known: {CFG_PATH}, {PLAN_FILE})"
-                ));
-            }
-            rest = &after[close + 1..];
-        }
-        Ok(CommandTemplate {
-            template: template.to_string(),
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.template
-    }
-
-    /// The command stored in an execution record: `{cfg_path}` filled in,
-    /// `{plan_file}` left for `terra-run`.
-    pub fn for_unit(&self, cfg_path: &RepoPath) -> String {
-        self.template
-            .replace(CFG_PATH, &shell_quote(cfg_path.as_str()))
-    }
-}
-
-/// The command `terra-run` runs: the record's command with `{plan_file}`
-/// filled in. A command without the placeholder gets it added where Terraform
-/// expects it (`-out=` for a plan, the last argument for an apply), so what
-/// was approved is always what is applied.
-pub fn with_plan_file(command: &str, phase: Phase, plan_file: &str) -> String {
-    let quoted = shell_quote(plan_file);
-    if command.contains(PLAN_FILE) {
-        return command.replace(PLAN_FILE, &quoted);
-    }
-    match phase {
-        Phase::Plan => format!("{command} -out={quoted}"),
-        Phase::Apply => format!("{command} {quoted}"),
-    }
-}
-
-/// Quotes a word for `sh -c` when it holds anything but safe characters.
-pub fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -453,44 +378,7 @@ mod tests {
     use crate::tree::MemTree;
 
     #[test]
-    fn templates_fill_the_unit_and_reject_unknown_placeholders() {
-        let t =
-            CommandTemplate::new("terragrunt plan --terragrunt-working-dir {cfg_path}").unwrap();
-        let unit = RepoPath::new("dev/us-east-1/app").unwrap();
-        assert_eq!(
-            t.for_unit(&unit),
-            "terragrunt plan --terragrunt-working-dir dev/us-east-1/app"
-        );
-        let err = CommandTemplate::new("terraform plan {cfg_pth}").unwrap_err();
-        assert!(err.contains("\"{cfg_pth}\""), "{err}");
-        assert!(CommandTemplate::new("  ").is_err());
-        // Shell parameter expansion is not a placeholder.
-        assert!(CommandTemplate::new("terraform plan -state=${state_dir}/x").is_ok());
-        let odd = RepoPath::new("dev/it's here").unwrap();
-        assert_eq!(
-            t.for_unit(&odd),
-            r"terragrunt plan --terragrunt-working-dir 'dev/it'\''s here'"
-        );
-    }
-
-    #[test]
-    fn the_plan_file_is_placed_or_added() {
-        assert_eq!(
-            with_plan_file(
-                "terraform plan -out={plan_file} -no-color",
-                Phase::Plan,
-                "/tmp/p"
-            ),
-            "terraform plan -out=/tmp/p -no-color"
-        );
-        assert_eq!(
-            with_plan_file("terraform plan", Phase::Plan, "/tmp/a b"),
-            "terraform plan -out='/tmp/a b'"
-        );
-        assert_eq!(
-            with_plan_file("terraform apply -auto-approve", Phase::Apply, "/tmp/p"),
-            "terraform apply -auto-approve /tmp/p"
-        );
+    fn the_program_is_the_last_commands_first_word() {
         assert_eq!(
             program_of("terraform init && terragrunt apply x"),
             Some("terragrunt")

@@ -1,7 +1,9 @@
 //! Routing of GitHub's deliveries, over the stored payload fixtures.
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
-use live_ci_core::webhook::{Route, WebhookError, route, sign, verify_signature};
+use live_ci_core::webhook::{
+    Route, TrustPolicy, WebhookError, route as route_with, sign, verify_signature,
+};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
@@ -12,6 +14,166 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 const REPO: Option<&str> = Some("acme/infrastructure-live");
+
+/// Routing under the module's default trust policy (OWNER, MEMBER, COLLABORATOR).
+fn route(
+    event: &str,
+    body: &[u8],
+    trunk: &str,
+    repository: Option<&str>,
+) -> Result<Route, WebhookError> {
+    route_with(event, body, trunk, repository, &TrustPolicy::default())
+}
+
+fn edited(file: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(&fixture(file)).unwrap();
+    edit(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+const FORK_HEAD: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
+
+#[test]
+fn a_fork_pull_request_is_not_planned_and_says_how_to_get_a_plan() {
+    let r = route(
+        "pull_request",
+        &fixture("pull_request_opened_fork.json"),
+        "main",
+        REPO,
+    )
+    .unwrap();
+    assert_eq!(
+        r,
+        Route::NotPlanned {
+            number: 43,
+            head_sha: FORK_HEAD.into(),
+            reason: "not planned: a maintainer comments \"/live-ci plan\" to plan it \
+                     (its head is in the fork drive-by-dev/infrastructure-live)"
+                .into(),
+        }
+    );
+    // a trusted author association does not make a fork's code trusted
+    let member_fork = edited("pull_request_opened_fork.json", |v| {
+        v["pull_request"]["author_association"] = "OWNER".into();
+    });
+    assert!(matches!(
+        route("pull_request", &member_fork, "main", REPO).unwrap(),
+        Route::NotPlanned { .. }
+    ));
+    // nor does a fork whose repository was deleted since
+    let deleted = edited("pull_request_opened_fork.json", |v| {
+        v["pull_request"]["head"]["repo"] = serde_json::Value::Null;
+    });
+    let Route::NotPlanned { reason, .. } = route("pull_request", &deleted, "main", REPO).unwrap()
+    else {
+        panic!("a deleted fork's head was planned")
+    };
+    assert!(reason.ends_with("(its head repository was deleted)"), "{reason}");
+    // a fork's merged pull request deploys: the merge is the human gate
+    let merged_fork = edited("pull_request_closed_merged.json", |v| {
+        v["pull_request"]["head"]["repo"]["full_name"] = "drive-by-dev/infrastructure-live".into();
+        v["pull_request"]["author_association"] = "NONE".into();
+    });
+    assert!(matches!(
+        route("pull_request", &merged_fork, "main", REPO).unwrap(),
+        Route::DeployMerge { number: 42, .. }
+    ));
+}
+
+#[test]
+fn only_configured_author_associations_are_planned() {
+    for (association, planned) in [
+        ("OWNER", true),
+        ("MEMBER", true),
+        ("COLLABORATOR", true),
+        ("CONTRIBUTOR", false),
+        ("FIRST_TIME_CONTRIBUTOR", false),
+        ("NONE", false),
+    ] {
+        let body = edited("pull_request_synchronize.json", |v| {
+            v["pull_request"]["author_association"] = association.into();
+        });
+        let r = route("pull_request", &body, "main", REPO).unwrap();
+        assert_eq!(
+            matches!(r, Route::PlanPullRequest { .. }),
+            planned,
+            "{association}: {r:?}"
+        );
+        if !planned {
+            let Route::NotPlanned { reason, .. } = r else {
+                panic!("{r:?}")
+            };
+            assert!(reason.ends_with(&format!("(author association {association:?} is not trusted)")), "{reason}");
+        }
+    }
+    // the list is the module's: OWNER only leaves members unplanned
+    let owners = TrustPolicy::new(&["OWNER"]).unwrap();
+    let r = route_with(
+        "pull_request",
+        &fixture("pull_request_opened.json"),
+        "main",
+        REPO,
+        &owners,
+    )
+    .unwrap();
+    assert!(matches!(r, Route::NotPlanned { number: 42, .. }), "{r:?}");
+}
+
+#[test]
+fn a_maintainers_plan_comment_asks_for_a_plan() {
+    assert_eq!(
+        route(
+            "issue_comment",
+            &fixture("issue_comment_plan.json"),
+            "main",
+            REPO
+        )
+        .unwrap(),
+        Route::PlanRequested {
+            number: 43,
+            commenter: "octo-lead".into(),
+            pinned_sha: None,
+        }
+    );
+    let pinned = edited("issue_comment_plan.json", |v| {
+        v["comment"]["body"] = "reviewed, looks safe\n/live-ci plan E4D1A9C".into();
+    });
+    assert!(matches!(
+        route("issue_comment", &pinned, "main", REPO).unwrap(),
+        Route::PlanRequested { pinned_sha: Some(s), .. } if s == "e4d1a9c"
+    ));
+    let ignored = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let body = edited("issue_comment_plan.json", edit);
+        match route("issue_comment", &body, "main", REPO).unwrap() {
+            Route::Ignore(reason) => reason,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        ignored(&|v| v["comment"]["author_association"] = "CONTRIBUTOR".into()),
+        "\"octo-lead\" (CONTRIBUTOR) cannot have write access; only maintainers may ask for a plan"
+    );
+    assert_eq!(
+        ignored(&|v| v["action"] = "edited".into()),
+        "issue_comment action \"edited\" asks for nothing"
+    );
+    assert_eq!(
+        ignored(&|v| {
+            v["issue"].as_object_mut().unwrap().remove("pull_request");
+        }),
+        "issue #43 is not a pull request"
+    );
+    assert_eq!(
+        ignored(&|v| v["comment"]["body"] = "please plan this".into()),
+        "the comment on pull request #43 holds no \"/live-ci plan\" command"
+    );
+    assert!(
+        ignored(&|v| v["repository"]["full_name"] = "acme/other".into())
+            .contains("is not the configured")
+    );
+    let err = route("issue_comment", b"{\"action\": \"created\"}", "main", REPO).unwrap_err();
+    assert!(err.to_string().starts_with("malformed \"issue_comment\" payload"), "{err}");
+}
 
 #[test]
 fn opened_and_synchronize_plan_the_head_commit() {

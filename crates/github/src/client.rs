@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LINK, USER_AGENT};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
@@ -348,6 +349,58 @@ impl GitHost for GitHubClient {
             }
         }
         Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct PermissionEntry {
+    permission: String,
+}
+
+#[derive(Deserialize)]
+struct PullDetail {
+    number: u64,
+    state: String,
+    head: RefEntry,
+    base: RefEntry,
+}
+
+impl PullRequestAuthority for GitHubClient {
+    type Error = GitHubError;
+
+    /// `GET /repos/{owner}/{repo}/collaborators/{user}/permission`. GitHub
+    /// answers 404 for a user who is no collaborator at all: no permission.
+    async fn permission(&self, user: &str) -> Result<RepoPermission, GitHubError> {
+        let valid = !user.is_empty()
+            && user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '[' || c == ']');
+        // The login goes into the URL path: refuse anything that could change it.
+        if !valid {
+            return Err(GitHubError::Login(user.to_string()));
+        }
+        let url = self.repo_url(&format!("collaborators/{user}/permission"));
+        match self.send(Method::GET, &url, None).await {
+            Ok((value, _)) => {
+                let entry: PermissionEntry = self.decode(&url, value)?;
+                Ok(RepoPermission::parse(&entry.permission))
+            }
+            Err(GitHubError::Status { status: 404, .. }) => Ok(RepoPermission::None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn pull_request(&self, number: u64) -> Result<PullRequestHead, GitHubError> {
+        let url = self.repo_url(&format!("pulls/{number}"));
+        let (value, _) = self.send(Method::GET, &url, None).await?;
+        let pr: PullDetail = self.decode(&url, value)?;
+        Ok(PullRequestHead {
+            number: pr.number,
+            open: pr.state == "open",
+            head_sha: pr.head.sha,
+            head_ref: pr.head.name,
+            base_ref: pr.base.name,
+        })
     }
 }
 

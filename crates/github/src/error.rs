@@ -7,6 +7,8 @@ pub enum GitHubError {
     BaseUrl { url: String, reason: String },
     #[error("invalid repository {0:?}: expected \"owner/name\"")]
     Repository(String),
+    #[error("invalid github login {0:?}")]
+    Login(String),
     #[error("{method} {path}: {source}")]
     Transport {
         method: String,

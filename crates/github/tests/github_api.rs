@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState};
+use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
 use live_ci_github::{GitHubClient, GitHubConfig, GitHubError, RetryPolicy};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, header, method, path, query_param};
@@ -294,6 +295,84 @@ async fn plan_comment_is_created_once_then_updated_in_place() {
         .upsert_comment(3, marker, "new table")
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_commenters_permission_is_one_exact_get_and_a_stranger_has_none() {
+    let server = MockServer::start().await;
+    for (user, permission) in [("octo-lead", "admin"), ("octo-dev", "write"), ("viewer", "read")] {
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "/api/v3/repos/acme/live/collaborators/{user}/permission"
+            )))
+            .and(header("authorization", "Bearer ghs_secret"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "permission": permission, "role_name": permission, "user": {"login": user}
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    // GitHub answers 404 "is not a user" for someone without any access.
+    Mock::given(method("GET"))
+        .and(path(
+            "/api/v3/repos/acme/live/collaborators/drive-by-dev/permission",
+        ))
+        .respond_with(
+            ResponseTemplate::new(404).set_body_json(json!({"message": "drive-by-dev is not a user"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let c = client(&server, "/api/v3");
+    assert_eq!(c.permission("octo-lead").await.unwrap(), RepoPermission::Admin);
+    assert_eq!(c.permission("octo-dev").await.unwrap(), RepoPermission::Write);
+    assert_eq!(c.permission("viewer").await.unwrap(), RepoPermission::Read);
+    assert_eq!(
+        c.permission("drive-by-dev").await.unwrap(),
+        RepoPermission::None
+    );
+    // a login that would change the URL never reaches GitHub
+    let err = c.permission("../../admin").await.unwrap_err();
+    assert_eq!(err.to_string(), "invalid github login \"../../admin\"");
+    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn a_pull_requests_current_head_and_failures_are_named() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/43"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "number": 43, "state": "open", "title": "fork change",
+            "head": {"sha": "e4d1a9c", "ref": "patch-1", "repo": {"full_name": "eve/live"}},
+            "base": {"sha": "b", "ref": "main", "repo": {"full_name": "acme/live"}}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/pulls/44"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let c = client(&server, "");
+    assert_eq!(
+        c.pull_request(43).await.unwrap(),
+        PullRequestHead {
+            number: 43,
+            open: true,
+            head_sha: "e4d1a9c".into(),
+            head_ref: "patch-1".into(),
+            base_ref: "main".into(),
+        }
+    );
+    let err = c.pull_request(44).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "GET /repos/acme/live/pulls/44: github answered 404: Not Found"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod approvals;
 mod data_api;
 mod error;
 mod migrate;
+mod operator;
 mod pg;
 pub mod sql;
 mod store;

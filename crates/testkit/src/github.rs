@@ -1,7 +1,8 @@
 //! A stateful stand-in for the GitHub REST API, for what cannot run here: the
 //! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
-//! pull-request files, open pull requests, issue comments), keeps what they
+//! pull-request files, open pull requests, one pull request, a collaborator's
+//! permission, issue comments), keeps what they
 //! wrote, and answers anything else with 404 so an unexpected call fails the
 //! caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
@@ -48,6 +49,8 @@ pub struct FakePullRequest {
 #[derive(Debug, Default)]
 struct State {
     pulls: BTreeMap<u64, FakePullRequest>,
+    /// login → `permission` (`admin`, `write`, `read`); others are no collaborators.
+    permissions: BTreeMap<String, String>,
     statuses: Vec<PostedStatus>,
     comments: Vec<Comment>,
     next_comment: u64,
@@ -85,6 +88,13 @@ impl FakeGitHub {
 
     pub fn add_pull_request(&self, pr: FakePullRequest) {
         lock(&self.state).pulls.insert(pr.number, pr);
+    }
+
+    /// Gives `login` a permission on the repository (`admin`, `write`, `read`).
+    pub fn set_permission(&self, login: &str, permission: &str) {
+        lock(&self.state)
+            .permissions
+            .insert(login.to_owned(), permission.to_owned());
     }
 
     /// Closes (merges) a pull request: it leaves the open list.
@@ -173,6 +183,27 @@ impl Respond for Api {
                             .collect::<Vec<_>>(),
                     ),
                     None => not_found(path),
+                }
+            }
+            ("GET", ["pulls", number]) => {
+                match number.parse().ok().and_then(|n: u64| state.pulls.get(&n)) {
+                    Some(pr) => ResponseTemplate::new(200).set_body_json(json!({
+                        "number": pr.number,
+                        "state": if pr.open { "open" } else { "closed" },
+                        "head": { "sha": pr.head_sha, "ref": format!("pr-{}", pr.number) },
+                        "base": { "sha": "", "ref": pr.base },
+                    })),
+                    None => not_found(path),
+                }
+            }
+            ("GET", ["collaborators", login, "permission"]) => {
+                // GitHub answers 404 for someone who is no collaborator.
+                match state.permissions.get(*login) {
+                    Some(p) => ResponseTemplate::new(200).set_body_json(json!({
+                        "permission": p, "role_name": p, "user": { "login": login },
+                    })),
+                    None => ResponseTemplate::new(404)
+                        .set_body_json(json!({ "message": format!("{login} is not a user") })),
                 }
             }
             ("GET", ["pulls"]) => {

@@ -9,8 +9,12 @@ use std::time::Instant;
 use live_ci_core::params::ParamStore;
 use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
 use live_ci_core::task::{StartedTask, TaskLauncher, TaskSpec};
-use live_ci_core::webhook::{FilePattern, sign};
-use live_ci_receiver::{HandlerConfig, Receiver, WebhookRequest};
+use live_ci_core::webhook::{
+    FilePattern, PullRequestAuthority, PullRequestHead, RepoPermission, TrustPolicy, sign,
+};
+use live_ci_receiver::{HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest};
+
+const SECRET: &str = "bench-webhook-secret-of-32-bytes-or-more";
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
@@ -22,7 +26,7 @@ impl ParamStore for Mem {
     type Error = Never;
     async fn get(&self, name: &str) -> Result<String, Never> {
         Ok(match name {
-            "secret" => "webhook-secret".into(),
+            "secret" => SECRET.into(),
             "lock" => "none".into(),
             _ => "{}".into(),
         })
@@ -53,6 +57,23 @@ impl GitHost for Host {
     }
 }
 
+// The synchronize fixture is a trusted author's branch: no permission look-ups.
+impl PullRequestAuthority for Host {
+    type Error = Never;
+    async fn permission(&self, _: &str) -> Result<RepoPermission, Never> {
+        Ok(RepoPermission::None)
+    }
+    async fn pull_request(&self, number: u64) -> Result<PullRequestHead, Never> {
+        Ok(PullRequestHead {
+            number,
+            open: true,
+            head_sha: String::new(),
+            head_ref: String::new(),
+            base_ref: String::new(),
+        })
+    }
+}
+
 struct Tasks;
 
 impl TaskLauncher for Tasks {
@@ -79,9 +100,12 @@ async fn main() -> anyhow::Result<()> {
         merge_lock_param: "lock".into(),
         commit_status_config_param: "statuses".into(),
         max_body_bytes: 5 * 1024 * 1024,
+        trust: TrustPolicy::default(),
+        secret_ttl: SECRET_TTL,
+        secret_retry: SECRET_RETRY,
     };
     let receiver = Receiver::new(config, Mem, Host, Tasks).await?;
-    let sig = sign(b"webhook-secret", &body);
+    let sig = sign(SECRET.as_bytes(), &body);
     let n = 20_000;
     let mut times = Vec::with_capacity(n);
     for i in 0..n {

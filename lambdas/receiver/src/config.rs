@@ -1,11 +1,18 @@
 //! The receiver's configuration, from the environment the Terraform module sets.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use live_ci_aws::{EcsConfig, TaskDefinitionRef};
 use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
-use live_ci_core::webhook::FilePattern;
+use live_ci_core::webhook::{FilePattern, TrustPolicy};
+
+/// How long a warm container keeps the webhook secret before reading it again.
+pub const SECRET_TTL: Duration = Duration::from_secs(300);
+/// How often at most a signature failure re-reads the secret, and how long an
+/// unusable (placeholder, short) secret is kept before it is read again.
+pub const SECRET_RETRY: Duration = Duration::from_secs(10);
 
 /// What the handler itself needs (no AWS specifics).
 #[derive(Debug, Clone)]
@@ -18,6 +25,12 @@ pub struct HandlerConfig {
     pub commit_status_config_param: String,
     /// Larger bodies are refused with 400 before any work (Function URLs take 6 MB).
     pub max_body_bytes: usize,
+    /// Whose pull requests are planned without a maintainer's `/live-ci plan`.
+    pub trust: TrustPolicy,
+    /// The webhook secret is read again after this long ([`SECRET_TTL`]).
+    pub secret_ttl: Duration,
+    /// … and after a signature failure, at most this often ([`SECRET_RETRY`]).
+    pub secret_retry: Duration,
 }
 
 /// Everything `main.rs` wires: the handler's part, GitHub and ECS.
@@ -43,6 +56,7 @@ pub const ENV_VARS: &[&str] = &[
     "MERGE_LOCK_SSM_KEY",
     "COMMIT_STATUS_CONFIG_SSM_KEY",
     "MAX_BODY_BYTES",
+    "PR_PLAN_AUTHOR_ASSOCIATIONS",
     "AWS_REGION",
     "ECS_CLUSTER_ARN",
     "ECS_SUBNET_IDS",
@@ -82,6 +96,16 @@ impl Config {
         let file_pattern = env.file_pattern()?;
         let max_body_bytes = env.number("MAX_BODY_BYTES", 5 * 1024 * 1024)?;
         let assign_public_ip = env.flag("ECS_ASSIGN_PUBLIC_IP", false)?;
+        let trust = match env.opt("PR_PLAN_AUTHOR_ASSOCIATIONS") {
+            None => TrustPolicy::default(),
+            Some(text) => {
+                TrustPolicy::parse_json(&text).map_err(|reason| ConfigError::Invalid {
+                    name: "PR_PLAN_AUTHOR_ASSOCIATIONS",
+                    value: text.clone(),
+                    reason,
+                })?
+            }
+        };
         let task = |def: &'static str,
                     container: &'static str,
                     group: &'static str,
@@ -103,6 +127,9 @@ impl Config {
                 merge_lock_param: req("MERGE_LOCK_SSM_KEY")?,
                 commit_status_config_param: req("COMMIT_STATUS_CONFIG_SSM_KEY")?,
                 max_body_bytes,
+                trust,
+                secret_ttl: SECRET_TTL,
+                secret_retry: SECRET_RETRY,
             },
             github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
             github_token_param: req("GITHUB_TOKEN_SSM_KEY")?,
@@ -144,7 +171,8 @@ mod tests {
 
     #[test]
     fn reads_exactly_the_declared_variables() {
-        let lookup = RecordingLookup::without(&[]);
+        // Unset: the recording lookup's "1" is no JSON list of associations.
+        let lookup = RecordingLookup::without(&["PR_PLAN_AUTHOR_ASSOCIATIONS"]);
         Config::from_lookup(|k| lookup.get(k)).unwrap();
         let declared: std::collections::BTreeSet<String> =
             ENV_VARS.iter().map(|s| s.to_string()).collect();
@@ -153,7 +181,10 @@ mod tests {
 
     #[test]
     fn a_missing_variable_is_named() {
-        let lookup = RecordingLookup::without(&["CREATE_DEPLOY_STACK_LOG_GROUP"]);
+        let lookup = RecordingLookup::without(&[
+            "CREATE_DEPLOY_STACK_LOG_GROUP",
+            "PR_PLAN_AUTHOR_ASSOCIATIONS",
+        ]);
         let err = Config::from_lookup(|k| lookup.get(k)).unwrap_err();
         assert_eq!(err, ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP"));
     }

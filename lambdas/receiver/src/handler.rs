@@ -1,5 +1,6 @@
 //! The webhook handler: size, signature, de-duplication, routing, then the
-//! pull-request plan or the merge deploy.
+//! pull-request plan (trusted pull requests, or a maintainer's `/live-ci plan`),
+//! the "not planned" status of the others, or the merge deploy.
 
 use std::collections::BTreeMap;
 
@@ -7,12 +8,15 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
 use live_ci_core::task::{TaskKind, TaskLauncher, TaskSpec, env};
-use live_ci_core::webhook::{Route, WebhookError, route, verify_signature};
+use live_ci_core::webhook::{
+    PLAN_COMMAND, PullRequestAuthority, Route, WebhookError, route, verify_signature,
+};
 use serde_json::{Value, json};
 
 use crate::config::HandlerConfig;
 use crate::dedupe::SeenDeliveries;
 use crate::http::{WebhookRequest, WebhookResponse};
+use crate::secret::SecretCache;
 
 /// Failures of the services behind the handler; each becomes a 500 so GitHub
 /// marks the delivery failed and it can be redelivered.
@@ -33,41 +37,73 @@ pub struct Receiver<P, G, L> {
     params: P,
     github: G,
     launcher: L,
-    secret: Vec<u8>,
+    secret: SecretCache,
     seen: SeenDeliveries,
 }
 
 impl<P, G, L> Receiver<P, G, L>
 where
     P: ParamStore,
-    G: GitHost,
+    G: GitHost + PullRequestAuthority,
     L: TaskLauncher,
 {
-    /// Reads the webhook secret once: a cold start pays one SSM call, warm
-    /// invocations none.
+    /// Reads the webhook secret at the cold start; warm invocations read it
+    /// again only after `secret_ttl` or a signature failure. An unusable
+    /// secret does not fail the cold start: every delivery then gets a 503
+    /// naming the parameter, and setting it in SSM heals the function.
     pub async fn new(
         config: HandlerConfig,
         params: P,
         github: G,
         launcher: L,
     ) -> Result<Self, ReceiverError> {
-        let secret = params
-            .get(&config.webhook_secret_param)
-            .await
-            .map_err(|e| ReceiverError::Params(e.to_string()))?;
+        let secret = SecretCache::new(
+            &config.webhook_secret_param,
+            config.secret_ttl,
+            config.secret_retry,
+        );
+        // Only to warm the cache and log a problem at once; each delivery checks again.
+        let _ = secret.current(&params).await;
         Ok(Receiver {
             config,
             params,
             github,
             launcher,
-            secret: secret.into_bytes(),
+            secret,
             seen: SeenDeliveries::new(4096),
+        })
+    }
+
+    /// Verifies the delivery's signature: 503 when the secret is unusable (before
+    /// looking at the signature, so a forged body learns nothing), 401 when it does
+    /// not match even after reading the secret again (it may have been rotated).
+    async fn authenticate(&self, req: &WebhookRequest) -> Result<(), WebhookResponse> {
+        let unusable = |e: crate::secret::Unusable| reply(503, json!({"error": e.0}));
+        let secret = self.secret.current(&self.params).await.map_err(unusable)?;
+        let header = req.header("x-hub-signature-256");
+        let mut result = verify_signature(&secret, &req.body, header);
+        if result == Err(WebhookError::BadSignature)
+            && let Some(fresh) = self.secret.refresh_after_failure(&self.params).await
+        {
+            let fresh = fresh.map_err(unusable)?;
+            if fresh != secret {
+                result = verify_signature(&fresh, &req.body, header);
+            }
+        }
+        result.map_err(|e| {
+            tracing::warn!(error = %e, "refused an unsigned or wrongly signed delivery");
+            reply(401, json!({"error": e.to_string()}))
         })
     }
 
     /// The task launcher (tests inspect what was started).
     pub fn launcher(&self) -> &L {
         &self.launcher
+    }
+
+    /// The parameter store (tests change the secret behind a warm receiver).
+    pub fn params(&self) -> &P {
+        &self.params
     }
 
     /// Handles one delivery. Never panics and never returns an error: every
@@ -85,10 +121,8 @@ where
                 json!({"error": format!("body of {} bytes exceeds the {}-byte limit", req.body.len(), self.config.max_body_bytes)}),
             );
         }
-        if let Err(e) = verify_signature(&self.secret, &req.body, req.header("x-hub-signature-256"))
-        {
-            tracing::warn!(error = %e, "refused an unsigned or wrongly signed delivery");
-            return reply(401, json!({"error": e.to_string()}));
+        if let Err(refused) = self.authenticate(req).await {
+            return refused;
         }
         let Some(event) = req.header("x-github-event") else {
             return reply(400, json!({"error": "missing X-GitHub-Event header"}));
@@ -107,6 +141,7 @@ where
             &req.body,
             &self.config.trunk_branch,
             Some(&self.config.repository),
+            &self.config.trust,
         ) {
             Ok(r) => r,
             Err(e @ WebhookError::MalformedPayload { .. }) => {
@@ -117,6 +152,19 @@ where
         let outcome = match routed {
             Route::Ping => Ok(json!({"pong": true})),
             Route::Ignore(reason) => Ok(json!({"ignored": reason})),
+            Route::NotPlanned {
+                number,
+                head_sha,
+                reason,
+            } => self.not_planned(number, &head_sha, &reason).await,
+            Route::PlanRequested {
+                number,
+                commenter,
+                pinned_sha,
+            } => {
+                self.plan_requested(delivery, number, &commenter, pinned_sha.as_deref())
+                    .await
+            }
             Route::PlanPullRequest {
                 number,
                 head_sha,
@@ -237,6 +285,95 @@ where
             "task_arn": started.task_arn,
             "merge_lock": lock.to_string(),
         }))
+    }
+
+    /// A pull request whose code is not run on its own: the merge lock as for
+    /// any pull request, and a pending `live-ci: pr-plan` status saying how to
+    /// have it planned (a later plan replaces it, being the same context).
+    async fn not_planned(
+        &self,
+        number: u64,
+        head_sha: &str,
+        reason: &str,
+    ) -> Result<Value, ReceiverError> {
+        if !self.touches_matching_files(number).await? {
+            return Ok(json!({"ignored": format!(
+                "pull request #{number} changes no file matching {:?}",
+                self.config.file_pattern.as_str()
+            )}));
+        }
+        let (lock, statuses) = self.read_lock_and_status_config().await?;
+        self.set_status(&lock.status_for(head_sha)).await?;
+        if statuses.pr_plan {
+            self.set_status(&CommitStatus::new(
+                head_sha,
+                StatusState::Pending,
+                context::PR_PLAN,
+                reason,
+            ))
+            .await?;
+        }
+        tracing::info!(pull_request = number, head_sha, reason, "pull request not planned");
+        Ok(json!({
+            "not_planned": reason,
+            "pull_request": number,
+            "commit": head_sha,
+            "merge_lock": lock.to_string(),
+        }))
+    }
+
+    /// A `/live-ci plan` comment: the commenter's permission is looked up (the
+    /// payload's association only says they might have write access), then the
+    /// pull request's current head is planned like a trusted one.
+    async fn plan_requested(
+        &self,
+        delivery: &str,
+        number: u64,
+        commenter: &str,
+        pinned_sha: Option<&str>,
+    ) -> Result<Value, ReceiverError> {
+        let permission = self
+            .github
+            .permission(commenter)
+            .await
+            .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
+        if !permission.may_request_plans() {
+            tracing::warn!(commenter, permission = permission.as_str(), pull_request = number, "refused a plan request");
+            return Ok(json!({"ignored": format!(
+                "{commenter:?} has {} permission on the repository; {PLAN_COMMAND:?} needs write",
+                permission.as_str()
+            )}));
+        }
+        let pr = self
+            .github
+            .pull_request(number)
+            .await
+            .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
+        if !pr.open {
+            return Ok(json!({"ignored": format!("pull request #{number} is closed")}));
+        }
+        if pr.base_ref != self.config.trunk_branch {
+            return Ok(json!({"ignored": format!(
+                "pull request #{number} targets {:?}, not the trunk {:?}",
+                pr.base_ref, self.config.trunk_branch
+            )}));
+        }
+        if let Some(pin) = pinned_sha
+            && !pr.head_sha.starts_with(pin)
+        {
+            return Ok(json!({"ignored": format!(
+                "pull request #{number}'s head is {} now, not the reviewed {pin}; comment again to plan it",
+                pr.head_sha
+            )}));
+        }
+        tracing::info!(commenter, pull_request = number, head_sha = %pr.head_sha, "plan requested by a maintainer");
+        let mut body = self
+            .plan_pull_request(delivery, number, &pr.head_sha, &pr.head_ref, &pr.base_ref)
+            .await?;
+        if let Value::Object(map) = &mut body {
+            map.insert("requested_by".into(), json!(commenter));
+        }
+        Ok(body)
     }
 
     async fn deploy_merge(

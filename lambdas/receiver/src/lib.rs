@@ -1,13 +1,18 @@
 //! The receiver Lambda behind the GitHub webhook's Function URL: verifies each
 //! delivery, then plans pull requests (pr-plan task + Merge Lock status) and
-//! deploys merge commits (create-deploy-stack task). `main.rs` only wires AWS
+//! deploys merge commits (create-deploy-stack task); pull requests from forks
+//! or untrusted authors wait for a maintainer's `/live-ci plan` comment, and an
+//! unusable webhook secret refuses everything with 503. `main.rs` only wires AWS
 //! and GitHub clients to [`Receiver`], so tests call the same handler.
 
 mod config;
 mod dedupe;
 mod handler;
 mod http;
+mod secret;
 
-pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig};
+pub use config::{
+    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, SECRET_RETRY, SECRET_TTL,
+};
 pub use handler::{Receiver, ReceiverError};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};

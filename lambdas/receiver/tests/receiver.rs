@@ -9,14 +9,17 @@ use std::time::Duration;
 
 use live_ci_core::params::ParamStore;
 use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec};
-use live_ci_core::webhook::{FilePattern, sign};
+use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_receiver::{Config, ConfigError, HandlerConfig, Receiver, WebhookRequest};
+use live_ci_receiver::{
+    Config, ConfigError, HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest,
+};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const SECRET: &str = "webhook-secret";
+const SECRET: &str = "test-webhook-secret-0123456789abcdef";
+const FORK_HEAD: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
 const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
 const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
@@ -88,6 +91,9 @@ fn handler_config() -> HandlerConfig {
         merge_lock_param: "/live-ci/merge-lock".into(),
         commit_status_config_param: "/live-ci/commit-status-config".into(),
         max_body_bytes: 64 * 1024,
+        trust: TrustPolicy::default(),
+        secret_ttl: SECRET_TTL,
+        secret_retry: SECRET_RETRY,
     }
 }
 
@@ -97,6 +103,10 @@ struct Harness {
 }
 
 async fn harness(lock: &str, statuses: &str) -> Harness {
+    harness_with(Params::new(lock, statuses), handler_config()).await
+}
+
+async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
     let server = MockServer::start().await;
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
@@ -109,14 +119,9 @@ async fn harness(lock: &str, statuses: &str) -> Harness {
         },
     })
     .unwrap();
-    let receiver = Receiver::new(
-        handler_config(),
-        Params::new(lock, statuses),
-        github,
-        Launcher::default(),
-    )
-    .await
-    .unwrap();
+    let receiver = Receiver::new(config, params, github, Launcher::default())
+        .await
+        .unwrap();
     Harness { server, receiver }
 }
 
@@ -579,4 +584,391 @@ fn configuration_names_the_missing_or_bad_variable() {
         err,
         "environment variable ECS_ASSIGN_PUBLIC_IP=\"yes\": expected true or false"
     );
+}
+
+impl Params {
+    fn set(&self, name: &str, value: &str) {
+        self.0.lock().unwrap().insert(name.into(), value.into());
+    }
+
+    /// How often the webhook secret was read.
+    fn secret_reads(&self) -> usize {
+        self.1
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|n| *n == "/live-ci/webhook-secret")
+            .count()
+    }
+}
+
+fn requests_summary(requests: &[wiremock::Request]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.url.path()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fork_pull_request_is_not_planned_and_its_status_says_how_to_get_a_plan() {
+    let h = harness("none", "{}").await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/43/files"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!([{"filename": "dev/us-east-1/artifacts/terragrunt.hcl", "status": "added"}]),
+        ))
+        .expect(1)
+        .mount(&h.server)
+        .await;
+    expect_status(
+        &h.server,
+        FORK_HEAD,
+        json!({"state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"}),
+    )
+    .await;
+    let reason = "not planned: a maintainer comments \"/live-ci plan\" to plan it \
+                  (its head is in the fork drive-by-dev/infrastructure-live)";
+    expect_status(
+        &h.server,
+        FORK_HEAD,
+        json!({"state": "pending", "context": "live-ci: pr-plan", "description": reason}),
+    )
+    .await;
+    no_other_github_calls(&h.server).await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-fork",
+            fixture("pull_request_opened_fork.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["not_planned"], reason);
+    assert_eq!(r.body["commit"], FORK_HEAD);
+    assert!(launched(&h).is_empty(), "a fork's code was run");
+}
+
+#[tokio::test]
+async fn an_untrusted_authors_branch_is_not_planned_either() {
+    let h = harness("none", "{}").await;
+    files(&h.server, &["dev/us-east-1/worker/terragrunt.hcl"]).await;
+    expect_status(
+        &h.server,
+        OPEN_HEAD,
+        json!({"state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"}),
+    )
+    .await;
+    let reason = "not planned: a maintainer comments \"/live-ci plan\" to plan it \
+                  (author association \"FIRST_TIME_CONTRIBUTOR\" is not trusted)";
+    expect_status(
+        &h.server,
+        OPEN_HEAD,
+        json!({"state": "pending", "context": "live-ci: pr-plan", "description": reason}),
+    )
+    .await;
+    let mut body: Value = serde_json::from_slice(&fixture("pull_request_opened.json")).unwrap();
+    body["pull_request"]["author_association"] = "FIRST_TIME_CONTRIBUTOR".into();
+    let r = h
+        .receiver
+        .handle(&signed(
+            "pull_request",
+            "d-first",
+            serde_json::to_vec(&body).unwrap(),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["not_planned"], reason);
+    assert!(launched(&h).is_empty());
+}
+
+/// The GitHub calls of a maintainer's `/live-ci plan` on fork PR #43.
+async fn fork_pull_request_43(server: &MockServer, permission: &str, head: &str) {
+    Mock::given(method("GET"))
+        .and(path(
+            "/repos/acme/infrastructure-live/collaborators/octo-lead/permission",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"permission": permission, "role_name": permission, "user": {"login": "octo-lead"}}),
+        ))
+        .expect(1)
+        .mount(server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/43"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "number": 43, "state": "open",
+            "head": {"sha": head, "ref": "patch-1", "repo": {"full_name": "drive-by-dev/infrastructure-live"}},
+            "base": {"sha": "1e7bc7d6f5b4a39281706f2c4b1ea9d3c8e05a17", "ref": "main"}
+        })))
+        .mount(server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/infrastructure-live/pulls/43/files"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!([{"filename": "dev/us-east-1/artifacts/terragrunt.hcl"}]),
+        ))
+        .mount(server)
+        .await;
+}
+
+#[tokio::test]
+async fn a_maintainers_plan_comment_plans_the_fork_head_after_checking_the_permission() {
+    let h = harness("none", "{}").await;
+    fork_pull_request_43(&h.server, "write", FORK_HEAD).await;
+    expect_status(
+        &h.server,
+        FORK_HEAD,
+        json!({"state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"}),
+    )
+    .await;
+    expect_status(
+        &h.server,
+        FORK_HEAD,
+        json!({"state": "pending", "context": "live-ci: pr-plan",
+               "description": "planning the affected units", "target_url": "https://logs.example.com/t1"}),
+    )
+    .await;
+    no_other_github_calls(&h.server).await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-cmd",
+            fixture("issue_comment_plan.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["started"], "pr-plan");
+    assert_eq!(r.body["requested_by"], "octo-lead");
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        [
+            "GET /repos/acme/infrastructure-live/collaborators/octo-lead/permission",
+            "GET /repos/acme/infrastructure-live/pulls/43",
+            "GET /repos/acme/infrastructure-live/pulls/43/files",
+            &format!("POST /repos/acme/infrastructure-live/statuses/{FORK_HEAD}"),
+            &format!("POST /repos/acme/infrastructure-live/statuses/{FORK_HEAD}"),
+        ]
+    );
+    let specs = launched(&h);
+    assert_eq!(specs.len(), 1);
+    assert_eq!(specs[0].kind, TaskKind::PrPlan);
+    assert_eq!(
+        specs[0].env,
+        BTreeMap::from([
+            ("LIVE_CI_BASE_REF".into(), "main".into()),
+            ("LIVE_CI_COMMIT".into(), FORK_HEAD.into()),
+            ("LIVE_CI_DELIVERY_ID".into(), "d-cmd".into()),
+            ("LIVE_CI_HEAD_REF".into(), "patch-1".into()),
+            ("LIVE_CI_PR_NUMBER".into(), "43".into()),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_plan_comment_without_write_permission_or_for_a_moved_head_plans_nothing() {
+    // A member with read access only: the permission look-up refuses, the pull
+    // request is not even fetched.
+    let h = harness("none", "{}").await;
+    fork_pull_request_43(&h.server, "read", FORK_HEAD).await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-read",
+            fixture("issue_comment_plan.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["ignored"],
+        "\"octo-lead\" has read permission on the repository; \"/live-ci plan\" needs write"
+    );
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        ["GET /repos/acme/infrastructure-live/collaborators/octo-lead/permission"]
+    );
+    assert!(launched(&h).is_empty());
+
+    // The maintainer pinned the reviewed commit; the author pushed since.
+    let h = harness("none", "{}").await;
+    fork_pull_request_43(&h.server, "admin", "0badc0ffee0000000000000000000000deadbeef").await;
+    let mut body: Value = serde_json::from_slice(&fixture("issue_comment_plan.json")).unwrap();
+    body["comment"]["body"] = format!("/live-ci plan {}", &FORK_HEAD[..12]).into();
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-pinned",
+            serde_json::to_vec(&body).unwrap(),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["ignored"]
+            .as_str()
+            .unwrap()
+            .contains("not the reviewed e4d1a9c07b3f"),
+        "{}",
+        r.body
+    );
+    assert!(launched(&h).is_empty());
+}
+
+/// Captures the receiver's log lines for one test (current-thread runtime).
+#[derive(Clone, Default)]
+struct LogLines(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogLines {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_the_parameter() {
+    let logs = LogLines::default();
+    let writer = logs.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish(),
+    );
+    for (value, why) in [
+        ("unset", "it holds a placeholder, not a secret"),
+        ("short-secret", "it is 12 bytes long; at least 32 are required"),
+    ] {
+        let params = Params::new("none", "{}");
+        params.set("/live-ci/webhook-secret", value);
+        let h = harness_with(params, handler_config()).await;
+        no_other_github_calls(&h.server).await;
+        let body = fixture("pull_request_opened.json");
+        // Signed with the placeholder itself (what a forger would try), with
+        // another key, and not at all: the same 503, never 200 or 401.
+        let forged = sign(value.as_bytes(), &body);
+        let other = sign(b"guess", &body);
+        for sig in [Some(forged), Some(other), None] {
+            let r = h
+                .receiver
+                .handle(&request("pull_request", "d-x", body.clone(), sig))
+                .await;
+            assert_eq!(r.status, 503, "{value}: {}", r.body);
+            assert_eq!(
+                r.body["error"],
+                format!("webhook secret parameter \"/live-ci/webhook-secret\" is not usable: {why}")
+            );
+        }
+        assert!(launched(&h).is_empty());
+    }
+    let text = logs.text();
+    assert!(
+        text.contains("parameter=/live-ci/webhook-secret")
+            && text.contains("the webhook secret is unusable"),
+        "{text}"
+    );
+    assert!(!text.contains("short-secret"), "the log shows the secret: {text}");
+}
+
+#[tokio::test]
+async fn a_secret_set_in_ssm_after_the_cold_start_takes_effect_without_one() {
+    let params = Params::new("none", r#"{"PrPlan": false}"#);
+    params.set("/live-ci/webhook-secret", "unset");
+    let mut config = handler_config();
+    config.secret_retry = Duration::from_millis(40);
+    let h = harness_with(params, config).await;
+    no_other_github_calls(&h.server).await;
+    let body = fixture("ping.json");
+    let r = h.receiver.handle(&signed("ping", "p1", body.clone())).await;
+    assert_eq!(r.status, 503);
+    // The operator sets the secret in SSM; an unusable secret is kept only for
+    // the retry interval (10 s in AWS), so GitHub's redelivery after it passes.
+    h.receiver.params().set("/live-ci/webhook-secret", SECRET);
+    let r = h.receiver.handle(&signed("ping", "p2", body.clone())).await;
+    assert_eq!(r.status, 503, "re-read before the retry interval");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let r = h.receiver.handle(&signed("ping", "p3", body)).await;
+    assert_eq!((r.status, r.body.clone()), (200, json!({"pong": true})));
+    assert_eq!(h.receiver.params().secret_reads(), 2);
+}
+
+#[tokio::test]
+async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten_seconds() {
+    let h = harness("none", "{}").await;
+    no_other_github_calls(&h.server).await;
+    let body = fixture("ping.json");
+    assert_eq!(h.receiver.params().secret_reads(), 1);
+    let r = h.receiver.handle(&signed("ping", "p1", body.clone())).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(h.receiver.params().secret_reads(), 1, "warm: no SSM call");
+    // Rotated in SSM (and on GitHub): the first delivery signed with the new
+    // secret fails against the cached one, which is then read again.
+    let rotated = "rotated-webhook-secret-0123456789abcdef";
+    h.receiver.params().set("/live-ci/webhook-secret", rotated);
+    let sig = sign(rotated.as_bytes(), &body);
+    let r = h
+        .receiver
+        .handle(&request("ping", "p2", body.clone(), Some(sig)))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(h.receiver.params().secret_reads(), 2);
+    // The old secret is refused now, and forged deliveries do not each cost an
+    // SSM read.
+    for i in 0..5 {
+        let r = h
+            .receiver
+            .handle(&signed("ping", &format!("f{i}"), body.clone()))
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    assert_eq!(h.receiver.params().secret_reads(), 2);
+}
+
+#[tokio::test]
+async fn the_secret_is_read_again_after_its_ttl() {
+    let mut config = handler_config();
+    config.secret_ttl = Duration::from_millis(50);
+    let h = harness_with(Params::new("none", "{}"), config).await;
+    no_other_github_calls(&h.server).await;
+    let body = fixture("ping.json");
+    // Signature failures re-read the secret: use one up so only the TTL is left.
+    let r = h
+        .receiver
+        .handle(&request("ping", "f0", body.clone(), Some(sign(b"x", &body))))
+        .await;
+    assert_eq!(r.status, 401);
+    assert_eq!(h.receiver.params().secret_reads(), 2);
+    // Revoked in SSM: within the TTL the cached secret still answers…
+    h.receiver
+        .params()
+        .set("/live-ci/webhook-secret", "new-webhook-secret-0123456789abcdef");
+    assert_eq!(
+        h.receiver
+            .handle(&signed("ping", "p1", body.clone()))
+            .await
+            .status,
+        200
+    );
+    // …after it, the old secret is refused without any signature failure
+    // having triggered the read.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(
+        h.receiver
+            .handle(&signed("ping", "p2", body.clone()))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(h.receiver.params().secret_reads(), 3);
 }

@@ -180,7 +180,7 @@ impl Cloud {
 }
 
 /// The webhook secret, token and vote key of the local deployment.
-pub const WEBHOOK_SECRET: &str = "local-webhook-secret";
+pub const WEBHOOK_SECRET: &str = "local-webhook-secret-for-the-local-cloud";
 /// The sample repository's name, as the webhook fixture and the module know it.
 pub const REPO_FULL_NAME: &str = "acme/infrastructure-live";
 
@@ -317,12 +317,24 @@ pub async fn send_merge_webhook(
     delivery: &str,
 ) -> Result<(u16, Value)> {
     let body = merge_payload(merge)?;
+    send_webhook(http, endpoint, deployment, "pull_request", delivery, body).await
+}
+
+/// POSTs any signed delivery (`event` as `X-GitHub-Event`) to the receiver.
+pub async fn send_webhook(
+    http: &reqwest::Client,
+    endpoint: &str,
+    deployment: &Deployment,
+    event: &str,
+    delivery: &str,
+    body: Vec<u8>,
+) -> Result<(u16, Value)> {
     let (url, host) = function_url_target(endpoint, &deployment.webhook_url)?;
     let resp = http
         .post(&url)
         .header("host", host)
         .header("content-type", "application/json")
-        .header("x-github-event", "pull_request")
+        .header("x-github-event", event)
         .header("x-github-delivery", delivery)
         .header("x-hub-signature-256", sign(WEBHOOK_SECRET, &body))
         .body(body)

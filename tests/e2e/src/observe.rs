@@ -35,8 +35,9 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// Ended: deployed, failed, or superseded by a run at a newer trunk commit.
     pub fn finished(&self) -> bool {
-        matches!(self.status.as_str(), "succeeded" | "failed")
+        matches!(self.status.as_str(), "succeeded" | "failed" | "superseded")
     }
 
     pub fn by_path(&self) -> BTreeMap<String, &ExecutionRow> {

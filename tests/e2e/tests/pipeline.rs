@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, tf_resources};
 use live_ci_e2e::repo::SampleRepo;
 use live_ci_e2e::vote::Vote;
-use live_ci_e2e::{Cloud, Deployment, Merge, REPO_FULL_NAME, send_merge_webhook, work_dir};
+use live_ci_e2e::{
+    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook,
+    work_dir,
+};
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
 /// How long one scenario's run may take (several runs queue behind each other).
@@ -33,6 +36,11 @@ struct Env {
     pr_base: u64,
     /// Scenarios add commits to the one repository the tasks clone.
     git: tokio::sync::Mutex<()>,
+    /// The pipeline deploys the trunk: a merge older than a recorded run is
+    /// superseded, and a failed unit stays pending in the next run. Scenarios
+    /// therefore run one at a time, after the sample's own merge (PR 42).
+    serial: tokio::sync::Mutex<()>,
+    first_run: tokio::sync::OnceCell<Result<(serde_json::Value, Outcome, Merge), String>>,
     http: reqwest::Client,
 }
 
@@ -79,6 +87,8 @@ fn setup() -> anyhow::Result<Env> {
             .map_or(0, |d| d.as_secs() % 1_000_000)
             * 100,
         git: tokio::sync::Mutex::new(()),
+        serial: tokio::sync::Mutex::new(()),
+        first_run: tokio::sync::OnceCell::new(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()?,
@@ -86,6 +96,35 @@ fn setup() -> anyhow::Result<Env> {
 }
 
 impl Env {
+    /// The sample's merged pull request, sent and driven (every vote approves)
+    /// once, before any scenario merges anything newer.
+    async fn first_run(&self) -> anyhow::Result<&(serde_json::Value, Outcome, Merge)> {
+        let result = self
+            .first_run
+            .get_or_init(|| async {
+                let run = async {
+                    let _serial = self.serial.lock().await;
+                    let merge = Merge {
+                        number: self.pr_base + self.first.number,
+                        ..self.first.clone()
+                    };
+                    self.register(&merge).await?;
+                    let answer = self.webhook(&merge, "e2e-happy-1").await?;
+                    let (_db, outcome) = self.drive(&merge, &|_| Vote::Approve).await?;
+                    anyhow::Ok((answer, outcome, merge))
+                };
+                run.await.map_err(|e| format!("{e:#}"))
+            })
+            .await;
+        result.as_ref().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Held for a whole scenario: after the first run, one scenario at a time.
+    async fn serial(&self) -> anyhow::Result<tokio::sync::MutexGuard<'_, ()>> {
+        self.first_run().await?;
+        Ok(self.serial.lock().await)
+    }
+
     /// Tells the fake about a merged pull request.
     async fn register(&self, merge: &Merge) -> anyhow::Result<()> {
         let files = self.repo.files(merge).await?;
@@ -198,15 +237,9 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
     env.rt
         .block_on(async {
             let started = Instant::now();
-            let merge = Merge {
-                number: env.pr_base + env.first.number,
-                ..env.first.clone()
-            };
-            env.register(&merge).await?;
-            let answer = env.webhook(&merge, "e2e-happy-1").await?;
+            let (answer, outcome, merge) = env.first_run().await?;
             assert_eq!(answer["started"], "create-deploy-stack", "{answer}");
-
-            let (db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
             let run = &outcome.run;
             assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
             let by_path = run.by_path();
@@ -309,6 +342,7 @@ fn the_same_webhook_delivered_twice_deploys_once() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let merge = env
                 .new_merge(
                     45,
@@ -369,6 +403,7 @@ fn a_rejected_unit_aborts_its_dependents_and_the_others_finish() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let vpc = "shared/us-east-1/network/vpc";
             let logs = "shared/us-east-1/logs";
             let merge = env
@@ -429,6 +464,7 @@ fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let db_unit = "dev/us-east-1/db";
             let app = "dev/us-east-1/app";
             // Plans fine; the provisioner fails at apply.
@@ -456,6 +492,9 @@ fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
             }
             // The failed apply left the resource tainted in state, or none: not applied cleanly.
             eprintln!("failing apply: {text}");
+            // The failed unit stays pending: a fix merged next deploys it (and
+            // the dependent that was aborted).
+            fix_forward(env, 57, db_unit, "{ size = 57 }", &[db_unit, app]).await?;
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
@@ -467,6 +506,7 @@ fn a_pull_request_merged_during_a_deploy_is_queued_then_deployed() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let cdn = "dev/us-east-1/cdn";
             let first = env
                 .new_merge(
@@ -536,6 +576,7 @@ fn a_failed_run_rolls_back_the_resources_of_new_providers() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let logs = "shared/us-east-1/logs";
             let cdn = "dev/us-east-1/cdn";
             let with_aws = format!(
@@ -571,7 +612,183 @@ fn a_failed_run_rolls_back_the_resources_of_new_providers() {
                 .unwrap_or_default();
             assert!(!state.contains("aws_ssm_parameter.marker"), "{state:?}");
             assert!(state.contains("terraform_data.this"), "{state:?}");
+            fix_forward(env, 58, cdn, "{ ttl = 58 }", &[cdn]).await?;
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Merges a passing `unit` after a scenario left it failed on the trunk, and
+/// deploys it: the run holds `expected` (the failed units stay pending until a
+/// run applies them) and succeeds.
+async fn fix_forward(
+    env: &Env,
+    number: u64,
+    unit: &str,
+    input: &str,
+    expected: &[&str],
+) -> anyhow::Result<()> {
+    let fix = env
+        .new_merge(
+            number,
+            &[(&format!("{unit}/main.tf"), &terraform_data(input))],
+        )
+        .await?;
+    env.webhook(&fix, &format!("e2e-fix-{number}")).await?;
+    let (_db, outcome) = env.drive(&fix, &|_| Vote::Approve).await?;
+    let text = summary(&outcome);
+    assert_eq!(outcome.run.status, "succeeded", "{text}");
+    let by_path = outcome.run.by_path();
+    for unit in expected {
+        assert_eq!(
+            by_path.get(*unit).map(|e| e.status.as_str()),
+            Some("succeeded"),
+            "{text}"
+        );
+    }
+    Ok(())
+}
+
+/// Scenario 6: two merges whose create-deploy-stack tasks finish in reverse
+/// order deploy in trunk order: the newer merge's run deploys the range from
+/// the last deployed commit (both merges' units); the older merge, arriving
+/// last, is recorded as superseded and never applied over it.
+#[test]
+fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let _serial = env.serial().await?;
+            let worker = "dev/us-east-1/worker";
+            let logs = "shared/us-east-1/logs";
+            let older = env
+                .new_merge(
+                    52,
+                    &[(
+                        &format!("{worker}/main.tf"),
+                        &terraform_data("{ size = 52 }"),
+                    )],
+                )
+                .await?;
+            let newer = env
+                .new_merge(
+                    53,
+                    &[(
+                        &format!("{logs}/main.tf"),
+                        &terraform_data("{ retention = 53 }"),
+                    )],
+                )
+                .await?;
+            // The newer merge's task runs (and finishes) first.
+            env.webhook(&newer, "e2e-reverse-53").await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
+            let created = wait_for(Duration::from_secs(180), || async {
+                Ok(!db.runs(&newer.merge_commit).await?.is_empty())
+            })
+            .await?;
+            assert!(created, "no run for the newer merge");
+            env.webhook(&older, "e2e-reverse-52").await?;
+            let (_, superseded) = env.drive(&older, &|_| Vote::Approve).await?;
+            assert_eq!(
+                superseded.run.status,
+                "superseded",
+                "{}",
+                summary(&superseded)
+            );
+            assert!(
+                superseded.run.executions.is_empty(),
+                "{}",
+                summary(&superseded)
+            );
+            let (_, outcome) = env.drive(&newer, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "succeeded", "{text}");
+            let by_path = outcome.run.by_path();
+            for unit in [worker, logs] {
+                assert_eq!(
+                    by_path.get(unit).map(|e| e.status.as_str()),
+                    Some("succeeded"),
+                    "{unit}: {text}"
+                );
+                let state = tf_resources(&env.deployment.state_dir, &newer.merge_commit, unit)
+                    .unwrap_or_default();
+                assert!(state.contains("terraform_data.this"), "{unit}: {state:?}");
+            }
+            // Nothing was ever applied at the older commit.
+            let older_state = tf_resources(&env.deployment.state_dir, &older.merge_commit, worker)
+                .unwrap_or_default();
+            assert!(older_state.is_empty(), "{older_state:?}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Issue 12: a fork's pull request runs no code. The receiver (deployed by the
+/// module, trust list from `pr_plan_author_associations`) answers "not planned",
+/// posts the Merge Lock and a pending `live-ci: pr-plan` status saying how to
+/// get a plan to the GitHub fake, and starts no pr-plan task.
+#[test]
+fn a_fork_pull_request_is_not_planned() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let number = env.pr_base + 43;
+            let head = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
+            env.github.add_pull_request(FakePullRequest {
+                number,
+                head_sha: head.into(),
+                base: "main".into(),
+                files: vec!["dev/us-east-1/artifacts/terragrunt.hcl".into()],
+                open: true,
+            });
+            let path = repo_root().join("tests/fixtures/github/pull_request_opened_fork.json");
+            let mut payload: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path)?)?;
+            payload["number"] = number.into();
+            payload["pull_request"]["number"] = number.into();
+            let delivery = format!(
+                "fork-{}",
+                env.deployment.metadb_url.rsplit('/').next().unwrap_or("")
+            );
+            let (status, body) = send_webhook(
+                &env.http,
+                env.cloud.endpoint(),
+                &env.deployment,
+                "pull_request",
+                &delivery,
+                serde_json::to_vec(&payload)?,
+            )
+            .await?;
+            anyhow::ensure!(status == 200, "webhook answered {status}: {body}");
+            let expected = "not planned: a maintainer comments \"/live-ci plan\" to plan it \
+                            (its head is in the fork drive-by-dev/infrastructure-live)";
+            assert_eq!(body["not_planned"], expected, "{body}");
+            assert!(body.get("task_arn").is_none(), "{body}");
+            let statuses = env.github.latest_statuses(head);
+            assert_eq!(statuses["live-ci: pr-plan"].state, "pending");
+            assert_eq!(statuses["live-ci: pr-plan"].description, expected);
+            assert!(statuses.contains_key("Merge Lock"), "{statuses:?}");
+            // The only calls for this head: its files and the two statuses.
+            let calls: Vec<String> = env
+                .github
+                .requests()
+                .await
+                .iter()
+                .filter(|r| {
+                    r.url.path().contains(&format!("/pulls/{number}"))
+                        || r.url.path().ends_with(head)
+                })
+                .map(|r| format!("{} {}", r.method, r.url.path()))
+                .collect();
+            assert_eq!(
+                calls,
+                [
+                    format!("GET /repos/{REPO_FULL_NAME}/pulls/{number}/files"),
+                    format!("POST /repos/{REPO_FULL_NAME}/statuses/{head}"),
+                    format!("POST /repos/{REPO_FULL_NAME}/statuses/{head}"),
+                ]
+            );
+            anyhow::Ok(())
+        })
+        .unwrap();
 }

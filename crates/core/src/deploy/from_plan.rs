@@ -179,7 +179,7 @@ mod tests {
             ],
             makespan: 3.0,
         };
-        let plan_cmd = CommandTemplate::new("terraform plan # {cfg_path}").unwrap();
+        let plan_cmd = CommandTemplate::new("terraform -chdir={cfg_path} plan").unwrap();
         let apply_cmd = CommandTemplate::new("terraform apply").unwrap();
         let providers = BTreeMap::from([(
             p("dev/a/app"),
@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(ex[0].min_approval_count, 2);
         assert_eq!(ex[1].apply_role_arn, "arn:apply:dev");
         assert_eq!(ex[1].account_deps, vec!["shared".to_string()]);
-        assert_eq!(ex[0].plan_command, "terraform plan # shared/net");
+        assert_eq!(ex[0].plan_command, "terraform -chdir=shared/net plan");
         assert_eq!(
             ex[1].new_providers,
             vec!["terraform.io/builtin/terraform".to_string()]

@@ -112,16 +112,20 @@ pub fn rollback_execution_id(original: &str) -> String {
     id
 }
 
-/// `plan_command` turned into a plan that destroys only `resources`. Each
-/// address is single-quoted for the shell the command runs in, because
-/// addresses carry brackets and double quotes (`aws_s3_bucket.b["logs"]`).
+/// `plan_command` turned into a plan that destroys only `resources`: the flags
+/// go right after the `plan` word of its terraform/terragrunt invocation, so a
+/// command that pipes or chains (`… plan | tee log`, `… plan && notify`) still
+/// gives them to terraform. Each address is single-quoted for the shell the
+/// command runs in, because addresses carry brackets and double quotes
+/// (`aws_s3_bucket.b["logs"]`).
 pub fn destroy_targets(plan_command: &str, resources: &[String]) -> String {
-    let mut command = format!("{plan_command} -destroy");
-    for resource in resources {
-        command.push_str(" -target=");
-        command.push_str(&shell_quote(resource));
-    }
-    command
+    let mut args = vec!["-destroy".to_string()];
+    args.extend(
+        resources
+            .iter()
+            .map(|r| format!("-target={}", shell_quote(r))),
+    );
+    crate::terraform::insert_args(plan_command, "plan", &args)
 }
 
 fn shell_quote(s: &str) -> String {
@@ -347,8 +351,27 @@ mod tests {
     #[test]
     fn quotes_in_addresses_survive_the_shell() {
         assert_eq!(
-            destroy_targets("plan", &["a.b['x']".into()]),
-            r"plan -destroy -target='a.b['\''x'\'']'"
+            destroy_targets("terraform plan", &["a.b['x']".into()]),
+            r"terraform plan -destroy -target='a.b['\''x'\'']'"
+        );
+    }
+
+    #[test]
+    fn the_destroy_flags_go_to_terraform_not_to_the_end_of_a_pipeline() {
+        assert_eq!(
+            destroy_targets(
+                "terraform init -input=false && terraform plan -input=false -out={plan_file} | tee plan.log",
+                &["terraform_data.a".into()]
+            ),
+            "terraform init -input=false && terraform plan -destroy -target='terraform_data.a' \
+             -input=false -out={plan_file} | tee plan.log"
+        );
+        assert_eq!(
+            destroy_targets(
+                "terragrunt plan -out={plan_file} 2>&1 && echo planned",
+                &["x.y".into()]
+            ),
+            "terragrunt plan -destroy -target='x.y' -out={plan_file} 2>&1 && echo planned"
         );
     }
 }

@@ -29,6 +29,11 @@ pub struct PullRequestPayload {
     pub merge_commit_sha: Option<String>,
     pub head: RefPayload,
     pub base: RefPayload,
+    /// The author's relation to the repository (`OWNER`, `MEMBER`,
+    /// `COLLABORATOR`, `CONTRIBUTOR`, `FIRST_TIME_CONTRIBUTOR`, `NONE`, …).
+    #[serde(default)]
+    pub author_association: String,
+    pub user: Option<UserPayload>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -36,6 +41,42 @@ pub struct RefPayload {
     #[serde(rename = "ref")]
     pub name: String,
     pub sha: String,
+    /// The repository the branch lives in: a fork's for a fork's pull request,
+    /// null when that fork was deleted.
+    #[serde(default)]
+    pub repo: Option<RepositoryPayload>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct UserPayload {
+    pub login: String,
+}
+
+/// An `issue_comment` delivery (pull requests are issues to GitHub: their
+/// comments arrive here, with `issue.pull_request` set).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssueCommentEvent {
+    pub action: String,
+    pub issue: IssuePayload,
+    pub comment: CommentPayload,
+    pub repository: RepositoryPayload,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssuePayload {
+    pub number: u64,
+    /// Present only when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CommentPayload {
+    #[serde(default)]
+    pub body: String,
+    pub user: UserPayload,
+    #[serde(default)]
+    pub author_association: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

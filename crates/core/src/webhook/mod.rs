@@ -4,10 +4,19 @@
 mod event;
 mod route;
 mod signature;
+mod trust;
 
-pub use event::{PingEvent, PullRequestEvent, PullRequestPayload, RefPayload, RepositoryPayload};
-pub use route::{FilePattern, Route, route};
-pub use signature::{sign, verify_signature};
+pub use event::{
+    CommentPayload, IssueCommentEvent, IssuePayload, PingEvent, PullRequestEvent,
+    PullRequestPayload, RefPayload, RepositoryPayload, UserPayload,
+};
+pub use route::{FilePattern, Route, not_planned_description, route};
+pub use trust::{
+    DEFAULT_PLAN_ASSOCIATIONS, KNOWN_ASSOCIATIONS, PLAN_COMMAND, PlanRequest,
+    PullRequestAuthority, PullRequestHead, RepoPermission, TrustPolicy, may_have_write_access,
+    plan_request, untrusted_reason,
+};
+pub use signature::{MIN_SECRET_BYTES, secret_problem, sign, verify_signature};
 
 /// Why a delivery is refused. Each maps to one HTTP status in the receiver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,10 +1,13 @@
 //! What a verified delivery asks for: plan a pull request's head commit, deploy
-//! a merge commit, answer a ping, or nothing (with the reason).
+//! a merge commit, answer a ping, or nothing (with the reason). Pull requests
+//! from forks or untrusted authors are not planned; a maintainer's
+//! `/live-ci plan` comment asks for their plan instead.
 
 use regex::Regex;
 
 use super::WebhookError;
-use super::event::{PingEvent, PullRequestEvent};
+use super::event::{IssueCommentEvent, PingEvent, PullRequestEvent};
+use super::trust::{TrustPolicy, may_have_write_access, plan_request, untrusted_reason};
 
 /// The pipeline's reaction to one delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,17 +32,46 @@ pub enum Route {
         head_sha: String,
         html_url: String,
     },
+    /// A pull request whose code is not run without a maintainer's command: its
+    /// head commit gets a status saying why and how to have it planned.
+    NotPlanned {
+        number: u64,
+        head_sha: String,
+        /// The status description (`not planned: …`).
+        reason: String,
+    },
+    /// A `/live-ci plan` comment on a pull request by someone who may have write
+    /// access: the receiver checks `commenter`'s permission through the API,
+    /// then plans the pull request's current head (which must start with
+    /// `pinned_sha` when the comment names one).
+    PlanRequested {
+        number: u64,
+        commenter: String,
+        pinned_sha: Option<String>,
+    },
     /// Nothing to do; the reason goes back to GitHub in the response body.
     Ignore(String),
 }
 
+/// The status description of a pull request that is not planned: how to get a
+/// plan comes first, so GitHub's 140-character limit never cuts it off.
+pub fn not_planned_description(why: &str) -> String {
+    format!(
+        "not planned: a maintainer comments \"{}\" to plan it ({why})",
+        super::trust::PLAN_COMMAND
+    )
+}
+
 /// Routes a delivery by its `X-GitHub-Event` name and verified body. Only pull
-/// requests into `trunk` of `repository` (when given) do anything.
+/// requests into `trunk` of `repository` (when given) do anything; `trust` says
+/// whose pull requests are planned without a maintainer's command. Merged pull
+/// requests always deploy: the merge is the human gate.
 pub fn route(
     event: &str,
     body: &[u8],
     trunk: &str,
     repository: Option<&str>,
+    trust: &TrustPolicy,
 ) -> Result<Route, WebhookError> {
     let malformed = |e: serde_json::Error| WebhookError::MalformedPayload {
         event: event.to_string(),
@@ -74,6 +106,17 @@ pub fn route(
                             "pull request #{} is a draft; it is planned when marked ready for review",
                             ev.number
                         )));
+                    }
+                    let repo = repository.unwrap_or(&ev.repository.full_name);
+                    let head_repo = pr.head.repo.as_ref().map(|r| r.full_name.as_str());
+                    if let Some(why) =
+                        untrusted_reason(repo, head_repo, &pr.author_association, trust)
+                    {
+                        return Ok(Route::NotPlanned {
+                            number: ev.number,
+                            head_sha: pr.head.sha.clone(),
+                            reason: not_planned_description(&why),
+                        });
                     }
                     Ok(Route::PlanPullRequest {
                         number: ev.number,
@@ -114,12 +157,57 @@ pub fn route(
                 ))),
             }
         }
+        "issue_comment" => {
+            let ev: IssueCommentEvent = serde_json::from_slice(body).map_err(malformed)?;
+            route_comment(&ev, repository)
+        }
         other => {
             // Still require JSON: a garbled body is a client error whatever the event.
             serde_json::from_slice::<serde_json::Value>(body).map_err(malformed)?;
             Ok(Route::Ignore(format!("event {other:?} is not handled")))
         }
     }
+}
+
+fn route_comment(ev: &IssueCommentEvent, repository: Option<&str>) -> Result<Route, WebhookError> {
+    let number = ev.issue.number;
+    if let Some(repo) = repository
+        && !ev.repository.full_name.eq_ignore_ascii_case(repo)
+    {
+        return Ok(Route::Ignore(format!(
+            "repository {:?} is not the configured {repo:?}",
+            ev.repository.full_name
+        )));
+    }
+    if ev.action != "created" {
+        return Ok(Route::Ignore(format!(
+            "issue_comment action {:?} asks for nothing",
+            ev.action
+        )));
+    }
+    if ev.issue.pull_request.is_none() {
+        return Ok(Route::Ignore(format!(
+            "issue #{number} is not a pull request"
+        )));
+    }
+    let Some(request) = plan_request(&ev.comment.body) else {
+        return Ok(Route::Ignore(format!(
+            "the comment on pull request #{number} holds no {:?} command",
+            super::trust::PLAN_COMMAND
+        )));
+    };
+    let commenter = &ev.comment.user.login;
+    if !may_have_write_access(&ev.comment.author_association) {
+        return Ok(Route::Ignore(format!(
+            "{commenter:?} ({}) cannot have write access; only maintainers may ask for a plan",
+            ev.comment.author_association
+        )));
+    }
+    Ok(Route::PlanRequested {
+        number,
+        commenter: commenter.clone(),
+        pinned_sha: request.pinned_sha,
+    })
 }
 
 /// Which changed files concern the pipeline.
@@ -170,11 +258,11 @@ mod tests {
     #[test]
     fn other_events_need_json_too() {
         assert!(matches!(
-            route("push", b"not json", "main", None),
+            route("push", b"not json", "main", None, &TrustPolicy::default()),
             Err(WebhookError::MalformedPayload { .. })
         ));
         assert_eq!(
-            route("issues", b"{}", "main", None).unwrap(),
+            route("issues", b"{}", "main", None, &TrustPolicy::default()).unwrap(),
             Route::Ignore("event \"issues\" is not handled".into())
         );
     }

@@ -27,6 +27,51 @@ pub fn verify_signature(
         .map_err(|_| WebhookError::BadSignature)
 }
 
+/// The shortest webhook secret accepted, in bytes: GitHub's own advice is a
+/// long random string, and the module generates 64 characters.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Values that mean "nobody set a secret" (the module's old placeholder among
+/// them): HMAC keys anyone can guess.
+const PLACEHOLDERS: &[&str] = &[
+    "unset",
+    "changeme",
+    "change-me",
+    "change_me",
+    "placeholder",
+    "secret",
+    "todo",
+    "none",
+    "null",
+    "default",
+];
+
+/// Why a webhook secret must not be used as the HMAC key, or `None` when it may:
+/// a placeholder (compared without case and surrounding blanks, repeated or not)
+/// or fewer than [`MIN_SECRET_BYTES`] bytes. The secret itself is never quoted.
+pub fn secret_problem(secret: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(secret);
+    let folded = text.trim().to_ascii_lowercase();
+    let is_placeholder = PLACEHOLDERS.iter().any(|p| {
+        !folded.is_empty()
+            && folded.len() % p.len() == 0
+            && folded.as_bytes().chunks(p.len()).all(|c| c == p.as_bytes())
+    });
+    if folded.is_empty() {
+        return Some("it is empty".into());
+    }
+    if is_placeholder {
+        return Some("it holds a placeholder, not a secret".into());
+    }
+    if secret.len() < MIN_SECRET_BYTES {
+        return Some(format!(
+            "it is {} bytes long; at least {MIN_SECRET_BYTES} are required",
+            secret.len()
+        ));
+    }
+    None
+}
+
 /// The signature header as GitHub would compute it (for tests and tools).
 pub fn sign(secret: &[u8], body: &[u8]) -> String {
     match Hmac::<Sha256>::new_from_slice(secret) {
@@ -62,6 +107,23 @@ mod tests {
                 Some(header)
             ),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn placeholders_and_short_secrets_are_refused() {
+        assert_eq!(secret_problem(&[b'k'; 32]), None);
+        for placeholder in ["unset", " UNSET\n", "changeme", "unsetunsetunsetunsetunsetunsetunset"] {
+            assert_eq!(
+                secret_problem(placeholder.as_bytes()).as_deref(),
+                Some("it holds a placeholder, not a secret"),
+                "{placeholder:?}"
+            );
+        }
+        assert_eq!(secret_problem(b"  ").as_deref(), Some("it is empty"));
+        assert_eq!(
+            secret_problem(b"local-webhook-secret").as_deref(),
+            Some("it is 20 bytes long; at least 32 are required")
         );
     }
 

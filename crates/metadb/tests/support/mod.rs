@@ -118,8 +118,15 @@ pub fn exec(id: &str, account: &str, wait_for: &[&str]) -> NewExecution {
     }
 }
 
+/// Runs made by the helpers follow each other on the trunk, in creation order.
+pub fn next_trunk_seq() -> u64 {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
 pub fn run(commit: &str, max_parallel: u32, executions: Vec<NewExecution>) -> NewRun {
     NewRun {
+        trunk_seq: next_trunk_seq(),
         pr_id: 7,
         commit_id: commit.to_string(),
         base_ref: "refs/heads/main".into(),
