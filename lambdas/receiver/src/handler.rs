@@ -245,6 +245,9 @@ where
         base_ref: &str,
     ) -> Result<Value, ReceiverError> {
         if !self.touches_matching_files(number).await? {
+            // Required checks must pass on pull requests that never deploy.
+            self.set_status(&merge_lock::not_applicable(head_sha))
+                .await?;
             return Ok(json!({"ignored": format!(
                 "pull request #{number} changes no file matching {:?}",
                 self.config.file_pattern.as_str()
@@ -313,7 +316,12 @@ where
             ))
             .await?;
         }
-        tracing::info!(pull_request = number, head_sha, reason, "pull request not planned");
+        tracing::info!(
+            pull_request = number,
+            head_sha,
+            reason,
+            "pull request not planned"
+        );
         Ok(json!({
             "not_planned": reason,
             "pull_request": number,
@@ -338,7 +346,12 @@ where
             .await
             .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
         if !permission.may_request_plans() {
-            tracing::warn!(commenter, permission = permission.as_str(), pull_request = number, "refused a plan request");
+            tracing::warn!(
+                commenter,
+                permission = permission.as_str(),
+                pull_request = number,
+                "refused a plan request"
+            );
             return Ok(json!({"ignored": format!(
                 "{commenter:?} has {} permission on the repository; {PLAN_COMMAND:?} needs write",
                 permission.as_str()

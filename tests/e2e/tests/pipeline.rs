@@ -15,8 +15,7 @@ use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, t
 use live_ci_e2e::repo::SampleRepo;
 use live_ci_e2e::vote::Vote;
 use live_ci_e2e::{
-    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook,
-    work_dir,
+    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook, work_dir,
 };
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
@@ -241,7 +240,7 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             assert_eq!(answer["started"], "create-deploy-stack", "{answer}");
             let db = Metadb::connect(&env.deployment.metadb_url).await?;
             let run = &outcome.run;
-            assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
+            assert_eq!(run.status, "succeeded", "{}", summary(outcome));
             let by_path = run.by_path();
             // The PR widens the shared VPC (its dependents follow) and adds the
             // dev worker, in both accounts; the retired legacy queue is no
@@ -255,8 +254,8 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             ] {
                 let e = by_path
                     .get(unit)
-                    .unwrap_or_else(|| panic!("{unit} not deployed:\n{}", summary(&outcome)));
-                assert_eq!(e.status, "succeeded", "{}", summary(&outcome));
+                    .unwrap_or_else(|| panic!("{unit} not deployed:\n{}", summary(outcome)));
+                assert_eq!(e.status, "succeeded", "{}", summary(outcome));
                 assert_eq!(e.decision.as_deref(), Some("approve"));
                 assert!(
                     outcome.votes.contains_key(&e.execution_id),
@@ -280,7 +279,7 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 run.run_id
             );
 
-            let sfn = env.sfn_by_path(&outcome).await?;
+            let sfn = env.sfn_by_path(outcome).await?;
             assert_eq!(
                 sfn.len(),
                 by_path.len(),
@@ -742,8 +741,7 @@ fn a_fork_pull_request_is_not_planned() {
                 open: true,
             });
             let path = repo_root().join("tests/fixtures/github/pull_request_opened_fork.json");
-            let mut payload: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path)?)?;
+            let mut payload: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
             payload["number"] = number.into();
             payload["pull_request"]["number"] = number.into();
             let delivery = format!(
