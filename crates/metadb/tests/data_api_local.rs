@@ -1,5 +1,5 @@
 //! The Data API adapter for real: the local cloud's rds-data service (LocalStack
-//! + the project's plugin) over scripts/pg.sh's PostgreSQL, with AWS's 1 MiB
+//! with the project's plugin) over scripts/pg.sh's PostgreSQL, with AWS's 1 MiB
 //! response limit. A 10,000-execution run is written and read back through it:
 //! the read is paged and stays under the limit, which the same read unpaged
 //! exceeds.
