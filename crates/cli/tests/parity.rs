@@ -325,7 +325,7 @@ fn group3_mark_as_read_of_a_missing_file_records_it() {
     )
     .write(
         "unit-later/terragrunt.hcl",
-        "locals {\n  f = mark_as_read(\"../shared/later.txt\")\n}\n",
+        "locals {\n  f = mark_as_read(\"../shared/later.cfg\")\n}\n",
     )
     .commit("initial");
     let t = "TestFilterFlagWithMarkAsRead";
@@ -372,7 +372,7 @@ fn group3_mark_as_read_of_a_missing_file_records_it() {
     // A later change creating the file selects the unit (config_helpers.go
     // markAsRead adds the path whether or not it exists).
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.write("shared/later.txt", "now\n").commit("create it");
+    repo.write("shared/later.cfg", "now\n").commit("create it");
     assert_eq!(repo.find_filter("[main...HEAD]"), ["unit-later"]);
     let v = repo.json(&["affected", "--base", "main", "--head", "HEAD"]);
     assert_eq!(v["units"][0]["path"], "unit-later");
