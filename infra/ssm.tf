@@ -98,7 +98,7 @@ resource "aws_ssm_parameter" "secret_placeholder" {
 
 # Direct metadb connections: the tasks get METADB_URL from this parameter through
 # the task definition's secrets, never as plain environment. Its value
-# (postgres://user:password@host:5432/db?sslmode=require) is yours to set.
+# (postgres://user:password@host:5432/db?sslmode=verify-full) is yours to set.
 resource "aws_ssm_parameter" "metadb_url" {
   count = local.metadb_direct ? 1 : 0
 

@@ -169,7 +169,10 @@ def test_batch_execute_statement(data: Any, cluster: dict[str, str], table: str)
         data.batch_execute_statement(
             **cluster,
             sql="INSERT INTO items (id) VALUES (:id)",
-            parameterSets=[[{"name": "id", "value": {"longValue": 400}}], [{"name": "id", "value": {"longValue": 300}}]],
+            parameterSets=[
+                [{"name": "id", "value": {"longValue": 400}}],
+                [{"name": "id", "value": {"longValue": 300}}],
+            ],
         )
     assert error_code(e.value) == "DatabaseErrorException"
     out = data.execute_statement(**cluster, sql="SELECT array_agg(id ORDER BY id)::text AS ids FROM items"

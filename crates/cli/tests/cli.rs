@@ -476,9 +476,13 @@ fn migrate_applies_once_then_reports_up_to_date() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let (server, name) = url.rsplit_once('/').unwrap();
+    // The URL's TLS parameters stay: the server takes verified TLS only.
+    let name = url.split('?').next().unwrap().rsplit('/').next().unwrap();
     let _ = Command::new("/usr/lib/postgresql/15/bin/dropdb")
-        .arg(format!("--maintenance-db={server}/postgres"))
+        .arg(format!(
+            "--maintenance-db={}",
+            live_ci_metadb::with_database(&url, "postgres")
+        ))
         .arg(name)
         .output();
 }

@@ -37,6 +37,13 @@ pub enum MetadbError {
 }
 
 impl MetadbError {
+    /// The Data API refused a result over its response size limit (1 MiB):
+    /// the same read in smaller pages succeeds.
+    pub fn is_response_too_large(&self) -> bool {
+        matches!(self, MetadbError::DataApi { message, .. }
+            if message.contains("more than the allowed response size limit"))
+    }
+
     /// A deadlock or serialization failure: the transaction may be retried.
     pub fn is_retryable(&self) -> bool {
         match self {

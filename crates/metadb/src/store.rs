@@ -24,6 +24,11 @@ use crate::sql::{Param, Sql, SqlTx};
 /// size limit while a 10,000-unit run still takes only 20 statements.
 const INSERT_CHUNK: usize = 500;
 
+/// Executions read per page: about 300 KB of JSON for typical rows, well under
+/// the Data API's 1 MiB response limit; a page refused anyway (long voter
+/// lists, many new resources) is read again in halves.
+const EXECUTIONS_PAGE: i64 = 200;
+
 /// Attempts of a transaction that hit a deadlock or serialization failure.
 pub(crate) const MAX_ATTEMPTS: u32 = 4;
 
@@ -289,6 +294,13 @@ struct Finished {
     is_rollback: bool,
 }
 
+/// Where the next page of a run's executions starts.
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct PageKey {
+    priority: f64,
+    seq: i64,
+}
+
 #[derive(Deserialize)]
 struct StatusRow {
     status: ExecutionStatus,
@@ -531,11 +543,46 @@ impl<S: Sql> Metadb for Store<S> {
     }
 
     async fn executions(&self, run_id: RunId) -> Result<Vec<ExecutionRecord>> {
-        let rows = self
-            .sql
-            .query(q::EXECUTIONS_OF_RUN, &[("run_id", Param::Int(run_id))])
-            .await?;
-        decode_all(q::EXECUTIONS_OF_RUN, &rows)
+        let mut all = Vec::new();
+        let mut after: Option<PageKey> = None;
+        let mut limit = EXECUTIONS_PAGE;
+        loop {
+            let page = self
+                .sql
+                .query(
+                    q::EXECUTIONS_OF_RUN_PAGE,
+                    &[
+                        ("run_id", Param::Int(run_id)),
+                        ("first", Param::Bool(after.is_none())),
+                        (
+                            "after_priority",
+                            Param::Float(after.map_or(0.0, |k| k.priority)),
+                        ),
+                        ("after_seq", Param::Int(after.map_or(0, |k| k.seq))),
+                        ("limit", Param::Int(limit)),
+                    ],
+                )
+                .await;
+            let rows = match page {
+                Ok(rows) => rows,
+                Err(e) if e.is_response_too_large() && limit > 1 => {
+                    limit = (limit / 2).max(1);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(last) = rows.last() else { break };
+            after = Some(decode(q::EXECUTIONS_OF_RUN_PAGE, last)?);
+            let full = rows.len() as i64 == limit;
+            all.extend(decode_all::<ExecutionRecord>(
+                q::EXECUTIONS_OF_RUN_PAGE,
+                &rows,
+            )?);
+            if !full {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     async fn claim_ready(&self, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {

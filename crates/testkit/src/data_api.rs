@@ -64,6 +64,8 @@ pub async fn create_cluster(
         .body(
             serde_json::json!({
                 "Name": format!("{id}-master"),
+                // Required without an SDK to fill it in: 32 to 64 characters.
+                "ClientRequestToken": format!("{id:0>40}").chars().take(64).collect::<String>(),
                 "SecretString": serde_json::json!({"username": username, "password": password}).to_string(),
             })
             .to_string(),

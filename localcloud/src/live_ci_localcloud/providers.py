@@ -1,7 +1,8 @@
 """LocalStack service provider plugins (entry-point group `localstack.aws.provider`).
 
-LocalStack core ships no ECS, SES v2, RDS or RDS Data provider; the first three are
-served from the moto backends it bundles, the Data API from the local PostgreSQL. Imports are deferred: plux loads this module at start-up to
+LocalStack core ships no ECS, SES v2, RDS or RDS Data provider; the first three
+are served from the moto backends it bundles, the Data API from the local
+PostgreSQL. Imports are deferred: plux loads this module at start-up to
 list plugins, and the services themselves load on first use.
 """
 

@@ -14,6 +14,8 @@ one of your own), as in AWS:
   with its TLS settings (`sslmode`, `sslrootcert`) kept.
 On a cluster's first use its master user and database are created on that server
 (RDS creates both with the cluster; locally nothing runs until a request needs it).
+The master user is a superuser here (Aurora's has rds_superuser): a database made
+beforehand by another role, as the local deployment's, stays usable.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ class Resolver:
         region, account, cluster_id = _arn_parts(resource_arn)
         cluster = rds_backends[account][region].clusters.get(cluster_id)
         if cluster is None or cluster.arn != resource_arn or not cluster.enable_http_endpoint:
-            raise DataApiError("HttpEndpointNotEnabledException", f"HttpEndpoint is not enabled for cluster {cluster_id}")
+            raise DataApiError(
+                "HttpEndpointNotEnabledException", f"HttpEndpoint is not enabled for cluster {cluster_id}"
+            )
         s_region, s_account, _ = _arn_parts(secret_arn)
         try:
             value = secretsmanager_backends[s_account][s_region].get_secret_value(secret_arn, None, None)
@@ -103,8 +107,11 @@ class Resolver:
                 return
             try:
                 with psycopg.connect(make_conninfo(**server), autocommit=True, connect_timeout=10) as admin:
+                    role = pgsql.Identifier(username)
                     if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (username,)).fetchone():
-                        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN CREATEDB CREATEROLE").format(pgsql.Identifier(username)))
+                        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN SUPERUSER").format(role))
+                    else:
+                        admin.execute(pgsql.SQL("ALTER ROLE {} LOGIN SUPERUSER").format(role))
                     if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
                         admin.execute(
                             pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
@@ -112,7 +119,9 @@ class Resolver:
                             )
                         )
             except psycopg.Error as e:
-                raise DataApiError("DatabaseUnavailableException", f"cannot prepare database {dbname!r}: {e}", 504) from e
+                raise DataApiError(
+                    "DatabaseUnavailableException", f"cannot prepare database {dbname!r}: {e}", 504
+                ) from e
             self.provisioned.add(key)
 
 

@@ -207,7 +207,11 @@ impl Deployment {
         show: bool,
     ) -> Result<Self> {
         // Per metadb: a fresh database starts with fresh unit state.
-        let db_name = metadb_url.rsplit('/').next().unwrap_or("metadb");
+        let db_name = metadb_url
+            .split('?')
+            .next()
+            .and_then(|base| base.rsplit('/').next())
+            .unwrap_or("metadb");
         let state_dir = work_dir().join("tfstate").join(db_name);
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg(repo_root().join("scripts/deploy-local.sh"))

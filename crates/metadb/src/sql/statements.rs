@@ -365,6 +365,17 @@ pub const EXECUTIONS_OF_RUN: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e WHERE e.run_id = :run_id
 ORDER BY e.priority DESC, e.seq";
 
+/// One page of a run's executions, in `EXECUTIONS_OF_RUN`'s order, after the
+/// (priority, seq) of the previous page's last row: a 10,000-unit run is about
+/// 15 MB of JSON, and a Data API response stops at 1 MiB.
+pub const EXECUTIONS_OF_RUN_PAGE: &str = "\
+SELECT live_ci_execution_json(e) FROM executions e
+WHERE e.run_id = :run_id
+  AND (:first OR e.priority < :after_priority
+       OR (e.priority = :after_priority AND e.seq > :after_seq))
+ORDER BY e.priority DESC, e.seq
+LIMIT :limit";
+
 pub const STALE_CLAIMS: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e
 WHERE e.status = 'running' AND e.sfn_execution_arn IS NULL

@@ -1,0 +1,82 @@
+//! The Data API adapter for real: the local cloud's rds-data service (LocalStack
+//! with the project's plugin) over scripts/pg.sh's PostgreSQL, with AWS's 1 MiB
+//! response limit. A 10,000-execution run is written and read back through it:
+//! the read is paged and stays under the limit, which the same read unpaged
+//! exceeds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use aws_sdk_rdsdata::config::{BehaviorVersion, Credentials, Region};
+use live_ci_core::port::Metadb;
+use live_ci_metadb::sql::statements as q;
+use live_ci_metadb::{DataApiMetadb, Param, Sql};
+
+async fn data_api_metadb() -> DataApiMetadb {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    // The rds-data service runs statements on this server.
+    support::server_url();
+    let id = live_ci_testkit::unique("metadb-data-api");
+    let cluster = live_ci_testkit::data_api::create_cluster(
+        &endpoint,
+        &id,
+        &id.replace('-', "_"),
+        "liveci_master",
+    )
+    .await
+    .unwrap();
+    let config = aws_sdk_rdsdata::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(endpoint)
+        .build();
+    let db = DataApiMetadb::data_api(
+        aws_sdk_rdsdata::Client::from_conf(config),
+        &cluster.cluster_arn,
+        &cluster.secret_arn,
+        &cluster.database,
+    );
+    db.migrate().await.unwrap();
+    db
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ten_thousand_execution_run_reads_back_in_pages_under_the_limit() {
+    let db = data_api_metadb().await;
+    let run = support::random_run("c10k", 10_000, &["dev", "stage", "prod"], 50, 7);
+    let created = db.create_run(&run).await.unwrap();
+    assert!(created.created && created.started);
+
+    let records = db.executions(created.run_id).await.unwrap();
+    assert_eq!(records.len(), 10_000);
+    // Every execution once, highest priority first (the unpaged order).
+    let mut ids: Vec<&str> = records.iter().map(|r| r.execution_id.as_str()).collect();
+    assert!(records.windows(2).all(|w| w[0].priority >= w[1].priority));
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 10_000);
+
+    // The same read in one response is what AWS refuses.
+    let err = db
+        .sql()
+        .query(
+            q::EXECUTIONS_OF_RUN,
+            &[("run_id", Param::Int(created.run_id))],
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_response_too_large(), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Database returned more than the allowed response size limit"),
+        "{err}"
+    );
+
+    // Claims and finishes go through transactions of the Data API.
+    let claimed = db.claim_ready(created.run_id, 50).await.unwrap();
+    assert!(!claimed.is_empty() && claimed.len() <= 50);
+    let progress = db.run_progress(created.run_id).await.unwrap();
+    assert_eq!(progress.running, claimed.len() as u64);
+}
