@@ -149,10 +149,12 @@ impl Config {
         // `-destroy -target=`, `-detailed-exitcode`, the apply's plan file).
         let template = |name: &'static str, default: &str, subcommand: &str| {
             let text = env.or(name, default);
-            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| ConfigError::Invalid {
-                name,
-                value: text.clone(),
-                reason,
+            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
+                ConfigError::Invalid {
+                    name,
+                    value: text.clone(),
+                    reason,
+                }
             })
         };
         let scan_type = match opt("SCAN_TYPE").as_deref() {
@@ -349,14 +351,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            err.starts_with("environment variable PLAN_COMMAND=") && err.contains("is inside quotes"),
+            err.starts_with("environment variable PLAN_COMMAND=")
+                && err.contains("is inside quotes"),
             "{err}"
         );
         let err = Config::from_lookup(lookup(&[("APPLY_COMMAND", "./apply.sh {plan_file}")]))
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("environment variable APPLY_COMMAND=") && err.contains("no `terraform apply`"),
+            err.starts_with("environment variable APPLY_COMMAND=")
+                && err.contains("no `terraform apply`"),
             "{err}"
         );
         let err = Config::from_lookup(lookup(&[("MAX_PARALLEL", "0")])).unwrap_err();

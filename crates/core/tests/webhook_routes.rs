@@ -68,7 +68,10 @@ fn a_fork_pull_request_is_not_planned_and_says_how_to_get_a_plan() {
     else {
         panic!("a deleted fork's head was planned")
     };
-    assert!(reason.ends_with("(its head repository was deleted)"), "{reason}");
+    assert!(
+        reason.ends_with("(its head repository was deleted)"),
+        "{reason}"
+    );
     // a fork's merged pull request deploys: the merge is the human gate
     let merged_fork = edited("pull_request_closed_merged.json", |v| {
         v["pull_request"]["head"]["repo"]["full_name"] = "drive-by-dev/infrastructure-live".into();
@@ -103,7 +106,12 @@ fn only_configured_author_associations_are_planned() {
             let Route::NotPlanned { reason, .. } = r else {
                 panic!("{r:?}")
             };
-            assert!(reason.ends_with(&format!("(author association {association:?} is not trusted)")), "{reason}");
+            assert!(
+                reason.ends_with(&format!(
+                    "(author association {association:?} is not trusted)"
+                )),
+                "{reason}"
+            );
         }
     }
     // the list is the module's: OWNER only leaves members unplanned
@@ -172,7 +180,11 @@ fn a_maintainers_plan_comment_asks_for_a_plan() {
             .contains("is not the configured")
     );
     let err = route("issue_comment", b"{\"action\": \"created\"}", "main", REPO).unwrap_err();
-    assert!(err.to_string().starts_with("malformed \"issue_comment\" payload"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("malformed \"issue_comment\" payload"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -300,7 +300,11 @@ async fn plan_comment_is_created_once_then_updated_in_place() {
 #[tokio::test]
 async fn a_commenters_permission_is_one_exact_get_and_a_stranger_has_none() {
     let server = MockServer::start().await;
-    for (user, permission) in [("octo-lead", "admin"), ("octo-dev", "write"), ("viewer", "read")] {
+    for (user, permission) in [
+        ("octo-lead", "admin"),
+        ("octo-dev", "write"),
+        ("viewer", "read"),
+    ] {
         Mock::given(method("GET"))
             .and(path(format!(
                 "/api/v3/repos/acme/live/collaborators/{user}/permission"
@@ -319,14 +323,21 @@ async fn a_commenters_permission_is_one_exact_get_and_a_stranger_has_none() {
             "/api/v3/repos/acme/live/collaborators/drive-by-dev/permission",
         ))
         .respond_with(
-            ResponseTemplate::new(404).set_body_json(json!({"message": "drive-by-dev is not a user"})),
+            ResponseTemplate::new(404)
+                .set_body_json(json!({"message": "drive-by-dev is not a user"})),
         )
         .expect(1)
         .mount(&server)
         .await;
     let c = client(&server, "/api/v3");
-    assert_eq!(c.permission("octo-lead").await.unwrap(), RepoPermission::Admin);
-    assert_eq!(c.permission("octo-dev").await.unwrap(), RepoPermission::Write);
+    assert_eq!(
+        c.permission("octo-lead").await.unwrap(),
+        RepoPermission::Admin
+    );
+    assert_eq!(
+        c.permission("octo-dev").await.unwrap(),
+        RepoPermission::Write
+    );
     assert_eq!(c.permission("viewer").await.unwrap(), RepoPermission::Read);
     assert_eq!(
         c.permission("drive-by-dev").await.unwrap(),

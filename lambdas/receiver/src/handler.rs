@@ -313,7 +313,12 @@ where
             ))
             .await?;
         }
-        tracing::info!(pull_request = number, head_sha, reason, "pull request not planned");
+        tracing::info!(
+            pull_request = number,
+            head_sha,
+            reason,
+            "pull request not planned"
+        );
         Ok(json!({
             "not_planned": reason,
             "pull_request": number,
@@ -338,7 +343,12 @@ where
             .await
             .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
         if !permission.may_request_plans() {
-            tracing::warn!(commenter, permission = permission.as_str(), pull_request = number, "refused a plan request");
+            tracing::warn!(
+                commenter,
+                permission = permission.as_str(),
+                pull_request = number,
+                "refused a plan request"
+            );
             return Ok(json!({"ignored": format!(
                 "{commenter:?} has {} permission on the repository; {PLAN_COMMAND:?} needs write",
                 permission.as_str()

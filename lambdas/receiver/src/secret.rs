@@ -47,7 +47,11 @@ impl SecretCache {
     /// read keeps a usable secret read before (SSM hiccups do not stop
     /// deliveries) and is unusable otherwise.
     pub(crate) async fn current<P: ParamStore>(&self, params: &P) -> Result<Vec<u8>, Unusable> {
-        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         match held {
             // An unusable secret is looked at again sooner: the operator who
             // sets it should not wait a whole TTL.
@@ -79,7 +83,11 @@ impl SecretCache {
             }
             *last = Some(Instant::now());
         }
-        let previous = self.held.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let previous = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Some(self.read(params, previous).await)
     }
 

@@ -705,9 +705,10 @@ async fn fork_pull_request_43(server: &MockServer, permission: &str, head: &str)
         .await;
     Mock::given(method("GET"))
         .and(path("/repos/acme/infrastructure-live/pulls/43/files"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(
-            json!([{"filename": "dev/us-east-1/artifacts/terragrunt.hcl"}]),
-        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!([{"filename": "dev/us-east-1/artifacts/terragrunt.hcl"}])),
+        )
         .mount(server)
         .await;
 }
@@ -793,7 +794,12 @@ async fn a_plan_comment_without_write_permission_or_for_a_moved_head_plans_nothi
 
     // The maintainer pinned the reviewed commit; the author pushed since.
     let h = harness("none", "{}").await;
-    fork_pull_request_43(&h.server, "admin", "0badc0ffee0000000000000000000000deadbeef").await;
+    fork_pull_request_43(
+        &h.server,
+        "admin",
+        "0badc0ffee0000000000000000000000deadbeef",
+    )
+    .await;
     let mut body: Value = serde_json::from_slice(&fixture("issue_comment_plan.json")).unwrap();
     body["comment"]["body"] = format!("/live-ci plan {}", &FORK_HEAD[..12]).into();
     let r = h
@@ -848,7 +854,10 @@ async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_th
     );
     for (value, why) in [
         ("unset", "it holds a placeholder, not a secret"),
-        ("short-secret", "it is 12 bytes long; at least 32 are required"),
+        (
+            "short-secret",
+            "it is 12 bytes long; at least 32 are required",
+        ),
     ] {
         let params = Params::new("none", "{}");
         params.set("/live-ci/webhook-secret", value);
@@ -867,7 +876,9 @@ async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_th
             assert_eq!(r.status, 503, "{value}: {}", r.body);
             assert_eq!(
                 r.body["error"],
-                format!("webhook secret parameter \"/live-ci/webhook-secret\" is not usable: {why}")
+                format!(
+                    "webhook secret parameter \"/live-ci/webhook-secret\" is not usable: {why}"
+                )
             );
         }
         assert!(launched(&h).is_empty());
@@ -878,7 +889,10 @@ async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_th
             && text.contains("the webhook secret is unusable"),
         "{text}"
     );
-    assert!(!text.contains("short-secret"), "the log shows the secret: {text}");
+    assert!(
+        !text.contains("short-secret"),
+        "the log shows the secret: {text}"
+    );
 }
 
 #[tokio::test]
@@ -945,14 +959,20 @@ async fn the_secret_is_read_again_after_its_ttl() {
     // Signature failures re-read the secret: use one up so only the TTL is left.
     let r = h
         .receiver
-        .handle(&request("ping", "f0", body.clone(), Some(sign(b"x", &body))))
+        .handle(&request(
+            "ping",
+            "f0",
+            body.clone(),
+            Some(sign(b"x", &body)),
+        ))
         .await;
     assert_eq!(r.status, 401);
     assert_eq!(h.receiver.params().secret_reads(), 2);
     // Revoked in SSM: within the TTL the cached secret still answers…
-    h.receiver
-        .params()
-        .set("/live-ci/webhook-secret", "new-webhook-secret-0123456789abcdef");
+    h.receiver.params().set(
+        "/live-ci/webhook-secret",
+        "new-webhook-secret-0123456789abcdef",
+    );
     assert_eq!(
         h.receiver
             .handle(&signed("ping", "p1", body.clone()))

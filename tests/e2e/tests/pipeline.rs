@@ -15,8 +15,7 @@ use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, t
 use live_ci_e2e::repo::SampleRepo;
 use live_ci_e2e::vote::Vote;
 use live_ci_e2e::{
-    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook,
-    work_dir,
+    Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook, work_dir,
 };
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
@@ -598,8 +597,7 @@ fn a_fork_pull_request_is_not_planned() {
                 open: true,
             });
             let path = repo_root().join("tests/fixtures/github/pull_request_opened_fork.json");
-            let mut payload: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path)?)?;
+            let mut payload: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
             payload["number"] = number.into();
             payload["pull_request"]["number"] = number.into();
             let delivery = format!(

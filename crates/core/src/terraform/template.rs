@@ -395,7 +395,11 @@ fn has_placeholder(command: &str, placeholder: &str) -> bool {
 /// The last simple command of `command` that runs terraform/terragrunt/tofu
 /// with `subcommand`: the index of its subcommand word's token and of its last
 /// token.
-fn find_invocation(command: &str, lexed: &Lexed, subcommand: &str) -> Option<(Range<usize>, usize)> {
+fn find_invocation(
+    command: &str,
+    lexed: &Lexed,
+    subcommand: &str,
+) -> Option<(Range<usize>, usize)> {
     let mut found = None;
     let mut segment: Vec<&Range<usize>> = Vec::new();
     let mut flush = |segment: &mut Vec<&Range<usize>>| {
@@ -444,9 +448,9 @@ fn invocation_in(
     let text = |r: &Range<usize>| &command[r.clone()];
     // Leading `NAME=value` assignments belong to the environment.
     let mut rest = words.iter().skip_while(|w| {
-        text(w)
-            .split_once('=')
-            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
+        text(w).split_once('=').is_some_and(|(n, _)| {
+            !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        })
     });
     let program = rest.next()?;
     let base = text(program).rsplit('/').next().unwrap_or("");
@@ -469,11 +473,7 @@ pub fn insert_args(command: &str, subcommand: &str, args: &[String]) -> String {
         .ok()
         .and_then(|lexed| find_invocation(command, &lexed, subcommand))
     {
-        Some((sub, _)) => format!(
-            "{} {joined}{}",
-            &command[..sub.end],
-            &command[sub.end..]
-        ),
+        Some((sub, _)) => format!("{} {joined}{}", &command[..sub.end], &command[sub.end..]),
         None => format!("{command} {joined}"),
     }
 }
@@ -552,14 +552,29 @@ mod tests {
         for (template, why) in [
             (r#"terraform plan "-chdir={cfg_path}""#, "is inside quotes"),
             ("terraform plan '{cfg_path}'", "is inside quotes"),
-            (r#"echo "$(ls {cfg_path})" && terraform plan"#, "is inside quotes"),
-            ("terraform plan $(echo {cfg_path})", "is inside a command substitution"),
-            ("terraform plan `echo {plan_file}`", "is inside a command substitution"),
+            (
+                r#"echo "$(ls {cfg_path})" && terraform plan"#,
+                "is inside quotes",
+            ),
+            (
+                "terraform plan $(echo {cfg_path})",
+                "is inside a command substitution",
+            ),
+            (
+                "terraform plan `echo {plan_file}`",
+                "is inside a command substitution",
+            ),
             ("terraform plan # {cfg_path}", "is inside a comment"),
             (r"terraform plan \{cfg_path}", "is escaped with a backslash"),
-            ("terraform plan x{cfg_path}", "is glued to other text in the word \"x{cfg_path}\""),
+            (
+                "terraform plan x{cfg_path}",
+                "is glued to other text in the word \"x{cfg_path}\"",
+            ),
             ("terraform plan {cfg_path}/sub", "is glued to other text"),
-            ("terraform plan -var=unit={cfg_path}", "is glued to other text"),
+            (
+                "terraform plan -var=unit={cfg_path}",
+                "is glued to other text",
+            ),
             ("terraform plan $HOME{plan_file}", "is glued to other text"),
         ] {
             let err = CommandTemplate::new(template).unwrap_err();
@@ -664,8 +679,7 @@ mod tests {
             CommandTemplate::with_invocation("terraform init && terraform plan | cat", "plan")
                 .is_ok()
         );
-        let err =
-            CommandTemplate::with_invocation("terraform plan", "apply").unwrap_err();
+        let err = CommandTemplate::with_invocation("terraform plan", "apply").unwrap_err();
         assert_eq!(
             err,
             "command template \"terraform plan\": no `terraform apply` or `terragrunt apply` command in it (live-ci adds its flags to that command)"

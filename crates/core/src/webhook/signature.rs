@@ -113,7 +113,12 @@ mod tests {
     #[test]
     fn placeholders_and_short_secrets_are_refused() {
         assert_eq!(secret_problem(&[b'k'; 32]), None);
-        for placeholder in ["unset", " UNSET\n", "changeme", "unsetunsetunsetunsetunsetunsetunset"] {
+        for placeholder in [
+            "unset",
+            " UNSET\n",
+            "changeme",
+            "unsetunsetunsetunsetunsetunsetunset",
+        ] {
             assert_eq!(
                 secret_problem(placeholder.as_bytes()).as_deref(),
                 Some("it holds a placeholder, not a secret"),

@@ -220,7 +220,10 @@ mod tests {
         assert!(p.allows("OWNER") && !p.allows("COLLABORATOR"));
         assert!(!TrustPolicy::parse_json("[]").unwrap().allows("OWNER"));
         let err = TrustPolicy::parse_json(r#"["OWNER", "MEMBR"]"#).unwrap_err();
-        assert!(err.starts_with("unknown author association \"MEMBR\""), "{err}");
+        assert!(
+            err.starts_with("unknown author association \"MEMBR\""),
+            "{err}"
+        );
         assert!(TrustPolicy::parse_json("OWNER").is_err());
         assert!(TrustPolicy::default().allows("COLLABORATOR"));
         assert!(!TrustPolicy::default().allows("CONTRIBUTOR"));
@@ -230,7 +233,10 @@ mod tests {
     fn forks_deleted_heads_and_untrusted_authors_have_a_reason() {
         let p = TrustPolicy::default();
         let repo = "acme/live";
-        assert_eq!(untrusted_reason(repo, Some("Acme/Live"), "MEMBER", &p), None);
+        assert_eq!(
+            untrusted_reason(repo, Some("Acme/Live"), "MEMBER", &p),
+            None
+        );
         assert_eq!(
             untrusted_reason(repo, Some("eve/live"), "OWNER", &p).as_deref(),
             Some("its head is in the fork eve/live")
