@@ -71,6 +71,7 @@ bench:
 	$(CARGO) run --locked --release -p live-ci-core --example bench_discovery
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
 	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_claim
+	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_queue
 
 clean: localstack-down
 	-bash scripts/pg.sh down

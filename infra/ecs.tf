@@ -88,7 +88,7 @@ resource "aws_ecs_task_definition" "this" {
   network_mode             = "awsvpc"
   cpu                      = tostring(each.value.cpu)
   memory                   = tostring(each.value.memory)
-  task_role_arn            = aws_iam_role.task.arn
+  task_role_arn            = aws_iam_role.task[each.key].arn
   execution_role_arn       = aws_iam_role.task_execution.arn
   tags                     = local.tags
 
@@ -110,7 +110,8 @@ resource "aws_ecs_task_definition" "this" {
     environment = [
       for k in sort(keys(local.task_env_by_kind[each.key])) : { name = k, value = local.task_env_by_kind[each.key][k] }
     ]
-    secrets                = local.task_secrets
+    # pr-plan runs a pull request's code and never touches the metadb.
+    secrets                = each.key == "pr-plan" ? [] : local.task_secrets
     readonlyRootFilesystem = false
     logConfiguration = {
       logDriver = "awslogs"

@@ -1,6 +1,8 @@
-# One role per component, each allowed only the actions its code calls on the
-# resources it uses. crates/contract checks every action a binary declares
-# (AWS_ACTIONS) against the policy document named after its component here.
+# One role per component (and per ECS job), each allowed only the actions its
+# code calls on the resources it uses. crates/contract checks both ways: every
+# action a binary (or task subcommand) declares in AWS_ACTIONS is allowed by the
+# policy document named after it here, and the document allows nothing else
+# (beyond the Lambda runtime's own statements in lambda_base).
 
 locals {
   lambda_role_names = { for n in local.lambda_names : n => "${var.name}-${n}" }
@@ -135,7 +137,7 @@ data "aws_iam_policy_document" "receiver" {
   statement {
     sid       = "PassTaskRoles"
     actions   = ["iam:PassRole"]
-    resources = [aws_iam_role.task.arn, aws_iam_role.task_execution.arn]
+    resources = [aws_iam_role.task["pr-plan"].arn, aws_iam_role.task["create-deploy-stack"].arn, aws_iam_role.task_execution.arn]
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"
@@ -180,9 +182,10 @@ data "aws_iam_policy_document" "trigger_sf" {
     resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
   }
 
+  # The sweep reads the mirror back and rewrites it when it differs from the metadb.
   statement {
-    sid       = "WriteMergeLock"
-    actions   = ["ssm:PutParameter"]
+    sid       = "ReadWriteMergeLock"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
     resources = [local.ssm_arn.merge_lock]
   }
 
@@ -263,7 +266,7 @@ data "aws_iam_policy_document" "approval_response" {
 
   statement {
     sid       = "AnswerTaskToken"
-    actions   = ["states:SendTaskSuccess", "states:SendTaskFailure"]
+    actions   = ["states:SendTaskSuccess"]
     resources = [local.state_machine_arn]
   }
 }
@@ -295,11 +298,46 @@ resource "aws_iam_role_policy" "lambda" {
 }
 
 ################################################################################
-# ECS: the task role (live-ci-task's own calls) and the execution role (image
-# pull, logs, injected secrets)
+# ECS: one task role per job (each allowed only what its subcommand calls:
+# crates/contract checks both ways) and the execution role (image pull, logs,
+# injected secrets)
 ################################################################################
 
-data "aws_iam_policy_document" "task" {
+locals {
+  plan_role_arns  = distinct([for a in var.account_parent_cfg : a.plan_role_arn])
+  apply_role_arns = distinct([for a in var.account_parent_cfg : a.apply_role_arn])
+
+  task_policies = {
+    "pr-plan"             = data.aws_iam_policy_document.task_pr_plan.json
+    "create-deploy-stack" = data.aws_iam_policy_document.task_create_deploy_stack.json
+    "terra-run"           = data.aws_iam_policy_document.task_terra_run.json
+  }
+}
+
+# pr-plan runs a pull request's code (through terraform): its role reads the
+# GitHub token and status switches and assumes the accounts' plan roles, and
+# nothing else — no metadb, no Step Functions, no saved plans.
+data "aws_iam_policy_document" "task_pr_plan" {
+  statement {
+    sid       = "ReadParameters"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+  }
+
+  statement {
+    sid       = "DecryptParameters"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "AssumePlanRoles"
+    actions   = ["sts:AssumeRole"]
+    resources = local.plan_role_arns
+  }
+}
+
+data "aws_iam_policy_document" "task_create_deploy_stack" {
   source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api.json]
 
   statement {
@@ -314,17 +352,10 @@ data "aws_iam_policy_document" "task" {
     resources = [local.ssm_arn.merge_lock]
   }
 
-  # SecureString parameters and the saved plans are encrypted with the key.
   statement {
-    sid       = "UseKey"
-    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    sid       = "DecryptParameters"
+    actions   = ["kms:Decrypt"]
     resources = [local.kms_key_arn]
-  }
-
-  statement {
-    sid       = "SavedPlans"
-    actions   = ["s3:PutObject", "s3:GetObject"]
-    resources = ["${aws_s3_bucket.plans.arn}/*"]
   }
 
   statement {
@@ -333,13 +364,48 @@ data "aws_iam_policy_document" "task" {
     resources = [aws_lambda_function.trigger_sf.arn]
   }
 
+  # The plan scan plans every unit as its account's plan role; never an apply role.
+  dynamic "statement" {
+    for_each = var.scan_type == "plan" ? [1] : []
+    content {
+      sid       = "AssumePlanRoles"
+      actions   = ["sts:AssumeRole"]
+      resources = local.plan_role_arns
+    }
+  }
+}
+
+data "aws_iam_policy_document" "task_terra_run" {
+  source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api.json]
+
+  statement {
+    sid       = "ReadParameters"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+  }
+
+  # SecureString parameters and the saved plans are encrypted with the key.
+  statement {
+    sid       = "UseKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [local.kms_key_arn]
+  }
+
+  # Plans are read back at the version the plan task recorded.
+  statement {
+    sid       = "SavedPlans"
+    actions   = ["s3:PutObject", "s3:GetObject", "s3:GetObjectVersion"]
+    resources = ["${aws_s3_bucket.plans.arn}/*"]
+  }
+
   statement {
     sid       = "ReportToStateMachine"
     actions   = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
     resources = [local.state_machine_arn]
   }
 
-  # terra-run plans and applies as the accounts' own roles.
+  # Plans and applies as the accounts' own roles; terra-run assumes only the
+  # role of the unit's account in the metadb record (checked in Rust).
   statement {
     sid       = "AssumeAccountRoles"
     actions   = ["sts:AssumeRole"]
@@ -348,16 +414,31 @@ data "aws_iam_policy_document" "task" {
 }
 
 resource "aws_iam_role" "task" {
-  name               = "${var.name}-task"
-  description        = "live-ci ECS task (pr-plan, create-deploy-stack, terra-run)"
+  for_each = local.task_kinds
+
+  name               = "${var.name}-task-${each.key}"
+  description        = "live-ci ECS task ${each.key}"
   assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
   tags               = local.tags
 }
 
 resource "aws_iam_role_policy" "task" {
-  name   = "task"
-  role   = aws_iam_role.task.id
-  policy = data.aws_iam_policy_document.task.json
+  for_each = local.task_kinds
+
+  name   = "task-${each.key}"
+  role   = aws_iam_role.task[each.key].id
+  policy = local.task_policies[each.key]
+}
+
+# The one shared role of earlier versions becomes terra-run's.
+moved {
+  from = aws_iam_role.task
+  to   = aws_iam_role.task["terra-run"]
+}
+
+moved {
+  from = aws_iam_role_policy.task
+  to   = aws_iam_role_policy.task["terra-run"]
 }
 
 data "aws_iam_policy_document" "task_execution" {
@@ -441,7 +522,7 @@ data "aws_iam_policy_document" "state_machine" {
   statement {
     sid       = "PassTaskRoles"
     actions   = ["iam:PassRole"]
-    resources = [aws_iam_role.task.arn, aws_iam_role.task_execution.arn]
+    resources = [aws_iam_role.task["terra-run"].arn, aws_iam_role.task_execution.arn]
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"

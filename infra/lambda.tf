@@ -41,6 +41,7 @@ locals {
     TRUNK_BRANCH         = var.trunk_branch
     FILE_PATH_PATTERN    = var.file_path_pattern
     STALE_CLAIM_SECONDS  = tostring(var.stale_claim_seconds)
+    MAX_START_ATTEMPTS   = tostring(var.max_start_attempts)
     RUST_LOG             = var.log_level
     # Its `Apply` switch turns trigger_sf's per-unit statuses off.
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config

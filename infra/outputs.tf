@@ -78,6 +78,11 @@ output "ecs_cluster_arn" {
   value       = aws_ecs_cluster.this.arn
 }
 
+output "task_role_arns" {
+  description = "ECS task role ARNs by subcommand (pr-plan, create-deploy-stack, terra-run): the principals the target accounts' plan and apply roles must trust (see the README)."
+  value       = { for k, v in aws_iam_role.task : k => v.arn }
+}
+
 output "task_definition_arns" {
   description = "Task definition ARNs by subcommand (pr-plan, create-deploy-stack, terra-run)."
   value       = { for k, v in aws_ecs_task_definition.this : k => v.arn }

@@ -242,6 +242,17 @@ variable "stale_claim_seconds" {
   default     = 300
 }
 
+variable "max_start_attempts" {
+  description = "Failed StartExecution calls of one unit before trigger-sf fails it with the error as its reason (instead of retrying forever)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_start_attempts >= 1 && floor(var.max_start_attempts) == var.max_start_attempts
+    error_message = "max_start_attempts must be a whole number, at least 1."
+  }
+}
+
 ################################################################################
 # Secrets (SSM SecureString)
 ################################################################################

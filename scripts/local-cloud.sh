@@ -12,7 +12,8 @@
 #                                  start the cloud for the run and stop it after,
 #                                  unless it was already running
 #
-# The env is printed as `export NAME=value` lines: `eval "$(scripts/local-cloud.sh up)"`.
+# The env is printed as `export NAME=value` lines: `eval "$(scripts/local-cloud.sh up)"`
+# (LIVE_CI_PG_URL single-quoted: its TLS parameters hold `&`).
 # State lives under ${LIVE_CI_WORK:-<repo>/.work} like the two scripts it drives.
 set -euo pipefail
 
@@ -36,7 +37,7 @@ export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=$region
 export AWS_DEFAULT_REGION=$region
 export LIVE_CI_AWS_ENDPOINT=$endpoint
-export LIVE_CI_PG_URL=$pg_url
+export LIVE_CI_PG_URL='$pg_url'
 export LIVE_CI_LOCAL_IMAGE_MAP=$image_map
 export LIVE_CI_LOCALCLOUD_DIR=$work/localstack/localcloud
 export LIVE_CI_SES_MAILBOX_URL=$endpoint/_aws/ses

@@ -31,7 +31,10 @@ venv="$work/venv"
 state="$work/localstack"
 # Pinned exactly: the local runtime relies on LocalStack internals that have no
 # stable interface (see shared DESIGN.md, "Local cloud").
-requirements=("localstack-core[runtime]==2026.3.0" "cbor2<6" "pyopenssl<26" "cryptography<47" "service-identity")
+# psycopg: the plugin's rds-data service talks to the local PostgreSQL with it (the
+# binary wheel bundles libpq with TLS, so no system library is needed).
+requirements=("localstack-core[runtime]==2026.3.0" "cbor2<6" "pyopenssl<26" "cryptography<47" "service-identity"
+  "psycopg[binary]==3.3.9")
 port="${LIVE_CI_LOCALSTACK_PORT:-4566}"
 mock_src="${SFN_MOCK_CONFIG:-$root/statemachine/testdata/sfn-mock-config.json}"
 mock="$state/sfn-mock-config.json"
@@ -85,7 +88,8 @@ import importlib.metadata as m, sys
 def major(name):
     return int(m.version(name).split(".")[0])
 ok = (m.version("localstack-core") == "2026.3.0" and major("cbor2") < 6
-      and major("pyopenssl") < 26 and major("cryptography") < 47)
+      and major("pyopenssl") < 26 and major("cryptography") < 47
+      and m.version("psycopg") == "3.3.9" and m.version("psycopg-binary") == "3.3.9")
 # The [runtime] extra: the gateway, Step Functions' parser and the moto backends.
 for name in ("service-identity", "rolo", "hypercorn", "antlr4-python3-runtime", "moto-ext"):
     m.version(name)
@@ -209,6 +213,7 @@ start() {
       HOME="$state/home" TMPDIR="$state/tmp" SFN_MOCK_CONFIG="$mock" \
       LAMBDA_RUNTIME_EXECUTOR=live-ci-process LIVE_CI_LOCALCLOUD_DIR="$plugin_state" \
       LIVE_CI_LOCALCLOUD_OWNER="$plugin_state" LIVE_CI_LOCAL_IMAGE_MAP="$image_map" \
+      LIVE_CI_PG_URL_FILE="$work/pg/url" \
       setsid "$venv/bin/python" -m localstack.runtime.main
   ) >"$state/log" 2>&1 </dev/null 9>&- &
   pid=$!

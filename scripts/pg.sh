@@ -11,6 +11,12 @@
 # State lives in ${LIVE_CI_WORK:-<repo>/.work}/pg. Several test processes may call
 # `up` at once: a flock serializes them and the later ones reuse the running server.
 # PostgreSQL refuses to run as root, so as root the server runs as the `postgres` user.
+#
+# TLS as on Aurora (rds.force_ssl): the server takes TLS connections only, with a
+# certificate for 127.0.0.1 and localhost signed by a test CA generated here once
+# (openssl; <work>/pg/ca.pem). The URL carries what a client needs to verify it:
+#   postgres://postgres@127.0.0.1:<port>/postgres?sslmode=verify-full&sslrootcert=<work>/pg/ca.pem
+# (libpq and psql read it as it is; the Rust side through live_ci_metadb::tls).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +45,39 @@ free_port() {
     || echo $((20000 + RANDOM % 20000))
 }
 
+# The test CA (kept across data directories) and the server's certificate in the
+# data directory (the server's owner must own its key). Idempotent.
+ensure_tls() {
+  if [ ! -s "$DIR/ca.pem" ] || [ ! -s "$DIR/ca.key" ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=live-ci test CA" \
+      -keyout "$DIR/ca.key" -out "$DIR/ca.pem" >/dev/null 2>&1 || die "openssl: cannot create the test CA"
+    chmod 600 "$DIR/ca.key"
+    chmod 644 "$DIR/ca.pem"
+    rm -f "$DATA/server.crt"
+  fi
+  if [ ! -s "$DATA/server.crt" ] || [ ! -s "$DATA/server.key" ]; then
+    local tmp
+    tmp=$(mktemp -d)
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tmp/ext"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tmp/server.key" -out "$tmp/server.csr" >/dev/null 2>&1 \
+      && openssl x509 -req -in "$tmp/server.csr" -CA "$DIR/ca.pem" -CAkey "$DIR/ca.key" -CAcreateserial \
+        -days 3650 -extfile "$tmp/ext" -out "$tmp/server.crt" >/dev/null 2>&1 \
+      || { rm -rf "$tmp"; die "openssl: cannot create the server certificate"; }
+    install -m 600 -o "$OWNER" "$tmp/server.key" "$DATA/server.key"
+    install -m 644 -o "$OWNER" "$tmp/server.crt" "$DATA/server.crt"
+    rm -rf "$tmp"
+  fi
+  # TLS only, from loopback; the socket (pg_ctl's own checks) stays open.
+  cat >"$DATA/pg_hba.conf" <<'HBA'
+local     all all                trust
+hostssl   all all 127.0.0.1/32   trust
+hostssl   all all ::1/128        trust
+hostnossl all all 0.0.0.0/0      reject
+hostnossl all all ::/0           reject
+HBA
+  chown "$OWNER" "$DATA/pg_hba.conf"
+}
+
 running() {
   [ -f "$DIR/url" ] && as_pg "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1
 }
@@ -57,6 +96,7 @@ up() {
     as_pg "$BIN/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C --no-sync >"$DIR/initdb.log" 2>&1 \
       || die "initdb failed: see $DIR/initdb.log"
   fi
+  ensure_tls
   # A stale postmaster.pid from a killed server would stop pg_ctl; the status check
   # above already said no server runs on this data directory.
   rm -f "$DATA/postmaster.pid"
@@ -64,9 +104,9 @@ up() {
   for attempt in 1 2 3; do
     port=$(free_port)
     if as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 \
-      -o "-h 127.0.0.1 -p $port -k $DATA -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+      -o "-h 127.0.0.1 -p $port -k $DATA -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key" \
       start >/dev/null 9>&-; then
-      echo "postgres://postgres@127.0.0.1:$port/postgres" >"$DIR/url"
+      echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=verify-full&sslrootcert=$DIR/ca.pem" >"$DIR/url"
       cat "$DIR/url"
       return
     fi

@@ -56,22 +56,81 @@ pub const ENV_VARS: &[&str] = &[
     task_env::PLAN_ARTIFACT,
 ];
 
-/// The IAM actions the task calls (for the Terraform module's task role).
-pub const AWS_ACTIONS: &[&str] = &[
-    "ssm:GetParameter",
-    "ssm:PutParameter",
-    "kms:Decrypt",
-    "states:SendTaskSuccess",
-    "states:SendTaskFailure",
-    "states:SendTaskHeartbeat",
-    "s3:PutObject",
-    "s3:GetObject",
-    "lambda:InvokeFunction",
+/// The metadb's actions through the RDS Data API (`live_ci_metadb::AWS_ACTIONS`).
+const METADB_ACTIONS: [&str; 5] = [
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
     "rds-data:CommitTransaction",
     "rds-data:RollbackTransaction",
     "secretsmanager:GetSecretValue",
+];
+
+/// What `pr-plan` calls: the GitHub token and status switches (SecureString:
+/// `kms:Decrypt`), and the accounts' plan roles. Nothing else: it runs a pull
+/// request's code.
+pub const PR_PLAN_AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt", "sts:AssumeRole"];
+
+/// What `create-deploy-stack` calls (`sts:AssumeRole` on plan roles, for the
+/// plan scan).
+pub const CREATE_DEPLOY_STACK_AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "ssm:PutParameter",
+    "kms:Decrypt",
+    "lambda:InvokeFunction",
+    "sts:AssumeRole",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
+];
+
+/// What `terra-run` calls (`kms:GenerateDataKey` through S3's SSE-KMS on
+/// upload, `s3:GetObjectVersion` for the recorded plan version).
+pub const TERRA_RUN_AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "kms:Decrypt",
+    "kms:GenerateDataKey",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    "sts:AssumeRole",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
+];
+
+/// Each subcommand's actions, for its own task role in the Terraform module.
+pub const JOB_AWS_ACTIONS: &[(&str, &[&str])] = &[
+    ("pr-plan", PR_PLAN_AWS_ACTIONS),
+    ("create-deploy-stack", CREATE_DEPLOY_STACK_AWS_ACTIONS),
+    ("terra-run", TERRA_RUN_AWS_ACTIONS),
+];
+
+/// Every IAM action the binary calls (the union of [`JOB_AWS_ACTIONS`]).
+pub const AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "ssm:PutParameter",
+    "kms:Decrypt",
+    "kms:GenerateDataKey",
+    "sts:AssumeRole",
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "lambda:InvokeFunction",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
 ];
 
 /// How create-deploy-stack finds the affected units.
@@ -317,6 +376,26 @@ mod tests {
         assert!(unread.is_empty(), "in ENV_VARS but never read: {unread:?}");
         assert!(AWS_ACTIONS.contains(&"states:SendTaskSuccess"));
         assert!(AWS_ACTIONS.contains(&"lambda:InvokeFunction"));
+    }
+
+    #[test]
+    fn the_binarys_actions_are_the_union_of_its_jobs() {
+        let union: BTreeSet<&str> = JOB_AWS_ACTIONS
+            .iter()
+            .flat_map(|(_, a)| a.iter().copied())
+            .collect();
+        let all: BTreeSet<&str> = AWS_ACTIONS.iter().copied().collect();
+        assert_eq!(union, all);
+        assert_eq!(METADB_ACTIONS.as_slice(), live_ci_metadb::AWS_ACTIONS);
+        // pr-plan runs untrusted code: no metadb, no Step Functions, no plans.
+        for action in PR_PLAN_AWS_ACTIONS {
+            assert!(
+                !["rds-data:", "states:", "s3:", "secretsmanager:"]
+                    .iter()
+                    .any(|p| action.starts_with(p)),
+                "{action}"
+            );
+        }
     }
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

@@ -1,9 +1,14 @@
-//! `create-deploy-stack`: a merged pull request becomes a run. It clones the
-//! merge commit, finds the affected units between the merge's first parent and
-//! the merge commit (graph scan, or plan scan), maps them onto accounts, builds
-//! the deployment plan and each unit's commands and new providers, then writes
-//! the run and all its executions in one metadb transaction, which also takes
-//! the merge lock (or queues the run behind the one holding it). The parameter
+//! `create-deploy-stack`: a merge on the trunk becomes a run. It clones the
+//! merge commit and places it on the trunk against the runs already recorded
+//! (ancestry through git): a merge that a queued or started run already covers
+//! is recorded as superseded and never applied; otherwise the run deploys the
+//! whole range from the newest started run's commit (the first parent when
+//! there is none) to the merge commit, whatever the merge style, plus the units
+//! whose last deployment failed. It finds the affected units (graph scan, or
+//! plan scan), maps them onto accounts, builds the deployment plan and each
+//! unit's commands and new providers, then writes the run and all its
+//! executions in one metadb transaction, which also takes the merge lock (or
+//! queues the run; queued runs start newest-on-the-trunk first). The parameter
 //! store mirrors the lock; `trigger_sf` is invoked with `{"run_id": N}`.
 //!
 //! Everything that can fail on bad input (a broken `terragrunt.hcl`, a cycle, an
@@ -14,12 +19,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, Affected, AffectedUnit, Reason, detect, graph_at};
-use live_ci_core::deploy::{NewRun, RunContext, RunId, executions_from_plan};
+use live_ci_core::deploy::{
+    NewRun, RunContext, RunId, RunStatus, TrunkPlace, executions_from_plan, place_on_trunk,
+};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
-use live_ci_core::port::{FunctionInvoker, Metadb, Vcs, run_payload};
+use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
 use live_ci_core::terraform::{ProviderIndex, new_providers};
 use live_ci_core::{Graph, discover};
@@ -28,15 +35,18 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::{Config, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
+use crate::sandbox;
 
 /// The ports create-deploy-stack talks to.
 #[derive(Debug)]
-pub struct DeployPorts<'a, M, P, G, I> {
+pub struct DeployPorts<'a, M, P, G, I, R> {
     pub metadb: &'a M,
     pub params: &'a P,
     /// `None`: no commit statuses (no GitHub token configured).
     pub github: Option<&'a G>,
     pub invoker: &'a I,
+    /// Assumes the accounts' plan roles for the plan scan.
+    pub roles: &'a R,
 }
 
 /// What create-deploy-stack did.
@@ -51,7 +61,14 @@ pub struct DeployReport {
     pub plan: DeploymentPlan,
     pub execution_ids: Vec<String>,
     pub warnings: Vec<String>,
+    /// The run that deploys this merge instead (the merge is recorded as
+    /// superseded and never applied).
+    pub superseded_by: Option<RunId>,
 }
+
+/// How many of the newest runs a merge is placed against: a merge older than
+/// all of them is long deployed or superseded.
+const TRUNK_WINDOW: u32 = 50;
 
 /// Reads the commit-status switches (all on without a parameter).
 pub async fn status_config<P: ParamStore>(
@@ -71,17 +88,18 @@ pub async fn status_config<P: ParamStore>(
 }
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
-pub async fn create_deploy_stack<M, P, G, I>(
+pub async fn create_deploy_stack<M, P, G, I, R>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
     M: Metadb,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
     let outcome = create(config, repo, ports).await;
@@ -111,6 +129,9 @@ where
 }
 
 fn summary(r: &DeployReport) -> String {
+    if let Some(by) = r.superseded_by {
+        return format!("superseded: run #{by} deploys this merge with the newer trunk commits");
+    }
     match r.run_id {
         None => "no unit is affected: nothing to deploy".into(),
         Some(id) if r.started => format!("run #{id}: {} unit(s) to deploy", r.plan.units.len()),
@@ -121,16 +142,17 @@ fn summary(r: &DeployReport) -> String {
     }
 }
 
-async fn create<M, P, G, I>(
+async fn create<M, P, G, I, R>(
     config: &Config,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
     M: Metadb,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let pr_id = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
@@ -142,12 +164,37 @@ where
     )?;
     let checkout = Checkout::new(repo, commit)?;
     let commit = checkout.commit.clone();
-    let base = checkout.git.first_parent(&commit)?;
+    let trunk_seq = checkout.git.first_parent_depth(&commit)?;
+    let runs = ports
+        .metadb
+        .trunk_runs(TRUNK_WINDOW)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
+    let base = match &place {
+        TrunkPlace::Superseded { by, commit: cover } => {
+            println!(
+                "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} is already in \
+                 run #{by} (commit {cover}): superseded, not applied"
+            );
+            return record_superseded(config, ports, pr_id, &commit, trunk_seq, *by).await;
+        }
+        TrunkPlace::After { commit: from, .. } => from.clone(),
+        TrunkPlace::Existing { base, .. } => base.clone(),
+        // Nothing deployed yet: the pull request's base when it is on this
+        // line of history (it spans every commit of a rebase-merge), else the
+        // first parent.
+        TrunkPlace::First => match &config.task.base_sha {
+            Some(b) if checkout.git.is_ancestor(b, &commit)? => checkout.git.resolve(b)?,
+            _ => checkout.git.first_parent(&commit)?,
+        },
+    };
     println!(
-        "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit}, first parent {base}"
+        "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} (trunk position \
+         {trunk_seq}), deploying the range from {base}"
     );
     let mut warnings = Vec::new();
-    let (affected, head, base_graph) = match config.scan_type {
+    let (mut affected, head, base_graph) = match config.scan_type {
         ScanType::Graph => {
             let d = detect(&checkout.git, &base, Some(&commit), false)?;
             warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
@@ -155,10 +202,23 @@ where
         }
         ScanType::Plan => {
             let head = graph_at(&checkout.git, Some(&commit))?;
-            let affected = plan_scan(config, &accounts, &checkout, &head).await?;
+            let affected = plan_scan(config, &accounts, &checkout, &head, ports.roles).await?;
             (affected, head, None)
         }
     };
+    let pending = ports
+        .metadb
+        .pending_units()
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
+    // Critical-path priorities weigh each unit by how long it took before.
+    let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
+    let durations = ports
+        .metadb
+        .unit_durations(&paths)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let plan = build_plan(
         &affected,
         &head,
@@ -166,7 +226,7 @@ where
         &PlanOptions {
             accounts: Some(&accounts),
             max_parallel: config.max_parallel as usize,
-            durations: Default::default(),
+            durations: durations.into_iter().collect(),
         },
     )?;
     let providers = unit_new_providers(&checkout, &base, &commit, &head, &plan, &mut warnings)?;
@@ -203,6 +263,7 @@ where
             plan,
             execution_ids: Vec::new(),
             warnings,
+            superseded_by: None,
         });
     }
     let run = NewRun {
@@ -214,14 +275,12 @@ where
             .clone()
             .unwrap_or_else(|| config.trunk_branch.clone()),
         head_ref: config.task.head_ref.clone().unwrap_or_default(),
-        base_sha: config.task.base_sha.clone().unwrap_or_else(|| base.clone()),
-        head_sha: config
-            .task
-            .head_sha
-            .clone()
-            .unwrap_or_else(|| commit.clone()),
+        // The range deployed: terra-run checks a destroy out at its start.
+        base_sha: base.clone(),
+        head_sha: commit.clone(),
         max_parallel: config.max_parallel,
         fail_fast: config.fail_fast,
+        trunk_seq,
         executions,
     };
     let created = ports
@@ -243,6 +302,26 @@ where
             "queued"
         }
     );
+    if created.created && !created.started {
+        // Created, then superseded in the same transaction by a newer merge
+        // that started first: nothing of it will run.
+        let stored = ports
+            .metadb
+            .run(created.run_id)
+            .await
+            .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        if let Some(r) = stored.filter(|r| r.status == RunStatus::Superseded) {
+            return Ok(DeployReport {
+                run_id: Some(created.run_id),
+                created: true,
+                started: false,
+                plan,
+                execution_ids: Vec::new(),
+                warnings,
+                superseded_by: r.superseded_by,
+            });
+        }
+    }
     if created.started {
         // Mirror the row (the truth) for the receiver, then the open PRs' statuses.
         let lock = ports
@@ -294,16 +373,103 @@ where
             .map(|e| e.execution_id.clone())
             .collect(),
         warnings,
+        superseded_by: None,
     })
+}
+
+/// Records a merge a queued or started run covers; nothing is applied.
+async fn record_superseded<M, P, G, I>(
+    config: &Config,
+    ports: &DeployPorts<'_, M, P, G, I>,
+    pr_id: u64,
+    commit: &str,
+    trunk_seq: u64,
+    by: RunId,
+) -> Result<DeployReport>
+where
+    M: Metadb,
+    P: ParamStore,
+    G: GitHost,
+    I: FunctionInvoker,
+{
+    let run = NewRun {
+        pr_id,
+        commit_id: commit.to_string(),
+        base_ref: config
+            .task
+            .base_ref
+            .clone()
+            .unwrap_or_else(|| config.trunk_branch.clone()),
+        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+        base_sha: commit.to_string(),
+        head_sha: commit.to_string(),
+        max_parallel: config.max_parallel,
+        fail_fast: config.fail_fast,
+        trunk_seq,
+        executions: Vec::new(),
+    };
+    let run_id = ports
+        .metadb
+        .record_superseded(&run, by)
+        .await
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    Ok(DeployReport {
+        run_id,
+        created: run_id.is_some(),
+        started: false,
+        plan: DeploymentPlan {
+            max_parallel: config.max_parallel as usize,
+            units: Vec::new(),
+            makespan: 0.0,
+        },
+        execution_ids: Vec::new(),
+        warnings: Vec::new(),
+        superseded_by: Some(by),
+    })
+}
+
+/// Adds the units whose last deployment failed (and that still exist) to the
+/// affected set: a failure leaves them pending until a run applies them.
+fn add_pending<'a>(
+    affected: &mut Affected,
+    head: &Graph,
+    pending: impl Iterator<Item = &'a RepoPath>,
+) {
+    let mut added = false;
+    for path in pending {
+        if head.index_of(path).is_none() {
+            continue;
+        }
+        match affected.units.iter_mut().find(|u| &u.path == path) {
+            Some(u) if u.action == Action::Apply => {
+                if !u.reasons.contains(&Reason::Pending) {
+                    u.reasons.push(Reason::Pending);
+                }
+            }
+            Some(_) => {}
+            None => {
+                affected.units.push(AffectedUnit {
+                    path: path.clone(),
+                    action: Action::Apply,
+                    reasons: vec![Reason::Pending],
+                });
+                added = true;
+            }
+        }
+    }
+    if added {
+        affected.units.sort_by(|a, b| a.path.cmp(&b.path));
+    }
 }
 
 /// The plan scan: every unit planned with `-detailed-exitcode`; those with
 /// changes and their dependents are affected. A failed plan fails the scan.
-async fn plan_scan(
+async fn plan_scan<R: RoleAssumer>(
     config: &Config,
     accounts: &Accounts,
     checkout: &Checkout,
     head: &Graph,
+    roles: &R,
 ) -> Result<Affected> {
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
@@ -313,12 +479,20 @@ async fn plan_scan(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
+    // Plan roles only: create-deploy-stack may not assume an apply role.
+    let credentials = sandbox::assume_each(
+        roles,
+        units.iter().filter_map(role_of).collect(),
+        &format!("scan-{}", checkout.commit.get(..12).unwrap_or(checkout.commit.as_str())),
+    )
+    .await?;
     let results = plan_units(
         checkout.dir(),
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
-        |p| accounts.account_of(p).map(|a| a.plan_role_arn.clone()),
+        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.max_parallel as usize,
     )

@@ -38,6 +38,8 @@ pub enum TaskError {
     StalePlan { artifact: String },
     #[error("plan artifact {artifact:?}: {message}")]
     PlanArtifact { artifact: String, message: String },
+    #[error("assuming role {role_arn:?}: {message}")]
+    AssumeRole { role_arn: String, message: String },
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
     #[error("{unit}: {message}")]

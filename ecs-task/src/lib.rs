@@ -13,7 +13,12 @@ pub mod logs;
 pub mod plans;
 pub mod pr_plan;
 pub mod run;
+pub mod sandbox;
+pub mod startup;
 pub mod terra_run;
 
-pub use config::{AWS_ACTIONS, Config, ENV_VARS, ScanType};
+pub use config::{
+    AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Config, ENV_VARS, JOB_AWS_ACTIONS,
+    PR_PLAN_AWS_ACTIONS, ScanType, TERRA_RUN_AWS_ACTIONS,
+};
 pub use error::{Result, TaskError};

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore};
+use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::AnyMetadb;
@@ -11,6 +11,7 @@ use live_ci_task::checkout::Repo;
 use live_ci_task::cli::{Cli, TaskCommand};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
+use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_task::{AWS_ACTIONS, Config, ENV_VARS, logs};
 use live_ci_workflow::SfnTaskTokens;
@@ -34,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let config = Config::from_env().context("live-ci-task configuration")?;
     let aws = aws_config::load_from_env().await;
+    let metadb = open_metadb(config.metadb.as_ref(), &aws).await?;
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
     let token = match &config.github_token_param {
         Some(param) => Some(
@@ -58,19 +60,20 @@ async fn main() -> anyhow::Result<()> {
         token,
     };
     let logs_url = logs::logs_url(&config).await;
-    let metadb = || -> anyhow::Result<AnyMetadb> {
-        let c = Config::require(&config.metadb, "METADB_URL")?;
-        Ok(AnyMetadb::from_config(c, &aws, 2)?)
+    let roles = StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws));
+    let metadb = || -> anyhow::Result<&AnyMetadb> {
+        Config::require(&metadb, "METADB_URL").map_err(Into::into)
     };
     match cli.command {
         TaskCommand::CreateDeployStack => {
             let metadb = metadb()?;
             let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
             let ports = DeployPorts {
-                metadb: &metadb,
+                metadb,
                 params: &params,
                 github: github.as_ref(),
                 invoker: &invoker,
+                roles: &roles,
             };
             let report = create_deploy_stack(&config, &repo, logs_url.as_deref(), &ports).await?;
             println!(
@@ -94,9 +97,10 @@ async fn main() -> anyhow::Result<()> {
                 }
             };
             let ports = TerraRunPorts {
-                metadb: &metadb,
+                metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
+                roles: &roles,
                 github: github.as_ref(),
                 statuses,
             };
@@ -109,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
                 &repo,
                 logs_url.as_deref(),
                 github.as_ref(),
+                &roles,
                 statuses.pr_plan,
             )
             .await?;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::TemporaryCredentials;
 use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
 use live_ci_core::terraform::{
     ChangeCounts, Phase, insert_args, parse_plan_summary, with_plan_file,
@@ -13,6 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
 use crate::run::{self, Finished};
+use crate::sandbox;
 
 /// How one unit's plan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +31,8 @@ pub struct PlanOutcome {
 }
 
 /// Plans `units` of the checkout at `repo_dir` with the plan command
-/// rendered for each unit by `command_of`, as the role `role_of` names, at most
+/// rendered for each unit by `command_of`, with the credentials of the role
+/// `credentials_of` gives (already assumed by the caller), at most
 /// `max_parallel` at once, with `-detailed-exitcode` (exit 2: changes). Results
 /// come back in the order of `units`.
 pub async fn plan_units(
@@ -37,7 +40,7 @@ pub async fn plan_units(
     scratch: &Path,
     units: &[RepoPath],
     command_of: impl Fn(&RepoPath) -> String,
-    role_of: impl Fn(&RepoPath) -> Option<String>,
+    credentials_of: impl Fn(&RepoPath) -> Option<TemporaryCredentials>,
     env: &[(String, String)],
     max_parallel: usize,
 ) -> Result<Vec<UnitPlan>> {
@@ -67,13 +70,9 @@ pub async fn plan_units(
                 "plan",
                 &["-detailed-exitcode".to_string()],
             );
-            let mut env = env.to_vec();
-            env.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
-            if let Some(role) = role_of(&path) {
-                // Terragrunt assumes the account's plan role itself.
-                env.push(("TERRAGRUNT_IAM_ROLE".into(), role.clone()));
-                env.push(("TG_IAM_ASSUME_ROLE".into(), role));
-            }
+            let mut extra = env.to_vec();
+            extra.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
+            let env = sandbox::env_for(credentials_of(&path).as_ref(), &extra);
             let prefix = format!("[{path}] ");
             running.spawn(async move {
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;

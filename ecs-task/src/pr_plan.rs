@@ -6,12 +6,14 @@
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::Config;
 use crate::error::{Result, TaskError};
 use crate::plans::{UnitPlan, plan_units};
+use crate::sandbox;
 
 /// Marks live-ci's summary comment, so a new push updates it.
 pub const COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
@@ -38,16 +40,19 @@ impl PrPlanReport {
 /// Plans the pull request's affected units and reports them. Detection errors
 /// (a broken `terragrunt.hcl`, a cycle) fail the pr-plan status and the comment
 /// says why.
-pub async fn pr_plan<G: GitHost>(
+/// Each plan runs with the temporary credentials of its account's plan role,
+/// assumed here through `roles`.
+pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
     github: Option<&G>,
+    roles: &R,
     post_statuses: bool,
 ) -> Result<PrPlanReport> {
     let pr = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
-    let outcome = plan(config, repo, &commit).await;
+    let outcome = plan(config, repo, roles, pr, &commit).await;
     if let Some(github) = github {
         let status = |state, context: &str, description: &str| {
             let mut s = CommitStatus::new(&commit, state, context, description);
@@ -110,7 +115,13 @@ pub async fn pr_plan<G: GitHost>(
     outcome
 }
 
-async fn plan(config: &Config, repo: &Repo, commit: &str) -> Result<PrPlanReport> {
+async fn plan<R: RoleAssumer>(
+    config: &Config,
+    repo: &Repo,
+    roles: &R,
+    pr: u64,
+    commit: &str,
+) -> Result<PrPlanReport> {
     let base_ref = Config::require(&config.task.base_ref, "LIVE_CI_BASE_REF")?;
     // With the accounts, each plan runs as its account's plan role.
     let accounts = match &config.accounts_json {
@@ -142,17 +153,25 @@ async fn plan(config: &Config, repo: &Repo, commit: &str) -> Result<PrPlanReport
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    let role_of = |p: &RepoPath| {
+        accounts
+            .as_ref()
+            .and_then(|a| a.account_of(p))
+            .map(|a| a.plan_role_arn.clone())
+    };
+    // Plan roles only: pr-plan's task role may assume nothing else.
+    let credentials = sandbox::assume_each(
+        roles,
+        units.iter().filter_map(role_of).collect(),
+        &format!("pr-{pr}-{}", short(commit)),
+    )
+    .await?;
     let plans = plan_units(
         checkout.dir(),
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
-        |p| {
-            accounts
-                .as_ref()
-                .and_then(|a| a.account_of(p))
-                .map(|a| a.plan_role_arn.clone())
-        },
+        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.max_parallel as usize,
     )

@@ -42,8 +42,9 @@ pub enum Tick {
     Stop,
 }
 
-/// Runs `command` in `dir` with extra `env`; `tick` is awaited every `every`
-/// while it runs. Output lines go to stdout prefixed with `prefix`.
+/// Runs `command` in `dir` with exactly the environment `env` (nothing of
+/// ours is inherited: see [`crate::sandbox::env_for`]); `tick` is awaited
+/// every `every` while it runs. Output lines go to stdout prefixed with `prefix`.
 pub async fn run<F, Fut>(
     command: &str,
     dir: &Path,
@@ -60,6 +61,7 @@ where
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -184,6 +186,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(f.output, "y z\n");
+        // Exactly the given environment: nothing of this process leaks in.
+        let f = run_quietly("printf '%s' \"${CARGO:-unset}\"", &dir, &env, "")
+            .await
+            .unwrap();
+        assert_eq!(f.output, "unset\n");
     }
 
     #[tokio::test]
@@ -192,10 +199,11 @@ mod tests {
         let ticks = Arc::new(AtomicU32::new(0));
         let t = ticks.clone();
         let started = std::time::Instant::now();
+        let env = crate::sandbox::env_for(None, &[]);
         let f = run(
             "sleep 20",
             &dir,
-            &[],
+            &env,
             "",
             Duration::from_millis(50),
             move || {

@@ -2,15 +2,20 @@
 //! Apply states. It checks out the execution's commit, runs the record's
 //! command in the unit directory with heartbeats, and answers the task token:
 //! `PlanResult` / `ApplyResult` on success, the error otherwise. A plan is saved
-//! to the plan store keyed by execution and commit; an apply applies exactly
-//! that saved plan, then records the resources of the unit's new providers.
+//! to the plan store keyed by execution and commit, its SHA-256 and object
+//! version recorded in the metadb; an apply downloads exactly that version,
+//! refuses any other content, applies it, then records the resources of the
+//! unit's new providers. The command runs as the unit's own account role,
+//! assumed here, with an allow-listed environment (`crate::sandbox`).
 
 use std::path::Path;
 use std::time::Duration;
 
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::{ArtifactStore, Metadb, TaskTokens, TokenDelivery};
+use live_ci_core::port::{
+    ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
+};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, parse_plan_summary, plan_key, program_of,
@@ -24,13 +29,16 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::Config;
 use crate::error::{Result, TaskError};
 use crate::run::{self, Tick};
+use crate::sandbox;
 
 /// The ports terra-run talks to.
 #[derive(Debug)]
-pub struct TerraRunPorts<'a, M, A, T, G> {
+pub struct TerraRunPorts<'a, M, A, T, G, R> {
     pub metadb: &'a M,
     pub artifacts: &'a A,
     pub tokens: &'a T,
+    /// Assumes the unit's account role for the command.
+    pub roles: &'a R,
     /// Where the plan and apply statuses go (`None`: no GitHub token configured).
     pub github: Option<&'a G>,
     /// Which statuses to post (`Plan`, `Apply`).
@@ -53,11 +61,17 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
+pub async fn terra_run<
+    M: Metadb,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &TerraRunPorts<'_, M, A, T, G>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
     let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
     let mut unit = None;
@@ -115,8 +129,8 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
 
 /// Posts a plan or apply status when the configuration asks for it; a status
 /// that cannot be posted is logged, never fatal (the token is the real answer).
-async fn post_status<M, A, T, G: GitHost>(
-    ports: &TerraRunPorts<'_, M, A, T, G>,
+async fn post_status<M, A, T, G: GitHost, R>(
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
     logs_url: Option<&str>,
     phase: Phase,
     commit: &str,
@@ -139,11 +153,11 @@ async fn post_status<M, A, T, G: GitHost>(
     }
 }
 
-async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
+async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &TerraRunPorts<'_, M, A, T, G>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
     token: &str,
     unit: &mut Option<(String, RepoPath)>,
 ) -> Result<TerraRunResult> {
@@ -191,7 +205,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
     }
     let plan_file = checkout.scratch_file("unit.tfplan");
     let plan_file_str = plan_file.display().to_string();
-    let mut env = vec![
+    let extra = vec![
         (
             "LIVE_CI_REPO_DIR".to_string(),
             checkout.dir().display().to_string(),
@@ -199,11 +213,14 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
         ("LIVE_CI_CFG_PATH".into(), record.cfg_path.to_string()),
         ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
     ];
-    if let Some(role) = config.task.role_arn.as_ref().filter(|r| !r.is_empty()) {
-        // Terragrunt assumes the role itself (older and newer spellings).
-        env.push(("TERRAGRUNT_IAM_ROLE".into(), role.clone()));
-        env.push(("TG_IAM_ASSUME_ROLE".into(), role.clone()));
-    }
+    let role = unit_role(config, &record, phase)?;
+    let credentials = sandbox::assume(
+        ports.roles,
+        role,
+        &format!("{}-{}", phase.as_str(), record.execution_id),
+    )
+    .await?;
+    let env = sandbox::env_for(credentials.as_ref(), &extra);
     let command = with_plan_file(&command, phase, &plan_file_str);
     let logs_url = logs_url.unwrap_or_default().to_string();
     let key = plan_key(&record.execution_id, &record.commit_id);
@@ -227,11 +244,33 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
                     "the plan command saved no plan ({e}); the template must write {{plan_file}}"
                 ),
             })?;
-            ports
+            // The hash is taken here, in the task, from the bytes it uploads:
+            // the apply accepts this content only.
+            let sha256 = sha256_hex(&bytes);
+            let version_id = ports
                 .artifacts
                 .put(&key, bytes)
                 .await
                 .map_err(|e| TaskError::Artifacts(e.to_string()))?;
+            let saved = SavedPlan {
+                key: key.clone(),
+                sha256,
+                version_id,
+            };
+            let recorded = ports
+                .metadb
+                .record_saved_plan(&record.execution_id, &saved)
+                .await
+                .map_err(|e| TaskError::Metadb(e.to_string()))?;
+            if !recorded {
+                return Err(TaskError::PlanArtifact {
+                    artifact: ports.artifacts.uri(&key),
+                    message: format!(
+                        "execution {:?} has ended: the saved plan was not recorded",
+                        record.execution_id
+                    ),
+                });
+            }
             let result = PlanResult {
                 execution_id: record.execution_id.clone(),
                 to_add: counts.add,
@@ -263,12 +302,37 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
                     )));
                 }
             }
+            let saved = ports
+                .metadb
+                .saved_plan(&record.execution_id)
+                .await
+                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .filter(|s| s.key == key)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "no saved plan is recorded for execution {:?}: plan it again",
+                        record.execution_id
+                    ))
+                })?;
+            let version = saved.version_id.as_deref();
             let bytes = ports
                 .artifacts
-                .get(&key)
+                .get_version(&key, version)
                 .await
                 .map_err(|e| TaskError::Artifacts(e.to_string()))?
-                .ok_or_else(|| bad("no such saved plan".into()))?;
+                .ok_or_else(|| {
+                    bad(format!(
+                        "no such saved plan (version {})",
+                        version.unwrap_or("current")
+                    ))
+                })?;
+            let sha256 = sha256_hex(&bytes);
+            if sha256 != saved.sha256 {
+                return Err(bad(format!(
+                    "its content (sha-256 {sha256}) is not the approved plan (sha-256 {}): refusing to apply it; nothing was applied",
+                    saved.sha256
+                )));
+            }
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             let finished =
@@ -293,6 +357,27 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost>(
                 logs_url,
             }))
         }
+    }
+}
+
+/// The role of the unit's own account for this phase, from the metadb record:
+/// the state machine's `LIVE_CI_ROLE_ARN` may only repeat it, so a tampered
+/// execution input cannot borrow another account's role.
+fn unit_role<'r>(config: &Config, record: &'r ExecutionRecord, phase: Phase) -> Result<&'r str> {
+    let role = match phase {
+        Phase::Plan => record.plan_role_arn.as_str(),
+        Phase::Apply => record.apply_role_arn.as_str(),
+    };
+    match config.task.role_arn.as_deref().filter(|r| !r.is_empty()) {
+        Some(asked) if asked != role => Err(TaskError::Unit {
+            unit: record.cfg_path.to_string(),
+            message: format!(
+                "LIVE_CI_ROLE_ARN {asked:?} is not the {} role of account {:?} ({role:?}); refusing to assume it",
+                phase.as_str(),
+                record.account_name
+            ),
+        }),
+        _ => Ok(role),
     }
 }
 
@@ -351,6 +436,7 @@ async fn record_new_resources<M: Metadb>(
     let out = Command::new(program)
         .args(["show", "-json", "-no-color"])
         .current_dir(unit_dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
         .await

@@ -7,7 +7,8 @@ mod support;
 
 use std::process::Command;
 
-use live_ci_core::deploy::RunStatus;
+use live_ci_aws::StsRoleAssumer;
+use live_ci_core::deploy::{Outcome, RunStatus};
 use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
@@ -65,6 +66,7 @@ struct Fakes {
     params: MemParams,
     github: RecordingGitHost,
     invoker: RecordingInvoker,
+    sts: StsRoleAssumer,
 }
 
 impl Fakes {
@@ -73,18 +75,20 @@ impl Fakes {
             params: MemParams::default(),
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
+            sts: support::sts(),
         }
     }
 
     fn ports<'a, M>(
         &'a self,
         metadb: &'a M,
-    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker> {
+    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer> {
         DeployPorts {
             metadb,
             params: &self.params,
             github: Some(&self.github),
             invoker: &self.invoker,
+            roles: &self.sts,
         }
     }
 }
@@ -252,7 +256,7 @@ fn repo_with_merge(change: impl Fn(&GitRepo)) -> (GitRepo, String) {
 
 const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
   "min_approval_count": 1, "min_rejection_count": 1,
-  "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+  "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
 
 async fn assert_fails_cleanly(change: impl Fn(&GitRepo), accounts: &str, expected: &str) {
     let (repo, merge) = repo_with_merge(change);
@@ -299,7 +303,8 @@ async fn a_broken_terragrunt_hcl_fails_the_run_and_writes_nothing() {
             );
         },
         DEV_ONLY,
-        "dev/b/terragrunt.hcl:",
+        // the unit and its file:line, before anything is written
+        "unit dev/b: dev/b/terragrunt.hcl:3:",
     )
     .await;
 }
@@ -524,5 +529,96 @@ async fn a_merge_affecting_no_unit_creates_no_run_and_takes_no_lock() {
         statuses[0].description,
         "no unit is affected: nothing to deploy"
     );
+    db.drop_db().await;
+}
+
+/// Priorities use history: the critical-path priority weighs each unit by the
+/// median duration of its earlier executions in the metadb (1 for a unit never
+/// deployed), so the claim starts the unit that took longest first even when
+/// it comes last in path order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priorities_take_the_median_duration_of_earlier_executions() {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[]).unit("dev/z", "1", &[]);
+    repo.commit("base");
+    repo.unit("dev/a", "2", &[]).unit("dev/z", "2", &[]);
+    let first = repo.commit("first change");
+    repo.unit("dev/a", "3", &[])
+        .unit("dev/z", "3", &[])
+        .unit("dev/new", "1", &[]);
+    let second = repo.commit("second change, a new unit");
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let repo_ref = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let run = create_deploy_stack(
+        &config(&repo.url(), &first, "1", DEV_ONLY, &[]),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let run_id = run.run_id.unwrap();
+    // No history: equal priorities, path order.
+    let claimed = metadb.claim_ready(run_id, 10).await.unwrap();
+    let paths: Vec<&str> = claimed.iter().map(|e| e.cfg_path.as_str()).collect();
+    assert_eq!(paths, ["dev/a", "dev/z"]);
+    assert!(claimed.iter().all(|e| e.priority == 1.0), "{claimed:?}");
+    // dev/a deploys at once, dev/z takes 1.5 s.
+    let id = |path: &str| {
+        claimed
+            .iter()
+            .find(|e| e.cfg_path.as_str() == path)
+            .unwrap()
+            .execution_id
+            .clone()
+    };
+    metadb
+        .record_finished(&id("dev/a"), Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    metadb
+        .record_finished(&id("dev/z"), Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    metadb.finish_run(run_id).await.unwrap();
+
+    let run = create_deploy_stack(
+        &config(&repo.url(), &second, "2", DEV_ONLY, &[("MAX_PARALLEL", "1")]),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let run_id = run.run_id.unwrap();
+    let executions = metadb.executions(run_id).await.unwrap();
+    let priority = |path: &str| {
+        executions
+            .iter()
+            .find(|e| e.cfg_path.as_str() == path)
+            .unwrap()
+            .priority
+    };
+    assert!(priority("dev/z") >= 1.5, "{executions:?}");
+    assert_eq!(priority("dev/new"), 1.0);
+    assert!(priority("dev/a") < 0.5, "{executions:?}");
+    // One slot: the claim order is the history's order.
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let claimed = metadb.claim_ready(run_id, 10).await.unwrap();
+        assert_eq!(claimed.len(), 1);
+        order.push(claimed[0].cfg_path.as_str().to_string());
+        metadb
+            .record_finished(&claimed[0].execution_id, Outcome::Succeeded, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(order, ["dev/z", "dev/new", "dev/a"]);
     db.drop_db().await;
 }

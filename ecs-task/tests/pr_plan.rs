@@ -7,7 +7,7 @@ mod support;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::checkout::Repo;
 use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan, unit_context};
-use support::fakes::RecordingGitHost;
+use support::fakes::{RecordingGitHost, RecordingRoles};
 use support::repo::{GitRepo, TfTemplates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,16 +20,17 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     repo.git(&["checkout", "-q", "-b", "feature"]);
     repo.unit("dev/a", "10", &[]);
     let head = repo.commit("change a");
-    // Each plan records the role it runs as.
+    // Each plan records the credentials it runs with.
     let roles = tempfile::tempdir().unwrap();
     let roles_file = roles.path().join("roles");
     let tf = TfTemplates::new(&format!(
-        "echo \"$LIVE_CI_CFG_PATH $TERRAGRUNT_IAM_ROLE\" >> {}; ",
+        "echo \"$LIVE_CI_CFG_PATH $AWS_ACCESS_KEY_ID ${{AWS_SESSION_TOKEN:+with-session}}\" >> {}; ",
         roles_file.display()
     ));
+    let sts = RecordingRoles::new(support::sts());
     let accounts = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
       "min_approval_count": 1, "min_rejection_count": 1,
-      "plan_role_arn": "arn:aws:iam::2:role/plan", "apply_role_arn": "arn:aws:iam::2:role/apply"}]"#;
+      "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
     let github = RecordingGitHost::default();
     let config = support::config(&[
         ("REPO_CLONE_URL", &repo.url()),
@@ -49,6 +50,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         &clone,
         Some("https://logs/pr"),
         Some(&github),
+        &sts,
         true,
     )
     .await
@@ -89,11 +91,19 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         .map(str::to_string)
         .collect();
     seen.sort();
+    // The account's plan role, assumed once for both units in a session
+    // naming the pull request, its credentials (not ours) in each plan.
+    let calls = sts.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (role, session, key) = &calls[0];
+    assert_eq!(role, "arn:aws:iam::222222222222:role/plan");
+    assert_eq!(session, &format!("live-ci-pr-12-{}", &head[..7]));
+    assert_ne!(key, "test");
     assert_eq!(
         seen,
         vec![
-            "dev/a arn:aws:iam::2:role/plan",
-            "dev/b arn:aws:iam::2:role/plan"
+            format!("dev/a {key} with-session"),
+            format!("dev/b {key} with-session")
         ]
     );
     // Nothing was applied: plans leave the state alone.
@@ -107,7 +117,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     let head2 = repo.commit("break b");
     let mut config2 = config.clone();
     config2.task.commit = Some(head2.clone());
-    let report = pr_plan(&config2, &clone, None, Some(&github), true)
+    let report = pr_plan(&config2, &clone, None, Some(&github), &support::sts(), true)
         .await
         .unwrap();
     assert_eq!(report.failed(), 1);
@@ -143,7 +153,7 @@ async fn a_broken_unit_graph_fails_the_status_and_says_why_in_the_comment() {
         clone_url: repo.url(),
         token: None,
     };
-    let err = pr_plan(&config, &clone, None, Some(&github), true)
+    let err = pr_plan(&config, &clone, None, Some(&github), &support::sts(), true)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("dev/a/terragrunt.hcl:"), "{err}");

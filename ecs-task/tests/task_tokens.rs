@@ -147,10 +147,12 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
     metadb.create_run(&run(&commit, 1, vec![e])).await.unwrap();
     let artifacts = MemArtifacts::default();
     let tokens = SfnTaskTokens::new(c.sfn.clone());
+    let sts = support::sts();
     let ports = TerraRunPorts {
         metadb: &metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        roles: &sts,
         github: None::<&RecordingGitHost>,
         statuses: Default::default(),
     };

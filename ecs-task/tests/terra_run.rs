@@ -90,7 +90,14 @@ fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> Config {
         ("LIVE_CI_TASK_TOKEN", "token-1"),
         ("LIVE_CI_EXECUTION_ID", id),
         ("LIVE_CI_CFG_PATH", "dev/app"),
-        ("LIVE_CI_ROLE_ARN", "arn:aws:iam::111111111111:role/plan"),
+        (
+            "LIVE_CI_ROLE_ARN",
+            if phase == "plan" {
+                "arn:aws:iam::111111111111:role/plan"
+            } else {
+                "arn:aws:iam::111111111111:role/apply"
+            },
+        ),
         ("HEARTBEAT_SECONDS", "1"),
         ("REPO_CLONE_URL", url),
     ];
@@ -119,10 +126,12 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         clone_url: s.clone_url.clone(),
         token: None,
     };
+    let sts = support::sts();
     let ports = TerraRunPorts {
         metadb: &s.metadb,
         artifacts: &store,
         tokens: &tokens,
+        roles: &sts,
         github: Some(&github),
         statuses: Default::default(),
     };
@@ -297,10 +306,12 @@ async fn failures_reach_the_token_with_the_commands_output() {
         clone_url: s.clone_url.clone(),
         token: None,
     };
+    let sts = support::sts();
     let ports = TerraRunPorts {
         metadb: &s.metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        roles: &sts,
         github: None::<&RecordingGitHost>,
         statuses: Default::default(),
     };
@@ -337,8 +348,212 @@ async fn failures_reach_the_token_with_the_commands_output() {
         &s.clone_url,
     );
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
-    assert!(err.to_string().contains("no such saved plan"), "{err}");
+    assert!(err.to_string().contains("no saved plan is recorded"), "{err}");
     assert!(!s.tf.state_file("dev/app").exists());
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+    s.db.drop_db().await;
+}
+
+/// Plans both executions into `bucket` and returns their artifact URIs.
+async fn plan_both<M: Metadb, R: live_ci_core::port::RoleAssumer>(
+    s: &Setup,
+    ports: &TerraRunPorts<'_, M, S3ArtifactStore, RecordingTokens, RecordingGitHost, R>,
+    repo: &Repo,
+) -> Vec<String> {
+    let mut artifacts = Vec::new();
+    for id in ["run-7-x-dev-app-001", "run-7-y-dev-app-002"] {
+        terra_run(&env(id, "plan", None, &s.clone_url), repo, None, ports)
+            .await
+            .unwrap();
+        let Sent::Success { output, .. } = only_sent(ports.tokens) else {
+            panic!("plan failed")
+        };
+        let out: Value = serde_json::from_str(&output).unwrap();
+        artifacts.push(out["plan_artifact"].as_str().unwrap().to_string());
+    }
+    artifacts
+}
+
+/// The approved plan is the applied plan: a plan object replaced in S3
+/// between plan and apply (here by the other execution's valid plan) is
+/// refused by its SHA-256, and terraform apply never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
+    let s = setup().await;
+    let client = s3_client();
+    // Unversioned: the key alone finds whatever was written last.
+    let bucket = live_ci_testkit::unique("swap").to_lowercase();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let store = S3ArtifactStore::new(client.clone(), &bucket);
+    let tokens = RecordingTokens::default();
+    let github = RecordingGitHost::default();
+    let sts = support::sts();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &store,
+        tokens: &tokens,
+        roles: &sts,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
+    plan_both(&s, &ports, &repo).await;
+    let key1 = plan_key(id1, &s.commits[0]);
+    let key2 = plan_key(id2, &s.commits[1]);
+    let approved = store.get(&key1).await.unwrap().unwrap();
+    let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
+    assert_eq!(saved.key, key1);
+    assert_eq!(saved.sha256, live_ci_core::port::sha256_hex(&approved));
+    assert_eq!(saved.version_id, None, "an unversioned bucket has no versions");
+
+    // Someone with write access to the bucket swaps in another valid plan.
+    let other = store.get(&key2).await.unwrap().unwrap();
+    assert_ne!(other, approved);
+    store.put(&key1, other).await.unwrap();
+    let marker = s.tf.state.path().join("apply-ran");
+    let mut config = env(id1, "apply", Some(&store.uri(&key1)), &s.clone_url);
+    config.task.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
+    let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(matches!(err, TaskError::PlanArtifact { .. }), "{err}");
+    let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
+        panic!("expected a failure")
+    };
+    assert_eq!(error, "PlanArtifact");
+    assert!(
+        cause.contains("is not the approved plan") && cause.contains(&saved.sha256),
+        "{cause}"
+    );
+    assert!(!marker.exists(), "the apply command never ran");
+    assert!(!s.tf.state_file("dev/app").exists(), "nothing applied");
+    s.db.drop_db().await;
+}
+
+/// In a versioned bucket (the module's), the apply downloads the version the
+/// plan task recorded: a newer object at the same key is never applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_versioned_plan_is_read_at_its_recorded_version() {
+    let s = setup().await;
+    let client = s3_client();
+    let bucket = live_ci_testkit::unique("pinned").to_lowercase();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    client
+        .put_bucket_versioning()
+        .bucket(&bucket)
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let store = S3ArtifactStore::new(client.clone(), &bucket);
+    let tokens = RecordingTokens::default();
+    let github = RecordingGitHost::default();
+    let sts = support::sts();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &store,
+        tokens: &tokens,
+        roles: &sts,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let id1 = "run-7-x-dev-app-001";
+    let artifacts = plan_both(&s, &ports, &repo).await;
+    let key1 = plan_key(id1, &s.commits[0]);
+    let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
+    let version = saved.version_id.clone().expect("a versioned bucket names the version");
+    // A newer object at the key: garbage that no hash could match.
+    let newer = store.put(&key1, b"not a plan".to_vec()).await.unwrap();
+    assert!(newer.is_some_and(|v| v != version));
+    terra_run(
+        &env(id1, "apply", Some(&artifacts[0]), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
+    assert!(s.tf.state_file("dev/app").exists(), "the approved plan applied");
+
+    // A version that is gone is a clear error, not a fallback to the newest.
+    let id2 = "run-7-y-dev-app-002";
+    let key2 = plan_key(id2, &s.commits[1]);
+    let v2 = s.metadb.saved_plan(id2).await.unwrap().unwrap().version_id.unwrap();
+    client
+        .delete_object()
+        .bucket(&bucket)
+        .key(&key2)
+        .version_id(&v2)
+        .send()
+        .await
+        .unwrap();
+    store.put(&key2, b"replacement".to_vec()).await.unwrap();
+    let err = terra_run(
+        &env(id2, "apply", Some(&artifacts[1]), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("no such saved plan (version {v2})")),
+        "{err}"
+    );
+    assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+    s.db.drop_db().await;
+}
+
+/// terra-run assumes the role of the unit's own account from the metadb
+/// record; an execution input naming another role is refused before anything
+/// runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_accounts_role_is_refused() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let sts = support::fakes::RecordingRoles::new(support::sts());
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        github: None::<&RecordingGitHost>,
+        statuses: Default::default(),
+    };
+    let id = "run-7-x-dev-app-001";
+    let mut config = env(id, "plan", None, &s.clone_url);
+    config.task.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
+    let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"arn:aws:iam::999999999999:role/apply\" is not the plan role"),
+        "{err}"
+    );
+    assert!(sts.calls().is_empty(), "no role assumed");
+    assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+    // The record's own plan role is assumed for a plan.
+    terra_run(&env(id, "plan", None, &s.clone_url), &repo, None, &ports)
+        .await
+        .unwrap();
+    let calls = sts.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "arn:aws:iam::111111111111:role/plan");
+    assert_eq!(calls[0].1, format!("live-ci-plan-{id}"));
     s.db.drop_db().await;
 }

@@ -32,7 +32,8 @@ pytestmark = [
 def cloud(command: str) -> dict[str, str]:
     """Run local-cloud.sh up/env and return the env it prints."""
     out = subprocess.run(["bash", SCRIPT, command], check=True, capture_output=True, text=True).stdout
-    return dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export "))
+    pairs = (line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export "))
+    return {name: value.strip("'") for name, value in pairs}
 
 
 def alive(pids: set[int]) -> list[int]:

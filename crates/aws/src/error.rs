@@ -21,6 +21,8 @@ pub enum AwsError {
     Lambda { function: String, message: String },
     #[error("ses send-email to {to:?}: {message}")]
     Ses { to: String, message: String },
+    #[error("sts assume-role {role_arn:?}: {message}")]
+    Sts { role_arn: String, message: String },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

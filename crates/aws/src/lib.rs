@@ -1,6 +1,7 @@
 //! AWS adapters of the core's ports: SSM Parameter Store ([`SsmParamStore`]),
 //! ECS Fargate tasks ([`EcsTaskLauncher`]), S3 saved plans ([`S3ArtifactStore`])
-//! Lambda invokes ([`LambdaInvoker`]) and SES v2 mail ([`SesMailer`]). Endpoints
+//! Lambda invokes ([`LambdaInvoker`]), SES v2 mail ([`SesMailer`]) and STS
+//! role assumption ([`StsRoleAssumer`]). Endpoints
 //! come from the SDK's usual
 //! configuration (`AWS_ENDPOINT_URL` points them at LocalStack locally).
 
@@ -11,6 +12,7 @@ pub mod runtime;
 mod s3;
 mod ses;
 mod ssm;
+mod sts;
 
 pub use ecs::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
 pub use error::AwsError;
@@ -18,6 +20,7 @@ pub use lambda::LambdaInvoker;
 pub use s3::S3ArtifactStore;
 pub use ses::SesMailer;
 pub use ssm::SsmParamStore;
+pub use sts::StsRoleAssumer;
 
 /// The SDK crates the adapters are built on, so binaries construct clients
 /// without depending on each service crate themselves.
@@ -27,4 +30,5 @@ pub mod sdk {
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_sesv2 as sesv2;
     pub use aws_sdk_ssm as ssm;
+    pub use aws_sdk_sts as sts;
 }

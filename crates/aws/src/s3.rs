@@ -30,8 +30,9 @@ impl S3ArtifactStore {
 impl ArtifactStore for S3ArtifactStore {
     type Error = AwsError;
 
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), AwsError> {
-        self.client
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<Option<String>, AwsError> {
+        let out = self
+            .client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -43,13 +44,25 @@ impl ArtifactStore for S3ArtifactStore {
                 uri: self.uri(key),
                 message: DisplayErrorContext(&e).to_string(),
             })?;
-        Ok(())
+        // An unversioned bucket answers no id (or the literal "null").
+        Ok(out.version_id.filter(|v| !v.is_empty() && v != "null"))
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, AwsError> {
+        self.get_version(key, None).await
+    }
+
+    async fn get_version(
+        &self,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Option<Vec<u8>>, AwsError> {
         let err = |message: String| AwsError::S3 {
             operation: "get-object",
-            uri: self.uri(key),
+            uri: match version_id {
+                Some(v) => format!("{}?versionId={v}", self.uri(key)),
+                None => self.uri(key),
+            },
             message,
         };
         let out = match self
@@ -57,11 +70,12 @@ impl ArtifactStore for S3ArtifactStore {
             .get_object()
             .bucket(&self.bucket)
             .key(key)
+            .set_version_id(version_id.map(str::to_string))
             .send()
             .await
         {
             Ok(out) => out,
-            Err(e) if e.code() == Some("NoSuchKey") => return Ok(None),
+            Err(e) if matches!(e.code(), Some("NoSuchKey" | "NoSuchVersion")) => return Ok(None),
             Err(e) => return Err(err(DisplayErrorContext(&e).to_string())),
         };
         let body = out.body.collect().await.map_err(|e| err(e.to_string()))?;

@@ -26,6 +26,88 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// A deployment run's units and statuses from the metadb (--watch: live).
     Status(StatusArgs),
+    /// The newest runs with their progress, and who holds the merge lock.
+    Runs(RunsArgs),
+    /// Stop a run: stop its Step Functions executions, abort the rest, release the lock.
+    Abort(AbortArgs),
+    /// Re-queue the failed and aborted units of the last run at the same commit.
+    Retry(RetryArgs),
+    /// Release the merge lock (refused while a run is running, unless --force); logged.
+    Unlock(UnlockArgs),
+}
+
+/// How to reach the metadb, selected as the Lambdas select it: a PostgreSQL
+/// URL means a direct connection, otherwise the RDS Data API (the module's
+/// default) with the cluster, its secret and the database name.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// The metadb's PostgreSQL URL (postgres://user@host:port/db); METADB_URL is read too.
+    #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// The Aurora cluster, for the RDS Data API (the module's `metadb_cluster_arn` output).
+    #[arg(long, env = "METADB_CLUSTER_ARN", conflicts_with = "database_url")]
+    pub cluster_arn: Option<String>,
+    /// The Secrets Manager secret the Data API authenticates with (`metadb_secret_arn`).
+    #[arg(long, env = "METADB_SECRET_ARN", conflicts_with = "database_url")]
+    pub secret_arn: Option<String>,
+    /// The database name on the cluster (`metadb_name`).
+    #[arg(long, env = "METADB_NAME", conflicts_with = "database_url")]
+    pub database: Option<String>,
+}
+
+/// What the controls that change the merge lock also need.
+#[derive(Debug, Clone, Args)]
+pub struct LockArgs {
+    /// The SSM parameter mirroring the merge lock for the receiver (`merge_lock_ssm_key`).
+    #[arg(long, env = "MERGE_LOCK_SSM_KEY")]
+    pub merge_lock_param: String,
+    /// Who runs the control, for the operator log (default: $USER).
+    #[arg(long, env = "LIVE_CI_OPERATOR")]
+    pub actor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// How many runs, newest first.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct AbortArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The run to abort.
+    #[arg(long)]
+    pub run: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The run whose failed and aborted units to re-queue (it must be the last run).
+    #[arg(long)]
+    pub run: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct UnlockArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// Release the lock even while a run is running (the run deploys on).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -69,10 +151,31 @@ pub struct FilterArgs {
     pub no_filters_file: bool,
 }
 
+/// How a listing treats the repository (terragrunt's defaults unless set).
+#[derive(Debug, Args)]
+pub struct ListingArgs {
+    /// Fail (exit 1) when any unit cannot be resolved; by default a broken
+    /// unit stays listed with its errors, and the command succeeds.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub hidden: HiddenArg,
+}
+
+#[derive(Debug, Args)]
+pub struct HiddenArg {
+    /// Do not discover units in hidden directories (`.name/`); `.git`,
+    /// `.terraform` and `.terragrunt-cache` are never discovered.
+    #[arg(long)]
+    pub no_hidden: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     #[command(flatten)]
     pub repo: RepoArg,
+    #[command(flatten)]
+    pub listing: ListingArgs,
     #[arg(long, value_enum, default_value = "json")]
     pub format: GraphFormat,
 }
@@ -95,6 +198,8 @@ pub struct AffectedArgs {
     #[command(flatten)]
     pub repo: RepoArg,
     #[command(flatten)]
+    pub hidden: HiddenArg,
+    #[command(flatten)]
     pub change: ChangeArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -106,6 +211,8 @@ pub struct AffectedArgs {
 pub struct FindArgs {
     #[command(flatten)]
     pub repo: RepoArg,
+    #[command(flatten)]
+    pub listing: ListingArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[arg(long, value_enum, default_value = "json")]
@@ -132,16 +239,14 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// The metadb's PostgreSQL URL (postgres://user@host:port/db).
-    #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The metadb's PostgreSQL URL (postgres://user@host:port/db).
-    #[arg(long, env = "LIVE_CI_DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
+    #[command(flatten)]
+    pub db: DbArgs,
     /// The run to show. Default: the run holding the merge lock.
     #[arg(long, conflicts_with = "commit")]
     pub run: Option<i64>,

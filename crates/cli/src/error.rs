@@ -22,6 +22,8 @@ pub enum CliError {
     Metadb(#[from] live_ci_metadb::MetadbError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Operate(live_ci_core::operate::OperateError),
     #[error("cannot encode output: {0}")]
     Encode(#[from] serde_json::Error),
 }

@@ -1,8 +1,10 @@
 //! The `live-ci` command line: dry runs of what the pipeline would do, printed as
-//! stable JSON (for other tools) or as tables, DOT and Mermaid (for people).
+//! stable JSON (for other tools) or as tables, DOT and Mermaid (for people), and
+//! the operator's controls over the deployed pipeline (runs, status, abort,
+//! retry, unlock, migrate) through either metadb connection.
 
 mod args;
-mod commands;
+pub mod commands;
 mod error;
 mod render;
 mod repo;
@@ -10,7 +12,7 @@ mod repo;
 use std::io::Write;
 use std::process::ExitCode;
 
-pub use args::{Cli, Command};
+pub use args::{Cli, Command, ListFormat};
 pub use error::CliError;
 
 /// Runs one command, printing its output on stdout and problems on stderr.
@@ -23,6 +25,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plan(a) => commands::plan::run(a),
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Status(a) => commands::status::run(a),
+        Command::Runs(a) => commands::runs::run(a),
+        Command::Abort(a) => commands::control::abort(a),
+        Command::Retry(a) => commands::control::retry(a),
+        Command::Unlock(a) => commands::control::unlock(a),
     };
     let mut stderr = std::io::stderr().lock();
     match result {

@@ -20,6 +20,7 @@ pub fn reason(r: Reason) -> &'static str {
         Reason::ModuleChanged => "module-changed",
         Reason::DependencyAffected => "dependency-affected",
         Reason::Removed => "removed",
+        Reason::Pending => "pending",
     }
 }
 

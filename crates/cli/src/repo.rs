@@ -2,9 +2,12 @@
 
 use std::path::Path;
 
-use live_ci_core::change::{Action, Affected, Detection, VcsRanges, detect};
-use live_ci_core::filter::Filters;
-use live_ci_core::{FsTree, Graph, discover};
+use std::collections::BTreeMap;
+
+use live_ci_core::change::{Action, Affected, Detection, VcsRanges, detect_with};
+use live_ci_core::discovery::Stack;
+use live_ci_core::filter::{Components, Filters};
+use live_ci_core::{CoreError, DiscoverOptions, FsTree, Graph, RepoPath, discover_with};
 use live_ci_git::GitCli;
 
 use crate::args::{ChangeArgs, FilterArgs};
@@ -12,21 +15,108 @@ use crate::error::CliError;
 
 pub const DEFAULT_FILTERS_FILE: &str = ".live-ci-filters";
 
-/// The graph of the working tree, with discovery's problems as messages.
-pub fn working_graph(repo: &Path) -> Result<(Graph, Vec<String>, Vec<String>), CliError> {
+/// The working tree as a listing sees it: the graph, the stacks, and every
+/// problem, attributed to the unit (or stack) it breaks where it has one.
+pub struct Listing {
+    pub graph: Graph,
+    pub stacks: Vec<Stack>,
+    /// Problems of one unit: it stays listed, the problem is reported with it.
+    pub unit_errors: BTreeMap<RepoPath, Vec<String>>,
+    /// Problems of the graph as a whole (dependency cycles).
+    pub graph_errors: Vec<String>,
+    pub warnings: Vec<String>,
+    /// The repository root's absolute path, for `reading=/abs/path`.
+    pub root: Option<String>,
+}
+
+impl Listing {
+    /// Every problem, units' and stacks' first, as stderr lines.
+    pub fn all_errors(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.unit_errors.values().flatten().cloned().collect();
+        out.extend(
+            self.stacks
+                .iter()
+                .flat_map(|s| s.errors.iter().map(ToString::to_string)),
+        );
+        // A broken shared file breaks every unit including it: say it once.
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|e| seen.insert(e.clone()));
+        out.extend(self.graph_errors.iter().cloned());
+        out
+    }
+
+    /// The problems a lenient listing reports on stderr and goes on: each unit's
+    /// and stack's, naming it.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .unit_errors
+            .iter()
+            .flat_map(|(u, es)| {
+                es.iter()
+                    .map(move |e| format!("unit {u} is listed unresolved: {e}"))
+            })
+            .collect();
+        out.extend(self.stacks.iter().flat_map(|s| {
+            s.errors
+                .iter()
+                .map(move |e| format!("stack {} is listed unresolved: {e}", s.path))
+        }));
+        out
+    }
+
+    pub fn stack_paths(&self) -> Vec<RepoPath> {
+        self.stacks.iter().map(|s| s.path.clone()).collect()
+    }
+}
+
+/// Discovers the working tree; `--no-hidden` leaves hidden directories out.
+pub fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
     if !repo.is_dir() {
         return Err(CliError::Read {
             path: repo.display().to_string(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         });
     }
-    let (graph, errors) = discover(&FsTree::new(repo)).into_graph();
-    let warnings = unresolved_warnings(&graph);
-    Ok((
+    let options = DiscoverOptions { hidden: !no_hidden };
+    let discovery = discover_with(&FsTree::new(repo), &options);
+    let stacks = discovery.stacks.clone();
+    let mut unit_errors: BTreeMap<RepoPath, Vec<String>> = discovery
+        .unit_errors
+        .iter()
+        .map(|(u, es)| (u.clone(), es.iter().map(ToString::to_string).collect()))
+        .collect();
+    let (graph, errors) = discovery.into_graph();
+    let mut graph_errors = Vec::new();
+    for e in errors {
+        match &e {
+            // Already listed under the units that hit them.
+            CoreError::Syntax { .. }
+            | CoreError::Config { .. }
+            | CoreError::MissingFile { .. }
+            | CoreError::InvalidPath { .. }
+            | CoreError::Io { .. } => {}
+            CoreError::NotAUnit { unit, .. } => {
+                unit_errors
+                    .entry(unit.clone())
+                    .or_default()
+                    .push(e.to_string());
+            }
+            _ => graph_errors.push(e.to_string()),
+        }
+    }
+    let mut warnings = unresolved_warnings(&graph);
+    warnings.extend(stacks.iter().flat_map(Stack::unsupported));
+    let root = std::fs::canonicalize(repo)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string));
+    Ok(Listing {
         graph,
-        errors.iter().map(ToString::to_string).collect(),
+        stacks,
+        unit_errors,
+        graph_errors,
         warnings,
-    ))
+        root,
+    })
 }
 
 /// One warning per path discovery could not resolve statically.
@@ -76,18 +166,44 @@ pub fn affected(
     change: &ChangeArgs,
     filter: &FilterArgs,
 ) -> Result<(Detection, Vec<String>), CliError> {
+    affected_with(repo, change, filter, false)
+}
+
+/// [`affected`], with `--no-hidden`.
+pub fn affected_with(
+    repo: &Path,
+    change: &ChangeArgs,
+    filter: &FilterArgs,
+    no_hidden: bool,
+) -> Result<(Detection, Vec<String>), CliError> {
     let git = GitCli::open(repo)?;
     let filters = filters(repo, filter)?;
-    let mut detection = detect(&git, &change.base, Some(&change.head), change.allow_destroy)?;
+    let options = DiscoverOptions { hidden: !no_hidden };
+    let mut detection = detect_with(
+        &git,
+        &change.base,
+        Some(&change.head),
+        change.allow_destroy,
+        &options,
+    )?;
     let mut warnings = unresolved_warnings(&detection.head);
     if !filters.is_empty() {
         let ranges = VcsRanges { vcs: &git };
-        let keep_apply = paths_of(
-            &detection.head,
-            &filters.select(&detection.head, Some(&ranges))?,
-        );
+        let root = std::fs::canonicalize(repo)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_string));
+        let select = |graph: &Graph| -> Result<_, CliError> {
+            let components = Components {
+                graph,
+                stacks: &[],
+                root: root.as_deref(),
+            };
+            let selection = filters.select_components(&components, Some(&ranges))?;
+            Ok(paths_of(graph, &selection.units))
+        };
+        let keep_apply = select(&detection.head)?;
         let keep_destroy = match &detection.base {
-            Some(base) => paths_of(base, &filters.select(base, Some(&ranges))?),
+            Some(base) => select(base)?,
             None => Default::default(),
         };
         let Affected { units, skipped } = std::mem::take(&mut detection.affected);

@@ -45,6 +45,16 @@ fn json_ok(repo: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The paths `find` listed.
+fn found(v: &Value) -> Vec<&str> {
+    v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -256,14 +266,14 @@ fn find_with_graph_operators_and_git_ranges() {
     let repo = tmp.path().join("repo");
     let v = json_ok(&repo, &["find", "--filter", "...^vpc"]);
     assert_eq!(
-        v["units"],
-        json!([
+        found(&v),
+        [
             "dev/us-east-1/app",
             "dev/us-east-1/cdn",
             "dev/us-east-1/db",
             "dev/us-east-1/worker",
             "shared/us-east-1/network/dns"
-        ])
+        ]
     );
     let v = json_ok(
         &repo,
@@ -275,18 +285,22 @@ fn find_with_graph_operators_and_git_ranges() {
             "!./dev/**",
         ],
     );
+    // A range selects the changed units only (the vpc, not its dependent dns).
+    assert_eq!(found(&v), ["shared/us-east-1/network/vpc"]);
+    // ...and the units it removed, marked so.
+    let v = json_ok(&repo, &["find", "--filter", "[HEAD^1...HEAD] | ./dev/**"]);
     assert_eq!(
         v["units"],
         json!([
-            "shared/us-east-1/network/dns",
-            "shared/us-east-1/network/vpc"
+            {"path": "dev/us-east-1/legacy-queue", "type": "unit", "removed": true},
+            {"path": "dev/us-east-1/worker", "type": "unit"}
         ])
     );
     // the default filters file applies unless disabled
     std::fs::write(repo.join(".live-ci-filters"), "# comment\nlogs\n").unwrap();
     assert_eq!(
-        json_ok(&repo, &["find"])["units"],
-        json!(["shared/us-east-1/logs"])
+        found(&json_ok(&repo, &["find"])),
+        ["shared/us-east-1/logs"]
     );
     let all = json_ok(&repo, &["find", "--no-filters-file"]);
     assert_eq!(all["units"].as_array().unwrap().len(), 7);
@@ -301,18 +315,29 @@ fn errors_name_file_line_column_and_exit_1() {
         "include \"root\" {\n  path = find_in_parent_folders(\"root.hcl\")\n}\ninputs = {\n  x = [1,\n}\n",
     )
     .unwrap();
+    // The broken unit stays listed, its error with it and on stderr...
     let out = live_ci(&repo, &["graph"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("dev/us-east-1/db/terragrunt.hcl:6:1"), "{err}");
-    // find refuses a broken graph
-    let out = live_ci(&repo, &["find"]);
-    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
-        stderr(&out).contains("dev/us-east-1/db/terragrunt.hcl:"),
-        "{}",
-        stderr(&out)
+        v["units"][2]["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("dev/us-east-1/db/terragrunt.hcl:6:1"),
+        "{v}"
     );
+    // ...and --strict refuses it.
+    for cmd in ["graph", "find"] {
+        let out = live_ci(&repo, &[cmd, "--strict"]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert!(
+            stderr(&out).contains("dev/us-east-1/db/terragrunt.hcl:6:1"),
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]
@@ -408,8 +433,7 @@ fn fresh_database_url() -> String {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let (base, _) = server.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
+    live_ci_metadb::with_database(&server, &name)
 }
 
 #[test]

@@ -266,14 +266,26 @@ impl Module {
     /// statements (plain and `dynamic`) and those of the documents it names in
     /// `source_policy_documents`.
     pub fn policy_actions(&self, document: &str) -> Result<BTreeSet<String>> {
+        self.policy_actions_except(document, &[])
+    }
+
+    /// The same, leaving out the statements whose `sid` is in `skip_sids`
+    /// (what a runtime needs rather than the binary's code, e.g. a Lambda's
+    /// own log group).
+    pub fn policy_actions_except(
+        &self,
+        document: &str,
+        skip_sids: &[&str],
+    ) -> Result<BTreeSet<String>> {
         let mut actions = BTreeSet::new();
-        self.collect_actions(document, &mut actions, 0)?;
+        self.collect_actions(document, skip_sids, &mut actions, 0)?;
         Ok(actions)
     }
 
     fn collect_actions(
         &self,
         document: &str,
+        skip_sids: &[&str],
         actions: &mut BTreeSet<String>,
         depth: usize,
     ) -> Result<()> {
@@ -305,6 +317,11 @@ impl Module {
                     .attributes()
                     .find(|a| a.key.as_str() == name)
             };
+            if let Some(sid) = attr("sid") {
+                if matches!(&sid.expr, Expression::String(s) if skip_sids.contains(&s.as_str())) {
+                    continue;
+                }
+            }
             if let Some(effect) = attr("effect") {
                 match &effect.expr {
                     Expression::String(s) if s == "Allow" => {}
@@ -346,7 +363,7 @@ impl Module {
             .find(|a| a.key.as_str() == "source_policy_documents")
         {
             for source in self.document_refs(doc.path, &sources.expr)? {
-                self.collect_actions(&source, actions, depth + 1)?;
+                self.collect_actions(&source, skip_sids, actions, depth + 1)?;
             }
         }
         Ok(())

@@ -32,8 +32,6 @@ enum EnvSource {
 enum Attachment {
     /// `local.<map>["<key>"]` is `data.aws_iam_policy_document.<doc>.json`.
     LocalMapEntry(&'static str, &'static str),
-    /// `<block>.policy` is `data.aws_iam_policy_document.<doc>.json`.
-    PolicyAttr(&'static [&'static str]),
 }
 
 struct Binary {
@@ -165,20 +163,44 @@ fn binaries() -> Vec<Binary> {
             attachment: Attachment::LocalMapEntry("lambda_policies", "approval-response"),
             defaults: &[METADB_URL_IN_LAMBDAS],
         },
-        Binary {
-            name: "live-ci-task",
-            env_vars: live_ci_task::ENV_VARS,
-            aws_actions: live_ci_task::AWS_ACTIONS,
-            env: &[
-                EnvSource::LocalKeys("task_env_by_kind"),
-                EnvSource::LocalNames("task_secrets"),
-            ],
-            policy_document: "task",
-            attachment: Attachment::PolicyAttr(&["resource", "aws_iam_role_policy", "task"]),
-            defaults: TASK_DEFAULTS,
-        },
+        // One binary, one role per subcommand (infra/iam.tf task_policies).
+        task_job("pr-plan", live_ci_task::PR_PLAN_AWS_ACTIONS, "task_pr_plan"),
+        task_job(
+            "create-deploy-stack",
+            live_ci_task::CREATE_DEPLOY_STACK_AWS_ACTIONS,
+            "task_create_deploy_stack",
+        ),
+        task_job(
+            "terra-run",
+            live_ci_task::TERRA_RUN_AWS_ACTIONS,
+            "task_terra_run",
+        ),
     ]
 }
+
+fn task_job(
+    job: &'static str,
+    aws_actions: &'static [&'static str],
+    policy_document: &'static str,
+) -> Binary {
+    Binary {
+        name: job,
+        env_vars: live_ci_task::ENV_VARS,
+        aws_actions,
+        env: &[
+            EnvSource::LocalKeys("task_env_by_kind"),
+            EnvSource::LocalNames("task_secrets"),
+        ],
+        policy_document,
+        attachment: Attachment::LocalMapEntry("task_policies", job),
+        defaults: TASK_DEFAULTS,
+    }
+}
+
+/// Statements every Lambda role carries for its runtime rather than for its
+/// code (`lambda_base`): its own log group, X-Ray, the dead-letter queue and
+/// its key.
+const RUNTIME_STATEMENTS: &[&str] = &["OwnLogs", "Tracing", "DeadLetters", "DeadLettersKey"];
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -288,6 +310,32 @@ fn every_action_a_binary_calls_is_allowed_to_its_role() {
     );
 }
 
+/// The other way round: a role is granted nothing its binary does not call,
+/// so an action added to a policy "just in case" fails here.
+#[test]
+fn every_action_a_role_is_granted_is_one_its_binary_calls() {
+    let m = module();
+    let mut problems = Vec::new();
+    for b in binaries() {
+        let granted = m
+            .policy_actions_except(b.policy_document, RUNTIME_STATEMENTS)
+            .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        for action in &granted {
+            if !b.aws_actions.contains(&action.as_str()) {
+                problems.push(format!(
+                    "{}: data.aws_iam_policy_document.{} grants {action}, which the binary never calls (not in its AWS_ACTIONS)",
+                    b.name, b.policy_document
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "IAM contract broken (least privilege):\n{}",
+        problems.join("\n")
+    );
+}
+
 #[test]
 fn each_role_gets_the_document_the_contract_checks() {
     let m = module();
@@ -310,11 +358,6 @@ fn each_role_gets_the_document_the_contract_checks() {
                     .unwrap_or_else(|| panic!("local.{map} has no {key:?}"));
                 format_expr(value)
             }
-            Attachment::PolicyAttr(block) => {
-                let (kind, labels) = block.split_first().unwrap();
-                let block = m.block(kind, labels).unwrap();
-                format_expr(m.attr(block, &["policy"]).unwrap().item)
-            }
         };
         assert_eq!(got.trim(), want, "{}: role policy", b.name);
     }
@@ -324,6 +367,17 @@ fn each_role_gets_the_document_the_contract_checks() {
         .unwrap();
     let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
     assert_eq!(policy.trim(), "local.lambda_policies[each.key]");
+    // So do the task roles, by job; and each task definition runs as its own.
+    let attach = m
+        .block("resource", &["aws_iam_role_policy", "task"])
+        .unwrap();
+    let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
+    assert_eq!(policy.trim(), "local.task_policies[each.key]");
+    let def = m
+        .block("resource", &["aws_ecs_task_definition", "this"])
+        .unwrap();
+    let role = format_expr(m.attr(def, &["task_role_arn"]).unwrap().item);
+    assert_eq!(role.trim(), "aws_iam_role.task[each.key].arn");
 }
 
 #[test]

@@ -76,6 +76,12 @@ pub enum CoreError {
     Scheduler(String),
     #[error("git: {0}")]
     Vcs(String),
+    /// A problem of one unit's configuration, naming the unit.
+    #[error("unit {unit}: {error}")]
+    Unit {
+        unit: RepoPath,
+        error: Box<CoreError>,
+    },
 }
 
 fn format_cycle(cycle: &[RepoPath]) -> String {

@@ -5,12 +5,14 @@
 pub mod account;
 pub mod approval;
 pub mod change;
+pub mod child_env;
 pub mod deploy;
 pub mod discovery;
 pub mod error;
 pub mod filter;
 pub mod graph;
 pub mod merge_lock;
+pub mod operate;
 pub mod params;
 pub mod path;
 pub mod plan;
@@ -24,7 +26,7 @@ pub mod tree;
 pub mod unit;
 pub mod webhook;
 
-pub use discovery::{Discovery, discover};
+pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
 pub use error::{CoreError, Result};
 pub use graph::Graph;
 pub use path::RepoPath;

@@ -13,17 +13,37 @@ use crate::path::RepoPath;
 /// each file at most once, so implementations need no caching of their own.
 pub trait FileTree: Send + Sync {
     /// Every regular file, repository-relative and sorted, leaving out the
-    /// directories discovery must skip (see [`is_skipped_dir`]).
+    /// directories that never hold units (see [`is_skipped_dir`]). Hidden
+    /// directories are listed: whether they count is discovery's choice
+    /// ([`crate::discovery::DiscoverOptions::hidden`]).
     fn files(&self) -> Result<Vec<RepoPath>>;
 
     /// The UTF-8 contents of one file.
     fn read(&self, path: &RepoPath) -> Result<String>;
 }
 
-/// Directories that never hold units: VCS metadata, terraform/terragrunt caches
-/// and any hidden directory.
+/// Directories that never hold units: VCS metadata and the terraform and
+/// terragrunt caches, the three terragrunt's discovery always skips. Other
+/// hidden directories are walked, as terragrunt walks them by default.
 pub fn is_skipped_dir(name: &str) -> bool {
-    name.starts_with('.')
+    matches!(name, ".git" | ".terraform" | ".terragrunt-cache")
+}
+
+/// A hidden directory (`.name`), which `--no-hidden` leaves out of discovery.
+pub fn is_hidden_dir(name: &str) -> bool {
+    name.starts_with('.') && name != "." && name != ".."
+}
+
+/// True when any directory above `file` is hidden.
+pub fn in_hidden_dir(file: &RepoPath) -> bool {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if is_hidden_dir(d.file_name()) {
+            return true;
+        }
+        dir = d.parent();
+    }
+    false
 }
 
 /// True when any directory above `file` is one discovery skips.

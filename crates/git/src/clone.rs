@@ -80,4 +80,34 @@ impl GitCli {
     pub fn first_parent(&self, commit: &str) -> Result<String, GitError> {
         self.resolve(&format!("{commit}^1"))
     }
+
+    /// How many commits the first-parent chain from `commit` holds (itself
+    /// included): its place on the trunk, whatever the merge style.
+    pub fn first_parent_depth(&self, commit: &str) -> Result<u64, GitError> {
+        let commit = self.resolve(commit)?;
+        let out = self.run(&["rev-list", "--first-parent", "--count", &commit])?;
+        let text = String::from_utf8_lossy(&out).trim().to_string();
+        text.parse().map_err(|_| GitError::Command {
+            dir: self.dir().display().to_string(),
+            args: format!("rev-list --first-parent --count {commit}"),
+            stderr: format!("printed {text:?}, not a count"),
+        })
+    }
+
+    /// Whether `ancestor` is a strict ancestor of `commit`. A revision this
+    /// clone does not have (history rewritten since) is no ancestor.
+    pub fn is_ancestor(&self, ancestor: &str, commit: &str) -> Result<bool, GitError> {
+        let (Ok(a), Ok(c)) = (self.resolve(ancestor), self.resolve(commit)) else {
+            return Ok(false);
+        };
+        if a == c {
+            return Ok(false);
+        }
+        match self.run(&["merge-base", "--is-ancestor", &a, &c]) {
+            Ok(_) => Ok(true),
+            // Exit status 1 is git's "no"; anything else prints an error.
+            Err(GitError::Command { stderr, .. }) if stderr.is_empty() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }

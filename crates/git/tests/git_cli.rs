@@ -35,6 +35,7 @@ fn repo() -> tempfile::TempDir {
     write(d, "a/terragrunt.hcl", "inputs = {}\n");
     write(d, "b/terragrunt.hcl", "inputs = {}\n");
     write(d, ".hidden/x.hcl", "x = 1\n");
+    write(d, "a/.terraform/modules/m.tf", "# cache\n");
     git(d, &["add", "-A"]);
     git(d, &["commit", "-qm", "c1"]);
     git(d, &["checkout", "-qb", "feature"]);
@@ -102,8 +103,9 @@ fn tree_at_revision_lists_and_reads_without_checkout() {
         .iter()
         .map(ToString::to_string)
         .collect();
-    // hidden directories are skipped, as in the working-tree walk
-    assert_eq!(files, ["a/terragrunt.hcl", "c d/main.tf"]);
+    // hidden directories are listed, as in the working-tree walk (only .git,
+    // .terraform and .terragrunt-cache are skipped)
+    assert_eq!(files, [".hidden/x.hcl", "a/terragrunt.hcl", "c d/main.tf"]);
     let a = tree
         .read(&RepoPath::new("a/terragrunt.hcl").unwrap())
         .unwrap();

@@ -63,10 +63,23 @@ impl From<tokio_postgres::Error> for MetadbError {
                     code: Some(db.code().code().to_string()),
                 }
             }
-            None => MetadbError::Postgres {
-                message: e.to_string(),
-                code: e.code().map(|c| c.code().to_string()),
-            },
+            None => {
+                // The cause (a refused certificate, a reset connection) is in the
+                // source chain; tokio-postgres' own text names only the step.
+                let mut message = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    let text = cause.to_string();
+                    if !message.contains(&text) {
+                        message = format!("{message}: {text}");
+                    }
+                    source = cause.source();
+                }
+                MetadbError::Postgres {
+                    message,
+                    code: e.code().map(|c| c.code().to_string()),
+                }
+            }
         }
     }
 }

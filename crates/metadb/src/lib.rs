@@ -9,9 +9,11 @@ mod approvals;
 mod data_api;
 mod error;
 mod migrate;
+mod operator;
 mod pg;
 pub mod sql;
 mod store;
+pub mod tls;
 
 pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DataApi, DataApiMetadb, DataApiTx};
@@ -20,3 +22,4 @@ pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};
 pub use sql::{Param, Sql, SqlTx};
 pub use store::Store;
+pub use tls::{connect, with_database};

@@ -29,6 +29,21 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_approvals",
         sql: include_str!("../migrations/0002_approvals.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_trust",
+        sql: include_str!("../migrations/0003_trust.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "0004_trunk_order",
+        sql: include_str!("../migrations/0004_trunk_order.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "0005_operator",
+        sql: include_str!("../migrations/0005_operator.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

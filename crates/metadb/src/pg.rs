@@ -2,13 +2,13 @@
 //! locally and in tests, and selectable in AWS.
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::types::{ToSql, Type};
 
 use crate::error::{MetadbError, Result};
 use crate::sql::text::to_positional;
 use crate::sql::{Param, Params, Sql, SqlTx};
 use crate::store::Store;
+use crate::tls::parse_url;
 
 /// The metadb over a direct PostgreSQL connection.
 pub type PgMetadb = Store<PgSql>;
@@ -36,18 +36,16 @@ impl std::fmt::Debug for PgSql {
 }
 
 impl PgSql {
+    /// TLS as the URL's `sslmode` / `sslrootcert` say (see [`crate::tls`]).
     pub fn connect(url: &str, max_connections: usize) -> Result<Self> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| MetadbError::Url {
-            url: redact(url),
-            message: format!("{e}"),
-        })?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let target = parse_url(url)?;
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match target.tls {
+            Some(tls) => Manager::from_config(target.config, tls, manager_config),
+            None => Manager::from_config(target.config, tokio_postgres::NoTls, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(max_connections.max(1))
             .build()
@@ -60,20 +58,6 @@ impl PgSql {
             deadpool_postgres::PoolError::Backend(e) => MetadbError::from(e),
             e => MetadbError::Pool(e.to_string()),
         })
-    }
-}
-
-/// Hides a password in a URL quoted by an error message.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
     }
 }
 
@@ -209,6 +193,7 @@ mod tests {
 
     #[test]
     fn binds_by_name_and_redacts_passwords() {
+        use crate::tls::redact;
         let (sql, types, values) = bind(
             "SELECT :b, :a::jsonb, :b",
             &[("a", Param::Json("[]".into())), ("b", Param::Int(1))],

@@ -8,10 +8,12 @@ use serde::de::DeserializeOwned;
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
-    NewExecution, NewRollback, NewRun, Outcome, RunFinish, RunId, RunProgress, RunRecord,
-    RunStatus, Tally, Vote, VoteOutcome,
+    NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress,
+    RunRecord, RunStatus, Tally, Vote, VoteOutcome,
 };
-use live_ci_core::port::Metadb;
+use live_ci_core::operate::StartFailure;
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{Metadb, SavedPlan};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -23,7 +25,7 @@ use crate::sql::{Param, Sql, SqlTx};
 const INSERT_CHUNK: usize = 500;
 
 /// Attempts of a transaction that hit a deadlock or serialization failure.
-const MAX_ATTEMPTS: u32 = 4;
+pub(crate) const MAX_ATTEMPTS: u32 = 4;
 
 /// The metadb over one connection kind.
 #[derive(Debug, Clone)]
@@ -57,6 +59,7 @@ macro_rules! in_tx {
         }
     }};
 }
+pub(crate) use in_tx;
 
 impl<S: Sql> Store<S> {
     pub fn new(sql: S) -> Self {
@@ -74,35 +77,35 @@ impl<S: Sql> Store<S> {
     }
 }
 
-fn decode<T: DeserializeOwned>(statement: &str, row: &str) -> Result<T> {
+pub(crate) fn decode<T: DeserializeOwned>(statement: &str, row: &str) -> Result<T> {
     serde_json::from_str(row).map_err(|e| MetadbError::Decode {
         statement: statement.lines().next().unwrap_or_default().to_string(),
         message: format!("{e} in {row:?}"),
     })
 }
 
-fn decode_all<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Vec<T>> {
+pub(crate) fn decode_all<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Vec<T>> {
     rows.iter().map(|r| decode(statement, r)).collect()
 }
 
-fn decode_first<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Option<T>> {
+pub(crate) fn decode_first<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Option<T>> {
     rows.first().map(|r| decode(statement, r)).transpose()
 }
 
-fn parse_id(statement: &str, row: &str) -> Result<i64> {
+pub(crate) fn parse_id(statement: &str, row: &str) -> Result<i64> {
     row.parse().map_err(|_| MetadbError::Decode {
         statement: statement.lines().next().unwrap_or_default().to_string(),
         message: format!("{row:?} is not an id"),
     })
 }
 
-fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Param> {
+pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Param> {
     serde_json::to_string(value)
         .map(Param::Json)
         .map_err(|e| MetadbError::Inconsistent(format!("cannot encode parameter: {e}")))
 }
 
-fn int(n: u64, field: &str) -> Result<Param> {
+pub(crate) fn int(n: u64, field: &str) -> Result<Param> {
     i64::try_from(n).map(Param::Int).map_err(|_| {
         MetadbError::Invalid(live_ci_core::CoreError::InvalidRun {
             field: field.to_string(),
@@ -133,6 +136,7 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
                 ("head_sha", Param::text(&run.head_sha)),
                 ("max_parallel", Param::Int(i64::from(run.max_parallel))),
                 ("fail_fast", Param::Bool(run.fail_fast)),
+                ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
             ],
         )
         .await?;
@@ -157,6 +161,22 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
         });
     };
     let run_id = parse_id(q::INSERT_RUN, row)?;
+    let started = insert_run_executions_tx(tx, run_id, run).await?;
+    Ok(CreatedRun {
+        run_id,
+        created: true,
+        started,
+    })
+}
+
+/// Writes a new run's executions, edges and account counters, then starts the
+/// next run if none is running; true when that is this run. Shared by merges
+/// and operator retries.
+pub(crate) async fn insert_run_executions_tx<T: SqlTx>(
+    tx: &mut T,
+    run_id: RunId,
+    run: &NewRun,
+) -> Result<bool> {
     let id = || ("run_id", Param::Int(run_id));
     for (c, chunk) in run.executions.chunks(INSERT_CHUNK).enumerate() {
         let rows: Vec<ExecutionRow<'_>> = chunk
@@ -181,12 +201,57 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
     tx.execute(q::INSERT_RUN_ACCOUNTS, &[id()]).await?;
     tx.execute(q::INSERT_ACCOUNT_WAITS, &[id()]).await?;
     tx.execute(q::SET_PENDING_ACCOUNTS, &[id()]).await?;
-    let started = tx.query(q::START_NEXT_RUN, &[]).await?;
-    Ok(CreatedRun {
-        run_id,
-        created: true,
-        started: started.iter().any(|r| *r == run_id.to_string()),
-    })
+    let started = start_next_run(tx).await?;
+    Ok(started == Some(run_id))
+}
+
+/// Hands a free merge lock to the queued run newest on the trunk, superseding
+/// the other queued runs first (their executions are aborted, never started).
+/// Runs under `LOCK_MERGE_LOCK`.
+async fn start_next_run<T: SqlTx>(tx: &mut T) -> Result<Option<RunId>> {
+    let superseded = tx.query(q::SUPERSEDE_QUEUED, &[]).await?;
+    for row in &superseded {
+        let run_id = parse_id(q::SUPERSEDE_QUEUED, row)?;
+        tx.execute(
+            q::ABORT_SUPERSEDED_EXECUTIONS,
+            &[("run_id", Param::Int(run_id))],
+        )
+        .await?;
+    }
+    let next = tx.query(q::START_NEXT_RUN, &[]).await?;
+    next.first()
+        .map(|id| parse_id(q::START_NEXT_RUN, id))
+        .transpose()
+}
+
+async fn record_superseded_tx<T: SqlTx>(
+    tx: &mut T,
+    run: &NewRun,
+    by: RunId,
+) -> Result<Option<RunId>> {
+    let rows = tx
+        .query(
+            q::INSERT_SUPERSEDED_RUN,
+            &[
+                ("pr_id", int(run.pr_id, "pr_id")?),
+                ("commit_id", Param::text(&run.commit_id)),
+                ("base_ref", Param::text(&run.base_ref)),
+                ("head_ref", Param::text(&run.head_ref)),
+                ("base_sha", Param::text(&run.base_sha)),
+                ("head_sha", Param::text(&run.head_sha)),
+                (
+                    "max_parallel",
+                    Param::Int(i64::from(run.max_parallel.max(1))),
+                ),
+                ("fail_fast", Param::Bool(run.fail_fast)),
+                ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
+                ("by", Param::Int(by)),
+            ],
+        )
+        .await?;
+    rows.first()
+        .map(|id| parse_id(q::INSERT_SUPERSEDED_RUN, id))
+        .transpose()
 }
 
 async fn claim_tx<T: SqlTx>(tx: &mut T, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
@@ -232,7 +297,7 @@ struct AccountRemaining {
     remaining: i64,
 }
 
-async fn finish_tx<T: SqlTx>(
+pub(crate) async fn finish_tx<T: SqlTx>(
     tx: &mut T,
     execution_id: &str,
     outcome: Outcome,
@@ -392,11 +457,7 @@ async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish>
     };
     tx.execute(q::RELEASE_MERGE_LOCK, &[("run_id", Param::Int(run_id))])
         .await?;
-    let next = tx.query(q::START_NEXT_RUN, &[]).await?;
-    let next_run = match next.first() {
-        Some(id) => Some(parse_id(q::START_NEXT_RUN, id)?),
-        None => None,
-    };
+    let next_run = start_next_run(tx).await?;
     Ok(RunFinish {
         finished: Some(finished),
         next_run,
@@ -423,6 +484,23 @@ impl<S: Sql> Metadb for Store<S> {
     async fn create_run(&self, run: &NewRun) -> Result<CreatedRun> {
         run.validate()?;
         in_tx!(self.sql, |tx| create_run_tx(&mut tx, run))
+    }
+
+    async fn trunk_runs(&self, limit: u32) -> Result<Vec<RunRecord>> {
+        let rows = self
+            .sql
+            .query(q::TRUNK_RUNS, &[("limit", Param::Int(i64::from(limit)))])
+            .await?;
+        decode_all(q::TRUNK_RUNS, &rows)
+    }
+
+    async fn record_superseded(&self, run: &NewRun, by: RunId) -> Result<Option<RunId>> {
+        in_tx!(self.sql, |tx| record_superseded_tx(&mut tx, run, by))
+    }
+
+    async fn pending_units(&self) -> Result<Vec<PendingUnit>> {
+        let rows = self.sql.query(q::PENDING_UNITS, &[]).await?;
+        decode_all(q::PENDING_UNITS, &rows)
     }
 
     async fn run(&self, run_id: RunId) -> Result<Option<RunRecord>> {
@@ -486,6 +564,24 @@ impl<S: Sql> Metadb for Store<S> {
         Ok(!rows.is_empty())
     }
 
+    async fn record_start_failure(
+        &self,
+        execution_id: &str,
+        error: &str,
+        max_attempts: u32,
+    ) -> Result<StartFailure> {
+        in_tx!(self.sql, |tx| crate::operator::start_failure_tx(
+            &mut tx,
+            execution_id,
+            error,
+            max_attempts
+        ))
+    }
+
+    async fn unit_durations(&self, paths: &[RepoPath]) -> Result<Vec<(RepoPath, f64)>> {
+        crate::operator::unit_durations(&self.sql, paths).await
+    }
+
     async fn record_finished(
         &self,
         execution_id: &str,
@@ -521,6 +617,38 @@ impl<S: Sql> Metadb for Store<S> {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn record_saved_plan(&self, execution_id: &str, plan: &SavedPlan) -> Result<bool> {
+        let rows = self
+            .sql
+            .query(
+                q::RECORD_SAVED_PLAN,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("plan_key", Param::text(&plan.key)),
+                    ("plan_sha256", Param::text(&plan.sha256)),
+                    (
+                        "plan_version_id",
+                        plan.version_id
+                            .as_deref()
+                            .map_or(Param::NullText, Param::text),
+                    ),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn saved_plan(&self, execution_id: &str) -> Result<Option<SavedPlan>> {
+        let rows = self
+            .sql
+            .query(
+                q::SAVED_PLAN,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        decode_first(q::SAVED_PLAN, &rows)
     }
 
     async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {

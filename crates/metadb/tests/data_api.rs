@@ -113,6 +113,15 @@ fn statement(
         })
 }
 
+/// Every migration, as `APPLIED_MIGRATIONS` lists them once applied.
+fn applied_versions() -> &'static str {
+    let rows: Vec<String> = live_ci_metadb::MIGRATIONS
+        .iter()
+        .map(|m| format!(r#"{{"version":"{}"}}"#, m.version))
+        .collect();
+    Box::leak(format!("[{}]", rows.join(",")).into_boxed_str())
+}
+
 fn metadb(client: Client) -> DataApiMetadb {
     DataApiMetadb::data_api(client, CLUSTER, SECRET, DATABASE)
 }
@@ -371,6 +380,7 @@ async fn create_run_sends_records_as_json_text() {
         head_sha: "bbbb".into(),
         max_parallel: 10,
         fail_fast: false,
+        trunk_seq: 12,
         executions: vec![],
     };
     run.executions.push(live_ci_core::deploy::NewExecution {
@@ -419,6 +429,7 @@ async fn create_run_sends_records_as_json_text() {
                     .name("fail_fast")
                     .value(Field::BooleanValue(false))
                     .build(),
+                long("trunk_seq", 12),
             ],
             Some("tx-c"),
             Some(r#"[{"run_id":"4"}]"#),
@@ -435,6 +446,7 @@ async fn create_run_sends_records_as_json_text() {
         statement(q::INSERT_RUN_ACCOUNTS, run_id(), Some("tx-c"), None, 1),
         statement(q::INSERT_ACCOUNT_WAITS, run_id(), Some("tx-c"), None, 0),
         statement(q::SET_PENDING_ACCOUNTS, run_id(), Some("tx-c"), None, 0),
+        statement(q::SUPERSEDE_QUEUED, vec![], Some("tx-c"), Some("[]"), 0),
         statement(
             q::START_NEXT_RUN,
             vec![],
@@ -469,7 +481,7 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
             q::APPLIED_MIGRATIONS,
             vec![],
             Some("tx-m"),
-            Some(r#"[{"version":"1"},{"version":"2"}]"#),
+            Some(applied_versions()),
             0,
         ),
         commit("tx-m"),
@@ -520,7 +532,11 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     }
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert_eq!(metadb(client).migrate().await.unwrap(), [1, 2]);
+    let all: Vec<u32> = live_ci_metadb::MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(metadb(client).migrate().await.unwrap(), all);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
     assert!(counts[0] > 15, "{counts:?}");
     assert_eq!(counts[1], 3, "{counts:?}");

@@ -2,6 +2,7 @@
 //! project's LocalStack, started once per test process through
 //! `scripts/localstack.sh`, and [`github::FakeGitHub`].
 
+pub mod data_api;
 pub mod github;
 
 use std::path::PathBuf;

@@ -124,6 +124,19 @@ impl WorkflowEngine for SfnEngine {
             cause: out.cause.clone(),
         })
     }
+    async fn stop_execution(&self, arn: &str, error: &str, cause: &str) -> Result<()> {
+        // StopExecution of an execution that has already ended succeeds and
+        // changes nothing, so a repeated abort is safe.
+        self.client
+            .stop_execution()
+            .execution_arn(arn)
+            .error(error)
+            .cause(cause)
+            .send()
+            .await
+            .map_err(|e| sfn_error("StopExecution", e))?;
+        Ok(())
+    }
 }
 
 /// Sends task tokens back to Step Functions (`SendTaskSuccess`,

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use live_ci_core::params::ParamStore;
-use live_ci_core::port::{ArtifactStore, FunctionInvoker, TaskTokens, TokenDelivery};
+use live_ci_core::port::{
+    ArtifactStore, FunctionInvoker, RoleAssumer, TaskTokens, TemporaryCredentials, TokenDelivery,
+};
 use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
 
 #[derive(Debug, thiserror::Error)]
@@ -164,7 +166,7 @@ impl FunctionInvoker for RecordingInvoker {
     }
 }
 
-/// An in-memory plan store named like S3.
+/// An in-memory, unversioned plan store named like S3.
 #[derive(Debug, Default)]
 pub struct MemArtifacts {
     pub objects: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -173,13 +175,22 @@ pub struct MemArtifacts {
 impl ArtifactStore for MemArtifacts {
     type Error = FakeError;
 
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), FakeError> {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<Option<String>, FakeError> {
         self.objects.lock().unwrap().insert(key.into(), bytes);
-        Ok(())
+        Ok(None)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, FakeError> {
         Ok(self.objects.lock().unwrap().get(key).cloned())
+    }
+
+    async fn get_version(
+        &self,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Option<Vec<u8>>, FakeError> {
+        assert_eq!(version_id, None, "an unversioned store gave no version");
+        self.get(key).await
     }
 
     fn uri(&self, key: &str) -> String {
@@ -188,5 +199,45 @@ impl ArtifactStore for MemArtifacts {
 
     fn key_of(&self, uri: &str) -> Option<String> {
         uri.strip_prefix("mem://plans/").map(str::to_string)
+    }
+}
+
+/// Records every role assumption made through a real adapter (LocalStack's
+/// STS): which role, which session, and the access key it issued.
+#[derive(Debug)]
+pub struct RecordingRoles<R> {
+    pub inner: R,
+    pub calls: Mutex<Vec<(String, String, String)>>,
+}
+
+impl<R> RecordingRoles<R> {
+    pub fn new(inner: R) -> Self {
+        RecordingRoles {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// (role, session name, issued access key id) per call.
+    pub fn calls(&self) -> Vec<(String, String, String)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl<R: RoleAssumer> RoleAssumer for RecordingRoles<R> {
+    type Error = R::Error;
+
+    async fn assume_role(
+        &self,
+        role_arn: &str,
+        session_name: &str,
+    ) -> Result<TemporaryCredentials, R::Error> {
+        let c = self.inner.assume_role(role_arn, session_name).await?;
+        self.calls.lock().unwrap().push((
+            role_arn.into(),
+            session_name.into(),
+            c.access_key_id.clone(),
+        ));
+        Ok(c)
     }
 }

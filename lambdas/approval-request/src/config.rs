@@ -25,6 +25,8 @@ pub const ENV_VARS: &[&str] = &[
 /// metadb through the Data API.
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
+    // The vote-link key is a SecureString.
+    "kms:Decrypt",
     "ses:SendEmail",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",

@@ -19,6 +19,8 @@ pub const ENV_VARS: &[&str] = &[
 /// SendTaskSuccess with `"decision": "reject"`, so SendTaskFailure is not used.
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
+    // The vote-link key is a SecureString.
+    "kms:Decrypt",
     "states:SendTaskSuccess",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",

@@ -19,6 +19,9 @@ pub struct HandlerConfig {
     pub sweep_limit: u32,
     /// Runs one invocation may finish in a row (each hands the lock on).
     pub max_runs_per_invocation: usize,
+    /// Failed starts of one execution before it fails with the error
+    /// (`MAX_START_ATTEMPTS`, the module's `max_start_attempts`).
+    pub max_start_attempts: u32,
     /// The commit status config parameter (`CommitStatusConfig` JSON): its
     /// `Apply` switch turns the per-unit deploy and rollback statuses off.
     /// Without it every status is posted.
@@ -36,6 +39,7 @@ impl HandlerConfig {
             stale_claim_secs: 300,
             sweep_limit: 100,
             max_runs_per_invocation: 50,
+            max_start_attempts: 5,
             commit_status_config_param: None,
         }
     }
@@ -63,6 +67,7 @@ pub const ENV_VARS: &[&str] = &[
     "FILE_PATH_PATTERN",
     "TRUNK_BRANCH",
     "STALE_CLAIM_SECONDS",
+    "MAX_START_ATTEMPTS",
     "METADB_URL",
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
@@ -108,6 +113,15 @@ impl Config {
             handler.trunk_branch = trunk;
         }
         handler.stale_claim_secs = env.number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
+        handler.max_start_attempts =
+            env.number("MAX_START_ATTEMPTS", handler.max_start_attempts)?;
+        if handler.max_start_attempts == 0 {
+            return Err(ConfigError::Invalid {
+                name: "MAX_START_ATTEMPTS",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
         handler.commit_status_config_param = opt("COMMIT_STATUS_CONFIG_SSM_KEY");
         let metadb = MetadbConfig::from_settings(&env)?;
         let github_token_param = opt("GITHUB_TOKEN_SSM_KEY");

@@ -3,6 +3,7 @@
 
 use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus, plan_rollbacks};
 use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
@@ -46,8 +47,14 @@ pub struct Report {
     /// Claims put back to waiting because their start failed; the sweep or the
     /// next event retries them.
     pub released: Vec<String>,
+    /// Claims whose start failed for the last allowed time: failed with the
+    /// error as their reason instead of being retried forever.
+    pub start_failed: Vec<String>,
     /// Runs this invocation finished, with their status.
     pub finished: Vec<(RunId, RunStatus)>,
+    /// The value the sweep rewrote the merge lock parameter to, when it did
+    /// not match the metadb (a lost or failed write).
+    pub lock_repaired: Option<String>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
 }
@@ -399,9 +406,42 @@ where
                 }
             }
             Err(err) => {
-                tracing::error!(execution_id = %id, error = %err, "start failed; releasing the claim");
-                if self.metadb.release_claim(id).await.map_err(metadb_err)? {
-                    report.released.push(id.clone());
+                tracing::error!(execution_id = %id, error = %err, "start failed");
+                let failure = self
+                    .metadb
+                    .record_start_failure(id, &err.to_string(), self.config.max_start_attempts)
+                    .await
+                    .map_err(metadb_err)?;
+                match failure {
+                    StartFailure::Released { attempts } => {
+                        tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
+                        report.released.push(id.clone());
+                    }
+                    StartFailure::Failed {
+                        reason, aborted, ..
+                    } => {
+                        report.start_failed.push(id.clone());
+                        self.unit_status(execution, StatusState::Failure, &reason, report)
+                            .await;
+                        for dependent in &aborted {
+                            if let Some(d) = self
+                                .metadb
+                                .execution(dependent)
+                                .await
+                                .map_err(metadb_err)?
+                            {
+                                self.unit_status(
+                                    &d,
+                                    StatusState::Error,
+                                    "aborted: ancestor failed",
+                                    report,
+                                )
+                                .await;
+                            }
+                        }
+                        report.aborted.extend(aborted);
+                    }
+                    StartFailure::Unchanged => {}
                 }
             }
         }
@@ -522,6 +562,23 @@ where
         runs.dedup();
         for run_id in runs {
             self.advance(run_id, report).await?;
+        }
+        self.reconcile_lock(report).await
+    }
+
+    /// Rewrites the merge lock parameter when it differs from the metadb's
+    /// row: a write that failed after a run finished (the retries then see the
+    /// run finished and never write again) would otherwise leave the receiver
+    /// answering "locked" with no run running.
+    async fn reconcile_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
+        let truth = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let mirrored = self.params.get(&self.config.merge_lock_param).await;
+        let in_step = matches!(&mirrored, Ok(v) if MergeLock::parse(v) == Ok(truth));
+        if !in_step {
+            tracing::warn!(parameter = ?mirrored.as_ref().ok(), metadb = %truth,
+                "merge lock parameter out of step; rewriting it");
+            self.publish_lock(report).await?;
+            report.lock_repaired = Some(truth.to_string());
         }
         Ok(())
     }

@@ -65,6 +65,10 @@ impl WorkflowEngine for FakeEngine {
         Ok(arn(name))
     }
 
+    async fn stop_execution(&self, arn: &str, _error: &str, _cause: &str) -> Result<(), FakeError> {
+        Err(FakeError(format!("trigger_sf never stops executions ({arn:?})")))
+    }
+
     async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
         let name = arn.rsplit(':').next().unwrap().to_string();
         let (status, error) = self
@@ -482,6 +486,94 @@ async fn a_failed_start_releases_the_claim_and_a_retry_starts_it() {
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
     assert_eq!(r.started, ["c4-a"]);
     assert_eq!(status(&h, "c4-a").await, ExecutionStatus::Running);
+    t.drop_db().await;
+}
+
+/// A start that keeps failing is not retried forever: the attempt that reaches
+/// `max_start_attempts` fails the unit with the error as its reason, aborts its
+/// dependents and lets the run finish (and free the lock).
+#[tokio::test]
+async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
+    let t = TestDb::new().await;
+    let h = handler_with(&t, |c| c.max_start_attempts = 3).await;
+    let run_id = chain(&h, "cx", 7).await;
+    engine(&h).failing.lock().unwrap().insert("cx-a".into());
+    for attempt in 1..3 {
+        let r = h.handle(&Input::Run(run_id)).await.unwrap();
+        assert_eq!(r.released, ["cx-a"], "attempt {attempt}");
+        assert!(r.start_failed.is_empty() && r.finished.is_empty());
+        assert_eq!(status(&h, "cx-a").await, ExecutionStatus::Waiting);
+    }
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert!(r.released.is_empty(), "{r:?}");
+    assert_eq!(r.start_failed, ["cx-a"]);
+    let mut aborted = r.aborted.clone();
+    aborted.sort();
+    assert_eq!(aborted, ["cx-b", "cx-c"]);
+    assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
+    let a = h.metadb().execution("cx-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Failed);
+    assert_eq!(
+        a.status_reason.as_deref(),
+        Some("start failed 3 times: throttled starting \"cx-a\"")
+    );
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let unit = statuses
+        .iter()
+        .find(|s| s.context == context::deploy_unit("dev/cx-a"))
+        .unwrap();
+    assert_eq!(unit.state, StatusState::Failure);
+    assert!(unit.description.starts_with("start failed 3 times"), "{unit:?}");
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    // Nothing is left to retry: the next event starts nothing.
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert!(r.released.is_empty() && r.started.is_empty(), "{r:?}");
+    assert!(engine(&h).started().is_empty());
+    t.drop_db().await;
+}
+
+/// The parameter the receiver reads can be left "locked" when its write failed
+/// after the run finished (retries see the run finished and write nothing):
+/// the sweep compares it with the metadb and rewrites it.
+#[tokio::test]
+async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "stuck", 7).await;
+    h.params().put(LOCK, "7").await.unwrap();
+    // In step while the run holds the lock: the sweep leaves it alone.
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.lock_repaired, None, "{r:?}");
+    for unit in ["stuck-a", "stuck-b", "stuck-c"] {
+        h.metadb().claim_ready(run_id, 10).await.unwrap();
+        h.metadb()
+            .record_finished(unit, live_ci_core::deploy::Outcome::Succeeded, None)
+            .await
+            .unwrap();
+    }
+    // The run finished and freed the row, but the parameter write was lost.
+    h.metadb().finish_run(run_id).await.unwrap();
+    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    assert_eq!(lock_param(&h).as_deref(), Some("7"));
+
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert!(r.finished.is_empty(), "{r:?}");
+    assert_eq!(r.lock_repaired.as_deref(), Some("none"));
+    assert_eq!(lock_param(&h).as_deref(), Some("none"));
+    // The open pull request's "Merge Lock" status is freed with it.
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let lock = statuses
+        .iter()
+        .rfind(|s| s.context == merge_lock::CONTEXT)
+        .unwrap();
+    assert_eq!(lock.state, StatusState::Success);
+    // A missing parameter is rewritten too; then the sweep is quiet.
+    h.params().0.lock().unwrap().remove(LOCK);
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.lock_repaired.as_deref(), Some("none"));
+    let r = h.handle(&Input::Sweep).await.unwrap();
+    assert_eq!(r.lock_repaired, None);
     t.drop_db().await;
 }
 

@@ -1,7 +1,7 @@
 """LocalStack service provider plugins (entry-point group `localstack.aws.provider`).
 
-LocalStack core ships no ECS or SES v2 provider; these serve both from the moto
-backends it bundles. Imports are deferred: plux loads this module at start-up to
+LocalStack core ships no ECS, SES v2, RDS or RDS Data provider; the first three are
+served from the moto backends it bundles, the Data API from the local PostgreSQL. Imports are deferred: plux loads this module at start-up to
 list plugins, and the services themselves load on first use.
 """
 
@@ -25,5 +25,12 @@ def sesv2() -> Service:
 @aws_provider(api="rds", name="default")
 def rds() -> Service:
     from live_ci_localcloud.rds import create_service
+
+    return create_service()
+
+
+@aws_provider(api="rds-data", name="default")
+def rds_data() -> Service:
+    from live_ci_localcloud.rds_data import create_service
 
     return create_service()

@@ -38,6 +38,8 @@ pub enum E2eError {
     Http { what: String, detail: String },
     #[error("metadb: {0}")]
     Db(#[from] tokio_postgres::Error),
+    #[error("metadb: {0}")]
+    Metadb(#[from] live_ci_metadb::MetadbError),
     #[error("Step Functions: {0}")]
     Sfn(String),
     #[error("timed out after {secs} s waiting for {what}")]
@@ -112,7 +114,8 @@ impl Cloud {
             .lines()
             .filter_map(|l| l.strip_prefix("export "))
             .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            // Values with shell metacharacters (the PostgreSQL URL's `&`) come quoted.
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
             .collect();
         for key in ["AWS_ENDPOINT_URL", "LIVE_CI_PG_URL"] {
             if !env.contains_key(key) {
@@ -153,19 +156,12 @@ impl Cloud {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let name = format!("{prefix}_{secs}_{}", std::process::id());
-        let (client, connection) =
-            tokio_postgres::connect(self.pg_url(), tokio_postgres::NoTls).await?;
-        let conn = tokio::spawn(connection);
+        // TLS verified as the binaries do it (the URL names the test CA).
+        let client = live_ci_metadb::connect(self.pg_url()).await?;
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await?;
-        drop(client);
-        let _ = conn.await;
-        let base = self
-            .pg_url()
-            .rsplit_once('/')
-            .map_or(self.pg_url(), |(b, _)| b);
-        Ok(format!("{base}/{name}"))
+        Ok(live_ci_metadb::with_database(self.pg_url(), &name))
     }
 
     /// Empties LocalStack's SES mailbox, so only this deployment's mails are read.

@@ -35,8 +35,9 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// Ended: deployed, failed, or superseded by a run at a newer trunk commit.
     pub fn finished(&self) -> bool {
-        matches!(self.status.as_str(), "succeeded" | "failed")
+        matches!(self.status.as_str(), "succeeded" | "failed" | "superseded")
     }
 
     pub fn by_path(&self) -> BTreeMap<String, &ExecutionRow> {
@@ -61,11 +62,7 @@ impl std::fmt::Debug for Metadb {
 
 impl Metadb {
     pub async fn connect(url: &str) -> Result<Self> {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-        tokio::spawn(async move {
-            // The connection ends with the client; its error is the client's too.
-            let _ = connection.await;
-        });
+        let client = live_ci_metadb::connect(url).await?;
         Ok(Metadb { client })
     }
 

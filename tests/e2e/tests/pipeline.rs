@@ -35,6 +35,11 @@ struct Env {
     pr_base: u64,
     /// Scenarios add commits to the one repository the tasks clone.
     git: tokio::sync::Mutex<()>,
+    /// The pipeline deploys the trunk: a merge older than a recorded run is
+    /// superseded, and a failed unit stays pending in the next run. Scenarios
+    /// therefore run one at a time, after the sample's own merge (PR 42).
+    serial: tokio::sync::Mutex<()>,
+    first_run: tokio::sync::OnceCell<Result<(serde_json::Value, Outcome, Merge), String>>,
     http: reqwest::Client,
 }
 
@@ -81,6 +86,8 @@ fn setup() -> anyhow::Result<Env> {
             .map_or(0, |d| d.as_secs() % 1_000_000)
             * 100,
         git: tokio::sync::Mutex::new(()),
+        serial: tokio::sync::Mutex::new(()),
+        first_run: tokio::sync::OnceCell::new(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()?,
@@ -88,6 +95,35 @@ fn setup() -> anyhow::Result<Env> {
 }
 
 impl Env {
+    /// The sample's merged pull request, sent and driven (every vote approves)
+    /// once, before any scenario merges anything newer.
+    async fn first_run(&self) -> anyhow::Result<&(serde_json::Value, Outcome, Merge)> {
+        let result = self
+            .first_run
+            .get_or_init(|| async {
+                let run = async {
+                    let _serial = self.serial.lock().await;
+                    let merge = Merge {
+                        number: self.pr_base + self.first.number,
+                        ..self.first.clone()
+                    };
+                    self.register(&merge).await?;
+                    let answer = self.webhook(&merge, "e2e-happy-1").await?;
+                    let (_db, outcome) = self.drive(&merge, &|_| Vote::Approve).await?;
+                    anyhow::Ok((answer, outcome, merge))
+                };
+                run.await.map_err(|e| format!("{e:#}"))
+            })
+            .await;
+        result.as_ref().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Held for a whole scenario: after the first run, one scenario at a time.
+    async fn serial(&self) -> anyhow::Result<tokio::sync::MutexGuard<'_, ()>> {
+        self.first_run().await?;
+        Ok(self.serial.lock().await)
+    }
+
     /// Tells the fake about a merged pull request.
     async fn register(&self, merge: &Merge) -> anyhow::Result<()> {
         let files = self.repo.files(merge).await?;
@@ -200,15 +236,9 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
     env.rt
         .block_on(async {
             let started = Instant::now();
-            let merge = Merge {
-                number: env.pr_base + env.first.number,
-                ..env.first.clone()
-            };
-            env.register(&merge).await?;
-            let answer = env.webhook(&merge, "e2e-happy-1").await?;
+            let (answer, outcome, merge) = env.first_run().await?;
             assert_eq!(answer["started"], "create-deploy-stack", "{answer}");
-
-            let (db, outcome) = env.drive(&merge, &|_| Vote::Approve).await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
             let run = &outcome.run;
             assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
             let by_path = run.by_path();
@@ -311,6 +341,7 @@ fn the_same_webhook_delivered_twice_deploys_once() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let merge = env
                 .new_merge(
                     45,
@@ -371,6 +402,7 @@ fn a_rejected_unit_aborts_its_dependents_and_the_others_finish() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let vpc = "shared/us-east-1/network/vpc";
             let logs = "shared/us-east-1/logs";
             let merge = env
@@ -431,6 +463,7 @@ fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let db_unit = "dev/us-east-1/db";
             let app = "dev/us-east-1/app";
             // Plans fine; the provisioner fails at apply.
@@ -458,6 +491,9 @@ fn a_failing_apply_fails_aborts_dependents_and_rolls_back() {
             }
             // The failed apply left the resource tainted in state, or none: not applied cleanly.
             eprintln!("failing apply: {text}");
+            // The failed unit stays pending: a fix merged next deploys it (and
+            // the dependent that was aborted).
+            fix_forward(env, 57, db_unit, "{ size = 57 }", &[db_unit, app]).await?;
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
@@ -469,6 +505,7 @@ fn a_pull_request_merged_during_a_deploy_is_queued_then_deployed() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let cdn = "dev/us-east-1/cdn";
             let first = env
                 .new_merge(
@@ -538,6 +575,7 @@ fn a_failed_run_rolls_back_the_resources_of_new_providers() {
     let env = env();
     env.rt
         .block_on(async {
+            let _serial = env.serial().await?;
             let logs = "shared/us-east-1/logs";
             let cdn = "dev/us-east-1/cdn";
             let with_aws = format!(
@@ -573,6 +611,112 @@ fn a_failed_run_rolls_back_the_resources_of_new_providers() {
                 .unwrap_or_default();
             assert!(!state.contains("aws_ssm_parameter.marker"), "{state:?}");
             assert!(state.contains("terraform_data.this"), "{state:?}");
+            fix_forward(env, 58, cdn, "{ ttl = 58 }", &[cdn]).await?;
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Merges a passing `unit` after a scenario left it failed on the trunk, and
+/// deploys it: the run holds `expected` (the failed units stay pending until a
+/// run applies them) and succeeds.
+async fn fix_forward(
+    env: &Env,
+    number: u64,
+    unit: &str,
+    input: &str,
+    expected: &[&str],
+) -> anyhow::Result<()> {
+    let fix = env
+        .new_merge(
+            number,
+            &[(&format!("{unit}/main.tf"), &terraform_data(input))],
+        )
+        .await?;
+    env.webhook(&fix, &format!("e2e-fix-{number}")).await?;
+    let (_db, outcome) = env.drive(&fix, &|_| Vote::Approve).await?;
+    let text = summary(&outcome);
+    assert_eq!(outcome.run.status, "succeeded", "{text}");
+    let by_path = outcome.run.by_path();
+    for unit in expected {
+        assert_eq!(
+            by_path.get(*unit).map(|e| e.status.as_str()),
+            Some("succeeded"),
+            "{text}"
+        );
+    }
+    Ok(())
+}
+
+/// Scenario 6: two merges whose create-deploy-stack tasks finish in reverse
+/// order deploy in trunk order: the newer merge's run deploys the range from
+/// the last deployed commit (both merges' units); the older merge, arriving
+/// last, is recorded as superseded and never applied over it.
+#[test]
+fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let _serial = env.serial().await?;
+            let worker = "dev/us-east-1/worker";
+            let logs = "shared/us-east-1/logs";
+            let older = env
+                .new_merge(
+                    52,
+                    &[(
+                        &format!("{worker}/main.tf"),
+                        &terraform_data("{ size = 52 }"),
+                    )],
+                )
+                .await?;
+            let newer = env
+                .new_merge(
+                    53,
+                    &[(
+                        &format!("{logs}/main.tf"),
+                        &terraform_data("{ retention = 53 }"),
+                    )],
+                )
+                .await?;
+            // The newer merge's task runs (and finishes) first.
+            env.webhook(&newer, "e2e-reverse-53").await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
+            let created = wait_for(Duration::from_secs(180), || async {
+                Ok(!db.runs(&newer.merge_commit).await?.is_empty())
+            })
+            .await?;
+            assert!(created, "no run for the newer merge");
+            env.webhook(&older, "e2e-reverse-52").await?;
+            let (_, superseded) = env.drive(&older, &|_| Vote::Approve).await?;
+            assert_eq!(
+                superseded.run.status,
+                "superseded",
+                "{}",
+                summary(&superseded)
+            );
+            assert!(
+                superseded.run.executions.is_empty(),
+                "{}",
+                summary(&superseded)
+            );
+            let (_, outcome) = env.drive(&newer, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "succeeded", "{text}");
+            let by_path = outcome.run.by_path();
+            for unit in [worker, logs] {
+                assert_eq!(
+                    by_path.get(unit).map(|e| e.status.as_str()),
+                    Some("succeeded"),
+                    "{unit}: {text}"
+                );
+                let state = tf_resources(&env.deployment.state_dir, &newer.merge_commit, unit)
+                    .unwrap_or_default();
+                assert!(state.contains("terraform_data.this"), "{unit}: {state:?}");
+            }
+            // Nothing was ever applied at the older commit.
+            let older_state = tf_resources(&env.deployment.state_dir, &older.merge_commit, worker)
+                .unwrap_or_default();
+            assert!(older_state.is_empty(), "{older_state:?}");
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));

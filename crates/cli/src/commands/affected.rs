@@ -2,11 +2,16 @@
 
 use crate::args::{AffectedArgs, ListFormat};
 use crate::error::CliError;
-use crate::repo::affected;
+use crate::repo::affected_with;
 use crate::{Output, render};
 
 pub fn run(args: &AffectedArgs) -> Result<Output, CliError> {
-    let (detection, warnings) = affected(&args.repo.repo, &args.change, &args.filter)?;
+    let (detection, warnings) = affected_with(
+        &args.repo.repo,
+        &args.change,
+        &args.filter,
+        args.hidden.no_hidden,
+    )?;
     let a = &detection.affected;
     let text = match args.format {
         ListFormat::Json => serde_json::to_string_pretty(a)?,

@@ -1,16 +1,21 @@
 //! `live-ci graph`: every unit with its dependencies and the files it reads.
+//! A unit that cannot be resolved stays in the graph with its `errors`; only
+//! `--strict` (or a dependency cycle) makes that a failure.
 
 use serde::Serialize;
+
+use live_ci_core::discovery::Stack;
 
 use crate::Output;
 use crate::args::{GraphArgs, GraphFormat};
 use crate::error::CliError;
 use crate::render;
-use crate::repo::working_graph;
+use crate::repo::listing;
 
 #[derive(Serialize)]
 struct GraphJson<'a> {
     units: Vec<UnitJson<'a>>,
+    stacks: &'a [Stack],
     errors: &'a [String],
 }
 
@@ -21,10 +26,14 @@ struct UnitJson<'a> {
     reads: Vec<&'a str>,
     modules: Vec<&'a str>,
     unresolved: &'a [live_ci_core::Unresolved],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    errors: &'a [String],
 }
 
 pub fn run(args: &GraphArgs) -> Result<Output, CliError> {
-    let (graph, errors, warnings) = working_graph(&args.repo.repo)?;
+    let listing = listing(&args.repo.repo, args.listing.hidden.no_hidden)?;
+    let errors = listing.all_errors();
+    let graph = &listing.graph;
     let text = match args.format {
         GraphFormat::Json => {
             let units = graph
@@ -36,19 +45,32 @@ pub fn run(args: &GraphArgs) -> Result<Output, CliError> {
                     reads: u.reads.iter().map(|p| p.as_str()).collect(),
                     modules: u.module_sources.iter().map(|p| p.as_str()).collect(),
                     unresolved: &u.unresolved,
+                    errors: listing
+                        .unit_errors
+                        .get(&u.path)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default(),
                 })
                 .collect();
             serde_json::to_string_pretty(&GraphJson {
                 units,
+                stacks: &listing.stacks,
                 errors: &errors,
             })?
         }
-        GraphFormat::Dot => render::graph_dot(&graph),
-        GraphFormat::Mermaid => render::graph_mermaid(&graph),
+        GraphFormat::Dot => render::graph_dot(graph),
+        GraphFormat::Mermaid => render::graph_mermaid(graph),
+    };
+    let mut warnings = listing.warnings.clone();
+    let fatal = if args.listing.strict {
+        errors
+    } else {
+        warnings.extend(listing.problems());
+        listing.graph_errors.clone()
     };
     Ok(Output {
         text,
         warnings,
-        errors,
+        errors: fatal,
     })
 }

@@ -1,9 +1,10 @@
-//! `live-ci migrate`: applies the metadb's migrations over a direct PostgreSQL
-//! connection, printing which versions it applied (none when up to date).
+//! `live-ci migrate`: applies the metadb's migrations over either connection
+//! (PostgreSQL or the RDS Data API), printing which versions it applied (none
+//! when up to date).
 
 use serde::Serialize;
 
-use live_ci_metadb::{MIGRATIONS, PgMetadb};
+use live_ci_metadb::{MIGRATIONS, Sql, Store};
 
 use crate::Output;
 use crate::args::MigrateArgs;
@@ -18,14 +19,15 @@ struct MigrateJson {
 pub fn run(args: &MigrateArgs) -> Result<Output, CliError> {
     // One short-lived connection: the rest of the CLI is synchronous, so the
     // runtime lives only for this command.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
-    let applied = runtime.block_on(async {
-        let db = PgMetadb::connect(&args.database_url, 1)?;
-        db.migrate().await
-    })?;
+    super::db::runtime()?.block_on(async {
+        let db = super::db::connect(&args.db).await?;
+        migrate(&db).await
+    })
+}
+
+/// Migrates `db` and reports what it applied.
+pub async fn migrate<S: Sql>(db: &Store<S>) -> Result<Output, CliError> {
+    let applied = db.migrate().await?;
     let latest = MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0);
     Ok(Output {
         text: serde_json::to_string_pretty(&MigrateJson { applied, latest })?,

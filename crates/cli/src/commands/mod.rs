@@ -1,8 +1,11 @@
 //! One module per subcommand.
 
 pub mod affected;
+pub mod control;
+pub mod db;
 pub mod find;
 pub mod graph;
 pub mod migrate;
 pub mod plan;
+pub mod runs;
 pub mod status;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use live_ci_core::deploy::{Action, ExecutionRecord, ExecutionStatus, RunRecord, RunStatus};
 use live_ci_core::port::Metadb;
-use live_ci_metadb::PgMetadb;
+use live_ci_metadb::AnyMetadb;
 
 use crate::Output;
 use crate::args::{ListFormat, StatusArgs};
@@ -36,12 +36,8 @@ struct ExecutionJson<'a> {
 }
 
 pub fn run(args: &StatusArgs) -> Result<Output, CliError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
-    runtime.block_on(async {
-        let db = PgMetadb::connect(&args.database_url, 1)?;
+    super::db::runtime()?.block_on(async {
+        let db = super::db::connect(&args.db).await?;
         let tty = std::io::stdout().is_terminal();
         let mut shown = String::new();
         loop {
@@ -82,7 +78,7 @@ pub fn run(args: &StatusArgs) -> Result<Output, CliError> {
 }
 
 async fn snapshot(
-    db: &PgMetadb,
+    db: &AnyMetadb,
     args: &StatusArgs,
 ) -> Result<(RunRecord, Vec<ExecutionRecord>), CliError> {
     let run = match (&args.run, &args.commit) {

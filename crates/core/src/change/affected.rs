@@ -35,6 +35,9 @@ pub enum Reason {
     DependencyAffected,
     /// Its `terragrunt.hcl` exists at base and not at head.
     Removed,
+    /// Its last deployment failed or was aborted: it stays pending until a run
+    /// applies it.
+    Pending,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

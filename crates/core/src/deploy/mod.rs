@@ -5,10 +5,12 @@
 mod execution_id;
 mod from_plan;
 mod rollback;
+mod trunk;
 mod validate;
 
 pub use from_plan::{RunContext, executions_from_plan};
 pub use rollback::{NewRollback, destroy_targets, plan_rollbacks, rollback_execution_id};
+pub use trunk::{PendingUnit, TrunkPlace, place_on_trunk};
 pub use validate::validate_executions;
 
 use serde::{Deserialize, Serialize};
@@ -88,6 +90,8 @@ pub enum RunStatus {
     Running,
     Succeeded,
     Failed,
+    /// Never applied: a run at a newer trunk commit covers its whole range.
+    Superseded,
 }
 
 impl RunStatus {
@@ -97,6 +101,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
+            RunStatus::Superseded => "superseded",
         }
     }
 }
@@ -167,6 +172,9 @@ pub struct NewRun {
     pub max_parallel: u32,
     /// A failure aborts every unit of the run not yet started, not only its dependents.
     pub fail_fast: bool,
+    /// The merge commit's depth on the trunk's first-parent chain: queued runs
+    /// start in this order, whatever order they were created in.
+    pub trunk_seq: u64,
     pub executions: Vec<NewExecution>,
 }
 
@@ -214,6 +222,12 @@ pub struct RunRecord {
     pub status: RunStatus,
     pub max_parallel: u32,
     pub fail_fast: bool,
+    /// See [`NewRun::trunk_seq`].
+    #[serde(default)]
+    pub trunk_seq: u64,
+    /// The run that deploys this merge's changes instead (status `superseded`).
+    #[serde(default)]
+    pub superseded_by: Option<RunId>,
     pub created_at: UnixMillis,
     pub started_at: Option<UnixMillis>,
     pub finished_at: Option<UnixMillis>,

@@ -201,6 +201,7 @@ mod tests {
             head_sha: "bbbb".into(),
             max_parallel: 4,
             fail_fast: false,
+            trunk_seq: 1,
             executions,
         }
     }

@@ -63,6 +63,7 @@ const READ_FUNCTIONS: &[&str] = &[
     "read_tfvars_file",
     "sops_decrypt_file",
     "mark_as_read",
+    "mark_glob_as_read",
 ];
 
 /// True for the functions whose argument is a file the unit depends on.
@@ -163,7 +164,9 @@ impl FileEval<'_> {
             },
             "find_in_parent_folders" => self.find_in_parent_folders(&args),
             "read_terragrunt_config" => self.read_terragrunt_config(&args),
-            "file" | "templatefile" | "read_tfvars_file" | "sops_decrypt_file" | "mark_as_read" => {
+            "mark_as_read" => self.mark_as_read(&args),
+            "mark_glob_as_read" => self.mark_glob_as_read(&args),
+            "file" | "templatefile" | "read_tfvars_file" | "sops_decrypt_file" => {
                 self.read_file(name, &args)
             }
             "fileexists" => match self.path_arg(name, &args) {
@@ -295,12 +298,82 @@ impl FileEval<'_> {
                 Ok(text) => tfvars_as_json(&path, &text),
                 Err(e) => self.error(e),
             },
-            "mark_as_read" => V::String(abs(&path)),
             other => V::unknown(format!(
                 "{other}({:?}) output is not computed by discovery",
                 path.as_str()
             )),
         }
+    }
+
+    /// Terragrunt records the path whether or not the file exists (so a later
+    /// change creating it selects the unit) and returns the argument unchanged.
+    fn mark_as_read(&mut self, args: &[V]) -> V {
+        let path = match self.path_arg("mark_as_read", args) {
+            Ok(p) => p,
+            Err(v) => return v,
+        };
+        self.sink.reads.insert(path);
+        args.first().cloned().unwrap_or(V::Null)
+    }
+
+    /// `mark_glob_as_read([--terragrunt-boundary=DIR,] glob)`: every file the
+    /// glob (relative to the unit) matches now counts as read; the value is the
+    /// list of matches as absolute paths, as terragrunt returns it. A git-range
+    /// filter expands the glob again at the range's head, so files added later
+    /// count too.
+    fn mark_glob_as_read(&mut self, args: &[V]) -> V {
+        const F: &str = "mark_glob_as_read";
+        const BOUNDARY: &str = "--terragrunt-boundary";
+        let mut rest = args;
+        if let Some(V::String(first)) = args.first()
+            && first.starts_with(BOUNDARY)
+        {
+            // The boundary only limits terragrunt's walk; discovery never walks
+            // outside the repository anyway.
+            rest = if first == BOUNDARY {
+                args.get(2..).unwrap_or(&[])
+            } else {
+                &args[1..]
+            };
+        }
+        if rest.len() != 1 {
+            return V::failing(format!(
+                "{F}() takes one glob (after an optional {BOUNDARY}), found {} arguments",
+                rest.len()
+            ));
+        }
+        let pattern = match self.path_arg(F, rest) {
+            Ok(p) => p,
+            Err(v) => return v,
+        };
+        let matcher = match globset::GlobBuilder::new(pattern.as_str())
+            .literal_separator(true)
+            .build()
+        {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                let message = format!(
+                    "{}: {F}({:?}): invalid glob: {}",
+                    self.field_or_file(),
+                    pattern.as_str(),
+                    e.kind()
+                );
+                return self.error(CoreError::Config {
+                    file: self.file.clone(),
+                    message,
+                });
+            }
+        };
+        let mut matches: Vec<&RepoPath> = self
+            .shared
+            .files
+            .iter()
+            .filter(|f| matcher.is_match(f.as_str()))
+            .collect();
+        matches.sort();
+        let value = V::List(matches.iter().map(|m| V::String(abs(m))).collect());
+        self.sink.reads.extend(matches.into_iter().cloned());
+        value
     }
 
     fn read_terragrunt_config(&mut self, args: &[V]) -> V {

@@ -10,9 +10,10 @@
 mod config;
 mod eval;
 mod functions;
+mod stack;
 mod value;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hcl::{Body, Expression};
@@ -21,8 +22,11 @@ use rayon::prelude::*;
 use crate::error::CoreError;
 use crate::graph::Graph;
 use crate::path::RepoPath;
-use crate::tree::FileTree;
+use crate::tree::{FileTree, in_hidden_dir};
 use crate::unit::{Unit, Unresolved};
+
+pub(crate) use stack::STACK_FILE;
+pub use stack::{GeneratedKind, GeneratedUnit, Stack};
 
 use config::{ConfigOutcome, Mode, Source};
 use value::V;
@@ -36,6 +40,27 @@ pub struct Discovery {
     /// includes, and every `root.hcl`. Sorted.
     pub parents: Vec<RepoPath>,
     pub errors: Vec<CoreError>,
+    /// The same problems by the unit they break (a broken shared file is
+    /// listed under every unit that includes or reads it), so a listing can
+    /// keep a broken unit and say what is wrong with it.
+    pub unit_errors: BTreeMap<RepoPath, Vec<CoreError>>,
+    /// Directories holding a `terragrunt.stack.hcl`, sorted by path.
+    pub stacks: Vec<Stack>,
+}
+
+/// How discovery walks the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscoverOptions {
+    /// Whether units in hidden directories (`.name/`) are discovered. True by
+    /// default, as in terragrunt; `.git`, `.terraform` and `.terragrunt-cache`
+    /// are never walked (see [`crate::tree::is_skipped_dir`]).
+    pub hidden: bool,
+}
+
+impl Default for DiscoverOptions {
+    fn default() -> Self {
+        DiscoverOptions { hidden: true }
+    }
 }
 
 impl Discovery {
@@ -49,8 +74,13 @@ impl Discovery {
     }
 }
 
-/// Discovers every unit of `tree`.
+/// Discovers every unit of `tree`, hidden directories included.
 pub fn discover(tree: &dyn FileTree) -> Discovery {
+    discover_with(tree, &DiscoverOptions::default())
+}
+
+/// Discovers every unit of `tree` as `options` say.
+pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discovery {
     let files = match tree.files() {
         Ok(f) => f,
         Err(e) => {
@@ -61,9 +91,19 @@ pub fn discover(tree: &dyn FileTree) -> Discovery {
         }
     };
     let shared = Shared::new(tree, &files);
+    // `--no-hidden` only stops units being found there: a unit may still read
+    // or include a file under a hidden directory, as in terragrunt.
+    let visible = |f: &&RepoPath| options.hidden || !in_hidden_dir(f);
     let candidates: Vec<&RepoPath> = files
         .iter()
         .filter(|f| f.file_name() == "terragrunt.hcl")
+        .filter(visible)
+        .collect();
+    let stacks: Vec<Stack> = files
+        .iter()
+        .filter(|f| f.file_name() == stack::STACK_FILE)
+        .filter(visible)
+        .map(|f| stack::read(tree, f))
         .collect();
     let outcomes: Vec<(RepoPath, ConfigOutcome)> = candidates
         .par_iter()
@@ -88,12 +128,19 @@ pub fn discover(tree: &dyn FileTree) -> Discovery {
 
     let mut units = Vec::new();
     let mut errors = Vec::new();
+    let mut unit_errors = BTreeMap::new();
     for (dir, out) in outcomes {
         let config_file = dir.child("terragrunt.hcl");
         if included.contains(&config_file) {
             continue;
         }
-        units.push(to_unit(dir, &config_file, &out));
+        units.push(to_unit(dir.clone(), &config_file, &out));
+        if !out.sink.errors.is_empty() {
+            let mut own = out.sink.errors.clone();
+            let mut seen = HashSet::new();
+            own.retain(|e| seen.insert(e.to_string()));
+            unit_errors.insert(dir, own);
+        }
         errors.extend(out.sink.errors);
     }
     units.sort_by(|a, b| a.path.cmp(&b.path));
@@ -101,10 +148,14 @@ pub fn discover(tree: &dyn FileTree) -> Discovery {
     let mut seen = HashSet::new();
     errors.retain(|e| seen.insert(e.to_string()));
     errors.sort_by_cached_key(ToString::to_string);
+    let mut stacks = stacks;
+    stacks.sort_by(|a, b| a.path.cmp(&b.path));
     Discovery {
         units,
         parents: parents.into_iter().collect(),
         errors,
+        unit_errors,
+        stacks,
     }
 }
 
@@ -337,6 +388,7 @@ pub(crate) fn functions_in_text(raw: &str) -> bool {
             "read_tfvars_file(",
             "sops_decrypt_file(",
             "mark_as_read(",
+            "mark_glob_as_read(",
         ]
         .iter()
         .any(|f| raw.contains(f))

@@ -98,7 +98,8 @@ pub enum Target {
     /// `type=unit` / `type=stack`.
     Type(Kind),
     /// `reading=common/*.hcl`: units that read a file matching the glob
-    /// (stored normalized like [`Target::Path`]).
+    /// (stored normalized like [`Target::Path`]); `reading=/abs/*.hcl` is a
+    /// filesystem path, stored with its leading `/`.
     Reading(String),
     /// `[base]` (base against the working tree) or `[base...head]`.
     Git { base: String, head: Option<String> },
@@ -217,6 +218,7 @@ impl fmt::Display for Target {
                 }
             }
             Target::Type(k) => write!(f, "type={}", k.as_str()),
+            Target::Reading(p) if p.starts_with('/') => write!(f, "reading={p}"),
             Target::Reading(p) => {
                 let spelled = spell_path(p);
                 write!(

@@ -25,7 +25,7 @@ mod lexer;
 mod parser;
 
 pub use ast::{Direction, GraphExpr, Kind, Query, Reach, Target, Term};
-pub use eval::{Filter, Filters, GitRanges};
+pub use eval::{Components, Filter, Filters, GitRanges, RangeChanges, Selection};
 pub use parser::parse_query;
 
 #[cfg(test)]

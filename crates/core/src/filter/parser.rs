@@ -248,7 +248,13 @@ impl Parser<'_> {
                 )),
             },
             "reading" => {
-                let path = self.path(&value, column)?;
+                // Terragrunt reads `reading=/x` as a filesystem path; only the
+                // relative spelling is repository-relative.
+                let path = if value.starts_with('/') {
+                    self.absolute_path(&value, column)?
+                } else {
+                    self.path(&value, column)?
+                };
                 if path.is_empty() {
                     return Err(self.error(column, "expected a file after \"reading=\""));
                 }
@@ -293,6 +299,17 @@ impl Parser<'_> {
             )
         })?;
         let normalized = normalized.as_str().to_string();
+        self.check_glob(&normalized, column)?;
+        Ok(normalized)
+    }
+
+    /// An absolute filesystem glob, normalized lexically (`.` and `..` resolved)
+    /// with its leading `/` kept.
+    fn absolute_path(&self, word: &str, column: usize) -> Result<String> {
+        let normalized = RepoPath::new(word.trim_start_matches('/')).map_err(|_| {
+            self.error(column, format!("path {word:?} climbs above the root"))
+        })?;
+        let normalized = format!("/{}", normalized.as_str());
         self.check_glob(&normalized, column)?;
         Ok(normalized)
     }

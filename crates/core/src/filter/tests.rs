@@ -48,17 +48,22 @@ struct FakeGit {
 }
 
 impl GitRanges for FakeGit {
-    fn affected(&self, base: &str, head: Option<&str>) -> crate::Result<BTreeSet<RepoPath>> {
+    fn changed(&self, base: &str, head: Option<&str>) -> crate::Result<RangeChanges> {
         self.calls
             .borrow_mut()
             .push((base.to_string(), head.map(str::to_string)));
-        let paths: &[&str] = match (base, head) {
-            // `gone/unit` was removed: not in the graph, so never selected.
-            ("main", None) => &["prod/db", "gone/unit"],
-            ("main", Some("feature")) => &["net/dns"],
+        let (paths, removed): (&[&str], &[&str]) = match (base, head) {
+            // `gone/unit` was removed: not in the graph, listed apart.
+            ("main", None) => (&["prod/db"], &["gone/unit"]),
+            ("main", Some("feature")) => (&["net/dns"], &[]),
             _ => return Err(CoreError::Vcs(format!("unknown revision {base:?}"))),
         };
-        Ok(paths.iter().map(|p| RepoPath::new(p).unwrap()).collect())
+        let set = |ps: &[&str]| ps.iter().map(|p| RepoPath::new(p).unwrap()).collect();
+        Ok(RangeChanges {
+            changed: set(paths),
+            removed: set(removed),
+            stacks: BTreeSet::new(),
+        })
     }
 }
 
@@ -598,17 +603,20 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
 struct HashGit;
 
 impl GitRanges for HashGit {
-    fn affected(&self, base: &str, head: Option<&str>) -> crate::Result<BTreeSet<RepoPath>> {
+    fn changed(&self, base: &str, head: Option<&str>) -> crate::Result<RangeChanges> {
         let salt = base.len() + head.map_or(7, str::len);
-        let mut out: BTreeSet<RepoPath> = ["a", "b", "a/c"]
+        let changed: BTreeSet<RepoPath> = ["a", "b", "a/c"]
             .iter()
             .flat_map(|d| ["x", "y", "z"].iter().map(move |n| format!("{d}/{n}")))
             .enumerate()
             .filter(|(i, _)| (i + salt).is_multiple_of(3))
             .map(|(_, p)| RepoPath::new(&p).unwrap())
             .collect();
-        out.insert(RepoPath::new("gone/x").unwrap());
-        Ok(out)
+        Ok(RangeChanges {
+            changed,
+            removed: [RepoPath::new("gone/x").unwrap()].into(),
+            stacks: BTreeSet::new(),
+        })
     }
 }
 

@@ -6,9 +6,12 @@
 use std::future::Future;
 
 use crate::account::Account;
+use super::SavedPlan;
+use crate::operate::StartFailure;
+use crate::path::RepoPath;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
-    RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
+    PendingUnit, RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
 
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
@@ -24,13 +27,35 @@ pub trait Metadb: Send + Sync {
 
     /// Creates a run and all its executions in one transaction, after
     /// [`NewRun::validate`] (bad input writes nothing). The run starts at once
-    /// when no run holds the merge lock, otherwise it queues behind the runs
-    /// before it in merge order. A second call for the same commit writes
+    /// when no run holds the merge lock, otherwise it queues. When the lock is
+    /// free, the queued run newest on the trunk (`trunk_seq`) starts and every
+    /// other queued run is superseded by it (its range covers theirs), as is a
+    /// queued run no newer than the last started one. A second call for the same commit writes
     /// nothing and returns the existing run.
     fn create_run(
         &self,
         run: &NewRun,
     ) -> impl Future<Output = Result<CreatedRun, Self::Error>> + Send;
+
+    /// Runs that are not superseded, newest on the trunk first (`trunk_seq`,
+    /// then `run_id`), at most `limit`: what a new merge is placed against.
+    fn trunk_runs(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RunRecord>, Self::Error>> + Send;
+
+    /// Records a merge another run covers as `superseded` by `by`, with no
+    /// executions (`run.executions` is ignored): it is never applied. Returns
+    /// the run id, or `None` when a run for the commit already exists.
+    fn record_superseded(
+        &self,
+        run: &NewRun,
+        by: RunId,
+    ) -> impl Future<Output = Result<Option<RunId>, Self::Error>> + Send;
+
+    /// Units whose latest (non-rollback) execution in a finished run failed or
+    /// was aborted: they join the next run's set.
+    fn pending_units(&self) -> impl Future<Output = Result<Vec<PendingUnit>, Self::Error>> + Send;
 
     fn run(
         &self,
@@ -80,6 +105,25 @@ pub trait Metadb: Send + Sync {
         execution_id: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
+    /// Records a failed start of a claim without an ARN: it goes back to
+    /// waiting, unless this was attempt `max_attempts`, when it fails with the
+    /// error as its reason (and its dependents are aborted, as for any
+    /// failure) instead of being retried forever.
+    fn record_start_failure(
+        &self,
+        execution_id: &str,
+        error: &str,
+        max_attempts: u32,
+    ) -> impl Future<Output = Result<StartFailure, Self::Error>> + Send;
+
+    /// The median duration in seconds (claim to end) of the earlier successful
+    /// executions of each of `paths` (not rollbacks); units never deployed are
+    /// left out. The critical-path priority ranks new runs with it.
+    fn unit_durations(
+        &self,
+        paths: &[RepoPath],
+    ) -> impl Future<Output = Result<Vec<(RepoPath, f64)>, Self::Error>> + Send;
+
     /// Records how a running execution ended. A failure aborts its transitive
     /// dependents (directory and account waits) with reason "ancestor failed",
     /// and with the run's fail-fast every waiting execution of the run, in the
@@ -107,6 +151,20 @@ pub trait Metadb: Send + Sync {
         resources: &[String],
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
+    /// Records the plan the plan task saved for a running execution (a re-plan
+    /// replaces it); false when the execution has ended.
+    fn record_saved_plan(
+        &self,
+        execution_id: &str,
+        plan: &SavedPlan,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// The plan recorded for the execution, if any.
+    fn saved_plan(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<SavedPlan>, Self::Error>> + Send;
+
     /// Adds rollback executions ([`crate::deploy::plan_rollbacks`]) to a
     /// running run whose other executions have all ended, after the same checks
     /// as a new run's executions, in one transaction. Returns the execution ids
@@ -124,8 +182,9 @@ pub trait Metadb: Send + Sync {
     ) -> impl Future<Output = Result<RunProgress, Self::Error>> + Send;
 
     /// Finishes a running run with nothing waiting or running (succeeded when
-    /// every execution succeeded), hands the merge lock to the next queued run
-    /// in merge order and starts it. A no-op when the run is not finishable.
+    /// every execution succeeded), hands the merge lock to the queued run
+    /// newest on the trunk and starts it, superseding the other queued runs
+    /// (see [`Metadb::create_run`]). A no-op when the run is not finishable.
     fn finish_run(
         &self,
         run_id: RunId,

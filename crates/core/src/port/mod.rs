@@ -4,13 +4,15 @@
 
 mod approvals;
 mod artifact;
+mod credentials;
 mod invoke;
 mod mailer;
 mod metadb;
 mod workflow;
 
 pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
-pub use artifact::ArtifactStore;
+pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
+pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use metadb::Metadb;

@@ -43,6 +43,15 @@ pub trait WorkflowEngine: Send + Sync {
         &self,
         arn: &str,
     ) -> impl Future<Output = Result<ExecutionDescription, Self::Error>> + Send;
+
+    /// Stops a running execution with `error` and `cause`; an execution that
+    /// has already ended is left as it is (not an error).
+    fn stop_execution(
+        &self,
+        arn: &str,
+        error: &str,
+        cause: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
 /// What became of a task token sent back to the engine.

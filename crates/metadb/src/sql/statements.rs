@@ -8,13 +8,39 @@ pub const LOCK_MERGE_LOCK: &str =
     "SELECT coalesce(run_id::text, '') FROM merge_lock WHERE singleton FOR UPDATE";
 
 pub const INSERT_RUN: &str = "\
-INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast)
-VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast)
-ON CONFLICT (commit_id) DO NOTHING
+INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast,
+                  trunk_seq)
+VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
+        :trunk_seq)
+ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
+/// A merge another run covers: recorded (its PR's statuses name the run that
+/// deploys it), never applied.
+pub const INSERT_SUPERSEDED_RUN: &str = "\
+INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast,
+                  trunk_seq, status, superseded_by, finished_at)
+VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
+        :trunk_seq, 'superseded', :by, clock_timestamp())
+ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
+RETURNING run_id::text";
+
+/// What a new merge is placed against: runs newest on the trunk first.
+pub const TRUNK_RUNS: &str = "\
+SELECT live_ci_run_json(r) FROM runs r WHERE r.status <> 'superseded'
+ORDER BY r.trunk_seq DESC, r.run_id DESC LIMIT :limit";
+
+/// Units whose latest deployment in a finished run failed or was aborted.
+pub const PENDING_UNITS: &str = "\
+SELECT json_build_object('cfg_path', cfg_path, 'last_status', last_status,
+                         'applied_commit', applied_commit)::text
+FROM unit_deployments
+WHERE last_status IN ('failed', 'aborted') AND run_status IN ('succeeded', 'failed')
+ORDER BY cfg_path";
+
+/// The merge's own run, not an operator's retry of it.
 pub const RUN_BY_COMMIT: &str =
-    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id";
+    "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id AND r.retry_of IS NULL";
 
 pub const RUN_BY_ID: &str = "SELECT live_ci_run_json(r) FROM runs r WHERE r.run_id = :run_id";
 
@@ -94,13 +120,51 @@ FROM (SELECT w.execution, count(*) AS n
       GROUP BY w.execution) w
 WHERE e.id = w.execution";
 
-/// Starts the oldest queued run when none is running, and gives it the merge
-/// lock. Runs under `LOCK_MERGE_LOCK`.
+/// When no run is running: every queued run but the newest on the trunk is
+/// superseded (by it, whose range — from the last started run — covers
+/// theirs), and so is a queued run no newer than the last started run (a
+/// merge whose create-deploy-stack lost the race to a newer one). An operator's
+/// retry sits at its run's own trunk position and is not superseded by it. Runs under
+/// `LOCK_MERGE_LOCK`, right before `START_NEXT_RUN`.
+pub const SUPERSEDE_QUEUED: &str = "\
+WITH idle AS (
+    SELECT NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS yes
+), last_started AS (
+    SELECT run_id, trunk_seq FROM runs WHERE status IN ('succeeded', 'failed')
+    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
+), next AS (
+    SELECT q.run_id FROM runs q, idle
+    WHERE idle.yes AND q.status = 'queued'
+      AND (q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
+           OR (q.retry_of IS NOT NULL
+               AND q.trunk_seq >= coalesce((SELECT trunk_seq FROM last_started), -1)))
+    ORDER BY q.trunk_seq DESC, q.run_id DESC LIMIT 1
+)
+UPDATE runs r
+SET status = 'superseded', finished_at = clock_timestamp(),
+    superseded_by = coalesce((SELECT run_id FROM next), (SELECT run_id FROM last_started))
+FROM idle
+WHERE idle.yes AND r.status = 'queued'
+  AND r.run_id <> coalesce((SELECT run_id FROM next), -1)
+RETURNING r.run_id::text";
+
+/// The executions of a superseded run never start.
+pub const ABORT_SUPERSEDED_EXECUTIONS: &str = "\
+UPDATE executions e
+SET status = 'aborted', status_reason = 'superseded by run #' || coalesce(r.superseded_by::text, '?'),
+    finished_at = clock_timestamp(), updated_at = clock_timestamp()
+FROM runs r
+WHERE r.run_id = :run_id AND r.status = 'superseded' AND e.run_id = r.run_id
+  AND e.status = 'waiting'";
+
+/// Starts the queued run newest on the trunk when none is running (after
+/// `SUPERSEDE_QUEUED` it is the only one), and gives it the merge lock. Runs
+/// under `LOCK_MERGE_LOCK`.
 pub const START_NEXT_RUN: &str = "\
 WITH next AS (
     SELECT run_id FROM runs
     WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running')
-    ORDER BY run_id LIMIT 1
+    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
 ), started AS (
     UPDATE runs r SET status = 'running', started_at = clock_timestamp()
     FROM next WHERE r.run_id = next.run_id
@@ -249,6 +313,18 @@ pub const RECORD_NEW_RESOURCES: &str = "\
 UPDATE executions SET new_resources = CAST(:resources AS jsonb), updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status IN ('running', 'succeeded')
 RETURNING execution_id";
+
+/// Only while the execution has not ended: an ended one's plan is history.
+pub const RECORD_SAVED_PLAN: &str = "\
+UPDATE executions SET plan_key = :plan_key, plan_sha256 = :plan_sha256,
+    plan_version_id = :plan_version_id, updated_at = clock_timestamp()
+WHERE execution_id = :execution_id AND status IN ('waiting', 'running')
+RETURNING execution_id";
+
+pub const SAVED_PLAN: &str = "\
+SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
+    'version_id', plan_version_id)::text
+FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
 
 pub const RUN_PROGRESS: &str = "\
 SELECT json_build_object(

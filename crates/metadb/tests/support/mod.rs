@@ -36,23 +36,6 @@ pub fn server_url() -> String {
     .clone()
 }
 
-/// `url` with its database replaced.
-fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let authority_end = base.find("://").map_or(0, |i| i + 3);
-    let base = match base[authority_end..].find('/') {
-        Some(i) => &base[..authority_end + i],
-        None => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
-    }
-}
-
 /// A fresh empty database on the test server.
 pub struct TestDb {
     pub name: String,
@@ -72,16 +55,15 @@ impl TestDb {
                 .subsec_nanos()
         );
         let admin = server_url();
-        let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        let client = live_ci_metadb::connect(&admin)
             .await
             .expect("connect to the test server");
-        tokio::spawn(conn);
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
             .unwrap();
         TestDb {
-            url: with_database(&admin, &name),
+            url: live_ci_metadb::with_database(&admin, &name),
             name,
         }
     }
@@ -94,10 +76,7 @@ impl TestDb {
     }
 
     pub async fn drop_db(self) {
-        let (client, conn) = tokio_postgres::connect(&server_url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
+        let client = live_ci_metadb::connect(&server_url()).await.unwrap();
         let _ = client
             .batch_execute(&format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
@@ -139,8 +118,15 @@ pub fn exec(id: &str, account: &str, wait_for: &[&str]) -> NewExecution {
     }
 }
 
+/// Runs made by the helpers follow each other on the trunk, in creation order.
+pub fn next_trunk_seq() -> u64 {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
 pub fn run(commit: &str, max_parallel: u32, executions: Vec<NewExecution>) -> NewRun {
     NewRun {
+        trunk_seq: next_trunk_seq(),
         pr_id: 7,
         commit_id: commit.to_string(),
         base_ref: "refs/heads/main".into(),

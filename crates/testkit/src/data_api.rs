@@ -1,0 +1,91 @@
+//! An Aurora cluster with the Data API enabled and its master secret, created in
+//! the project's LocalStack through the RDS and Secrets Manager APIs (as
+//! Terraform creates them), so tests reach the local PostgreSQL through the
+//! plugin's `rds-data` service exactly as the binaries reach Aurora in AWS.
+
+use std::time::Duration;
+
+/// What a Data API client names on every call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataApiCluster {
+    pub cluster_arn: String,
+    pub secret_arn: String,
+    pub database: String,
+}
+
+/// LocalStack routes a request by the service in its credential scope; the
+/// signature itself is not checked.
+fn authorization(service: &str) -> String {
+    format!(
+        "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=0"
+    )
+}
+
+/// Creates cluster `id` (database `database`, master user `username`) and a
+/// secret holding its credentials.
+pub async fn create_cluster(
+    endpoint: &str,
+    id: &str,
+    database: &str,
+    username: &str,
+) -> Result<DataApiCluster, String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let password = "local-data-api-1";
+    let body = http
+        .post(format!("{endpoint}/"))
+        .header("Authorization", authorization("rds"))
+        .form(&[
+            ("Action", "CreateDBCluster"),
+            ("Version", "2014-10-31"),
+            ("DBClusterIdentifier", id),
+            ("Engine", "aurora-postgresql"),
+            ("EngineVersion", "15.4"),
+            ("MasterUsername", username),
+            ("MasterUserPassword", password),
+            ("DatabaseName", database),
+            ("EnableHttpEndpoint", "true"),
+        ])
+        .send()
+        .await
+        .map_err(|e| format!("CreateDBCluster: {e}"))?
+        .text()
+        .await
+        .map_err(|e| format!("CreateDBCluster: {e}"))?;
+    let cluster_arn = between(&body, "<DBClusterArn>", "</DBClusterArn>")
+        .ok_or_else(|| format!("CreateDBCluster answered {body}"))?;
+    let secret: serde_json::Value = http
+        .post(format!("{endpoint}/"))
+        .header("Authorization", authorization("secretsmanager"))
+        .header("X-Amz-Target", "secretsmanager.CreateSecret")
+        .header("Content-Type", "application/x-amz-json-1.1")
+        .body(
+            serde_json::json!({
+                "Name": format!("{id}-master"),
+                "SecretString": serde_json::json!({"username": username, "password": password}).to_string(),
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .map_err(|e| format!("CreateSecret: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("CreateSecret: {e}"))?;
+    let secret_arn = secret["ARN"]
+        .as_str()
+        .ok_or_else(|| format!("CreateSecret answered {secret}"))?;
+    Ok(DataApiCluster {
+        cluster_arn: cluster_arn.to_string(),
+        secret_arn: secret_arn.to_string(),
+        database: database.to_string(),
+    })
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = text.find(start)? + start.len();
+    let to = text[from..].find(end)? + from;
+    Some(&text[from..to])
+}

@@ -1,0 +1,34 @@
+//! What every subcommand does first: open the metadb the module configured
+//! (direct PostgreSQL or the RDS Data API) and bring its schema up to date under
+//! the migrations' advisory lock, so the first task after an apply or an upgrade
+//! migrates and concurrent tasks wait for it instead of failing on a missing table.
+
+use live_ci_metadb::{AnyMetadb, MetadbConfig};
+
+use crate::error::{Result, TaskError};
+
+/// Connections per task: a subcommand runs its metadb calls one after another.
+const CONNECTIONS: usize = 2;
+
+/// The migrated metadb, or `None` when this task has no metadb configured (a
+/// `pr-plan` task may have none): nothing to migrate, and no failure.
+pub async fn open_metadb(
+    config: Option<&MetadbConfig>,
+    aws: &aws_config::SdkConfig,
+) -> Result<Option<AnyMetadb>> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS)
+        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let applied = metadb
+        .migrate()
+        .await
+        .map_err(|e| TaskError::Metadb(format!("migrating at start: {e}")))?;
+    if applied.is_empty() {
+        tracing::debug!("metadb schema up to date");
+    } else {
+        tracing::info!(?applied, "applied metadb migrations");
+    }
+    Ok(Some(metadb))
+}
