@@ -5,7 +5,7 @@ WORK ?= .work
 # scripts/localstack.sh keeps its venv and state here.
 export LIVE_CI_WORK ?= $(abspath $(WORK))
 
-.PHONY: all build demo demo-dry deploy-local test lint fmt bench clean localstack-up localstack-down infra-check package
+.PHONY: all build demo demo-dry deploy-local test lint fmt bench clean localstack-up localstack-down infra-check package package-check e2e-release
 
 all: build
 
@@ -34,7 +34,16 @@ deploy-local: build
 test: lint
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	bash scripts/local-cloud.sh smoke
+	# The smoke suite runs the built binaries (none of its tests may skip), and
+	# its terraform test too.
+	$(CARGO) build --locked --workspace --bins
+	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke
+	# The Lambda zip checker refuses what it must; the zips themselves are
+	# checked when `make package` has built them.
+	python3 scripts/check-lambda-zips.py --self-test $${CARGO_TARGET_DIR:-target}/debug/receiver
+	@if [ -f $${CARGO_TARGET_DIR:-target}/lambda/receiver/bootstrap.zip ]; then \
+	  python3 scripts/check-lambda-zips.py; \
+	else echo "lambda zips: not built (make package), not checked"; fi
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
@@ -57,10 +66,23 @@ lint: infra-check
 infra-check:
 	bash scripts/infra-check.sh
 
-## The Lambda zips the Terraform module deploys (target/lambda/<name>/bootstrap.zip);
-## release builds, about 20 minutes on 2 cores. Not part of `make test`.
+## The Lambda zips the Terraform module deploys (target/lambda/<name>/bootstrap.zip)
+## for provided.al2023 (zig links against glibc 2.34), then checks each bootstrap:
+## ELF, x86-64, highest GLIBC symbol version <= 2.34. Release builds, about 20
+## minutes on 2 cores. `make test` checks the zips when they exist.
 package:
 	bash scripts/package.sh
+	python3 scripts/check-lambda-zips.py
+
+package-check:
+	python3 scripts/check-lambda-zips.py
+
+## The e2e pipeline once with the very zips of `make package` deployed into the
+## local cloud (instead of the debug binaries' wrapper zips).
+e2e-release: package
+	$(CARGO) build --locked --workspace --bins
+	LIVE_CI_LAMBDA_ZIPS=$${CARGO_TARGET_DIR:-$(abspath target)}/lambda bash scripts/pg.sh with \
+	  $(CARGO) test --locked -p live-ci-e2e --test pipeline
 
 fmt:
 	$(CARGO) fmt --all

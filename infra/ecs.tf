@@ -19,6 +19,8 @@ locals {
       SCAN_TYPE                    = var.scan_type
       PLAN_COMMAND                 = var.plan_command
       APPLY_COMMAND                = var.apply_command
+      SHOW_COMMAND                 = var.show_command
+      SKIP_UNCHANGED               = tostring(var.skip_unchanged)
       MAX_PARALLEL                 = tostring(var.max_parallel)
       FAIL_FAST                    = tostring(var.fail_fast)
       TRIGGER_SF_FUNCTION_NAME     = local.function_names["trigger-sf"]
@@ -36,6 +38,16 @@ locals {
 
   # Injected by ECS from SSM at start: never plain text in the task definition.
   task_secrets = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = local.ssm_arn.metadb_url }] : []
+  # The deploy key for git::ssh:// module sources (live-ci-task writes it to a file).
+  task_ssh_key_secret = var.git_ssh_key_arn != null ? [{ name = "GIT_SSH_KEY", valueFrom = var.git_ssh_key_arn }] : []
+  # The user's own secrets (task_secrets), by name.
+  task_user_secrets = [for name in sort(keys(var.task_secrets)) : { name = name, valueFrom = var.task_secrets[name] }]
+  # What the task execution role reads for them (a Secrets Manager JSON key
+  # suffix is not part of the secret's ARN).
+  task_user_secret_arns = [
+    for arn in concat(values(var.task_secrets), var.git_ssh_key_arn != null ? [var.git_ssh_key_arn] : []) :
+    can(regex(":secretsmanager:", arn)) ? join(":", slice(split(":", arn), 0, 7)) : arn
+  ]
 }
 
 resource "aws_ecs_cluster" "this" {
@@ -107,11 +119,18 @@ resource "aws_ecs_task_definition" "this" {
     essential = true
     # The image's entrypoint is live-ci-task; the subcommand is the command.
     command = [each.key]
+    # task_environment first, so that live-ci's own names win.
     environment = [
-      for k in sort(keys(local.task_env_by_kind[each.key])) : { name = k, value = local.task_env_by_kind[each.key][k] }
+      for k, v in merge(var.task_environment, local.task_env_by_kind[each.key]) : { name = k, value = v }
     ]
-    # pr-plan runs a pull request's code and never touches the metadb.
-    secrets                = each.key == "pr-plan" ? [] : local.task_secrets
+    # pr-plan runs a pull request's code and never touches the metadb; the
+    # user's secrets and the SSH deploy key (task_secrets, git_ssh_key_arn) go to
+    # every task.
+    secrets = concat(
+      each.key == "pr-plan" ? [] : local.task_secrets,
+      local.task_ssh_key_secret,
+      local.task_user_secrets,
+    )
     readonlyRootFilesystem = false
     logConfiguration = {
       logDriver = "awslogs"

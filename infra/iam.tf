@@ -481,6 +481,25 @@ data "aws_iam_policy_document" "task_execution" {
       resources = [local.ssm_arn.metadb_url]
     }
   }
+
+  # task_secrets and git_ssh_key_arn: exactly the parameters and secrets given.
+  dynamic "statement" {
+    for_each = length([for a in local.task_user_secret_arns : a if can(regex(":ssm:", a))]) > 0 ? [1] : []
+    content {
+      sid       = "InjectUserParameters"
+      actions   = ["ssm:GetParameters"]
+      resources = [for a in local.task_user_secret_arns : a if can(regex(":ssm:", a))]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length([for a in local.task_user_secret_arns : a if can(regex(":secretsmanager:", a))]) > 0 ? [1] : []
+    content {
+      sid       = "InjectUserSecrets"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [for a in local.task_user_secret_arns : a if can(regex(":secretsmanager:", a))]
+    }
+  }
 }
 
 resource "aws_iam_role" "task_execution" {

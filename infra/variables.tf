@@ -138,6 +138,51 @@ variable "apply_command" {
   default     = "terragrunt apply -input=false -auto-approve {plan_file}"
 }
 
+variable "show_command" {
+  description = "Command template terra-run and the plan scans run with sh -c in the unit's directory after each plan to read the saved plan as JSON ({plan_file}, added when missing); run through the same tool as plan_command."
+  type        = string
+  default     = "terragrunt show -json {plan_file}"
+}
+
+variable "skip_unchanged" {
+  description = "Whether a unit whose plan changes nothing (no resource, no output) succeeds as \"no changes\" without asking its voters or applying."
+  type        = bool
+  default     = true
+}
+
+variable "task_environment" {
+  description = "Extra plain environment variables for every live-ci-task container (pr-plan, create-deploy-stack, terra-run), e.g. TF_PLUGIN_CACHE_DIR or proxy settings. live-ci's own variables win over a name given here."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.task_environment) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k))])
+    error_message = "task_environment keys must be environment variable names (letters, digits, underscores; not starting with a digit)."
+  }
+}
+
+variable "task_secrets" {
+  description = "Extra secret environment variables for every live-ci-task container: name => ARN of an SSM parameter or a Secrets Manager secret (optionally with :json-key:: suffix), injected by ECS at start. The task execution role may read exactly these."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.task_secrets : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k)) && can(regex("^arn:aws[a-z-]*:(ssm|secretsmanager):[a-z0-9-]+:[0-9]{12}:(parameter/|secret:)", v))])
+    error_message = "task_secrets maps environment variable names to ARNs of SSM parameters (arn:aws:ssm:REGION:ACCOUNT:parameter/...) or Secrets Manager secrets (arn:aws:secretsmanager:REGION:ACCOUNT:secret:...)."
+  }
+}
+
+variable "git_ssh_key_arn" {
+  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks write it to a key file and give terraform and terragrunt GIT_SSH_COMMAND. Null: no key."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.git_ssh_key_arn == null || can(regex("^arn:aws[a-z-]*:(ssm|secretsmanager):[a-z0-9-]+:[0-9]{12}:(parameter/|secret:)", var.git_ssh_key_arn))
+    error_message = "git_ssh_key_arn must be the ARN of an SSM parameter or a Secrets Manager secret."
+  }
+}
+
 variable "max_parallel" {
   description = "Most Step Functions executions (units) of one run deploying at once."
   type        = number

@@ -17,6 +17,10 @@
 #   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
+#                          deployed as they are instead of the debug wrappers (make e2e-release);
+#                          they reach the metadb the way the module configures it, so they
+#                          need a metadb_connection the local cloud serves without METADB_URL
 #
 # The metadb: locally RDS has no database behind it, so the Lambda wrappers and
 # the task's image-map entry hand METADB_URL (the local PostgreSQL) to the
@@ -50,6 +54,13 @@ cloud_env() {
 package_lambda() {
   local fn="$1" bin="$2" dir="$deploy/lambda/$1"
   mkdir -p "$dir/src"
+  if [ -n "${LIVE_CI_LAMBDA_ZIPS:-}" ]; then
+    local zip="$LIVE_CI_LAMBDA_ZIPS/$fn/bootstrap.zip"
+    [ -f "$zip" ] || die "no $zip: run make package"
+    cmp -s "$zip" "$dir/bootstrap.zip" || cp "$zip" "$dir/bootstrap.zip"
+    rm -f "$dir/src/bootstrap"
+    return
+  fi
   cat >"$dir/src/bootstrap.new" <<EOF
 #!/bin/sh
 # live-ci local deployment: the debug build of $bin, with the local metadb.

@@ -6,7 +6,7 @@
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
-    CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, Phase,
+    CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, DEFAULT_SHOW_COMMAND, Phase,
 };
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::MetadbConfig;
@@ -26,6 +26,9 @@ pub const ENV_VARS: &[&str] = &[
     "SCAN_TYPE",
     "PLAN_COMMAND",
     "APPLY_COMMAND",
+    "SHOW_COMMAND",
+    "SKIP_UNCHANGED",
+    crate::git_ssh::ENV,
     "MAX_PARALLEL",
     "FAIL_FAST",
     "TRIGGER_SF_FUNCTION_NAME",
@@ -161,6 +164,12 @@ pub struct Config {
     pub scan_type: ScanType,
     pub plan_command: CommandTemplate,
     pub apply_command: CommandTemplate,
+    /// Describes a saved plan as JSON (`terraform show -json`), run after every plan.
+    pub show_command: CommandTemplate,
+    /// A plan that changes nothing ends the deployment without approval or apply.
+    pub skip_unchanged: bool,
+    /// The deploy key for `git::ssh://` module sources (`GIT_SSH_KEY`, an ECS secret).
+    pub git_ssh_key: Option<crate::git_ssh::SshKey>,
     pub max_parallel: u32,
     pub fail_fast: bool,
     pub trigger_sf_function: Option<String>,
@@ -278,6 +287,9 @@ impl Config {
             scan_type,
             plan_command: template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan")?,
             apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply")?,
+            show_command: template("SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show")?,
+            skip_unchanged: env.flag("SKIP_UNCHANGED", true)?,
+            git_ssh_key: opt(crate::git_ssh::ENV).map(crate::git_ssh::SshKey::new),
             max_parallel,
             fail_fast: env.flag("FAIL_FAST", false)?,
             trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
@@ -349,7 +361,8 @@ mod tests {
                 }
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
-                    "FAIL_FAST" => "true".into(),
+                    "FAIL_FAST" | "SKIP_UNCHANGED" => "true".into(),
+                    "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),
                     "LIVE_CI_PHASE" => "apply".into(),
                     "FILE_PATH_PATTERN" => r"\.tf$".into(),
@@ -417,6 +430,10 @@ mod tests {
         );
         assert!(c.metadb.is_none());
         assert_eq!(c.plan_command.as_str(), DEFAULT_PLAN_COMMAND);
+        assert_eq!(c.show_command.as_str(), DEFAULT_SHOW_COMMAND);
+        assert!(c.skip_unchanged);
+        let err = Config::from_lookup(lookup(&[("SKIP_UNCHANGED", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("SKIP_UNCHANGED"), "{err}");
         let err = Config::from_lookup(lookup(&[("SCAN_TYPE", "diff")])).unwrap_err();
         assert!(err.to_string().contains("SCAN_TYPE=\"diff\""), "{err}");
         let err =

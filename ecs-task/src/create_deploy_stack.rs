@@ -378,9 +378,9 @@ where
 }
 
 /// Records a merge a queued or started run covers; nothing is applied.
-async fn record_superseded<M, P, G, I>(
+async fn record_superseded<M, P, G, I, R>(
     config: &Config,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
     pr_id: u64,
     commit: &str,
     trunk_seq: u64,
@@ -391,6 +391,7 @@ where
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let run = NewRun {
         pr_id,
@@ -475,16 +476,26 @@ async fn plan_scan<R: RoleAssumer>(
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
-    let env = vec![(
+    let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    env.extend(crate::git_ssh::child_env(
+        config.git_ssh_key.as_ref(),
+        &checkout.scratch_file("ssh"),
+    )?);
     let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
     // Plan roles only: create-deploy-stack may not assume an apply role.
     let credentials = sandbox::assume_each(
         roles,
         units.iter().filter_map(role_of).collect(),
-        &format!("scan-{}", checkout.commit.get(..12).unwrap_or(checkout.commit.as_str())),
+        &format!(
+            "scan-{}",
+            checkout
+                .commit
+                .get(..12)
+                .unwrap_or(checkout.commit.as_str())
+        ),
     )
     .await?;
     let results = plan_units(
@@ -492,6 +503,7 @@ async fn plan_scan<R: RoleAssumer>(
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
+        |p| config.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.max_parallel as usize,

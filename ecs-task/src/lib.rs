@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;
 pub mod error;
+pub mod git_ssh;
 pub mod logs;
 pub mod plans;
 pub mod pr_plan;

@@ -1,15 +1,15 @@
 //! Plans of many units at once, bounded by the runner pool (`MAX_PARALLEL`):
 //! the plan scan of create-deploy-stack and the plans of pr-plan. Plans read
-//! state and change nothing, so they run without dependency order.
+//! state and change nothing, so they run without dependency order. Every plan
+//! is read from `show -json` of its saved plan file, never from its text.
 
 use std::path::{Path, PathBuf};
 
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::TemporaryCredentials;
 use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
-use live_ci_core::terraform::{
-    ChangeCounts, Phase, insert_args, parse_plan_summary, with_plan_file,
-};
+use live_ci_core::terraform::plan_json::PlanSummary;
+use live_ci_core::terraform::{ChangeCounts, Phase, insert_args, show_command, with_plan_file};
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
@@ -23,23 +23,51 @@ pub struct UnitPlan {
     pub outcome: Result<PlanOutcome, String>,
 }
 
-/// A finished plan: its counts and whether `-detailed-exitcode` said "changes".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A finished plan: its counts, whether it changes anything (outputs
+/// included) and the whole summary from `show -json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanOutcome {
     pub counts: ChangeCounts,
     pub has_changes: bool,
+    pub summary: PlanSummary,
+}
+
+/// Reads the saved plan at `plan_file` with the unit's show command
+/// (`{plan_file}` filled in) run in `dir`: the error names the command and
+/// what went wrong.
+pub async fn describe_plan(
+    show_template: &str,
+    plan_file: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<PlanSummary> {
+    let command = show_command(show_template, plan_file);
+    let (finished, stdout) = run::capture(&command, dir, env, prefix).await?;
+    if finished.code != Some(0) {
+        return Err(run::failed(&command, dir, &finished));
+    }
+    PlanSummary::from_show_json(&stdout).map_err(|message| TaskError::CommandFailed {
+        command: command.clone(),
+        dir: dir.display().to_string(),
+        code: "code 0".into(),
+        tail: message,
+    })
 }
 
 /// Plans `units` of the checkout at `repo_dir` with the plan command
 /// rendered for each unit by `command_of`, with the credentials of the role
 /// `credentials_of` gives (already assumed by the caller), at most
-/// `max_parallel` at once, with `-detailed-exitcode` (exit 2: changes). Results
-/// come back in the order of `units`.
+/// `max_parallel` at once, with `-detailed-exitcode` (any exit but 0 and 2 is
+/// a failure), then reads each saved plan with the show command `show_of`
+/// renders. Results come back in the order of `units`.
+#[allow(clippy::too_many_arguments)]
 pub async fn plan_units(
     repo_dir: &Path,
     scratch: &Path,
     units: &[RepoPath],
     command_of: impl Fn(&RepoPath) -> String,
+    show_of: impl Fn(&RepoPath) -> String,
     credentials_of: impl Fn(&RepoPath) -> Option<TemporaryCredentials>,
     env: &[(String, String)],
     max_parallel: usize,
@@ -74,9 +102,23 @@ pub async fn plan_units(
             extra.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
             let env = sandbox::env_for(credentials_of(&path).as_ref(), &extra);
             let prefix = format!("[{path}] ");
+            let show = show_of(&path);
             running.spawn(async move {
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;
-                (i, outcome(&command, &dir, finished))
+                let outcome = match outcome(&command, &dir, finished) {
+                    Ok(()) => {
+                        describe_plan(&show, &plan_file.display().to_string(), &dir, &env, &prefix)
+                            .await
+                            .map(|summary| PlanOutcome {
+                                counts: summary.counts(),
+                                has_changes: summary.has_changes(),
+                                summary,
+                            })
+                            .map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e),
+                };
+                (i, outcome)
             });
         }
         let Some(joined) = running.join_next().await else {
@@ -93,22 +135,12 @@ pub async fn plan_units(
     Ok(results.into_iter().flatten().collect())
 }
 
-fn outcome(command: &str, dir: &Path, finished: Result<Finished>) -> Result<PlanOutcome, String> {
+/// Whether the plan command itself succeeded (`-detailed-exitcode`: 0 no
+/// changes, 2 changes; what changes is read from the saved plan).
+fn outcome(command: &str, dir: &Path, finished: Result<Finished>) -> Result<(), String> {
     let finished = finished.map_err(|e| e.to_string())?;
-    let has_changes = match finished.code {
-        Some(0) => false,
-        Some(2) => true,
-        _ => return Err(run::failed(command, dir, &finished).to_string()),
-    };
-    let counts = parse_plan_summary(&finished.output).ok_or_else(|| {
-        format!(
-            "{command:?} in {:?} printed no plan summary: {}",
-            dir.display().to_string(),
-            finished.tail(3)
-        )
-    })?;
-    Ok(PlanOutcome {
-        counts,
-        has_changes,
-    })
+    match finished.code {
+        Some(0) | Some(2) => Ok(()),
+        _ => Err(run::failed(command, dir, &finished).to_string()),
+    }
 }

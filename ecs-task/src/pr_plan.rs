@@ -149,10 +149,14 @@ async fn plan<R: RoleAssumer>(
     let scratch = checkout.scratch_file("plans");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
-    let env = vec![(
+    let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    env.extend(crate::git_ssh::child_env(
+        config.git_ssh_key.as_ref(),
+        &checkout.scratch_file("ssh"),
+    )?);
     let role_of = |p: &RepoPath| {
         accounts
             .as_ref()
@@ -171,6 +175,7 @@ async fn plan<R: RoleAssumer>(
         &scratch,
         &units,
         |p| config.plan_command.for_unit(p),
+        |p| config.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.max_parallel as usize,
@@ -202,10 +207,10 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
                 Ok(o) => body.push_str(&format!(
                     "| `{}` | {} | {} | {} | {} |\n",
                     p.path,
-                    if o.has_changes {
-                        "changes"
+                    if o.summary.has_resource_changes() {
+                        "changes".to_string()
                     } else {
-                        "no changes"
+                        o.summary.describe()
                     },
                     o.counts.add,
                     o.counts.change,

@@ -155,6 +155,43 @@ pub async fn run_quietly(
     .await
 }
 
+/// Runs `command` like [`run`] but keeps its stdout apart (a machine-readable
+/// answer such as `terraform show -json`, too large for the log) and logs
+/// only its stderr, prefixed.
+pub async fn capture(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<(Finished, String)> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        // The whole environment, as for `run` (crate::sandbox::env_for).
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| TaskError::Spawn {
+            command: command.to_string(),
+            message: format!("in {:?}: {e}", dir.display().to_string()),
+        })?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    for line in stderr.lines() {
+        println!("{prefix}{line}");
+    }
+    Ok((
+        Finished {
+            code: out.status.code(),
+            output: stderr,
+        },
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
 /// The error for a command that exited other than with `ok` codes.
 pub fn failed(command: &str, dir: &Path, finished: &Finished) -> TaskError {
     TaskError::CommandFailed {

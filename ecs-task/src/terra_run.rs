@@ -18,8 +18,8 @@ use live_ci_core::port::{
 };
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
 use live_ci_core::terraform::{
-    Phase, is_stale_plan, parse_apply_summary, parse_plan_summary, plan_key, program_of,
-    resources_of_providers, with_plan_file,
+    Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
+    with_plan_file,
 };
 use live_ci_workflow::payload::{ApplyResult, PlanResult};
 use serde::Serialize;
@@ -28,6 +28,7 @@ use tokio::process::Command;
 use crate::checkout::{Checkout, Repo};
 use crate::config::Config;
 use crate::error::{Result, TaskError};
+use crate::plans::describe_plan;
 use crate::run::{self, Tick};
 use crate::sandbox;
 
@@ -61,13 +62,7 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<
-    M: Metadb,
-    A: ArtifactStore,
-    T: TaskTokens,
-    G: GitHost,
-    R: RoleAssumer,
->(
+pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
     config: &Config,
     repo: &Repo,
     logs_url: Option<&str>,
@@ -78,13 +73,7 @@ pub async fn terra_run<
     let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
     if let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) {
         let (state, description) = match &outcome {
-            Ok(TerraRunResult::Plan(p)) => (
-                StatusState::Success,
-                format!(
-                    "{} to add, {} to change, {} to destroy",
-                    p.to_add, p.to_change, p.to_destroy
-                ),
-            ),
+            Ok(TerraRunResult::Plan(p)) => (StatusState::Success, p.summary()),
             Ok(TerraRunResult::Apply(a)) => (
                 StatusState::Success,
                 format!(
@@ -205,7 +194,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
     }
     let plan_file = checkout.scratch_file("unit.tfplan");
     let plan_file_str = plan_file.display().to_string();
-    let extra = vec![
+    let mut extra = vec![
         (
             "LIVE_CI_REPO_DIR".to_string(),
             checkout.dir().display().to_string(),
@@ -213,6 +202,10 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         ("LIVE_CI_CFG_PATH".into(), record.cfg_path.to_string()),
         ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
     ];
+    extra.extend(crate::git_ssh::child_env(
+        config.git_ssh_key.as_ref(),
+        &checkout.scratch_file("ssh"),
+    )?);
     let role = unit_role(config, &record, phase)?;
     let credentials = sandbox::assume(
         ports.roles,
@@ -231,13 +224,21 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             if finished.code != Some(0) {
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
-            let counts =
-                parse_plan_summary(&finished.output).ok_or_else(|| TaskError::CommandFailed {
-                    command: command.clone(),
-                    dir: unit_dir.display().to_string(),
-                    code: "code 0".into(),
-                    tail: format!("no plan summary in the output: {}", finished.tail(3)),
-                })?;
+            if !plan_file.is_file() {
+                return Err(TaskError::PlanArtifact {
+                    artifact: plan_file_str.clone(),
+                    message: "the plan command saved no plan; the template must write {plan_file}"
+                        .into(),
+                });
+            }
+            let summary = describe_plan(
+                &config.show_command.for_unit(&record.cfg_path),
+                &plan_file_str,
+                &unit_dir,
+                &env,
+                "",
+            )
+            .await?;
             let bytes = std::fs::read(&plan_file).map_err(|e| TaskError::PlanArtifact {
                 artifact: plan_file_str.clone(),
                 message: format!(
@@ -273,15 +274,26 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             }
             let result = PlanResult {
                 execution_id: record.execution_id.clone(),
-                to_add: counts.add,
-                to_change: counts.change,
-                to_destroy: counts.destroy,
+                to_add: summary.add,
+                to_change: summary.change,
+                to_destroy: summary.destroy,
+                to_replace: summary.replace,
+                to_import: summary.import,
+                to_forget: summary.forget,
+                outputs_changed: summary.outputs_changed.clone(),
+                skip_apply: config.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
             };
             println!(
-                "live-ci: plan saved to {} ({} to add, {} to change, {} to destroy)",
-                result.plan_artifact, result.to_add, result.to_change, result.to_destroy
+                "live-ci: plan saved to {} ({}){}",
+                result.plan_artifact,
+                result.summary(),
+                if result.skip_apply {
+                    ": nothing to approve or apply"
+                } else {
+                    ""
+                }
             );
             Ok(TerraRunResult::Plan(result))
         }

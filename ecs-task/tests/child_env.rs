@@ -49,9 +49,9 @@ fn task(sub: &str, env: &[(&str, String)]) -> Command {
 
 async fn github_token_param() -> String {
     let name = format!("/{}/github-token", unique("child"));
-    let ssm = live_ci_aws::sdk::ssm::Client::from_conf(
-        live_ci_aws::sdk::ssm::Config::from(&aws_config()),
-    );
+    let ssm = live_ci_aws::sdk::ssm::Client::from_conf(live_ci_aws::sdk::ssm::Config::from(
+        &aws_config(),
+    ));
     ssm.put_parameter()
         .name(&name)
         .value(GITHUB_TOKEN)
@@ -129,7 +129,11 @@ async fn terra_runs_plan_child_gets_none_of_the_tasks_secrets() {
     e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
     e.plan_command = tf.plan.clone();
     e.apply_command = tf.apply.clone();
-    let run_id = metadb.create_run(&run(&commit, 1, vec![e])).await.unwrap().run_id;
+    let run_id = metadb
+        .create_run(&run(&commit, 1, vec![e]))
+        .await
+        .unwrap()
+        .run_id;
     assert_eq!(metadb.claim_ready(run_id, 10).await.unwrap().len(), 1);
     let bucket = unique("childenv").to_lowercase();
     let s3 = aws_sdk_s3::Client::from_conf(
@@ -153,7 +157,10 @@ async fn terra_runs_plan_child_gets_none_of_the_tasks_secrets() {
             ("ACCOUNT_PARENT_CFG", accounts.to_string()),
             ("LIVE_CI_PHASE", "plan".into()),
             ("LIVE_CI_EXECUTION_ID", id.into()),
-            ("LIVE_CI_ROLE_ARN", "arn:aws:iam::111111111111:role/plan".into()),
+            (
+                "LIVE_CI_ROLE_ARN",
+                "arn:aws:iam::111111111111:role/plan".into(),
+            ),
         ],
     )
     .output()

@@ -589,7 +589,13 @@ async fn priorities_take_the_median_duration_of_earlier_executions() {
     metadb.finish_run(run_id).await.unwrap();
 
     let run = create_deploy_stack(
-        &config(&repo.url(), &second, "2", DEV_ONLY, &[("MAX_PARALLEL", "1")]),
+        &config(
+            &repo.url(),
+            &second,
+            "2",
+            DEV_ONLY,
+            &[("MAX_PARALLEL", "1")],
+        ),
         &repo_ref,
         None,
         &fakes.ports(&metadb),

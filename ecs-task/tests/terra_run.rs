@@ -297,6 +297,88 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     s.db.drop_db().await;
 }
 
+/// A plan that changes nothing (read from `show -json`) tells the state
+/// machine to skip approval and apply, unless the module keeps unchanged
+/// units (`SKIP_UNCHANGED=false`); a plan with changes never does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let github = RecordingGitHost::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
+    let plan_output = |config: &Config| {
+        let config = config.clone();
+        let repo = &repo;
+        let ports = &ports;
+        let tokens = &tokens;
+        async move {
+            terra_run(&config, repo, None, ports).await.unwrap();
+            let Sent::Success { output, .. } = only_sent(tokens) else {
+                panic!("plan failed")
+            };
+            serde_json::from_str::<Value>(&output).unwrap()
+        }
+    };
+    let first = plan_output(&env(id1, "plan", None, &s.clone_url)).await;
+    assert_eq!(first["to_add"], 1);
+    assert_eq!(first["skip_apply"], false, "a plan with changes is applied");
+    terra_run(
+        &env(
+            id1,
+            "apply",
+            Some(first["plan_artifact"].as_str().unwrap()),
+            &s.clone_url,
+        ),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap();
+    only_sent(&tokens);
+    // The second commit changes only a README: its plan changes nothing.
+    let unchanged = plan_output(&env(id2, "plan", None, &s.clone_url)).await;
+    assert_eq!(
+        (
+            &unchanged["to_add"],
+            &unchanged["to_change"],
+            &unchanged["to_destroy"]
+        ),
+        (&Value::from(0), &Value::from(0), &Value::from(0))
+    );
+    assert_eq!(unchanged["outputs_changed"], serde_json::json!([]));
+    assert_eq!(unchanged["skip_apply"], true);
+    let mut keep = env(id2, "plan", None, &s.clone_url);
+    keep.skip_unchanged = false;
+    let kept = plan_output(&keep).await;
+    assert_eq!(kept["skip_apply"], false);
+    let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
+    let last = github
+        .statuses()
+        .into_iter()
+        .rfind(|st| st.sha == s.commits[1] && st.context == status_context(Phase::Plan, &unit))
+        .unwrap();
+    assert_eq!(
+        (last.state, last.description.as_str()),
+        (StatusState::Success, "no changes")
+    );
+    s.db.drop_db().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_reach_the_token_with_the_commands_output() {
     let s = setup().await;
@@ -348,7 +430,10 @@ async fn failures_reach_the_token_with_the_commands_output() {
         &s.clone_url,
     );
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
-    assert!(err.to_string().contains("no saved plan is recorded"), "{err}");
+    assert!(
+        err.to_string().contains("no saved plan is recorded"),
+        "{err}"
+    );
     assert!(!s.tf.state_file("dev/app").exists());
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
     s.db.drop_db().await;
@@ -408,7 +493,10 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
     assert_eq!(saved.key, key1);
     assert_eq!(saved.sha256, live_ci_core::port::sha256_hex(&approved));
-    assert_eq!(saved.version_id, None, "an unversioned bucket has no versions");
+    assert_eq!(
+        saved.version_id, None,
+        "an unversioned bucket has no versions"
+    );
 
     // Someone with write access to the bucket swaps in another valid plan.
     let other = store.get(&key2).await.unwrap().unwrap();
@@ -471,7 +559,10 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     let artifacts = plan_both(&s, &ports, &repo).await;
     let key1 = plan_key(id1, &s.commits[0]);
     let saved = s.metadb.saved_plan(id1).await.unwrap().unwrap();
-    let version = saved.version_id.clone().expect("a versioned bucket names the version");
+    let version = saved
+        .version_id
+        .clone()
+        .expect("a versioned bucket names the version");
     // A newer object at the key: garbage that no hash could match.
     let newer = store.put(&key1, b"not a plan".to_vec()).await.unwrap();
     assert!(newer.is_some_and(|v| v != version));
@@ -484,12 +575,22 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     .await
     .unwrap();
     assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
-    assert!(s.tf.state_file("dev/app").exists(), "the approved plan applied");
+    assert!(
+        s.tf.state_file("dev/app").exists(),
+        "the approved plan applied"
+    );
 
     // A version that is gone is a clear error, not a fallback to the newest.
     let id2 = "run-7-y-dev-app-002";
     let key2 = plan_key(id2, &s.commits[1]);
-    let v2 = s.metadb.saved_plan(id2).await.unwrap().unwrap().version_id.unwrap();
+    let v2 = s
+        .metadb
+        .saved_plan(id2)
+        .await
+        .unwrap()
+        .unwrap()
+        .version_id
+        .unwrap();
     client
         .delete_object()
         .bucket(&bucket)
@@ -508,7 +609,8 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     .await
     .unwrap_err();
     assert!(
-        err.to_string().contains(&format!("no such saved plan (version {v2})")),
+        err.to_string()
+            .contains(&format!("no such saved plan (version {v2})")),
         "{err}"
     );
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));

@@ -76,6 +76,7 @@ module "live_ci" {
   # terragrunt is not installable here: the sample units run with terraform.
   plan_command  = var.plan_command
   apply_command = var.apply_command
+  show_command  = var.show_command
 
   approval_sender_email    = var.approval_sender_email
   approval_timeout_seconds = var.approval_timeout_seconds

@@ -64,6 +64,12 @@ variable "apply_command" {
   type        = string
 }
 
+variable "show_command" {
+  description = "How terra-run reads a saved plan as JSON (terraform in the directory the plan command initialised)."
+  type        = string
+  default     = "terraform show -json -no-color {plan_file}"
+}
+
 variable "approval_sender_email" {
   description = "Sender of the approval mails (SES v2 identity, verified at once locally)."
   type        = string

@@ -298,10 +298,7 @@ fn find_with_graph_operators_and_git_ranges() {
     );
     // the default filters file applies unless disabled
     std::fs::write(repo.join(".live-ci-filters"), "# comment\nlogs\n").unwrap();
-    assert_eq!(
-        found(&json_ok(&repo, &["find"])),
-        ["shared/us-east-1/logs"]
-    );
+    assert_eq!(found(&json_ok(&repo, &["find"])), ["shared/us-east-1/logs"]);
     let all = json_ok(&repo, &["find", "--no-filters-file"]);
     assert_eq!(all["units"].as_array().unwrap().len(), 7);
 }

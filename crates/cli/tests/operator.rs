@@ -73,7 +73,9 @@ async fn waiting_engine() -> SfnEngine {
     let machine = sfn
         .create_state_machine()
         .name(unique("live-ci-abort"))
-        .definition(r#"{"StartAt":"Wait","States":{"Wait":{"Type":"Wait","Seconds":600,"End":true}}}"#)
+        .definition(
+            r#"{"StartAt":"Wait","States":{"Wait":{"Type":"Wait","Seconds":600,"End":true}}}"#,
+        )
         .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
         .send()
         .await
@@ -130,19 +132,31 @@ async fn abort_stops_running_executions_aborts_the_rest_and_hands_on_the_lock() 
         .create_run(&run(
             &format!("{p}-1"),
             4,
-            vec![exec(&a, "dev", &[]), exec(&b, "dev", &[&a]), exec(&c, "dev", &[])],
+            vec![
+                exec(&a, "dev", &[]),
+                exec(&b, "dev", &[&a]),
+                exec(&c, "dev", &[]),
+            ],
         ))
         .await
         .unwrap()
         .run_id;
-    let mut queued = run(&format!("{p}-2"), 4, vec![exec(&format!("{p}-q"), "dev", &[])]);
+    let mut queued = run(
+        &format!("{p}-2"),
+        4,
+        vec![exec(&format!("{p}-q"), "dev", &[])],
+    );
     queued.pr_id = 8;
     let second = db.create_run(&queued).await.unwrap().run_id;
     // a and c deploy (real Step Functions executions), b waits for a.
     let mut arns = Vec::new();
     for e in db.claim_ready(first, 10).await.unwrap() {
         let arn = engine.start_execution(&e.execution_id, "{}").await.unwrap();
-        assert!(db.attach_execution_arn(&e.execution_id, &arn).await.unwrap());
+        assert!(
+            db.attach_execution_arn(&e.execution_id, &arn)
+                .await
+                .unwrap()
+        );
         arns.push(arn);
     }
     assert_eq!(arns.len(), 2);
@@ -171,9 +185,15 @@ async fn abort_stops_running_executions_aborts_the_rest_and_hands_on_the_lock() 
         assert_eq!(e.status, ExecutionStatus::Aborted);
         assert_eq!(e.status_reason.as_deref(), Some(ABORTED_BY_OPERATOR));
     }
-    assert_eq!(db.run(first).await.unwrap().unwrap().status, RunStatus::Failed);
+    assert_eq!(
+        db.run(first).await.unwrap().unwrap().status,
+        RunStatus::Failed
+    );
     // The lock went to the queued run, in the row and in the parameter.
-    assert_eq!(db.run(second).await.unwrap().unwrap().status, RunStatus::Running);
+    assert_eq!(
+        db.run(second).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
     assert_eq!(db.merge_lock().await.unwrap().run_id, Some(second));
     assert_eq!(lock_value(&lock).await, "8");
     let log = RunControl::actions(&db, 10).await.unwrap();
@@ -207,14 +227,20 @@ async fn retry_requeues_the_failed_units_of_the_last_run_at_the_same_commit() {
     let new_run = run(
         &commit,
         4,
-        vec![exec(&a, "dev", &[]), exec(&b, "dev", &[&a]), exec(&c, "dev", &[])],
+        vec![
+            exec(&a, "dev", &[]),
+            exec(&b, "dev", &[&a]),
+            exec(&c, "dev", &[]),
+        ],
     );
     let first = db.create_run(&new_run).await.unwrap().run_id;
     db.claim_ready(first, 10).await.unwrap();
     db.record_finished(&a, Outcome::Failed, Some("apply failed: boom"))
         .await
         .unwrap();
-    db.record_finished(&c, Outcome::Succeeded, None).await.unwrap();
+    db.record_finished(&c, Outcome::Succeeded, None)
+        .await
+        .unwrap();
     // Still running: nothing to retry yet.
     let out = live_ci(&t.url, &lock, &["retry", "--run", &first.to_string()]);
     failed_with(
@@ -245,9 +271,13 @@ async fn retry_requeues_the_failed_units_of_the_last_run_at_the_same_commit() {
             .clone()
     };
     let (ra, rb) = (by_path(&format!("dev/{a}")), by_path(&format!("dev/{b}")));
-    assert!(executions.iter().all(|e| e.status == ExecutionStatus::Waiting));
+    assert!(
+        executions
+            .iter()
+            .all(|e| e.status == ExecutionStatus::Waiting)
+    );
     // b' waits for a' only; c succeeded and is not deployed again.
-    assert_eq!(rb.wait_for, [ra.execution_id.clone()]);
+    assert_eq!(rb.wait_for, std::slice::from_ref(&ra.execution_id));
     assert!(ra.wait_for.is_empty());
     assert_ne!(ra.execution_id, a);
     // The claim follows the kept edge.
@@ -336,13 +366,18 @@ async fn unlock_refuses_while_a_run_runs_unless_forced_and_frees_a_stuck_paramet
     assert_eq!(report["running_run"], running);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("forced free by ops@example.com while run {running} is running")),
+        err.contains(&format!(
+            "forced free by ops@example.com while run {running} is running"
+        )),
         "{err}"
     );
     assert_eq!(db.merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_value(&lock).await, "none");
     // The run deploys on.
-    assert_eq!(db.run(running).await.unwrap().unwrap().status, RunStatus::Running);
+    assert_eq!(
+        db.run(running).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
     let log = RunControl::actions(&db, 10).await.unwrap();
     let actions: Vec<(&str, Option<i64>)> = log
         .iter()

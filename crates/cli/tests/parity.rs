@@ -288,12 +288,7 @@ fn group2_units_removed_in_a_range_are_listed_and_marked() {
         },
     ];
     check(&repo, &cases);
-    let v = repo.json(&[
-        "find",
-        "--no-filters-file",
-        "--filter",
-        "[main...HEAD]",
-    ]);
+    let v = repo.json(&["find", "--no-filters-file", "--filter", "[main...HEAD]"]);
     let units = v["units"].as_array().unwrap();
     let removed: Vec<&Value> = units.iter().filter(|u| u["removed"] == true).collect();
     assert_eq!(removed.len(), 1, "{v}");
@@ -301,13 +296,7 @@ fn group2_units_removed_in_a_range_are_listed_and_marked() {
     assert_eq!(removed[0]["type"], "unit");
     // Only removed units carry the key.
     assert!(units.iter().filter(|u| u["removed"].is_null()).count() == units.len() - 1);
-    let table = repo.run(&[
-        "find",
-        "--filter",
-        "[main...HEAD]",
-        "--format",
-        "table",
-    ]);
+    let table = repo.run(&["find", "--filter", "[main...HEAD]", "--format", "table"]);
     let text = String::from_utf8(table.stdout).unwrap();
     assert!(
         text.lines()
@@ -336,7 +325,7 @@ fn group3_mark_as_read_of_a_missing_file_records_it() {
     )
     .write(
         "unit-later/terragrunt.hcl",
-        "locals {\n  f = mark_as_read(\"../shared/later.txt\")\n}\n",
+        "locals {\n  f = mark_as_read(\"../shared/later.cfg\")\n}\n",
     )
     .commit("initial");
     let t = "TestFilterFlagWithMarkAsRead";
@@ -383,11 +372,14 @@ fn group3_mark_as_read_of_a_missing_file_records_it() {
     // A later change creating the file selects the unit (config_helpers.go
     // markAsRead adds the path whether or not it exists).
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.write("shared/later.txt", "now\n").commit("create it");
+    repo.write("shared/later.cfg", "now\n").commit("create it");
     assert_eq!(repo.find_filter("[main...HEAD]"), ["unit-later"]);
     let v = repo.json(&["affected", "--base", "main", "--head", "HEAD"]);
     assert_eq!(v["units"][0]["path"], "unit-later");
-    assert_eq!(v["units"][0]["reasons"], serde_json::json!(["read-file-changed"]));
+    assert_eq!(
+        v["units"][0]["reasons"],
+        serde_json::json!(["read-file-changed"])
+    );
 }
 
 /// Group 4: `mark_glob_as_read` marks every match, and a git range expands it
@@ -502,7 +494,13 @@ fn group5_an_unresolvable_unit_stays_listed_with_its_errors() {
     for r in &runs {
         let out = repo.run(r.args);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(r.code), "{:?} ({}): {err}", r.args, r.mirrors);
+        assert_eq!(
+            out.status.code(),
+            Some(r.code),
+            "{:?} ({}): {err}",
+            r.args,
+            r.mirrors
+        );
         // Either way each problem is on stderr, naming the unit's file and the path.
         assert!(
             err.contains("no-module/terragrunt.hcl") && err.contains("modules/missing"),
@@ -589,13 +587,20 @@ fn group6_hidden_directories() {
             mirrors: "util.SkipDirIfIgnorable: .git, .terraform, .terragrunt-cache never walked",
         },
     ] {
-        assert_eq!(repo.find(r.args), r.expect, "{:?} (mirrors {})", r.args, r.mirrors);
+        assert_eq!(
+            repo.find(r.args),
+            r.expect,
+            "{:?} (mirrors {})",
+            r.args,
+            r.mirrors
+        );
     }
     // A unit may still read a file in a hidden directory under --no-hidden.
-    repo.write(".config/env.hcl", "locals {\n  x = 1\n}\n").write(
-        "reader/terragrunt.hcl",
-        "locals {\n  e = read_terragrunt_config(\"../.config/env.hcl\")\n}\n",
-    );
+    repo.write(".config/env.hcl", "locals {\n  x = 1\n}\n")
+        .write(
+            "reader/terragrunt.hcl",
+            "locals {\n  e = read_terragrunt_config(\"../.config/env.hcl\")\n}\n",
+        );
     let out = repo.run(&["graph", "--no-hidden", "--strict"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
@@ -634,7 +639,11 @@ fn group7_absolute_reading_paths_are_filesystem_paths() {
         ),
     ];
     for (query, expect, mirrors) in cases {
-        assert_eq!(repo.find_filter(query), expect, "{query} (mirrors {mirrors})");
+        assert_eq!(
+            repo.find_filter(query),
+            expect,
+            "{query} (mirrors {mirrors})"
+        );
     }
 }
 
@@ -655,9 +664,17 @@ fn stacks_are_selected_by_type_and_generated_units_warned_about() {
             "evaluator.go AttributeType 'stack': *component.Stack only",
         ),
         ("type=unit", &["unit"][..], "AttributeType 'unit'"),
-        ("./live", &["live"][..], "a path filter matches the stack directory"),
+        (
+            "./live",
+            &["live"][..],
+            "a path filter matches the stack directory",
+        ),
     ] {
-        assert_eq!(repo.find_filter(query), expect, "{query} (mirrors {mirrors})");
+        assert_eq!(
+            repo.find_filter(query),
+            expect,
+            "{query} (mirrors {mirrors})"
+        );
     }
     // TestFindBasicJSON: stacks are listed with their type.
     let v = repo.json(&["find", "--no-filters-file"]);
@@ -666,12 +683,17 @@ fn stacks_are_selected_by_type_and_generated_units_warned_about() {
     let out = repo.run(&["find"]);
     let err = stderr(&out);
     assert!(
-        err.contains("live/terragrunt.stack.hcl: unit \"vpc\" (generated at \"live/.terragrunt-stack/vpc\")"),
+        err.contains(
+            "live/terragrunt.stack.hcl: unit \"vpc\" (generated at \"live/.terragrunt-stack/vpc\")"
+        ),
         "{err}"
     );
     assert!(
         err.contains("stack \"svc\" (generated at \"live/svc\")"),
         "{err}"
     );
-    assert!(err.contains("not supported") || err.contains("does not support"), "{err}");
+    assert!(
+        err.contains("not supported") || err.contains("does not support"),
+        "{err}"
+    );
 }

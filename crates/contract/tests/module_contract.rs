@@ -190,6 +190,7 @@ fn task_job(
         env: &[
             EnvSource::LocalKeys("task_env_by_kind"),
             EnvSource::LocalNames("task_secrets"),
+            EnvSource::LocalNames("task_ssh_key_secret"),
         ],
         policy_document,
         attachment: Attachment::LocalMapEntry("task_policies", job),
@@ -387,7 +388,11 @@ fn the_tasks_run_with_the_environment_the_contract_checks() {
         .block("resource", &["aws_ecs_task_definition", "this"])
         .unwrap();
     let containers = format_expr(m.attr(def, &["container_definitions"]).unwrap().item);
-    for local in ["local.task_env_by_kind[each.key]", "local.task_secrets"] {
+    for local in [
+        "local.task_env_by_kind[each.key]",
+        "local.task_secrets",
+        "local.task_ssh_key_secret",
+    ] {
         assert!(
             containers.contains(local),
             "container_definitions does not use {local}:\n{containers}"
@@ -557,5 +562,57 @@ fn the_command_defaults_are_the_tasks() {
     assert_eq!(
         default("apply_command"),
         format!("{:?}", live_ci_core::terraform::DEFAULT_APPLY_COMMAND)
+    );
+    assert_eq!(
+        default("show_command"),
+        format!("{:?}", live_ci_core::terraform::DEFAULT_SHOW_COMMAND)
+    );
+    // The task's own default for SKIP_UNCHANGED is the module's.
+    let task = live_ci_task::Config::from_lookup(|_| None).unwrap();
+    assert_eq!(default("skip_unchanged"), task.skip_unchanged.to_string());
+}
+
+/// `task_environment` and `task_secrets` reach every task: each container's
+/// environment merges the user's map under live-ci's own (whose names win),
+/// its secrets add the user's, and the task execution role may read exactly
+/// those parameters and secrets.
+#[test]
+fn the_users_environment_and_secrets_reach_every_task() {
+    let m = module();
+    for name in ["task_environment", "task_secrets", "git_ssh_key_arn"] {
+        assert!(
+            m.variables().iter().any(|v| v.name == name),
+            "no variable {name:?}"
+        );
+    }
+    let def = || {
+        m.block("resource", &["aws_ecs_task_definition", "this"])
+            .unwrap()
+    };
+    // One definition per task kind (for_each), so what it holds reaches all three.
+    let for_each = format_expr(m.attr(def(), &["for_each"]).unwrap().item);
+    assert_eq!(for_each.trim(), "local.task_kinds");
+    let containers = format_expr(m.attr(def(), &["container_definitions"]).unwrap().item);
+    let compact: String = containers.split_whitespace().collect();
+    assert!(
+        compact.contains("merge(var.task_environment,local.task_env_by_kind[each.key])"),
+        "the user's environment must come first in the merge (live-ci's names win):\n{containers}"
+    );
+    assert!(
+        compact.contains("local.task_user_secrets"),
+        "container secrets do not add task_secrets:\n{containers}"
+    );
+    let user_secrets = format_expr(m.local("task_user_secrets").unwrap().item);
+    assert!(user_secrets.contains("var.task_secrets"), "{user_secrets}");
+    let arns = format_expr(m.local("task_user_secret_arns").unwrap().item);
+    assert!(
+        arns.contains("var.task_secrets") && arns.contains("var.git_ssh_key_arn"),
+        "{arns}"
+    );
+    let iam = std::fs::read_to_string(repo_root().join("infra/iam.tf")).unwrap();
+    assert_eq!(
+        iam.matches("local.task_user_secret_arns").count(),
+        4,
+        "the task execution role reads the user's parameters and secrets (ssm and secretsmanager)"
     );
 }

@@ -56,6 +56,18 @@ impl MergeLock {
     }
 }
 
+/// The status of a pull request that changes no infrastructure file: such a
+/// pull request never deploys, so the lock does not apply to it, and a
+/// success lets "Merge Lock" be a required check without blocking it forever.
+pub fn not_applicable(sha: &str) -> CommitStatus {
+    CommitStatus::new(
+        sha,
+        StatusState::Success,
+        CONTEXT,
+        "no infrastructure file changed: not locked",
+    )
+}
+
 impl fmt::Display for MergeLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -12,6 +12,7 @@ use crate::path::RepoPath;
 use crate::tree::FileTree;
 use crate::unit::Unit;
 
+pub mod plan_json;
 mod template;
 
 pub use template::{
@@ -23,6 +24,22 @@ pub use template::{
 pub const DEFAULT_PLAN_COMMAND: &str = "terragrunt plan -input=false -out={plan_file}";
 /// Default apply command template: applies exactly the saved plan.
 pub const DEFAULT_APPLY_COMMAND: &str = "terragrunt apply -input=false -auto-approve {plan_file}";
+
+/// Default template that describes a saved plan as JSON (read by
+/// [`plan_json::PlanSummary`]); run in the unit's directory after the plan,
+/// through the same tool so that terragrunt finds the unit's working directory.
+pub const DEFAULT_SHOW_COMMAND: &str = "terragrunt show -json {plan_file}";
+
+/// The show command for a saved plan: `{plan_file}` filled in, or the plan
+/// file appended when the template does not place it.
+pub fn show_command(command: &str, plan_file: &str) -> String {
+    let quoted = shell_quote(plan_file);
+    if command.contains(PLAN_FILE) {
+        command.replace(PLAN_FILE, &quoted)
+    } else {
+        format!("{command} {quoted}")
+    }
+}
 
 /// Which of the two commands a template is; decides how a missing
 /// `{plan_file}` is added.

@@ -88,7 +88,10 @@ pub(crate) fn decode_all<T: DeserializeOwned>(statement: &str, rows: &[String]) 
     rows.iter().map(|r| decode(statement, r)).collect()
 }
 
-pub(crate) fn decode_first<T: DeserializeOwned>(statement: &str, rows: &[String]) -> Result<Option<T>> {
+pub(crate) fn decode_first<T: DeserializeOwned>(
+    statement: &str,
+    rows: &[String],
+) -> Result<Option<T>> {
     rows.first().map(|r| decode(statement, r)).transpose()
 }
 

@@ -540,6 +540,7 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     assert!(rules.iter().all(|r| r.num_calls() == 1));
     assert!(counts[0] > 15, "{counts:?}");
     assert_eq!(counts[1], 3, "{counts:?}");
+    assert_eq!(counts[2], 1, "{counts:?}");
 }
 
 #[tokio::test]

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 /// The state names, as in the template.
 pub mod state {
     pub const PLAN: &str = "Plan";
+    pub const PLAN_CHANGES: &str = "Plan Changes";
+    pub const NO_CHANGES: &str = "No Changes";
     pub const REQUEST_APPROVAL: &str = "Request Approval";
     pub const APPROVAL_RESULTS: &str = "Approval Results";
     pub const APPLY: &str = "Apply";
@@ -94,6 +96,21 @@ impl Outcome {
     }
 }
 
+/// The status reason of a unit whose plan changed nothing and that ended at
+/// `No Changes` without approval or apply.
+pub const NO_CHANGES_REASON: &str = "no changes";
+
+/// Whether a SUCCEEDED execution's output (the state machine's final state
+/// document) is that of a plan that changed nothing: `plan.skip_apply` set and
+/// no apply result. Output that is not such a document reads as "applied".
+pub fn ended_without_changes(output: &str) -> bool {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(output) else {
+        return false;
+    };
+    value.pointer("/plan/skip_apply") == Some(&serde_json::Value::Bool(true))
+        && value.get("apply").is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +154,17 @@ mod tests {
         );
         assert_eq!(Outcome::classify("RUNNING", None, None), None);
         assert!(!Outcome::Rejected.is_success());
+    }
+
+    #[test]
+    fn a_skipped_plan_reads_from_the_output() {
+        assert!(ended_without_changes(
+            r#"{"execution_id":"x","plan":{"skip_apply":true,"to_add":0}}"#
+        ));
+        assert!(!ended_without_changes(
+            r#"{"plan":{"skip_apply":false},"apply":{"added":0}}"#
+        ));
+        assert!(!ended_without_changes(r#"{"plan":{"to_add":1}}"#));
+        assert!(!ended_without_changes("not json"));
     }
 }

@@ -28,6 +28,22 @@ pub struct PlanResult {
     pub to_add: u32,
     pub to_change: u32,
     pub to_destroy: u32,
+    /// Replacements (already counted in `to_add` and `to_destroy`).
+    #[serde(default)]
+    pub to_replace: u32,
+    #[serde(default)]
+    pub to_import: u32,
+    /// Resources a `removed` block drops from the state without destroying them.
+    #[serde(default)]
+    pub to_forget: u32,
+    /// Root module outputs the plan creates, changes or removes: a plan that
+    /// only changes outputs still has to be applied (dependents read them).
+    #[serde(default)]
+    pub outputs_changed: Vec<String>,
+    /// The plan changes nothing and the module skips unchanged units
+    /// (`skip_unchanged`): the state machine ends without approval or apply.
+    #[serde(default)]
+    pub skip_apply: bool,
     /// Where the saved plan lives (e.g. `s3://bucket/key.tfplan`); Apply
     /// applies exactly this plan.
     pub plan_artifact: String,
@@ -36,9 +52,26 @@ pub struct PlanResult {
 }
 
 impl PlanResult {
-    /// Whether applying the plan changes anything.
+    /// Whether applying the plan changes anything, outputs included.
     pub fn has_changes(&self) -> bool {
-        self.to_add + self.to_change + self.to_destroy > 0
+        self.to_add + self.to_change + self.to_destroy + self.to_import + self.to_forget > 0
+            || !self.outputs_changed.is_empty()
+    }
+
+    /// The one-line summary voters and commit statuses see, e.g. `1 to add, 0
+    /// to change, 0 to destroy`, `outputs change: url` or `no changes`.
+    pub fn summary(&self) -> String {
+        live_ci_core::terraform::plan_json::describe(
+            live_ci_core::terraform::ChangeCounts {
+                add: self.to_add,
+                change: self.to_change,
+                destroy: self.to_destroy,
+            },
+            self.to_replace,
+            self.to_import,
+            self.to_forget,
+            &self.outputs_changed,
+        )
     }
 }
 

@@ -122,6 +122,7 @@ impl WorkflowEngine for SfnEngine {
             status: out.status.as_str().to_owned(),
             error: out.error.clone(),
             cause: out.cause.clone(),
+            output: out.output.clone(),
         })
     }
     async fn stop_execution(&self, arn: &str, error: &str, cause: &str) -> Result<()> {

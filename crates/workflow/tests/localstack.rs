@@ -343,11 +343,45 @@ async fn approved_deployments_apply_and_succeed() {
         d.path(&execution).await,
         [
             state::PLAN,
+            state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
             state::APPLY,
             state::SUCCESS
         ]
+    );
+}
+
+/// terra-run's `skip_apply` (a plan that changes nothing): the execution
+/// succeeds at No Changes without publishing an approval request or applying,
+/// and its output reads as "no changes" to trigger_sf.
+#[tokio::test]
+async fn a_plan_without_changes_succeeds_without_approval_or_apply() {
+    let d = deployment("live-ci-test-no-changes", 60).await;
+    let execution = d.start("NoChanges").await;
+    let (outcome, output) = d.finished(&execution).await;
+    assert_eq!(outcome, Outcome::Succeeded);
+    assert_eq!(
+        d.path(&execution).await,
+        [state::PLAN, state::PLAN_CHANGES, state::NO_CHANGES]
+    );
+    let output = output.unwrap();
+    assert!(output.get("approval").is_none() && output.get("apply").is_none());
+    assert!(live_ci_workflow::outcome::ended_without_changes(
+        &output.to_string()
+    ));
+    let nothing = d
+        .cloud
+        .sqs
+        .receive_message()
+        .queue_url(&d.queue_url)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        nothing.messages.unwrap_or_default().is_empty(),
+        "no approval request is published"
     );
 }
 
@@ -364,6 +398,7 @@ async fn rejected_deployments_end_rejected_without_applying() {
         d.path(&execution).await,
         [
             state::PLAN,
+            state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
             state::REJECT
@@ -440,6 +475,7 @@ async fn unanswered_approvals_time_out_and_fail() {
         d.path(&execution).await,
         [
             state::PLAN,
+            state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_TIMED_OUT
         ]

@@ -11,12 +11,16 @@ use std::collections::HashMap;
 
 use live_ci_task::Config;
 
-/// A configuration from name/value pairs (nothing from the process environment).
+/// A configuration from name/value pairs (nothing from the process
+/// environment). The tests run plain terraform, so the show command is
+/// terraform's unless a test sets another.
 pub fn config(pairs: &[(&str, &str)]) -> Config {
-    let map: HashMap<String, String> = pairs
+    let mut map: HashMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    map.entry("SHOW_COMMAND".into())
+        .or_insert_with(|| repo::SHOW_COMMAND.into());
     Config::from_lookup(move |k| map.get(k).cloned()).unwrap()
 }
 

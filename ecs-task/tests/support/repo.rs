@@ -85,6 +85,10 @@ impl GitRepo {
     }
 }
 
+/// The show command of the tests' terraform templates (the working directory
+/// the plan command initialised).
+pub const SHOW_COMMAND: &str = "terraform show -json -no-color {plan_file}";
+
 /// A state directory and the plan/apply templates that use it.
 #[derive(Debug)]
 pub struct TfTemplates {

@@ -33,10 +33,8 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
     let pr_url = format!("{web}/{repo}/pull/{}", e.pr_id);
     let commit_url = format!("{web}/{repo}/commit/{}", e.commit_id);
     let short_commit: String = e.commit_id.chars().take(12).collect();
-    let summary = format!(
-        "{} to add, {} to change, {} to destroy",
-        plan.to_add, plan.to_change, plan.to_destroy
-    );
+    // From the plan's JSON: an outputs-only plan reads "outputs change: …".
+    let summary = plan.summary();
     let action = match e.action {
         live_ci_workflow::Action::Apply => "apply",
         live_ci_workflow::Action::Destroy => "destroy",

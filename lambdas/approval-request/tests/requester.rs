@@ -134,6 +134,26 @@ async fn values_are_escaped_and_only_web_urls_become_links() {
     tdb.drop_db().await;
 }
 
+/// A plan that changes only outputs (read from `show -json`) still asks for
+/// approval, and the voters read "outputs change" rather than three zeros.
+#[tokio::test]
+async fn an_outputs_only_plan_says_outputs_change() {
+    let (tdb, db, record) = awaiting("run-1-c8c5-dev-out-003", &["alice@example.com"], 1, 1).await;
+    let mut request = request_for(&record, "token-out");
+    request.plan.to_add = 0;
+    request.plan.to_change = 0;
+    request.plan.to_destroy = 0;
+    request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
+    let requester = ApprovalRequester::new(settings(), key(), db, RecordingMailer::default());
+    requester.handle(&request, now()).await.unwrap();
+    let mail = &requester.mailer().sent()[0];
+    for part in [&mail.text, &mail.html] {
+        assert!(part.contains("outputs change: vpc_id, zone"), "{part}");
+        assert!(!part.contains("0 to add"), "{part}");
+    }
+    tdb.drop_db().await;
+}
+
 #[tokio::test]
 async fn bad_requests_fail_clearly_and_change_nothing() {
     let id = "run-1-c8c5-dev-bad-002";

@@ -245,6 +245,9 @@ where
         base_ref: &str,
     ) -> Result<Value, ReceiverError> {
         if !self.touches_matching_files(number).await? {
+            // Required checks must pass on pull requests that never deploy.
+            self.set_status(&merge_lock::not_applicable(head_sha))
+                .await?;
             return Ok(json!({"ignored": format!(
                 "pull request #{number} changes no file matching {:?}",
                 self.config.file_pattern.as_str()

@@ -440,10 +440,22 @@ async fn ping_and_ignored_events_answer_200_with_the_reason() {
     assert!(launched(&h).is_empty());
 }
 
+/// It still gets a successful "Merge Lock" status (even while the lock is
+/// held: it never deploys), so the status can be a required check.
 #[tokio::test]
 async fn pull_request_without_matching_files_is_ignored() {
-    let h = harness("none", "{}").await;
+    let h = harness("7", "{}").await;
     files(&h.server, &["README.md", "docs/runbook.md"]).await;
+    expect_status(
+        &h.server,
+        OPEN_HEAD,
+        json!({
+            "state": "success", "context": "Merge Lock",
+            "description": "no infrastructure file changed: not locked"
+        }),
+    )
+    .await;
+    no_other_github_calls(&h.server).await;
     let r = h
         .receiver
         .handle(&signed(

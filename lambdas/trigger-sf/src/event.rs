@@ -28,6 +28,10 @@ pub struct StatusChangeDetail {
     pub error: Option<String>,
     #[serde(default)]
     pub cause: Option<String>,
+    /// The final state document of a SUCCEEDED execution (JSON text): tells a
+    /// unit whose plan changed nothing from one that was applied.
+    #[serde(default)]
+    pub output: Option<String>,
 }
 
 /// One invocation, decoded.

@@ -7,7 +7,9 @@ use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
-use live_ci_workflow::outcome::{FailedStep, Outcome as Ended};
+use live_ci_workflow::outcome::{
+    FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
+};
 use serde::Serialize;
 
 use crate::config::HandlerConfig;
@@ -179,7 +181,8 @@ where
         ) else {
             return Ok(Some(execution.run_id));
         };
-        self.record(&execution, &ended, report).await?;
+        self.record(&execution, &ended, detail.output.as_deref(), report)
+            .await?;
         Ok(Some(execution.run_id))
     }
 
@@ -187,6 +190,7 @@ where
         &self,
         execution: &ExecutionRecord,
         ended: &Ended,
+        output: Option<&str>,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
         let outcome = if ended.is_success() {
@@ -195,14 +199,23 @@ where
             Outcome::Failed
         };
         let reason = failure_reason(ended);
+        // A plan that changed nothing ended at "No Changes": a success whose
+        // reason says so, for the metadb, the status and the operator.
+        let unchanged = ended.is_success() && output.is_some_and(ended_without_changes);
+        let stored_reason = if unchanged {
+            Some(NO_CHANGES_REASON.to_string())
+        } else {
+            reason.clone()
+        };
         let result = self
             .metadb
-            .record_finished(&execution.execution_id, outcome, reason.as_deref())
+            .record_finished(&execution.execution_id, outcome, stored_reason.as_deref())
             .await
             .map_err(metadb_err)?;
         if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
             report.recorded.push(execution.execution_id.clone());
             let (state, description) = match &reason {
+                None if unchanged => (StatusState::Success, NO_CHANGES_REASON.to_string()),
                 None => (StatusState::Success, "deployed".to_string()),
                 Some(reason) => (StatusState::Failure, reason.clone()),
             };
@@ -424,11 +437,8 @@ where
                         self.unit_status(execution, StatusState::Failure, &reason, report)
                             .await;
                         for dependent in &aborted {
-                            if let Some(d) = self
-                                .metadb
-                                .execution(dependent)
-                                .await
-                                .map_err(metadb_err)?
+                            if let Some(d) =
+                                self.metadb.execution(dependent).await.map_err(metadb_err)?
                             {
                                 self.unit_status(
                                     &d,
@@ -548,7 +558,8 @@ where
                 described.error.as_deref(),
                 described.cause.as_deref(),
             ) {
-                self.record(&execution, &ended, report).await?;
+                self.record(&execution, &ended, described.output.as_deref(), report)
+                    .await?;
                 runs.push(execution.run_id);
             }
         }

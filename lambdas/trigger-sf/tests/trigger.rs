@@ -66,7 +66,9 @@ impl WorkflowEngine for FakeEngine {
     }
 
     async fn stop_execution(&self, arn: &str, _error: &str, _cause: &str) -> Result<(), FakeError> {
-        Err(FakeError(format!("trigger_sf never stops executions ({arn:?})")))
+        Err(FakeError(format!(
+            "trigger_sf never stops executions ({arn:?})"
+        )))
     }
 
     async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
@@ -79,6 +81,7 @@ impl WorkflowEngine for FakeEngine {
             .cloned()
             .unwrap_or(("RUNNING".into(), None));
         Ok(ExecutionDescription {
+            output: None,
             arn: arn.to_string(),
             name,
             status,
@@ -167,6 +170,7 @@ fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
         status: status.into(),
         error: error.map(str::to_string),
         cause: error.map(|_| "terraform exited 1".to_string()),
+        output: None,
     })
 }
 
@@ -257,6 +261,48 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(overall.description, "3 of 3 units deployed");
     let run = h.metadb().run(run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Succeeded);
+    t.drop_db().await;
+}
+
+/// A plan that changed nothing ends at "No Changes" (SUCCEEDED, `plan.skip_apply`
+/// in the output, no apply): the unit succeeds, dependents start, and the
+/// metadb and the unit's status say "no changes" rather than "deployed".
+#[tokio::test]
+async fn a_plan_without_changes_succeeds_as_no_changes() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let run_id = chain(&h, "nc", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    let Input::StatusChange(mut detail) = ended("nc-a", "SUCCEEDED", None) else {
+        unreachable!()
+    };
+    detail.output = Some(
+        r#"{"execution_id":"nc-a","plan":{"execution_id":"nc-a","to_add":0,"to_change":0,"to_destroy":0,"skip_apply":true,"plan_artifact":"s3://b/k","logs_url":""}}"#
+            .into(),
+    );
+    let r = h.handle(&Input::StatusChange(detail)).await.unwrap();
+    assert_eq!(r.recorded, ["nc-a"]);
+    assert_eq!(r.started, ["nc-b"]);
+    let a = h.metadb().execution("nc-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Succeeded);
+    assert_eq!(a.status_reason.as_deref(), Some("no changes"));
+    // An applied unit keeps the plain success.
+    h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
+    let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
+    assert_eq!(b.status_reason, None);
+    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let last = |unit: &str| {
+        statuses
+            .iter()
+            .rfind(|s| s.context == context::deploy_unit(unit))
+            .map(|s| (s.state, s.description.clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        last("dev/nc-a"),
+        (StatusState::Success, "no changes".into())
+    );
+    assert_eq!(last("dev/nc-b"), (StatusState::Success, "deployed".into()));
     t.drop_db().await;
 }
 
@@ -523,7 +569,10 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
         .unwrap();
     assert_eq!(unit.state, StatusState::Failure);
-    assert!(unit.description.starts_with("start failed 3 times"), "{unit:?}");
+    assert!(
+        unit.description.starts_with("start failed 3 times"),
+        "{unit:?}"
+    );
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // Nothing is left to retry: the next event starts nothing.

@@ -8,10 +8,10 @@ use crate::change::affected::{Affected, affected_units};
 use crate::discovery::{DiscoverOptions, Discovery, STACK_FILE, discover, discover_with};
 use crate::error::{CoreError, Result};
 use crate::filter::{GitRanges, RangeChanges};
-use crate::tree::in_skipped_dir;
 use crate::graph::Graph;
 use crate::path::RepoPath;
 use crate::port::{ChangeKind, FileChange, Vcs};
+use crate::tree::in_skipped_dir;
 
 /// Everything change detection learned, for callers that go on to plan.
 #[derive(Debug)]
@@ -257,9 +257,7 @@ pub fn range_changes(
             _ if to.is_unit(&dir) => {
                 out.changed.insert(dir);
             }
-            "terragrunt.hcl"
-                if deleted && from.as_ref().is_some_and(|f| f.is_unit(&dir)) =>
-            {
+            "terragrunt.hcl" if deleted && from.as_ref().is_some_and(|f| f.is_unit(&dir)) => {
                 out.removed.insert(dir);
             }
             _ if deleted => {

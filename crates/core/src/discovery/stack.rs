@@ -119,7 +119,10 @@ pub(crate) fn read(tree: &dyn FileTree, file: &RepoPath) -> Stack {
                 .find(|a| a.key.as_str() == key)
                 .map(|a| &a.expr)
         };
-        let flat = matches!(attr("no_dot_terragrunt_stack"), Some(Expression::Bool(true)));
+        let flat = matches!(
+            attr("no_dot_terragrunt_stack"),
+            Some(Expression::Bool(true))
+        );
         let path = match attr("path") {
             Some(Expression::String(p)) => {
                 let base = if flat {

@@ -166,7 +166,9 @@ impl Filters {
 
     /// Indices (into graph) of the selected units, sorted.
     pub fn select(&self, graph: &Graph, git: Option<&dyn GitRanges>) -> Result<Vec<usize>> {
-        Ok(self.select_components(&Components::units(graph), git)?.units)
+        Ok(self
+            .select_components(&Components::units(graph), git)?
+            .units)
     }
 
     /// The selected units, stacks and (through git ranges) removed units.
@@ -387,7 +389,10 @@ impl<'a> Eval<'a> {
         Ok(match target {
             Target::Name(pattern) => {
                 let m = matcher(pattern)?;
-                items.iter().map(|u| m.is_match(u.path.file_name())).collect()
+                items
+                    .iter()
+                    .map(|u| m.is_match(u.path.file_name()))
+                    .collect()
             }
             Target::Path(pattern) if pattern.is_empty() => {
                 items.iter().map(|u| u.path.is_root()).collect()

@@ -15,9 +15,14 @@
 //!         | "[" REF [ "..." REF ] "]"              git range
 //! ```
 //!
+//! As in terragrunt, a git range selects the units whose files changed in it
+//! (and lists the ones it removed), never their dependents; `reading=/x` is a
+//! filesystem path; `type=stack` selects stack directories.
+//!
 //! The pieces: a lexer (words and punctuation with columns), a recursive-descent
-//! parser to the [`Query`] tree, and an evaluator ([`Filters::select`]) over the
-//! [`Graph`](crate::Graph).
+//! parser to the [`Query`] tree, and an evaluator ([`Filters::select`],
+//! [`Filters::select_components`]) over the [`Graph`](crate::Graph), the stacks
+//! and the units git ranges removed.
 
 mod ast;
 mod eval;

@@ -306,9 +306,8 @@ impl Parser<'_> {
     /// An absolute filesystem glob, normalized lexically (`.` and `..` resolved)
     /// with its leading `/` kept.
     fn absolute_path(&self, word: &str, column: usize) -> Result<String> {
-        let normalized = RepoPath::new(word.trim_start_matches('/')).map_err(|_| {
-            self.error(column, format!("path {word:?} climbs above the root"))
-        })?;
+        let normalized = RepoPath::new(word.trim_start_matches('/'))
+            .map_err(|_| self.error(column, format!("path {word:?} climbs above the root")))?;
         let normalized = format!("/{}", normalized.as_str());
         self.check_glob(&normalized, column)?;
         Ok(normalized)

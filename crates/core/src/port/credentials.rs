@@ -82,6 +82,9 @@ mod tests {
         };
         let shown = format!("{c:?}");
         assert!(shown.contains("ASIAKEY") && shown.contains("arn:aws:iam::1:role/plan"));
-        assert!(!shown.contains("s3cr3t") && !shown.contains("tok3n"), "{shown}");
+        assert!(
+            !shown.contains("s3cr3t") && !shown.contains("tok3n"),
+            "{shown}"
+        );
     }
 }

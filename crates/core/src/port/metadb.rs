@@ -5,14 +5,14 @@
 
 use std::future::Future;
 
-use crate::account::Account;
 use super::SavedPlan;
-use crate::operate::StartFailure;
-use crate::path::RepoPath;
+use crate::account::Account;
 use crate::deploy::{
     CreatedRun, ExecutionRecord, FinishOutcome, MergeLockRow, NewRollback, NewRun, Outcome,
     PendingUnit, RunFinish, RunId, RunProgress, RunRecord, Tally, Vote, VoteOutcome,
 };
+use crate::operate::StartFailure;
+use crate::path::RepoPath;
 
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
 /// adapters, which share one SQL text.

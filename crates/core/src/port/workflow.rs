@@ -16,6 +16,8 @@ pub struct ExecutionDescription {
     pub status: String,
     pub error: Option<String>,
     pub cause: Option<String>,
+    /// The final state document of a SUCCEEDED execution.
+    pub output: Option<String>,
 }
 
 impl ExecutionDescription {
