@@ -411,7 +411,8 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert_eq!(b.new_resources, resources);
     assert_eq!(
         b.plan_command,
-        "terragrunt plan --terragrunt-working-dir dev/rb-b -destroy -target='null_resource.b[\"x\"]'"
+        // The flags go into the invocation, right after `plan` (issue 12).
+        "terragrunt plan -destroy -target='null_resource.b[\"x\"]' --terragrunt-working-dir dev/rb-b"
     );
     assert_eq!(b.wait_accounts, Vec::<String>::new());
     let (_, input) = engine(&h).starts.lock().unwrap().last().unwrap().clone();
