@@ -310,10 +310,12 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
         clone_url: s.clone_url.clone(),
         token: None,
     };
+    let sts = support::sts();
     let ports = TerraRunPorts {
         metadb: &s.metadb,
         artifacts: &artifacts,
         tokens: &tokens,
+        roles: &sts,
         github: Some(&github),
         statuses: Default::default(),
     };
