@@ -378,9 +378,9 @@ where
 }
 
 /// Records a merge a queued or started run covers; nothing is applied.
-async fn record_superseded<M, P, G, I>(
+async fn record_superseded<M, P, G, I, R>(
     config: &Config,
-    ports: &DeployPorts<'_, M, P, G, I>,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
     pr_id: u64,
     commit: &str,
     trunk_seq: u64,
@@ -391,6 +391,7 @@ where
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
+    R: RoleAssumer,
 {
     let run = NewRun {
         pr_id,

@@ -38,6 +38,7 @@ struct World {
     params: MemParams,
     github: RecordingGitHost,
     invoker: RecordingInvoker,
+    sts: live_ci_aws::StsRoleAssumer,
 }
 
 impl World {
@@ -53,6 +54,7 @@ impl World {
             params: MemParams::default(),
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
+            sts: support::sts(),
         }
     }
 
@@ -86,6 +88,7 @@ impl World {
             params: &self.params,
             github: Some(&self.github),
             invoker: &self.invoker,
+            roles: &self.sts,
         };
         create_deploy_stack(
             &config(&url, commit, pr, extra),

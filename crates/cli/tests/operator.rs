@@ -277,7 +277,7 @@ async fn retry_requeues_the_failed_units_of_the_last_run_at_the_same_commit() {
             .all(|e| e.status == ExecutionStatus::Waiting)
     );
     // b' waits for a' only; c succeeded and is not deployed again.
-    assert_eq!(rb.wait_for, [ra.execution_id.clone()]);
+    assert_eq!(rb.wait_for, std::slice::from_ref(&ra.execution_id));
     assert!(ra.wait_for.is_empty());
     assert_ne!(ra.execution_id, a);
     // The claim follows the kept edge.

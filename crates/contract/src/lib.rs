@@ -317,10 +317,10 @@ impl Module {
                     .attributes()
                     .find(|a| a.key.as_str() == name)
             };
-            if let Some(sid) = attr("sid") {
-                if matches!(&sid.expr, Expression::String(s) if skip_sids.contains(&s.as_str())) {
-                    continue;
-                }
+            if let Some(sid) = attr("sid")
+                && matches!(&sid.expr, Expression::String(s) if skip_sids.contains(&s.as_str()))
+            {
+                continue;
             }
             if let Some(effect) = attr("effect") {
                 match &effect.expr {

@@ -240,7 +240,7 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             assert_eq!(answer["started"], "create-deploy-stack", "{answer}");
             let db = Metadb::connect(&env.deployment.metadb_url).await?;
             let run = &outcome.run;
-            assert_eq!(run.status, "succeeded", "{}", summary(&outcome));
+            assert_eq!(run.status, "succeeded", "{}", summary(outcome));
             let by_path = run.by_path();
             // The PR widens the shared VPC (its dependents follow) and adds the
             // dev worker, in both accounts; the retired legacy queue is no
@@ -254,8 +254,8 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             ] {
                 let e = by_path
                     .get(unit)
-                    .unwrap_or_else(|| panic!("{unit} not deployed:\n{}", summary(&outcome)));
-                assert_eq!(e.status, "succeeded", "{}", summary(&outcome));
+                    .unwrap_or_else(|| panic!("{unit} not deployed:\n{}", summary(outcome)));
+                assert_eq!(e.status, "succeeded", "{}", summary(outcome));
                 assert_eq!(e.decision.as_deref(), Some("approve"));
                 assert!(
                     outcome.votes.contains_key(&e.execution_id),
@@ -279,7 +279,7 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 run.run_id
             );
 
-            let sfn = env.sfn_by_path(&outcome).await?;
+            let sfn = env.sfn_by_path(outcome).await?;
             assert_eq!(
                 sfn.len(),
                 by_path.len(),

@@ -54,7 +54,7 @@ pub fn secret_problem(secret: &[u8]) -> Option<String> {
     let folded = text.trim().to_ascii_lowercase();
     let is_placeholder = PLACEHOLDERS.iter().any(|p| {
         !folded.is_empty()
-            && folded.len() % p.len() == 0
+            && folded.len().is_multiple_of(p.len())
             && folded.as_bytes().chunks(p.len()).all(|c| c == p.as_bytes())
     });
     if folded.is_empty() {
