@@ -184,10 +184,12 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         record.cfg_path.as_str(),
         record.commit_id
     );
-    // A removed unit exists only before its removal: a destroy runs from the
-    // checkout of the run's range start.
+    // A removed unit exists only before its removal: its destroy runs from the
+    // checkout of the run's range start. A rollback is a destroy too, but of
+    // what this run applied at its own commit, so it runs from that commit.
     let source = match record.action {
         Action::Apply => record.commit_id.clone(),
+        Action::Destroy if record.is_rollback => record.commit_id.clone(),
         Action::Destroy => {
             ports
                 .metadb

@@ -40,7 +40,9 @@ fn task(sub: &str, env: &[(&str, String)]) -> Command {
         .env("AWS_SECRET_ACCESS_KEY", TASK_SECRET_KEY)
         .env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", CONTAINER_URI)
         .env("AWS_CONTAINER_AUTHORIZATION_TOKEN", CONTAINER_AUTH)
-        .env("LIVE_CI_TASK_TOKEN", TASK_TOKEN);
+        .env("LIVE_CI_TASK_TOKEN", TASK_TOKEN)
+        // Plans are read with terraform here (terragrunt is not installed).
+        .env("SHOW_COMMAND", support::repo::SHOW_COMMAND);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -209,11 +211,14 @@ async fn pr_plans_child_gets_none_of_the_tasks_secrets() {
       "min_approval_count": 1, "min_rejection_count": 1,
       "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
       "apply_role_arn": "arn:aws:iam::111111111111:role/apply"}]"#;
-    let metadb_url = "postgres://live_ci:metadb-password-child-must-never-see@127.0.0.1:1/m";
+    // pr-plan migrates whatever metadb it is given at start, so this one is
+    // real; the child must see neither its name nor its URL.
+    let db = TestDb::new().await;
+    let metadb_url = db.url.clone();
     let output = task(
         "pr-plan",
         &[
-            ("METADB_URL", metadb_url.into()),
+            ("METADB_URL", metadb_url.clone()),
             ("GITHUB_TOKEN_SSM_KEY", param.clone()),
             ("REPO_CLONE_URL", repo.url()),
             ("ACCOUNT_PARENT_CFG", accounts.to_string()),
@@ -240,10 +245,11 @@ async fn pr_plans_child_gets_none_of_the_tasks_secrets() {
             TASK_SECRET_KEY,
             CONTAINER_URI,
             CONTAINER_AUTH,
-            "metadb-password",
+            &metadb_url,
             &param,
             "role/apply",
             "dev@example.com",
         ],
     );
+    db.drop_db().await;
 }

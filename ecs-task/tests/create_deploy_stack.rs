@@ -304,7 +304,7 @@ async fn a_broken_terragrunt_hcl_fails_the_run_and_writes_nothing() {
         },
         DEV_ONLY,
         // the unit and its file:line, before anything is written
-        "unit dev/b: dev/b/terragrunt.hcl:3:",
+        "unit dev/b: dev/b/terragrunt.hcl:2:",
     )
     .await;
 }

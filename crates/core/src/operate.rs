@@ -459,7 +459,8 @@ mod tests {
             commit_id: "c0ffee00".into(),
             base_ref: "main".into(),
             head_ref: "feature".into(),
-            cfg_path: RepoPath::new(&format!("dev/{}", &id[..1])).unwrap(),
+            // The unit's name is the id's segment before the nonce.
+            cfg_path: RepoPath::new(&format!("dev/{}", id.rsplit('-').nth(1).unwrap())).unwrap(),
             cfg_deps: vec![],
             action: Action::Apply,
             status,

@@ -79,6 +79,8 @@ fn every_state_is_reachable_and_every_task_catches() {
         state::APPROVAL_FAILED,
         state::INVALID_DECISION,
         state::APPLY_FAILED,
+        state::PLAN_CHANGES,
+        state::NO_CHANGES,
     ]
     .into_iter()
     .map(String::from)
