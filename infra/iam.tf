@@ -104,7 +104,11 @@ data "aws_iam_policy_document" "lambda_base" {
 ################################################################################
 
 data "aws_iam_policy_document" "receiver" {
-  source_policy_documents = [data.aws_iam_policy_document.lambda_base["receiver"].json]
+  # The metadb's merge lock row confirms a "locked" parameter.
+  source_policy_documents = [
+    data.aws_iam_policy_document.lambda_base["receiver"].json,
+    data.aws_iam_policy_document.metadb_data_api.json,
+  ]
 
   statement {
     sid     = "ReadParameters"
@@ -205,6 +209,29 @@ data "aws_iam_policy_document" "trigger_sf" {
     sid       = "DescribeExecutions"
     actions   = ["states:DescribeExecution"]
     resources = [local.state_machine_execs_arn]
+  }
+
+  # The sweep launches create-deploy-stack for a trunk head whose webhook was lost.
+  statement {
+    sid       = "StartCreateDeployStack"
+    actions   = ["ecs:RunTask"]
+    resources = [local.task_definition_family_arn["create-deploy-stack"]]
+    condition {
+      test     = "ArnEquals"
+      variable = "ecs:cluster"
+      values   = [aws_ecs_cluster.this.arn]
+    }
+  }
+
+  statement {
+    sid       = "PassCreateDeployStackRoles"
+    actions   = ["iam:PassRole"]
+    resources = [aws_iam_role.task["create-deploy-stack"].arn, aws_iam_role.task_execution.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["ecs-tasks.amazonaws.com"]
+    }
   }
 }
 

@@ -7,7 +7,8 @@
 locals {
   function_names = { for n in local.lambda_names : n => "${var.name}-${n}" }
 
-  receiver_env = {
+  # The metadb: a "locked" merge lock parameter is confirmed against its row.
+  receiver_env = merge(local.metadb_data_api_env, {
     REPO_FULL_NAME                          = var.repo_full_name
     TRUNK_BRANCH                            = var.trunk_branch
     FILE_PATH_PATTERN                       = var.file_path_pattern
@@ -30,7 +31,7 @@ locals {
     CREATE_DEPLOY_STACK_LOG_GROUP           = aws_cloudwatch_log_group.task["create-deploy-stack"].name
     CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
     RUST_LOG                                = var.log_level
-  }
+  })
 
   trigger_sf_env = merge(local.metadb_data_api_env, {
     STATE_MACHINE_ARN    = aws_sfn_state_machine.deployment.arn
@@ -45,6 +46,16 @@ locals {
     RUST_LOG             = var.log_level
     # Its `Apply` switch turns trigger_sf's per-unit statuses off.
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
+    # The sweep launches create-deploy-stack for a trunk head no webhook announced.
+    TRUNK_SWEEP_COOLDOWN_SECONDS            = tostring(var.trunk_sweep_cooldown_seconds)
+    ECS_CLUSTER_ARN                         = aws_ecs_cluster.this.arn
+    ECS_SUBNET_IDS                          = join(",", var.subnet_ids)
+    ECS_SECURITY_GROUP_IDS                  = join(",", var.security_group_ids)
+    ECS_ASSIGN_PUBLIC_IP                    = tostring(var.assign_public_ip)
+    CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN = aws_ecs_task_definition.this["create-deploy-stack"].arn
+    CREATE_DEPLOY_STACK_CONTAINER_NAME      = "create-deploy-stack"
+    CREATE_DEPLOY_STACK_LOG_GROUP           = aws_cloudwatch_log_group.task["create-deploy-stack"].name
+    CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
   })
 
   approval_request_env = merge(local.metadb_data_api_env, {

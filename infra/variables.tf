@@ -282,7 +282,7 @@ variable "retry_max_attempts" {
 }
 
 variable "sweep_schedule_expression" {
-  description = "EventBridge schedule of trigger-sf's sweep (restarts lost claims, records missed status changes)."
+  description = "EventBridge schedule of trigger-sf's sweep (restarts lost claims, records missed status changes, reconciles the merge lock parameter, launches create-deploy-stack for a trunk head whose webhook was lost)."
   type        = string
   default     = "rate(5 minutes)"
 }
@@ -291,6 +291,17 @@ variable "stale_claim_seconds" {
   description = "A claimed unit whose execution did not start within this many seconds is restarted by the sweep."
   type        = number
   default     = 300
+}
+
+variable "trunk_sweep_cooldown_seconds" {
+  description = "The sweep launches create-deploy-stack for a trunk head the metadb does not know (a merge whose webhook was lost) at most once per this many seconds per head; longer than create-deploy-stack takes."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.trunk_sweep_cooldown_seconds >= 0 && floor(var.trunk_sweep_cooldown_seconds) == var.trunk_sweep_cooldown_seconds
+    error_message = "trunk_sweep_cooldown_seconds must be a whole number of seconds."
+  }
 }
 
 variable "max_start_attempts" {

@@ -68,6 +68,9 @@ pub struct DeployReport {
     pub not_destroyed: Vec<RepoPath>,
 }
 
+/// The pull request of a run the sweep started (a merge whose webhook was lost).
+pub const NO_PULL_REQUEST: u64 = 0;
+
 /// How many of the newest runs a merge is placed against: a merge older than
 /// all of them is long deployed or superseded.
 const TRUNK_WINDOW: u32 = 50;
@@ -174,7 +177,9 @@ where
     I: FunctionInvoker,
     R: RoleAssumer,
 {
-    let pr_id = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
+    // trigger_sf's sweep launches a trunk head no webhook announced: it knows
+    // no pull request, and the run is recorded under PR 0.
+    let pr_id = config.task.pr_number.unwrap_or(NO_PULL_REQUEST);
     let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
     let function = Config::require(&config.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME")?;
     let lock_param = Config::require(&config.merge_lock_param, "MERGE_LOCK_SSM_KEY")?;
@@ -284,6 +289,13 @@ where
         );
     }
     if executions.is_empty() {
+        // Recorded, so the sweep takes this trunk head as known instead of
+        // launching create-deploy-stack for it again every period.
+        ports
+            .metadb
+            .record_no_op_merge(&commit)
+            .await
+            .map_err(|e| TaskError::Metadb(e.to_string()))?;
         return Ok(DeployReport {
             run_id: None,
             created: false,

@@ -529,6 +529,59 @@ async fn a_merge_affecting_no_unit_creates_no_run_and_takes_no_lock() {
         statuses[0].description,
         "no unit is affected: nothing to deploy"
     );
+    // Recorded as a no-op merge: the sweep takes this trunk head as known
+    // (while a commit nobody recorded is still claimed).
+    assert_eq!(metadb.claim_trunk_launch(&merge, 0).await.unwrap(), None);
+    let unknown = repo.git(&["rev-parse", "HEAD~1"]);
+    assert_eq!(
+        metadb.claim_trunk_launch(&unknown, 0).await.unwrap(),
+        Some(1)
+    );
+    db.drop_db().await;
+}
+
+/// The sweep launches create-deploy-stack for a trunk head whose webhook was
+/// lost: no pull request is named, the run is recorded under PR 0 and
+/// deploys the range; the webhook's launch for the same commit arriving late
+/// (or the other way round) creates nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_launch_without_a_pull_request_deploys_the_head_once() {
+    let (repo, merge) = repo_with_merge(|r| {
+        r.unit("dev/a", "10", &[]);
+    });
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let fakes = Fakes::new();
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let swept = create_deploy_stack(
+        &config(&repo.url(), &merge, "", DEV_ONLY, &[]),
+        &clone,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    let run_id = swept.run_id.unwrap();
+    assert!(swept.created && swept.started);
+    let run = metadb.run(run_id).await.unwrap().unwrap();
+    assert_eq!((run.pr_id, run.commit_id.as_str()), (0, merge.as_str()));
+    assert_eq!(swept.plan.units.len(), 2, "{:?}", swept.plan.units);
+
+    let webhook = create_deploy_stack(
+        &config(&repo.url(), &merge, "4", DEV_ONLY, &[]),
+        &clone,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert_eq!(webhook.run_id, Some(run_id));
+    assert!(!webhook.created);
+    assert_eq!(metadb.trunk_runs(10).await.unwrap().len(), 1);
+    assert_eq!(metadb.claim_trunk_launch(&merge, 0).await.unwrap(), None);
     db.drop_db().await;
 }
 

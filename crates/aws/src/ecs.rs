@@ -9,6 +9,7 @@ use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, ContainerOverride, KeyValuePair, LaunchType,
     NetworkConfiguration, TaskOverride,
 };
+use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec, cloudwatch_logs_url};
 
 use crate::error::AwsError;
@@ -32,6 +33,63 @@ pub struct EcsConfig {
     pub security_groups: Vec<String>,
     pub assign_public_ip: bool,
     pub tasks: BTreeMap<TaskKind, TaskDefinitionRef>,
+}
+
+/// The variables naming one kind's task definition, container and log stream,
+/// as the Terraform module sets them for every function that launches it.
+fn task_variables(kind: TaskKind) -> [&'static str; 4] {
+    match kind {
+        TaskKind::PrPlan => [
+            "PR_PLAN_TASK_DEFINITION_ARN",
+            "PR_PLAN_CONTAINER_NAME",
+            "PR_PLAN_LOG_GROUP",
+            "PR_PLAN_LOG_STREAM_PREFIX",
+        ],
+        TaskKind::CreateDeployStack => [
+            "CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN",
+            "CREATE_DEPLOY_STACK_CONTAINER_NAME",
+            "CREATE_DEPLOY_STACK_LOG_GROUP",
+            "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
+        ],
+        TaskKind::TerraRun => [
+            "TERRA_RUN_TASK_DEFINITION_ARN",
+            "TERRA_RUN_CONTAINER_NAME",
+            "TERRA_RUN_LOG_GROUP",
+            "TERRA_RUN_LOG_STREAM_PREFIX",
+        ],
+    }
+}
+
+impl EcsConfig {
+    /// The cluster, the network and the task definitions of `kinds`, from the
+    /// environment: the receiver and trigger_sf's sweep read the same variables,
+    /// so both launch create-deploy-stack the same way.
+    pub fn from_settings<F: Fn(&str) -> Option<String>>(
+        env: &Settings<F>,
+        kinds: &[TaskKind],
+    ) -> Result<Self, ConfigError> {
+        let mut tasks = BTreeMap::new();
+        for &kind in kinds {
+            let [def, container, group, prefix] = task_variables(kind);
+            tasks.insert(
+                kind,
+                TaskDefinitionRef {
+                    task_definition: env.req(def)?,
+                    container: env.req(container)?,
+                    log_group: env.req(group)?,
+                    log_stream_prefix: env.req(prefix)?,
+                },
+            );
+        }
+        Ok(EcsConfig {
+            cluster: env.req("ECS_CLUSTER_ARN")?,
+            region: env.req("AWS_REGION")?,
+            subnets: env.list("ECS_SUBNET_IDS")?,
+            security_groups: env.list("ECS_SECURITY_GROUP_IDS")?,
+            assign_public_ip: env.flag("ECS_ASSIGN_PUBLIC_IP", false)?,
+            tasks,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -46,6 +46,13 @@ impl MergeLock {
                 CONTEXT,
                 "unlocked: free to merge",
             ),
+            // PR 0: the sweep's run of a trunk head whose webhook was lost.
+            MergeLock::Held { pr: 0 } => CommitStatus::new(
+                sha,
+                StatusState::Pending,
+                CONTEXT,
+                "locked while the trunk deploys; merge after it finishes",
+            ),
             MergeLock::Held { pr } => CommitStatus::new(
                 sha,
                 StatusState::Pending,
@@ -110,5 +117,8 @@ mod tests {
         let s = MergeLock::Held { pr: 7 }.status_for("abc");
         assert_eq!(s.state, StatusState::Pending);
         assert!(s.description.contains("PR #7"));
+        let sweep = MergeLock::Held { pr: 0 }.status_for("abc");
+        assert_eq!(sweep.state, StatusState::Pending);
+        assert!(!sweep.description.contains("#0"), "{}", sweep.description);
     }
 }

@@ -70,6 +70,57 @@ pub trait TaskLauncher: Send + Sync {
     ) -> impl Future<Output = Result<StartedTask, Self::Error>> + Send;
 }
 
+/// The pull request a merge webhook names (the sweep, finding a trunk head
+/// nobody announced, knows none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedPullRequest {
+    pub number: u64,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub head_sha: String,
+}
+
+/// create-deploy-stack for a trunk commit, as the receiver (a merge webhook)
+/// and trigger_sf's sweep (a trunk head no webhook announced) both launch it:
+/// one spec, so the two launches cannot drift apart. `trigger` (the delivery
+/// id, or the sweep's launch name) is logged by the task and, cut to ECS's
+/// limit, the idempotency token.
+pub fn create_deploy_stack_spec(
+    commit: &str,
+    pull_request: Option<&MergedPullRequest>,
+    trigger: &str,
+) -> TaskSpec {
+    let mut task_env = BTreeMap::from([
+        (env::COMMIT.to_string(), commit.to_string()),
+        (env::DELIVERY_ID.to_string(), trigger.to_string()),
+    ]);
+    if let Some(pr) = pull_request {
+        task_env.extend([
+            (env::PR_NUMBER.to_string(), pr.number.to_string()),
+            (env::BASE_REF.to_string(), pr.base_ref.clone()),
+            (env::BASE_SHA.to_string(), pr.base_sha.clone()),
+            (env::HEAD_REF.to_string(), pr.head_ref.clone()),
+            (env::HEAD_SHA.to_string(), pr.head_sha.clone()),
+        ]);
+    }
+    TaskSpec {
+        kind: TaskKind::CreateDeployStack,
+        env: task_env,
+        client_token: client_token(trigger),
+    }
+}
+
+/// ECS takes at most 64 characters of `[a-zA-Z0-9_-]` as a client token;
+/// GitHub's delivery ids are 36-character GUIDs, kept as they are.
+pub fn client_token(trigger: &str) -> String {
+    trigger
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(64)
+        .collect()
+}
+
 /// The CloudWatch console URL of a log stream. The console double-encodes the
 /// group and stream inside its fragment (`/` → `$252F`), so a plain URL encoder
 /// does not produce a working link.
@@ -95,6 +146,29 @@ pub fn cloudwatch_logs_url(region: &str, group: &str, stream: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_launch_names_no_pull_request() {
+        let pr = MergedPullRequest {
+            number: 42,
+            base_ref: "main".into(),
+            base_sha: "b".into(),
+            head_ref: "feature".into(),
+            head_sha: "h".into(),
+        };
+        let merge = create_deploy_stack_spec("m1", Some(&pr), "1b2c-3d4e");
+        assert_eq!(merge.kind, TaskKind::CreateDeployStack);
+        assert_eq!(merge.env[env::PR_NUMBER], "42");
+        assert_eq!(merge.env[env::BASE_SHA], "b");
+        assert_eq!(merge.client_token, "1b2c-3d4e");
+        let sweep = create_deploy_stack_spec("m2", None, "sweep:m2/1");
+        assert_eq!(
+            sweep.env.keys().map(String::as_str).collect::<Vec<_>>(),
+            [env::COMMIT, env::DELIVERY_ID]
+        );
+        assert_eq!(sweep.client_token, "sweepm21");
+        assert_eq!(client_token(&"x".repeat(80)).len(), 64);
+    }
 
     #[test]
     fn log_urls_use_the_consoles_double_encoding() {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::status::{BranchHead, CommitStatus, GitHost, PullRequest};
 use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LINK, USER_AGENT};
 use reqwest::{Method, StatusCode};
@@ -401,6 +401,41 @@ impl PullRequestAuthority for GitHubClient {
             head_ref: pr.head.name,
             base_ref: pr.base.name,
         })
+    }
+}
+
+#[derive(Deserialize)]
+struct BranchEntry {
+    commit: BranchCommit,
+}
+
+#[derive(Deserialize)]
+struct BranchCommit {
+    sha: String,
+}
+
+impl BranchHead for GitHubClient {
+    type Error = GitHubError;
+
+    /// `GET /repos/{owner}/{repo}/branches/{branch}`: the branch's head commit.
+    async fn branch_head(&self, branch: &str) -> Result<String, GitHubError> {
+        // The name goes into the URL path: refuse anything git would not take
+        // as a branch name and that could change the request.
+        let valid = !branch.is_empty()
+            && !branch.starts_with('/')
+            && !branch.ends_with('/')
+            && !branch.contains("..")
+            && !branch.contains("//")
+            && branch
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        if !valid {
+            return Err(GitHubError::Branch(branch.to_string()));
+        }
+        let url = self.repo_url(&format!("branches/{branch}"));
+        let (value, _) = self.send(Method::GET, &url, None).await?;
+        let entry: BranchEntry = self.decode(&url, value)?;
+        Ok(entry.commit.sha)
     }
 }
 

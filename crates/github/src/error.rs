@@ -9,6 +9,8 @@ pub enum GitHubError {
     Repository(String),
     #[error("invalid github login {0:?}")]
     Login(String),
+    #[error("invalid branch name {0:?}")]
+    Branch(String),
     #[error("{method} {path}: {source}")]
     Transport {
         method: String,

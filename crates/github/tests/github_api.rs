@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState};
+use live_ci_core::status::{BranchHead, CommitStatus, GitHost, PullRequest, StatusState};
 use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
 use live_ci_github::{GitHubClient, GitHubConfig, GitHubError, RetryPolicy};
 use serde_json::{Value, json};
@@ -403,4 +403,41 @@ fn bad_configuration_is_named() {
     assert!(err.to_string().contains("\"ftp://x\""), "{err}");
     // the token never appears in debug output
     assert!(!format!("{:?}", cfg("https://h", "a/b")).contains("\"t\""));
+}
+
+#[tokio::test]
+async fn the_trunk_head_is_one_exact_branch_get() {
+    let server = MockServer::start().await;
+    // GitHub's "Get a branch" answer, trimmed to what matters plus a neighbour.
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/branches/release/2026"))
+        .and(header("authorization", "Bearer ghs_secret"))
+        .and(header("accept", "application/vnd.github+json"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "release/2026",
+            "commit": {
+                "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                "commit": {"message": "Merge pull request #7 from acme/x"}
+            },
+            "protected": true
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = client(&server, "");
+    assert_eq!(
+        github.branch_head("release/2026").await.unwrap(),
+        "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+    );
+    // A name that could change the request is refused before any call.
+    for bad in ["../pulls", "main?x=1", "", "a b", "/main"] {
+        let err = github.branch_head(bad).await.unwrap_err();
+        assert!(
+            matches!(&err, GitHubError::Branch(b) if b == bad),
+            "{bad:?}: {err}"
+        );
+    }
+    // A missing branch is GitHub's 404, named.
+    let err = github.branch_head("gone").await.unwrap_err().to_string();
+    assert!(err.contains("branches/gone") && err.contains("404"), "{err}");
 }

@@ -729,6 +729,37 @@ impl<S: Sql> Metadb for Store<S> {
         })
     }
 
+    async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {
+        self.sql
+            .execute(
+                q::RECORD_NO_OP_MERGE,
+                &[("commit_id", Param::text(commit_id))],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn claim_trunk_launch(&self, commit_id: &str, cooldown_secs: u32) -> Result<Option<u32>> {
+        let rows = self
+            .sql
+            .query(
+                q::CLAIM_TRUNK_LAUNCH,
+                &[
+                    ("commit_id", Param::text(commit_id)),
+                    ("cooldown_secs", Param::Int(i64::from(cooldown_secs))),
+                ],
+            )
+            .await?;
+        rows.first()
+            .map(|n| {
+                n.parse().map_err(|_| MetadbError::Decode {
+                    statement: q::CLAIM_TRUNK_LAUNCH.lines().next().unwrap_or_default().into(),
+                    message: format!("{n:?} is not a launch count"),
+                })
+            })
+            .transpose()
+    }
+
     async fn stale_claims(&self, older_than_secs: u32) -> Result<Vec<ExecutionRecord>> {
         let rows = self
             .sql

@@ -2,7 +2,7 @@
 //! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
 //! pull-request files, open pull requests, one pull request, a collaborator's
-//! permission, issue comments), keeps what they
+//! permission, issue comments, a branch's head), keeps what they
 //! wrote, and answers anything else with 404 so an unexpected call fails the
 //! caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
@@ -54,6 +54,8 @@ struct State {
     statuses: Vec<PostedStatus>,
     comments: Vec<Comment>,
     next_comment: u64,
+    /// branch → head commit; other branches are 404.
+    branches: BTreeMap<String, String>,
 }
 
 /// The running fake; dropping it stops the server.
@@ -95,6 +97,13 @@ impl FakeGitHub {
         lock(&self.state)
             .permissions
             .insert(login.to_owned(), permission.to_owned());
+    }
+
+    /// Points `branch` at `sha` (what a merge on GitHub does to the trunk).
+    pub fn set_branch(&self, branch: &str, sha: &str) {
+        lock(&self.state)
+            .branches
+            .insert(branch.to_owned(), sha.to_owned());
     }
 
     /// Closes (merges) a pull request: it leaves the open list.
@@ -194,6 +203,17 @@ impl Respond for Api {
                         "base": { "sha": "", "ref": pr.base },
                     })),
                     None => not_found(path),
+                }
+            }
+            ("GET", ["branches", name @ ..]) if !name.is_empty() => {
+                match state.branches.get(&name.join("/")) {
+                    Some(sha) => ResponseTemplate::new(200).set_body_json(json!({
+                        "name": name.join("/"),
+                        "commit": { "sha": sha },
+                        "protected": false,
+                    })),
+                    None => ResponseTemplate::new(404)
+                        .set_body_json(json!({ "message": "Branch not found" })),
                 }
             }
             ("GET", ["collaborators", login, "permission"]) => {

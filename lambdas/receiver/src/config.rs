@@ -1,9 +1,9 @@
 //! The receiver's configuration, from the environment the Terraform module sets.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use live_ci_aws::{EcsConfig, TaskDefinitionRef};
+use live_ci_aws::EcsConfig;
+pub use live_ci_metadb::MetadbConfig;
 use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::{FilePattern, TrustPolicy};
@@ -40,6 +40,8 @@ pub struct Config {
     pub github_api_url: String,
     pub github_token_param: String,
     pub ecs: EcsConfig,
+    /// Where a "locked" merge lock parameter is confirmed (the lock row).
+    pub metadb: MetadbConfig,
 }
 
 pub use live_ci_core::settings::ConfigError;
@@ -70,18 +72,28 @@ pub const ENV_VARS: &[&str] = &[
     "CREATE_DEPLOY_STACK_CONTAINER_NAME",
     "CREATE_DEPLOY_STACK_LOG_GROUP",
     "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
+    "METADB_URL",
+    "METADB_CLUSTER_ARN",
+    "METADB_SECRET_ARN",
+    "METADB_NAME",
 ];
 
 /// Every AWS action the receiver's code calls, for the IAM policy the Terraform
 /// module gives it: the webhook secret, token, merge lock and status config
 /// (`SsmParamStore::get`, SecureStrings decrypted with the module's key) and the
 /// pr-plan / create-deploy-stack tasks (`EcsTaskLauncher`, which passes the
-/// task's roles).
+/// task's roles), and the metadb's lock row over the Data API (`DataApiMetadb`,
+/// which reads the cluster's secret with the caller's permissions).
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
     "kms:Decrypt",
     "ecs:RunTask",
     "iam:PassRole",
+    "rds-data:ExecuteStatement",
+    "rds-data:BeginTransaction",
+    "rds-data:CommitTransaction",
+    "rds-data:RollbackTransaction",
+    "secretsmanager:GetSecretValue",
 ];
 
 impl Config {
@@ -95,7 +107,6 @@ impl Config {
         let req = |k: &'static str| env.req(k);
         let file_pattern = env.file_pattern()?;
         let max_body_bytes = env.number("MAX_BODY_BYTES", 5 * 1024 * 1024)?;
-        let assign_public_ip = env.flag("ECS_ASSIGN_PUBLIC_IP", false)?;
         let trust = match env.opt("PR_PLAN_AUTHOR_ASSOCIATIONS") {
             None => TrustPolicy::default(),
             Some(text) => {
@@ -105,18 +116,6 @@ impl Config {
                     reason,
                 })?
             }
-        };
-        let task = |def: &'static str,
-                    container: &'static str,
-                    group: &'static str,
-                    prefix: &'static str|
-         -> Result<TaskDefinitionRef, ConfigError> {
-            Ok(TaskDefinitionRef {
-                task_definition: req(def)?,
-                container: req(container)?,
-                log_group: req(group)?,
-                log_stream_prefix: req(prefix)?,
-            })
         };
         Ok(Config {
             handler: HandlerConfig {
@@ -133,33 +132,11 @@ impl Config {
             },
             github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
             github_token_param: req("GITHUB_TOKEN_SSM_KEY")?,
-            ecs: EcsConfig {
-                cluster: req("ECS_CLUSTER_ARN")?,
-                region: req("AWS_REGION")?,
-                subnets: env.list("ECS_SUBNET_IDS")?,
-                security_groups: env.list("ECS_SECURITY_GROUP_IDS")?,
-                assign_public_ip,
-                tasks: BTreeMap::from([
-                    (
-                        TaskKind::PrPlan,
-                        task(
-                            "PR_PLAN_TASK_DEFINITION_ARN",
-                            "PR_PLAN_CONTAINER_NAME",
-                            "PR_PLAN_LOG_GROUP",
-                            "PR_PLAN_LOG_STREAM_PREFIX",
-                        )?,
-                    ),
-                    (
-                        TaskKind::CreateDeployStack,
-                        task(
-                            "CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN",
-                            "CREATE_DEPLOY_STACK_CONTAINER_NAME",
-                            "CREATE_DEPLOY_STACK_LOG_GROUP",
-                            "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
-                        )?,
-                    ),
-                ]),
-            },
+            ecs: EcsConfig::from_settings(
+                &env,
+                &[TaskKind::PrPlan, TaskKind::CreateDeployStack],
+            )?,
+            metadb: MetadbConfig::from_settings(&env)?,
         })
     }
 }
@@ -172,11 +149,17 @@ mod tests {
     #[test]
     fn reads_exactly_the_declared_variables() {
         // Unset: the recording lookup's "1" is no JSON list of associations.
+        // Both metadb branches: the URL, and the Data API without it.
         let lookup = RecordingLookup::without(&["PR_PLAN_AUTHOR_ASSOCIATIONS"]);
         Config::from_lookup(|k| lookup.get(k)).unwrap();
+        let data_api = RecordingLookup::without(&["PR_PLAN_AUTHOR_ASSOCIATIONS", "METADB_URL"]);
+        let c = Config::from_lookup(|k| data_api.get(k)).unwrap();
+        assert!(matches!(c.metadb, MetadbConfig::DataApi { .. }));
         let declared: std::collections::BTreeSet<String> =
             ENV_VARS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(lookup.asked(), declared, "ENV_VARS is out of date");
+        let asked: std::collections::BTreeSet<String> =
+            lookup.asked().union(&data_api.asked()).cloned().collect();
+        assert_eq!(asked, declared, "ENV_VARS is out of date");
     }
 
     #[test]

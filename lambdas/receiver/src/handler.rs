@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
-use live_ci_core::task::{TaskKind, TaskLauncher, TaskSpec, env};
+use live_ci_core::task::{
+    MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec, env,
+};
 use live_ci_core::webhook::{
     PLAN_COMMAND, PullRequestAuthority, Route, WebhookError, route, verify_signature,
 };
@@ -16,6 +18,7 @@ use serde_json::{Value, json};
 use crate::config::HandlerConfig;
 use crate::dedupe::SeenDeliveries;
 use crate::http::{WebhookRequest, WebhookResponse};
+use crate::lock::{LockTruth, NoLockCheck};
 use crate::secret::SecretCache;
 
 /// Failures of the services behind the handler; each becomes a 500 so GitHub
@@ -32,11 +35,13 @@ pub enum ReceiverError {
 
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct Receiver<P, G, L> {
+pub struct Receiver<P, G, L, T = NoLockCheck> {
     config: HandlerConfig,
     params: P,
     github: G,
     launcher: L,
+    /// Confirms a "locked" parameter (`main.rs` always wires the metadb).
+    lock_truth: Option<T>,
     secret: SecretCache,
     seen: SeenDeliveries,
 }
@@ -69,9 +74,54 @@ where
             params,
             github,
             launcher,
+            lock_truth: None,
             secret,
             seen: SeenDeliveries::new(4096),
         })
+    }
+
+    /// The same receiver, checking a "locked" parameter against `truth`.
+    pub fn with_lock_check<T: LockTruth>(self, truth: T) -> Receiver<P, G, L, T> {
+        Receiver {
+            config: self.config,
+            params: self.params,
+            github: self.github,
+            launcher: self.launcher,
+            lock_truth: Some(truth),
+            secret: self.secret,
+            seen: self.seen,
+        }
+    }
+}
+
+impl<P, G, L, T> Receiver<P, G, L, T>
+where
+    P: ParamStore,
+    G: GitHost + PullRequestAuthority,
+    L: TaskLauncher,
+    T: LockTruth,
+{
+    /// The parameter mirrors the metadb's lock row; a "locked" value is
+    /// answered only when the row agrees, so a lost mirror write after a run
+    /// finished cannot keep pull requests locked. An unreadable row keeps the
+    /// mirrored value: locked for a while is safe, unlocked during a deploy not.
+    async fn confirm_lock(&self, mirrored: MergeLock) -> MergeLock {
+        let (MergeLock::Held { .. }, Some(truth)) = (mirrored, &self.lock_truth) else {
+            return mirrored;
+        };
+        match truth.merge_lock().await {
+            Ok(row) => {
+                if row != mirrored {
+                    tracing::warn!(parameter = %mirrored, metadb = %row,
+                        "merge lock parameter out of step with the metadb; answering the metadb's");
+                }
+                row
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the metadb's merge lock; answering the parameter's");
+                mirrored
+            }
+        }
     }
 
     /// Verifies the delivery's signature: 503 when the secret is unusable (before
@@ -184,17 +234,15 @@ where
                 head_sha,
                 ..
             } => {
-                let task_env = BTreeMap::from([
-                    (env::PR_NUMBER.to_string(), number.to_string()),
-                    (env::COMMIT.to_string(), merge_commit_sha.clone()),
-                    (env::BASE_REF.to_string(), base_ref),
-                    (env::BASE_SHA.to_string(), base_sha),
-                    (env::HEAD_REF.to_string(), head_ref),
-                    (env::HEAD_SHA.to_string(), head_sha),
-                    (env::DELIVERY_ID.to_string(), delivery.to_string()),
-                ]);
-                self.deploy_merge(delivery, number, &merge_commit_sha, task_env)
-                    .await
+                let pr = MergedPullRequest {
+                    number,
+                    base_ref,
+                    base_sha,
+                    head_ref,
+                    head_sha,
+                };
+                let spec = create_deploy_stack_spec(&merge_commit_sha, Some(&pr), delivery);
+                self.deploy_merge(number, &merge_commit_sha, spec).await
             }
         };
         match outcome {
@@ -227,6 +275,7 @@ where
             .await
             .map_err(|e| ReceiverError::Params(e.to_string()))?;
         let lock = MergeLock::parse(&lock_value).map_err(ReceiverError::Params)?;
+        let lock = self.confirm_lock(lock).await;
         let status_json = self
             .params
             .get(&self.config.commit_status_config_param)
@@ -391,10 +440,9 @@ where
 
     async fn deploy_merge(
         &self,
-        delivery: &str,
         number: u64,
         merge_commit: &str,
-        task_env: BTreeMap<String, String>,
+        spec: TaskSpec,
     ) -> Result<Value, ReceiverError> {
         if !self.touches_matching_files(number).await? {
             return Ok(json!({"ignored": format!(
@@ -403,11 +451,6 @@ where
             )}));
         }
         let (lock, statuses) = self.read_lock_and_status_config().await?;
-        let spec = TaskSpec {
-            kind: TaskKind::CreateDeployStack,
-            env: task_env,
-            client_token: client_token(delivery),
-        };
         let started = self
             .launcher
             .start(&spec)
@@ -462,16 +505,6 @@ where
         .await
         .map_err(|e| ReceiverError::GitHub(e.to_string()))
     }
-}
-
-/// ECS takes at most 64 characters of `[a-zA-Z0-9_-]`-ish token; GitHub's
-/// delivery ids are 36-character GUIDs, kept as they are.
-fn client_token(delivery: &str) -> String {
-    delivery
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(64)
-        .collect()
 }
 
 fn reply(status: u16, body: Value) -> WebhookResponse {

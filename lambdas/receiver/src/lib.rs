@@ -2,17 +2,20 @@
 //! delivery, then plans pull requests (pr-plan task + Merge Lock status) and
 //! deploys merge commits (create-deploy-stack task); pull requests from forks
 //! or untrusted authors wait for a maintainer's `/live-ci plan` comment, and an
-//! unusable webhook secret refuses everything with 503. `main.rs` only wires AWS
+//! unusable webhook secret refuses everything with 503. A "locked" merge lock
+//! parameter is checked against the metadb's lock row before it is answered. `main.rs` only wires AWS
 //! and GitHub clients to [`Receiver`], so tests call the same handler.
 
 mod config;
 mod dedupe;
 mod handler;
 mod http;
+mod lock;
 mod secret;
 
 pub use config::{
     AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, SECRET_RETRY, SECRET_TTL,
 };
 pub use handler::{Receiver, ReceiverError};
+pub use lock::{LockTruth, MetadbLock, NoLockCheck};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};

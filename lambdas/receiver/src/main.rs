@@ -9,7 +9,8 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_aws::{EcsTaskLauncher, SsmParamStore};
 use live_ci_core::params::ParamStore;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_receiver::{Config, Receiver, from_function_url, to_function_url};
+use live_ci_metadb::AnyMetadb;
+use live_ci_receiver::{Config, MetadbLock, Receiver, from_function_url, to_function_url};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,7 +29,10 @@ async fn main() -> anyhow::Result<()> {
         retry: RetryPolicy::default(),
     })?;
     let launcher = EcsTaskLauncher::new(aws_sdk_ecs_client(&aws), config.ecs.clone());
-    let receiver = Receiver::new(config.handler, params, github, launcher).await?;
+    let metadb = AnyMetadb::from_config(&config.metadb, &aws, 1)?;
+    let receiver = Receiver::new(config.handler, params, github, launcher)
+        .await?
+        .with_lock_check(MetadbLock(metadb));
     let receiver = &receiver;
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<LambdaFunctionUrlRequest>| async move {

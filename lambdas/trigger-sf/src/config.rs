@@ -1,6 +1,8 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
+use live_ci_aws::EcsConfig;
 use live_ci_core::settings::Settings;
+use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::FilePattern;
 pub use live_ci_metadb::MetadbConfig;
 
@@ -55,7 +57,16 @@ pub struct Config {
     pub github_token_param: Option<String>,
     pub github_api_url: String,
     pub repository: Option<String>,
+    /// Where the sweep launches create-deploy-stack for a trunk head the
+    /// metadb does not know; without a cluster it does not look at the trunk.
+    pub ecs: Option<EcsConfig>,
+    /// A head is launched at most once per this many seconds
+    /// (`TRUNK_SWEEP_COOLDOWN_SECONDS`): longer than create-deploy-stack takes.
+    pub trunk_sweep_cooldown_secs: u32,
 }
+
+/// The default cool-down between two launches for the same trunk head.
+pub const TRUNK_SWEEP_COOLDOWN_SECS: u32 = 900;
 
 pub use live_ci_core::settings::ConfigError;
 
@@ -77,19 +88,33 @@ pub const ENV_VARS: &[&str] = &[
     "STATE_MACHINE_ARN",
     "GITHUB_API_URL",
     "COMMIT_STATUS_CONFIG_SSM_KEY",
+    "TRUNK_SWEEP_COOLDOWN_SECONDS",
+    "AWS_REGION",
+    "ECS_CLUSTER_ARN",
+    "ECS_SUBNET_IDS",
+    "ECS_SECURITY_GROUP_IDS",
+    "ECS_ASSIGN_PUBLIC_IP",
+    "CREATE_DEPLOY_STACK_TASK_DEFINITION_ARN",
+    "CREATE_DEPLOY_STACK_CONTAINER_NAME",
+    "CREATE_DEPLOY_STACK_LOG_GROUP",
+    "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
 ];
 
 /// Every AWS action trigger_sf's code calls, for the IAM policy the Terraform
 /// module gives it: the token (`SsmParamStore::get`, decrypted) and the merge
 /// lock (`put`), `SfnEngine` (start, and describe to tell a repeated start from
 /// a conflict and to sweep), and the metadb over the Data API (`DataApiMetadb`,
-/// which reads the cluster's secret with the caller's permissions).
+/// which reads the cluster's secret with the caller's permissions), and the
+/// sweep's create-deploy-stack launch (`EcsTaskLauncher`, passing the task's
+/// roles).
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
     "ssm:PutParameter",
     "kms:Decrypt",
     "states:StartExecution",
     "states:DescribeExecution",
+    "ecs:RunTask",
+    "iam:PassRole",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
     "rds-data:CommitTransaction",
@@ -129,8 +154,24 @@ impl Config {
         if github_token_param.is_some() && repository.is_none() {
             return Err(ConfigError::Missing("REPO_FULL_NAME"));
         }
+        let ecs = match opt("ECS_CLUSTER_ARN") {
+            Some(_) => Some(EcsConfig::from_settings(
+                &env,
+                &[TaskKind::CreateDeployStack],
+            )?),
+            None => None,
+        };
+        // The trunk head comes from GitHub: a cluster without a token is a
+        // half-configured sweep, refused rather than silently skipped.
+        if ecs.is_some() && github_token_param.is_none() {
+            return Err(ConfigError::Missing("GITHUB_TOKEN_SSM_KEY"));
+        }
+        let trunk_sweep_cooldown_secs =
+            env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS)?;
         Ok(Config {
             handler,
+            ecs,
+            trunk_sweep_cooldown_secs,
             state_machine_arn: req("STATE_MACHINE_ARN")?,
             metadb,
             github_token_param,

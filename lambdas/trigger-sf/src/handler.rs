@@ -6,7 +6,10 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::status::{
+    BranchHead, CommitStatus, CommitStatusConfig, GitHost, StatusState, context,
+};
+use live_ci_core::task::{TaskLauncher, create_deploy_stack_spec};
 use live_ci_workflow::outcome::{
     FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
 };
@@ -57,8 +60,54 @@ pub struct Report {
     /// The value the sweep rewrote the merge lock parameter to, when it did
     /// not match the metadb (a lost or failed write).
     pub lock_repaired: Option<String>,
+    /// create-deploy-stack launched by the sweep for a trunk head the metadb
+    /// did not know (a merge whose webhook was lost).
+    pub trunk_launch: Option<TrunkLaunch>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
+}
+
+/// One launch of create-deploy-stack by the sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TrunkLaunch {
+    pub commit: String,
+    /// The how-manieth launch for this commit (one per cool-down).
+    pub attempt: u32,
+    pub task_arn: String,
+}
+
+/// The sweep's trunk check: the trunk head from the git host, and the
+/// launcher that starts create-deploy-stack for a head the metadb does not
+/// know, at most once per `cooldown_secs` per head (a slow create-deploy-stack
+/// is not launched twice).
+#[derive(Debug)]
+pub struct TrunkSweep<H, L> {
+    pub head: H,
+    pub launcher: L,
+    pub cooldown_secs: u32,
+}
+
+/// The type of a handler without the trunk check (it has no value).
+#[derive(Debug)]
+pub enum NoTrunkSweep {}
+
+impl BranchHead for NoTrunkSweep {
+    type Error = std::convert::Infallible;
+
+    async fn branch_head(&self, _branch: &str) -> Result<String, Self::Error> {
+        match *self {}
+    }
+}
+
+impl TaskLauncher for NoTrunkSweep {
+    type Error = std::convert::Infallible;
+
+    async fn start(
+        &self,
+        _spec: &live_ci_core::task::TaskSpec,
+    ) -> Result<live_ci_core::task::StartedTask, Self::Error> {
+        match *self {}
+    }
 }
 
 /// The reason stored with a failed execution, from how it ended.
@@ -88,12 +137,14 @@ pub fn failure_reason(ended: &Ended) -> Option<String> {
 /// The handler with its clients; built once per cold start. `github` is
 /// optional: without it the merge lock's statuses are left to the receiver.
 #[derive(Debug)]
-pub struct TriggerSf<M, W, P, G> {
+pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep> {
     config: HandlerConfig,
     metadb: M,
     engine: W,
     params: P,
     github: Option<G>,
+    /// Without it the sweep does not look at the trunk head.
+    trunk: Option<TrunkSweep<H, L>>,
     /// The commit status config as last read, and when: it is editable without
     /// a deploy, so a warm container re-reads it after [`STATUS_CONFIG_TTL`].
     status_config: std::sync::Mutex<Option<(std::time::Instant, CommitStatusConfig)>>,
@@ -116,8 +167,42 @@ where
             engine,
             params,
             github,
+            trunk: None,
             status_config: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The same handler whose sweep also compares the trunk head with the
+    /// metadb and launches create-deploy-stack for a head it does not know.
+    pub fn with_trunk_sweep<H, L>(self, trunk: TrunkSweep<H, L>) -> TriggerSf<M, W, P, G, H, L>
+    where
+        H: BranchHead,
+        L: TaskLauncher,
+    {
+        TriggerSf {
+            config: self.config,
+            metadb: self.metadb,
+            engine: self.engine,
+            params: self.params,
+            github: self.github,
+            trunk: Some(trunk),
+            status_config: self.status_config,
+        }
+    }
+}
+
+impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L>
+where
+    M: Metadb,
+    W: WorkflowEngine,
+    P: ParamStore,
+    G: GitHost,
+    H: BranchHead,
+    L: TaskLauncher,
+{
+    /// The trunk check's launcher (tests inspect what was started).
+    pub fn launcher(&self) -> Option<&L> {
+        self.trunk.as_ref().map(|t| &t.launcher)
     }
 
     pub fn metadb(&self) -> &M {
@@ -574,7 +659,57 @@ where
         for run_id in runs {
             self.advance(run_id, report).await?;
         }
-        self.reconcile_lock(report).await
+        self.reconcile_lock(report).await?;
+        self.sweep_trunk(report).await
+    }
+
+    /// Launches create-deploy-stack for a trunk head no run and no no-op merge
+    /// has, once per cool-down: a merge whose webhook was lost (or whose
+    /// create-deploy-stack never ran) is deployed anyway, and since a run
+    /// deploys the range from the newest started run, so is every earlier lost
+    /// merge. GitHub or ECS failing is a warning: the next sweep tries again
+    /// (after the cool-down when the launch itself failed).
+    async fn sweep_trunk(&self, report: &mut Report) -> Result<(), TriggerError> {
+        let Some(trunk) = &self.trunk else {
+            return Ok(());
+        };
+        let branch = &self.config.trunk_branch;
+        let head = match trunk.head.branch_head(branch).await {
+            Ok(head) => head,
+            Err(e) => {
+                tracing::warn!(%branch, error = %e, "reading the trunk head");
+                report
+                    .warnings
+                    .push(format!("trunk head of {branch:?}: {e}"));
+                return Ok(());
+            }
+        };
+        let Some(attempt) = self
+            .metadb
+            .claim_trunk_launch(&head, trunk.cooldown_secs)
+            .await
+            .map_err(metadb_err)?
+        else {
+            return Ok(());
+        };
+        tracing::warn!(%branch, %head, attempt, "trunk head unknown to the metadb; launching create-deploy-stack");
+        let spec = create_deploy_stack_spec(&head, None, &format!("sweep-{head}-{attempt}"));
+        match trunk.launcher.start(&spec).await {
+            Ok(started) => {
+                report.trunk_launch = Some(TrunkLaunch {
+                    commit: head,
+                    attempt,
+                    task_arn: started.task_arn,
+                });
+            }
+            Err(e) => {
+                tracing::error!(%head, error = %e, "launching create-deploy-stack for the trunk head");
+                report
+                    .warnings
+                    .push(format!("create-deploy-stack for trunk head {head}: {e}"));
+            }
+        }
+        Ok(())
     }
 
     /// Rewrites the merge lock parameter when it differs from the metadb's

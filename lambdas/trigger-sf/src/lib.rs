@@ -8,6 +8,10 @@ mod config;
 mod event;
 mod handler;
 
-pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig};
+pub use config::{
+    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig, TRUNK_SWEEP_COOLDOWN_SECS,
+};
 pub use event::{Input, StatusChangeDetail, parse_input};
-pub use handler::{Report, TriggerError, TriggerSf, failure_reason};
+pub use handler::{
+    NoTrunkSweep, Report, TriggerError, TriggerSf, TrunkLaunch, TrunkSweep, failure_reason,
+};

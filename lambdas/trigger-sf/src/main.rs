@@ -1,14 +1,17 @@
 //! The trigger_sf Lambda's entry point: builds the metadb, Step Functions, SSM
-//! and (optionally) GitHub clients once per cold start and serves every
+//! and (optionally) GitHub and ECS clients once per cold start and serves every
 //! invocation with [`TriggerSf`].
 
 use anyhow::Context;
 use lambda_runtime::{LambdaEvent, service_fn};
-use live_ci_aws::SsmParamStore;
+use live_ci_aws::{EcsTaskLauncher, SsmParamStore};
 use live_ci_core::params::ParamStore;
+use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::status::{BranchHead, GitHost};
+use live_ci_core::task::TaskLauncher;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::AnyMetadb;
-use live_ci_trigger_sf::{Config, Report, TriggerSf, parse_input};
+use live_ci_trigger_sf::{Config, Report, TriggerSf, TrunkSweep, parse_input};
 use live_ci_workflow::SfnEngine;
 use serde_json::Value;
 
@@ -38,7 +41,33 @@ async fn main() -> anyhow::Result<()> {
         config.state_machine_arn.clone(),
     );
     let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
+    let trunk = match (&config.ecs, &github) {
+        (Some(ecs), Some(github)) => Some(TrunkSweep {
+            head: github.clone(),
+            launcher: EcsTaskLauncher::new(
+                live_ci_aws::sdk::ecs::Client::new(&aws),
+                ecs.clone(),
+            ),
+            cooldown_secs: config.trunk_sweep_cooldown_secs,
+        }),
+        _ => None,
+    };
     let handler = TriggerSf::new(config.handler, metadb, engine, params, github);
+    match trunk {
+        Some(trunk) => serve(handler.with_trunk_sweep(trunk)).await,
+        None => serve(handler).await,
+    }
+}
+
+async fn serve<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
+where
+    M: Metadb,
+    W: WorkflowEngine,
+    P: ParamStore,
+    G: GitHost,
+    H: BranchHead,
+    L: TaskLauncher,
+{
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let input = parse_input(&event.payload)?;

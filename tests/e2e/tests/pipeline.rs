@@ -790,3 +790,81 @@ fn a_fork_pull_request_is_not_planned() {
         })
         .unwrap();
 }
+
+/// Invokes trigger_sf as the sweep's schedule does (`{"sweep": true}`) and
+/// returns its report.
+async fn invoke_sweep(endpoint: &str) -> anyhow::Result<serde_json::Value> {
+    let config = aws_sdk_lambda::Config::builder()
+        .behavior_version(aws_sdk_lambda::config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_sdk_lambda::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_lambda::config::Credentials::new(
+            "test", "test", None, None, "e2e",
+        ))
+        .build();
+    let out = aws_sdk_lambda::Client::from_conf(config)
+        .invoke()
+        .function_name("live-ci-trigger-sf")
+        .payload(aws_sdk_lambda::primitives::Blob::new(r#"{"sweep": true}"#))
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("invoking the sweep: {e:?}"))?;
+    let payload = out.payload().map(|b| b.as_ref().to_vec()).unwrap_or_default();
+    anyhow::ensure!(
+        out.function_error().is_none(),
+        "the sweep failed: {}",
+        String::from_utf8_lossy(&payload)
+    );
+    Ok(serde_json::from_slice(&payload)?)
+}
+
+/// Issue 13 (3): a merge whose webhook was lost is deployed anyway. The pull
+/// request merges on the GitHub fake (the trunk moves) but no webhook is
+/// delivered; the sweep finds the trunk head unknown to the metadb, launches
+/// create-deploy-stack for it (ECS RunTask in the local cloud), and the unit
+/// is planned, approved and applied; the next sweep launches nothing more.
+#[test]
+fn a_merge_whose_webhook_was_lost_is_deployed_by_the_sweep() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let _serial = env.serial().await?;
+            let cdn = "dev/us-east-1/cdn";
+            let lost = env
+                .new_merge(
+                    61,
+                    &[(&format!("{cdn}/main.tf"), &terraform_data("{ ttl = 61 }"))],
+                )
+                .await?;
+            env.github.set_branch("main", &lost.merge_commit);
+            let report = invoke_sweep(env.cloud.endpoint()).await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
+            // The one-minute schedule may have swept first: then its launch is
+            // the one that creates the run, and this sweep launched nothing.
+            let launched = &report["trunk_launch"];
+            if !launched.is_null() {
+                assert_eq!(launched["commit"], lost.merge_commit.as_str(), "{report}");
+            }
+            let created = wait_for(Duration::from_secs(300), || async {
+                Ok(!db.runs(&lost.merge_commit).await?.is_empty())
+            })
+            .await?;
+            assert!(created, "no run for the merge whose webhook was lost: {report}");
+            let again = invoke_sweep(env.cloud.endpoint()).await?;
+            assert!(again["trunk_launch"].is_null(), "launched twice: {again}");
+            let (_, outcome) = env.drive(&lost, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            assert_eq!(
+                outcome.run.by_path().get(cdn).map(|e| e.status.as_str()),
+                Some("succeeded"),
+                "{text}"
+            );
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert_eq!(sfn[cdn], "SUCCEEDED", "{sfn:?}");
+            let state = tf_resources(&env.deployment.state_dir, &lost.merge_commit, cdn)
+                .unwrap_or_default();
+            assert!(state.contains("terraform_data.this"), "{state:?}");
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}

@@ -192,6 +192,25 @@ pub trait Metadb: Send + Sync {
 
     fn merge_lock(&self) -> impl Future<Output = Result<MergeLockRow, Self::Error>> + Send;
 
+    /// Records that create-deploy-stack found nothing to deploy up to trunk
+    /// commit `commit_id` (no run is created for it), so the sweep takes the
+    /// commit as known. Repeats change nothing.
+    fn record_no_op_merge(
+        &self,
+        commit_id: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The sweep's claim to launch create-deploy-stack for the trunk head
+    /// `commit_id`: `Some(n)` (its n-th launch) when no run has the commit, no
+    /// no-op merge is recorded for it and no launch for it is younger than
+    /// `cooldown_secs`; `None` otherwise. Of concurrent callers at most one
+    /// gets `Some`.
+    fn claim_trunk_launch(
+        &self,
+        commit_id: &str,
+        cooldown_secs: u32,
+    ) -> impl Future<Output = Result<Option<u32>, Self::Error>> + Send;
+
     /// Running executions claimed more than `older_than_secs` ago that still
     /// have no ARN: their start was lost, the sweep releases or retries them.
     fn stale_claims(

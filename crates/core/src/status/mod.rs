@@ -157,6 +157,17 @@ pub trait GitHost: Send + Sync {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
+/// Where a branch of the repository points now. Implemented by the GitHub
+/// adapter; the sweep compares the trunk's head with what the metadb knows, so
+/// a merge whose webhook was lost is still deployed.
+pub trait BranchHead: Send + Sync {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The commit `branch` points at.
+    fn branch_head(&self, branch: &str)
+    -> impl Future<Output = Result<String, Self::Error>> + Send;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -466,3 +466,26 @@ pub const APPLIED_MIGRATIONS: &str = "SELECT version::text FROM schema_migration
 
 pub const RECORD_MIGRATION: &str =
     "INSERT INTO schema_migrations (version, name) VALUES (:version, :name)";
+
+/// A trunk commit create-deploy-stack found nothing to deploy for: the sweep
+/// takes it as known. Repeats keep the first time.
+pub const RECORD_NO_OP_MERGE: &str = "\
+INSERT INTO trunk_commits (commit_id, no_op_at) VALUES (:commit_id, clock_timestamp())
+ON CONFLICT (commit_id) DO UPDATE
+SET no_op_at = coalesce(trunk_commits.no_op_at, EXCLUDED.no_op_at)";
+
+/// The sweep's claim to launch create-deploy-stack for a trunk head: only for a
+/// commit no run has, no no-op merge recorded, and no launch younger than the
+/// cool-down. One statement, so of two sweeps at once (the second waits on the
+/// row the first wrote) exactly one gets the row back: the launch count.
+pub const CLAIM_TRUNK_LAUNCH: &str = "\
+INSERT INTO trunk_commits (commit_id, launched_at, launches)
+SELECT :commit_id, clock_timestamp(), 1
+WHERE NOT EXISTS (SELECT 1 FROM runs WHERE commit_id = :commit_id)
+ON CONFLICT (commit_id) DO UPDATE
+SET launched_at = clock_timestamp(), launches = trunk_commits.launches + 1
+WHERE trunk_commits.no_op_at IS NULL
+  AND (trunk_commits.launched_at IS NULL
+       OR trunk_commits.launched_at
+          < clock_timestamp() - make_interval(secs => CAST(:cooldown_secs AS double precision)))
+RETURNING launches::text";

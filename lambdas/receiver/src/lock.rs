@@ -1,0 +1,39 @@
+//! Where the receiver checks a "locked" merge lock parameter: the metadb's lock
+//! row, which the parameter only mirrors. A mirror write lost after a run
+//! finished would otherwise keep every pull request locked until the sweep
+//! repairs it; checked against the row, "locked" cannot outlive the run.
+
+use std::future::Future;
+
+use live_ci_core::merge_lock::MergeLock;
+use live_ci_core::port::Metadb;
+
+/// The merge lock as the metadb (the truth) has it.
+pub trait LockTruth: Send + Sync {
+    fn merge_lock(&self) -> impl Future<Output = Result<MergeLock, String>> + Send;
+}
+
+/// The metadb's lock row, through any metadb adapter.
+#[derive(Debug)]
+pub struct MetadbLock<M>(pub M);
+
+impl<M: Metadb> LockTruth for MetadbLock<M> {
+    async fn merge_lock(&self) -> Result<MergeLock, String> {
+        self.0
+            .merge_lock()
+            .await
+            .map(|row| row.lock())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The type of a receiver that answers from the parameter alone (it has no
+/// value).
+#[derive(Debug)]
+pub enum NoLockCheck {}
+
+impl LockTruth for NoLockCheck {
+    async fn merge_lock(&self) -> Result<MergeLock, String> {
+        match *self {}
+    }
+}
