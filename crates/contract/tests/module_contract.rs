@@ -122,10 +122,13 @@ fn binaries() -> Vec<Binary> {
             }],
             policy_document: "receiver",
             attachment: Attachment::LocalMapEntry("lambda_policies", "receiver"),
-            defaults: &[(
-                "MAX_BODY_BYTES",
-                "the default 5 MiB sits under the Function URL's 6 MB payload limit",
-            )],
+            defaults: &[
+                (
+                    "MAX_BODY_BYTES",
+                    "the default 5 MiB sits under the Function URL's 6 MB payload limit",
+                ),
+                METADB_URL_IN_LAMBDAS,
+            ],
         },
         Binary {
             name: "trigger-sf",
