@@ -439,5 +439,8 @@ async fn the_trunk_head_is_one_exact_branch_get() {
     }
     // A missing branch is GitHub's 404, named.
     let err = github.branch_head("gone").await.unwrap_err().to_string();
-    assert!(err.contains("branches/gone") && err.contains("404"), "{err}");
+    assert!(
+        err.contains("branches/gone") && err.contains("404"),
+        "{err}"
+    );
 }

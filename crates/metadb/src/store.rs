@@ -753,7 +753,11 @@ impl<S: Sql> Metadb for Store<S> {
         rows.first()
             .map(|n| {
                 n.parse().map_err(|_| MetadbError::Decode {
-                    statement: q::CLAIM_TRUNK_LAUNCH.lines().next().unwrap_or_default().into(),
+                    statement: q::CLAIM_TRUNK_LAUNCH
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .into(),
                     message: format!("{n:?} is not a launch count"),
                 })
             })

@@ -17,13 +17,19 @@ const COOLDOWN: u32 = 900;
 async fn an_unknown_head_is_claimed_once_per_cool_down() {
     let t = TestDb::new().await;
     let db = t.metadb(2).await;
-    assert_eq!(db.claim_trunk_launch("h1", COOLDOWN).await.unwrap(), Some(1));
+    assert_eq!(
+        db.claim_trunk_launch("h1", COOLDOWN).await.unwrap(),
+        Some(1)
+    );
     // Within the cool-down (a slow create-deploy-stack) nothing is launched again.
     assert_eq!(db.claim_trunk_launch("h1", COOLDOWN).await.unwrap(), None);
     // After it (a zero cool-down has passed at once) the launch is repeated.
     assert_eq!(db.claim_trunk_launch("h1", 0).await.unwrap(), Some(2));
     // Another head has its own cool-down.
-    assert_eq!(db.claim_trunk_launch("h2", COOLDOWN).await.unwrap(), Some(1));
+    assert_eq!(
+        db.claim_trunk_launch("h2", COOLDOWN).await.unwrap(),
+        Some(1)
+    );
     t.drop_db().await;
 }
 

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use live_ci_aws::EcsConfig;
-pub use live_ci_metadb::MetadbConfig;
 use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::{FilePattern, TrustPolicy};
+pub use live_ci_metadb::MetadbConfig;
 
 /// How long a warm container keeps the webhook secret before reading it again.
 pub const SECRET_TTL: Duration = Duration::from_secs(300);
@@ -132,10 +132,7 @@ impl Config {
             },
             github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
             github_token_param: req("GITHUB_TOKEN_SSM_KEY")?,
-            ecs: EcsConfig::from_settings(
-                &env,
-                &[TaskKind::PrPlan, TaskKind::CreateDeployStack],
-            )?,
+            ecs: EcsConfig::from_settings(&env, &[TaskKind::PrPlan, TaskKind::CreateDeployStack])?,
             metadb: MetadbConfig::from_settings(&env)?,
         })
     }

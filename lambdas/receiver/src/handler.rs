@@ -8,7 +8,8 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
 use live_ci_core::task::{
-    MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec, env,
+    MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec,
+    env,
 };
 use live_ci_core::webhook::{
     PLAN_COMMAND, PullRequestAuthority, Route, WebhookError, route, verify_signature,

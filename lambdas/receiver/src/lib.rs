@@ -17,5 +17,5 @@ pub use config::{
     AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, SECRET_RETRY, SECRET_TTL,
 };
 pub use handler::{Receiver, ReceiverError};
-pub use lock::{LockTruth, MetadbLock, NoLockCheck};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};
+pub use lock::{LockTruth, MetadbLock, NoLockCheck};

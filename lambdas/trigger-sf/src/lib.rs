@@ -9,7 +9,8 @@ mod event;
 mod handler;
 
 pub use config::{
-    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig, TRUNK_SWEEP_COOLDOWN_SECS,
+    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig,
+    TRUNK_SWEEP_COOLDOWN_SECS,
 };
 pub use event::{Input, StatusChangeDetail, parse_input};
 pub use handler::{

@@ -44,10 +44,7 @@ async fn main() -> anyhow::Result<()> {
     let trunk = match (&config.ecs, &github) {
         (Some(ecs), Some(github)) => Some(TrunkSweep {
             head: github.clone(),
-            launcher: EcsTaskLauncher::new(
-                live_ci_aws::sdk::ecs::Client::new(&aws),
-                ecs.clone(),
-            ),
+            launcher: EcsTaskLauncher::new(live_ci_aws::sdk::ecs::Client::new(&aws), ecs.clone()),
             cooldown_secs: config.trunk_sweep_cooldown_secs,
         }),
         _ => None,

@@ -87,7 +87,10 @@ impl TaskLauncher for Launcher {
         let mut started = self.0.lock().unwrap();
         started.push(spec.clone());
         Ok(StartedTask {
-            task_arn: format!("arn:aws:ecs:us-east-1:000000000000:task/live-ci/{}", started.len()),
+            task_arn: format!(
+                "arn:aws:ecs:us-east-1:000000000000:task/live-ci/{}",
+                started.len()
+            ),
             logs_url: None,
         })
     }
@@ -129,13 +132,11 @@ async fn handler(t: &TestDb, server: &MockServer, cooldown_secs: u32) -> Handler
     let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     let params = Params::default();
     params.put(LOCK, "none").await.unwrap();
-    TriggerSf::new(config, t.metadb(2).await, NoEngine, params, None).with_trunk_sweep(
-        TrunkSweep {
-            head: github(server),
-            launcher: Launcher::default(),
-            cooldown_secs,
-        },
-    )
+    TriggerSf::new(config, t.metadb(2).await, NoEngine, params, None).with_trunk_sweep(TrunkSweep {
+        head: github(server),
+        launcher: Launcher::default(),
+        cooldown_secs,
+    })
 }
 
 fn launched(h: &Handler) -> Vec<TaskSpec> {
@@ -240,7 +241,9 @@ async fn github_failing_is_a_warning_and_the_rest_of_the_sweep_runs() {
     assert_eq!(r.trunk_launch, None);
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     assert!(
-        r.warnings.iter().any(|w| w.contains("trunk head of \"main\"") && w.contains("502")),
+        r.warnings
+            .iter()
+            .any(|w| w.contains("trunk head of \"main\"") && w.contains("502")),
         "{r:?}"
     );
     assert!(launched(&h).is_empty());

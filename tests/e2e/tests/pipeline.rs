@@ -809,7 +809,10 @@ async fn invoke_sweep(endpoint: &str) -> anyhow::Result<serde_json::Value> {
         .send()
         .await
         .map_err(|e| anyhow::anyhow!("invoking the sweep: {e:?}"))?;
-    let payload = out.payload().map(|b| b.as_ref().to_vec()).unwrap_or_default();
+    let payload = out
+        .payload()
+        .map(|b| b.as_ref().to_vec())
+        .unwrap_or_default();
     anyhow::ensure!(
         out.function_error().is_none(),
         "the sweep failed: {}",
@@ -849,7 +852,10 @@ fn a_merge_whose_webhook_was_lost_is_deployed_by_the_sweep() {
                 Ok(!db.runs(&lost.merge_commit).await?.is_empty())
             })
             .await?;
-            assert!(created, "no run for the merge whose webhook was lost: {report}");
+            assert!(
+                created,
+                "no run for the merge whose webhook was lost: {report}"
+            );
             let again = invoke_sweep(env.cloud.endpoint()).await?;
             assert!(again["trunk_launch"].is_null(), "launched twice: {again}");
             let (_, outcome) = env.drive(&lost, &|_| Vote::Approve).await?;
