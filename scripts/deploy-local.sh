@@ -18,6 +18,9 @@
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_METADB_CONNECTION [data-api]  data-api (the module default) or direct
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
+#   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
+#                          examples/live-repo/accounts.json
 #   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
 #                          deployed as they are instead of the debug wrappers (make e2e-release);
 #                          they reach the metadb the way the module configures it, so they
@@ -152,6 +155,8 @@ apply() {
   "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
   "metadb_connection": "$metadb_connection",
   "metadb_name": "$metadb_name",
+  "max_parallel": ${LIVE_CI_MAX_PARALLEL:-4},
+  "account_parent_cfg": $(if [ -n "${LIVE_CI_ACCOUNTS_FILE:-}" ]; then cat "$LIVE_CI_ACCOUNTS_FILE"; else echo null; fi),
   "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
   "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
 }

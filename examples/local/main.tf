@@ -85,7 +85,7 @@ module "live_ci" {
   apply_timeout_seconds    = 300
   task_heartbeat_seconds   = 120
   retry_interval_seconds   = 1
-  max_parallel             = 4
+  max_parallel             = var.max_parallel
   # Locally a sweep every minute recovers lost claims quickly.
   sweep_schedule_expression = "rate(1 minute)"
   stale_claim_seconds       = 60

@@ -128,3 +128,9 @@ variable "metadb_name" {
   type        = string
   default     = "live_ci"
 }
+
+variable "max_parallel" {
+  description = "Units deployed at once (make bench-pipeline compares 4 and 16)."
+  type        = number
+  default     = 4
+}

@@ -6,6 +6,7 @@
 //! and each unit's terraform state. Used by the integration tests and by the
 //! `live-ci-demo` binary (`make demo`).
 
+pub mod bench;
 pub mod observe;
 pub mod repo;
 pub mod vote;
@@ -206,6 +207,29 @@ impl Deployment {
         build: bool,
         show: bool,
     ) -> Result<Self> {
+        Self::apply_with(
+            cloud,
+            metadb_url,
+            github_api_url,
+            clone_url,
+            build,
+            show,
+            &[],
+        )
+        .await
+    }
+
+    /// [`Deployment::apply`] with more `scripts/deploy-local.sh` settings
+    /// (`LIVE_CI_MAX_PARALLEL`, `LIVE_CI_ACCOUNTS_FILE`, …).
+    pub async fn apply_with(
+        cloud: &Cloud,
+        metadb_url: &str,
+        github_api_url: &str,
+        clone_url: &Path,
+        build: bool,
+        show: bool,
+        settings: &[(&str, String)],
+    ) -> Result<Self> {
         // Per metadb: a fresh database starts with fresh unit state.
         let db_name = metadb_url
             .split('?')
@@ -222,7 +246,8 @@ impl Deployment {
             .env("LIVE_CI_REPO_CLONE_URL", clone_url)
             .env("LIVE_CI_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .env("LIVE_CI_STATE_DIR", &state_dir)
-            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" });
+            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" })
+            .envs(settings.iter().map(|(k, v)| (*k, v.as_str())));
         let out = run_command("scripts/deploy-local.sh apply", cmd, show).await?;
         check_metadb_connection(&metadb_connection(), &work_dir())?;
         let outputs: Value = serde_json::from_str(&out).map_err(|e| E2eError::Parse {
