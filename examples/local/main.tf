@@ -103,6 +103,9 @@ module "live_ci" {
   metadb_connection          = var.metadb_connection
   metadb_name                = var.metadb_name
   metadb_deletion_protection = false
+  # A throwaway metadb: each e2e or bench deployment names a fresh database, which
+  # replaces the cluster, and a second final snapshot of the same name would fail.
+  metadb_skip_final_snapshot = true
   log_retention_in_days      = 1
   log_level                  = var.log_level
 
