@@ -17,6 +17,7 @@
 #   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
 #   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
 #                          deployed as they are instead of the debug wrappers (make e2e-release);
 #                          they reach the metadb the way the module configures it, so they
@@ -107,6 +108,11 @@ apply() {
   repo_clone_url="$LIVE_CI_REPO_CLONE_URL"
   metadb_url="${LIVE_CI_METADB_URL:-$LIVE_CI_PG_URL}"
   local state_dir="${LIVE_CI_STATE_DIR:-$work/e2e/tfstate}"
+  local allow_destroy="${LIVE_CI_ALLOW_DESTROY:-false}"
+  case "$allow_destroy" in
+    true|false) ;;
+    *) die "LIVE_CI_ALLOW_DESTROY must be true or false, not \"$allow_destroy\"" ;;
+  esac
   mkdir -p "$state_dir"
   if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
     log "cargo build (debug binaries)"
@@ -138,6 +144,7 @@ apply() {
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",
   "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
+  "allow_destroy": $allow_destroy,
   "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
   "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
 }

@@ -206,6 +206,29 @@ impl Deployment {
         build: bool,
         show: bool,
     ) -> Result<Self> {
+        Self::apply_with(
+            cloud,
+            metadb_url,
+            github_api_url,
+            clone_url,
+            build,
+            show,
+            &[],
+        )
+        .await
+    }
+
+    /// [`Deployment::apply`] with more of `scripts/deploy-local.sh`'s inputs
+    /// (e.g. `LIVE_CI_ALLOW_DESTROY`).
+    pub async fn apply_with(
+        cloud: &Cloud,
+        metadb_url: &str,
+        github_api_url: &str,
+        clone_url: &Path,
+        build: bool,
+        show: bool,
+        inputs: &[(&str, &str)],
+    ) -> Result<Self> {
         // Per metadb: a fresh database starts with fresh unit state.
         let db_name = metadb_url
             .split('?')
@@ -222,7 +245,8 @@ impl Deployment {
             .env("LIVE_CI_REPO_CLONE_URL", clone_url)
             .env("LIVE_CI_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .env("LIVE_CI_STATE_DIR", &state_dir)
-            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" });
+            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" })
+            .envs(inputs.iter().copied());
         let out = run_command("scripts/deploy-local.sh apply", cmd, show).await?;
         let outputs: Value = serde_json::from_str(&out).map_err(|e| E2eError::Parse {
             what: "terraform output -json".into(),
