@@ -75,7 +75,7 @@ fn setup() -> anyhow::Result<Env> {
             &repo.dir,
             false,
             false,
-            &[("LIVE_CI_ALLOW_DESTROY", "true")],
+            &[("LIVE_CI_ALLOW_DESTROY", "true".to_string())],
         )
         .await?;
         cloud.clear_mailbox(&reqwest::Client::new()).await?;
