@@ -18,6 +18,7 @@
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_METADB_CONNECTION [data-api]  data-api (the module default) or direct
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
 #   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
 #   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
 #                          examples/live-repo/accounts.json
@@ -122,6 +123,11 @@ apply() {
     *) die "LIVE_CI_METADB_CONNECTION=$metadb_connection: expected data-api or direct" ;;
   esac
   local state_dir="${LIVE_CI_STATE_DIR:-$work/e2e/tfstate}"
+  local allow_destroy="${LIVE_CI_ALLOW_DESTROY:-false}"
+  case "$allow_destroy" in
+    true|false) ;;
+    *) die "LIVE_CI_ALLOW_DESTROY must be true or false, not \"$allow_destroy\"" ;;
+  esac
   mkdir -p "$state_dir"
   if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
     log "cargo build (debug binaries)"
@@ -153,6 +159,7 @@ apply() {
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",
   "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
+  "allow_destroy": $allow_destroy,
   "metadb_connection": "$metadb_connection",
   "metadb_name": "$metadb_name",
   "max_parallel": ${LIVE_CI_MAX_PARALLEL:-4},

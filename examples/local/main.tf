@@ -73,6 +73,7 @@ module "live_ci" {
 
   account_parent_cfg   = var.account_parent_cfg != null ? var.account_parent_cfg : jsondecode(file("${path.module}/../live-repo/accounts.json"))
   commit_status_config = var.commit_status_config
+  allow_destroy        = var.allow_destroy
 
   # terragrunt is not installable here: the sample units run with terraform.
   plan_command  = var.plan_command

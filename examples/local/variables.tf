@@ -111,6 +111,12 @@ variable "task_image" {
   default     = "live-ci-task:local"
 }
 
+variable "allow_destroy" {
+  description = "Destroy the units a merge removes (the module's allow_destroy; the end-to-end tests turn it on)."
+  type        = bool
+  default     = false
+}
+
 variable "log_level" {
   description = "RUST_LOG of the Lambdas and tasks."
   type        = string

@@ -220,7 +220,7 @@ impl Deployment {
     }
 
     /// [`Deployment::apply`] with more `scripts/deploy-local.sh` settings
-    /// (`LIVE_CI_MAX_PARALLEL`, `LIVE_CI_ACCOUNTS_FILE`, …).
+    /// (`LIVE_CI_MAX_PARALLEL`, `LIVE_CI_ACCOUNTS_FILE`, `LIVE_CI_ALLOW_DESTROY`, …).
     pub async fn apply_with(
         cloud: &Cloud,
         metadb_url: &str,

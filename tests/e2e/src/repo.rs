@@ -115,8 +115,22 @@ impl SampleRepo {
     /// A new pull request `number` that writes `files` (path → content) on a
     /// branch from `main`, merged into `main` with a merge commit.
     pub async fn merge_pull_request(&self, number: u64, files: &[(&str, &str)]) -> Result<Merge> {
+        self.merge_change(number, files, &[]).await
+    }
+
+    /// [`SampleRepo::merge_pull_request`] that also deletes the directories
+    /// `removed` (e.g. retires units).
+    pub async fn merge_change(
+        &self,
+        number: u64,
+        files: &[(&str, &str)],
+        removed: &[&str],
+    ) -> Result<Merge> {
         let branch = format!("pr-{number}");
         git(&self.dir, &["checkout", "-q", "-B", &branch, "main"]).await?;
+        for dir in removed {
+            git(&self.dir, &["rm", "-rq", dir]).await?;
+        }
         for (path, content) in files {
             let full = self.dir.join(path);
             if let Some(parent) = full.parent() {
