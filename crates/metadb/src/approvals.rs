@@ -23,7 +23,10 @@ impl<S: Sql> ApprovalStore for Store<S> {
                 &[
                     ("execution_id", Param::text(&r.execution_id)),
                     ("sfn_execution_arn", Param::text(&r.sfn_execution_arn)),
-                    ("task_token", Param::text(&r.task_token)),
+                    (
+                        "task_token_ciphertext",
+                        Param::text(&r.task_token_ciphertext),
+                    ),
                     ("task_token_hash", Param::text(&r.task_token_hash)),
                     ("to_add", Param::Int(i64::from(r.to_add))),
                     ("to_change", Param::Int(i64::from(r.to_change))),

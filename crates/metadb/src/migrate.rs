@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0005_operator",
         sql: include_str!("../migrations/0005_operator.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_token_cipher",
+        sql: include_str!("../migrations/0006_token_cipher.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.
