@@ -5,7 +5,7 @@ WORK ?= .work
 # scripts/localstack.sh keeps its venv and state here.
 export LIVE_CI_WORK ?= $(abspath $(WORK))
 
-.PHONY: all build demo demo-dry deploy-local test lint fmt bench clean localstack-up localstack-down infra-check package package-check e2e-release
+.PHONY: all build demo demo-dry deploy-local test lint fmt bench bench-pipeline clean localstack-up localstack-down infra-check package package-check e2e-release
 
 all: build
 
@@ -94,6 +94,14 @@ bench:
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
 	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_claim
 	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_queue
+
+## The pipeline's own cost per unit through the local cloud (not part of make test):
+## a generated repo of 20 and 100 units in 4 accounts, max_parallel 4 and 16, every
+## unit approved through its mail; prints makespan, terraform time, overhead per
+## unit, start latency and Lambda durations. BENCH_PIPELINE_ARGS="--cases 20x4" narrows it.
+bench-pipeline:
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-bench-pipeline -- $(BENCH_PIPELINE_ARGS)
 
 clean: localstack-down
 	-bash scripts/pg.sh down

@@ -16,15 +16,22 @@
 #   LIVE_CI_VOTE_LINK_KEY  [local-vote-link-key-of-at-least-32-chars]
 #   LIVE_CI_STATE_DIR      [$LIVE_CI_WORK/e2e/tfstate]  the sample units' terraform state
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
+#   LIVE_CI_METADB_CONNECTION [data-api]  data-api (the module default) or direct
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
+#   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
+#   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
+#                          examples/live-repo/accounts.json
 #   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
 #                          deployed as they are instead of the debug wrappers (make e2e-release);
 #                          they reach the metadb the way the module configures it, so they
 #                          need a metadb_connection the local cloud serves without METADB_URL
 #
-# The metadb: locally RDS has no database behind it, so the Lambda wrappers and
-# the task's image-map entry hand METADB_URL (the local PostgreSQL) to the
-# binaries; the module itself stays as in AWS (`metadb_connection = "direct"`).
+# The metadb: with `data-api` (the module default) every component reaches it as in
+# AWS, through the RDS Data API, which the local cloud serves from the local
+# PostgreSQL (its database: the one LIVE_CI_METADB_URL names). With `direct`, the
+# Lambda wrappers and the task's image-map entry hand METADB_URL to the binaries
+# (in AWS the tasks get it from SSM, and the Lambdas stay on the Data API).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,8 +70,8 @@ package_lambda() {
   fi
   cat >"$dir/src/bootstrap.new" <<EOF
 #!/bin/sh
-# live-ci local deployment: the debug build of $bin, with the local metadb.
-export METADB_URL='$metadb_url'
+# live-ci local deployment: the debug build of $bin$metadb_note.
+$metadb_export
 exec '$bin_dir/$bin' "\$@"
 EOF
   chmod 755 "$dir/src/bootstrap.new"
@@ -87,7 +94,7 @@ write_image_map() {
   mkdir -p "$(dirname "$LIVE_CI_LOCAL_IMAGE_MAP")"
   python3 - "$LIVE_CI_LOCAL_IMAGE_MAP" <<EOF
 import json, sys
-argv = ["/usr/bin/env", "METADB_URL=$metadb_url", "REPO_CLONE_URL=$repo_clone_url",
+argv = ["/usr/bin/env"] + (["METADB_URL=$metadb_url"] if "$metadb_connection" == "direct" else []) + ["REPO_CLONE_URL=$repo_clone_url",
         "TF_CLI_CONFIG_FILE=$root/scripts/terraformrc", "$bin_dir/live-ci-task"]
 path = sys.argv[1]
 try:
@@ -106,7 +113,21 @@ apply() {
   : "${LIVE_CI_REPO_CLONE_URL:?set LIVE_CI_REPO_CLONE_URL (the live repository to clone)}"
   repo_clone_url="$LIVE_CI_REPO_CLONE_URL"
   metadb_url="${LIVE_CI_METADB_URL:-$LIVE_CI_PG_URL}"
+  metadb_connection="${LIVE_CI_METADB_CONNECTION:-data-api}"
+  # The database the URL names (its path, without the TLS parameters).
+  metadb_name="${metadb_url%%\?*}"
+  metadb_name="${metadb_name##*/}"
+  case "$metadb_connection" in
+    data-api) metadb_export=""; metadb_note="" ;;
+    direct) metadb_export="export METADB_URL='$metadb_url'"; metadb_note=", with the local metadb" ;;
+    *) die "LIVE_CI_METADB_CONNECTION=$metadb_connection: expected data-api or direct" ;;
+  esac
   local state_dir="${LIVE_CI_STATE_DIR:-$work/e2e/tfstate}"
+  local allow_destroy="${LIVE_CI_ALLOW_DESTROY:-false}"
+  case "$allow_destroy" in
+    true|false) ;;
+    *) die "LIVE_CI_ALLOW_DESTROY must be true or false, not \"$allow_destroy\"" ;;
+  esac
   mkdir -p "$state_dir"
   if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
     log "cargo build (debug binaries)"
@@ -138,6 +159,11 @@ apply() {
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",
   "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
+  "allow_destroy": $allow_destroy,
+  "metadb_connection": "$metadb_connection",
+  "metadb_name": "$metadb_name",
+  "max_parallel": ${LIVE_CI_MAX_PARALLEL:-4},
+  "account_parent_cfg": $(if [ -n "${LIVE_CI_ACCOUNTS_FILE:-}" ]; then cat "$LIVE_CI_ACCOUNTS_FILE"; else echo null; fi),
   "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
   "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
 }

@@ -132,8 +132,7 @@ where
     {
         // Informational (the run itself is fine): which removed units keep
         // their infrastructure until someone destroys them or opts in.
-        let units: Vec<&str> = r.not_destroyed.iter().map(RepoPath::as_str).collect();
-        let description = format!("not destroyed (allow_destroy is off): {}", units.join(", "));
+        let description = crate::pr_plan::not_destroyed_text(&r.not_destroyed);
         let mut status = CommitStatus::new(
             &commit,
             StatusState::Success,

@@ -1,7 +1,9 @@
 //! `pr-plan`: the plans of the units a pull request affects (graph scan of the
 //! head commit against its base branch), at most `MAX_PARALLEL` at once, each
 //! reported as a commit status on the head commit, plus one pull-request
-//! comment with a summary table that later pushes update in place.
+//! comment with a summary table that later pushes update in place. Units the
+//! pull request removes are named in the comment: destroyed on merge with
+//! `ALLOW_DESTROY`, else not destroyed (then also a `live-ci: destroy` status).
 
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
@@ -29,6 +31,10 @@ pub struct PrPlanReport {
     pub commit: String,
     pub plans: Vec<UnitPlan>,
     pub warnings: Vec<String>,
+    /// Units the pull request removes that its merge destroys (`ALLOW_DESTROY`).
+    pub destroyed_on_merge: Vec<RepoPath>,
+    /// Units the pull request removes that are not destroyed (`ALLOW_DESTROY` off).
+    pub not_destroyed: Vec<RepoPath>,
 }
 
 impl PrPlanReport {
@@ -85,6 +91,15 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                     context::PR_PLAN,
                     &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
                 ));
+                if !report.not_destroyed.is_empty() {
+                    // Informational, as on the merge commit: the merge is fine,
+                    // the removed units' infrastructure stays.
+                    posts.push(status(
+                        StatusState::Success,
+                        context::DESTROY,
+                        &not_destroyed_text(&report.not_destroyed),
+                    ));
+                }
                 comment(&commit, logs_url, report)
             }
             Err(e) => {
@@ -132,12 +147,26 @@ async fn plan<R: RoleAssumer>(
     let checkout = Checkout::new(repo, commit)?;
     let base = format!("origin/{branch}");
     println!("live-ci pr-plan: {commit} against {base}");
-    let detection = detect(&checkout.git, &base, Some(&checkout.commit), false)?;
-    let warnings: Vec<String> = detection
+    let detection = detect(
+        &checkout.git,
+        &base,
+        Some(&checkout.commit),
+        config.allow_destroy,
+    )?;
+    // A removed unit that is not destroyed is reported as such, not as a warning.
+    let (not_destroyed, skipped): (Vec<_>, Vec<_>) = detection
         .affected
         .skipped
         .iter()
-        .map(|s| s.reason.clone())
+        .partition(|s| s.action == Action::Destroy);
+    let warnings: Vec<String> = skipped.iter().map(|s| s.reason.clone()).collect();
+    let not_destroyed: Vec<RepoPath> = not_destroyed.iter().map(|s| s.path.clone()).collect();
+    let destroyed_on_merge: Vec<RepoPath> = detection
+        .affected
+        .units
+        .iter()
+        .filter(|u| u.action == Action::Destroy)
+        .map(|u| u.path.clone())
         .collect();
     let units: Vec<RepoPath> = detection
         .affected
@@ -185,7 +214,24 @@ async fn plan<R: RoleAssumer>(
         commit: checkout.commit.clone(),
         plans,
         warnings,
+        destroyed_on_merge,
+        not_destroyed,
     })
+}
+
+/// The `live-ci: destroy` status's text, the same on the pull request and on
+/// its merge commit.
+pub fn not_destroyed_text(units: &[RepoPath]) -> String {
+    let units: Vec<&str> = units.iter().map(RepoPath::as_str).collect();
+    format!("not destroyed (allow_destroy is off): {}", units.join(", "))
+}
+
+fn unit_list(units: &[RepoPath]) -> String {
+    units
+        .iter()
+        .map(|u| format!("`{u}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn short(commit: &str) -> &str {
@@ -198,8 +244,10 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
         short(commit)
     );
-    if report.plans.is_empty() {
+    if report.plans.is_empty() && report.destroyed_on_merge.is_empty() {
         body.push_str("No Terragrunt unit is affected.\n");
+    } else if report.plans.is_empty() {
+        body.push_str("No Terragrunt unit is applied.\n");
     } else {
         body.push_str("| unit | result | add | change | destroy |\n|---|---|---|---|---|\n");
         for p in &report.plans {
@@ -223,6 +271,18 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
                 )),
             }
         }
+    }
+    if !report.destroyed_on_merge.is_empty() {
+        body.push_str(&format!(
+            "\nRemoved, **destroyed** when this merges (from the base's checkout, dependents first, each approved like any unit): {}\n",
+            unit_list(&report.destroyed_on_merge)
+        ));
+    }
+    if !report.not_destroyed.is_empty() {
+        body.push_str(&format!(
+            "\nRemoved, **not destroyed** (the module's `allow_destroy` is off; their infrastructure stays until someone destroys it): {}\n",
+            unit_list(&report.not_destroyed)
+        ));
     }
     for w in &report.warnings {
         body.push_str(&format!("\n> {w}\n"));

@@ -20,6 +20,8 @@ pub struct Finished {
     pub code: Option<i32>,
     /// Stdout and stderr, interleaved as lines arrived.
     pub output: String,
+    /// How long the command ran (the terraform time `make bench-pipeline` sums).
+    pub elapsed: Duration,
 }
 
 impl Finished {
@@ -57,6 +59,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Tick>,
 {
+    let started = std::time::Instant::now();
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -134,6 +137,7 @@ where
     Ok(Finished {
         code: if stopped { None } else { status.code() },
         output,
+        elapsed: started.elapsed(),
     })
 }
 
@@ -164,6 +168,7 @@ pub async fn capture(
     env: &[(String, String)],
     prefix: &str,
 ) -> Result<(Finished, String)> {
+    let started = std::time::Instant::now();
     let out = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -187,6 +192,7 @@ pub async fn capture(
         Finished {
             code: out.status.code(),
             output: stderr,
+            elapsed: started.elapsed(),
         },
         String::from_utf8_lossy(&out.stdout).into_owned(),
     ))

@@ -237,6 +237,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         Phase::Plan => {
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            log_command_time(&record, phase, &finished);
             if finished.code != Some(0) {
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
@@ -365,6 +366,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            log_command_time(&record, phase, &finished);
             if finished.code != Some(0) {
                 if is_stale_plan(&finished.output) {
                     return Err(TaskError::StalePlan {
@@ -407,6 +409,20 @@ fn unit_role<'r>(config: &Config, record: &'r ExecutionRecord, phase: Phase) -> 
         }),
         _ => Ok(role),
     }
+}
+
+/// One line per plan or apply command with its duration: `make bench-pipeline`
+/// reads these from the task logs to separate terraform's time from the
+/// pipeline's own (keep the message and field names stable).
+fn log_command_time(record: &ExecutionRecord, phase: Phase, finished: &run::Finished) {
+    tracing::info!(
+        execution_id = %record.execution_id,
+        cfg_path = %record.cfg_path,
+        phase = phase.as_str(),
+        command_ms = u64::try_from(finished.elapsed.as_millis()).unwrap_or(u64::MAX),
+        exit_code = finished.code.unwrap_or(-1),
+        "terraform command finished"
+    );
 }
 
 async fn run_with_heartbeat<T: TaskTokens>(

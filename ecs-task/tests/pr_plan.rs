@@ -163,3 +163,89 @@ async fn a_broken_unit_graph_fails_the_status_and_says_why_in_the_comment() {
     let comments = github.comments.lock().unwrap().clone();
     assert!(comments[&(3, COMMENT_MARKER.to_string())].contains("dev/a/terragrunt.hcl:"));
 }
+
+/// A pull request that removes a unit: the comment names it (destroyed on
+/// merge with `ALLOW_DESTROY`, else not destroyed) and, with it off, the head
+/// commit gets the `live-ci: destroy` status the merge commit gets too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_unit_is_named_in_the_comment_and_with_destroy_off_a_status() {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[]).unit("dev/c", "3", &[]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.git(&["rm", "-rq", "dev/c"]);
+    let head = repo.commit("retire c");
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let run = |allow: &'static str| {
+        let github = RecordingGitHost::default();
+        let config = support::config(&[
+            ("REPO_CLONE_URL", &repo.url()),
+            ("LIVE_CI_PR_NUMBER", "14"),
+            ("LIVE_CI_COMMIT", &head),
+            ("LIVE_CI_BASE_REF", "main"),
+            ("ALLOW_DESTROY", allow),
+        ]);
+        let clone = clone.clone();
+        async move {
+            let report = pr_plan(&config, &clone, None, Some(&github), &support::sts(), true)
+                .await
+                .unwrap();
+            let body = github.comments.lock().unwrap()[&(14, COMMENT_MARKER.to_string())].clone();
+            (report, body, github.statuses())
+        }
+    };
+
+    let (report, body, statuses) = run("false").await;
+    assert!(report.plans.is_empty());
+    assert_eq!(
+        report
+            .not_destroyed
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+        ["dev/c"]
+    );
+    assert!(
+        body.contains("Removed, **not destroyed** (the module's `allow_destroy` is off"),
+        "{body}"
+    );
+    assert!(body.contains("`dev/c`"), "{body}");
+    // Said once, in the pipeline's words, not as the CLI's warning.
+    assert!(!body.contains("--allow-destroy"), "{body}");
+    let destroy = statuses
+        .iter()
+        .find(|s| s.context == context::DESTROY)
+        .unwrap();
+    assert_eq!(
+        (
+            destroy.sha.as_str(),
+            destroy.state,
+            destroy.description.as_str()
+        ),
+        (
+            head.as_str(),
+            StatusState::Success,
+            "not destroyed (allow_destroy is off): dev/c"
+        )
+    );
+
+    let (report, body, statuses) = run("true").await;
+    assert!(report.not_destroyed.is_empty());
+    assert_eq!(
+        report
+            .destroyed_on_merge
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+        ["dev/c"]
+    );
+    assert!(
+        body.contains("Removed, **destroyed** when this merges") && body.contains("`dev/c`"),
+        "{body}"
+    );
+    assert!(!body.contains("not destroyed"), "{body}");
+    assert!(!statuses.iter().any(|s| s.context == context::DESTROY));
+}

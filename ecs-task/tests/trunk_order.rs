@@ -44,10 +44,15 @@ struct World {
 impl World {
     /// A trunk with three units `dev/a`, `dev/b`, `dev/c`.
     fn new() -> Self {
+        Self::with_units(&[("dev/a", &[]), ("dev/b", &[]), ("dev/c", &[])])
+    }
+
+    /// A trunk with `units` (path, dependencies relative to it).
+    fn with_units(units: &[(&str, &[&str])]) -> Self {
         let repo = GitRepo::new();
-        repo.unit("dev/a", "1", &[])
-            .unit("dev/b", "2", &[])
-            .unit("dev/c", "3", &[]);
+        for (i, (path, deps)) in units.iter().enumerate() {
+            repo.unit(path, &(i + 1).to_string(), deps);
+        }
         repo.commit("base");
         World {
             repo,
@@ -474,5 +479,86 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
         "{sent:?}"
     );
     assert!(!state().contains("terraform_data"), "{}", state());
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_units_are_destroyed_dependents_first_after_kept_units_stop_depending() {
+    use live_ci_core::deploy::Action;
+    // At base dev/b and dev/c depend on dev/a.
+    let w = World::with_units(&[
+        ("dev/a", &[]),
+        ("dev/b", &["../a"]),
+        ("dev/c", &["../a"]),
+        ("dev/x", &[]),
+    ]);
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let destroy = [("ALLOW_DESTROY", "true")];
+    let m0 = w.merge("pr-1", "dev/x", "10");
+    let first = w.deploy(&metadb, &m0, "1", &destroy).await;
+    complete(&metadb, first.run_id.unwrap(), &[]).await;
+
+    // One pull request removes dev/a and dev/b, and points dev/c at dev/x.
+    w.repo.git(&["checkout", "-q", "-b", "pr-2"]);
+    w.repo.git(&["rm", "-rq", "dev/a", "dev/b"]);
+    w.repo.unit("dev/c", "3", &["../x"]);
+    w.repo.commit("retire dev/a and dev/b");
+    w.repo.git(&["checkout", "-q", "main"]);
+    w.repo
+        .git(&["merge", "-q", "--no-ff", "-m", "merge pr-2", "pr-2"]);
+    let removal = w.repo.git(&["rev-parse", "HEAD"]);
+    let report = w.deploy(&metadb, &removal, "2", &destroy).await;
+    let run_id = report.run_id.unwrap();
+    let stored = metadb.executions(run_id).await.unwrap();
+    let by_path = |path: &str| stored.iter().find(|e| e.cfg_path.as_str() == path).unwrap();
+    let actions: Vec<(&str, Action)> = stored
+        .iter()
+        .map(|e| (e.cfg_path.as_str(), e.action))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("dev/a", Action::Destroy),
+            ("dev/b", Action::Destroy),
+            ("dev/c", Action::Apply)
+        ]
+    );
+    // The stored edges: dev/a's destroy waits for both units that depended on it.
+    let mut waits = by_path("dev/a").wait_for.clone();
+    waits.sort();
+    let mut expected = vec![
+        by_path("dev/b").execution_id.clone(),
+        by_path("dev/c").execution_id.clone(),
+    ];
+    expected.sort();
+    assert_eq!(waits, expected);
+
+    // The claim order: the dependent's destroy and the kept unit's apply are
+    // ready; dev/a's destroy is not.
+    let claimed = |list: &[live_ci_core::deploy::ExecutionRecord]| -> Vec<String> {
+        let mut v: Vec<String> = list.iter().map(|e| e.cfg_path.to_string()).collect();
+        v.sort();
+        v
+    };
+    let ready = metadb.claim_ready(run_id, 10).await.unwrap();
+    assert_eq!(claimed(&ready), ["dev/b", "dev/c"]);
+    let id_of = |path: &str| by_path(path).execution_id.clone();
+    metadb
+        .record_finished(&id_of("dev/b"), Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    // dev/b is destroyed, but dev/c's apply (which drops its reference to
+    // dev/a) has not finished: dev/a still waits.
+    assert!(metadb.claim_ready(run_id, 10).await.unwrap().is_empty());
+    metadb
+        .record_finished(&id_of("dev/c"), Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    let ready = metadb.claim_ready(run_id, 10).await.unwrap();
+    assert_eq!(claimed(&ready), ["dev/a"]);
+    assert_eq!(ready[0].action, Action::Destroy);
     db.drop_db().await;
 }

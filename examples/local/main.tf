@@ -1,8 +1,9 @@
 # live-ci deployed into the project's local cloud (scripts/local-cloud.sh):
 # LocalStack with the live-ci plugin serves every AWS API the module uses, the
-# Lambdas and the ECS tasks run as local processes, and the metadb is the local
-# PostgreSQL (the wrappers scripts/deploy-local.sh builds hand it to them as
-# METADB_URL, since RDS is emulated without a database behind it). Applied by
+# Lambdas and the ECS tasks run as local processes, and the metadb is a database of
+# the local PostgreSQL, reached through the RDS Data API as in AWS (the plugin's
+# rds-data service; `metadb_connection = "direct"` hands METADB_URL to the
+# binaries instead, see scripts/deploy-local.sh). Applied by
 # scripts/deploy-local.sh, the end-to-end tests (tests/e2e) and `make demo`.
 
 terraform {
@@ -72,6 +73,7 @@ module "live_ci" {
 
   account_parent_cfg   = var.account_parent_cfg != null ? var.account_parent_cfg : jsondecode(file("${path.module}/../live-repo/accounts.json"))
   commit_status_config = var.commit_status_config
+  allow_destroy        = var.allow_destroy
 
   # terragrunt is not installable here: the sample units run with terraform.
   plan_command  = var.plan_command
@@ -84,7 +86,7 @@ module "live_ci" {
   apply_timeout_seconds    = 300
   task_heartbeat_seconds   = 120
   retry_interval_seconds   = 1
-  max_parallel             = 4
+  max_parallel             = var.max_parallel
   # Locally a sweep every minute recovers lost claims quickly.
   sweep_schedule_expression = "rate(1 minute)"
   stale_claim_seconds       = 60
@@ -99,8 +101,12 @@ module "live_ci" {
   create_ecr_repository = false
   task_image            = var.task_image
 
-  metadb_connection          = "direct"
+  metadb_connection          = var.metadb_connection
+  metadb_name                = var.metadb_name
   metadb_deletion_protection = false
+  # A throwaway metadb: each e2e or bench deployment names a fresh database, which
+  # replaces the cluster, and a second final snapshot of the same name would fail.
+  metadb_skip_final_snapshot = true
   log_retention_in_days      = 1
   log_level                  = var.log_level
 

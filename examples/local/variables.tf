@@ -111,8 +111,32 @@ variable "task_image" {
   default     = "live-ci-task:local"
 }
 
+variable "allow_destroy" {
+  description = "Destroy the units a merge removes (the module's allow_destroy; the end-to-end tests turn it on)."
+  type        = bool
+  default     = false
+}
+
 variable "log_level" {
   description = "RUST_LOG of the Lambdas and tasks."
   type        = string
   default     = "info"
+}
+
+variable "metadb_connection" {
+  description = "How the components reach the metadb: data-api (the module default; the local cloud's rds-data service over the local PostgreSQL) or direct (METADB_URL, which scripts/deploy-local.sh then hands to the binaries)."
+  type        = string
+  default     = "data-api"
+}
+
+variable "metadb_name" {
+  description = "The metadb's database on the local PostgreSQL (the Data API's database name)."
+  type        = string
+  default     = "live_ci"
+}
+
+variable "max_parallel" {
+  description = "Units deployed at once (make bench-pipeline compares 4 and 16)."
+  type        = number
+  default     = 4
 }

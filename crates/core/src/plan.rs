@@ -20,8 +20,10 @@ pub struct PlannedUnit {
     pub action: Action,
     /// The account it deploys to (`None` when no account configuration was given).
     pub account: Option<String>,
-    /// Planned units it waits for through directory dependencies (for a destroy:
-    /// the removed units that depended on it, which are destroyed first).
+    /// Planned units it waits for through directory dependencies. For a
+    /// destroy: the units that depended on it at base (the edges reversed), the
+    /// removed ones destroyed first and the kept ones, which stopped depending
+    /// on it, applied first.
     pub dependencies: Vec<RepoPath>,
     /// Accounts all of whose planned units must finish first.
     pub waits_for_accounts: Vec<String>,
@@ -53,7 +55,8 @@ pub struct PlanOptions<'a> {
 }
 
 /// Orders `affected` for deployment. Applies follow `head`'s dependencies,
-/// destroys run dependents-first along `base`'s; a unit of account A waits for
+/// destroys run dependents-first along `base`'s (after the applies of kept
+/// units that depended on them at base); a unit of account A waits for
 /// every planned unit of the accounts A depends on (destroys: the reverse). A
 /// unit outside every account path, or a cycle through account edges, is an error.
 pub fn build_plan(
@@ -119,7 +122,18 @@ pub fn build_plan(
                     Some(&other) => {
                         dir_deps[t].insert(other);
                     }
-                    None => stack.push(m),
+                    None => {
+                        // A kept unit that depended on the removed one at base
+                        // and is applied in this run no longer does at head:
+                        // its apply goes first, so the destroy never removes
+                        // what a live unit still refers to.
+                        if *action == Action::Destroy
+                            && let Some(&apply) = task_of.get(&(graph.path(m), Action::Apply))
+                        {
+                            dir_deps[t].insert(apply);
+                        }
+                        stack.push(m);
+                    }
                 }
             }
         }
@@ -362,6 +376,42 @@ mod tests {
             .unwrap();
         assert_eq!(older.dependencies, [p("dev/old")]);
         assert_eq!(plan.makespan, 33.0);
+    }
+
+    #[test]
+    fn removed_units_are_destroyed_after_what_depended_on_them_at_base() {
+        // At base: b and c depend on a. The change removes a and b, and c
+        // stops depending on a (it now depends on x).
+        let base = graph(&[("a", &[]), ("b", &["a"]), ("c", &["a"]), ("x", &[])]);
+        let head = graph(&[("c", &["x"]), ("x", &[])]);
+        let plan = build_plan(
+            &affected(&[
+                ("a", Action::Destroy),
+                ("b", Action::Destroy),
+                ("c", Action::Apply),
+            ]),
+            &head,
+            Some(&base),
+            &PlanOptions {
+                max_parallel: 4,
+                durations: HashMap::from([(p("c"), 5.0)]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let unit = |path: &str| plan.units.iter().find(|u| u.path == p(path)).unwrap();
+        // The dependent's destroy first (the base edge b -> a reversed)...
+        assert!(unit("b").dependencies.is_empty());
+        // ...and the kept unit's apply, which no longer refers to a.
+        assert_eq!(unit("a").dependencies, [p("b"), p("c")]);
+        assert!(unit("c").dependencies.is_empty());
+        assert_eq!(
+            unit("a").start,
+            5.0,
+            "after c's apply (5), not b's destroy (1)"
+        );
+        assert_eq!(order(&plan).last().map(String::as_str), Some("a"));
+        assert_eq!(plan.makespan, 6.0);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! Besides the files, [`generate_repo`] returns what every unit was written to
 //! depend on and read, so tests can check discovery against it.
 
+pub mod pipeline;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;

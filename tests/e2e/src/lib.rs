@@ -6,6 +6,7 @@
 //! and each unit's terraform state. Used by the integration tests and by the
 //! `live-ci-demo` binary (`make demo`).
 
+pub mod bench;
 pub mod observe;
 pub mod repo;
 pub mod vote;
@@ -206,6 +207,29 @@ impl Deployment {
         build: bool,
         show: bool,
     ) -> Result<Self> {
+        Self::apply_with(
+            cloud,
+            metadb_url,
+            github_api_url,
+            clone_url,
+            build,
+            show,
+            &[],
+        )
+        .await
+    }
+
+    /// [`Deployment::apply`] with more `scripts/deploy-local.sh` settings
+    /// (`LIVE_CI_MAX_PARALLEL`, `LIVE_CI_ACCOUNTS_FILE`, `LIVE_CI_ALLOW_DESTROY`, …).
+    pub async fn apply_with(
+        cloud: &Cloud,
+        metadb_url: &str,
+        github_api_url: &str,
+        clone_url: &Path,
+        build: bool,
+        show: bool,
+        settings: &[(&str, String)],
+    ) -> Result<Self> {
         // Per metadb: a fresh database starts with fresh unit state.
         let db_name = metadb_url
             .split('?')
@@ -222,8 +246,10 @@ impl Deployment {
             .env("LIVE_CI_REPO_CLONE_URL", clone_url)
             .env("LIVE_CI_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .env("LIVE_CI_STATE_DIR", &state_dir)
-            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" });
+            .env("LIVE_CI_SKIP_BUILD", if build { "0" } else { "1" })
+            .envs(settings.iter().map(|(k, v)| (*k, v.as_str())));
         let out = run_command("scripts/deploy-local.sh apply", cmd, show).await?;
+        check_metadb_connection(&metadb_connection(), &work_dir())?;
         let outputs: Value = serde_json::from_str(&out).map_err(|e| E2eError::Parse {
             what: "terraform output -json".into(),
             detail: e.to_string(),
@@ -245,6 +271,51 @@ impl Deployment {
             state_dir,
         })
     }
+}
+
+/// How the deployed components reach the metadb, as `scripts/deploy-local.sh`
+/// reads it: `data-api` (the module default, through the local cloud's rds-data
+/// service) unless `LIVE_CI_METADB_CONNECTION` says `direct`.
+pub fn metadb_connection() -> String {
+    std::env::var("LIVE_CI_METADB_CONNECTION").unwrap_or_else(|_| "data-api".into())
+}
+
+/// On the Data API, no deployed component may be handed a direct `METADB_URL`
+/// (the Lambda wrappers and the task's image-map entry would then bypass the
+/// Data API and the e2e would prove nothing about it).
+pub fn check_metadb_connection(connection: &str, work: &Path) -> Result<()> {
+    if connection != "data-api" {
+        return Ok(());
+    }
+    let mut files = vec![work.join("localcloud/image-map.json")];
+    let lambdas = work.join("deploy-local/lambda");
+    let entries = std::fs::read_dir(&lambdas).map_err(|source| E2eError::Io {
+        path: lambdas.display().to_string(),
+        source,
+    })?;
+    // With `make package` zips (make e2e-release) there is no wrapper to read.
+    for entry in entries.flatten() {
+        let wrapper = entry.path().join("src/bootstrap");
+        if wrapper.exists() {
+            files.push(wrapper);
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|source| E2eError::Io {
+            path: file.display().to_string(),
+            source,
+        })?;
+        if text.contains("METADB_URL") {
+            return Err(E2eError::Parse {
+                what: "the data-api deployment".into(),
+                detail: format!(
+                    "{} hands METADB_URL to a component: the metadb would bypass the data api",
+                    file.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A Function URL's host does not resolve here: send to LocalStack with that
@@ -370,6 +441,42 @@ mod tests {
             host,
             "abc.lambda-url.us-east-1.localhost.localstack.cloud:4566"
         );
+    }
+
+    fn deployed(image_map: &str, wrapper: &str) -> tempfile::TempDir {
+        let work = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(work.path().join("localcloud")).unwrap();
+        std::fs::write(work.path().join("localcloud/image-map.json"), image_map).unwrap();
+        let src = work.path().join("deploy-local/lambda/receiver/src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("bootstrap"), wrapper).unwrap();
+        work
+    }
+
+    #[test]
+    fn a_data_api_deployment_handing_out_metadb_url_is_refused() {
+        let direct_wrapper = "#!/bin/sh\nexport METADB_URL='postgres://x'\nexec receiver\n";
+        let work = deployed(
+            r#"{"live-ci-task": ["/usr/bin/env", "live-ci-task"]}"#,
+            direct_wrapper,
+        );
+        let err = check_metadb_connection("data-api", work.path()).unwrap_err();
+        assert!(err.to_string().contains("receiver/src/bootstrap"), "{err}");
+        // Direct mode may hand it out.
+        check_metadb_connection("direct", work.path()).unwrap();
+
+        let work = deployed(
+            r#"{"live-ci-task": ["/usr/bin/env", "METADB_URL=postgres://x", "live-ci-task"]}"#,
+            "#!/bin/sh\nexec receiver\n",
+        );
+        let err = check_metadb_connection("data-api", work.path()).unwrap_err();
+        assert!(err.to_string().contains("image-map.json"), "{err}");
+
+        let work = deployed(
+            r#"{"live-ci-task": ["/usr/bin/env", "live-ci-task"]}"#,
+            "#!/bin/sh\nexec receiver\n",
+        );
+        check_metadb_connection("data-api", work.path()).unwrap();
     }
 
     #[test]

@@ -135,7 +135,10 @@ impl Metadb {
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
-    /// Pairs (unit, unit of an account it waits for) claimed out of account order.
+    /// Pairs (unit, unit of an account it waits for) claimed out of account
+    /// order: an apply waits for the applies of the accounts its account
+    /// depends on, a destroy for the destroys of the accounts that depend on
+    /// its account (`wait_accounts`: same action, reversed for destroys).
     pub async fn account_order_violations(&self, run_id: i64) -> Result<Vec<(String, String)>> {
         let rows = self
             .client
@@ -143,7 +146,9 @@ impl Metadb {
                 "SELECT e.cfg_path, d.cfg_path FROM executions e \
                  JOIN executions d ON d.run_id = e.run_id \
                  WHERE e.run_id = $1 AND e.claimed_at IS NOT NULL AND NOT d.is_rollback \
-                 AND e.account_deps ? d.account_name \
+                 AND d.action = e.action \
+                 AND ((e.action = 'apply' AND e.account_deps ? d.account_name) \
+                      OR (e.action = 'destroy' AND d.account_deps ? e.account_name)) \
                  AND (d.finished_at IS NULL OR d.finished_at > e.claimed_at)",
                 &[&run_id],
             )
@@ -152,8 +157,7 @@ impl Metadb {
     }
 }
 
-/// The status of each Step Functions execution (by ARN), from DescribeExecution.
-pub async fn sfn_statuses(endpoint: &str, arns: &[String]) -> Result<BTreeMap<String, String>> {
+fn sfn_client(endpoint: &str) -> aws_sdk_sfn::Client {
     let config = aws_sdk_sfn::Config::builder()
         .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
@@ -162,7 +166,12 @@ pub async fn sfn_statuses(endpoint: &str, arns: &[String]) -> Result<BTreeMap<St
             "test", "test", None, None, "e2e",
         ))
         .build();
-    let client = aws_sdk_sfn::Client::from_conf(config);
+    aws_sdk_sfn::Client::from_conf(config)
+}
+
+/// The status of each Step Functions execution (by ARN), from DescribeExecution.
+pub async fn sfn_statuses(endpoint: &str, arns: &[String]) -> Result<BTreeMap<String, String>> {
+    let client = sfn_client(endpoint);
     let mut out = BTreeMap::new();
     for arn in arns {
         let d = client
@@ -172,6 +181,32 @@ pub async fn sfn_statuses(endpoint: &str, arns: &[String]) -> Result<BTreeMap<St
             .await
             .map_err(|e| E2eError::Sfn(format!("{arn}: {e:?}")))?;
         out.insert(arn.clone(), d.status().as_str().to_string());
+    }
+    Ok(out)
+}
+
+/// When each Step Functions execution (by ARN) started and stopped, in
+/// milliseconds since the Unix epoch (`None`: still running).
+pub async fn sfn_times(
+    endpoint: &str,
+    arns: &[String],
+) -> Result<BTreeMap<String, (i64, Option<i64>)>> {
+    let client = sfn_client(endpoint);
+    let millis = |d: &aws_sdk_sfn::primitives::DateTime| {
+        d.secs() * 1000 + i64::from(d.subsec_nanos() / 1_000_000)
+    };
+    let mut out = BTreeMap::new();
+    for arn in arns {
+        let d = client
+            .describe_execution()
+            .execution_arn(arn)
+            .send()
+            .await
+            .map_err(|e| E2eError::Sfn(format!("{arn}: {e:?}")))?;
+        out.insert(
+            arn.clone(),
+            (millis(d.start_date()), d.stop_date().map(millis)),
+        );
     }
     Ok(out)
 }

@@ -42,6 +42,56 @@ impl SampleRepo {
         Ok((repo, merge))
     }
 
+    /// A repository at `dir` (recreated) whose `main` holds `base` files, with
+    /// pull request `number` adding `files` merged into it (the benchmark's repo).
+    pub async fn from_files(
+        dir: &Path,
+        base: &[(String, String)],
+        number: u64,
+        files: &[(String, String)],
+    ) -> Result<(Self, Merge)> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|source| E2eError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        std::fs::create_dir_all(dir).map_err(|source| E2eError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        git(dir, &["init", "-q", "-b", "main"]).await?;
+        let repo = SampleRepo {
+            dir: dir.to_path_buf(),
+        };
+        repo.write(base)?;
+        git(dir, &["add", "-A"]).await?;
+        git(dir, &["commit", "-qm", "Initial live repository"]).await?;
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let merge = repo.merge_pull_request(number, &borrowed).await?;
+        Ok((repo, merge))
+    }
+
+    fn write(&self, files: &[(String, String)]) -> Result<()> {
+        for (path, content) in files {
+            let full = self.dir.join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| E2eError::Io {
+                    path: parent.display().to_string(),
+                    source,
+                })?;
+            }
+            std::fs::write(&full, content).map_err(|source| E2eError::Io {
+                path: full.display().to_string(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
     async fn merge_at(&self, rev: &str, number: u64, head_ref: &str) -> Result<Merge> {
         Ok(Merge {
             number,
@@ -65,8 +115,22 @@ impl SampleRepo {
     /// A new pull request `number` that writes `files` (path → content) on a
     /// branch from `main`, merged into `main` with a merge commit.
     pub async fn merge_pull_request(&self, number: u64, files: &[(&str, &str)]) -> Result<Merge> {
+        self.merge_change(number, files, &[]).await
+    }
+
+    /// [`SampleRepo::merge_pull_request`] that also deletes the directories
+    /// `removed` (e.g. retires units).
+    pub async fn merge_change(
+        &self,
+        number: u64,
+        files: &[(&str, &str)],
+        removed: &[&str],
+    ) -> Result<Merge> {
         let branch = format!("pr-{number}");
         git(&self.dir, &["checkout", "-q", "-B", &branch, "main"]).await?;
+        for dir in removed {
+            git(&self.dir, &["rm", "-rq", dir]).await?;
+        }
         for (path, content) in files {
             let full = self.dir.join(path);
             if let Some(parent) = full.parent() {

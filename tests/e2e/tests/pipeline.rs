@@ -11,7 +11,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use live_ci_e2e::observe::{ExecutionRow, Metadb, Outcome, drive, sfn_statuses, tf_resources};
+use live_ci_e2e::observe::{
+    ExecutionRow, Metadb, Outcome, drive, sfn_statuses, sfn_times, tf_resources,
+};
 use live_ci_e2e::repo::SampleRepo;
 use live_ci_e2e::vote::Vote;
 use live_ci_e2e::{
@@ -64,8 +66,18 @@ fn setup() -> anyhow::Result<Env> {
         let (repo, first) = SampleRepo::build(&work_dir().join("e2e/live-repo")).await?;
         let cloud = Cloud::up(false).await?;
         let metadb = cloud.fresh_database("live_ci_e2e").await?;
-        let deployment =
-            Deployment::apply(&cloud, &metadb, &github.url(), &repo.dir, false, false).await?;
+        // allow_destroy on: the destroy scenario needs it (the sample merge's
+        // retired legacy queue is then destroyed too; scenario 1 says so).
+        let deployment = Deployment::apply_with(
+            &cloud,
+            &metadb,
+            &github.url(),
+            &repo.dir,
+            false,
+            false,
+            &[("LIVE_CI_ALLOW_DESTROY", "true".to_string())],
+        )
+        .await?;
         cloud.clear_mailbox(&reqwest::Client::new()).await?;
         anyhow::Ok((github, repo, first, cloud, deployment))
     })?;
@@ -244,7 +256,8 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             let by_path = run.by_path();
             // The PR widens the shared VPC (its dependents follow) and adds the
             // dev worker, in both accounts; the retired legacy queue is no
-            // longer in the tree, so nothing deploys it.
+            // longer in the tree, so nothing applies it (allow_destroy is on
+            // here: it is destroyed, below).
             for unit in [
                 "shared/us-east-1/network/vpc",
                 "shared/us-east-1/network/dns",
@@ -262,7 +275,13 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                     "voted on {unit}"
                 );
             }
-            assert!(!by_path.contains_key("dev/us-east-1/legacy-queue"));
+            let legacy = by_path.get("dev/us-east-1/legacy-queue");
+            assert_eq!(
+                legacy.map(|e| (e.action.as_str(), e.status.as_str())),
+                Some(("destroy", "succeeded")),
+                "{}",
+                summary(outcome)
+            );
             assert!(run.executions.iter().all(|e| e.status == "succeeded"));
             // Dependency order: no unit was claimed before what it waits for finished,
             // within the run and across accounts (dev waits for shared).
@@ -789,4 +808,86 @@ fn a_fork_pull_request_is_not_planned() {
             anyhow::Ok(())
         })
         .unwrap();
+}
+
+/// Issue 13 (4): with `allow_destroy` on, a merge that removes two units, one
+/// depending on the other, destroys both from the checkout before their
+/// removal, each approved through its mailed links like any unit, and the
+/// dependent first (its Step Functions execution stopped before the other's
+/// started).
+#[test]
+fn removed_units_are_destroyed_dependents_first() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let _serial = env.serial().await?;
+            let queue = "dev/us-east-1/jobs-queue";
+            let consumer = "dev/us-east-1/jobs-consumer";
+            let root = "include \"root\" {\n  path = find_in_parent_folders(\"root.hcl\")\n}\n";
+            let queue_hcl = format!("{root}\ninputs = {{\n  name = \"jobs\"\n}}\n");
+            let consumer_hcl = format!(
+                "{root}\ndependency \"queue\" {{\n  config_path = \"../jobs-queue\"\n\n  mock_outputs = {{\n    id = \"mock-queue\"\n  }}\n}}\n\ninputs = {{\n  queue_id = dependency.queue.outputs.id\n}}\n"
+            );
+            let added = env
+                .new_merge(
+                    71,
+                    &[
+                        (&format!("{queue}/terragrunt.hcl"), &queue_hcl),
+                        (&format!("{queue}/main.tf"), &terraform_data("{ name = \"jobs\" }")),
+                        (&format!("{consumer}/terragrunt.hcl"), &consumer_hcl),
+                        (&format!("{consumer}/main.tf"), &terraform_data("{ workers = 2 }")),
+                    ],
+                )
+                .await?;
+            env.webhook(&added, "e2e-destroy-71").await?;
+            let (_, outcome) = env.drive(&added, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "succeeded", "{text}");
+            for unit in [queue, consumer] {
+                let state = tf_resources(&env.deployment.state_dir, &added.merge_commit, unit)
+                    .unwrap_or_default();
+                assert!(state.contains("terraform_data.this"), "{unit}: {state:?}");
+            }
+
+            // One pull request retires both units.
+            let removal = {
+                let _git = env.git.lock().await;
+                env.repo
+                    .merge_change(env.pr_base + 72, &[], &[queue, consumer])
+                    .await?
+            };
+            env.register(&removal).await?;
+            env.webhook(&removal, "e2e-destroy-72").await?;
+            let (db, outcome) = env.drive(&removal, &|_| Vote::Approve).await?;
+            let text = summary(&outcome);
+            assert_eq!(outcome.run.status, "succeeded", "{text}");
+            let by_path = outcome.run.by_path();
+            for unit in [queue, consumer] {
+                let e = by_path
+                    .get(unit)
+                    .unwrap_or_else(|| panic!("{unit} not in the run:\n{text}"));
+                assert_eq!((e.action.as_str(), e.status.as_str()), ("destroy", "succeeded"), "{text}");
+                assert_eq!(e.decision.as_deref(), Some("approve"), "{text}");
+                assert!(outcome.votes.contains_key(&e.execution_id), "voted on {unit}");
+                // Destroyed from the range start's checkout: the state its
+                // apply wrote there no longer holds the resource.
+                let state = tf_resources(&env.deployment.state_dir, &added.merge_commit, unit);
+                assert_eq!(state, Some(Default::default()), "{unit}");
+            }
+            assert_eq!(db.order_violations(outcome.run.run_id).await?, vec![]);
+            // Dependents first, as Step Functions saw it.
+            let arn = |unit: &str| by_path[unit].sfn_execution_arn.clone().unwrap_or_default();
+            let times = sfn_times(env.cloud.endpoint(), &[arn(consumer), arn(queue)]).await?;
+            let (_, consumer_stop) = times[&arn(consumer)];
+            let (queue_start, _) = times[&arn(queue)];
+            let consumer_stop = consumer_stop.unwrap_or(i64::MAX);
+            assert!(
+                consumer_stop <= queue_start,
+                "{consumer} stopped at {consumer_stop}, {queue} started at {queue_start}"
+            );
+            let sfn = env.sfn_by_path(&outcome).await?;
+            assert_eq!((sfn[queue].as_str(), sfn[consumer].as_str()), ("SUCCEEDED", "SUCCEEDED"));
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -49,10 +49,18 @@ pub fn executions_from_plan(
     let mut out = Vec::with_capacity(plan.units.len());
     for u in &plan.units {
         let account = account_of(ctx, &u.path, u.account.as_deref())?;
+        // A destroy also waits for the applies of kept units that depended on
+        // the removed unit at base (`PlannedUnit::dependencies`).
         let wait_for = u
             .dependencies
             .iter()
-            .filter_map(|d| ids.get(&(d.clone(), u.action)).cloned())
+            .filter_map(|d| {
+                ids.get(&(d.clone(), u.action)).or_else(|| match u.action {
+                    Action::Destroy => ids.get(&(d.clone(), Action::Apply)),
+                    Action::Apply => None,
+                })
+            })
+            .cloned()
             .collect();
         out.push(NewExecution {
             execution_id: ids[&(u.path.clone(), u.action)].clone(),
@@ -226,5 +234,55 @@ mod tests {
             err.to_string().starts_with("prod/db: matches no account"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_destroy_waits_for_removed_dependents_and_kept_units_applied_first() {
+        let accounts = Accounts::new(
+            "accounts.json",
+            vec![Account {
+                name: "dev".into(),
+                path: "dev".into(),
+                dependencies: vec![],
+                voters: vec!["c@example.com".into()],
+                min_approval_count: 1,
+                min_rejection_count: 1,
+                plan_role_arn: "arn:plan:dev".into(),
+                apply_role_arn: "arn:apply:dev".into(),
+            }],
+        )
+        .unwrap();
+        let destroy = |path: &str, deps: &[&str]| PlannedUnit {
+            action: Action::Destroy,
+            ..unit(path, deps, &[])
+        };
+        // dev/b (removed) and dev/c (kept, changed) depended on dev/a at base.
+        let plan = DeploymentPlan {
+            max_parallel: 2,
+            units: vec![
+                destroy("dev/b", &[]),
+                unit("dev/c", &[], &[]),
+                destroy("dev/a", &["dev/b", "dev/c"]),
+            ],
+            makespan: 2.0,
+        };
+        let plan_cmd = CommandTemplate::new("terraform -chdir={cfg_path} plan").unwrap();
+        let apply_cmd = CommandTemplate::new("terraform apply").unwrap();
+        let ctx = RunContext {
+            pr_id: 7,
+            commit_id: "abcdef0123",
+            accounts: &accounts,
+            plan_command: &plan_cmd,
+            apply_command: &apply_cmd,
+            new_providers: &BTreeMap::new(),
+        };
+        let ex = executions_from_plan(&plan, &ctx).unwrap();
+        assert_eq!(
+            ex[2].wait_for,
+            [ex[0].execution_id.clone(), ex[1].execution_id.clone()]
+        );
+        assert_eq!(ex[2].plan_command, "terraform -chdir=dev/a plan -destroy");
+        assert!(ex[0].wait_for.is_empty() && ex[1].wait_for.is_empty());
+        crate::deploy::validate_executions(&ex).unwrap();
     }
 }

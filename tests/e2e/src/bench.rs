@@ -1,0 +1,712 @@
+//! `make bench-pipeline`: what the pipeline itself costs per unit. A generated live
+//! repository (`live_ci_synth::pipeline`) is deployed through the local cloud with
+//! every unit approved through its mail as soon as it arrives; the figures come
+//! from the metadb, Step Functions and CloudWatch Logs (the tasks' "terraform
+//! command finished" lines and the Lambdas' REPORT lines). Keep the printed format
+//! stable: runs are compared across changes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use live_ci_synth::pipeline::{PipelineShape, critical_path_len, generate_pipeline_repo};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+
+use crate::observe::{Metadb, drive};
+use crate::repo::SampleRepo;
+use crate::vote::Vote;
+use crate::{Cloud, Deployment, E2eError, REPO_FULL_NAME, Result, send_merge_webhook, work_dir};
+
+/// One benchmark case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub units: usize,
+    pub max_parallel: u32,
+    pub accounts: usize,
+    pub layers: usize,
+    pub seed: u64,
+}
+
+/// One unit's execution as measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecTiming {
+    pub execution_id: String,
+    pub cfg_path: String,
+    pub status: String,
+    /// Epoch milliseconds.
+    pub finished_ms: Option<f64>,
+    pub sfn_start_ms: Option<f64>,
+    /// Plan + apply command time, from the task logs.
+    pub terraform_ms: f64,
+    pub depends_on: Vec<String>,
+}
+
+/// The figures of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    pub case: Case,
+    pub run_status: String,
+    pub makespan_ms: f64,
+    pub terraform_sum_ms: f64,
+    pub critical_path_ms: f64,
+    pub critical_path_units: usize,
+    /// Units whose terraform time was found in the logs (of all units).
+    pub timed_units: usize,
+    pub start_latency_ms: Vec<f64>,
+    /// Lambda function → REPORT durations (ms).
+    pub lambda_ms: BTreeMap<String, Vec<f64>>,
+}
+
+impl Figures {
+    /// (makespan − critical path of terraform time) / units on that path.
+    pub fn overhead_per_unit_ms(&self) -> f64 {
+        (self.makespan_ms - self.critical_path_ms) / self.critical_path_units.max(1) as f64
+    }
+
+    /// The stable report block of this case.
+    pub fn render(&self) -> String {
+        let c = &self.case;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "bench-pipeline: {} units, {} accounts, max_parallel {}, run {}",
+            c.units, c.accounts, c.max_parallel, self.run_status
+        );
+        let _ = writeln!(
+            out,
+            "  makespan                     {:>9.1} s",
+            self.makespan_ms / 1e3
+        );
+        let _ = writeln!(
+            out,
+            "  terraform time               sum {:.1} s, critical path {:.1} s ({} units; {} of {} units timed)",
+            self.terraform_sum_ms / 1e3,
+            self.critical_path_ms / 1e3,
+            self.critical_path_units,
+            self.timed_units,
+            c.units
+        );
+        let _ = writeln!(
+            out,
+            "  pipeline overhead per unit   {:>9.2} s   (makespan - critical path terraform) / units on it",
+            self.overhead_per_unit_ms() / 1e3
+        );
+        let (p50, p95) = (
+            percentile(&self.start_latency_ms, 50.0),
+            percentile(&self.start_latency_ms, 95.0),
+        );
+        let _ = writeln!(
+            out,
+            "  start latency                p50 {:.2} s  p95 {:.2} s   (dependencies done -> execution start, n={})",
+            p50 / 1e3,
+            p95 / 1e3,
+            self.start_latency_ms.len()
+        );
+        for (function, durations) in &self.lambda_ms {
+            let _ = writeln!(
+                out,
+                "  lambda {:<21} p50 {:.0} ms  p95 {:.0} ms   (n={})",
+                function,
+                percentile(durations, 50.0),
+                percentile(durations, 95.0),
+                durations.len()
+            );
+        }
+        out
+    }
+}
+
+/// The `p`th percentile (nearest rank) of `values`; 0 for none.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The longest path of terraform time through the dependencies: (ms, units on it).
+pub fn critical_path(execs: &[ExecTiming]) -> (f64, usize) {
+    let by_id: HashMap<&str, &ExecTiming> =
+        execs.iter().map(|e| (e.execution_id.as_str(), e)).collect();
+    let mut memo: HashMap<&str, (f64, usize)> = HashMap::new();
+    // Iterative deepening over a DAG: resolve a node once all its dependencies are.
+    let mut pending: Vec<&str> = execs.iter().map(|e| e.execution_id.as_str()).collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|id| {
+            let e = by_id[id];
+            let deps: Vec<&str> = e
+                .depends_on
+                .iter()
+                .map(String::as_str)
+                .filter(|d| by_id.contains_key(d))
+                .collect();
+            if deps.iter().any(|d| !memo.contains_key(d)) {
+                return true;
+            }
+            let best = deps
+                .iter()
+                .map(|d| memo[d])
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .unwrap_or((0.0, 0));
+            memo.insert(id, (best.0 + e.terraform_ms, best.1 + 1));
+            false
+        });
+        if pending.len() == before {
+            break; // a cycle cannot be in a run; stop rather than loop
+        }
+    }
+    memo.into_values()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, 0))
+}
+
+/// From a dependency finishing (or the run's creation, for a unit without one)
+/// to its Step Functions execution starting.
+pub fn start_latencies(execs: &[ExecTiming], run_created_ms: f64) -> Vec<f64> {
+    let finished: HashMap<&str, Option<f64>> = execs
+        .iter()
+        .map(|e| (e.execution_id.as_str(), e.finished_ms))
+        .collect();
+    execs
+        .iter()
+        .filter_map(|e| {
+            let start = e.sfn_start_ms?;
+            let ready = e
+                .depends_on
+                .iter()
+                .filter_map(|d| finished.get(d.as_str()).copied().flatten())
+                .fold(run_created_ms, f64::max);
+            Some((start - ready).max(0.0))
+        })
+        .collect()
+}
+
+fn now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+fn sfn_client(endpoint: &str) -> aws_sdk_sfn::Client {
+    aws_sdk_sfn::Client::from_conf(
+        aws_sdk_sfn::Config::builder()
+            .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_sfn::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_sfn::config::Credentials::new(
+                "test", "test", None, None, "bench",
+            ))
+            .build(),
+    )
+}
+
+fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::Config::builder()
+            .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                "test", "test", None, None, "bench",
+            ))
+            .build(),
+    )
+}
+
+fn logs_client(endpoint: &str) -> aws_sdk_cloudwatchlogs::Client {
+    aws_sdk_cloudwatchlogs::Client::from_conf(
+        aws_sdk_cloudwatchlogs::Config::builder()
+            .behavior_version(aws_sdk_cloudwatchlogs::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_cloudwatchlogs::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_cloudwatchlogs::config::Credentials::new(
+                "test", "test", None, None, "bench",
+            ))
+            .build(),
+    )
+}
+
+fn aws_err(what: &str, e: impl std::fmt::Debug) -> E2eError {
+    E2eError::Sfn(format!("{what}: {e:?}"))
+}
+
+fn epoch_ms(t: &aws_sdk_sfn::primitives::DateTime) -> f64 {
+    t.secs() as f64 * 1e3 + f64::from(t.subsec_nanos()) / 1e6
+}
+
+/// The local cloud's floor: wall time of an execution of a one-state machine
+/// whose `waitForTaskToken` task (an SQS message) is answered at once.
+pub async fn floor(endpoint: &str, samples: usize) -> Result<Vec<f64>> {
+    let sqs = sqs_client(endpoint);
+    let sfn = sfn_client(endpoint);
+    let name = format!("live-ci-bench-floor-{}", std::process::id());
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .map_err(|e| aws_err("sqs CreateQueue", e))?
+        .queue_url()
+        .unwrap_or_default()
+        .to_string();
+    let definition = serde_json::json!({
+        "StartAt": "Wait",
+        "States": {"Wait": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
+            "End": true
+        }}
+    });
+    let machine = sfn
+        .create_state_machine()
+        .name(&name)
+        .definition(definition.to_string())
+        .role_arn("arn:aws:iam::000000000000:role/live-ci-bench")
+        .send()
+        .await
+        .map_err(|e| aws_err("states CreateStateMachine", e))?
+        .state_machine_arn()
+        .to_string();
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let t = Instant::now();
+        let arn = sfn
+            .start_execution()
+            .state_machine_arn(&machine)
+            .name(format!("floor-{i}"))
+            .input("{}")
+            .send()
+            .await
+            .map_err(|e| aws_err("states StartExecution", e))?
+            .execution_arn()
+            .to_string();
+        let token = loop {
+            if t.elapsed() > Duration::from_secs(60) {
+                return Err(E2eError::Timeout {
+                    what: "the floor execution's SQS message".into(),
+                    secs: 60,
+                });
+            }
+            let got = sqs
+                .receive_message()
+                .queue_url(&queue_url)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .map_err(|e| aws_err("sqs ReceiveMessage", e))?;
+            if let Some(m) = got.messages().first() {
+                let body: serde_json::Value =
+                    serde_json::from_str(m.body().unwrap_or("{}")).unwrap_or_default();
+                if let Some(handle) = m.receipt_handle() {
+                    let _ = sqs
+                        .delete_message()
+                        .queue_url(&queue_url)
+                        .receipt_handle(handle)
+                        .send()
+                        .await;
+                }
+                if let Some(token) = body["token"].as_str() {
+                    break token.to_string();
+                }
+            }
+        };
+        sfn.send_task_success()
+            .task_token(token)
+            .output("{}")
+            .send()
+            .await
+            .map_err(|e| aws_err("states SendTaskSuccess", e))?;
+        loop {
+            let d = sfn
+                .describe_execution()
+                .execution_arn(&arn)
+                .send()
+                .await
+                .map_err(|e| aws_err("states DescribeExecution", e))?;
+            if d.status().as_str() != "RUNNING" {
+                break;
+            }
+            if t.elapsed() > Duration::from_secs(60) {
+                return Err(E2eError::Timeout {
+                    what: "the floor execution to end".into(),
+                    secs: 60,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        out.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let _ = sfn
+        .delete_state_machine()
+        .state_machine_arn(&machine)
+        .send()
+        .await;
+    let _ = sqs.delete_queue().queue_url(&queue_url).send().await;
+    Ok(out)
+}
+
+/// Every event of the log groups whose name contains `part`, since `since_ms`:
+/// (group, message).
+async fn log_events(
+    logs: &aws_sdk_cloudwatchlogs::Client,
+    part: &str,
+    since_ms: i64,
+) -> Result<Vec<(String, String)>> {
+    let mut groups = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let page = logs
+            .describe_log_groups()
+            .set_next_token(next.take())
+            .send()
+            .await
+            .map_err(|e| aws_err("logs DescribeLogGroups", e))?;
+        for g in page.log_groups() {
+            if let Some(name) = g.log_group_name().filter(|n| n.contains(part)) {
+                groups.push(name.to_string());
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => next = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    let mut out = Vec::new();
+    for group in groups {
+        let mut next: Option<String> = None;
+        loop {
+            let page = logs
+                .filter_log_events()
+                .log_group_name(&group)
+                .start_time(since_ms)
+                .set_next_token(next.take())
+                .send()
+                .await
+                .map_err(|e| aws_err("logs FilterLogEvents", e))?;
+            for e in page.events() {
+                out.push((group.clone(), e.message().unwrap_or_default().to_string()));
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() => next = Some(t.to_string()),
+                _ => break,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// tracing's terminal colours, removed before reading `key=value` fields.
+pub fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            for n in chars.by_ref() {
+                if n.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `key=value` of a log line (values end at whitespace).
+pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let needle = format!("{key}=");
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(needle.as_str()))
+}
+
+/// Execution id → plan + apply command milliseconds, from the task logs.
+pub fn terraform_times(messages: &[(String, String)]) -> HashMap<String, f64> {
+    let mut out: HashMap<String, f64> = HashMap::new();
+    for (_, m) in messages {
+        let line = strip_ansi(m);
+        if !line.contains("terraform command finished") {
+            continue;
+        }
+        let (Some(id), Some(ms)) = (field(&line, "execution_id"), field(&line, "command_ms"))
+        else {
+            continue;
+        };
+        if let Ok(ms) = ms.parse::<f64>() {
+            *out.entry(id.to_string()).or_default() += ms;
+        }
+    }
+    out
+}
+
+/// Function → REPORT durations (ms), named by the log group's last segment.
+pub fn lambda_durations(messages: &[(String, String)]) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (group, m) in messages {
+        let Some(rest) = m
+            .split("Duration: ")
+            .nth(1)
+            .filter(|_| m.starts_with("REPORT"))
+        else {
+            continue;
+        };
+        let Some(ms) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        let function = group.rsplit('/').next().unwrap_or(group).to_string();
+        out.entry(function).or_default().push(ms);
+    }
+    out
+}
+
+/// Deploys the module for `case`, merges a pull request adding every unit,
+/// approves each unit through its mail, and measures.
+pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figures> {
+    let shape = PipelineShape {
+        units: case.units,
+        accounts: case.accounts,
+        layers: case.layers,
+        seed: case.seed,
+    };
+    let generated = generate_pipeline_repo(shape);
+    let dir = work_dir().join(format!("bench/repo-{}-{}", case.units, case.max_parallel));
+    let (repo, merge) = SampleRepo::from_files(
+        &dir,
+        &generated.base_files,
+        pr_number,
+        &generated.unit_files,
+    )
+    .await?;
+    let accounts_file = work_dir().join(format!("bench/accounts-{}.json", case.units));
+    std::fs::write(&accounts_file, &generated.accounts_json).map_err(|source| E2eError::Io {
+        path: accounts_file.display().to_string(),
+        source,
+    })?;
+    let github = FakeGitHub::start(REPO_FULL_NAME).await;
+    github.add_pull_request(FakePullRequest {
+        number: merge.number,
+        head_sha: merge.head_sha.clone(),
+        base: "main".into(),
+        files: repo.files(&merge).await?,
+        open: false,
+    });
+    let metadb = cloud
+        .fresh_database(&format!("bench_{}_{}", case.units, case.max_parallel))
+        .await?;
+    let deployment = Deployment::apply_with(
+        cloud,
+        &metadb,
+        &github.url(),
+        &repo.dir,
+        false,
+        false,
+        &[
+            ("LIVE_CI_MAX_PARALLEL", case.max_parallel.to_string()),
+            ("LIVE_CI_ACCOUNTS_FILE", accounts_file.display().to_string()),
+        ],
+    )
+    .await?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| E2eError::Http {
+            what: "client".into(),
+            detail: e.to_string(),
+        })?;
+    cloud.clear_mailbox(&http).await?;
+    let t0 = now_ms();
+    let delivery = format!("bench-{}-{}", case.units, case.max_parallel);
+    let (status, answer) =
+        send_merge_webhook(&http, cloud.endpoint(), &deployment, &merge, &delivery).await?;
+    if status != 200 {
+        return Err(E2eError::Http {
+            what: "the merge webhook".into(),
+            detail: format!("{status}: {answer}"),
+        });
+    }
+    let db = Metadb::connect(&metadb).await?;
+    let outcome = drive(
+        &db,
+        &http,
+        cloud.endpoint(),
+        &merge.merge_commit,
+        Duration::from_secs(3 * 3600),
+        &|_| Vote::Approve,
+        &|_, _| {},
+    )
+    .await?;
+    // The last task's log lines reach CloudWatch within the plugin's flush period.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let client = live_ci_metadb::connect(&metadb).await?;
+    let run_id = outcome.run.run_id;
+    let run_created_ms: f64 = client
+        .query_one(
+            "SELECT (extract(epoch FROM created_at) * 1000)::float8 FROM runs WHERE run_id = $1",
+            &[&run_id],
+        )
+        .await?
+        .get(0);
+    let rows = client
+        .query(
+            "SELECT execution_id, cfg_path, status, sfn_execution_arn, \
+             (extract(epoch FROM finished_at) * 1000)::float8 \
+             FROM executions WHERE run_id = $1 AND NOT is_rollback",
+            &[&run_id],
+        )
+        .await?;
+    let deps = client
+        .query(
+            "SELECT e.execution_id, d.execution_id FROM execution_deps x \
+             JOIN executions e ON e.id = x.execution JOIN executions d ON d.id = x.depends_on \
+             WHERE e.run_id = $1",
+            &[&run_id],
+        )
+        .await?;
+    let mut depends: HashMap<String, Vec<String>> = HashMap::new();
+    for r in deps {
+        depends.entry(r.get(0)).or_default().push(r.get(1));
+    }
+    let logs = logs_client(cloud.endpoint());
+    let since = t0 as i64 - 60_000;
+    let tf = terraform_times(&log_events(&logs, "/task/terra-run", since).await?);
+    let lambda_ms = lambda_durations(&log_events(&logs, "lambda", since).await?);
+    let sfn = sfn_client(cloud.endpoint());
+    let mut execs = Vec::with_capacity(rows.len());
+    for r in rows {
+        let id: String = r.get(0);
+        let arn: Option<String> = r.get(3);
+        let sfn_start_ms = match &arn {
+            Some(arn) => sfn
+                .describe_execution()
+                .execution_arn(arn)
+                .send()
+                .await
+                .ok()
+                .map(|d| epoch_ms(d.start_date())),
+            None => None,
+        };
+        execs.push(ExecTiming {
+            terraform_ms: tf.get(&id).copied().unwrap_or(0.0),
+            depends_on: depends.remove(&id).unwrap_or_default(),
+            execution_id: id,
+            cfg_path: r.get(1),
+            status: r.get(2),
+            finished_ms: r.get(4),
+            sfn_start_ms,
+        });
+    }
+    let makespan_ms = execs
+        .iter()
+        .filter_map(|e| e.finished_ms)
+        .fold(t0, f64::max)
+        - t0;
+    let (critical_path_ms, critical_path_units) = critical_path(&execs);
+    debug_assert!(critical_path_len(&generated.units) <= case.layers);
+    Ok(Figures {
+        case,
+        run_status: outcome.run.status,
+        makespan_ms,
+        terraform_sum_ms: execs.iter().map(|e| e.terraform_ms).sum(),
+        critical_path_ms,
+        critical_path_units,
+        timed_units: execs
+            .iter()
+            .filter(|e| tf.contains_key(&e.execution_id))
+            .count(),
+        start_latency_ms: start_latencies(&execs, run_created_ms),
+        lambda_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(id: &str, ms: f64, deps: &[&str], finished: f64, start: f64) -> ExecTiming {
+        ExecTiming {
+            execution_id: id.into(),
+            cfg_path: id.into(),
+            status: "succeeded".into(),
+            finished_ms: Some(finished),
+            sfn_start_ms: Some(start),
+            terraform_ms: ms,
+            depends_on: deps.iter().map(|d| d.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_critical_path_is_the_heaviest_chain_not_the_longest() {
+        // a(5) -> b(1) -> c(1): 7 over 3 units; d(10) -> e(1): 11 over 2 units.
+        let execs = vec![
+            exec("a", 5.0, &[], 0.0, 0.0),
+            exec("b", 1.0, &["a"], 0.0, 0.0),
+            exec("c", 1.0, &["b"], 0.0, 0.0),
+            exec("d", 10.0, &[], 0.0, 0.0),
+            exec("e", 1.0, &["d"], 0.0, 0.0),
+        ];
+        assert_eq!(critical_path(&execs), (11.0, 2));
+    }
+
+    #[test]
+    fn start_latency_counts_from_the_last_dependency_or_the_run() {
+        let execs = vec![
+            exec("a", 1.0, &[], 1_500.0, 1_200.0),
+            exec("b", 1.0, &[], 2_000.0, 1_100.0),
+            exec("c", 1.0, &["a", "b"], 5_000.0, 2_700.0),
+        ];
+        let l = start_latencies(&execs, 1_000.0);
+        assert_eq!(l, vec![200.0, 100.0, 700.0]);
+        assert_eq!(percentile(&l, 50.0), 200.0);
+        assert_eq!(percentile(&l, 95.0), 700.0);
+        assert_eq!(percentile(&[], 95.0), 0.0);
+    }
+
+    #[test]
+    fn terraform_times_add_plan_and_apply_from_coloured_task_logs() {
+        let logs = vec![
+            (
+                "/live-ci/task/terra-run".to_string(),
+                "2026-11-24T06:00:00Z \u{1b}[32m INFO\u{1b}[0m live_ci_task::terra_run: terraform command finished \u{1b}[3mexecution_id\u{1b}[0m\u{1b}[2m=\u{1b}[0mx1 \u{1b}[3mphase\u{1b}[0m\u{1b}[2m=\u{1b}[0mplan \u{1b}[3mcommand_ms\u{1b}[0m\u{1b}[2m=\u{1b}[0m1200".to_string(),
+            ),
+            (
+                "/live-ci/task/terra-run".to_string(),
+                "INFO terraform command finished execution_id=x1 phase=apply command_ms=800".to_string(),
+            ),
+            ("/live-ci/task/terra-run".to_string(), "INFO something else execution_id=x2 command_ms=5".to_string()),
+        ];
+        let t = terraform_times(&logs);
+        assert_eq!(t.get("x1"), Some(&2000.0));
+        assert!(!t.contains_key("x2"));
+    }
+
+    #[test]
+    fn lambda_durations_come_from_report_lines_by_function() {
+        let logs = vec![
+            (
+                "/live-ci/lambda/trigger-sf".to_string(),
+                "REPORT RequestId: 1\tDuration: 12.50 ms\tBilled Duration: 13 ms".to_string(),
+            ),
+            (
+                "/live-ci/lambda/trigger-sf".to_string(),
+                "START RequestId: 1".to_string(),
+            ),
+            (
+                "/live-ci/lambda/receiver".to_string(),
+                "REPORT RequestId: 2\tDuration: 40.00 ms".to_string(),
+            ),
+        ];
+        let d = lambda_durations(&logs);
+        assert_eq!(d["trigger-sf"], vec![12.5]);
+        assert_eq!(d["receiver"], vec![40.0]);
+    }
+}

@@ -1,0 +1,98 @@
+//! `make bench-pipeline`: the pipeline's own cost per unit, measured through the
+//! local cloud (see `live_ci_e2e::bench`). Prints one block per case and the
+//! local cloud's floor; the format is stable so runs can be compared.
+
+use anyhow::Context as _;
+use clap::Parser;
+use live_ci_e2e::bench::{Case, floor, percentile, run_case};
+use live_ci_e2e::{Cloud, repo_root};
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Measures live-ci's per-unit overhead on a generated live repo in the local cloud"
+)]
+struct Args {
+    /// Cases as UNITSxMAX_PARALLEL, comma-separated.
+    #[arg(long, default_value = "20x4,100x4,100x16", value_delimiter = ',')]
+    cases: Vec<String>,
+    /// Accounts the units are spread over.
+    #[arg(long, default_value_t = 4)]
+    accounts: usize,
+    /// Dependency layers (the critical path's length in units).
+    #[arg(long, default_value_t = 8)]
+    layers: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Executions measured for the local cloud's floor.
+    #[arg(long, default_value_t = 5)]
+    floor_samples: usize,
+    /// Keep the local cloud running afterwards.
+    #[arg(long)]
+    keep: bool,
+}
+
+fn parse_case(s: &str, a: &Args) -> anyhow::Result<Case> {
+    let (units, parallel) = s
+        .split_once('x')
+        .with_context(|| format!("case {s:?}: expected UNITSxMAX_PARALLEL, e.g. 100x4"))?;
+    Ok(Case {
+        units: units
+            .parse()
+            .with_context(|| format!("case {s:?}: units {units:?}"))?,
+        max_parallel: parallel
+            .parse()
+            .with_context(|| format!("case {s:?}: max_parallel {parallel:?}"))?,
+        accounts: a.accounts,
+        layers: a.layers,
+        seed: a.seed,
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let cases = args
+        .cases
+        .iter()
+        .map(|c| parse_case(c, &args))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let was_up = std::process::Command::new("bash")
+        .arg(repo_root().join("scripts/local-cloud.sh"))
+        .arg("status")
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let cloud = Cloud::up(false)
+        .await
+        .context("scripts/local-cloud.sh up")?;
+    let result = async {
+        let f = floor(cloud.endpoint(), args.floor_samples).await?;
+        println!(
+            "floor: one waitForTaskToken task answered at once: p50 {:.2} s  p95 {:.2} s  (n={})",
+            percentile(&f, 50.0) / 1e3,
+            percentile(&f, 95.0) / 1e3,
+            f.len()
+        );
+        // PR numbers differ per case: execution names are made of PR and commit.
+        let base = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() % 1_000_000)
+            * 100;
+        for (i, case) in cases.iter().enumerate() {
+            eprintln!(
+                "==> {} units, max_parallel {}",
+                case.units, case.max_parallel
+            );
+            let figures = run_case(&cloud, *case, base + i as u64).await?;
+            print!("{}", figures.render());
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    if !(args.keep || was_up) {
+        Cloud::down(false)
+            .await
+            .context("scripts/local-cloud.sh down")?;
+    }
+    result
+}
