@@ -361,3 +361,32 @@ async fn the_metadb_holds_no_plain_task_token() {
     }
     tdb.drop_db().await;
 }
+
+/// A token that cannot be encrypted (here: the key does not exist) fails the
+/// invocation, naming the execution, before anything is stored or mailed:
+/// there is no fallback to storing it in plain text.
+#[tokio::test]
+async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
+    let id = "run-1-c8c5-dev-nokey-008";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        live_ci_aws::KmsTokenCipher::new(kms_client(), "alias/live-ci-no-such-key"),
+    );
+    let err = requester
+        .handle(&request_for(&record, "token-nokey"), now())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RequestError::Encrypt { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("{id:?}")) && !text.contains("token-nokey"),
+        "{text}"
+    );
+    assert!(db.approval_request(id).await.unwrap().is_none());
+    assert!(requester.mailer().sent().is_empty());
+    tdb.drop_db().await;
+}

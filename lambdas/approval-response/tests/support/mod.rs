@@ -25,7 +25,7 @@ pub fn key() -> LinkKey {
     LinkKey::new(KEY).unwrap()
 }
 
-fn kms_client() -> kms::Client {
+pub fn kms_client() -> kms::Client {
     let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
     let config = kms::Config::builder()
         .behavior_version(kms::config::BehaviorVersion::latest())
