@@ -31,6 +31,7 @@ impl<S: Sql> ApprovalStore for Store<S> {
                     ("to_add", Param::Int(i64::from(r.to_add))),
                     ("to_change", Param::Int(i64::from(r.to_change))),
                     ("to_destroy", Param::Int(i64::from(r.to_destroy))),
+                    ("plan_summary", Param::text(&r.plan_summary)),
                     ("logs_url", Param::text(&r.logs_url)),
                     ("expires_at", Param::Int(r.expires_at)),
                 ],

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0006_token_cipher",
         sql: include_str!("../migrations/0006_token_cipher.sql"),
     },
+    Migration {
+        version: 7,
+        name: "0007_plan_summary",
+        sql: include_str!("../migrations/0007_plan_summary.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -22,6 +22,7 @@ fn request(id: &str, token: &str) -> NewApprovalRequest {
         to_add: 1,
         to_change: 0,
         to_destroy: 2,
+        plan_summary: "1 to add, 0 to change, 2 to destroy".into(),
         logs_url: "https://logs".into(),
         expires_at: 4_102_444_800_000,
     }

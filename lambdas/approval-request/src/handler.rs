@@ -179,6 +179,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 to_add: request.plan.to_add,
                 to_change: request.plan.to_change,
                 to_destroy: request.plan.to_destroy,
+                plan_summary: request.plan.summary(),
                 logs_url: request.plan.logs_url.clone(),
                 expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
             })

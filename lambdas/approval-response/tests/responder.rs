@@ -99,6 +99,33 @@ async fn responder(
 }
 
 #[tokio::test]
+async fn an_outputs_only_plan_reads_as_outputs_change_on_the_page_as_in_the_mail() {
+    let (_tdb, db, record) = awaiting("run-1-c8c5-dev-out-001", &["alice@example.com"], 1, 1).await;
+    let mut request = request_for(&record, "token-outputs");
+    request.plan.to_add = 0;
+    request.plan.to_change = 0;
+    request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
+    requester.handle(&request, now()).await.unwrap();
+    let mails = requester.mailer().sent();
+    let approve = link(&mails, "alice@example.com", "Approve");
+    let resp = responder(&db).await.handle(&get(&approve), now_ms()).await;
+    assert_page(
+        &resp,
+        200,
+        "<th>Plan</th><td>outputs change: vpc_id, zone</td>",
+    );
+    assert!(!resp.body.contains("0 to add"), "{}", resp.body);
+    assert!(mails[0].text.contains("outputs change: vpc_id, zone"));
+}
+
+#[tokio::test]
 async fn get_shows_a_confirmation_page_and_changes_nothing() {
     let (tdb, db, record) = awaiting(
         "run-1-c8c5-dev-get-001",

@@ -24,6 +24,9 @@ pub struct NewApprovalRequest {
     pub to_add: u32,
     pub to_change: u32,
     pub to_destroy: u32,
+    /// The plan as the mail words it (`PlanResult::summary`): the approval page
+    /// shows the same, e.g. "outputs change: url" for an outputs-only plan.
+    pub plan_summary: String,
     pub logs_url: String,
     /// When the links stop working: the request time plus the approval timeout.
     pub expires_at: UnixMillis,
@@ -41,6 +44,9 @@ pub struct ApprovalRecord {
     pub to_add: u32,
     pub to_change: u32,
     pub to_destroy: u32,
+    /// `None` for requests stored before migration 0007 (the page shows counts).
+    #[serde(default)]
+    pub plan_summary: Option<String>,
     pub logs_url: String,
     pub requested_at: UnixMillis,
     pub expires_at: UnixMillis,
