@@ -257,6 +257,19 @@ data "aws_iam_policy_document" "approval_request" {
     resources = [local.kms_key_arn]
   }
 
+  # Task tokens are stored encrypted for their execution (storage.tf:
+  # the key's policy grants the same, to this role only).
+  statement {
+    sid       = "EncryptTaskTokens"
+    actions   = ["kms:Encrypt"]
+    resources = [aws_kms_key.task_token.arn]
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["live-ci:execution-id"]
+    }
+  }
+
   statement {
     sid       = "SendApprovalMail"
     actions   = ["ses:SendEmail"]
@@ -289,6 +302,18 @@ data "aws_iam_policy_document" "approval_response" {
     sid       = "DecryptSecrets"
     actions   = ["kms:Decrypt"]
     resources = [local.kms_key_arn]
+  }
+
+  # The only role that may decrypt a task token (storage.tf: the key's policy).
+  statement {
+    sid       = "DecryptTaskTokens"
+    actions   = ["kms:Decrypt"]
+    resources = [aws_kms_key.task_token.arn]
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["live-ci:execution-id"]
+    }
   }
 
   statement {

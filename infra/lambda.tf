@@ -60,6 +60,7 @@ locals {
 
   approval_request_env = merge(local.metadb_data_api_env, {
     VOTE_LINK_KEY_SSM_KEY    = local.ssm_names.vote_link_key
+    TASK_TOKEN_KEY_ID        = aws_kms_key.task_token.arn
     APPROVAL_URL             = aws_lambda_function_url.approval_response.function_url
     SES_FROM_ADDRESS         = var.approval_sender_email
     APPROVAL_TIMEOUT_SECONDS = tostring(var.approval_timeout_seconds)
@@ -70,6 +71,7 @@ locals {
 
   approval_response_env = merge(local.metadb_data_api_env, {
     VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
+    TASK_TOKEN_KEY_ID     = aws_kms_key.task_token.arn
     RUST_LOG              = var.log_level
   })
 }

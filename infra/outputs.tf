@@ -117,3 +117,8 @@ output "kms_key_arn" {
   description = "The KMS key encrypting the module's secrets, plans, topic, logs and metadb."
   value       = local.kms_key_arn
 }
+
+output "task_token_key_arn" {
+  description = "The KMS key of the pending approvals' task tokens: only approval-request encrypts and only approval-response decrypts with it (its key policy, not IAM, says so)."
+  value       = aws_kms_key.task_token.arn
+}

@@ -58,6 +58,105 @@ data "aws_iam_policy_document" "kms" {
 }
 
 ################################################################################
+# Task tokens: a key of their own, whatever kms_key_arn says
+################################################################################
+
+# A Step Functions task token completes Request Approval: whoever holds one
+# can approve a deployment. approval_request stores it encrypted under this
+# key with the encryption context {"live-ci:execution-id" = <execution>}, and
+# only approval_response may decrypt. The key policy, not IAM, decides who may
+# use it: the account administers the key but is not delegated its use, so no
+# other role (however broad its IAM policy) and no grant can decrypt a token.
+resource "aws_kms_key" "task_token" {
+  description             = "live-ci (${var.name}): Step Functions task tokens of pending approvals"
+  enable_key_rotation     = true
+  deletion_window_in_days = 7
+  policy                  = data.aws_iam_policy_document.task_token_key.json
+  tags                    = local.tags
+}
+
+resource "aws_kms_alias" "task_token" {
+  name          = "alias/${var.name}-task-tokens"
+  target_key_id = aws_kms_key.task_token.key_id
+}
+
+data "aws_iam_policy_document" "task_token_key" {
+  #checkov:skip=CKV_AWS_111:A key policy's "*" resource means this key only; the administration statement delegates no use of the key.
+  #checkov:skip=CKV_AWS_356:A key policy's "*" resource means this key only.
+  #checkov:skip=CKV_AWS_109:A key policy's "*" resource means this key only; without account administration the key becomes unmanageable.
+
+  # Administration only: no Encrypt/Decrypt/ReEncrypt/GenerateDataKey and no
+  # CreateGrant, so IAM policies cannot hand out the key's use.
+  statement {
+    sid = "AccountAdministers"
+    actions = [
+      "kms:CreateAlias",
+      "kms:DeleteAlias",
+      "kms:UpdateAlias",
+      "kms:Describe*",
+      "kms:Enable*",
+      "kms:Disable*",
+      "kms:List*",
+      "kms:Get*",
+      "kms:PutKeyPolicy",
+      "kms:UpdateKeyDescription",
+      "kms:RevokeGrant",
+      "kms:RetireGrant",
+      "kms:TagResource",
+      "kms:UntagResource",
+      "kms:ScheduleKeyDeletion",
+      "kms:CancelKeyDeletion",
+      "kms:RotateKeyOnDemand",
+    ]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = ["arn:${local.partition}:iam::${local.account_id}:root"]
+    }
+  }
+
+  statement {
+    sid       = "ApprovalRequestEncrypts"
+    actions   = ["kms:Encrypt"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.lambda["approval-request"].arn]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["live-ci:execution-id"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:EncryptionContext:live-ci:execution-id"
+      values   = ["false"]
+    }
+  }
+
+  statement {
+    sid       = "ApprovalResponseDecrypts"
+    actions   = ["kms:Decrypt"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.lambda["approval-response"].arn]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["live-ci:execution-id"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:EncryptionContext:live-ci:execution-id"
+      values   = ["false"]
+    }
+  }
+}
+
+################################################################################
 # Saved plans
 ################################################################################
 

@@ -58,7 +58,7 @@ variable "file_path_pattern" {
 }
 
 variable "pr_plan_author_associations" {
-  description = "Author associations whose pull requests (from a branch of the repository itself, never a fork) are planned on their own; terraform plan runs the pull request's code. Others get a pending live-ci: pr-plan status until someone with write access comments /live-ci plan. [] makes every pull request wait for that comment."
+  description = "Author associations whose pull requests (from a branch of the repository itself, never a fork) are planned on their own; terraform plan runs the pull request's code. Others get a pending live-ci: plan status until someone with write access comments /live-ci plan. [] makes every pull request wait for that comment."
   type        = list(string)
   default     = ["OWNER", "MEMBER", "COLLABORATOR"]
 

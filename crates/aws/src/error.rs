@@ -23,6 +23,14 @@ pub enum AwsError {
     Ses { to: String, message: String },
     #[error("sts assume-role {role_arn:?}: {message}")]
     Sts { role_arn: String, message: String },
+    /// Never carries the plaintext: only the key, the execution and KMS's answer.
+    #[error("kms {operation} with key {key_id:?} for execution {execution_id:?}: {message}")]
+    Kms {
+        operation: &'static str,
+        key_id: String,
+        execution_id: String,
+        message: String,
+    },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

@@ -369,6 +369,81 @@ impl Module {
         Ok(())
     }
 
+    /// The statements written in one `aws_iam_policy_document` (plain and
+    /// `dynamic`; not those of its `source_policy_documents`), for checks that
+    /// need more than the actions: whom a key policy names, which resource a
+    /// statement covers.
+    pub fn statements(&self, document: &str) -> Result<Vec<Statement>> {
+        let doc = self.block("data", &["aws_iam_policy_document", document])?;
+        let mut out = Vec::new();
+        for block in doc.item.body().blocks() {
+            let statement = match block.identifier() {
+                "statement" => block,
+                "dynamic" if block.labels().first().map(|l| l.as_str()) == Some("statement") => {
+                    block
+                        .body()
+                        .blocks()
+                        .find(|b| b.identifier() == "content")
+                        .ok_or_else(|| {
+                            self.field(doc.path, &["dynamic statement", "content"], "missing")
+                        })?
+                }
+                _ => continue,
+            };
+            let attr = |name: &str| {
+                statement
+                    .body()
+                    .attributes()
+                    .find(|a| a.key.as_str() == name)
+                    .map(|a| &a.expr)
+            };
+            let literal = |name: &str| match attr(name) {
+                Some(Expression::String(s)) => Some(s.clone()),
+                _ => None,
+            };
+            let mut actions = BTreeSet::new();
+            if let Some(Expression::Array(items)) = attr("actions") {
+                for item in items {
+                    let Expression::String(action) = item else {
+                        return Err(self.unsupported(
+                            doc.path,
+                            item,
+                            "action is not a literal string",
+                        ));
+                    };
+                    actions.insert(action.clone());
+                }
+            }
+            let principals = statement
+                .body()
+                .blocks()
+                .filter(|b| b.identifier() == "principals")
+                .filter_map(|b| {
+                    b.body()
+                        .attributes()
+                        .find(|a| a.key.as_str() == "identifiers")
+                })
+                .map(|a| one_line(&a.expr))
+                .collect();
+            out.push(Statement {
+                sid: literal("sid"),
+                deny: literal("effect").as_deref() == Some("Deny"),
+                actions,
+                resources: attr("resources").map(one_line).unwrap_or_default(),
+                principals,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The names of every `data "aws_iam_policy_document"` in the module.
+    pub fn policy_documents(&self) -> Vec<String> {
+        self.labelled("data")
+            .filter(|b| b.labels().first().map(|l| l.as_str()) == Some("aws_iam_policy_document"))
+            .filter_map(|b| b.labels().get(1).map(|l| l.as_str().to_string()))
+            .collect()
+    }
+
     /// The policy documents an expression names (`data.aws_iam_policy_document.X[…].json`),
     /// through lists and both branches of conditionals.
     pub fn document_refs(&self, path: &Path, expr: &Expression) -> Result<Vec<String>> {
@@ -453,6 +528,18 @@ impl Module {
             detail: detail.into(),
         }
     }
+}
+
+/// One statement of a policy document, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    pub sid: Option<String>,
+    pub deny: bool,
+    pub actions: BTreeSet<String>,
+    /// The `resources` expression on one line (empty when absent).
+    pub resources: String,
+    /// Each `principals` block's `identifiers` expression on one line.
+    pub principals: Vec<String>,
 }
 
 /// One `variable` block, as the README's inputs table shows it.

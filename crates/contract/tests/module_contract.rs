@@ -619,3 +619,84 @@ fn the_users_environment_and_secrets_reach_every_task() {
         "the task execution role reads the user's parameters and secrets (ssm and secretsmanager)"
     );
 }
+
+/// Task tokens (issue 12, requirement 4): the task-token key's own policy is
+/// what decides who may use it, so it must name approval-response alone for
+/// `kms:Decrypt` and approval-request alone for `kms:Encrypt`, delegate no
+/// use to the account (an IAM policy of any other role would then count) and
+/// allow no grant or re-encryption that could extend it. No other role's IAM
+/// policy names the key.
+#[test]
+fn only_approval_response_can_decrypt_task_tokens() {
+    let m = module();
+    let key = m.block("resource", &["aws_kms_key", "task_token"]).unwrap();
+    let policy = format_expr(m.attr(key, &["policy"]).unwrap().item);
+    assert_eq!(
+        policy.trim(),
+        "data.aws_iam_policy_document.task_token_key.json"
+    );
+    let compact = |s: &str| s.split_whitespace().collect::<String>();
+    let statements = m.statements("task_token_key").unwrap();
+    let who = |action: &str| -> Vec<String> {
+        statements
+            .iter()
+            .filter(|s| !s.deny && allows(&s.actions, action))
+            .flat_map(|s| s.principals.iter().map(|p| compact(p)))
+            .collect()
+    };
+    assert_eq!(
+        who("kms:Decrypt"),
+        [r#"[aws_iam_role.lambda["approval-response"].arn]"#]
+    );
+    assert_eq!(
+        who("kms:Encrypt"),
+        [r#"[aws_iam_role.lambda["approval-request"].arn]"#]
+    );
+    for action in [
+        "kms:CreateGrant",
+        "kms:ReEncryptFrom",
+        "kms:ReEncryptTo",
+        "kms:GenerateDataKey",
+        "kms:GenerateDataKeyWithoutPlaintext",
+    ] {
+        assert!(
+            who(action).is_empty(),
+            "the task-token key policy allows {action} to {:?}",
+            who(action)
+        );
+    }
+    // The Lambdas are configured with this key.
+    for env in ["approval_request_env", "approval_response_env"] {
+        let text = compact(&format_expr(m.local(env).unwrap().item));
+        assert!(
+            text.contains("TASK_TOKEN_KEY_ID=aws_kms_key.task_token.arn"),
+            "{env}: {text}"
+        );
+    }
+    // IAM: only the two Lambdas' documents name the key, each for its one use.
+    let mut named = Vec::new();
+    for doc in m.policy_documents() {
+        if doc == "task_token_key" {
+            continue;
+        }
+        for s in m.statements(&doc).unwrap() {
+            if s.resources.contains("aws_kms_key.task_token") {
+                named.push((doc.clone(), s.actions.into_iter().collect::<Vec<_>>()));
+            }
+        }
+    }
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            (
+                "approval_request".to_string(),
+                vec!["kms:Encrypt".to_string()]
+            ),
+            (
+                "approval_response".to_string(),
+                vec!["kms:Decrypt".to_string()]
+            ),
+        ]
+    );
+}

@@ -23,11 +23,15 @@ impl<S: Sql> ApprovalStore for Store<S> {
                 &[
                     ("execution_id", Param::text(&r.execution_id)),
                     ("sfn_execution_arn", Param::text(&r.sfn_execution_arn)),
-                    ("task_token", Param::text(&r.task_token)),
+                    (
+                        "task_token_ciphertext",
+                        Param::text(&r.task_token_ciphertext),
+                    ),
                     ("task_token_hash", Param::text(&r.task_token_hash)),
                     ("to_add", Param::Int(i64::from(r.to_add))),
                     ("to_change", Param::Int(i64::from(r.to_change))),
                     ("to_destroy", Param::Int(i64::from(r.to_destroy))),
+                    ("plan_summary", Param::text(&r.plan_summary)),
                     ("logs_url", Param::text(&r.logs_url)),
                     ("expires_at", Param::Int(r.expires_at)),
                 ],

@@ -46,8 +46,18 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 6,
-        name: "0006_trunk_sweep",
-        sql: include_str!("../migrations/0006_trunk_sweep.sql"),
+        name: "0006_token_cipher",
+        sql: include_str!("../migrations/0006_token_cipher.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "0007_plan_summary",
+        sql: include_str!("../migrations/0007_plan_summary.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "0008_trunk_sweep",
+        sql: include_str!("../migrations/0008_trunk_sweep.sql"),
     },
 ];
 

@@ -17,11 +17,12 @@ fn request(id: &str, token: &str) -> NewApprovalRequest {
     NewApprovalRequest {
         execution_id: id.into(),
         sfn_execution_arn: format!("arn:aws:states:us-west-2:1:execution:m:{id}"),
-        task_token: token.into(),
+        task_token_ciphertext: format!("ciphertext-of-{token}"),
         task_token_hash: format!("hash-of-{token}"),
         to_add: 1,
         to_change: 0,
         to_destroy: 2,
+        plan_summary: "1 to add, 0 to change, 2 to destroy".into(),
         logs_url: "https://logs".into(),
         expires_at: 4_102_444_800_000,
     }
@@ -82,8 +83,13 @@ async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() 
         RequestStored::Stored
     );
     assert_eq!(
-        db.approval_request("a").await.unwrap().unwrap().task_token,
-        "t2"
+        db.approval_request("a")
+            .await
+            .unwrap()
+            .unwrap()
+            .task_token_ciphertext
+            .as_deref(),
+        Some("ciphertext-of-t2")
     );
     assert!(
         db.mailed_voters("a", "hash-of-t2")
@@ -140,5 +146,86 @@ async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() 
     assert_eq!(done.delivery.as_deref(), Some("delivered"));
     assert!(done.decision_sent_at.is_some());
     assert!(!db.claim_decision_delivery("a", 0).await.unwrap());
+    t.drop_db().await;
+}
+
+/// Migration 0006 on a metadb of 0005's schema holding a plain task token:
+/// the token is gone from every column of every table, the request row stays
+/// (its hash, its mails) and reads back with no ciphertext, which
+/// approval_response refuses to deliver.
+#[tokio::test]
+async fn upgrading_drops_the_stored_plain_task_tokens() {
+    use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
+    let t = TestDb::new().await;
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    client
+        .batch_execute(CREATE_SCHEMA_MIGRATIONS)
+        .await
+        .unwrap();
+    let before = &live_ci_metadb::MIGRATIONS[..5];
+    assert_eq!(before.last().unwrap().name, "0005_operator");
+    for m in before {
+        client.batch_execute(m.sql).await.unwrap();
+        client
+            .batch_execute(&format!(
+                "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
+                m.version, m.name
+            ))
+            .await
+            .unwrap();
+    }
+    let plain = "AQCEAAAAKgAAAAMAAAAAAAAAAc-plain-0005-token";
+    client
+        .batch_execute(&format!(
+            "INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel)
+             VALUES (1, 'c-legacy', 'main', 'f', 'b', 'h', 1);
+             INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps,
+                 action, status, plan_command, apply_command, new_providers, account_name,
+                 account_path, account_deps, voters, min_approval_count, min_rejection_count,
+                 plan_role_arn, apply_role_arn, priority, wait_for, wait_accounts, pending_deps)
+             SELECT run_id, 'legacy', 0, false, 'dev/vpc', '[]', 'apply', 'running', 'p', 'a',
+                 '[]', 'dev', 'dev', '[]', '[\"a@example.com\"]', 1, 1, 'p', 'a', 1, '[]', '[]', 0
+             FROM runs;
+             INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token,
+                 task_token_hash, to_add, to_change, to_destroy, logs_url, expires_at)
+             VALUES ('legacy', 'arn:x', '{plain}', 'hash-legacy', 1, 0, 0, 'https://logs',
+                 now() + interval '1 hour');
+             INSERT INTO approval_mails (execution_id, task_token_hash, voter, message_id)
+             VALUES ('legacy', 'hash-legacy', 'a@example.com', 'm1');"
+        ))
+        .await
+        .unwrap();
+    // What the metadb adapter does at start: applies 0006 (and what follows).
+    let db = t.metadb(2).await;
+    let tables = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(tables.len() > 5);
+    for row in tables {
+        let table: String = row.get(0);
+        for r in client
+            .query(&format!("SELECT row_to_json(t)::text FROM {table} t"), &[])
+            .await
+            .unwrap()
+        {
+            let json: String = r.get(0);
+            assert!(
+                !json.contains(plain),
+                "{table} still holds the token: {json}"
+            );
+        }
+    }
+    let legacy = db.approval_request("legacy").await.unwrap().unwrap();
+    assert_eq!(legacy.task_token_ciphertext, None);
+    assert_eq!(legacy.task_token_hash, "hash-legacy");
+    assert_eq!(
+        db.mailed_voters("legacy", "hash-legacy").await.unwrap(),
+        ["a@example.com"]
+    );
     t.drop_db().await;
 }

@@ -556,11 +556,12 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
                     "sfn_execution_arn",
                     "arn:aws:states:us-west-2:1:execution:m:x",
                 ),
-                string("task_token", "tok"),
+                string("task_token_ciphertext", "Y2lwaGVy"),
                 string("task_token_hash", "ab12"),
                 long("to_add", 1),
                 long("to_change", 2),
                 long("to_destroy", 3),
+                string("plan_summary", "1 to add, 2 to change, 3 to destroy"),
                 string("logs_url", "https://logs"),
                 long("expires_at", 1_795_256_420_000),
             ],
@@ -574,7 +575,7 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
             None,
             // As PostgreSQL 15 returned it through live_ci_approval_json.
             Some(
-                r#"[{"live_ci_approval_json":"{\"execution_id\" : \"run-1-c8c5-dev-baz-729\", \"sfn_execution_arn\" : \"arn:aws:states:us-west-2:1:execution:m:x\", \"task_token\" : \"tok\", \"task_token_hash\" : \"ab12\", \"to_add\" : 1, \"to_change\" : 2, \"to_destroy\" : 3, \"logs_url\" : \"https://logs\", \"requested_at\" : 1795256400000, \"expires_at\" : 1795256420000, \"delivery_claimed_at\" : null, \"decision_sent_at\" : null, \"delivery\" : null}"}]"#,
+                r#"[{"live_ci_approval_json":"{\"execution_id\" : \"run-1-c8c5-dev-baz-729\", \"sfn_execution_arn\" : \"arn:aws:states:us-west-2:1:execution:m:x\", \"task_token_ciphertext\" : \"Y2lwaGVy\", \"task_token_hash\" : \"ab12\", \"to_add\" : 1, \"to_change\" : 2, \"to_destroy\" : 3, \"plan_summary\" : \"1 to add, 2 to change, 3 to destroy\", \"logs_url\" : \"https://logs\", \"requested_at\" : 1795256400000, \"expires_at\" : 1795256420000, \"delivery_claimed_at\" : null, \"decision_sent_at\" : null, \"delivery\" : null}"}]"#,
             ),
             0,
         ),
@@ -595,11 +596,12 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
         .store_approval_request(&NewApprovalRequest {
             execution_id: "run-1-c8c5-dev-baz-729".into(),
             sfn_execution_arn: "arn:aws:states:us-west-2:1:execution:m:x".into(),
-            task_token: "tok".into(),
+            task_token_ciphertext: "Y2lwaGVy".into(),
             task_token_hash: "ab12".into(),
             to_add: 1,
             to_change: 2,
             to_destroy: 3,
+            plan_summary: "1 to add, 2 to change, 3 to destroy".into(),
             logs_url: "https://logs".into(),
             expires_at: 1_795_256_420_000,
         })
@@ -612,8 +614,13 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
         .unwrap()
         .unwrap();
     assert_eq!((record.to_add, record.to_destroy), (1, 3));
+    assert_eq!(
+        record.plan_summary.as_deref(),
+        Some("1 to add, 2 to change, 3 to destroy")
+    );
     assert_eq!(record.expires_at, 1_795_256_420_000);
     assert_eq!(record.delivery, None);
+    assert_eq!(record.task_token_ciphertext.as_deref(), Some("Y2lwaGVy"));
     assert!(
         !db.claim_decision_delivery("run-1-c8c5-dev-baz-729", 30)
             .await

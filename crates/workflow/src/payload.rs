@@ -76,7 +76,7 @@ impl PlanResult {
 }
 
 /// The SNS message of Request Approval, read by `approval_request`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// Sent back with the decision; never shown to voters (it completes the task).
     pub task_token: String,
@@ -85,6 +85,19 @@ pub struct ApprovalRequest {
     /// The execution's input, as given to StartExecution.
     pub execution: SfnInput,
     pub plan: PlanResult,
+}
+
+// The task token approves the deployment: `{:?}` in a log line must not
+// carry it.
+impl std::fmt::Debug for ApprovalRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalRequest")
+            .field("task_token", &"<redacted>")
+            .field("sfn_execution_arn", &self.sfn_execution_arn)
+            .field("execution", &self.execution)
+            .field("plan", &self.plan)
+            .finish()
+    }
 }
 
 /// The voters' verdict.
@@ -164,4 +177,27 @@ pub mod task_env {
         ROLE_ARN,
         PLAN_ARTIFACT,
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// `{:?}` of the stored SNS fixture's request shows everything but the token.
+    #[test]
+    fn debug_never_shows_the_task_token() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/sns/approval-request.json"
+        );
+        let event: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let message = event["Records"][0]["Sns"]["Message"].as_str().unwrap();
+        let request: ApprovalRequest = serde_json::from_str(message).unwrap();
+        assert!(!request.task_token.is_empty());
+        let debug = format!("{request:?} {request:#?}");
+        assert!(!debug.contains(&request.task_token), "{debug}");
+        assert!(debug.contains("<redacted>") && debug.contains(&request.sfn_execution_arn));
+    }
 }

@@ -10,6 +10,7 @@ pub use live_ci_metadb::MetadbConfig;
 /// included), for the Terraform module's contract test.
 pub const ENV_VARS: &[&str] = &[
     "VOTE_LINK_KEY_SSM_KEY",
+    "TASK_TOKEN_KEY_ID",
     "APPROVAL_URL",
     "SES_FROM_ADDRESS",
     "APPROVAL_TIMEOUT_SECONDS",
@@ -21,12 +22,14 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_NAME",
 ];
 
-/// The IAM actions the binary calls: the key (SecureString), the mail, the
-/// metadb through the Data API.
+/// The IAM actions the binary calls: the key (SecureString), the task token's
+/// encryption, the mail, the metadb through the Data API.
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
     // The vote-link key is a SecureString.
     "kms:Decrypt",
+    // The task token, under the task-token key (never decrypted here).
+    "kms:Encrypt",
     "ses:SendEmail",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
@@ -54,6 +57,8 @@ pub struct RequestSettings {
 pub struct Config {
     pub settings: RequestSettings,
     pub vote_link_key_param: String,
+    /// The KMS key that encrypts task tokens (id, ARN or alias).
+    pub task_token_key_id: String,
     pub metadb: MetadbConfig,
 }
 
@@ -118,6 +123,7 @@ impl Config {
                 github_web_url: github_web_url.trim_end_matches('/').to_string(),
             },
             vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
+            task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             metadb: MetadbConfig::from_settings(&env)?,
         })
     }
@@ -131,6 +137,7 @@ mod tests {
 
     const GOOD: &[(&str, &str)] = &[
         ("VOTE_LINK_KEY_SSM_KEY", "/live-ci/vote-link-key"),
+        ("TASK_TOKEN_KEY_ID", "alias/live-ci-task-tokens"),
         ("APPROVAL_URL", "https://abc.lambda-url.us-west-2.on.aws/"),
         ("SES_FROM_ADDRESS", "live-ci@example.com"),
         ("APPROVAL_TIMEOUT_SECONDS", "86400"),
@@ -162,6 +169,7 @@ mod tests {
         assert_eq!(c.settings.approval_timeout_secs, 86_400);
         assert_eq!(c.settings.github_web_url, "https://github.com");
         assert_eq!(c.vote_link_key_param, "/live-ci/vote-link-key");
+        assert_eq!(c.task_token_key_id, "alias/live-ci-task-tokens");
         assert_eq!(
             c.metadb,
             MetadbConfig::Postgres {
@@ -191,6 +199,7 @@ mod tests {
         }
         for name in [
             "VOTE_LINK_KEY_SSM_KEY",
+            "TASK_TOKEN_KEY_ID",
             "APPROVAL_URL",
             "SES_FROM_ADDRESS",
             "APPROVAL_TIMEOUT_SECONDS",

@@ -1,5 +1,7 @@
-//! The handler: validate the request, store it (with its task token) for
-//! approval_response, then mail each voter not yet mailed for this task token.
+//! The handler: validate the request, store it for approval_response (the
+//! task token only as its hash and its ciphertext, bound to the execution:
+//! whoever reads the metadb cannot complete the waiting state), then mail
+//! each voter not yet mailed for this task token.
 //!
 //! Delivery is at-least-once at the edge only: a repeated SNS delivery mails
 //! nobody already recorded as mailed, but a crash between SES accepting a
@@ -11,7 +13,7 @@ use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
-    ApprovalStore, Email, Mailer, NewApprovalRequest, RequestStored, address_problem,
+    ApprovalStore, Email, Mailer, NewApprovalRequest, RequestStored, TokenCipher, address_problem,
 };
 use live_ci_workflow::ApprovalRequest;
 use serde::Serialize;
@@ -35,6 +37,9 @@ pub enum RequestError {
     UnknownExecution(String),
     #[error("metadb: {0}")]
     Store(String),
+    /// Nothing was stored: a task token is never written unencrypted.
+    #[error("encrypting the task token of {execution:?}: {message}")]
+    Encrypt { execution: String, message: String },
     #[error("vote link for {voter:?}: {message}")]
     Link { voter: String, message: String },
     #[error("mailing {failed} of {total} voters of {execution:?} failed: {messages}")]
@@ -60,11 +65,12 @@ pub struct MailReport {
 
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct ApprovalRequester<D, M> {
+pub struct ApprovalRequester<D, M, C> {
     settings: RequestSettings,
     key: LinkKey,
     store: D,
     mailer: M,
+    cipher: C,
 }
 
 /// The approval requests an SNS event carries, in record order.
@@ -82,13 +88,14 @@ pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, Request
         .collect()
 }
 
-impl<D: ApprovalStore, M: Mailer> ApprovalRequester<D, M> {
-    pub fn new(settings: RequestSettings, key: LinkKey, store: D, mailer: M) -> Self {
+impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
+    pub fn new(settings: RequestSettings, key: LinkKey, store: D, mailer: M, cipher: C) -> Self {
         ApprovalRequester {
             settings,
             key,
             store,
             mailer,
+            cipher,
         }
     }
 
@@ -154,16 +161,25 @@ impl<D: ApprovalStore, M: Mailer> ApprovalRequester<D, M> {
         let expires_ms = now
             .saturating_add(self.settings.approval_timeout_secs)
             .saturating_mul(1000);
+        let ciphertext = self
+            .cipher
+            .encrypt(&request.task_token, &e.execution_id)
+            .await
+            .map_err(|err| RequestError::Encrypt {
+                execution: e.execution_id.clone(),
+                message: err.to_string(),
+            })?;
         let stored = self
             .store
             .store_approval_request(&NewApprovalRequest {
                 execution_id: e.execution_id.clone(),
                 sfn_execution_arn: request.sfn_execution_arn.clone(),
-                task_token: request.task_token.clone(),
+                task_token_ciphertext: ciphertext,
                 task_token_hash: hash_hex.clone(),
                 to_add: request.plan.to_add,
                 to_change: request.plan.to_change,
                 to_destroy: request.plan.to_destroy,
+                plan_summary: request.plan.summary(),
                 logs_url: request.plan.logs_url.clone(),
                 expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
             })

@@ -1,12 +1,12 @@
 //! The approval_request Lambda's entry point: reads the vote-link key and
-//! builds the metadb and SES v2 clients once per cold start, then handles
+//! builds the metadb, SES v2 and KMS clients once per cold start, then handles
 //! every SNS delivery with [`ApprovalRequester`].
 
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_approval_request::{ApprovalRequester, Config, parse_sns_event};
-use live_ci_aws::{SesMailer, SsmParamStore};
+use live_ci_aws::{KmsTokenCipher, SesMailer, SsmParamStore};
 use live_ci_core::approval::LinkKey;
 use live_ci_core::params::ParamStore;
 use live_ci_metadb::AnyMetadb;
@@ -25,7 +25,11 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("parameter {:?}", config.vote_link_key_param))?;
     let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
     let mailer = SesMailer::new(live_ci_aws::sdk::sesv2::Client::new(&aws));
-    let handler = ApprovalRequester::new(config.settings, key, metadb, mailer);
+    let cipher = KmsTokenCipher::new(
+        live_ci_aws::sdk::kms::Client::new(&aws),
+        &config.task_token_key_id,
+    );
+    let handler = ApprovalRequester::new(config.settings, key, metadb, mailer, cipher);
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SnsEvent>| async move {
         let now = std::time::SystemTime::now()

@@ -40,8 +40,13 @@ async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
     let request = fixture();
     let id = request.execution.execution_id.clone();
     let (tdb, db, _) = awaiting(&id, &["alice@example.com", "bob@example.com"], 1, 1).await;
-    let requester =
-        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
     let now = now();
     let report = requester.handle(&request, now).await.unwrap();
     assert_eq!(report.mailed, ["alice@example.com", "bob@example.com"]);
@@ -95,7 +100,11 @@ async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
     tokens.dedup();
     assert_eq!(tokens.len(), 4, "every voter and vote has its own link");
     let stored = db.approval_request(&id).await.unwrap().unwrap();
-    assert_eq!(stored.task_token, request.task_token);
+    assert_eq!(stored.task_token_hash, hash_hex(&request.task_token));
+    assert_ne!(
+        stored.task_token_ciphertext.as_deref(),
+        Some(request.task_token.as_str())
+    );
     assert_eq!(
         (stored.to_add, stored.to_change, stored.to_destroy),
         (2, 1, 0)
@@ -121,7 +130,13 @@ async fn values_are_escaped_and_only_web_urls_become_links() {
     let mut request = request_for(&record, "token-esc");
     request.execution.account_name = "<b>dev</b> & \"prod\"".into();
     request.plan.logs_url = "javascript:alert('x')".into();
-    let requester = ApprovalRequester::new(settings(), key(), db, RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db,
+        RecordingMailer::default(),
+        cipher().await,
+    );
     requester.handle(&request, now()).await.unwrap();
     let html = &requester.mailer().sent()[0].html;
     assert!(
@@ -144,7 +159,13 @@ async fn an_outputs_only_plan_says_outputs_change() {
     request.plan.to_change = 0;
     request.plan.to_destroy = 0;
     request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
-    let requester = ApprovalRequester::new(settings(), key(), db, RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db,
+        RecordingMailer::default(),
+        cipher().await,
+    );
     requester.handle(&request, now()).await.unwrap();
     let mail = &requester.mailer().sent()[0];
     for part in [&mail.text, &mail.html] {
@@ -158,8 +179,13 @@ async fn an_outputs_only_plan_says_outputs_change() {
 async fn bad_requests_fail_clearly_and_change_nothing() {
     let id = "run-1-c8c5-dev-bad-002";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester =
-        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
     type Change = Box<dyn Fn(&mut ApprovalRequest)>;
     let cases: Vec<(Change, &str)> = vec![
         (
@@ -219,8 +245,13 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
 async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_voter() {
     let id = "run-1-c8c5-dev-retry-003";
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
-    let requester =
-        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
     requester
         .mailer()
         .fail_for
@@ -256,5 +287,106 @@ async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_
         .unwrap(),
         ["alice@example.com", "bob@example.com"]
     );
+    tdb.drop_db().await;
+}
+
+/// The task token never lands in the metadb: every column of every table is
+/// searched for it (and for its base64, in case a ciphertext were only an
+/// encoding) after a request is stored and mailed; the stored ciphertext
+/// decrypts to it only for its own execution.
+#[tokio::test]
+async fn the_metadb_holds_no_plain_task_token() {
+    use base64::Engine;
+    use live_ci_core::port::TokenCipher;
+    use live_ci_metadb::Sql;
+    let id = "run-1-c8c5-dev-enc-006";
+    let token = "AQCEAAAAKgAAAAMAAAAAAAAAAc-plain-task-token-006";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
+    requester
+        .handle(&request_for(&record, token), now())
+        .await
+        .unwrap();
+    let tables = db
+        .sql()
+        .query(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "approval_requests"),
+        "{tables:?}"
+    );
+    let encoded = base64::engine::general_purpose::STANDARD.encode(token);
+    for table in &tables {
+        for row in db
+            .sql()
+            .query(&format!("SELECT row_to_json(t)::text FROM {table} t"), &[])
+            .await
+            .unwrap()
+        {
+            assert!(
+                !row.contains(token) && !row.contains(&encoded),
+                "{table} holds the task token: {row}"
+            );
+        }
+    }
+    let stored = db.approval_request(id).await.unwrap().unwrap();
+    assert_eq!(stored.task_token_hash, hash_hex(token));
+    let ciphertext = stored.task_token_ciphertext.unwrap();
+    assert_eq!(
+        cipher().await.decrypt(&ciphertext, id).await.unwrap(),
+        token
+    );
+    assert!(
+        cipher()
+            .await
+            .decrypt(&ciphertext, "run-1-c8c5-dev-other-007")
+            .await
+            .is_err()
+    );
+    // The mail carries neither the token nor its ciphertext.
+    let mail = &requester.mailer().sent()[0];
+    for part in [&mail.text, &mail.html] {
+        assert!(!part.contains(token) && !part.contains(&ciphertext));
+    }
+    tdb.drop_db().await;
+}
+
+/// A token that cannot be encrypted (here: the key does not exist) fails the
+/// invocation, naming the execution, before anything is stored or mailed:
+/// there is no fallback to storing it in plain text.
+#[tokio::test]
+async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
+    let id = "run-1-c8c5-dev-nokey-008";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        live_ci_aws::KmsTokenCipher::new(kms_client(), "alias/live-ci-no-such-key"),
+    );
+    let err = requester
+        .handle(&request_for(&record, "token-nokey"), now())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RequestError::Encrypt { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("{id:?}")) && !text.contains("token-nokey"),
+        "{text}"
+    );
+    assert!(db.approval_request(id).await.unwrap().is_none());
+    assert!(requester.mailer().sent().is_empty());
     tdb.drop_db().await;
 }

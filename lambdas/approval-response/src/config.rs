@@ -8,18 +8,20 @@ pub use live_ci_metadb::MetadbConfig;
 /// included), for the Terraform module's contract test.
 pub const ENV_VARS: &[&str] = &[
     "VOTE_LINK_KEY_SSM_KEY",
+    "TASK_TOKEN_KEY_ID",
     "METADB_URL",
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
 ];
 
-/// The IAM actions the binary calls: the key (SecureString), the decision
-/// back to Step Functions, the metadb through the Data API. A rejection is a
+/// The IAM actions the binary calls: the key (SecureString) and the task
+/// token's ciphertext (both `kms:Decrypt`), the decision back to Step Functions, the metadb through the Data API. A rejection is a
 /// SendTaskSuccess with `"decision": "reject"`, so SendTaskFailure is not used.
 pub const AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
-    // The vote-link key is a SecureString.
+    // The vote-link key is a SecureString; the task token is encrypted under
+    // the task-token key, which only this role may decrypt with.
     "kms:Decrypt",
     "states:SendTaskSuccess",
     "rds-data:ExecuteStatement",
@@ -33,6 +35,8 @@ pub const AWS_ACTIONS: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Config {
     pub vote_link_key_param: String,
+    /// The KMS key that encrypted the task tokens (id, ARN or alias).
+    pub task_token_key_id: String,
     pub metadb: MetadbConfig,
 }
 
@@ -46,6 +50,7 @@ impl Config {
         let env = Settings::new(get);
         Ok(Config {
             vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
+            task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             metadb: MetadbConfig::from_settings(&env)?,
         })
     }
@@ -63,12 +68,14 @@ mod tests {
             seen.borrow_mut().push(k.to_string());
             match k {
                 "VOTE_LINK_KEY_SSM_KEY" => Some("/live-ci/vote-link-key".into()),
+                "TASK_TOKEN_KEY_ID" => Some("alias/live-ci-task-tokens".into()),
                 "METADB_CLUSTER_ARN" | "METADB_SECRET_ARN" | "METADB_NAME" => Some("x".into()),
                 _ => None,
             }
         })
         .unwrap();
         assert_eq!(c.vote_link_key_param, "/live-ci/vote-link-key");
+        assert_eq!(c.task_token_key_id, "alias/live-ci-task-tokens");
         let seen = seen.into_inner();
         for name in &seen {
             assert!(ENV_VARS.contains(&name.as_str()), "{name} not in ENV_VARS");

@@ -13,14 +13,22 @@
 //! | Step Functions no longer waits for the token (`TokenDelivery::Gone`) | 410, said on the page |
 //! | the metadb or Step Functions failed | 502/503, said on the page |
 //!
+//! The task token is stored only encrypted, bound to its execution; it is
+//! decrypted just before `SendTaskSuccess` and checked against the hash the
+//! links carry, so a ciphertext copied from another execution (or an older
+//! request) is refused and never sent. Neither the token nor its plaintext
+//! reaches a page or a log line.
+//!
 //! A decision is handed to Step Functions by exactly one caller: `decide`
 //! flips the execution's decision once, and the delivery claim in the
 //! approval store lets one caller send it (a caller that died mid-send is
 //! replaced after the lease, by the next POST of any voter).
 
-use live_ci_core::approval::{LinkError, LinkKey, VoteLink};
+use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
-use live_ci_core::port::{ApprovalRecord, ApprovalStore, Metadb, TaskTokens, TokenDelivery};
+use live_ci_core::port::{
+    ApprovalRecord, ApprovalStore, Metadb, TaskTokens, TokenCipher, TokenDelivery,
+};
 use live_ci_workflow::{ApprovalDecision, Decision};
 
 use crate::http::{PageRequest, PageResponse};
@@ -31,10 +39,11 @@ pub const DELIVERY_LEASE_SECS: u32 = 30;
 
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct ApprovalResponder<D, T> {
+pub struct ApprovalResponder<D, T, C> {
     key: LinkKey,
     db: D,
     tokens: T,
+    cipher: C,
 }
 
 fn respond(status: u16, body: String) -> PageResponse {
@@ -84,13 +93,19 @@ struct Context {
     approval: ApprovalRecord,
 }
 
-impl<D, T> ApprovalResponder<D, T>
+impl<D, T, C> ApprovalResponder<D, T, C>
 where
     D: Metadb + ApprovalStore,
     T: TaskTokens,
+    C: TokenCipher,
 {
-    pub fn new(key: LinkKey, db: D, tokens: T) -> Self {
-        ApprovalResponder { key, db, tokens }
+    pub fn new(key: LinkKey, db: D, tokens: T, cipher: C) -> Self {
+        ApprovalResponder {
+            key,
+            db,
+            tokens,
+            cipher,
+        }
     }
 
     pub fn db(&self) -> &D {
@@ -254,6 +269,16 @@ where
         let e = &ctx.execution;
         if e.decision.is_some() || ctx.approval.decision_sent_at.is_some() {
             return None; // shown by the decision path
+        }
+        if ctx.approval.task_token_ciphertext.is_none() {
+            return Some(message(
+                410,
+                "Request cannot be answered",
+                "warn",
+                "This approval request was stored before task tokens were encrypted and its \
+                 token was dropped on upgrade, so no vote can complete it. It times out; an \
+                 operator then retries the run (live-ci retry) and everyone is mailed anew.",
+            ));
         }
         if e.status != ExecutionStatus::Running {
             return Some(message(
@@ -425,10 +450,29 @@ where
             Err(err) => return unavailable("decision encoder", err),
         };
         // The task token is read fresh: a newer request may have replaced it.
-        let token = match self.db.approval_request(id).await {
-            Ok(Some(a)) => a.task_token,
-            Ok(None) => ctx.approval.task_token.clone(),
+        let current = match self.db.approval_request(id).await {
+            Ok(Some(a)) => a,
+            Ok(None) => ctx.approval.clone(),
             Err(err) => return unavailable("metadb", err),
+        };
+        let token = match self.task_token(&current).await {
+            Ok(token) => token,
+            Err(problem) => {
+                // The claim stays: nothing was sent, and a repaired row is
+                // retried after the lease by the next POST.
+                tracing::error!(execution = %id, problem = %problem, "task token refused");
+                return message(
+                    502,
+                    "Decision not delivered",
+                    "bad",
+                    &format!(
+                        "The votes decided to {}, but the stored approval request could not be \
+                         verified, so nothing was sent to Step Functions. An operator must look \
+                         at execution {id}.",
+                        decision.as_str()
+                    ),
+                );
+            }
         };
         let delivery = match self.tokens.send_success(&token, &output).await {
             Ok(TokenDelivery::Delivered) => "delivered".to_string(),
@@ -461,6 +505,28 @@ where
             execution: ctx.execution.clone(),
         };
         self.decided_page(&ctx, tally, decision, status)
+    }
+
+    /// The plain task token of `approval`: decrypted for its own execution
+    /// and matching the hash its links carry. The reason for a refusal never
+    /// holds the token.
+    async fn task_token(&self, approval: &ApprovalRecord) -> Result<String, String> {
+        let ciphertext = approval
+            .task_token_ciphertext
+            .as_deref()
+            .ok_or("no task token ciphertext (a request stored before migration 0006)")?;
+        let token = self
+            .cipher
+            .decrypt(ciphertext, &approval.execution_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        if task_token_hash_hex(&token) != approval.task_token_hash {
+            return Err(format!(
+                "the decrypted task token does not match the stored hash {:?}",
+                approval.task_token_hash
+            ));
+        }
+        Ok(token)
     }
 
     fn decided_page(

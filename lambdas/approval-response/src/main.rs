@@ -1,5 +1,5 @@
 //! The approval_response Lambda's entry point: reads the vote-link key and
-//! builds the metadb and Step Functions clients once per cold start, then
+//! builds the metadb, Step Functions and KMS clients once per cold start, then
 //! serves Function URL requests with [`ApprovalResponder`].
 
 use anyhow::Context;
@@ -8,7 +8,7 @@ use aws_lambda_events::event::lambda_function_urls::{
 };
 use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_approval_response::{ApprovalResponder, Config, from_function_url, to_function_url};
-use live_ci_aws::SsmParamStore;
+use live_ci_aws::{KmsTokenCipher, SsmParamStore};
 use live_ci_core::approval::LinkKey;
 use live_ci_core::params::ParamStore;
 use live_ci_metadb::AnyMetadb;
@@ -28,7 +28,11 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("parameter {:?}", config.vote_link_key_param))?;
     let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
-    let responder = ApprovalResponder::new(key, metadb, tokens);
+    let cipher = KmsTokenCipher::new(
+        live_ci_aws::sdk::kms::Client::new(&aws),
+        &config.task_token_key_id,
+    );
+    let responder = ApprovalResponder::new(key, metadb, tokens, cipher);
     let responder = &responder;
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<LambdaFunctionUrlRequest>| async move {

@@ -68,12 +68,17 @@ pub fn details(e: &ExecutionRecord, a: &ApprovalRecord) -> String {
             row("Account", h(&e.account_name)),
             row("Pull request", format!("#{}", e.pr_id)),
             row("Commit", format!("<code>{}</code>", h(&e.commit_id))),
+            // The mail's words ("outputs change: url" for an outputs-only plan);
+            // requests stored before the summary was kept show the counts.
             row(
                 "Plan",
-                format!(
-                    "{} to add, {} to change, {} to destroy",
-                    a.to_add, a.to_change, a.to_destroy
-                ),
+                match &a.plan_summary {
+                    Some(summary) => h(summary),
+                    None => format!(
+                        "{} to add, {} to change, {} to destroy",
+                        a.to_add, a.to_change, a.to_destroy
+                    ),
+                },
             ),
             row("Logs", logs),
             row("Execution", h(&e.execution_id)),

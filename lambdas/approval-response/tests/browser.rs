@@ -212,6 +212,7 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
         key(),
         db.clone(),
         RecordingMailer::default(),
+        cipher().await,
     );
     requester.handle(&request, now()).await.unwrap();
     let mail = requester
@@ -229,6 +230,7 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
         key(),
         db.clone(),
         SfnTaskTokens::new(sfn.clone()),
+        cipher().await,
     ));
     let served = std::sync::Arc::clone(&responder);
     let server = server::serve(listener, move |req| {

@@ -33,8 +33,13 @@ async fn mail(
     record: &live_ci_core::deploy::ExecutionRecord,
     task_token: &str,
 ) -> Vec<Email> {
-    let requester =
-        ApprovalRequester::new(settings(), key(), db.clone(), RecordingMailer::default());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
     requester
         .handle(&request_for(record, task_token), now())
         .await
@@ -82,8 +87,42 @@ fn assert_page(resp: &PageResponse, status: u16, text: &str) {
     assert_eq!(resp.header("cache-control"), Some("no-store, max-age=0"));
 }
 
-fn responder(db: &PgMetadb) -> ApprovalResponder<PgMetadb, RecordingTokens> {
-    ApprovalResponder::new(key(), db.clone(), RecordingTokens::default())
+async fn responder(
+    db: &PgMetadb,
+) -> ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher> {
+    ApprovalResponder::new(
+        key(),
+        db.clone(),
+        RecordingTokens::default(),
+        cipher().await,
+    )
+}
+
+#[tokio::test]
+async fn an_outputs_only_plan_reads_as_outputs_change_on_the_page_as_in_the_mail() {
+    let (_tdb, db, record) = awaiting("run-1-c8c5-dev-out-001", &["alice@example.com"], 1, 1).await;
+    let mut request = request_for(&record, "token-outputs");
+    request.plan.to_add = 0;
+    request.plan.to_change = 0;
+    request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+    );
+    requester.handle(&request, now()).await.unwrap();
+    let mails = requester.mailer().sent();
+    let approve = link(&mails, "alice@example.com", "Approve");
+    let resp = responder(&db).await.handle(&get(&approve), now_ms()).await;
+    assert_page(
+        &resp,
+        200,
+        "<th>Plan</th><td>outputs change: vpc_id, zone</td>",
+    );
+    assert!(!resp.body.contains("0 to add"), "{}", resp.body);
+    assert!(mails[0].text.contains("outputs change: vpc_id, zone"));
 }
 
 #[tokio::test]
@@ -96,7 +135,7 @@ async fn get_shows_a_confirmation_page_and_changes_nothing() {
     )
     .await;
     let mails = mail(&db, &record, "token-get").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     let approve = link(&mails, "alice@example.com", "Approve");
     for _ in 0..3 {
         // A mail scanner prefetching the link, three times.
@@ -135,7 +174,7 @@ async fn bad_expired_and_foreign_links_are_403_and_change_nothing() {
     let id = "run-1-c8c5-dev-sig-002";
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
     let mails = mail(&db, &record, "token-sig").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     let approve = link(&mails, "alice@example.com", "Approve");
     // Tampered: one character changed.
     let mut bad = approve.clone().into_bytes();
@@ -220,7 +259,7 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
     let voters = ["alice@example.com", "bob@example.com", "carol@example.com"];
     let (tdb, db, record) = awaiting(id, &voters, 2, 2).await;
     let mails = mail(&db, &record, "token-chg").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     let resp = r
         .handle(
             &post(&link(&mails, "alice@example.com", "Approve")),
@@ -321,7 +360,7 @@ async fn an_execution_no_longer_running_or_a_superseded_link_is_410() {
     let old = mail(&db, &record, "token-old").await;
     // A new request (new task token) replaces the old one: old links are dead.
     let new = mail(&db, &record, "token-new").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     let old_link = link(&old, "alice@example.com", "Approve");
     assert_page(
         &r.handle(&get(&old_link), now_ms()).await,
@@ -370,7 +409,7 @@ async fn a_dead_task_token_is_reported_on_the_page_not_as_a_500() {
     let id = "run-1-c8c5-dev-gone-005";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
     let mails = mail(&db, &record, "token-gone").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     *r.tokens().answer.lock().unwrap() = Ok(TokenDelivery::Gone {
         reason: "TaskTimedOut: Task Timed Out: 'Provided task does not exist anymore'".into(),
     });
@@ -398,7 +437,7 @@ async fn a_failed_hand_over_is_a_502_page_and_is_not_lost() {
     let id = "run-1-c8c5-dev-fail-006";
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
     let mails = mail(&db, &record, "token-fail").await;
-    let r = responder(&db);
+    let r = responder(&db).await;
     *r.tokens().answer.lock().unwrap() = Err("connection reset".into());
     let approve = link(&mails, "alice@example.com", "Approve");
     let resp = r.handle(&post(&approve), now_ms()).await;
@@ -443,7 +482,12 @@ async fn concurrent_votes_crossing_the_threshold_send_the_token_once() {
         delay_ms: 50,
         ..Default::default()
     };
-    let r = Arc::new(ApprovalResponder::new(key(), db.clone(), tokens));
+    let r = Arc::new(ApprovalResponder::new(
+        key(),
+        db.clone(),
+        tokens,
+        cipher().await,
+    ));
     // All four approve at once: the threshold of two is crossed by several
     // of them concurrently, and the token must still go out exactly once.
     let mut tasks = Vec::new();
@@ -494,4 +538,95 @@ async fn function_url_events_decode_base64_form_bodies() {
     });
     assert_eq!(resp.status_code, 410);
     assert_eq!(resp.headers["content-type"], "text/html; charset=utf-8");
+}
+
+/// Replaces the stored ciphertext of `id`, as a writer of the metadb could.
+async fn store_ciphertext(db: &PgMetadb, id: &str, ciphertext: Option<&str>) {
+    db.sql()
+        .execute(
+            "UPDATE approval_requests SET task_token_ciphertext = :c WHERE execution_id = :id",
+            &[
+                ("c", live_ci_metadb::Param::opt_text(ciphertext)),
+                ("id", live_ci_metadb::Param::text(id)),
+            ],
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_ciphertext_bound_to_another_execution_is_never_sent() {
+    use live_ci_core::port::TokenCipher;
+    let id = "run-1-c8c5-dev-ctx-009";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-ctx").await;
+    // The right token, encrypted for another execution (a row copied across
+    // executions): its hash matches, only the encryption context differs.
+    let moved = cipher()
+        .await
+        .encrypt("token-ctx", "run-1-c8c5-dev-other-010")
+        .await
+        .unwrap();
+    store_ciphertext(&db, id, Some(&moved)).await;
+    let r = responder(&db).await;
+    let resp = r
+        .handle(
+            &post(&link(&mails, "alice@example.com", "Approve")),
+            now_ms(),
+        )
+        .await;
+    assert_page(&resp, 502, "could not be verified, so nothing was sent");
+    assert!(!resp.body.contains("token-ctx"), "{}", resp.body);
+    assert!(r.tokens().calls().is_empty());
+    let approval = db.approval_request(id).await.unwrap().unwrap();
+    assert_eq!(approval.delivery, None);
+    assert!(approval.decision_sent_at.is_none());
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_ciphertext_of_another_token_is_refused_against_the_links_hash() {
+    use live_ci_core::port::TokenCipher;
+    let id = "run-1-c8c5-dev-hash-011";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-hash").await;
+    // A token of this execution, but not the one the links were signed for
+    // (say, an older request's): it decrypts, and the hash check refuses it.
+    let other = cipher().await.encrypt("token-older", id).await.unwrap();
+    store_ciphertext(&db, id, Some(&other)).await;
+    let r = responder(&db).await;
+    let resp = r
+        .handle(
+            &post(&link(&mails, "alice@example.com", "Approve")),
+            now_ms(),
+        )
+        .await;
+    assert_page(&resp, 502, "nothing was sent to Step Functions");
+    assert!(r.tokens().calls().is_empty());
+    tdb.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_request_stored_before_encryption_is_refused_and_records_no_vote() {
+    let id = "run-1-c8c5-dev-legacy-012";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let mails = mail(&db, &record, "token-legacy").await;
+    // What migration 0006 leaves of a request that was waiting: no token.
+    store_ciphertext(&db, id, None).await;
+    let r = responder(&db).await;
+    let approve = link(&mails, "alice@example.com", "Approve");
+    assert_page(
+        &r.handle(&get(&approve), now_ms()).await,
+        410,
+        "stored before task tokens were encrypted",
+    );
+    assert_page(
+        &r.handle(&post(&approve), now_ms()).await,
+        410,
+        "stored before task tokens were encrypted",
+    );
+    assert!(r.tokens().calls().is_empty());
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty(), "{tally:?}");
+    tdb.drop_db().await;
 }

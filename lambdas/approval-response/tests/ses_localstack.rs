@@ -78,6 +78,7 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         key(),
         db.clone(),
         SesMailer::new(client),
+        cipher().await,
     );
     let report = requester
         .handle(&request_for(&record, "token-ses"), now())
@@ -108,7 +109,12 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
     let html = mail["Body"]["html_part"].as_str().unwrap();
     assert!(text.contains("2 to add, 1 to change, 0 to destroy"));
     // Follow both links as the voter would: each opens its confirmation page.
-    let responder = ApprovalResponder::new(key(), db.clone(), RecordingTokens::default());
+    let responder = ApprovalResponder::new(
+        key(),
+        db.clone(),
+        RecordingTokens::default(),
+        cipher().await,
+    );
     for (label, button) in [
         ("Approve", "Approve</button>"),
         ("Reject", "Reject</button>"),

@@ -341,7 +341,7 @@ where
     }
 
     /// A pull request whose code is not run on its own: the merge lock as for
-    /// any pull request, and a pending `live-ci: pr-plan` status saying how to
+    /// any pull request, and a pending `live-ci: plan` status saying how to
     /// have it planned (a later plan replaces it, being the same context).
     async fn not_planned(
         &self,

@@ -222,7 +222,7 @@ async fn opened_pull_request_posts_the_lock_and_starts_one_plan_of_the_head_comm
     )
     .await;
     expect_status(&h.server, OPEN_HEAD, json!({
-        "state": "pending", "context": "live-ci: pr-plan", "description": "planning the affected units",
+        "state": "pending", "context": "live-ci: plan", "description": "planning the affected units",
         "target_url": "https://logs.example.com/t1"
     })).await;
     let resp = h
@@ -643,7 +643,7 @@ async fn a_fork_pull_request_is_not_planned_and_its_status_says_how_to_get_a_pla
     expect_status(
         &h.server,
         FORK_HEAD,
-        json!({"state": "pending", "context": "live-ci: pr-plan", "description": reason}),
+        json!({"state": "pending", "context": "live-ci: plan", "description": reason}),
     )
     .await;
     no_other_github_calls(&h.server).await;
@@ -676,7 +676,7 @@ async fn an_untrusted_authors_branch_is_not_planned_either() {
     expect_status(
         &h.server,
         OPEN_HEAD,
-        json!({"state": "pending", "context": "live-ci: pr-plan", "description": reason}),
+        json!({"state": "pending", "context": "live-ci: plan", "description": reason}),
     )
     .await;
     let mut body: Value = serde_json::from_slice(&fixture("pull_request_opened.json")).unwrap();
@@ -738,7 +738,7 @@ async fn a_maintainers_plan_comment_plans_the_fork_head_after_checking_the_permi
     expect_status(
         &h.server,
         FORK_HEAD,
-        json!({"state": "pending", "context": "live-ci: pr-plan",
+        json!({"state": "pending", "context": "live-ci: plan",
                "description": "planning the affected units", "target_url": "https://logs.example.com/t1"}),
     )
     .await;

@@ -743,7 +743,7 @@ fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
 
 /// Issue 12: a fork's pull request runs no code. The receiver (deployed by the
 /// module, trust list from `pr_plan_author_associations`) answers "not planned",
-/// posts the Merge Lock and a pending `live-ci: pr-plan` status saying how to
+/// posts the Merge Lock and a pending `live-ci: plan` status saying how to
 /// get a plan to the GitHub fake, and starts no pr-plan task.
 #[test]
 fn a_fork_pull_request_is_not_planned() {
@@ -782,8 +782,8 @@ fn a_fork_pull_request_is_not_planned() {
             assert_eq!(body["not_planned"], expected, "{body}");
             assert!(body.get("task_arn").is_none(), "{body}");
             let statuses = env.github.latest_statuses(head);
-            assert_eq!(statuses["live-ci: pr-plan"].state, "pending");
-            assert_eq!(statuses["live-ci: pr-plan"].description, expected);
+            assert_eq!(statuses["live-ci: plan"].state, "pending");
+            assert_eq!(statuses["live-ci: plan"].description, expected);
             assert!(statuses.contains_key("Merge Lock"), "{statuses:?}");
             // The only calls for this head: its files and the two statuses.
             let calls: Vec<String> = env

@@ -1,7 +1,8 @@
 //! The approval store port: what `approval_request` must leave for
 //! `approval_response`, which only receives a link. One row per execution
-//! (the task token and what the mail showed), one per mailed voter, and the
-//! guarded hand-over of the task token once the votes decide.
+//! (the encrypted task token and what the mail showed), one per mailed voter,
+//! and the guarded hand-over of the task token once the votes decide. The
+//! plain token is never stored: see [`super::TokenCipher`].
 
 use std::future::Future;
 
@@ -14,13 +15,18 @@ use crate::deploy::UnixMillis;
 pub struct NewApprovalRequest {
     pub execution_id: String,
     pub sfn_execution_arn: String,
-    /// Completes the waiting Request Approval state; never mailed.
-    pub task_token: String,
-    /// Lowercase hex SHA-256 of `task_token` (what links carry).
+    /// The task token that completes the waiting Request Approval state,
+    /// encrypted for this execution ([`super::TokenCipher::encrypt`]); the
+    /// plain token is never mailed nor stored.
+    pub task_token_ciphertext: String,
+    /// Lowercase hex SHA-256 of the plain task token (what links carry).
     pub task_token_hash: String,
     pub to_add: u32,
     pub to_change: u32,
     pub to_destroy: u32,
+    /// The plan as the mail words it (`PlanResult::summary`): the approval page
+    /// shows the same, e.g. "outputs change: url" for an outputs-only plan.
+    pub plan_summary: String,
     pub logs_url: String,
     /// When the links stop working: the request time plus the approval timeout.
     pub expires_at: UnixMillis,
@@ -31,11 +37,16 @@ pub struct NewApprovalRequest {
 pub struct ApprovalRecord {
     pub execution_id: String,
     pub sfn_execution_arn: String,
-    pub task_token: String,
+    /// `None` only for a request stored before tokens were encrypted
+    /// (migration 0006 dropped its plain token): it cannot be delivered.
+    pub task_token_ciphertext: Option<String>,
     pub task_token_hash: String,
     pub to_add: u32,
     pub to_change: u32,
     pub to_destroy: u32,
+    /// `None` for requests stored before migration 0007 (the page shows counts).
+    #[serde(default)]
+    pub plan_summary: Option<String>,
     pub logs_url: String,
     pub requested_at: UnixMillis,
     pub expires_at: UnixMillis,

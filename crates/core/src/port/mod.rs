@@ -4,6 +4,7 @@
 
 mod approvals;
 mod artifact;
+mod cipher;
 mod credentials;
 mod invoke;
 mod mailer;
@@ -12,6 +13,7 @@ mod workflow;
 
 pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
 pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
+pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};

@@ -97,7 +97,10 @@ impl CommitStatusConfig {
 
 /// Status contexts, one per kind of check live-ci posts.
 pub mod context {
-    pub const PR_PLAN: &str = "live-ci: pr-plan";
+    /// A pull request's plan, and the "not planned: …" status of a pull
+    /// request that waits for a maintainer's `/live-ci plan`: one name, so the
+    /// plan that follows replaces the waiting status (issue 12).
+    pub const PR_PLAN: &str = "live-ci: plan";
     pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
     /// A run's overall result on its merge commit.
     pub const DEPLOY: &str = "live-ci: deploy";

@@ -1,4 +1,5 @@
-//! The statements of the approval store (`0002_approvals.sql`), in the same
+//! The statements of the approval store (`0002_approvals.sql`, the task token
+//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`), in the same
 //! dialect as [`super::statements`]: `:name` parameters, one JSON text column.
 
 /// Stores an approval request and says what it did: `unknown` (no such
@@ -13,17 +14,19 @@ WITH e AS (
     SELECT decision_sent_at IS NOT NULL OR delivery_claimed_at IS NOT NULL AS decided
     FROM approval_requests WHERE execution_id = :execution_id
 ), up AS (
-    INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token, task_token_hash,
-        to_add, to_change, to_destroy, logs_url, expires_at)
-    SELECT e.execution_id, :sfn_execution_arn, :task_token, :task_token_hash,
-        :to_add, :to_change, :to_destroy, :logs_url,
+    INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token_ciphertext,
+        task_token_hash,
+        to_add, to_change, to_destroy, plan_summary, logs_url, expires_at)
+    SELECT e.execution_id, :sfn_execution_arn, :task_token_ciphertext, :task_token_hash,
+        :to_add, :to_change, :to_destroy, :plan_summary, :logs_url,
         to_timestamp(CAST(:expires_at AS double precision) / 1000)
     FROM e
     ON CONFLICT (execution_id) DO UPDATE SET
-        sfn_execution_arn = excluded.sfn_execution_arn, task_token = excluded.task_token,
+        sfn_execution_arn = excluded.sfn_execution_arn,
+        task_token_ciphertext = excluded.task_token_ciphertext,
         task_token_hash = excluded.task_token_hash, to_add = excluded.to_add,
         to_change = excluded.to_change, to_destroy = excluded.to_destroy,
-        logs_url = excluded.logs_url, expires_at = excluded.expires_at,
+        plan_summary = excluded.plan_summary, logs_url = excluded.logs_url, expires_at = excluded.expires_at,
         requested_at = clock_timestamp()
     WHERE approval_requests.task_token_hash <> excluded.task_token_hash
       AND approval_requests.decision_sent_at IS NULL

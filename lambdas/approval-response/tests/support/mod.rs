@@ -1,7 +1,8 @@
 //! Test support for the approval Lambdas: a real metadb (the metadb crate's
 //! throwaway-PostgreSQL support), an execution waiting in Request Approval,
-//! and recording fakes for the two services that cannot run here as they do
-//! in AWS (SES v2 mail, Step Functions task tokens).
+//! a real task-token cipher (LocalStack's KMS), and recording fakes for the
+//! two services that cannot run here as they do in AWS (SES v2 mail, Step
+//! Functions task tokens).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +11,8 @@ pub mod pg;
 
 use std::sync::Mutex;
 
+use live_ci_aws::KmsTokenCipher;
+use live_ci_aws::sdk::kms;
 use live_ci_core::approval::{LinkKey, task_token_hash};
 use live_ci_core::deploy::{ExecutionRecord, RunId};
 use live_ci_core::port::{Email, Mailer, Metadb, TaskTokens, TokenDelivery};
@@ -20,6 +23,47 @@ pub const KEY: &[u8] = b"test-vote-link-key-0123456789abcdef";
 
 pub fn key() -> LinkKey {
     LinkKey::new(KEY).unwrap()
+}
+
+pub fn kms_client() -> kms::Client {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    let config = kms::Config::builder()
+        .behavior_version(kms::config::BehaviorVersion::latest())
+        .region(kms::config::Region::new("us-east-1"))
+        .credentials_provider(kms::config::Credentials::new(
+            "test",
+            "test",
+            None,
+            None,
+            "localstack",
+        ))
+        .endpoint_url(endpoint)
+        .build();
+    kms::Client::from_conf(config)
+}
+
+/// A fresh key of the project's LocalStack KMS.
+pub async fn kms_key() -> String {
+    kms_client()
+        .create_key()
+        .description(live_ci_testkit::unique("live-ci-task-tokens"))
+        .send()
+        .await
+        .unwrap()
+        .key_metadata
+        .unwrap()
+        .key_id
+}
+
+/// The task-token cipher on this test process's key of LocalStack's KMS: the
+/// encryption context and the key binding are KMS's own, not imitated. The
+/// requester and the responder of a test share it, as the two Lambdas share
+/// the module's task-token key. A new client per call: each test has its own
+/// runtime.
+pub async fn cipher() -> KmsTokenCipher {
+    static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    let key = KEY.get_or_init(kms_key).await;
+    KmsTokenCipher::new(kms_client(), key.clone())
 }
 
 /// Now, in Unix seconds.
@@ -81,6 +125,10 @@ pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalReques
 
 pub fn hash(task_token: &str) -> [u8; 32] {
     task_token_hash(task_token)
+}
+
+pub fn hash_hex(task_token: &str) -> String {
+    live_ci_core::approval::task_token_hash_hex(task_token)
 }
 
 /// The value of a `Label:  URL` line of a mail's plain-text part.
