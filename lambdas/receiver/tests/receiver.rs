@@ -566,6 +566,15 @@ fn configuration_names_the_missing_or_bad_variable() {
         ("CREATE_DEPLOY_STACK_CONTAINER_NAME", "task"),
         ("CREATE_DEPLOY_STACK_LOG_GROUP", "/g"),
         ("CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX", "cds"),
+        (
+            "METADB_CLUSTER_ARN",
+            "arn:aws:rds:eu-west-1:1:cluster:metadb",
+        ),
+        (
+            "METADB_SECRET_ARN",
+            "arn:aws:secretsmanager:eu-west-1:1:secret:metadb",
+        ),
+        ("METADB_NAME", "live_ci"),
     ]);
     let with = |k: &'static str, v: Option<&'static str>| {
         let mut m = base.clone();
@@ -581,6 +590,15 @@ fn configuration_names_the_missing_or_bad_variable() {
     assert_eq!(
         with("ECS_CLUSTER_ARN", None).unwrap_err(),
         ConfigError::Missing("ECS_CLUSTER_ARN")
+    );
+    // The lock row is read through the Data API, like the other Lambdas.
+    assert!(matches!(
+        ok.metadb,
+        live_ci_receiver::MetadbConfig::DataApi { .. }
+    ));
+    assert_eq!(
+        with("METADB_SECRET_ARN", None).unwrap_err(),
+        ConfigError::Missing("METADB_SECRET_ARN")
     );
     let err = with("FILE_PATH_PATTERN", Some("("))
         .unwrap_err()
