@@ -1,6 +1,7 @@
 //! Versioned migrations, embedded in the binary and applied in one transaction
 //! under an advisory lock: concurrent migrators queue, and a repeat applies
-//! nothing.
+//! nothing. Every task migrates at start, so a current schema is answered by one
+//! read outside any transaction: tasks starting together do not queue on the lock.
 
 use crate::error::{MetadbError, Result};
 use crate::sql::statements::{
@@ -63,6 +64,9 @@ pub const MIGRATIONS: &[Migration] = &[
 
 /// Applies the migrations the database lacks; returns their versions.
 pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {
+    if schema_is_current(sql).await {
+        return Ok(Vec::new());
+    }
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -81,6 +85,20 @@ pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {
                 return Err(e);
             }
         }
+    }
+}
+
+/// Whether every migration is recorded, read with one statement. Versions are
+/// recorded in the transaction that applies them, so a listed version is a
+/// complete one. Any error (a fresh database has no `schema_migrations`) means
+/// "not known current": the locked path decides, and reports real errors.
+async fn schema_is_current<S: Sql>(sql: &S) -> bool {
+    match sql.query(APPLIED_MIGRATIONS, &[]).await {
+        Ok(rows) => {
+            let applied: Vec<u32> = rows.iter().filter_map(|v| v.parse().ok()).collect();
+            MIGRATIONS.iter().all(|m| applied.contains(&m.version))
+        }
+        Err(_) => false,
     }
 }
 

@@ -465,9 +465,54 @@ async fn create_run_sends_records_as_json_text() {
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
 
+/// What a fresh database answers to the read of `schema_migrations`.
+fn no_schema_migrations() -> Rule {
+    mock!(Client::execute_statement)
+        .match_requests(|r| {
+            assert_eq!(r.sql(), Some(q::APPLIED_MIGRATIONS));
+            assert_eq!(r.transaction_id(), None);
+            true
+        })
+        .then_error(|| {
+            ExecuteStatementError::DatabaseErrorException(
+                DatabaseErrorException::builder()
+                    .message(
+                        "ERROR: relation \"schema_migrations\" does not exist; SQLState: 42P01",
+                    )
+                    .build(),
+            )
+        })
+}
+
+/// Every task migrates at start: a current schema costs one read, outside any
+/// transaction, so tasks starting together do not queue on the advisory lock.
 #[tokio::test]
-async fn migrate_is_a_no_op_when_everything_is_applied() {
-    let rules = [
+async fn migrate_is_one_read_when_everything_is_applied() {
+    let rules = [statement(
+        q::APPLIED_MIGRATIONS,
+        vec![],
+        None,
+        Some(applied_versions()),
+        0,
+    )];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    assert!(metadb(client).migrate().await.unwrap().is_empty());
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+/// A schema one migration behind takes the locked path and applies it there.
+#[tokio::test]
+async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let last = live_ci_metadb::MIGRATIONS.last().unwrap();
+    let older: Vec<String> = live_ci_metadb::MIGRATIONS
+        .iter()
+        .filter(|m| m.version != last.version)
+        .map(|m| format!(r#"{{"version":"{}"}}"#, m.version))
+        .collect();
+    let older = leak(format!("[{}]", older.join(",")));
+    let mut rules = vec![
+        statement(q::APPLIED_MIGRATIONS, vec![], None, Some(older), 0),
         begin("tx-m"),
         statement(
             q::MIGRATION_LOCK,
@@ -477,17 +522,24 @@ async fn migrate_is_a_no_op_when_everything_is_applied() {
             0,
         ),
         statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
-        statement(
-            q::APPLIED_MIGRATIONS,
-            vec![],
-            Some("tx-m"),
-            Some(applied_versions()),
-            0,
-        ),
-        commit("tx-m"),
+        statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some(older), 0),
     ];
+    for s in live_ci_metadb::sql::text::split_statements(last.sql) {
+        rules.push(statement(leak(s), vec![], Some("tx-m"), None, 0));
+    }
+    rules.push(statement(
+        q::RECORD_MIGRATION,
+        vec![
+            long("version", i64::from(last.version)),
+            string("name", last.name),
+        ],
+        Some("tx-m"),
+        None,
+        1,
+    ));
+    rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert!(metadb(client).migrate().await.unwrap().is_empty());
+    assert_eq!(metadb(client).migrate().await.unwrap(), vec![last.version]);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
 
@@ -496,6 +548,7 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     // Statement texts must outlive the rules, which hold &'static str.
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let mut rules = vec![
+        no_schema_migrations(),
         begin("tx-m"),
         statement(
             q::MIGRATION_LOCK,
