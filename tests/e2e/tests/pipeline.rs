@@ -787,8 +787,9 @@ fn a_fork_pull_request_is_not_planned() {
             assert!(statuses.contains_key("Merge Lock"), "{statuses:?}");
             // The only kinds of call for this head: its files and its statuses
             // (no pull request fetch, no permission check, no task). Deduplicated:
-            // the local cloud has been seen invoking the receiver twice for one
-            // request (a redelivery the receiver must and does survive).
+            // a Merge Lock refresh (the scheduled sweep repairing the lock, or a
+            // run starting) also reads the files of this open pull request and
+            // posts its lock status, as it does for every open pull request.
             let calls: std::collections::BTreeSet<String> = env
                 .github
                 .requests()
