@@ -297,20 +297,7 @@ impl Module {
                 "sources nest too deep (a cycle?)",
             ));
         }
-        for block in doc.item.body().blocks() {
-            let statement = match block.identifier() {
-                "statement" => block,
-                "dynamic" if block.labels().first().map(|l| l.as_str()) == Some("statement") => {
-                    block
-                        .body()
-                        .blocks()
-                        .find(|b| b.identifier() == "content")
-                        .ok_or_else(|| {
-                            self.field(doc.path, &["dynamic statement", "content"], "missing")
-                        })?
-                }
-                _ => continue,
-            };
+        for statement in self.statement_blocks(&doc)? {
             let attr = |name: &str| {
                 statement
                     .body()
@@ -369,6 +356,29 @@ impl Module {
         Ok(())
     }
 
+    /// The statement blocks of a policy document: plain ones and the `content`
+    /// of `dynamic "statement"` ones (not those of its source documents).
+    fn statement_blocks<'a>(&self, doc: &Found<'a, Block>) -> Result<Vec<&'a Block>> {
+        let mut out = Vec::new();
+        for block in doc.item.body().blocks() {
+            match block.identifier() {
+                "statement" => out.push(block),
+                "dynamic" if block.labels().first().map(|l| l.as_str()) == Some("statement") => out
+                    .push(
+                        block
+                            .body()
+                            .blocks()
+                            .find(|b| b.identifier() == "content")
+                            .ok_or_else(|| {
+                                self.field(doc.path, &["dynamic statement", "content"], "missing")
+                            })?,
+                    ),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// The statements written in one `aws_iam_policy_document` (plain and
     /// `dynamic`; not those of its `source_policy_documents`), for checks that
     /// need more than the actions: whom a key policy names, which resource a
@@ -376,20 +386,7 @@ impl Module {
     pub fn statements(&self, document: &str) -> Result<Vec<Statement>> {
         let doc = self.block("data", &["aws_iam_policy_document", document])?;
         let mut out = Vec::new();
-        for block in doc.item.body().blocks() {
-            let statement = match block.identifier() {
-                "statement" => block,
-                "dynamic" if block.labels().first().map(|l| l.as_str()) == Some("statement") => {
-                    block
-                        .body()
-                        .blocks()
-                        .find(|b| b.identifier() == "content")
-                        .ok_or_else(|| {
-                            self.field(doc.path, &["dynamic statement", "content"], "missing")
-                        })?
-                }
-                _ => continue,
-            };
+        for statement in self.statement_blocks(&doc)? {
             let attr = |name: &str| {
                 statement
                     .body()

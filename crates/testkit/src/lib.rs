@@ -4,6 +4,7 @@
 
 pub mod data_api;
 pub mod github;
+pub mod params;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -7,8 +7,6 @@
 #[path = "../../../crates/metadb/tests/support/mod.rs"]
 mod support;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
@@ -21,33 +19,7 @@ use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
 use live_ci_workflow::SfnEngine;
 use support::{TestDb, exec, run};
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct FakeError(String);
-
-#[derive(Debug, Default)]
-struct Params(Mutex<HashMap<String, String>>);
-
-impl ParamStore for Params {
-    type Error = FakeError;
-
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .insert(name.to_string(), value.to_string());
-        Ok(())
-    }
-}
+use live_ci_testkit::params::{FakeError, MemoryParams as Params};
 
 /// Never called: the handler runs without GitHub here.
 #[derive(Debug)]

@@ -9,7 +9,7 @@
 #[path = "../../../crates/metadb/tests/support/mod.rs"]
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -28,33 +28,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const LOCK: &str = "/live-ci/merge-lock";
 const HEAD: &str = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct FakeError(String);
-
-#[derive(Debug, Default)]
-struct Params(Mutex<HashMap<String, String>>);
-
-impl ParamStore for Params {
-    type Error = FakeError;
-
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .insert(name.to_string(), value.to_string());
-        Ok(())
-    }
-}
+use live_ci_testkit::params::{FakeError, MemoryParams as Params};
 
 /// No execution is running in these tests: Step Functions is never called.
 #[derive(Debug)]
