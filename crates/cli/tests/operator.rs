@@ -5,8 +5,7 @@
 //! unless forced; every control is logged.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../metadb/tests/support/mod.rs"]
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::process::{Command, Output};
 

@@ -13,8 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::sync::Arc;
 

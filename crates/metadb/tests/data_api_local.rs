@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use live_ci_testkit::pg as support;
 
 use aws_sdk_rdsdata::config::{BehaviorVersion, Credentials, Region};
 use live_ci_core::port::Metadb;

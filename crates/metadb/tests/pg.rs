@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

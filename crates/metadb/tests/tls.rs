@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use live_ci_testkit::pg as support;
 
 use live_ci_metadb::{PgMetadb, Sql};
 

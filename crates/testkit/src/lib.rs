@@ -1,12 +1,17 @@
 //! Test support shared by the crates' integration tests and the demo: the
 //! project's LocalStack, started once per test process through
-//! `scripts/localstack.sh`, and [`github::FakeGitHub`].
+//! `scripts/localstack.sh`, and [`github::FakeGitHub`]; with the `pg`
+//! feature, a throwaway PostgreSQL ([`pg`]).
 
+#[cfg(feature = "approval")]
+pub mod approval;
 pub mod data_api;
 pub mod github;
 pub mod params;
+#[cfg(feature = "pg")]
+pub mod pg;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -24,6 +29,12 @@ pub fn repo_root() -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    repo_root_from(&start)
+}
+
+/// The nearest directory at or above `start` that holds the project's
+/// scripts; testkit's own workspace root when none does.
+pub fn repo_root_from(start: &Path) -> PathBuf {
     start
         .ancestors()
         .find(|dir| dir.join("scripts/localstack.sh").is_file())
@@ -81,4 +92,29 @@ pub fn unique(prefix: &str) -> String {
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scripts are found from any package of the workspace, not only from
+    /// one two levels below the root (the old `pg.sh` lookup was
+    /// `CARGO_MANIFEST_DIR/../../scripts`, outside the repository from `ecs-task`).
+    #[test]
+    fn the_repo_root_is_found_from_every_package_depth() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for package in ["ecs-task", "crates/metadb", "lambdas/approval-response", "tests/e2e"] {
+            let found = repo_root_from(&root.join(package));
+            assert!(
+                found.join("scripts/pg.sh").is_file(),
+                "no scripts/pg.sh under {found:?} (from {package})"
+            );
+            assert_eq!(
+                found.canonicalize().expect("root exists"),
+                root.canonicalize().expect("root exists"),
+                "from {package}"
+            );
+        }
+    }
 }

@@ -3,8 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod fakes;
-#[path = "../../../crates/metadb/tests/support/mod.rs"]
-pub mod pg;
+pub use live_ci_testkit::pg;
 pub mod repo;
 
 use std::collections::HashMap;

@@ -4,8 +4,7 @@
 //! clearly and change nothing.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../approval-response/tests/support/mod.rs"]
-mod support;
+use live_ci_testkit::approval as support;
 
 use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_approval_request::{ApprovalRequester, RequestError, RequestSettings, parse_sns_event};

@@ -8,7 +8,7 @@
 //! Screenshots: `target/test-artifacts/approval-response/`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use live_ci_testkit::approval as support;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! token reported on the page.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use live_ci_testkit::approval as support;
 
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@
 //! at integration) turns a missing SES v2 into a failure.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use live_ci_testkit::approval as support;
 
 use aws_sdk_sesv2::config::{BehaviorVersion, Credentials, Region};
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};

@@ -5,8 +5,7 @@
 //! wiremock with the exact statuses asserted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../crates/metadb/tests/support/mod.rs"]
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

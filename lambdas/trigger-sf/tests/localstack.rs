@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../crates/metadb/tests/support/mod.rs"]
-mod support;
+use live_ci_testkit::pg as support;
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
-//! Test support: a throwaway PostgreSQL (`LIVE_CI_PG_URL`, or `scripts/pg.sh up`)
-//! and one fresh, migrated database per test, so tests run in parallel.
+//! A throwaway PostgreSQL for tests (`LIVE_CI_PG_URL`, or `scripts/pg.sh up`)
+//! and one fresh, migrated database per test, so tests run in parallel; plus
+//! the runs and executions the metadb tests and benchmarks build.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -10,6 +10,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use live_ci_core::deploy::{Action, NewExecution, NewRun};
 use live_ci_core::path::RepoPath;
 use live_ci_metadb::PgMetadb;
+
+/// The script that starts the test server, found from `start` (a package's
+/// directory) up to the repository root: the same script whichever crate's
+/// tests ask, so `cargo test -p live-ci-task` starts PostgreSQL as
+/// `cargo test -p live-ci-metadb` does.
+pub fn pg_script_from(start: &Path) -> PathBuf {
+    crate::repo_root_from(start).join("scripts/pg.sh")
+}
+
+/// [`pg_script_from`] the package under test.
+pub fn pg_script() -> PathBuf {
+    crate::repo_root().join("scripts/pg.sh")
+}
 
 /// The server's URL: `LIVE_CI_PG_URL`, or the one `scripts/pg.sh up` starts.
 pub fn server_url() -> String {
@@ -20,29 +33,33 @@ pub fn server_url() -> String {
         {
             return url;
         }
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pg.sh");
+        let script = pg_script();
         let out = Command::new("bash")
-            .arg(script)
+            .arg(&script)
             .arg("up")
             .output()
-            .expect("run scripts/pg.sh");
+            .unwrap_or_else(|e| panic!("cannot run {script:?}: {e}"));
         assert!(
             out.status.success(),
-            "scripts/pg.sh up failed: {}",
+            "{script:?} up failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     })
     .clone()
 }
 
 /// A fresh empty database on the test server.
+#[derive(Debug)]
 pub struct TestDb {
+    /// The database's name on the server.
     pub name: String,
+    /// Its connection URL.
     pub url: String,
 }
 
 impl TestDb {
+    /// Creates the database, named for this process, call and moment.
     pub async fn new() -> TestDb {
         static N: AtomicU32 = AtomicU32::new(0);
         let name = format!(
@@ -51,8 +68,8 @@ impl TestDb {
             N.fetch_add(1, Ordering::Relaxed),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos()
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default()
         );
         let admin = server_url();
         let client = live_ci_metadb::connect(&admin)
@@ -61,7 +78,7 @@ impl TestDb {
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
-            .unwrap();
+            .unwrap_or_else(|e| panic!("create database {name}: {e}"));
         TestDb {
             url: live_ci_metadb::with_database(&admin, &name),
             name,
@@ -70,13 +87,19 @@ impl TestDb {
 
     /// A metadb on this database, migrated.
     pub async fn metadb(&self, connections: usize) -> PgMetadb {
-        let db = PgMetadb::connect(&self.url, connections).unwrap();
-        db.migrate().await.unwrap();
+        let db = PgMetadb::connect(&self.url, connections)
+            .unwrap_or_else(|e| panic!("connect to {:?}: {e}", self.url));
+        db.migrate()
+            .await
+            .unwrap_or_else(|e| panic!("migrate {:?}: {e}", self.name));
         db
     }
 
+    /// Drops the database (its connections too).
     pub async fn drop_db(self) {
-        let client = live_ci_metadb::connect(&server_url()).await.unwrap();
+        let client = live_ci_metadb::connect(&server_url())
+            .await
+            .expect("connect to the test server");
         let _ = client
             .batch_execute(&format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
@@ -91,10 +114,10 @@ pub fn exec(id: &str, account: &str, wait_for: &[&str]) -> NewExecution {
     NewExecution {
         execution_id: id.to_string(),
         is_rollback: false,
-        cfg_path: RepoPath::new(&format!("{account}/{id}")).unwrap(),
+        cfg_path: repo_path(&format!("{account}/{id}")),
         cfg_deps: wait_for
             .iter()
-            .map(|d| RepoPath::new(&format!("{account}/{d}")).unwrap())
+            .map(|d| repo_path(&format!("{account}/{d}")))
             .collect(),
         action: Action::Apply,
         plan_command: format!("terragrunt plan --terragrunt-working-dir {account}/{id}"),
@@ -118,12 +141,17 @@ pub fn exec(id: &str, account: &str, wait_for: &[&str]) -> NewExecution {
     }
 }
 
+fn repo_path(path: &str) -> RepoPath {
+    RepoPath::new(path).unwrap_or_else(|e| panic!("test path {path:?}: {e}"))
+}
+
 /// Runs made by the helpers follow each other on the trunk, in creation order.
 pub fn next_trunk_seq() -> u64 {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A run of `executions` on commit `commit`, next on the trunk.
 pub fn run(commit: &str, max_parallel: u32, executions: Vec<NewExecution>) -> NewRun {
     NewRun {
         trunk_seq: next_trunk_seq(),
@@ -192,4 +220,17 @@ pub fn random_run(
         e.priority = l;
     }
     run(commit, max_parallel, execs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pg_sh_is_found_from_a_crate_one_level_below_the_root() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let script = pg_script_from(&root.join("ecs-task"));
+        assert!(script.is_file(), "{script:?}");
+        assert!(script.ends_with("scripts/pg.sh"), "{script:?}");
+    }
 }

@@ -1,15 +1,9 @@
-//! Test support for the approval Lambdas: a real metadb (the metadb crate's
-//! throwaway-PostgreSQL support), an execution waiting in Request Approval,
-//! a real task-token cipher (LocalStack's KMS), and recording fakes for the
-//! two services that cannot run here as they do in AWS (SES v2 mail, Step
-//! Functions task tokens).
+//! Test support for the approval Lambdas: a real metadb ([`crate::pg`]), an
+//! execution waiting in Request Approval, a real task-token cipher
+//! (LocalStack's KMS), and recording fakes for the two services that cannot
+//! run here as they do in AWS (SES v2 mail, Step Functions task tokens).
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../../../crates/metadb/tests/support/mod.rs"]
-pub mod pg;
-
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use live_ci_aws::KmsTokenCipher;
 use live_ci_aws::sdk::kms;
@@ -19,14 +13,26 @@ use live_ci_core::port::{Email, Mailer, Metadb, TaskTokens, TokenDelivery};
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
 
-pub const KEY: &[u8] = b"test-vote-link-key-0123456789abcdef";
+pub use crate::params::FakeError;
+pub use crate::pg;
 
-pub fn key() -> LinkKey {
-    LinkKey::new(KEY).unwrap()
+/// A fake's recorded state, usable after a test panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The vote-link signing key the tests share.
+pub const KEY: &[u8] = b"test-vote-link-key-0123456789abcdef";
+
+/// [`KEY`] as a link key.
+pub fn key() -> LinkKey {
+    LinkKey::new(KEY).expect("the test key is long enough")
+}
+
+/// A KMS client of the project's LocalStack.
 pub fn kms_client() -> kms::Client {
-    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    let endpoint = crate::localstack_endpoint()
+        .unwrap_or_else(|e| panic!("localstack is needed for kms: {e}"));
     let config = kms::Config::builder()
         .behavior_version(kms::config::BehaviorVersion::latest())
         .region(kms::config::Region::new("us-east-1"))
@@ -46,12 +52,12 @@ pub fn kms_client() -> kms::Client {
 pub async fn kms_key() -> String {
     kms_client()
         .create_key()
-        .description(live_ci_testkit::unique("live-ci-task-tokens"))
+        .description(crate::unique("live-ci-task-tokens"))
         .send()
         .await
-        .unwrap()
+        .expect("localstack kms creates a key")
         .key_metadata
-        .unwrap()
+        .expect("a created key has metadata")
         .key_id
 }
 
@@ -70,8 +76,8 @@ pub async fn cipher() -> KmsTokenCipher {
 pub fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
 }
 
 /// A fresh migrated metadb with one running execution `id` (voters and
@@ -91,13 +97,21 @@ pub async fn awaiting(
     let run = db
         .create_run(&pg::run(&format!("commit-{id}"), 10, vec![e]))
         .await
-        .unwrap();
+        .expect("create the run");
     let run_id: RunId = run.run_id;
-    let claimed = db.claim_ready(run_id, 10).await.unwrap();
+    let claimed = db.claim_ready(run_id, 10).await.expect("claim the unit");
     assert_eq!(claimed.len(), 1);
     let arn = format!("arn:aws:states:us-west-2:111111111111:execution:live-ci:{id}");
-    assert!(db.attach_execution_arn(id, &arn).await.unwrap());
-    let record = db.execution(id).await.unwrap().unwrap();
+    assert!(
+        db.attach_execution_arn(id, &arn)
+            .await
+            .expect("attach the arn")
+    );
+    let record = db
+        .execution(id)
+        .await
+        .expect("read the execution")
+        .expect("the execution exists");
     (tdb, db, record)
 }
 
@@ -123,10 +137,12 @@ pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalReques
     }
 }
 
+/// The stored hash of a task token.
 pub fn hash(task_token: &str) -> [u8; 32] {
     task_token_hash(task_token)
 }
 
+/// [`hash`] in hex.
 pub fn hash_hex(task_token: &str) -> String {
     live_ci_core::approval::task_token_hash_hex(task_token)
 }
@@ -143,23 +159,25 @@ pub fn text_link(email: &Email, label: &str) -> String {
 
 /// The `t` parameter of a vote link.
 pub fn token_of(url: &str) -> String {
-    url.split_once("?t=").unwrap().1.to_string()
+    url.split_once("?t=")
+        .unwrap_or_else(|| panic!("no token in {url:?}"))
+        .1
+        .to_string()
 }
 
 /// Records every mail; fails for addresses in `fail_for`.
 #[derive(Debug, Default)]
 pub struct RecordingMailer {
+    /// Every mail sent, in order.
     pub sent: Mutex<Vec<Email>>,
+    /// Recipients SES refuses.
     pub fail_for: Mutex<Vec<String>>,
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FakeError(pub String);
-
 impl RecordingMailer {
+    /// The mails sent so far.
     pub fn sent(&self) -> Vec<Email> {
-        self.sent.lock().unwrap().clone()
+        lock(&self.sent).clone()
     }
 }
 
@@ -167,10 +185,10 @@ impl Mailer for RecordingMailer {
     type Error = FakeError;
 
     async fn send(&self, email: &Email) -> Result<String, FakeError> {
-        if self.fail_for.lock().unwrap().contains(&email.to) {
+        if lock(&self.fail_for).contains(&email.to) {
             return Err(FakeError(format!("ses refused {:?}", email.to)));
         }
-        let mut sent = self.sent.lock().unwrap();
+        let mut sent = lock(&self.sent);
         sent.push(email.clone());
         Ok(format!("message-{}", sent.len()))
     }
@@ -179,7 +197,9 @@ impl Mailer for RecordingMailer {
 /// Records every SendTaskSuccess and answers `answer` (Delivered by default).
 #[derive(Debug)]
 pub struct RecordingTokens {
+    /// Every SendTaskSuccess: (token, output).
     pub calls: Mutex<Vec<(String, String)>>,
+    /// What each send answers.
     pub answer: Mutex<Result<TokenDelivery, String>>,
     /// Slows the send, so concurrent callers overlap for real.
     pub delay_ms: u64,
@@ -196,8 +216,9 @@ impl Default for RecordingTokens {
 }
 
 impl RecordingTokens {
+    /// The sends so far.
     pub fn calls(&self) -> Vec<(String, String)> {
-        self.calls.lock().unwrap().clone()
+        lock(&self.calls).clone()
     }
 }
 
@@ -209,14 +230,11 @@ impl TaskTokens for RecordingTokens {
         token: &str,
         output_json: &str,
     ) -> Result<TokenDelivery, FakeError> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push((token.to_string(), output_json.to_string()));
+        lock(&self.calls).push((token.to_string(), output_json.to_string()));
         if self.delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(self.delay_ms)).await;
         }
-        self.answer.lock().unwrap().clone().map_err(FakeError)
+        lock(&self.answer).clone().map_err(FakeError)
     }
 
     async fn send_failure(&self, _: &str, _: &str, _: &str) -> Result<TokenDelivery, FakeError> {
