@@ -3,7 +3,7 @@
 //! metadb, saved plans in LocalStack S3, and a recording task-token port.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use live_ci_aws::S3ArtifactStore;
 use live_ci_core::port::{ArtifactStore, Metadb};

@@ -2,7 +2,7 @@
 //! real terraform plans, and a recording git host.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::checkout::Repo;

@@ -4,7 +4,7 @@
 //! outputs-only plan is a change, and a plan with nothing in it is not.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

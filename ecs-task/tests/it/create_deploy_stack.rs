@@ -3,7 +3,7 @@
 //! recording fakes for the parameter store, GitHub and the Lambda invoke.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -24,8 +24,7 @@ use live_ci_workflow::{ApprovalRequest, SfnTaskTokens};
 use serde_json::{Value, json};
 use support::*;
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 const REGION: &str = "us-east-1";
 

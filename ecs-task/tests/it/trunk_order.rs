@@ -4,7 +4,7 @@
 //! rebase-merge deploys every commit's units, and failed units stay pending.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::port::Metadb;

@@ -2,7 +2,7 @@
 //! The module's documentation contract: every variable has a description and a
 //! type, every output a description, and `infra/README.md`'s inputs and outputs
 //! tables are the ones generated from the `.tf` files (regenerate them with
-//! `LIVE_CI_BLESS=1 cargo test -p live-ci-contract --test docs`).
+//! `LIVE_CI_BLESS=1 cargo test -p live-ci-contract --test it docs::`).
 
 use std::path::PathBuf;
 
@@ -72,7 +72,7 @@ fn the_readme_tables_match_the_module() {
     }
     panic!(
         "{}: the inputs/outputs tables are out of date; run \
-         LIVE_CI_BLESS=1 cargo test -p live-ci-contract --test docs",
+         LIVE_CI_BLESS=1 cargo test -p live-ci-contract --test it docs::",
         path.display()
     );
 }

@@ -7,7 +7,7 @@
 //! LocalStack for S3, SSM, STS and Step Functions.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! the `PlanResult` as its output, or FAILED with the task's error.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

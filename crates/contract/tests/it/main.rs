@@ -1,0 +1,5 @@
+//! The integration tests of live-ci-contract: the module contract and the docs checks: one test binary (one link) for the
+//! crate, each former `tests/*.rs` a module.
+
+mod docs;
+mod module_contract;

@@ -1,0 +1,10 @@
+//! The integration tests of live-ci-metadb: PostgreSQL, the Data API and the approval, trunk and TLS paths: one test binary (one link) for the
+//! crate, each former `tests/*.rs` a module.
+
+mod approvals;
+mod data_api;
+mod data_api_local;
+mod pg;
+mod tls;
+mod trunk;
+mod trunk_sweep;

@@ -1,0 +1,13 @@
+//! The integration tests of the ECS task: its subcommands against real terraform, git, PostgreSQL and LocalStack: one test binary (one link) for the
+//! crate, each former `tests/*.rs` a module.
+
+mod binary;
+mod child_env;
+mod create_deploy_stack;
+mod migrate_at_start;
+mod plan_json;
+mod pr_plan;
+mod support;
+mod task_tokens;
+mod terra_run;
+mod trunk_order;

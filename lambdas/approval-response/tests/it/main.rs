@@ -1,0 +1,7 @@
+//! The integration tests of the approval_response Lambda: the responder, SES in LocalStack and the browser approval: one test binary (one link) for the
+//! crate, each former `tests/*.rs` a module.
+
+mod browser;
+mod responder;
+mod server;
+mod ses_localstack;
