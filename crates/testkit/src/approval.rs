@@ -3,7 +3,7 @@
 //! (LocalStack's KMS), and recording fakes for the two services that cannot
 //! run here as they do in AWS (SES v2 mail, Step Functions task tokens).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use live_ci_aws::KmsTokenCipher;
 use live_ci_aws::sdk::kms;
@@ -14,12 +14,8 @@ use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
 
 pub use crate::params::FakeError;
+use crate::params::lock;
 pub use crate::pg;
-
-/// A fake's recorded state, usable after a test panicked holding it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The vote-link signing key the tests share.
 pub const KEY: &[u8] = b"test-vote-link-key-0123456789abcdef";
@@ -31,21 +27,7 @@ pub fn key() -> LinkKey {
 
 /// A KMS client of the project's LocalStack.
 pub fn kms_client() -> kms::Client {
-    let endpoint = crate::localstack_endpoint()
-        .unwrap_or_else(|e| panic!("localstack is needed for kms: {e}"));
-    let config = kms::Config::builder()
-        .behavior_version(kms::config::BehaviorVersion::latest())
-        .region(kms::config::Region::new("us-east-1"))
-        .credentials_provider(kms::config::Credentials::new(
-            "test",
-            "test",
-            None,
-            None,
-            "localstack",
-        ))
-        .endpoint_url(endpoint)
-        .build();
-    kms::Client::from_conf(config)
+    kms::Client::new(&crate::aws::sdk_config())
 }
 
 /// A fresh key of the project's LocalStack KMS.

@@ -1,15 +1,25 @@
-//! Test support shared by the crates' integration tests and the demo: the
-//! project's LocalStack, started once per test process through
-//! `scripts/localstack.sh`, and [`github::FakeGitHub`]; with the `pg`
-//! feature, a throwaway PostgreSQL ([`pg`]).
+//! Test support shared by the crates' integration tests and the demo, the one
+//! place for it: the project's LocalStack, started once per test process
+//! through `scripts/localstack.sh`; [`github::FakeGitHub`]; the shared fakes of
+//! the ports ([`params`], [`git_host`], [`tasks`]). Behind features, so crates
+//! that do not need them skip their dependencies: `pg` (a throwaway
+//! PostgreSQL), `aws` (LocalStack SDK clients and state machines),
+//! `data-api-mock` (request-exact RDS Data API rules) and `approval` (the
+//! approval Lambdas' support).
 
 #[cfg(feature = "approval")]
 pub mod approval;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod data_api;
+#[cfg(feature = "data-api-mock")]
+pub mod data_api_mock;
+pub mod git_host;
 pub mod github;
 pub mod params;
 #[cfg(feature = "pg")]
 pub mod pg;
+pub mod tasks;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,7 +114,12 @@ mod tests {
     #[test]
     fn the_repo_root_is_found_from_every_package_depth() {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        for package in ["ecs-task", "crates/metadb", "lambdas/approval-response", "tests/e2e"] {
+        for package in [
+            "ecs-task",
+            "crates/metadb",
+            "lambdas/approval-response",
+            "tests/e2e",
+        ] {
             let found = repo_root_from(&root.join(package));
             assert!(
                 found.join("scripts/pg.sh").is_file(),

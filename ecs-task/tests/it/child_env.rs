@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use live_ci_core::port::Metadb;
+use live_ci_testkit::aws::sdk_config;
 use live_ci_testkit::{localstack_endpoint, unique};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
@@ -52,7 +53,7 @@ fn task(sub: &str, env: &[(&str, String)]) -> Command {
 async fn github_token_param() -> String {
     let name = format!("/{}/github-token", unique("child"));
     let ssm = live_ci_aws::sdk::ssm::Client::from_conf(live_ci_aws::sdk::ssm::Config::from(
-        &aws_config(),
+        &sdk_config(),
     ));
     ssm.put_parameter()
         .name(&name)
@@ -62,19 +63,6 @@ async fn github_token_param() -> String {
         .await
         .unwrap();
     name
-}
-
-/// The project's LocalStack as an SDK configuration (fake keys, its region).
-fn aws_config() -> aws_config::SdkConfig {
-    use live_ci_aws::sdk::sts::config::{Credentials, Region, SharedCredentialsProvider};
-    aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(localstack_endpoint().unwrap())
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "test", "test", None, None, "static",
-        )))
-        .build()
 }
 
 fn dump(path: &Path) -> BTreeMap<String, String> {
@@ -139,7 +127,7 @@ async fn terra_runs_plan_child_gets_none_of_the_tasks_secrets() {
     assert_eq!(metadb.claim_ready(run_id, 10).await.unwrap().len(), 1);
     let bucket = unique("childenv").to_lowercase();
     let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&aws_config())
+        aws_sdk_s3::config::Builder::from(&sdk_config())
             .force_path_style(true)
             .build(),
     );

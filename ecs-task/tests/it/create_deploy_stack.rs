@@ -13,7 +13,7 @@ use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
 use live_ci_task::{Config, checkout::Repo};
-use support::fakes::{MemParams, RecordingGitHost, RecordingInvoker};
+use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::{GitRepo, TfTemplates};
 
@@ -63,7 +63,7 @@ fn config(url: &str, commit: &str, pr: &str, accounts: &str, extra: &[(&str, &st
 }
 
 struct Fakes {
-    params: MemParams,
+    params: MemoryParams,
     github: RecordingGitHost,
     invoker: RecordingInvoker,
     sts: StsRoleAssumer,
@@ -72,7 +72,7 @@ struct Fakes {
 impl Fakes {
     fn new() -> Self {
         Fakes {
-            params: MemParams::default(),
+            params: MemoryParams::default(),
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
             sts: support::sts(),
@@ -82,7 +82,7 @@ impl Fakes {
     fn ports<'a, M>(
         &'a self,
         metadb: &'a M,
-    ) -> DeployPorts<'a, M, MemParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer> {
+    ) -> DeployPorts<'a, M, MemoryParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer> {
         DeployPorts {
             metadb,
             params: &self.params,
@@ -188,7 +188,7 @@ async fn a_merge_becomes_a_run_that_holds_the_lock_and_is_handed_to_trigger_sf()
 
     // The lock mirrored, trigger_sf invoked with exactly the run id, status posted.
     assert_eq!(
-        *fakes.params.puts.lock().unwrap(),
+        fakes.params.puts(),
         vec![(LOCK.to_string(), "42".to_string())]
     );
     assert_eq!(
@@ -279,7 +279,7 @@ async fn assert_fails_cleanly(change: impl Fn(&GitRepo), accounts: &str, expecte
     // Nothing written, no lock, nothing invoked, the error on the merge commit.
     assert_eq!(metadb.run(1).await.unwrap(), None);
     assert_eq!(metadb.merge_lock().await.unwrap().run_id, None);
-    assert!(fakes.params.puts.lock().unwrap().is_empty());
+    assert!(fakes.params.puts().is_empty());
     assert!(fakes.invoker.calls.lock().unwrap().is_empty());
     let statuses = fakes.github.statuses();
     assert_eq!(statuses.len(), 1);
@@ -390,7 +390,7 @@ async fn a_second_merge_queues_behind_the_running_deploy() {
     );
     // Only the running run's PR is mirrored; the queued run is still invoked.
     assert_eq!(
-        *fakes.params.puts.lock().unwrap(),
+        fakes.params.puts(),
         vec![(LOCK.to_string(), "9".to_string())]
     );
     assert_eq!(fakes.invoker.calls.lock().unwrap().len(), 2);
@@ -521,7 +521,7 @@ async fn a_merge_affecting_no_unit_creates_no_run_and_takes_no_lock() {
     assert_eq!(report.run_id, None);
     assert_eq!(metadb.merge_lock().await.unwrap().run_id, None);
     assert!(fakes.invoker.calls.lock().unwrap().is_empty());
-    assert!(fakes.params.puts.lock().unwrap().is_empty());
+    assert!(fakes.params.puts().is_empty());
     let statuses = fakes.github.statuses();
     assert_eq!(statuses.len(), 1);
     assert_eq!(statuses[0].state, StatusState::Success);

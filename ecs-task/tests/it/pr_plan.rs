@@ -79,7 +79,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         .find(|s| s.context == context::PR_PLAN)
         .unwrap();
     assert_eq!(overall.state, StatusState::Success);
-    let comments = github.comments.lock().unwrap().clone();
+    let comments = github.comments();
     assert_eq!(comments.len(), 1);
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
     assert!(body.contains("| `dev/a` | changes | 1 | 0 | 0 |"), "{body}");
@@ -127,7 +127,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         .rfind(|s| s.sha == head2 && s.context.ends_with("dev/b"))
         .unwrap();
     assert_eq!(b.state, StatusState::Failure);
-    let comments = github.comments.lock().unwrap().clone();
+    let comments = github.comments();
     assert_eq!(comments.len(), 1, "updated, not duplicated");
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
     assert!(body.contains("| `dev/b` | failed:"), "{body}");
@@ -160,7 +160,7 @@ async fn a_broken_unit_graph_fails_the_status_and_says_why_in_the_comment() {
     let statuses = github.statuses();
     assert_eq!(statuses.len(), 1);
     assert_eq!(statuses[0].state, StatusState::Failure);
-    let comments = github.comments.lock().unwrap().clone();
+    let comments = github.comments();
     assert!(comments[&(3, COMMENT_MARKER.to_string())].contains("dev/a/terragrunt.hcl:"));
 }
 
@@ -193,7 +193,7 @@ async fn a_removed_unit_is_named_in_the_comment_and_with_destroy_off_a_status() 
             let report = pr_plan(&config, &clone, None, Some(&github), &support::sts(), true)
                 .await
                 .unwrap();
-            let body = github.comments.lock().unwrap()[&(14, COMMENT_MARKER.to_string())].clone();
+            let body = github.comments()[&(14, COMMENT_MARKER.to_string())].clone();
             (report, body, github.statuses())
         }
     };

@@ -13,14 +13,13 @@ use aws_sdk_sfn::types::ExecutionStatus;
 use live_ci_core::port::Metadb;
 use live_ci_task::checkout::Repo;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
-use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_testkit::aws::{sdk_config, state_machine};
+use live_ci_testkit::unique;
 use live_ci_workflow::SfnTaskTokens;
 use serde_json::{Value, json};
 use support::fakes::{MemArtifacts, RecordingGitHost};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
-
-const REGION: &str = "us-east-1";
 
 struct Cloud {
     sfn: aws_sdk_sfn::Client,
@@ -28,26 +27,10 @@ struct Cloud {
 }
 
 fn cloud() -> Cloud {
-    let endpoint = localstack_endpoint().unwrap();
-    let creds = aws_sdk_sfn::config::Credentials::new("test", "test", None, None, "static");
-    let behavior = aws_sdk_sfn::config::BehaviorVersion::latest();
+    let config = sdk_config();
     Cloud {
-        sfn: aws_sdk_sfn::Client::from_conf(
-            aws_sdk_sfn::Config::builder()
-                .behavior_version(behavior)
-                .region(aws_sdk_sfn::config::Region::new(REGION))
-                .credentials_provider(creds.clone())
-                .endpoint_url(&endpoint)
-                .build(),
-        ),
-        sqs: aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::Config::builder()
-                .behavior_version(behavior)
-                .region(aws_sdk_sqs::config::Region::new(REGION))
-                .credentials_provider(creds)
-                .endpoint_url(&endpoint)
-                .build(),
-        ),
+        sfn: aws_sdk_sfn::Client::new(&config),
+        sqs: aws_sdk_sqs::Client::new(&config),
     }
 }
 
@@ -74,16 +57,7 @@ async fn waiting_execution(c: &Cloud) -> (String, String) {
             "End": true
         }}
     });
-    let machine = c
-        .sfn
-        .create_state_machine()
-        .name(unique("terra-run"))
-        .definition(definition.to_string())
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
-        .send()
-        .await
-        .unwrap()
-        .state_machine_arn;
+    let machine = state_machine(&c.sfn, "terra-run", &definition.to_string()).await;
     let arn = c
         .sfn
         .start_execution()

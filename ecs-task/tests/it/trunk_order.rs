@@ -11,7 +11,7 @@ use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
 use live_ci_task::{Config, checkout::Repo};
-use support::fakes::{MemParams, RecordingGitHost, RecordingInvoker};
+use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::GitRepo;
 
@@ -35,7 +35,7 @@ fn config(url: &str, commit: &str, pr: &str, extra: &[(&str, &str)]) -> Config {
 
 struct World {
     repo: GitRepo,
-    params: MemParams,
+    params: MemoryParams,
     github: RecordingGitHost,
     invoker: RecordingInvoker,
     sts: live_ci_aws::StsRoleAssumer,
@@ -56,7 +56,7 @@ impl World {
         repo.commit("base");
         World {
             repo,
-            params: MemParams::default(),
+            params: MemoryParams::default(),
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
             sts: support::sts(),

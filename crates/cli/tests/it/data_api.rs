@@ -5,99 +5,33 @@
 //! request that differs from the next expected one fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use aws_sdk_rdsdata::Client;
-use aws_sdk_rdsdata::operation::begin_transaction::BeginTransactionOutput;
-use aws_sdk_rdsdata::operation::commit_transaction::CommitTransactionOutput;
-use aws_sdk_rdsdata::operation::execute_statement::ExecuteStatementOutput;
-use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
+use aws_sdk_rdsdata::types::Field;
 use aws_sdk_ssm::operation::put_parameter::PutParameterOutput;
-use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+use aws_smithy_mocks::{RuleMode, mock, mock_client};
 use serde_json::{Value, json};
 
 use live_ci_cli::ListFormat;
 use live_ci_cli::commands::{migrate, runs};
 use live_ci_core::operate;
+use live_ci_metadb::MIGRATIONS;
 use live_ci_metadb::sql::operator_statements as o;
 use live_ci_metadb::sql::statements as q;
-use live_ci_metadb::{DataApiMetadb, MIGRATIONS};
-
-const CLUSTER: &str = "arn:aws:rds:us-west-2:111111111111:cluster:live-ci-metadb";
-const SECRET: &str = "arn:aws:secretsmanager:us-west-2:111111111111:secret:live-ci-metadb";
-const DATABASE: &str = "live_ci";
+use live_ci_testkit::data_api_mock::*;
 
 /// Two rows of `RUNS` as PostgreSQL 15 produced them (a retry holding the lock,
 /// and the failed run it retries), wrapped as the Data API's JSON records.
 const RECORDED_RUNS: &str = r#"[{"text":"{\"pr_id\": 7, \"run_id\": 2, \"status\": \"running\", \"base_ref\": \"refs/heads/main\", \"base_sha\": \"1111111\", \"head_ref\": \"refs/heads/feature\", \"head_sha\": \"2222222\", \"progress\": {\"failed\": 0, \"aborted\": 0, \"running\": 1, \"waiting\": 1, \"succeeded\": 0}, \"retry_of\": 1, \"commit_id\": \"c0ffee\", \"fail_fast\": false, \"created_at\": 1795256420420, \"holds_lock\": true, \"started_at\": 1795256420421, \"finished_at\": null, \"max_parallel\": 4}"},{"text":"{\"pr_id\": 7, \"run_id\": 1, \"status\": \"failed\", \"base_ref\": \"refs/heads/main\", \"base_sha\": \"1111111\", \"head_ref\": \"refs/heads/feature\", \"head_sha\": \"2222222\", \"progress\": {\"failed\": 1, \"aborted\": 1, \"running\": 0, \"waiting\": 0, \"succeeded\": 1}, \"retry_of\": null, \"commit_id\": \"c0ffee\", \"fail_fast\": false, \"created_at\": 1795256410000, \"holds_lock\": false, \"started_at\": 1795256410001, \"finished_at\": 1795256419000, \"max_parallel\": 4}"}]"#;
 
-fn param(name: &str, value: Field) -> SqlParameter {
-    SqlParameter::builder().name(name).value(value).build()
-}
-
-fn begin(tx: &'static str) -> Rule {
-    mock!(Client::begin_transaction)
-        .match_requests(|r| {
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || BeginTransactionOutput::builder().transaction_id(tx).build())
-}
-
-fn commit(tx: &'static str) -> Rule {
-    mock!(Client::commit_transaction)
-        .match_requests(move |r| {
-            assert_eq!(r.transaction_id(), Some(tx));
-            true
-        })
-        .then_output(|| CommitTransactionOutput::builder().build())
-}
-
-fn statement(
-    sql: &'static str,
-    params: Vec<SqlParameter>,
-    tx: Option<&'static str>,
-    records: Option<&'static str>,
-) -> Rule {
-    mock!(Client::execute_statement)
-        .match_requests(move |r| {
-            assert_eq!(r.sql(), Some(sql));
-            assert_eq!(r.parameters(), params.as_slice(), "parameters of {sql}");
-            assert_eq!(r.transaction_id(), tx, "transaction of {sql}");
-            assert_eq!(r.format_records_as(), Some(&RecordsFormatType::Json));
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || {
-            let out = ExecuteStatementOutput::builder().number_of_records_updated(0);
-            match records {
-                Some(r) => out.formatted_records(r).build(),
-                None => out.build(),
-            }
-        })
-}
-
-fn metadb(client: Client) -> DataApiMetadb {
-    DataApiMetadb::data_api(client, CLUSTER, SECRET, DATABASE)
-}
-
 #[tokio::test]
 async fn migrate_through_the_data_api_applies_nothing_when_up_to_date() {
-    let applied: Vec<Value> = MIGRATIONS
-        .iter()
-        .map(|m| json!({"version": m.version.to_string()}))
-        .collect();
-    let applied: &'static str = Box::leak(Value::from(applied).to_string().into_boxed_str());
+    let applied = applied_versions();
     // A current schema: one read, no transaction.
     let rules = [statement(
         q::APPLIED_MIGRATIONS,
         vec![],
         None,
         Some(applied),
+        0,
     )];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     let out = migrate::migrate(&metadb(client)).await.unwrap();
@@ -114,6 +48,7 @@ async fn runs_through_the_data_api() {
         vec![param("limit", Field::LongValue(20))],
         None,
         Some(RECORDED_RUNS),
+        0,
     )];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     let out = runs::runs(&metadb(client), 20, ListFormat::Json)
@@ -140,9 +75,10 @@ async fn unlock_through_the_data_api_and_ssm() {
             vec![],
             Some("tx-u"),
             Some(r#"[{"coalesce":"3"}]"#),
+            0,
         ),
-        statement(o::RUNNING_RUN, vec![], Some("tx-u"), Some("[]")),
-        statement(o::CLEAR_MERGE_LOCK, vec![], Some("tx-u"), None),
+        statement(o::RUNNING_RUN, vec![], Some("tx-u"), Some("[]"), 0),
+        statement(o::CLEAR_MERGE_LOCK, vec![], Some("tx-u"), None, 0),
         commit("tx-u"),
         statement(
             o::LOG_ACTION,
@@ -157,6 +93,7 @@ async fn unlock_through_the_data_api_and_ssm() {
             ],
             None,
             None,
+            0,
         ),
     ];
     let ssm_rules = [mock!(aws_sdk_ssm::Client::put_parameter)

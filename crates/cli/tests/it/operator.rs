@@ -13,24 +13,14 @@ use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::operate::{ABORTED_BY_OPERATOR, RunControl};
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_metadb::PgMetadb;
+use live_ci_testkit::aws::{sdk_config, sfn_client, state_machine};
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_workflow::SfnEngine;
 use serde_json::Value;
 use support::{TestDb, exec, run};
 
-fn aws_config() -> aws_sdk_ssm::Config {
-    aws_sdk_ssm::Config::builder()
-        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
-        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(localstack_endpoint().unwrap())
-        .build()
-}
-
 fn ssm() -> aws_sdk_ssm::Client {
-    aws_sdk_ssm::Client::from_conf(aws_config())
+    aws_sdk_ssm::Client::new(&sdk_config())
 }
 
 async fn put_lock(name: &str, value: &str) {
@@ -60,26 +50,13 @@ async fn lock_value(name: &str) -> String {
 
 /// A state machine whose executions wait (until stopped).
 async fn waiting_engine() -> SfnEngine {
-    let conf = aws_sdk_sfn::Config::builder()
-        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
-        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(localstack_endpoint().unwrap())
-        .build();
-    let sfn = aws_sdk_sfn::Client::from_conf(conf);
-    let machine = sfn
-        .create_state_machine()
-        .name(unique("live-ci-abort"))
-        .definition(
-            r#"{"StartAt":"Wait","States":{"Wait":{"Type":"Wait","Seconds":600,"End":true}}}"#,
-        )
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
-        .send()
-        .await
-        .unwrap()
-        .state_machine_arn;
+    let sfn = sfn_client();
+    let machine = state_machine(
+        &sfn,
+        "live-ci-abort",
+        r#"{"StartAt":"Wait","States":{"Wait":{"Type":"Wait","Seconds":600,"End":true}}}"#,
+    )
+    .await;
     SfnEngine::new(sfn, machine)
 }
 

@@ -6,125 +6,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use aws_sdk_rdsdata::Client;
-use aws_sdk_rdsdata::operation::begin_transaction::BeginTransactionOutput;
-use aws_sdk_rdsdata::operation::commit_transaction::CommitTransactionOutput;
-use aws_sdk_rdsdata::operation::execute_statement::{
-    ExecuteStatementError, ExecuteStatementOutput,
-};
-use aws_sdk_rdsdata::operation::rollback_transaction::RollbackTransactionOutput;
+use aws_sdk_rdsdata::operation::execute_statement::ExecuteStatementError;
 use aws_sdk_rdsdata::types::error::DatabaseErrorException;
-use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
+use aws_sdk_rdsdata::types::{Field, SqlParameter};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
 use live_ci_core::deploy::{Action, ExecutionStatus, FinishOutcome, Outcome};
 use live_ci_core::port::Metadb;
-use live_ci_metadb::DataApiMetadb;
 use live_ci_metadb::sql::statements as q;
-
-const CLUSTER: &str = "arn:aws:rds:us-west-2:111111111111:cluster:live-ci-metadb";
-const SECRET: &str = "arn:aws:secretsmanager:us-west-2:111111111111:secret:live-ci-metadb";
-const DATABASE: &str = "live_ci";
+use live_ci_testkit::data_api_mock::*;
 
 /// A row of the claim as PostgreSQL 15 produced it (captured from the PostgreSQL
 /// adapter; the Data API wraps the one text column in a JSON record).
 const RECORDED_CLAIM: &str = r#"[{"?column?":"{\"id\": 1, \"seq\": 0, \"pr_id\": 7, \"action\": \"apply\", \"run_id\": 1, \"status\": \"running\", \"voters\": [\"voter@example.com\"], \"base_ref\": \"refs/heads/main\", \"cfg_deps\": [], \"cfg_path\": \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"decision\": null, \"head_ref\": \"refs/heads/feature\", \"priority\": 3, \"wait_for\": [], \"commit_id\": \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"claimed_at\": 1795256420430, \"created_at\": 1795256420420, \"updated_at\": 1795256420430, \"finished_at\": null, \"is_rollback\": false, \"account_deps\": [\"shared_services\"], \"account_name\": \"dev\", \"account_path\": \"dev\", \"execution_id\": \"run-1-c8c5-dev-baz-729\", \"pending_deps\": 0, \"plan_command\": \"terragrunt plan --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"apply_command\": \"terragrunt apply --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"new_providers\": [\"registry.terraform.io/hashicorp/null\"], \"new_resources\": [], \"plan_role_arn\": \"arn:aws:iam::111111111111:role/plan\", \"status_reason\": null, \"wait_accounts\": [], \"apply_role_arn\": \"arn:aws:iam::111111111111:role/apply\", \"approval_voters\": [], \"pending_accounts\": 0, \"rejection_voters\": [], \"sfn_execution_arn\": null, \"min_approval_count\": 1, \"min_rejection_count\": 1}"}]"#;
-
-fn long(name: &str, n: i64) -> SqlParameter {
-    SqlParameter::builder()
-        .name(name)
-        .value(Field::LongValue(n))
-        .build()
-}
-
-fn string(name: &str, s: &str) -> SqlParameter {
-    SqlParameter::builder()
-        .name(name)
-        .value(Field::StringValue(s.into()))
-        .build()
-}
-
-fn null(name: &str) -> SqlParameter {
-    SqlParameter::builder()
-        .name(name)
-        .value(Field::IsNull(true))
-        .build()
-}
-
-fn begin(tx: &'static str) -> Rule {
-    mock!(Client::begin_transaction)
-        .match_requests(|r| {
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || BeginTransactionOutput::builder().transaction_id(tx).build())
-}
-
-fn commit(tx: &'static str) -> Rule {
-    mock!(Client::commit_transaction)
-        .match_requests(move |r| {
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.transaction_id()),
-                (Some(CLUSTER), Some(SECRET), Some(tx))
-            );
-            true
-        })
-        .then_output(|| CommitTransactionOutput::builder().build())
-}
-
-fn rollback(tx: &'static str) -> Rule {
-    mock!(Client::rollback_transaction)
-        .match_requests(move |r| {
-            assert_eq!(r.transaction_id(), Some(tx));
-            true
-        })
-        .then_output(|| RollbackTransactionOutput::builder().build())
-}
-
-/// An `ExecuteStatement` with exactly this SQL, these parameters and this
-/// transaction, answering `records` (JSON) and `updated`.
-fn statement(
-    sql: &'static str,
-    params: Vec<SqlParameter>,
-    tx: Option<&'static str>,
-    records: Option<&'static str>,
-    updated: i64,
-) -> Rule {
-    mock!(Client::execute_statement)
-        .match_requests(move |r| {
-            assert_eq!(r.sql(), Some(sql));
-            assert_eq!(r.parameters(), params.as_slice(), "parameters of {sql}");
-            assert_eq!(r.transaction_id(), tx, "transaction of {sql}");
-            assert_eq!(r.format_records_as(), Some(&RecordsFormatType::Json));
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || {
-            let out = ExecuteStatementOutput::builder().number_of_records_updated(updated);
-            match records {
-                Some(r) => out.formatted_records(r).build(),
-                None => out.build(),
-            }
-        })
-}
-
-/// Every migration, as `APPLIED_MIGRATIONS` lists them once applied.
-fn applied_versions() -> &'static str {
-    let rows: Vec<String> = live_ci_metadb::MIGRATIONS
-        .iter()
-        .map(|m| format!(r#"{{"version":"{}"}}"#, m.version))
-        .collect();
-    Box::leak(format!("[{}]", rows.join(",")).into_boxed_str())
-}
-
-fn metadb(client: Client) -> DataApiMetadb {
-    DataApiMetadb::data_api(client, CLUSTER, SECRET, DATABASE)
-}
 
 #[tokio::test]
 async fn claim_is_one_transaction_and_decodes_the_recorded_row() {

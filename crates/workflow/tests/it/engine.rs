@@ -5,35 +5,16 @@
 use std::time::{Duration, Instant};
 
 use live_ci_core::port::WorkflowEngine;
-use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_testkit::aws::{sfn_client, state_machine};
+use live_ci_testkit::unique;
 use live_ci_workflow::{SfnEngine, WorkflowError};
-
-fn client() -> aws_sdk_sfn::Client {
-    let conf = aws_sdk_sfn::Config::builder()
-        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
-        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(localstack_endpoint().unwrap())
-        .build();
-    aws_sdk_sfn::Client::from_conf(conf)
-}
 
 #[tokio::test]
 async fn starts_describes_and_repeats_idempotently() {
-    let sfn = client();
+    let sfn = sfn_client();
     // A one-state machine: the adapter is under test, not the deployment flow.
     let definition = r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#;
-    let machine = sfn
-        .create_state_machine()
-        .name(unique("live-ci-engine"))
-        .definition(definition)
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
-        .send()
-        .await
-        .unwrap()
-        .state_machine_arn;
+    let machine = state_machine(&sfn, "live-ci-engine", definition).await;
     let engine = SfnEngine::new(sfn, machine);
     let name = unique("run-1-abc-dev-app");
     let input = r#"{"execution_id":"run-1","pr_id":7}"#;

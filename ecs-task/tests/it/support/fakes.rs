@@ -1,20 +1,18 @@
 //! Recording fakes of the ports the task talks to besides the metadb and S3:
-//! task tokens, the git host, the parameter store and the function invoker.
+//! task tokens, the function invoker, an in-memory plan store and role
+//! assumption; the git host and parameter store fakes are live-ci-testkit's.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use live_ci_core::params::ParamStore;
 use live_ci_core::port::{
     ArtifactStore, FunctionInvoker, RoleAssumer, TaskTokens, TemporaryCredentials, TokenDelivery,
 };
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
 
-#[derive(Debug, thiserror::Error)]
-#[error("fake: {0}")]
-pub struct FakeError(pub String);
+pub use live_ci_testkit::git_host::RecordingGitHost;
+pub use live_ci_testkit::params::{FakeError, MemoryParams};
 
 /// What a task token received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,77 +72,6 @@ impl TaskTokens for RecordingTokens {
     async fn heartbeat(&self, token: &str) -> Result<TokenDelivery, FakeError> {
         self.heartbeats.lock().unwrap().push(token.into());
         Ok(TokenDelivery::Delivered)
-    }
-}
-
-/// A git host that records statuses and keeps comments by marker, as GitHub's
-/// adapter does (one comment per marker, updated in place).
-#[derive(Debug, Default)]
-pub struct RecordingGitHost {
-    pub statuses: Mutex<Vec<CommitStatus>>,
-    pub comments: Mutex<BTreeMap<(u64, String), String>>,
-    pub comment_writes: Mutex<u32>,
-    pub open: Vec<PullRequest>,
-}
-
-impl RecordingGitHost {
-    pub fn statuses(&self) -> Vec<CommitStatus> {
-        self.statuses.lock().unwrap().clone()
-    }
-}
-
-impl GitHost for RecordingGitHost {
-    type Error = FakeError;
-
-    async fn set_status(&self, status: &CommitStatus) -> Result<(), FakeError> {
-        self.statuses.lock().unwrap().push(status.clone());
-        Ok(())
-    }
-
-    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, FakeError> {
-        Ok(vec!["dev/app/main.tf".into()])
-    }
-
-    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<PullRequest>, FakeError> {
-        Ok(self.open.clone())
-    }
-
-    async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), FakeError> {
-        assert!(body.contains(marker), "the comment must carry its marker");
-        self.comments
-            .lock()
-            .unwrap()
-            .insert((number, marker.to_string()), body.to_string());
-        *self.comment_writes.lock().unwrap() += 1;
-        Ok(())
-    }
-}
-
-#[derive(Debug, Default)]
-pub struct MemParams {
-    pub values: Mutex<BTreeMap<String, String>>,
-    pub puts: Mutex<Vec<(String, String)>>,
-}
-
-impl ParamStore for MemParams {
-    type Error = FakeError;
-
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.values
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.puts.lock().unwrap().push((name.into(), value.into()));
-        self.values
-            .lock()
-            .unwrap()
-            .insert(name.into(), value.into());
-        Ok(())
     }
 }
 

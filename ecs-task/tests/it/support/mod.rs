@@ -23,25 +23,9 @@ pub fn config(pairs: &[(&str, &str)]) -> Config {
     Config::from_lookup(move |k| map.get(k).cloned()).unwrap()
 }
 
-/// The AWS SDK configuration of the project's LocalStack (fake keys, its
-/// region): STS there assumes any role, as a target account's trust policy
-/// would let the task role do.
-pub fn localstack_sdk_config() -> live_ci_aws::sdk::sts::Config {
-    let endpoint = live_ci_testkit::localstack_endpoint()
-        .unwrap_or_else(|e| panic!("localstack is needed for sts: {e}"));
-    live_ci_aws::sdk::sts::Config::builder()
-        .behavior_version(live_ci_aws::sdk::sts::config::BehaviorVersion::latest())
-        .region(live_ci_aws::sdk::sts::config::Region::new("us-east-1"))
-        .credentials_provider(live_ci_aws::sdk::sts::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(endpoint)
-        .build()
-}
-
 /// Role assumption through LocalStack's STS.
 pub fn sts() -> live_ci_aws::StsRoleAssumer {
-    live_ci_aws::StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::from_conf(
-        localstack_sdk_config(),
+    live_ci_aws::StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(
+        &live_ci_testkit::aws::sdk_config(),
     ))
 }

@@ -19,14 +19,13 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::ApprovalResponder;
 use live_ci_core::port::{ApprovalStore, Metadb};
-use live_ci_testkit::{localstack_endpoint, repo_root, unique};
+use live_ci_testkit::aws::{sdk_config, state_machine};
+use live_ci_testkit::{repo_root, unique};
 use live_ci_workflow::{ApprovalRequest, SfnTaskTokens};
 use serde_json::{Value, json};
 use support::*;
 
 use crate::server;
-
-const REGION: &str = "us-east-1";
 
 fn artifacts() -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
@@ -57,21 +56,6 @@ fn browser() -> String {
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-macro_rules! client {
-    ($krate:ident, $endpoint:expr) => {
-        $krate::Client::from_conf(
-            $krate::Config::builder()
-                .behavior_version($krate::config::BehaviorVersion::latest())
-                .region($krate::config::Region::new(REGION))
-                .credentials_provider($krate::config::Credentials::new(
-                    "test", "test", None, None, "static",
-                ))
-                .endpoint_url($endpoint)
-                .build(),
-        )
-    };
 }
 
 /// A state machine whose one state is Request Approval's SNS publish, with
@@ -143,15 +127,7 @@ async fn waiting_execution(
             }
         }
     });
-    let machine = sfn
-        .create_state_machine()
-        .name(unique("approval-browser"))
-        .definition(definition.to_string())
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
-        .send()
-        .await
-        .unwrap()
-        .state_machine_arn;
+    let machine = state_machine(sfn, "approval-browser", &definition.to_string()).await;
     let execution_arn = sfn
         .start_execution()
         .state_machine_arn(&machine)
@@ -182,11 +158,11 @@ async fn waiting_execution(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     let node_path = browser();
-    let endpoint = localstack_endpoint().unwrap();
+    let config = sdk_config();
     let (sfn, sns, sqs) = (
-        client!(aws_sdk_sfn, &endpoint),
-        client!(aws_sdk_sns, &endpoint),
-        client!(aws_sdk_sqs, &endpoint),
+        aws_sdk_sfn::Client::new(&config),
+        aws_sdk_sns::Client::new(&config),
+        aws_sdk_sqs::Client::new(&config),
     );
     let id = "run-4-d00d-dev-browser-101";
     let voter = "alice@example.com";

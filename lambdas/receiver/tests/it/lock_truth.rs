@@ -7,19 +7,18 @@
 
 use live_ci_testkit::pg as support;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use live_ci_core::params::ParamStore;
 use live_ci_core::port::Metadb;
-use live_ci_core::task::{StartedTask, TaskLauncher, TaskSpec};
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::PgMetadb;
 use live_ci_receiver::{
     HandlerConfig, MetadbLock, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest,
 };
+use live_ci_testkit::params::MemoryParams as Params;
+use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 use serde_json::{Value, json};
 use support::{TestDb, exec, run};
 use wiremock::matchers::{body_json, method, path};
@@ -29,55 +28,15 @@ const SECRET: &str = "test-webhook-secret-0123456789abcdef";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
 const LOCK: &str = "/live-ci/merge-lock";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct FakeError(String);
-
-#[derive(Debug)]
-struct Params(Mutex<HashMap<String, String>>);
-
-impl ParamStore for Params {
-    type Error = FakeError;
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.0.lock().unwrap().insert(name.into(), value.into());
-        Ok(())
-    }
-}
-
-#[derive(Debug, Default)]
-struct Launcher(Mutex<Vec<TaskSpec>>);
-
-impl TaskLauncher for Launcher {
-    type Error = FakeError;
-    async fn start(&self, spec: &TaskSpec) -> Result<StartedTask, FakeError> {
-        self.0.lock().unwrap().push(spec.clone());
-        Ok(StartedTask {
-            task_arn: "arn:aws:ecs:eu-west-1:123456789012:task/live-ci/t1".into(),
-            logs_url: None,
-        })
-    }
-}
-
 type Checked = Receiver<Params, GitHubClient, Launcher, MetadbLock<PgMetadb>>;
 
 /// A receiver whose lock parameter says `mirrored`, checked against `metadb`.
 async fn receiver(server: &MockServer, mirrored: &str, metadb: PgMetadb) -> Checked {
-    let params = Params(Mutex::new(HashMap::from([
-        ("/live-ci/webhook-secret".to_string(), SECRET.to_string()),
-        (LOCK.to_string(), mirrored.to_string()),
-        (
-            "/live-ci/commit-status-config".to_string(),
-            r#"{"PrPlan": false}"#.to_string(),
-        ),
-    ])));
+    let params = Params::with([
+        ("/live-ci/webhook-secret", SECRET),
+        (LOCK, mirrored),
+        ("/live-ci/commit-status-config", r#"{"PrPlan": false}"#),
+    ]);
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
         repository: "acme/infrastructure-live".into(),

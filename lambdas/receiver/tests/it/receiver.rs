@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use live_ci_core::params::ParamStore;
-use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec};
+use live_ci_core::task::{TaskKind, TaskSpec};
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_receiver::{
     Config, ConfigError, HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest,
 };
+use live_ci_testkit::params::MemoryParams as Params;
+use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -24,62 +25,12 @@ const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
 const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
 
-#[derive(Debug)]
-struct Params(Mutex<HashMap<String, String>>, Mutex<Vec<String>>);
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct FakeError(String);
-
-impl Params {
-    fn new(lock: &str, statuses: &str) -> Self {
-        Params(
-            Mutex::new(HashMap::from([
-                ("/live-ci/webhook-secret".to_string(), SECRET.to_string()),
-                ("/live-ci/merge-lock".to_string(), lock.to_string()),
-                (
-                    "/live-ci/commit-status-config".to_string(),
-                    statuses.to_string(),
-                ),
-            ])),
-            Mutex::new(Vec::new()),
-        )
-    }
-}
-
-impl ParamStore for Params {
-    type Error = FakeError;
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.1.lock().unwrap().push(name.to_string());
-        self.0
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.0.lock().unwrap().insert(name.into(), value.into());
-        Ok(())
-    }
-}
-
-#[derive(Debug, Default)]
-struct Launcher(Mutex<Vec<TaskSpec>>);
-
-impl TaskLauncher for Launcher {
-    type Error = FakeError;
-    async fn start(&self, spec: &TaskSpec) -> Result<StartedTask, FakeError> {
-        let mut started = self.0.lock().unwrap();
-        started.push(spec.clone());
-        Ok(StartedTask {
-            task_arn: format!(
-                "arn:aws:ecs:eu-west-1:123456789012:task/live-ci/t{}",
-                started.len()
-            ),
-            logs_url: Some(format!("https://logs.example.com/t{}", started.len())),
-        })
-    }
+fn param_store(lock: &str, statuses: &str) -> Params {
+    Params::with([
+        ("/live-ci/webhook-secret", SECRET),
+        ("/live-ci/merge-lock", lock),
+        ("/live-ci/commit-status-config", statuses),
+    ])
 }
 
 fn handler_config() -> HandlerConfig {
@@ -103,7 +54,7 @@ struct Harness {
 }
 
 async fn harness(lock: &str, statuses: &str) -> Harness {
-    harness_with(Params::new(lock, statuses), handler_config()).await
+    harness_with(param_store(lock, statuses), handler_config()).await
 }
 
 async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
@@ -119,7 +70,7 @@ async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
         },
     })
     .unwrap();
-    let receiver = Receiver::new(config, params, github, Launcher::default())
+    let receiver = Receiver::new(config, params, github, Launcher::with_logs())
         .await
         .unwrap();
     Harness { server, receiver }
@@ -192,7 +143,7 @@ async fn no_other_github_calls(server: &MockServer) {
 }
 
 fn launched(h: &Harness) -> Vec<TaskSpec> {
-    h.receiver_launcher().0.lock().unwrap().clone()
+    h.receiver_launcher().started()
 }
 
 trait Peek {
@@ -616,20 +567,9 @@ fn configuration_names_the_missing_or_bad_variable() {
     );
 }
 
-impl Params {
-    fn set(&self, name: &str, value: &str) {
-        self.0.lock().unwrap().insert(name.into(), value.into());
-    }
-
-    /// How often the webhook secret was read.
-    fn secret_reads(&self) -> usize {
-        self.1
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|n| *n == "/live-ci/webhook-secret")
-            .count()
-    }
+/// How often the webhook secret was read.
+fn secret_reads(params: &Params) -> usize {
+    params.reads_of("/live-ci/webhook-secret")
 }
 
 fn requests_summary(requests: &[wiremock::Request]) -> Vec<String> {
@@ -889,7 +829,7 @@ async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_th
             "it is 12 bytes long; at least 32 are required",
         ),
     ] {
-        let params = Params::new("none", "{}");
+        let params = param_store("none", "{}");
         params.set("/live-ci/webhook-secret", value);
         let h = harness_with(params, handler_config()).await;
         no_other_github_calls(&h.server).await;
@@ -927,7 +867,7 @@ async fn a_placeholder_or_short_secret_refuses_every_delivery_with_503_naming_th
 
 #[tokio::test]
 async fn a_secret_set_in_ssm_after_the_cold_start_takes_effect_without_one() {
-    let params = Params::new("none", r#"{"PrPlan": false}"#);
+    let params = param_store("none", r#"{"PrPlan": false}"#);
     params.set("/live-ci/webhook-secret", "unset");
     let mut config = handler_config();
     config.secret_retry = Duration::from_millis(40);
@@ -944,7 +884,7 @@ async fn a_secret_set_in_ssm_after_the_cold_start_takes_effect_without_one() {
     tokio::time::sleep(Duration::from_millis(60)).await;
     let r = h.receiver.handle(&signed("ping", "p3", body)).await;
     assert_eq!((r.status, r.body.clone()), (200, json!({"pong": true})));
-    assert_eq!(h.receiver.params().secret_reads(), 2);
+    assert_eq!(secret_reads(h.receiver.params()), 2);
 }
 
 #[tokio::test]
@@ -952,10 +892,10 @@ async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten
     let h = harness("none", "{}").await;
     no_other_github_calls(&h.server).await;
     let body = fixture("ping.json");
-    assert_eq!(h.receiver.params().secret_reads(), 1);
+    assert_eq!(secret_reads(h.receiver.params()), 1);
     let r = h.receiver.handle(&signed("ping", "p1", body.clone())).await;
     assert_eq!(r.status, 200);
-    assert_eq!(h.receiver.params().secret_reads(), 1, "warm: no SSM call");
+    assert_eq!(secret_reads(h.receiver.params()), 1, "warm: no SSM call");
     // Rotated in SSM (and on GitHub): the first delivery signed with the new
     // secret fails against the cached one, which is then read again.
     let rotated = "rotated-webhook-secret-0123456789abcdef";
@@ -966,7 +906,7 @@ async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten
         .handle(&request("ping", "p2", body.clone(), Some(sig)))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(h.receiver.params().secret_reads(), 2);
+    assert_eq!(secret_reads(h.receiver.params()), 2);
     // The old secret is refused now, and forged deliveries do not each cost an
     // SSM read.
     for i in 0..5 {
@@ -976,14 +916,14 @@ async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten
             .await;
         assert_eq!(r.status, 401);
     }
-    assert_eq!(h.receiver.params().secret_reads(), 2);
+    assert_eq!(secret_reads(h.receiver.params()), 2);
 }
 
 #[tokio::test]
 async fn the_secret_is_read_again_after_its_ttl() {
     let mut config = handler_config();
     config.secret_ttl = Duration::from_millis(50);
-    let h = harness_with(Params::new("none", "{}"), config).await;
+    let h = harness_with(param_store("none", "{}"), config).await;
     no_other_github_calls(&h.server).await;
     let body = fixture("ping.json");
     // Signature failures re-read the secret: use one up so only the TTL is left.
@@ -997,7 +937,7 @@ async fn the_secret_is_read_again_after_its_ttl() {
         ))
         .await;
     assert_eq!(r.status, 401);
-    assert_eq!(h.receiver.params().secret_reads(), 2);
+    assert_eq!(secret_reads(h.receiver.params()), 2);
     // Revoked in SSM: within the TTL the cached secret still answers…
     h.receiver.params().set(
         "/live-ci/webhook-secret",
@@ -1020,5 +960,5 @@ async fn the_secret_is_read_again_after_its_ttl() {
             .status,
         401
     );
-    assert_eq!(h.receiver.params().secret_reads(), 3);
+    assert_eq!(secret_reads(h.receiver.params()), 3);
 }

@@ -11,60 +11,25 @@ use std::time::{Duration, Instant};
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
 use live_ci_core::webhook::FilePattern;
-use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_testkit::aws::{sfn_client, state_machine};
 use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
 use live_ci_workflow::SfnEngine;
 use support::{TestDb, exec, run};
 
-use live_ci_testkit::params::{FakeError, MemoryParams as Params};
-
-/// Never called: the handler runs without GitHub here.
-#[derive(Debug)]
-struct NoGitHub;
-
-impl GitHost for NoGitHub {
-    type Error = FakeError;
-
-    async fn set_status(&self, _s: &CommitStatus) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn pull_request_files(&self, _n: u64) -> Result<Vec<String>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn open_pull_requests(&self, _b: &str) -> Result<Vec<PullRequest>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
-    }
-}
+use live_ci_testkit::git_host::NoGitHost;
+use live_ci_testkit::params::MemoryParams as Params;
 
 async fn engine() -> SfnEngine {
-    let conf = aws_sdk_sfn::Config::builder()
-        .behavior_version(aws_sdk_sfn::config::BehaviorVersion::latest())
-        .region(aws_sdk_sfn::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sfn::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(localstack_endpoint().unwrap())
-        .build();
-    let sfn = aws_sdk_sfn::Client::from_conf(conf);
+    let sfn = sfn_client();
     // A machine that passes its input through: the loop is under test here,
     // the deployment definition has its own LocalStack tests.
-    let machine = sfn
-        .create_state_machine()
-        .name(unique("live-ci-trigger"))
-        .definition(r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#)
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-sfn")
-        .send()
-        .await
-        .unwrap()
-        .state_machine_arn;
+    let machine = state_machine(
+        &sfn,
+        "live-ci-trigger",
+        r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#,
+    )
+    .await;
     SfnEngine::new(sfn, machine)
 }
 
@@ -94,7 +59,7 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
         db,
         engine().await,
         Params::default(),
-        None::<NoGitHub>,
+        None::<NoGitHost>,
     );
 
     let r = h.handle(&Input::Run(created.run_id)).await.unwrap();

@@ -14,17 +14,15 @@ use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
 use live_ci_core::merge_lock;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState, context};
+use live_ci_core::status::{PullRequest, StatusState, context};
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::PgMetadb;
+use live_ci_testkit::git_host::RecordingGitHost;
+use live_ci_testkit::params::{FakeError, MemoryParams};
 use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
 use support::{TestDb, exec, run};
 
 const LOCK: &str = "/live-ci/merge-lock";
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct FakeError(String);
 
 /// Step Functions as a map: starts are recorded, names in `failing` refuse.
 #[derive(Debug, Default)]
@@ -90,60 +88,19 @@ impl WorkflowEngine for FakeEngine {
     }
 }
 
-#[derive(Debug, Default)]
-struct FakeParams(Mutex<HashMap<String, String>>);
-
-impl ParamStore for FakeParams {
-    type Error = FakeError;
-
-    async fn get(&self, name: &str) -> Result<String, FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| FakeError(format!("no parameter {name:?}")))
-    }
-
-    async fn put(&self, name: &str, value: &str) -> Result<(), FakeError> {
-        self.0
-            .lock()
-            .unwrap()
-            .insert(name.to_string(), value.to_string());
-        Ok(())
-    }
-}
+type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, RecordingGitHost>;
 
 /// One open pull request (#9) touching a unit; statuses are recorded.
-#[derive(Debug, Default)]
-struct FakeGitHub(Mutex<Vec<CommitStatus>>);
-
-impl GitHost for FakeGitHub {
-    type Error = FakeError;
-
-    async fn set_status(&self, status: &CommitStatus) -> Result<(), FakeError> {
-        self.0.lock().unwrap().push(status.clone());
-        Ok(())
-    }
-
-    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, FakeError> {
-        Ok(vec!["dev/app/terragrunt.hcl".into()])
-    }
-
-    async fn open_pull_requests(&self, base: &str) -> Result<Vec<PullRequest>, FakeError> {
-        Ok(vec![PullRequest {
+fn github() -> RecordingGitHost {
+    RecordingGitHost::with_open(
+        vec![PullRequest {
             number: 9,
             head_sha: "sha9".into(),
-            base_ref: base.into(),
-        }])
-    }
-
-    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
-        Ok(())
-    }
+            base_ref: "main".into(),
+        }],
+        &["dev/app/terragrunt.hcl"],
+    )
 }
-
-type Handler = TriggerSf<PgMetadb, FakeEngine, FakeParams, FakeGitHub>;
 
 async fn handler(t: &TestDb) -> Handler {
     handler_with(t, |_| {}).await
@@ -156,8 +113,8 @@ async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Han
         config,
         t.metadb(2).await,
         FakeEngine::default(),
-        FakeParams::default(),
-        Some(FakeGitHub::default()),
+        MemoryParams::default(),
+        Some(github()),
     )
 }
 
@@ -179,7 +136,7 @@ fn engine(h: &Handler) -> &FakeEngine {
 }
 
 fn lock_param(h: &Handler) -> Option<String> {
-    h.params().0.lock().unwrap().get(LOCK).cloned()
+    h.params().value(LOCK)
 }
 
 async fn status(h: &Handler, id: &str) -> ExecutionStatus {
@@ -234,7 +191,7 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(engine(&h).started(), ["c1-a", "c1-b", "c1-c"]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let lock: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == merge_lock::CONTEXT)
@@ -289,7 +246,7 @@ async fn a_plan_without_changes_succeeds_as_no_changes() {
     h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
     let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
     assert_eq!(b.status_reason, None);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let last = |unit: &str| {
         statuses
             .iter()
@@ -329,7 +286,7 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(engine(&h).started(), ["c2-a"]);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let c = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/c2-c"))
@@ -438,7 +395,7 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert!(r.rollbacks.is_empty(), "a rollback is never rolled back");
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let rollback: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == context::rollback_unit("dev/rb-a"))
@@ -494,7 +451,7 @@ async fn a_duplicate_event_changes_nothing() {
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     let before = h.metadb().executions(run_id).await.unwrap();
-    let posted = h.github().unwrap().0.lock().unwrap().len();
+    let posted = h.github().unwrap().statuses().len();
 
     let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
@@ -505,7 +462,7 @@ async fn a_duplicate_event_changes_nothing() {
         .unwrap();
     assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
     assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
-    assert_eq!(h.github().unwrap().0.lock().unwrap().len(), posted);
+    assert_eq!(h.github().unwrap().statuses().len(), posted);
     assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
     // An execution that is not ours is ignored.
     let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
@@ -562,7 +519,7 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         a.status_reason.as_deref(),
         Some("start failed 3 times: throttled starting \"cx-a\"")
     );
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let unit = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
@@ -610,14 +567,14 @@ async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // The open pull request's "Merge Lock" status is freed with it.
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
         .unwrap();
     assert_eq!(lock.state, StatusState::Success);
     // A missing parameter is rewritten too; then the sweep is quiet.
-    h.params().0.lock().unwrap().remove(LOCK);
+    h.params().remove(LOCK);
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     let r = h.handle(&Input::Sweep).await.unwrap();
@@ -646,7 +603,7 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
     assert_eq!(r.started, ["c6-a"]);
     assert_eq!(lock_param(&h).as_deref(), Some("8"));
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().unwrap().statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
@@ -743,9 +700,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
     let contexts: Vec<String> = h
         .github()
         .unwrap()
-        .0
-        .lock()
-        .unwrap()
+        .statuses()
         .iter()
         .filter(|s| s.sha == "quiet")
         .map(|s| s.context.clone())
@@ -763,7 +718,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         r.warnings.iter().any(|w| w.contains("/live-ci/missing")),
         "{r:?}"
     );
-    let posted = h.github().unwrap().0.lock().unwrap().len();
+    let posted = h.github().unwrap().statuses().len();
     assert_eq!(posted, 1, "the started unit's status is posted anyway");
     t.drop_db().await;
     t2.drop_db().await;

@@ -9,12 +9,11 @@
 use live_ci_testkit::pg as support;
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
-use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec, env};
+use live_ci_core::task::{TaskKind, TaskSpec, env};
 use live_ci_core::webhook::FilePattern;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::PgMetadb;
@@ -28,6 +27,7 @@ const LOCK: &str = "/live-ci/merge-lock";
 const HEAD: &str = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
 
 use live_ci_testkit::params::{FakeError, MemoryParams as Params};
+use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 
 /// No execution is running in these tests: Step Functions is never called.
 #[derive(Debug)]
@@ -46,26 +46,6 @@ impl WorkflowEngine for NoEngine {
 
     async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
         Err(FakeError(format!("unexpected describe of {arn:?}")))
-    }
-}
-
-/// ECS RunTask, recorded.
-#[derive(Debug, Default)]
-struct Launcher(Mutex<Vec<TaskSpec>>);
-
-impl TaskLauncher for Launcher {
-    type Error = FakeError;
-
-    async fn start(&self, spec: &TaskSpec) -> Result<StartedTask, FakeError> {
-        let mut started = self.0.lock().unwrap();
-        started.push(spec.clone());
-        Ok(StartedTask {
-            task_arn: format!(
-                "arn:aws:ecs:us-east-1:000000000000:task/live-ci/{}",
-                started.len()
-            ),
-            logs_url: None,
-        })
     }
 }
 
@@ -113,7 +93,7 @@ async fn handler(t: &TestDb, server: &MockServer, cooldown_secs: u32) -> Handler
 }
 
 fn launched(h: &Handler) -> Vec<TaskSpec> {
-    h.launcher().unwrap().0.lock().unwrap().clone()
+    h.launcher().unwrap().started()
 }
 
 /// The exact task a sweep launch starts: create-deploy-stack for the head,
@@ -143,7 +123,7 @@ async fn an_unknown_head_launches_create_deploy_stack_once_per_cool_down() {
         Some(TrunkLaunch {
             commit: HEAD.into(),
             attempt: 1,
-            task_arn: "arn:aws:ecs:us-east-1:000000000000:task/live-ci/1".into(),
+            task_arn: Launcher::task_arn(1),
         })
     );
     assert_eq!(launched(&h), [sweep_task(HEAD, 1)]);

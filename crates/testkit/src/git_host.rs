@@ -1,0 +1,96 @@
+//! Git host fakes (the commit-status and pull-request port): one that records
+//! what the code under test posts, one that refuses every call.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+
+use crate::params::{FakeError, lock};
+
+/// Records statuses and keeps comments by marker, as GitHub's adapter does
+/// (one comment per marker, updated in place); lists the open pull requests
+/// and the files it was given.
+#[derive(Debug, Default)]
+pub struct RecordingGitHost {
+    /// Every status posted, in order.
+    pub statuses: Mutex<Vec<CommitStatus>>,
+    /// The current comment per (pull request, marker).
+    pub comments: Mutex<BTreeMap<(u64, String), String>>,
+    /// How many comment writes there were (creates and updates).
+    pub comment_writes: Mutex<u32>,
+    /// What `open_pull_requests` answers, whatever the base.
+    pub open: Vec<PullRequest>,
+    /// What `pull_request_files` answers for every pull request.
+    pub files: Vec<String>,
+}
+
+impl RecordingGitHost {
+    /// A host with `open` pull requests, each touching `files`.
+    pub fn with_open(open: Vec<PullRequest>, files: &[&str]) -> Self {
+        RecordingGitHost {
+            open,
+            files: files.iter().map(|f| f.to_string()).collect(),
+            ..RecordingGitHost::default()
+        }
+    }
+
+    /// The statuses posted so far.
+    pub fn statuses(&self) -> Vec<CommitStatus> {
+        lock(&self.statuses).clone()
+    }
+
+    /// The current comments by (pull request, marker).
+    pub fn comments(&self) -> BTreeMap<(u64, String), String> {
+        lock(&self.comments).clone()
+    }
+}
+
+impl GitHost for RecordingGitHost {
+    type Error = FakeError;
+
+    async fn set_status(&self, status: &CommitStatus) -> Result<(), FakeError> {
+        lock(&self.statuses).push(status.clone());
+        Ok(())
+    }
+
+    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, FakeError> {
+        Ok(self.files.clone())
+    }
+
+    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<PullRequest>, FakeError> {
+        Ok(self.open.clone())
+    }
+
+    async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), FakeError> {
+        assert!(body.contains(marker), "the comment must carry its marker");
+        lock(&self.comments).insert((number, marker.to_string()), body.to_string());
+        *lock(&self.comment_writes) += 1;
+        Ok(())
+    }
+}
+
+/// A git host every call to which fails: for code paths that must not reach
+/// GitHub (a call shows up as the error "no github").
+#[derive(Debug, Default)]
+pub struct NoGitHost;
+
+impl GitHost for NoGitHost {
+    type Error = FakeError;
+
+    async fn set_status(&self, _s: &CommitStatus) -> Result<(), FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn pull_request_files(&self, _n: u64) -> Result<Vec<String>, FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn open_pull_requests(&self, _b: &str) -> Result<Vec<PullRequest>, FakeError> {
+        Err(FakeError("no github".into()))
+    }
+
+    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
+        Err(FakeError("no github".into()))
+    }
+}
