@@ -19,6 +19,11 @@ pub const SFN_ROLE: &str = "arn:aws:iam::000000000000:role/live-ci-sfn";
 pub fn sdk_config() -> SdkConfig {
     let endpoint =
         localstack_endpoint().unwrap_or_else(|e| panic!("localstack is needed here: {e}"));
+    sdk_config_for(&endpoint)
+}
+
+/// [`sdk_config`] for a LocalStack at `endpoint`.
+pub fn sdk_config_for(endpoint: &str) -> SdkConfig {
     SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(REGION))

@@ -21,15 +21,7 @@ use support::repo::{GitRepo, TfTemplates};
 
 /// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
 fn s3_client() -> aws_sdk_s3::Client {
-    let endpoint = live_ci_testkit::localstack_endpoint()
-        .unwrap_or_else(|e| panic!("localstack is needed for the s3 plan store: {e}"));
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .endpoint_url(endpoint)
+    let conf = aws_sdk_s3::config::Builder::from(&live_ci_testkit::aws::sdk_config())
         .force_path_style(true)
         .build();
     aws_sdk_s3::Client::from_conf(conf)

@@ -3,20 +3,14 @@
 //! execution (the encryption context) and an altered ciphertext.
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
-use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use live_ci_aws::KmsTokenCipher;
 use live_ci_core::port::TokenCipher;
+use live_ci_testkit::aws::sdk_config_for;
 
 fn client(endpoint: &str) -> aws_sdk_kms::Client {
-    let config = aws_sdk_kms::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "localstack"))
-        .endpoint_url(endpoint)
-        .build();
-    aws_sdk_kms::Client::from_conf(config)
+    aws_sdk_kms::Client::new(&sdk_config_for(endpoint))
 }
 
 async fn new_key(kms: &aws_sdk_kms::Client) -> String {

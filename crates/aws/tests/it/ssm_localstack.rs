@@ -2,20 +2,14 @@
 //! as the receiver uses it: secrets read decrypted, the merge lock overwritten.
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
-use aws_sdk_ssm::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_ssm::types::ParameterType;
 use live_ci_aws::SsmParamStore;
 use live_ci_core::merge_lock::MergeLock;
 use live_ci_core::params::ParamStore;
+use live_ci_testkit::aws::sdk_config_for;
 
 fn client(endpoint: &str) -> aws_sdk_ssm::Client {
-    let config = aws_sdk_ssm::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "localstack"))
-        .endpoint_url(endpoint)
-        .build();
-    aws_sdk_ssm::Client::from_conf(config)
+    aws_sdk_ssm::Client::new(&sdk_config_for(endpoint))
 }
 
 #[tokio::test]

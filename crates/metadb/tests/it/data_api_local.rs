@@ -8,10 +8,10 @@
 
 use live_ci_testkit::pg as support;
 
-use aws_sdk_rdsdata::config::{BehaviorVersion, Credentials, Region};
 use live_ci_core::port::Metadb;
 use live_ci_metadb::sql::statements as q;
 use live_ci_metadb::{DataApiMetadb, Param, Sql};
+use live_ci_testkit::aws::sdk_config_for;
 
 async fn data_api_metadb() -> DataApiMetadb {
     let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
@@ -26,14 +26,8 @@ async fn data_api_metadb() -> DataApiMetadb {
     )
     .await
     .unwrap();
-    let config = aws_sdk_rdsdata::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url(endpoint)
-        .build();
     let db = DataApiMetadb::data_api(
-        aws_sdk_rdsdata::Client::from_conf(config),
+        aws_sdk_rdsdata::Client::new(&sdk_config_for(&endpoint)),
         &cluster.cluster_arn,
         &cluster.secret_arn,
         &cluster.database,

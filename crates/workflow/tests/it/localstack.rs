@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_sfn::types::{ExecutionStatus as SfnStatus, HistoryEvent, HistoryEventType};
 use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_core::port::{TaskTokens, TokenDelivery};
-use live_ci_testkit::{localstack_endpoint, unique};
+use live_ci_testkit::unique;
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
     ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
@@ -18,7 +18,6 @@ use live_ci_workflow::{
 };
 use serde_json::{Value, json};
 
-const REGION: &str = "us-east-1";
 const ROLE: &str = "arn:aws:iam::000000000000:role/live-ci-sfn";
 
 struct Cloud {
@@ -28,35 +27,11 @@ struct Cloud {
 }
 
 fn cloud() -> Cloud {
-    let endpoint = localstack_endpoint().unwrap();
-    let creds = aws_sdk_sfn::config::Credentials::new("test", "test", None, None, "static");
-    let region = aws_sdk_sfn::config::Region::new(REGION);
-    let behavior = aws_sdk_sfn::config::BehaviorVersion::latest();
+    let config = live_ci_testkit::aws::sdk_config();
     Cloud {
-        sfn: aws_sdk_sfn::Client::from_conf(
-            aws_sdk_sfn::Config::builder()
-                .behavior_version(behavior)
-                .region(region.clone())
-                .credentials_provider(creds.clone())
-                .endpoint_url(&endpoint)
-                .build(),
-        ),
-        sns: aws_sdk_sns::Client::from_conf(
-            aws_sdk_sns::Config::builder()
-                .behavior_version(behavior)
-                .region(region.clone())
-                .credentials_provider(creds.clone())
-                .endpoint_url(&endpoint)
-                .build(),
-        ),
-        sqs: aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::Config::builder()
-                .behavior_version(behavior)
-                .region(region)
-                .credentials_provider(creds)
-                .endpoint_url(&endpoint)
-                .build(),
-        ),
+        sfn: aws_sdk_sfn::Client::new(&config),
+        sns: aws_sdk_sns::Client::new(&config),
+        sqs: aws_sdk_sqs::Client::new(&config),
     }
 }
 

@@ -11,21 +11,14 @@
 
 use live_ci_testkit::approval as support;
 
-use aws_sdk_sesv2::config::{BehaviorVersion, Credentials, Region};
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::{ApprovalResponder, PageRequest};
 use live_ci_aws::SesMailer;
+use live_ci_testkit::aws::sdk_config_for;
 use support::*;
 
 fn ses(endpoint: &str) -> aws_sdk_sesv2::Client {
-    aws_sdk_sesv2::Client::from_conf(
-        aws_sdk_sesv2::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("test", "test", None, None, "localstack"))
-            .endpoint_url(endpoint)
-            .build(),
-    )
+    aws_sdk_sesv2::Client::new(&sdk_config_for(endpoint))
 }
 
 /// Whether this LocalStack serves SES v2 (see the module docs), probed by
