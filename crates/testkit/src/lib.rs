@@ -88,6 +88,31 @@ pub fn localstack_endpoint() -> Result<String, String> {
         .clone()
 }
 
+/// Runs `git args` in `dir` as a test author (no signing, whatever the
+/// user's configuration) and returns its trimmed stdout; panics with git's
+/// stderr when it fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run git {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A name unique to this process and call, for resources and executions that
 /// must not collide with earlier runs against the same LocalStack.
 pub fn unique(prefix: &str) -> String {

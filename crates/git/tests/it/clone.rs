@@ -2,31 +2,9 @@
 #![allow(clippy::unwrap_used)] // test helpers panic on set-up failure by design
 
 use std::path::Path;
-use std::process::Command;
 
 use live_ci_git::{GitCli, GitError};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use live_ci_testkit::git;
 
 fn commit(dir: &Path, file: &str, body: &str, message: &str) -> String {
     std::fs::write(dir.join(file), body).unwrap();

@@ -2,24 +2,11 @@
 #![allow(clippy::unwrap_used)] // test helpers panic on set-up failure by design
 
 use std::path::Path;
-use std::process::Command;
 
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{ChangeKind, FileChange, Vcs};
 use live_ci_git::{GitCli, GitError};
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .status()
-        .unwrap();
-    assert!(st.success(), "git {args:?}");
-}
+use live_ci_testkit::git;
 
 fn write(dir: &Path, path: &str, body: &str) {
     let p = dir.join(path);

@@ -5,7 +5,6 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tempfile::TempDir;
 
@@ -32,25 +31,7 @@ impl GitRepo {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@example.com",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(self.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        live_ci_testkit::git(self.path(), args)
     }
 
     pub fn write(&self, path: &str, contents: &str) -> &Self {
