@@ -209,7 +209,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .base_sha
         }
     };
-    let checkout = Checkout::new(repo, &source)?;
+    let checkout = Checkout::commit_only(repo, &source)?;
     let unit_dir = checkout.dir().join(record.cfg_path.as_str());
     if !unit_dir.is_dir() {
         return Err(TaskError::Unit {
