@@ -14,7 +14,7 @@ use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
 use live_ci_core::merge_lock;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
-use live_ci_core::status::{PullRequest, StatusState, context};
+use live_ci_core::status::{CommitStatus, GitHost, PullRequest, StatusState, context};
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::git_host::RecordingGitHost;
@@ -753,11 +753,11 @@ impl GitHost for HangingGitHub {
 #[tokio::test]
 async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
     let t = TestDb::new().await;
-    let h: TriggerSf<PgMetadb, FakeEngine, FakeParams, HangingGitHub> = TriggerSf::new(
+    let h: TriggerSf<PgMetadb, FakeEngine, MemoryParams, HangingGitHub> = TriggerSf::new(
         HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
         t.metadb(2).await,
         FakeEngine::default(),
-        FakeParams::default(),
+        MemoryParams::default(),
         Some(HangingGitHub),
     );
     let mut new = run(
@@ -818,12 +818,12 @@ impl WorkflowEngine for SlowEngine {
 #[tokio::test]
 async fn units_ready_together_are_started_concurrently() {
     let t = TestDb::new().await;
-    let h: TriggerSf<PgMetadb, SlowEngine, FakeParams, FakeGitHub> = TriggerSf::new(
+    let h: TriggerSf<PgMetadb, SlowEngine, MemoryParams, RecordingGitHost> = TriggerSf::new(
         HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
         t.metadb(2).await,
         SlowEngine::default(),
-        FakeParams::default(),
-        Some(FakeGitHub::default()),
+        MemoryParams::default(),
+        Some(github()),
     );
     let units = ["w1-a", "w1-b", "w1-c", "w1-d"];
     let new = run("w1", 4, units.iter().map(|u| exec(u, "dev", &[])).collect());
@@ -846,9 +846,7 @@ async fn units_ready_together_are_started_concurrently() {
     let pending = h
         .github()
         .unwrap()
-        .0
-        .lock()
-        .unwrap()
+        .statuses()
         .iter()
         .filter(|s| s.state == StatusState::Pending && s.sha == "w1")
         .count();
