@@ -32,7 +32,7 @@ use live_ci_core::terraform::{ProviderIndex, new_providers};
 use live_ci_core::{Graph, discover};
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::{Config, ScanType};
+use crate::config::{Common, CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
 use crate::sandbox;
@@ -77,7 +77,7 @@ const TRUNK_WINDOW: u32 = 50;
 
 /// Reads the commit-status switches (all on without a parameter).
 pub async fn status_config<P: ParamStore>(
-    config: &Config,
+    config: &Common,
     params: &P,
 ) -> Result<CommitStatusConfig> {
     match &config.commit_status_config_param {
@@ -94,7 +94,7 @@ pub async fn status_config<P: ParamStore>(
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
 pub async fn create_deploy_stack<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &DeployPorts<'_, M, P, G, I, R>,
@@ -106,12 +106,12 @@ where
     I: FunctionInvoker,
     R: RoleAssumer,
 {
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
     let Some(github) = ports.github else {
         return outcome;
     };
-    let statuses = match status_config(config, ports.params).await {
+    let statuses = match status_config(&config.common, ports.params).await {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "reading the commit status config; posting statuses");
@@ -165,7 +165,7 @@ fn summary(r: &DeployReport) -> String {
 }
 
 async fn create<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     repo: &Repo,
     ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
@@ -178,14 +178,11 @@ where
 {
     // trigger_sf's sweep launches a trunk head no webhook announced: it knows
     // no pull request, and the run is recorded under PR 0.
-    let pr_id = config.task.pr_number.unwrap_or(NO_PULL_REQUEST);
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
-    let function = Config::require(&config.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME")?;
-    let lock_param = Config::require(&config.merge_lock_param, "MERGE_LOCK_SSM_KEY")?;
-    let accounts = Accounts::from_json(
-        "ACCOUNT_PARENT_CFG",
-        Config::require(&config.accounts_json, "ACCOUNT_PARENT_CFG")?,
-    )?;
+    let pr_id = config.pr_number.unwrap_or(NO_PULL_REQUEST);
+    let commit = &config.commit;
+    let function = &config.trigger_sf_function;
+    let lock_param = &config.merge_lock_param;
+    let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &config.accounts_json)?;
     let checkout = Checkout::new(repo, commit)?;
     let commit = checkout.commit.clone();
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
@@ -208,7 +205,7 @@ where
         // Nothing deployed yet: the pull request's base when it is on this
         // line of history (it spans every commit of a rebase-merge), else the
         // first parent.
-        TrunkPlace::First => match &config.task.base_sha {
+        TrunkPlace::First => match &config.base_sha {
             Some(b) if checkout.git.is_ancestor(b, &commit)? => checkout.git.resolve(b)?,
             _ => checkout.git.first_parent(&commit)?,
         },
@@ -219,9 +216,9 @@ where
     );
     let mut warnings = Vec::new();
     let mut not_destroyed = Vec::new();
-    let (mut affected, head, base_graph) = match config.scan_type {
+    let (mut affected, head, base_graph) = match config.common.scan_type {
         ScanType::Graph => {
-            let d = detect(&checkout.git, &base, Some(&commit), config.allow_destroy)?;
+            let d = detect(&checkout.git, &base, Some(&commit), config.common.allow_destroy)?;
             warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
             not_destroyed.extend(
                 d.affected
@@ -257,7 +254,7 @@ where
         base_graph.as_ref(),
         &PlanOptions {
             accounts: Some(&accounts),
-            max_parallel: config.max_parallel as usize,
+            max_parallel: config.common.max_parallel as usize,
             durations: durations.into_iter().collect(),
         },
     )?;
@@ -268,8 +265,8 @@ where
             pr_id,
             commit_id: &commit,
             accounts: &accounts,
-            plan_command: &config.plan_command,
-            apply_command: &config.apply_command,
+            plan_command: &config.common.plan_command,
+            apply_command: &config.common.apply_command,
             new_providers: &providers,
         },
     )?;
@@ -310,16 +307,15 @@ where
         pr_id,
         commit_id: commit.clone(),
         base_ref: config
-            .task
             .base_ref
             .clone()
-            .unwrap_or_else(|| config.trunk_branch.clone()),
-        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+            .unwrap_or_else(|| config.common.trunk_branch.clone()),
+        head_ref: config.head_ref.clone().unwrap_or_default(),
         // The range deployed: terra-run checks a destroy out at its start.
         base_sha: base.clone(),
         head_sha: commit.clone(),
-        max_parallel: config.max_parallel,
-        fail_fast: config.fail_fast,
+        max_parallel: config.common.max_parallel,
+        fail_fast: config.common.fail_fast,
         trunk_seq,
         executions,
     };
@@ -384,8 +380,8 @@ where
             && let Err(e) = merge_lock::refresh_statuses(
                 github,
                 lock,
-                &config.trunk_branch,
-                &config.file_pattern,
+                &config.common.trunk_branch,
+                &config.common.file_pattern,
             )
             .await
         {
@@ -421,7 +417,7 @@ where
 
 /// Records a merge a queued or started run covers; nothing is applied.
 async fn record_superseded<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     ports: &DeployPorts<'_, M, P, G, I, R>,
     pr_id: u64,
     commit: &str,
@@ -439,15 +435,14 @@ where
         pr_id,
         commit_id: commit.to_string(),
         base_ref: config
-            .task
             .base_ref
             .clone()
-            .unwrap_or_else(|| config.trunk_branch.clone()),
-        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+            .unwrap_or_else(|| config.common.trunk_branch.clone()),
+        head_ref: config.head_ref.clone().unwrap_or_default(),
         base_sha: commit.to_string(),
         head_sha: commit.to_string(),
-        max_parallel: config.max_parallel,
-        fail_fast: config.fail_fast,
+        max_parallel: config.common.max_parallel,
+        fail_fast: config.common.fail_fast,
         trunk_seq,
         executions: Vec::new(),
     };
@@ -461,7 +456,7 @@ where
         created: run_id.is_some(),
         started: false,
         plan: DeploymentPlan {
-            max_parallel: config.max_parallel as usize,
+            max_parallel: config.common.max_parallel as usize,
             units: Vec::new(),
             makespan: 0.0,
         },
@@ -509,7 +504,7 @@ fn add_pending<'a>(
 /// The plan scan: every unit planned with `-detailed-exitcode`; those with
 /// changes and their dependents are affected. A failed plan fails the scan.
 async fn plan_scan<R: RoleAssumer>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     accounts: &Accounts,
     checkout: &Checkout,
     head: &Graph,
@@ -524,7 +519,7 @@ async fn plan_scan<R: RoleAssumer>(
         checkout.dir().display().to_string(),
     )];
     env.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
@@ -545,11 +540,11 @@ async fn plan_scan<R: RoleAssumer>(
         checkout.dir(),
         &scratch,
         &units,
-        |p| config.plan_command.for_unit(p),
-        |p| config.show_command.for_unit(p),
+        |p| config.common.plan_command.for_unit(p),
+        |p| config.common.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
-        config.max_parallel as usize,
+        config.common.max_parallel as usize,
     )
     .await?;
     let mut changed = BTreeSet::new();

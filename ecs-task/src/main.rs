@@ -6,9 +6,8 @@ use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_metadb::AnyMetadb;
 use live_ci_task::checkout::Repo;
-use live_ci_task::cli::{Cli, TaskCommand};
+use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
@@ -26,18 +25,18 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if cli.command == TaskCommand::Contract {
+    // Every variable the subcommand needs is checked before anything is done.
+    let config = Config::from_env(cli.command).context("live-ci-task configuration")?;
+    let Some(common) = config.common() else {
         println!(
             "{}",
             serde_json::json!({"env_vars": ENV_VARS, "aws_actions": AWS_ACTIONS})
         );
         return Ok(());
-    }
-    let config = Config::from_env().context("live-ci-task configuration")?;
+    };
     let aws = aws_config::load_from_env().await;
-    let metadb = open_metadb(config.metadb.as_ref(), &aws).await?;
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    let token = match &config.github_token_param {
+    let token = match &common.github_token_param {
         Some(param) => Some(
             params
                 .get(param)
@@ -46,9 +45,9 @@ async fn main() -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let github = match (&token, &config.repository) {
+    let github = match (&token, &common.repository) {
         (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
-            api_base: config.github_api_url.clone(),
+            api_base: common.github_api_url.clone(),
             repository: repository.clone(),
             token: token.clone(),
             retry: RetryPolicy::default(),
@@ -56,39 +55,41 @@ async fn main() -> anyhow::Result<()> {
         _ => None,
     };
     let repo = Repo {
-        clone_url: Config::require(&config.clone_url, "REPO_CLONE_URL")?.clone(),
+        clone_url: common.clone_url.clone(),
         token,
     };
-    let logs_url = logs::logs_url(&config).await;
+    let logs_url = logs::logs_url(common).await;
     let roles = StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws));
-    let metadb = || -> anyhow::Result<&AnyMetadb> {
-        Config::require(&metadb, "METADB_URL").map_err(Into::into)
-    };
-    match cli.command {
-        TaskCommand::CreateDeployStack => {
-            let metadb = metadb()?;
+    match &config {
+        Config::CreateDeployStack { metadb, job } => {
+            let metadb = open_metadb(metadb, &aws).await?;
             let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
             let ports = DeployPorts {
-                metadb,
+                metadb: &metadb,
                 params: &params,
                 github: github.as_ref(),
                 invoker: &invoker,
                 roles: &roles,
             };
-            let report = create_deploy_stack(&config, &repo, logs_url.as_deref(), &ports).await?;
+            let report = create_deploy_stack(job, &repo, logs_url.as_deref(), &ports).await?;
             println!(
                 "live-ci: done: run {:?}, {} execution(s)",
                 report.run_id,
                 report.execution_ids.len()
             );
         }
-        TaskCommand::TerraRun => {
-            let metadb = metadb()?;
-            let bucket = Config::require(&config.plan_bucket, "PLAN_BUCKET")?;
-            let artifacts =
-                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), bucket.clone());
+        Config::TerraRun {
+            metadb,
+            plan_bucket,
+            job,
+        } => {
+            let metadb = open_metadb(metadb, &aws).await?;
+            let artifacts = S3ArtifactStore::new(
+                live_ci_aws::sdk::s3::Client::new(&aws),
+                plan_bucket.clone(),
+            );
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
-            let statuses = match status_config(&config, &params).await {
+            let statuses = match status_config(common, &params).await {
                 Ok(s) => s,
                 Err(e) => {
                     // Statuses are advisory; the task token carries the result.
@@ -97,19 +98,22 @@ async fn main() -> anyhow::Result<()> {
                 }
             };
             let ports = TerraRunPorts {
-                metadb,
+                metadb: &metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
                 roles: &roles,
                 github: github.as_ref(),
                 statuses,
             };
-            terra_run(&config, &repo, logs_url.as_deref(), &ports).await?;
+            terra_run(job, &repo, logs_url.as_deref(), &ports).await?;
         }
-        TaskCommand::PrPlan => {
-            let statuses = status_config(&config, &params).await?;
+        Config::PrPlan { metadb, job } => {
+            if let Some(metadb) = metadb {
+                open_metadb(metadb, &aws).await?;
+            }
+            let statuses = status_config(common, &params).await?;
             let report = pr_plan(
-                &config,
+                job,
                 &repo,
                 logs_url.as_deref(),
                 github.as_ref(),
@@ -125,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        TaskCommand::Contract => {}
+        Config::Contract => {}
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::Config;
+use crate::config::PrPlanConfig;
 use crate::error::{Result, TaskError};
 use crate::plans::{UnitPlan, plan_units};
 use crate::sandbox;
@@ -49,15 +49,15 @@ impl PrPlanReport {
 /// Each plan runs with the temporary credentials of its account's plan role,
 /// assumed here through `roles`.
 pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &PrPlanConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     github: Option<&G>,
     roles: &R,
     post_statuses: bool,
 ) -> Result<PrPlanReport> {
-    let pr = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let pr = config.pr_number;
+    let commit = config.commit.clone();
     let outcome = plan(config, repo, roles, pr, &commit).await;
     if let Some(github) = github {
         let status = |state, context: &str, description: &str| {
@@ -131,13 +131,13 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
 }
 
 async fn plan<R: RoleAssumer>(
-    config: &Config,
+    config: &PrPlanConfig,
     repo: &Repo,
     roles: &R,
     pr: u64,
     commit: &str,
 ) -> Result<PrPlanReport> {
-    let base_ref = Config::require(&config.task.base_ref, "LIVE_CI_BASE_REF")?;
+    let base_ref = &config.base_ref;
     // With the accounts, each plan runs as its account's plan role.
     let accounts = match &config.accounts_json {
         Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
@@ -151,7 +151,7 @@ async fn plan<R: RoleAssumer>(
         &checkout.git,
         &base,
         Some(&checkout.commit),
-        config.allow_destroy,
+        config.common.allow_destroy,
     )?;
     // A removed unit that is not destroyed is reported as such, not as a warning.
     let (not_destroyed, skipped): (Vec<_>, Vec<_>) = detection
@@ -183,7 +183,7 @@ async fn plan<R: RoleAssumer>(
         checkout.dir().display().to_string(),
     )];
     env.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| {
@@ -203,11 +203,11 @@ async fn plan<R: RoleAssumer>(
         checkout.dir(),
         &scratch,
         &units,
-        |p| config.plan_command.for_unit(p),
-        |p| config.show_command.for_unit(p),
+        |p| config.common.plan_command.for_unit(p),
+        |p| config.common.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
-        config.max_parallel as usize,
+        config.common.max_parallel as usize,
     )
     .await?;
     Ok(PrPlanReport {

@@ -10,15 +10,11 @@ use crate::error::{Result, TaskError};
 /// Connections per task: a subcommand runs its metadb calls one after another.
 const CONNECTIONS: usize = 2;
 
-/// The migrated metadb, or `None` when this task has no metadb configured (a
-/// `pr-plan` task may have none): nothing to migrate, and no failure.
+/// The migrated metadb (`pr-plan` has none: it runs a pull request's code).
 pub async fn open_metadb(
-    config: Option<&MetadbConfig>,
+    config: &MetadbConfig,
     aws: &aws_config::SdkConfig,
-) -> Result<Option<AnyMetadb>> {
-    let Some(config) = config else {
-        return Ok(None);
-    };
+) -> Result<AnyMetadb> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS)
         .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let applied = metadb
@@ -30,5 +26,5 @@ pub async fn open_metadb(
     } else {
         tracing::info!(?applied, "applied metadb migrations");
     }
-    Ok(Some(metadb))
+    Ok(metadb)
 }

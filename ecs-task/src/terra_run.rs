@@ -26,7 +26,7 @@ use serde::Serialize;
 use tokio::process::Command;
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::Config;
+use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
 use crate::plans::describe_plan;
 use crate::run::{self, Tick};
@@ -63,15 +63,16 @@ pub enum TerraRunResult {
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
 pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
-    let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
+    let token = config.task_token.clone();
     let mut unit = None;
     let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
-    if let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) {
+    if let Some((commit, cfg_path)) = &unit {
+        let phase = config.phase.phase();
         let (state, description) = match &outcome {
             Ok(TerraRunResult::Plan(p)) => (StatusState::Success, p.summary()),
             Ok(TerraRunResult::Apply(a)) => (
@@ -143,15 +144,15 @@ async fn post_status<M, A, T, G: GitHost, R>(
 }
 
 async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     token: &str,
     unit: &mut Option<(String, RepoPath)>,
 ) -> Result<TerraRunResult> {
-    let phase = *Config::require(&config.task.phase, "LIVE_CI_PHASE")?;
-    let execution_id = Config::require(&config.task.execution_id, "LIVE_CI_EXECUTION_ID")?;
+    let phase = config.phase.phase();
+    let execution_id = &config.execution_id;
     let record = ports
         .metadb
         .execution(execution_id)
@@ -159,7 +160,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         .map_err(|e| TaskError::Metadb(e.to_string()))?
         .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
     // The record is the truth; the state machine passes the same command.
-    let command = config.task.command.clone().unwrap_or_else(|| match phase {
+    let command = config.command.clone().unwrap_or_else(|| match phase {
         Phase::Plan => record.plan_command.clone(),
         Phase::Apply => record.apply_command.clone(),
     });
@@ -219,7 +220,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
     ];
     extra.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role = unit_role(config, &record, phase)?;
@@ -233,8 +234,8 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
     let command = with_plan_file(&command, phase, &plan_file_str);
     let logs_url = logs_url.unwrap_or_default().to_string();
     let key = plan_key(&record.execution_id, &record.commit_id);
-    match phase {
-        Phase::Plan => {
+    match &config.phase {
+        PhaseInput::Plan => {
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
             log_command_time(&record, phase, &finished);
@@ -249,7 +250,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 });
             }
             let summary = describe_plan(
-                &config.show_command.for_unit(&record.cfg_path),
+                &config.common.show_command.for_unit(&record.cfg_path),
                 &plan_file_str,
                 &unit_dir,
                 &env,
@@ -298,7 +299,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 to_import: summary.import,
                 to_forget: summary.forget,
                 outputs_changed: summary.outputs_changed.clone(),
-                skip_apply: config.skip_unchanged && !summary.has_changes(),
+                skip_apply: config.common.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
             };
@@ -314,8 +315,9 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             );
             Ok(TerraRunResult::Plan(result))
         }
-        Phase::Apply => {
-            let artifact = Config::require(&config.task.plan_artifact, "LIVE_CI_PLAN_ARTIFACT")?;
+        PhaseInput::Apply {
+            plan_artifact: artifact,
+        } => {
             let bad = |message: String| TaskError::PlanArtifact {
                 artifact: artifact.clone(),
                 message,
@@ -393,12 +395,12 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
 /// The role of the unit's own account for this phase, from the metadb record:
 /// the state machine's `LIVE_CI_ROLE_ARN` may only repeat it, so a tampered
 /// execution input cannot borrow another account's role.
-fn unit_role<'r>(config: &Config, record: &'r ExecutionRecord, phase: Phase) -> Result<&'r str> {
+fn unit_role<'r>(config: &TerraRunConfig, record: &'r ExecutionRecord, phase: Phase) -> Result<&'r str> {
     let role = match phase {
         Phase::Plan => record.plan_role_arn.as_str(),
         Phase::Apply => record.apply_role_arn.as_str(),
     };
-    match config.task.role_arn.as_deref().filter(|r| !r.is_empty()) {
+    match config.role_arn.as_deref().filter(|r| !r.is_empty()) {
         Some(asked) if asked != role => Err(TaskError::Unit {
             unit: record.cfg_path.to_string(),
             message: format!(
@@ -426,7 +428,7 @@ fn log_command_time(record: &ExecutionRecord, phase: Phase, finished: &run::Fini
 }
 
 async fn run_with_heartbeat<T: TaskTokens>(
-    config: &Config,
+    config: &TerraRunConfig,
     tokens: &T,
     token: &str,
     command: &str,
@@ -438,7 +440,7 @@ async fn run_with_heartbeat<T: TaskTokens>(
         dir,
         env,
         "",
-        Duration::from_secs(config.heartbeat_seconds),
+        Duration::from_secs(config.common.heartbeat_seconds),
         move || async move {
             match tokens.heartbeat(token).await {
                 Ok(TokenDelivery::Delivered) => Tick::Continue,

@@ -116,7 +116,7 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     );
     let head2 = repo.commit("break b");
     let mut config2 = config.clone();
-    config2.task.commit = Some(head2.clone());
+    config2.commit = head2.clone();
     let report = pr_plan(&config2, &clone, None, Some(&github), &support::sts(), true)
         .await
         .unwrap();

@@ -184,8 +184,8 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
 
     let (arn, token) = waiting_execution(&c).await;
     let mut config = config.clone();
-    config.task.task_token = Some(token);
-    config.task.command = Some("echo 'Error: no credentials'; exit 1".into());
+    config.task_token = token;
+    config.command = Some("echo 'Error: no credentials'; exit 1".into());
     terra_run(&config, &clone, None, &ports).await.unwrap_err();
     let out = ended(&c, &arn).await;
     assert_eq!(out.status, ExecutionStatus::Failed);

@@ -13,7 +13,7 @@ use live_ci_core::terraform::plan_key;
 use live_ci_metadb::PgMetadb;
 use live_ci_task::terra_run::status_context;
 use live_ci_task::terra_run::{TerraRunPorts, TerraRunResult, terra_run};
-use live_ci_task::{Config, TaskError, checkout::Repo};
+use live_ci_task::{TaskError, TerraRunConfig, checkout::Repo};
 use serde_json::Value;
 use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
@@ -84,7 +84,7 @@ async fn setup() -> Setup {
     }
 }
 
-fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> Config {
+fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> TerraRunConfig {
     let mut pairs = vec![
         ("LIVE_CI_PHASE", phase),
         ("LIVE_CI_TASK_TOKEN", "token-1"),
@@ -320,7 +320,7 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
         statuses: Default::default(),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
-    let plan_output = |config: &Config| {
+    let plan_output = |config: &TerraRunConfig| {
         let config = config.clone();
         let repo = &repo;
         let ports = &ports;
@@ -363,7 +363,7 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
     assert_eq!(unchanged["outputs_changed"], serde_json::json!([]));
     assert_eq!(unchanged["skip_apply"], true);
     let mut keep = env(id2, "plan", None, &s.clone_url);
-    keep.skip_unchanged = false;
+    keep.common.skip_unchanged = false;
     let kept = plan_output(&keep).await;
     assert_eq!(kept["skip_apply"], false);
     let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
@@ -399,7 +399,7 @@ async fn failures_reach_the_token_with_the_commands_output() {
     };
     // A failing command: the failure names the command and carries its last lines.
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.task.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
+    config.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -504,7 +504,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     store.put(&key1, other).await.unwrap();
     let marker = s.tf.state.path().join("apply-ran");
     let mut config = env(id1, "apply", Some(&store.uri(&key1)), &s.clone_url);
-    config.task.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
+    config.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::PlanArtifact { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -640,7 +640,7 @@ async fn another_accounts_role_is_refused() {
     };
     let id = "run-7-x-dev-app-001";
     let mut config = env(id, "plan", None, &s.clone_url);
-    config.task.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
+    config.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(
         err.to_string()

@@ -571,7 +571,11 @@ fn the_command_defaults_are_the_tasks() {
         format!("{:?}", live_ci_core::terraform::DEFAULT_SHOW_COMMAND)
     );
     // The task's own default for SKIP_UNCHANGED is the module's.
-    let task = live_ci_task::Config::from_lookup(|_| None).unwrap();
+    use live_ci_task::FromLookup;
+    let task = live_ci_task::Common::from_lookup(|k| {
+        (k == "REPO_FULL_NAME").then(|| "acme/live".to_string())
+    })
+    .unwrap();
     assert_eq!(default("skip_unchanged"), task.skip_unchanged.to_string());
 }
 
