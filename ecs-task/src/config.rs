@@ -350,7 +350,9 @@ impl FromLookup for Common {
             apply_command: apply_command?,
             show_command: show_command?,
             skip_unchanged: skip_unchanged?,
-            git_ssh_key: check.opt(crate::git_ssh::ENV).map(crate::git_ssh::SshKey::new),
+            git_ssh_key: check
+                .opt(crate::git_ssh::ENV)
+                .map(crate::git_ssh::SshKey::new),
             max_parallel: max_parallel?,
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
@@ -719,7 +721,11 @@ mod tests {
         assert_eq!(
             names(missing(
                 TaskCommand::TerraRun,
-                &[repo, ("LIVE_CI_PHASE", "apply"), ("METADB_CLUSTER_ARN", "c")]
+                &[
+                    repo,
+                    ("LIVE_CI_PHASE", "apply"),
+                    ("METADB_CLUSTER_ARN", "c")
+                ]
             )),
             vec![
                 ConfigError::Missing("LIVE_CI_TASK_TOKEN"),
@@ -741,7 +747,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            names(missing(TaskCommand::PrPlan, &[repo, ("LIVE_CI_COMMIT", "c")])),
+            names(missing(
+                TaskCommand::PrPlan,
+                &[repo, ("LIVE_CI_COMMIT", "c")]
+            )),
             vec![
                 ConfigError::Missing("LIVE_CI_PR_NUMBER"),
                 ConfigError::Missing("LIVE_CI_BASE_REF"),
@@ -829,16 +838,12 @@ mod tests {
         assert!(err.to_string().contains("SKIP_UNCHANGED"), "{err}");
         let err = common(&[("SCAN_TYPE", "diff")]).unwrap_err();
         assert!(err.to_string().contains("SCAN_TYPE=\"diff\""), "{err}");
-        let err =
-            common(&[("PLAN_COMMAND", "terraform plan {dir}")]).unwrap_err();
+        let err = common(&[("PLAN_COMMAND", "terraform plan {dir}")]).unwrap_err();
         assert!(err.to_string().contains("\"{dir}\""), "{err}");
         // A placeholder the quoting would not protect is refused, naming the template.
-        let err = common(&[(
-            "PLAN_COMMAND",
-            "terraform plan -var=\"unit={cfg_path}\"",
-        )])
-        .unwrap_err()
-        .to_string();
+        let err = common(&[("PLAN_COMMAND", "terraform plan -var=\"unit={cfg_path}\"")])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("environment variable PLAN_COMMAND=")
                 && err.contains("is inside quotes"),

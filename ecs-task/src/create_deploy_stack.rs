@@ -218,7 +218,12 @@ where
     let mut not_destroyed = Vec::new();
     let (mut affected, head, base_graph) = match config.common.scan_type {
         ScanType::Graph => {
-            let d = detect(&checkout.git, &base, Some(&commit), config.common.allow_destroy)?;
+            let d = detect(
+                &checkout.git,
+                &base,
+                Some(&commit),
+                config.common.allow_destroy,
+            )?;
             warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
             not_destroyed.extend(
                 d.affected

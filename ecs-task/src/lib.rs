@@ -20,7 +20,7 @@ pub mod terra_run;
 
 pub use config::{
     AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
-    CreateDeployStackConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS, PR_PLAN_AWS_ACTIONS, PhaseInput,
-    PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
+    CreateDeployStackConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS, PR_PLAN_AWS_ACTIONS,
+    PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
 };
 pub use error::{Result, TaskError};

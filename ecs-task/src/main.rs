@@ -84,10 +84,8 @@ async fn main() -> anyhow::Result<()> {
             job,
         } => {
             let metadb = open_metadb(metadb, &aws).await?;
-            let artifacts = S3ArtifactStore::new(
-                live_ci_aws::sdk::s3::Client::new(&aws),
-                plan_bucket.clone(),
-            );
+            let artifacts =
+                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), plan_bucket.clone());
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
             let statuses = match status_config(common, &params).await {
                 Ok(s) => s,

@@ -11,10 +11,7 @@ use crate::error::{Result, TaskError};
 const CONNECTIONS: usize = 2;
 
 /// The migrated metadb (`pr-plan` has none: it runs a pull request's code).
-pub async fn open_metadb(
-    config: &MetadbConfig,
-    aws: &aws_config::SdkConfig,
-) -> Result<AnyMetadb> {
+pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> Result<AnyMetadb> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS)
         .map_err(|e| TaskError::Metadb(e.to_string()))?;
     let applied = metadb

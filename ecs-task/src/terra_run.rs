@@ -395,7 +395,11 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
 /// The role of the unit's own account for this phase, from the metadb record:
 /// the state machine's `LIVE_CI_ROLE_ARN` may only repeat it, so a tampered
 /// execution input cannot borrow another account's role.
-fn unit_role<'r>(config: &TerraRunConfig, record: &'r ExecutionRecord, phase: Phase) -> Result<&'r str> {
+fn unit_role<'r>(
+    config: &TerraRunConfig,
+    record: &'r ExecutionRecord,
+    phase: Phase,
+) -> Result<&'r str> {
     let role = match phase {
         Phase::Plan => record.plan_role_arn.as_str(),
         Phase::Apply => record.apply_role_arn.as_str(),

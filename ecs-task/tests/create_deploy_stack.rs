@@ -42,7 +42,13 @@ fn accounts() -> String {
         .unwrap()
 }
 
-fn config(url: &str, commit: &str, pr: &str, accounts: &str, extra: &[(&str, &str)]) -> CreateDeployStackConfig {
+fn config(
+    url: &str,
+    commit: &str,
+    pr: &str,
+    accounts: &str,
+    extra: &[(&str, &str)],
+) -> CreateDeployStackConfig {
     let mut pairs = vec![
         ("REPO_CLONE_URL", url),
         ("LIVE_CI_PR_NUMBER", pr),
