@@ -27,7 +27,9 @@ use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
 use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::status::{
+    Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
+};
 use live_ci_core::terraform::{ProviderIndex, new_providers};
 use live_ci_core::{Graph, discover};
 
@@ -42,8 +44,9 @@ use crate::sandbox;
 pub struct DeployPorts<'a, M, P, G, I, R> {
     pub metadb: &'a M,
     pub params: &'a P,
-    /// `None`: no commit statuses (no GitHub token configured).
-    pub github: Option<&'a G>,
+    /// Where statuses go ([`NoGitHost`](live_ci_core::status::NoGitHost)
+    /// without a GitHub token).
+    pub github: &'a G,
     pub invoker: &'a I,
     /// Assumes the accounts' plan roles for the plan scan.
     pub roles: &'a R,
@@ -108,44 +111,33 @@ where
 {
     let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
-    let Some(github) = ports.github else {
-        return outcome;
-    };
-    let statuses = match status_config(&config.common, ports.params).await {
+    let switches = match status_config(&config.common, ports.params).await {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "reading the commit status config; posting statuses");
             CommitStatusConfig::default()
         }
     };
-    if statuses.create_deploy_stack {
-        let (state, description) = match &outcome {
-            Ok(r) => (StatusState::Success, summary(r)),
-            Err(e) => (StatusState::Failure, e.to_string()),
-        };
-        let mut status =
-            CommitStatus::new(&commit, state, context::CREATE_DEPLOY_STACK, &description);
-        status.target_url = logs_url.map(str::to_string);
-        if let Err(e) = github.set_status(&status).await {
-            tracing::warn!(error = %e, "posting the create-deploy-stack status");
-        }
-    }
+    let statuses = Statuses::new(ports.github, switches);
+    let status = |state, context: &str, description: &str| {
+        let mut s = CommitStatus::new(&commit, state, context, description);
+        s.target_url = logs_url.map(str::to_string);
+        s
+    };
+    let (state, description) = match &outcome {
+        Ok(r) => (StatusState::Success, summary(r)),
+        Err(e) => (StatusState::Failure, e.to_string()),
+    };
+    let created = status(state, context::CREATE_DEPLOY_STACK, &description);
+    statuses.post(Check::CreateDeployStack, &created).await;
     if let Ok(r) = &outcome
         && !r.not_destroyed.is_empty()
     {
         // Informational (the run itself is fine): which removed units keep
         // their infrastructure until someone destroys them or opts in.
         let description = crate::pr_plan::not_destroyed_text(&r.not_destroyed);
-        let mut status = CommitStatus::new(
-            &commit,
-            StatusState::Success,
-            context::DESTROY,
-            &description,
-        );
-        status.target_url = logs_url.map(str::to_string);
-        if let Err(e) = github.set_status(&status).await {
-            tracing::warn!(error = %e, "posting the destroy status");
-        }
+        let destroy = status(StatusState::Success, context::DESTROY, &description);
+        statuses.post(Check::Always, &destroy).await;
     }
     outcome
 }
@@ -381,14 +373,14 @@ where
             .put(lock_param, &lock.to_string())
             .await
             .map_err(|e| TaskError::Params(e.to_string()))?;
-        if let Some(github) = ports.github
-            && let Err(e) = merge_lock::refresh_statuses(
-                github,
-                lock,
-                &config.common.trunk_branch,
-                &config.common.file_pattern,
-            )
-            .await
+        // Advisory, as every status: the parameter already says the truth.
+        if let Err(e) = merge_lock::refresh_statuses(
+            ports.github,
+            lock,
+            &config.common.trunk_branch,
+            &config.common.file_pattern,
+        )
+        .await
         {
             warnings.push(format!("merge lock statuses: {e}"));
         }

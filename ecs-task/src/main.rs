@@ -5,6 +5,7 @@ use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
+use live_ci_core::status::{GitHost, NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
@@ -12,7 +13,7 @@ use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
-use live_ci_task::{AWS_ACTIONS, Config, ENV_VARS, logs};
+use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, logs};
 use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
@@ -59,19 +60,55 @@ async fn main() -> anyhow::Result<()> {
         token,
     };
     let logs_url = logs::logs_url(common).await;
-    let roles = StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws));
-    match &config {
+    let clients = Clients {
+        roles: StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws)),
+        aws,
+        params,
+        repo,
+        logs_url,
+    };
+    // Without a GitHub token statuses go to a host that posts nothing.
+    match &github {
+        Some(github) => run(&config, common, &clients, github).await,
+        None => run(&config, common, &clients, &NoGitHost).await,
+    }
+}
+
+/// What every subcommand is handed besides the git host.
+struct Clients {
+    aws: aws_config::SdkConfig,
+    params: SsmParamStore,
+    roles: StsRoleAssumer,
+    repo: Repo,
+    logs_url: Option<String>,
+}
+
+async fn run<G: GitHost>(
+    config: &Config,
+    common: &Common,
+    clients: &Clients,
+    github: &G,
+) -> anyhow::Result<()> {
+    let Clients {
+        aws,
+        params,
+        roles,
+        repo,
+        logs_url,
+    } = clients;
+    let logs_url = logs_url.as_deref();
+    match config {
         Config::CreateDeployStack { metadb, job } => {
-            let metadb = open_metadb(metadb, &aws).await?;
-            let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
+            let metadb = open_metadb(metadb, aws).await?;
+            let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(aws));
             let ports = DeployPorts {
                 metadb: &metadb,
-                params: &params,
-                github: github.as_ref(),
+                params,
+                github,
                 invoker: &invoker,
-                roles: &roles,
+                roles,
             };
-            let report = create_deploy_stack(job, &repo, logs_url.as_deref(), &ports).await?;
+            let report = create_deploy_stack(job, repo, logs_url, &ports).await?;
             println!(
                 "live-ci: done: run {:?}, {} execution(s)",
                 report.run_id,
@@ -83,11 +120,11 @@ async fn main() -> anyhow::Result<()> {
             plan_bucket,
             job,
         } => {
-            let metadb = open_metadb(metadb, &aws).await?;
+            let metadb = open_metadb(metadb, aws).await?;
             let artifacts =
-                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), plan_bucket.clone());
-            let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
-            let statuses = match status_config(common, &params).await {
+                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
+            let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
+            let switches = match status_config(common, params).await {
                 Ok(s) => s,
                 Err(e) => {
                     // Statuses are advisory; the task token carries the result.
@@ -99,26 +136,17 @@ async fn main() -> anyhow::Result<()> {
                 metadb: &metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
-                roles: &roles,
-                github: github.as_ref(),
-                statuses,
+                roles,
+                statuses: Statuses::new(github, switches),
             };
-            terra_run(job, &repo, logs_url.as_deref(), &ports).await?;
+            terra_run(job, repo, logs_url, &ports).await?;
         }
         Config::PrPlan { metadb, job } => {
             if let Some(metadb) = metadb {
-                open_metadb(metadb, &aws).await?;
+                open_metadb(metadb, aws).await?;
             }
-            let statuses = status_config(common, &params).await?;
-            let report = pr_plan(
-                job,
-                &repo,
-                logs_url.as_deref(),
-                github.as_ref(),
-                &roles,
-                statuses.pr_plan,
-            )
-            .await?;
+            let statuses = Statuses::new(github, status_config(common, params).await?);
+            let report = pr_plan(job, repo, logs_url, &statuses, roles).await?;
             if report.failed() > 0 {
                 anyhow::bail!(
                     "{} of {} plan(s) failed",

@@ -9,7 +9,7 @@ use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::RoleAssumer;
-use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
+use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
@@ -22,7 +22,7 @@ pub const COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
 
 /// The status context of one unit's plan.
 pub fn unit_context(cfg_path: &RepoPath) -> String {
-    format!("{} {}", context::PR_PLAN, cfg_path)
+    context::pr_plan_unit(cfg_path.as_str())
 }
 
 /// What pr-plan found.
@@ -52,81 +52,75 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
     config: &PrPlanConfig,
     repo: &Repo,
     logs_url: Option<&str>,
-    github: Option<&G>,
+    statuses: &Statuses<G>,
     roles: &R,
-    post_statuses: bool,
 ) -> Result<PrPlanReport> {
     let pr = config.pr_number;
     let commit = config.commit.clone();
     let outcome = plan(config, repo, roles, pr, &commit).await;
-    if let Some(github) = github {
-        let status = |state, context: &str, description: &str| {
-            let mut s = CommitStatus::new(&commit, state, context, description);
-            s.target_url = logs_url.map(str::to_string);
-            s
-        };
-        let mut posts = Vec::new();
-        let body = match &outcome {
-            Ok(report) => {
-                for p in &report.plans {
-                    let (state, text) = match &p.outcome {
-                        Ok(o) => (
-                            StatusState::Success,
-                            format!(
-                                "{} to add, {} to change, {} to destroy",
-                                o.counts.add, o.counts.change, o.counts.destroy
-                            ),
-                        ),
-                        Err(e) => (StatusState::Failure, e.clone()),
-                    };
-                    posts.push(status(state, &unit_context(&p.path), &text));
-                }
-                let failed = report.failed();
-                posts.push(status(
-                    if failed == 0 {
-                        StatusState::Success
-                    } else {
-                        StatusState::Failure
-                    },
-                    context::PR_PLAN,
-                    &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
-                ));
-                if !report.not_destroyed.is_empty() {
-                    // Informational, as on the merge commit: the merge is fine,
-                    // the removed units' infrastructure stays.
-                    posts.push(status(
+    let status = |state, context: &str, description: &str| {
+        let mut s = CommitStatus::new(&commit, state, context, description);
+        s.target_url = logs_url.map(str::to_string);
+        s
+    };
+    let mut posts = Vec::new();
+    let body = match &outcome {
+        Ok(report) => {
+            for p in &report.plans {
+                let (state, text) = match &p.outcome {
+                    Ok(o) => (
                         StatusState::Success,
-                        context::DESTROY,
-                        &not_destroyed_text(&report.not_destroyed),
-                    ));
-                }
-                comment(&commit, logs_url, report)
+                        format!(
+                            "{} to add, {} to change, {} to destroy",
+                            o.counts.add, o.counts.change, o.counts.destroy
+                        ),
+                    ),
+                    Err(e) => (StatusState::Failure, e.clone()),
+                };
+                posts.push(status(state, &unit_context(&p.path), &text));
             }
-            Err(e) => {
+            let failed = report.failed();
+            posts.push(status(
+                if failed == 0 {
+                    StatusState::Success
+                } else {
+                    StatusState::Failure
+                },
+                context::PR_PLAN,
+                &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
+            ));
+            if !report.not_destroyed.is_empty() {
+                // Informational, as on the merge commit: the merge is fine,
+                // the removed units' infrastructure stays.
                 posts.push(status(
-                    StatusState::Failure,
-                    context::PR_PLAN,
-                    &e.to_string(),
+                    StatusState::Success,
+                    context::DESTROY,
+                    &not_destroyed_text(&report.not_destroyed),
                 ));
-                format!(
-                    "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
-                    short(&commit),
-                    e.to_string().replace('`', "'")
-                )
             }
-        };
-        if post_statuses {
-            for s in &posts {
-                if let Err(e) = github.set_status(s).await {
-                    tracing::warn!(error = %e, context = %s.context, "posting a status");
-                }
-            }
+            comment(&commit, logs_url, report)
         }
-        github
-            .upsert_comment(pr, COMMENT_MARKER, &body)
-            .await
-            .map_err(|e| TaskError::GitHub(e.to_string()))?;
+        Err(e) => {
+            posts.push(status(
+                StatusState::Failure,
+                context::PR_PLAN,
+                &e.to_string(),
+            ));
+            format!(
+                "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
+                short(&commit),
+                e.to_string().replace('`', "'")
+            )
+        }
+    };
+    for s in &posts {
+        statuses.post(Check::PrPlan, s).await;
     }
+    statuses
+        .host()
+        .upsert_comment(pr, COMMENT_MARKER, &body)
+        .await
+        .map_err(|e| TaskError::GitHub(e.to_string()))?;
     outcome
 }
 

@@ -16,7 +16,7 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
 };
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
+use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
     with_plan_file,
@@ -40,15 +40,13 @@ pub struct TerraRunPorts<'a, M, A, T, G, R> {
     pub tokens: &'a T,
     /// Assumes the unit's account role for the command.
     pub roles: &'a R,
-    /// Where the plan and apply statuses go (`None`: no GitHub token configured).
-    pub github: Option<&'a G>,
-    /// Which statuses to post (`Plan`, `Apply`).
-    pub statuses: CommitStatusConfig,
+    /// The plan and apply statuses (switched by `Plan`, `Apply`).
+    pub statuses: Statuses<&'a G>,
 }
 
 /// The commit-status context of one unit's plan or apply.
 pub fn status_context(phase: Phase, cfg_path: &RepoPath) -> String {
-    format!("live-ci: {} {cfg_path}", phase.as_str())
+    context::phase_unit(phase, cfg_path.as_str())
 }
 
 /// What terra-run reported with SendTaskSuccess.
@@ -128,19 +126,14 @@ async fn post_status<M, A, T, G: GitHost, R>(
     state: StatusState,
     description: &str,
 ) {
-    let wanted = match phase {
-        Phase::Plan => ports.statuses.plan,
-        Phase::Apply => ports.statuses.apply,
-    };
-    let Some(github) = ports.github.filter(|_| wanted) else {
-        return;
+    let check = match phase {
+        Phase::Plan => Check::Plan,
+        Phase::Apply => Check::Apply,
     };
     let mut status =
         CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
     status.target_url = logs_url.map(str::to_string);
-    if let Err(e) = github.set_status(&status).await {
-        tracing::warn!(error = %e, context = %status.context, "posting a status");
-    }
+    ports.statuses.post(check, &status).await;
 }
 
 async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(

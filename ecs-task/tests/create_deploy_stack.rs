@@ -92,7 +92,7 @@ impl Fakes {
         DeployPorts {
             metadb,
             params: &self.params,
-            github: Some(&self.github),
+            github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
         }

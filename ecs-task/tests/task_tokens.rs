@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sfn::types::ExecutionStatus;
 use live_ci_core::port::Metadb;
+use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_task::checkout::Repo;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_workflow::SfnTaskTokens;
 use serde_json::{Value, json};
-use support::fakes::{MemArtifacts, RecordingGitHost};
+use support::fakes::MemArtifacts;
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
@@ -153,8 +154,7 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     let clone = Repo {
         clone_url: repo.url(),

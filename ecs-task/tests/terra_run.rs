@@ -7,7 +7,7 @@ mod support;
 
 use live_ci_aws::S3ArtifactStore;
 use live_ci_core::port::{ArtifactStore, Metadb};
-use live_ci_core::status::StatusState;
+use live_ci_core::status::{NoGitHost, StatusState, Statuses};
 use live_ci_core::terraform::Phase;
 use live_ci_core::terraform::plan_key;
 use live_ci_metadb::PgMetadb;
@@ -132,8 +132,7 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
 
@@ -316,8 +315,7 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
     let plan_output = |config: &TerraRunConfig| {
@@ -394,8 +392,7 @@ async fn failures_reach_the_token_with_the_commands_output() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     // A failing command: the failure names the command and carries its last lines.
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
@@ -482,8 +479,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
     plan_both(&s, &ports, &repo).await;
@@ -552,8 +548,7 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let id1 = "run-7-x-dev-app-001";
     let artifacts = plan_both(&s, &ports, &repo).await;
@@ -635,8 +630,7 @@ async fn another_accounts_role_is_refused() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     let id = "run-7-x-dev-app-001";
     let mut config = env(id, "plan", None, &s.clone_url);
@@ -657,5 +651,76 @@ async fn another_accounts_role_is_refused() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "arn:aws:iam::111111111111:role/plan");
     assert_eq!(calls[0].1, format!("live-ci-plan-{id}"));
+    s.db.drop_db().await;
+}
+
+/// A git host that refuses every status (GitHub down), counting the attempts.
+#[derive(Debug, Default)]
+struct RefusingGitHost {
+    attempts: std::sync::Mutex<u32>,
+}
+
+impl live_ci_core::status::GitHost for RefusingGitHost {
+    type Error = support::fakes::FakeError;
+
+    async fn set_status(
+        &self,
+        _: &live_ci_core::status::CommitStatus,
+    ) -> Result<(), support::fakes::FakeError> {
+        *self.attempts.lock().unwrap() += 1;
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn pull_request_files(&self, _: u64) -> Result<Vec<String>, support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn open_pull_requests(
+        &self,
+        _: &str,
+    ) -> Result<Vec<live_ci_core::status::PullRequest>, support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn upsert_comment(
+        &self,
+        _: u64,
+        _: &str,
+        _: &str,
+    ) -> Result<(), support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+}
+
+/// Statuses are advisory: a plan whose pending and success statuses both fail
+/// to post still succeeds and answers its token with the plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_github_refuses_does_not_fail_the_plan() {
+    let s = setup().await;
+    let artifacts = support::fakes::MemArtifacts::default();
+    let tokens = RecordingTokens::default();
+    let github = RefusingGitHost::default();
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&github, Default::default()),
+    };
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let result = terra_run(
+        &env("run-7-x-dev-app-001", "plan", None, &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await;
+    assert!(matches!(result, Ok(TerraRunResult::Plan(_))), "{result:?}");
+    assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
+    assert_eq!(*github.attempts.lock().unwrap(), 2, "pending, then success");
     s.db.drop_db().await;
 }

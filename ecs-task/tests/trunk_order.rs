@@ -8,7 +8,7 @@ mod support;
 
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::port::Metadb;
-use live_ci_core::status::{StatusState, context};
+use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, checkout::Repo};
 use support::fakes::{MemParams, RecordingGitHost, RecordingInvoker};
@@ -91,7 +91,7 @@ impl World {
         let ports = DeployPorts {
             metadb,
             params: &self.params,
-            github: Some(&self.github),
+            github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
         };
@@ -435,8 +435,7 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &w.sts,
-        github: Some(&w.github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&w.github, Default::default()),
     };
     let repo = Repo {
         clone_url: w.repo.url(),

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::status::{
+    CommitStatus, CommitStatusConfig, GitHost, StatusState, context, target,
+};
 use live_ci_core::task::{
     MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec,
     env,
@@ -328,7 +330,11 @@ where
                 context::PR_PLAN,
                 "planning the affected units",
             );
-            s.target_url = started.logs_url.clone();
+            // A launcher that knows no log stream yet links the ECS task.
+            s.target_url = started
+                .logs_url
+                .clone()
+                .or_else(|| target::ecs_task(&started.task_arn));
             self.set_status(&s).await?;
         }
         Ok(json!({
@@ -474,7 +480,11 @@ where
                 context::CREATE_DEPLOY_STACK,
                 &description,
             );
-            s.target_url = started.logs_url.clone();
+            // A launcher that knows no log stream yet links the ECS task.
+            s.target_url = started
+                .logs_url
+                .clone()
+                .or_else(|| target::ecs_task(&started.task_arn));
             self.set_status(&s).await?;
         }
         Ok(json!({

@@ -7,7 +7,8 @@ use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{
-    BranchHead, CommitStatus, CommitStatusConfig, GitHost, StatusState, context,
+    BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
+    target,
 };
 use live_ci_core::task::{TaskLauncher, create_deploy_stack_spec};
 use live_ci_workflow::outcome::{
@@ -134,15 +135,16 @@ pub fn failure_reason(ended: &Ended) -> Option<String> {
     }
 }
 
-/// The handler with its clients; built once per cold start. `github` is
-/// optional: without it the merge lock's statuses are left to the receiver.
+/// The handler with its clients; built once per cold start. Without a GitHub
+/// token `github` is [`NoGitHost`](live_ci_core::status::NoGitHost): no
+/// statuses, and the merge lock's are left to the receiver.
 #[derive(Debug)]
 pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep> {
     config: HandlerConfig,
     metadb: M,
     engine: W,
     params: P,
-    github: Option<G>,
+    github: G,
     /// Without it the sweep does not look at the trunk head.
     trunk: Option<TrunkSweep<H, L>>,
     /// The commit status config as last read, and when: it is editable without
@@ -160,7 +162,7 @@ where
     P: ParamStore,
     G: GitHost,
 {
-    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: Option<G>) -> Self {
+    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: G) -> Self {
         TriggerSf {
             config,
             metadb,
@@ -217,8 +219,8 @@ where
         &self.params
     }
 
-    pub fn github(&self) -> Option<&G> {
-        self.github.as_ref()
+    pub fn github(&self) -> &G {
+        &self.github
     }
 
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
@@ -367,26 +369,40 @@ where
         description: &str,
         report: &mut Report,
     ) {
-        if self.github.is_none() || !self.unit_statuses_enabled(report).await {
-            return;
-        }
+        let statuses = self.statuses(report).await;
         let context = if execution.is_rollback {
             context::rollback_unit(execution.cfg_path.as_str())
         } else {
             context::deploy_unit(execution.cfg_path.as_str())
         };
-        let status = CommitStatus::new(&execution.commit_id, state, &context, description);
-        self.post_status(&status, report).await;
+        let mut status = CommitStatus::new(&execution.commit_id, state, &context, description);
+        // The unit's Step Functions execution, once it has one.
+        status.target_url = execution
+            .sfn_execution_arn
+            .as_deref()
+            .and_then(target::execution);
+        Self::post(&statuses, Check::Apply, &status, report).await;
     }
 
-    async fn post_status(&self, status: &CommitStatus, report: &mut Report) {
-        if let Some(github) = &self.github
-            && let Err(e) = github.set_status(status).await
-        {
-            tracing::warn!(context = %status.context, error = %e, "posting a commit status");
-            report
-                .warnings
-                .push(format!("status {:?}: {e}", status.context));
+    /// The status service with the switches as last read.
+    async fn statuses(&self, report: &mut Report) -> Statuses<&G> {
+        let apply = self.unit_statuses_enabled(report).await;
+        let switches = CommitStatusConfig {
+            apply,
+            ..CommitStatusConfig::default()
+        };
+        Statuses::new(&self.github, switches)
+    }
+
+    /// Posts under the advisory rule; a failure becomes a report warning.
+    async fn post(
+        statuses: &Statuses<&G>,
+        check: Check,
+        status: &CommitStatus,
+        report: &mut Report,
+    ) {
+        if let Some(warning) = statuses.post(check, status).await {
+            report.warnings.push(warning);
         }
     }
 
@@ -443,10 +459,10 @@ where
             .first()
             .map(|e| e.commit_id.clone())
             .unwrap_or_default();
-        let post = self.github.is_some() && self.unit_statuses_enabled(report).await;
+        let statuses = self.statuses(report).await;
         for rollback in rollbacks
             .iter()
-            .filter(|r| post && added.contains(&r.execution.execution_id))
+            .filter(|r| added.contains(&r.execution.execution_id))
         {
             let status = CommitStatus::new(
                 &commit,
@@ -457,7 +473,7 @@ where
                     rollback.resources.len()
                 ),
             );
-            self.post_status(&status, report).await;
+            Self::post(&statuses, Check::Apply, &status, report).await;
         }
         let any = !added.is_empty();
         report.rollbacks.extend(added);
@@ -497,7 +513,11 @@ where
                     .map_err(metadb_err)?
                 {
                     report.started.push(id.clone());
-                    self.unit_status(execution, StatusState::Pending, "deploying", report)
+                    let started = ExecutionRecord {
+                        sfn_execution_arn: Some(arn),
+                        ..execution.clone()
+                    };
+                    self.unit_status(&started, StatusState::Pending, "deploying", report)
                         .await;
                 } else {
                     tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
@@ -550,9 +570,6 @@ where
         status: RunStatus,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        if self.github.is_none() {
-            return Ok(());
-        }
         let Some(run) = self.metadb.run(run_id).await.map_err(metadb_err)? else {
             return Ok(());
         };
@@ -578,7 +595,8 @@ where
             ),
         };
         let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
-        self.post_status(&commit, report).await;
+        let statuses = Statuses::new(&self.github, CommitStatusConfig::default());
+        Self::post(&statuses, Check::Always, &commit, report).await;
         Ok(())
     }
 
@@ -590,20 +608,18 @@ where
             .put(&self.config.merge_lock_param, &lock.to_string())
             .await
             .map_err(|e| TriggerError::Params(e.to_string()))?;
-        if let Some(github) = &self.github {
-            // Statuses are advisory here: the parameter already says the truth
-            // and the receiver refreshes statuses on every pull-request event.
-            if let Err(e) = merge_lock::refresh_statuses(
-                github,
-                lock,
-                &self.config.trunk_branch,
-                &self.config.file_pattern,
-            )
-            .await
-            {
-                tracing::warn!(error = %e, "refreshing merge lock statuses");
-                report.warnings.push(format!("merge lock statuses: {e}"));
-            }
+        // Statuses are advisory here: the parameter already says the truth
+        // and the receiver refreshes statuses on every pull-request event.
+        if let Err(e) = merge_lock::refresh_statuses(
+            &self.github,
+            lock,
+            &self.config.trunk_branch,
+            &self.config.file_pattern,
+        )
+        .await
+        {
+            tracing::warn!(error = %e, "refreshing merge lock statuses");
+            report.warnings.push(format!("merge lock statuses: {e}"));
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{BranchHead, GitHost};
+use live_ci_core::status::{BranchHead, GitHost, NoGitHost};
 use live_ci_core::{params::ParamStore, task::TaskLauncher};
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_trigger_sf::{Config, TriggerSf, TrunkSweep, parse_input};
@@ -15,24 +15,23 @@ use live_ci_workflow::SfnEngine;
 async fn main() -> anyhow::Result<()> {
     let boot = Boot::start().await;
     let config = Config::from_env().context("trigger_sf configuration")?;
-    let github = match (&config.github_token_param, &config.repository) {
-        (Some(param), Some(repo)) => Some(boot.github(param, &config.github_api_url, repo).await?),
-        _ => None,
-    };
     let engine = SfnEngine::new(
         aws_sdk_sfn::Client::new(&boot.aws),
         config.state_machine_arn,
     );
     let metadb = boot.metadb(&config.metadb, 2)?;
-    let trunk = match (&config.ecs, &github) {
-        (Some(ecs), Some(github)) => Some(TrunkSweep {
-            head: github.clone(),
-            launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs.clone()),
-            cooldown_secs: config.trunk_sweep_cooldown_secs,
-        }),
-        _ => None,
+    let (handler, params) = (config.handler, boot.params());
+    let (Some(param), Some(repo)) = (&config.github_token_param, &config.repository) else {
+        // No GitHub token: no statuses, and no trunk head to sweep.
+        return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)).await;
     };
-    let handler = TriggerSf::new(config.handler, metadb, engine, boot.params(), github);
+    let github = boot.github(param, &config.github_api_url, repo).await?;
+    let trunk = config.ecs.map(|ecs| TrunkSweep {
+        head: github.clone(),
+        launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs),
+        cooldown_secs: config.trunk_sweep_cooldown_secs,
+    });
+    let handler = TriggerSf::new(handler, metadb, engine, params, github);
     match trunk {
         Some(trunk) => run(handler.with_trunk_sweep(trunk)).await,
         None => run(handler).await,
@@ -51,7 +50,9 @@ where
 {
     let handler = &handler;
     Ok(serve(|event: serde_json::Value| async move {
-        let report = handler.handle(&parse_input(&event)?).await?;
+        // Boxed: the handler's future is deep enough to reach the compiler's
+        // layout recursion limit when inlined into main's.
+        let report = Box::pin(handler.handle(&parse_input(&event)?)).await?;
         tracing::info!(report = ?report, "done");
         Ok(report)
     })

@@ -12,38 +12,14 @@ use std::time::{Duration, Instant};
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;
 use live_ci_testkit::{localstack_endpoint, unique};
 use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
 use live_ci_workflow::SfnEngine;
 use support::{TestDb, exec, run};
 
-use live_ci_testkit::params::{FakeError, MemoryParams as Params};
-
-/// Never called: the handler runs without GitHub here.
-#[derive(Debug)]
-struct NoGitHub;
-
-impl GitHost for NoGitHub {
-    type Error = FakeError;
-
-    async fn set_status(&self, _s: &CommitStatus) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn pull_request_files(&self, _n: u64) -> Result<Vec<String>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn open_pull_requests(&self, _b: &str) -> Result<Vec<PullRequest>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
-    }
-}
+use live_ci_testkit::params::MemoryParams as Params;
 
 async fn engine() -> SfnEngine {
     let conf = aws_sdk_sfn::Config::builder()
@@ -90,13 +66,7 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
         "/live-ci/merge-lock",
         FilePattern::new(FilePattern::DEFAULT).unwrap(),
     );
-    let h = TriggerSf::new(
-        config,
-        db,
-        engine().await,
-        Params::default(),
-        None::<NoGitHub>,
-    );
+    let h = TriggerSf::new(config, db, engine().await, Params::default(), NoGitHost);
 
     let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
     assert_eq!(r.started, ["l1-a"]);

@@ -158,7 +158,7 @@ async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Han
         t.metadb(2).await,
         FakeEngine::default(),
         FakeParams::default(),
-        Some(FakeGitHub::default()),
+        FakeGitHub::default(),
     )
 }
 
@@ -235,7 +235,7 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(engine(&h).started(), ["c1-a", "c1-b", "c1-c"]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let lock: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == merge_lock::CONTEXT)
@@ -253,6 +253,20 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
         unit,
         [("c1", StatusState::Pending), ("c1", StatusState::Success)]
     );
+    // Every unit status links the unit's Step Functions execution.
+    for s in statuses
+        .iter()
+        .filter(|s| s.context.starts_with("live-ci: deploy "))
+    {
+        // The unit dev/<name> runs as the execution <name>.
+        let name = s.context.rsplit('/').next().unwrap();
+        assert_eq!(
+            s.target_url,
+            live_ci_core::status::target::execution(&arn(name)),
+            "{s:?}"
+        );
+        assert!(s.target_url.is_some(), "{s:?}");
+    }
     let overall = statuses
         .iter()
         .find(|s| s.context == context::DEPLOY)
@@ -290,7 +304,7 @@ async fn a_plan_without_changes_succeeds_as_no_changes() {
     h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
     let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
     assert_eq!(b.status_reason, None);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let last = |unit: &str| {
         statuses
             .iter()
@@ -330,7 +344,7 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(engine(&h).started(), ["c2-a"]);
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let c = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/c2-c"))
@@ -439,7 +453,7 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert!(r.rollbacks.is_empty(), "a rollback is never rolled back");
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let rollback: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == context::rollback_unit("dev/rb-a"))
@@ -495,7 +509,7 @@ async fn a_duplicate_event_changes_nothing() {
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     let before = h.metadb().executions(run_id).await.unwrap();
-    let posted = h.github().unwrap().0.lock().unwrap().len();
+    let posted = h.github().0.lock().unwrap().len();
 
     let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
@@ -506,7 +520,7 @@ async fn a_duplicate_event_changes_nothing() {
         .unwrap();
     assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
     assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
-    assert_eq!(h.github().unwrap().0.lock().unwrap().len(), posted);
+    assert_eq!(h.github().0.lock().unwrap().len(), posted);
     assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
     // An execution that is not ours is ignored.
     let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
@@ -563,7 +577,7 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         a.status_reason.as_deref(),
         Some("start failed 3 times: throttled starting \"cx-a\"")
     );
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let unit = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
@@ -611,7 +625,7 @@ async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // The open pull request's "Merge Lock" status is freed with it.
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
@@ -647,7 +661,7 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
     assert_eq!(r.started, ["c6-a"]);
     assert_eq!(lock_param(&h).as_deref(), Some("8"));
-    let statuses = h.github().unwrap().0.lock().unwrap().clone();
+    let statuses = h.github().0.lock().unwrap().clone();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
@@ -743,7 +757,6 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
     }
     let contexts: Vec<String> = h
         .github()
-        .unwrap()
         .0
         .lock()
         .unwrap()
@@ -764,7 +777,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         r.warnings.iter().any(|w| w.contains("/live-ci/missing")),
         "{r:?}"
     );
-    let posted = h.github().unwrap().0.lock().unwrap().len();
+    let posted = h.github().0.lock().unwrap().len();
     assert_eq!(posted, 1, "the started unit's status is posted anyway");
     t.drop_db().await;
     t2.drop_db().await;
