@@ -152,11 +152,16 @@ pub enum ScanType {
 /// failed start names all of them (the module sets the variables; a broken
 /// deployment should not be fixed one restart at a time).
 #[derive(Debug, PartialEq, Eq)]
-pub struct ConfigErrors(pub Vec<ConfigError>);
+pub struct ConfigErrors {
+    pub problems: Vec<ConfigError>,
+    /// A terra-run's task token, when it was given: the task answers it with
+    /// these problems, so the state machine does not wait out its heartbeat.
+    pub task_token: Option<String>,
+}
 
 impl std::fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
+        for (i, e) in self.problems.iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
             }
@@ -244,7 +249,10 @@ impl<F: Fn(&str) -> Option<String>> Check<F> {
     pub fn finish<T>(self, value: Option<T>) -> Result<T, ConfigErrors> {
         match value {
             Some(v) if self.problems.is_empty() => Ok(v),
-            _ => Err(ConfigErrors(self.problems)),
+            _ => Err(ConfigErrors {
+                problems: self.problems,
+                task_token: None,
+            }),
         }
     }
 }
@@ -592,7 +600,14 @@ impl Config {
             }
             TaskCommand::Contract => Some(Config::Contract),
         };
-        check.finish(config)
+        let task_token = match command {
+            TaskCommand::TerraRun => check.opt(task_env::TASK_TOKEN),
+            _ => None,
+        };
+        check.finish(config).map_err(|errors| ConfigErrors {
+            task_token,
+            ..errors
+        })
     }
 
     /// The settings every subcommand shares (`None` for `contract`).
@@ -684,7 +699,9 @@ mod tests {
     #[test]
     fn a_subcommand_names_every_missing_or_bad_variable_at_once() {
         let missing = |command, pairs: &[(&str, &str)]| -> Vec<ConfigError> {
-            Config::from_lookup(command, lookup(pairs)).unwrap_err().0
+            Config::from_lookup(command, lookup(pairs))
+                .unwrap_err()
+                .problems
         };
         let bad = |name: &'static str, value: &str| ConfigError::Invalid {
             name,
@@ -756,6 +773,13 @@ mod tests {
                 ConfigError::Missing("LIVE_CI_BASE_REF"),
             ]
         );
+        // A terra-run keeps its token, to answer it with the problems.
+        let err = Config::from_lookup(
+            TaskCommand::TerraRun,
+            lookup(&[repo, ("LIVE_CI_TASK_TOKEN", "tok")]),
+        )
+        .unwrap_err();
+        assert_eq!(err.task_token.as_deref(), Some("tok"));
         // One message naming all of them.
         let text = Config::from_lookup(TaskCommand::PrPlan, lookup(&[repo]))
             .unwrap_err()

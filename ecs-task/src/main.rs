@@ -5,6 +5,8 @@ use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
+use live_ci_core::port::TaskTokens;
+use live_ci_core::settings::ConfigError;
 use live_ci_core::status::{GitHost, NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_task::checkout::Repo;
@@ -13,7 +15,7 @@ use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
-use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, logs};
+use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs};
 use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
@@ -27,7 +29,15 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     // Every variable the subcommand needs is checked before anything is done.
-    let config = Config::from_env(cli.command).context("live-ci-task configuration")?;
+    let config = match Config::from_env(cli.command) {
+        Ok(config) => config,
+        Err(errors) => {
+            if let Some(token) = &errors.task_token {
+                answer_token(token, &errors.to_string()).await;
+            }
+            return Err(errors).context("live-ci-task configuration");
+        }
+    };
     let Some(common) = config.common() else {
         println!(
             "{}",
@@ -71,6 +81,19 @@ async fn main() -> anyhow::Result<()> {
     match &github {
         Some(github) => run(&config, common, &clients, github).await,
         None => run(&config, common, &clients, &NoGitHost).await,
+    }
+}
+
+/// Fails a terra-run's task token with its configuration problems (the error
+/// name the state machine sees for `TaskError::Config`), so the execution ends
+/// now rather than at its heartbeat timeout. Best effort: the task fails either way.
+async fn answer_token(token: &str, problems: &str) {
+    let aws = aws_config::load_from_env().await;
+    let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
+    // The name every configuration error of the task library carries.
+    let name = TaskError::Config(ConfigError::Missing("")).name();
+    if let Err(e) = tokens.send_failure(token, name, problems).await {
+        tracing::warn!(error = %e, "answering the task token");
     }
 }
 

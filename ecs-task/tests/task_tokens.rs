@@ -197,3 +197,41 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
     );
     db.drop_db().await;
 }
+
+/// A terra-run started without what it needs answers its token at once with
+/// the `Config` error naming every missing variable (the state machine does
+/// not wait out the heartbeat), and exits failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
+    let c = cloud();
+    let (arn, token) = waiting_execution(&c).await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", REGION)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_ENDPOINT_URL", localstack_endpoint().unwrap())
+        .env("REPO_CLONE_URL", "/nonexistent/repo")
+        .env("LIVE_CI_TASK_TOKEN", &token)
+        .env("LIVE_CI_PHASE", "apply")
+        .arg("terra-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let done = ended(&c, &arn).await;
+    assert_eq!(done.status, ExecutionStatus::Failed);
+    assert_eq!(done.error(), Some("Config"));
+    let cause = done.cause().unwrap_or_default();
+    for name in [
+        "LIVE_CI_PLAN_ARTIFACT",
+        "LIVE_CI_EXECUTION_ID",
+        "METADB_URL",
+        "PLAN_BUCKET",
+    ] {
+        assert!(
+            cause.contains(&format!("environment variable {name} is not set")),
+            "{name}: {cause}"
+        );
+    }
+}
