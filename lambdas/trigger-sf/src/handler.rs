@@ -7,8 +7,8 @@ use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{
-    BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
-    target,
+    BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, advisory,
+    context, target,
 };
 use live_ci_core::task::{TaskLauncher, create_deploy_stack_spec};
 use live_ci_workflow::outcome::{
@@ -66,6 +66,11 @@ pub struct Report {
     pub trunk_launch: Option<TrunkLaunch>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
+    /// Commit statuses to post once the invocation's metadb and Step Functions
+    /// work is done: a status is advisory, and a GitHub round trip (100–300 ms
+    /// in AWS) must not delay the start of the next unit.
+    #[serde(skip)]
+    pub(crate) queued_statuses: Vec<CommitStatus>,
 }
 
 /// One launch of create-deploy-stack by the sweep.
@@ -225,16 +230,39 @@ where
 
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
-        match input {
-            Input::StatusChange(detail) => {
-                if let Some(run_id) = self.on_status_change(detail, &mut report).await? {
-                    self.advance(run_id, &mut report).await?;
-                }
+        let done = match input {
+            Input::StatusChange(detail) => match self.on_status_change(detail, &mut report).await {
+                Ok(Some(run_id)) => self.advance(run_id, &mut report).await,
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Input::Run(run_id) => self.advance(*run_id, &mut report).await,
+            Input::Sweep => self.sweep(&mut report).await,
+        };
+        // What was recorded or started before an error is true either way:
+        // its statuses are posted too.
+        self.post_queued_statuses(&mut report).await;
+        done.map(|()| report)
+    }
+
+    /// Posts the invocation's queued statuses at once, the last per commit and
+    /// context (GitHub shows only the newest anyway).
+    async fn post_queued_statuses(&self, report: &mut Report) {
+        let queued = std::mem::take(&mut report.queued_statuses);
+        let mut last: Vec<CommitStatus> = Vec::with_capacity(queued.len());
+        for status in queued.into_iter().rev() {
+            if !last
+                .iter()
+                .any(|s| s.sha == status.sha && s.context == status.context)
+            {
+                last.push(status);
             }
-            Input::Run(run_id) => self.advance(*run_id, &mut report).await?,
-            Input::Sweep => self.sweep(&mut report).await?,
         }
-        Ok(report)
+        last.reverse();
+        // Each under the advisory rule: a refused status is a warning.
+        let posted =
+            futures_util::future::join_all(last.iter().map(|s| advisory(&self.github, s))).await;
+        report.warnings.extend(posted.into_iter().flatten());
     }
 
     /// Records an ended execution; returns the run to advance (none for an
@@ -381,7 +409,7 @@ where
             .sfn_execution_arn
             .as_deref()
             .and_then(target::execution);
-        Self::post(&statuses, Check::Apply, &status, report).await;
+        Self::queue(&statuses, Check::Apply, status, report);
     }
 
     /// The status service with the switches as last read.
@@ -394,15 +422,11 @@ where
         Statuses::new(&self.github, switches)
     }
 
-    /// Posts under the advisory rule; a failure becomes a report warning.
-    async fn post(
-        statuses: &Statuses<&G>,
-        check: Check,
-        status: &CommitStatus,
-        report: &mut Report,
-    ) {
-        if let Some(warning) = statuses.post(check, status).await {
-            report.warnings.push(warning);
+    /// Queues a status its switch allows; `handle` posts the queue when the
+    /// invocation's work is done.
+    fn queue(statuses: &Statuses<&G>, check: Check, status: CommitStatus, report: &mut Report) {
+        if statuses.allows(check) {
+            report.queued_statuses.push(status);
         }
     }
 
@@ -473,7 +497,7 @@ where
                     rollback.resources.len()
                 ),
             );
-            Self::post(&statuses, Check::Apply, &status, report).await;
+            Self::queue(&statuses, Check::Apply, status, report);
         }
         let any = !added.is_empty();
         report.rollbacks.extend(added);
@@ -488,10 +512,34 @@ where
             .claim_ready(run_id, self.config.claim_limit)
             .await
             .map_err(metadb_err)?;
-        for execution in claimed {
-            self.start(&execution, report).await?;
+        // The starts are independent: all at once, so the last of a batch does
+        // not wait for the round trips of the others.
+        let started = futures_util::future::join_all(
+            claimed
+                .iter()
+                .map(|execution| self.start_execution(execution)),
+        )
+        .await;
+        for (execution, result) in claimed.iter().zip(started) {
+            self.settle_start(execution, result?, report).await?;
         }
         Ok(())
+    }
+
+    /// StartExecution for one claimed execution: its ARN, or the engine's
+    /// error (which `settle_start` records against the claim).
+    async fn start_execution(
+        &self,
+        execution: &ExecutionRecord,
+    ) -> Result<Result<String, String>, TriggerError> {
+        let id = &execution.execution_id;
+        let input = serde_json::to_string(&execution.sfn_input())
+            .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
+        Ok(self
+            .engine
+            .start_execution(id, &input)
+            .await
+            .map_err(|e| e.to_string()))
     }
 
     /// Starts one claimed execution; a failed start releases the claim so
@@ -501,10 +549,19 @@ where
         execution: &ExecutionRecord,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
+        let started = self.start_execution(execution).await?;
+        self.settle_start(execution, started, report).await
+    }
+
+    /// Records a start: the ARN on the claim, or the failure against it.
+    async fn settle_start(
+        &self,
+        execution: &ExecutionRecord,
+        started: Result<String, String>,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
         let id = &execution.execution_id;
-        let input = serde_json::to_string(&execution.sfn_input())
-            .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
-        match self.engine.start_execution(id, &input).await {
+        match started {
             Ok(arn) => {
                 if self
                     .metadb
@@ -527,7 +584,7 @@ where
                 tracing::error!(execution_id = %id, error = %err, "start failed");
                 let failure = self
                     .metadb
-                    .record_start_failure(id, &err.to_string(), self.config.max_start_attempts)
+                    .record_start_failure(id, &err, self.config.max_start_attempts)
                     .await
                     .map_err(metadb_err)?;
                 match failure {
@@ -596,7 +653,7 @@ where
         };
         let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
         let statuses = Statuses::new(&self.github, CommitStatusConfig::default());
-        Self::post(&statuses, Check::Always, &commit, report).await;
+        Self::queue(&statuses, Check::Always, commit, report);
         Ok(())
     }
 
