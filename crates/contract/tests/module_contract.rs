@@ -49,7 +49,8 @@ struct Binary {
 const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 
 /// Set by the module for every binary, read outside `Config::from_lookup`
-/// (`tracing_subscriber::EnvFilter::try_from_default_env` in each `main.rs`).
+/// (`tracing_subscriber::EnvFilter::try_from_default_env`: the Lambdas'
+/// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
