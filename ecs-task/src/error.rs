@@ -1,5 +1,7 @@
 //! The one error type of the task library.
 
+use live_ci_core::deploy::RunId;
+use live_ci_core::port::{ErrorKind, PortError, RETRYABLE_ERROR};
 use live_ci_core::settings::ConfigError;
 
 /// What can stop a task. Messages are lowercase and quote the offending value.
@@ -11,18 +13,25 @@ pub enum TaskError {
     Core(#[from] live_ci_core::CoreError),
     #[error(transparent)]
     Git(#[from] live_ci_git::GitError),
-    #[error("metadb: {0}")]
-    Metadb(String),
+    /// A port failed; a retryable one is named so the state machine retries.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error("migrating the metadb at start: {0}")]
+    Migrate(#[source] PortError),
+    /// A parameter's value that does not parse.
     #[error("parameter store: {0}")]
     Params(String),
-    #[error("github: {0}")]
-    GitHub(String),
-    #[error("plan store: {0}")]
-    Artifacts(String),
     #[error("task tokens: {0}")]
     Tokens(String),
-    #[error("invoking {function:?}: {message}")]
-    Invoke { function: String, message: String },
+    #[error(
+        "invoking {function:?}: {source} (run #{run_id} is written; the next trigger_sf invocation starts it)"
+    )]
+    Invoke {
+        function: String,
+        run_id: RunId,
+        #[source]
+        source: PortError,
+    },
     #[error("cannot run {command:?}: {message}")]
     Spawn { command: String, message: String },
     #[error("{command:?} in {dir:?} exited with {code}: {tail}")]
@@ -53,6 +62,11 @@ impl TaskError {
     /// machine's Catch, shown as `$.error.Error`).
     pub fn name(&self) -> &'static str {
         match self {
+            TaskError::Port(e) | TaskError::Migrate(e) | TaskError::Invoke { source: e, .. }
+                if e.kind() == ErrorKind::Retryable =>
+            {
+                RETRYABLE_ERROR
+            }
             TaskError::StalePlan { .. } => "StalePlan",
             TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
             TaskError::PlanArtifact { .. } => "PlanArtifact",

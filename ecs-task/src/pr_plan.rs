@@ -8,6 +8,7 @@
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
 
@@ -125,7 +126,7 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
         github
             .upsert_comment(pr, COMMENT_MARKER, &body)
             .await
-            .map_err(|e| TaskError::GitHub(e.to_string()))?;
+            .port("github")?;
     }
     outcome
 }

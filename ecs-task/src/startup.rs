@@ -3,6 +3,7 @@
 //! the migrations' advisory lock, so the first task after an apply or an upgrade
 //! migrates and concurrent tasks wait for it instead of failing on a missing table.
 
+use live_ci_core::port::PortResultExt;
 use live_ci_metadb::{AnyMetadb, MetadbConfig};
 
 use crate::error::{Result, TaskError};
@@ -19,12 +20,12 @@ pub async fn open_metadb(
     let Some(config) = config else {
         return Ok(None);
     };
-    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS)
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
     let applied = metadb
         .migrate()
         .await
-        .map_err(|e| TaskError::Metadb(format!("migrating at start: {e}")))?;
+        .port("metadb")
+        .map_err(TaskError::Migrate)?;
     if applied.is_empty() {
         tracing::debug!("metadb schema up to date");
     } else {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
 };
@@ -102,13 +103,13 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
                 .tokens
                 .send_success(&token, &json)
                 .await
-                .map_err(|e| TaskError::Tokens(e.to_string()))?
+                .port("task tokens")?
         }
         Err(e) => ports
             .tokens
             .send_failure(&token, e.name(), &e.to_string())
             .await
-            .map_err(|e| TaskError::Tokens(e.to_string()))?,
+            .port("task tokens")?,
     };
     if let TokenDelivery::Gone { reason } = delivery {
         tracing::warn!(%reason, "the state machine no longer waits for this task");
@@ -156,7 +157,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         .metadb
         .execution(execution_id)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?
+        .port("metadb")?
         .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
     // The record is the truth; the state machine passes the same command.
     let command = config.task.command.clone().unwrap_or_else(|| match phase {
@@ -195,7 +196,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .run(record.run_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
                 .base_sha
         }
@@ -265,11 +266,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             // The hash is taken here, in the task, from the bytes it uploads:
             // the apply accepts this content only.
             let sha256 = sha256_hex(&bytes);
-            let version_id = ports
-                .artifacts
-                .put(&key, bytes)
-                .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?;
+            let version_id = ports.artifacts.put(&key, bytes).await.port("plan store")?;
             let saved = SavedPlan {
                 key: key.clone(),
                 sha256,
@@ -279,7 +276,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .record_saved_plan(&record.execution_id, &saved)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?;
+                .port("metadb")?;
             if !recorded {
                 return Err(TaskError::PlanArtifact {
                     artifact: ports.artifacts.uri(&key),
@@ -335,7 +332,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .saved_plan(&record.execution_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .filter(|s| s.key == key)
                 .ok_or_else(|| {
                     bad(format!(
@@ -348,7 +345,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .artifacts
                 .get_version(&key, version)
                 .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?
+                .port("plan store")?
                 .ok_or_else(|| {
                     bad(format!(
                         "no such saved plan (version {})",
@@ -505,7 +502,7 @@ async fn record_new_resources<M: Metadb>(
     let stored = metadb
         .record_new_resources(&record.execution_id, &resources)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        .port("metadb")?;
     if !stored {
         // The apply happened; failing now would hide that. Say it loudly instead.
         tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");

@@ -769,3 +769,10 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
     t.drop_db().await;
     t2.drop_db().await;
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

@@ -75,7 +75,7 @@ pub enum RequestStored {
 /// Durable state of e-mail approvals. Implemented by `live-ci-metadb`'s
 /// adapters in the same SQL text as the [`super::Metadb`] port.
 pub trait ApprovalStore: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Stores the request of an execution. A different task token for an
     /// execution whose decision was not handed over replaces the old one (the

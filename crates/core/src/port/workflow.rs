@@ -30,7 +30,7 @@ impl ExecutionDescription {
 
 /// The engine running the deployment state machine.
 pub trait WorkflowEngine: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Starts an execution named `name` with `input_json` and returns its ARN.
     /// Idempotent: when an execution of that name already exists with the same
@@ -71,7 +71,7 @@ pub enum TokenDelivery {
 /// `.waitForTaskToken` integrations): the ECS task reports its plan or apply,
 /// the approval Lambda sends the voters' decision.
 pub trait TaskTokens: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Completes the waiting state with `output_json` as its result.
     fn send_success(
