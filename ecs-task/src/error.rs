@@ -77,3 +77,43 @@ impl TaskError {
 }
 
 pub type Result<T, E = TaskError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use live_ci_metadb::MetadbError;
+
+    use super::*;
+
+    fn metadb(code: &str) -> TaskError {
+        TaskError::Port(PortError::new(
+            "metadb",
+            MetadbError::Postgres {
+                message: "the server said no".into(),
+                code: Some(code.into()),
+            },
+        ))
+    }
+
+    /// The SQLSTATE a retry helps with (a serialization failure) reaches
+    /// SendTaskFailure as the name the state machine retries, its cause
+    /// still the adapter's error; a refusal (insufficient privilege) keeps
+    /// the name the Catch has always seen.
+    #[test]
+    fn a_retryable_port_failure_is_sent_under_the_retryable_name() {
+        let retryable = metadb("40001");
+        assert_eq!(retryable.name(), RETRYABLE_ERROR);
+        let source = std::error::Error::source(&retryable).expect("a source");
+        assert!(
+            matches!(
+                source.downcast_ref::<MetadbError>(),
+                Some(MetadbError::Postgres { code: Some(c), .. }) if c == "40001"
+            ),
+            "{source:?}"
+        );
+        assert_eq!(
+            retryable.to_string(),
+            "metadb: postgres: the server said no"
+        );
+        assert_eq!(metadb("42501").name(), "TaskFailed");
+    }
+}

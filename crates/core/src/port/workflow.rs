@@ -56,8 +56,11 @@ pub trait WorkflowEngine: Send + Sync {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
-/// What became of a task token sent back to the engine.
+/// What became of a task token sent back to the engine; the approval store
+/// keeps it as `{"outcome": "delivered"}` or `{"outcome": "gone", "reason": …}`
+/// (its `delivery` column is `delivered` or `gone`, the reason beside it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum TokenDelivery {
     /// The waiting state received it.
     Delivered,
@@ -65,6 +68,16 @@ pub enum TokenDelivery {
     /// execution ended, or the token is not one of its own): nothing to retry.
     /// `reason` is the engine's error code and message.
     Gone { reason: String },
+}
+
+impl TokenDelivery {
+    /// The stored outcome (`delivered`, `gone`) and the engine's reason.
+    pub fn parts(&self) -> (&'static str, Option<&str>) {
+        match self {
+            TokenDelivery::Delivered => ("delivered", None),
+            TokenDelivery::Gone { reason } => ("gone", Some(reason)),
+        }
+    }
 }
 
 /// Callbacks into a state waiting for a task token (Step Functions'
