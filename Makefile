@@ -59,6 +59,7 @@ localstack-down:
 	bash scripts/localstack.sh down
 
 lint: infra-check
+	bash scripts/lint-scripts.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 

@@ -17,7 +17,7 @@ resource "aws_cloudwatch_event_rule" "execution_status" {
 
 resource "aws_cloudwatch_event_target" "execution_status" {
   rule = aws_cloudwatch_event_rule.execution_status.name
-  arn  = aws_lambda_function.trigger_sf.arn
+  arn  = module.trigger_sf.arn
 
   retry_policy {
     maximum_event_age_in_seconds = 3600
@@ -28,7 +28,7 @@ resource "aws_cloudwatch_event_target" "execution_status" {
 resource "aws_lambda_permission" "trigger_sf_from_status" {
   statement_id  = "AllowExecutionStatusRule"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.trigger_sf.function_name
+  function_name = module.trigger_sf.function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.execution_status.arn
 }
@@ -42,14 +42,14 @@ resource "aws_cloudwatch_event_rule" "sweep" {
 
 resource "aws_cloudwatch_event_target" "sweep" {
   rule  = aws_cloudwatch_event_rule.sweep.name
-  arn   = aws_lambda_function.trigger_sf.arn
+  arn   = module.trigger_sf.arn
   input = jsonencode({ sweep = true })
 }
 
 resource "aws_lambda_permission" "trigger_sf_from_sweep" {
   statement_id  = "AllowSweepRule"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.trigger_sf.function_name
+  function_name = module.trigger_sf.function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweep.arn
 }

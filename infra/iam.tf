@@ -413,7 +413,7 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
   statement {
     sid       = "InvokeTriggerSf"
     actions   = ["lambda:InvokeFunction"]
-    resources = [aws_lambda_function.trigger_sf.arn]
+    resources = [module.trigger_sf.arn]
   }
 
   # The plan scan plans every unit as its account's plan role; never an apply role.

@@ -95,165 +95,79 @@ resource "aws_sqs_queue" "dead_letter" {
   tags                              = local.tags
 }
 
-# Settings every function shares; each resource below repeats them because the
-# functions reference each other (approval-request needs approval-response's
-# URL), which a single for_each resource would turn into a cycle.
+# One call of ./modules/function per Lambda: only the name, the description and
+# the environment differ; everything else comes from the per-function maps.
 locals {
-  lambda_common = {
-    runtime       = "provided.al2023"
-    handler       = "bootstrap"
-    architectures = [var.lambda_architecture]
-    memory_size   = var.lambda_memory_size
-    timeout       = var.lambda_timeout_seconds
+  lambda_shared = {
+    function_names  = local.function_names
+    role_arns       = { for n, role in aws_iam_role.lambda : n => role.arn }
+    zip_paths       = local.lambda_zips
+    log_group_names = { for n, group in aws_cloudwatch_log_group.lambda : n => group.name }
+    architecture    = var.lambda_architecture
+    memory_size     = var.lambda_memory_size
+    timeout_seconds = var.lambda_timeout_seconds
+    kms_key_arn     = local.kms_key_arn
+    dead_letter_arn = aws_sqs_queue.dead_letter.arn
+    tags            = local.tags
   }
 }
 
-resource "aws_lambda_function" "receiver" {
-  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks only to GitHub and public AWS APIs, never to VPC resources.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; concurrency is bounded by GitHub's delivery rate.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
-  function_name    = local.function_names["receiver"]
-  description      = "live-ci: GitHub webhook receiver (Function URL)"
-  role             = aws_iam_role.lambda["receiver"].arn
-  filename         = local.lambda_zips["receiver"]
-  source_code_hash = filebase64sha256(local.lambda_zips["receiver"])
-  runtime          = local.lambda_common.runtime
-  handler          = local.lambda_common.handler
-  architectures    = local.lambda_common.architectures
-  memory_size      = local.lambda_common.memory_size
-  timeout          = local.lambda_common.timeout
-  kms_key_arn      = local.kms_key_arn
-  tags             = local.tags
-
-  environment {
-    variables = local.receiver_env
-  }
-
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.lambda["receiver"].name
-  }
-
-  tracing_config {
-    mode = "Active"
-  }
-
-  dead_letter_config {
-    target_arn = aws_sqs_queue.dead_letter.arn
-  }
-
-  depends_on = [aws_iam_role_policy.lambda]
+module "receiver" {
+  source      = "./modules/function"
+  name        = "receiver"
+  description = "live-ci: GitHub webhook receiver (Function URL)"
+  environment = local.receiver_env
+  shared      = local.lambda_shared
+  depends_on  = [aws_iam_role_policy.lambda]
 }
 
-resource "aws_lambda_function" "trigger_sf" {
-  #checkov:skip=CKV_AWS_117:Runs outside a VPC: the metadb is reached through the RDS Data API over HTTPS.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; every step is a guarded metadb update, so concurrent invocations are safe.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
-  function_name    = local.function_names["trigger-sf"]
-  description      = "live-ci: records ended executions and starts ready units"
-  role             = aws_iam_role.lambda["trigger-sf"].arn
-  filename         = local.lambda_zips["trigger-sf"]
-  source_code_hash = filebase64sha256(local.lambda_zips["trigger-sf"])
-  runtime          = local.lambda_common.runtime
-  handler          = local.lambda_common.handler
-  architectures    = local.lambda_common.architectures
-  memory_size      = local.lambda_common.memory_size
-  timeout          = local.lambda_common.timeout
-  kms_key_arn      = local.kms_key_arn
-  tags             = local.tags
-
-  environment {
-    variables = local.trigger_sf_env
-  }
-
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.lambda["trigger-sf"].name
-  }
-
-  tracing_config {
-    mode = "Active"
-  }
-
-  dead_letter_config {
-    target_arn = aws_sqs_queue.dead_letter.arn
-  }
-
-  depends_on = [aws_iam_role_policy.lambda]
+module "trigger_sf" {
+  source      = "./modules/function"
+  name        = "trigger-sf"
+  description = "live-ci: records ended executions and starts ready units"
+  environment = local.trigger_sf_env
+  shared      = local.lambda_shared
+  depends_on  = [aws_iam_role_policy.lambda]
 }
 
-resource "aws_lambda_function" "approval_request" {
-  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks to SES, SSM and the RDS Data API over HTTPS only.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; invocations are one per approval request.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
-  function_name    = local.function_names["approval-request"]
-  description      = "live-ci: e-mails approval requests to a unit's voters"
-  role             = aws_iam_role.lambda["approval-request"].arn
-  filename         = local.lambda_zips["approval-request"]
-  source_code_hash = filebase64sha256(local.lambda_zips["approval-request"])
-  runtime          = local.lambda_common.runtime
-  handler          = local.lambda_common.handler
-  architectures    = local.lambda_common.architectures
-  memory_size      = local.lambda_common.memory_size
-  timeout          = local.lambda_common.timeout
-  kms_key_arn      = local.kms_key_arn
-  tags             = local.tags
-
-  environment {
-    variables = local.approval_request_env
-  }
-
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.lambda["approval-request"].name
-  }
-
-  tracing_config {
-    mode = "Active"
-  }
-
-  dead_letter_config {
-    target_arn = aws_sqs_queue.dead_letter.arn
-  }
-
-  depends_on = [aws_iam_role_policy.lambda]
+module "approval_request" {
+  source      = "./modules/function"
+  name        = "approval-request"
+  description = "live-ci: e-mails approval requests to a unit's voters"
+  environment = local.approval_request_env
+  shared      = local.lambda_shared
+  depends_on  = [aws_iam_role_policy.lambda]
 }
 
-resource "aws_lambda_function" "approval_response" {
-  #checkov:skip=CKV_AWS_117:Runs outside a VPC: it talks to SSM, Step Functions and the RDS Data API over HTTPS only.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; invocations are one per vote.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
-  function_name    = local.function_names["approval-response"]
-  description      = "live-ci: records votes from the signed e-mail links (Function URL)"
-  role             = aws_iam_role.lambda["approval-response"].arn
-  filename         = local.lambda_zips["approval-response"]
-  source_code_hash = filebase64sha256(local.lambda_zips["approval-response"])
-  runtime          = local.lambda_common.runtime
-  handler          = local.lambda_common.handler
-  architectures    = local.lambda_common.architectures
-  memory_size      = local.lambda_common.memory_size
-  timeout          = local.lambda_common.timeout
-  kms_key_arn      = local.kms_key_arn
-  tags             = local.tags
+module "approval_response" {
+  source      = "./modules/function"
+  name        = "approval-response"
+  description = "live-ci: records votes from the signed e-mail links (Function URL)"
+  environment = local.approval_response_env
+  shared      = local.lambda_shared
+  depends_on  = [aws_iam_role_policy.lambda]
+}
 
-  environment {
-    variables = local.approval_response_env
-  }
+# Deployments made before the functions moved into ./modules/function keep
+# their functions: Terraform moves the state instead of replacing them.
+moved {
+  from = aws_lambda_function.receiver
+  to   = module.receiver.aws_lambda_function.this
+}
 
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.lambda["approval-response"].name
-  }
+moved {
+  from = aws_lambda_function.trigger_sf
+  to   = module.trigger_sf.aws_lambda_function.this
+}
 
-  tracing_config {
-    mode = "Active"
-  }
+moved {
+  from = aws_lambda_function.approval_request
+  to   = module.approval_request.aws_lambda_function.this
+}
 
-  dead_letter_config {
-    target_arn = aws_sqs_queue.dead_letter.arn
-  }
-
-  depends_on = [aws_iam_role_policy.lambda]
+moved {
+  from = aws_lambda_function.approval_response
+  to   = module.approval_response.aws_lambda_function.this
 }
 
 ################################################################################
@@ -264,13 +178,13 @@ resource "aws_lambda_function" "approval_response" {
 
 resource "aws_lambda_function_url" "receiver" {
   #checkov:skip=CKV_AWS_258:GitHub webhooks cannot sign with SigV4; the receiver verifies X-Hub-Signature-256 in constant time and answers 401 otherwise.
-  function_name      = aws_lambda_function.receiver.function_name
+  function_name      = module.receiver.function_name
   authorization_type = "NONE"
 }
 
 resource "aws_lambda_function_url" "approval_response" {
   #checkov:skip=CKV_AWS_258:Voters follow links from e-mail in a browser; every link carries an HMAC signature over the execution and voter, verified in constant time.
-  function_name      = aws_lambda_function.approval_response.function_name
+  function_name      = module.approval_response.function_name
   authorization_type = "NONE"
 }
 
@@ -282,8 +196,8 @@ resource "aws_lambda_function_url" "approval_response" {
 # request by its signature either way.
 locals {
   public_functions = {
-    receiver          = aws_lambda_function.receiver.function_name
-    approval-response = aws_lambda_function.approval_response.function_name
+    receiver          = module.receiver.function_name
+    approval-response = module.approval_response.function_name
   }
 }
 

@@ -69,13 +69,13 @@ resource "aws_sns_topic" "approval" {
 resource "aws_sns_topic_subscription" "approval_request" {
   topic_arn = aws_sns_topic.approval.arn
   protocol  = "lambda"
-  endpoint  = aws_lambda_function.approval_request.arn
+  endpoint  = module.approval_request.arn
 }
 
 resource "aws_lambda_permission" "approval_request_from_sns" {
   statement_id  = "AllowApprovalTopic"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.approval_request.function_name
+  function_name = module.approval_request.function_name
   principal     = "sns.amazonaws.com"
   source_arn    = aws_sns_topic.approval.arn
 }

@@ -12,6 +12,7 @@ itself: no binutils needed.
 
 Prints one line per zip and "N passed, N failed"; exits 1 on any failure.
 """
+
 import argparse
 import io
 import os
@@ -37,18 +38,16 @@ def version(text):
 def glibc_versions(elf):
     """The GLIBC_x.y[.z] versions an ELF64 little-endian file needs."""
     if elf[:4] != b"\x7fELF":
-        raise Bad("not an ELF file (magic %r)" % elf[:4])
+        raise Bad(f"not an ELF file (magic {elf[:4]!r})")
     if elf[4] != 2 or elf[5] != 1:
-        raise Bad("not a 64-bit little-endian ELF (class %d, data %d)" % (elf[4], elf[5]))
+        raise Bad(f"not a 64-bit little-endian ELF (class {elf[4]}, data {elf[5]})")
     e_type, e_machine = struct.unpack_from("<HH", elf, 16)
     e_shoff = struct.unpack_from("<Q", elf, 0x28)[0]
     e_shentsize, e_shnum = struct.unpack_from("<HH", elf, 0x3A)
     sections = []
     for i in range(e_shnum):
         off = e_shoff + i * e_shentsize
-        _name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, sh_info = struct.unpack_from(
-            "<IIQQQQII", elf, off
-        )
+        _name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, sh_info = struct.unpack_from("<IIQQQQII", elf, off)
         sections.append((sh_type, sh_offset, sh_size, sh_link, sh_info))
     found = set()
     for sh_type, sh_offset, _size, sh_link, sh_info in sections:
@@ -62,7 +61,7 @@ def glibc_versions(elf):
             for _ in range(cnt):
                 _hash, _flags, _other, name, anext = struct.unpack_from("<IHHII", elf, a)
                 end = elf.index(b"\0", strtab + name)
-                text = elf[strtab + name:end].decode()
+                text = elf[strtab + name : end].decode()
                 if text.startswith("GLIBC_") and text[6:7].isdigit():
                     found.add(text[6:])
                 a += anext
@@ -81,21 +80,21 @@ def check_zip(path, arch, max_glibc):
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
         if "bootstrap" not in names:
-            raise Bad("no bootstrap in the zip (it holds %s)" % names)
+            raise Bad(f"no bootstrap in the zip (it holds {names})")
         info = z.getinfo("bootstrap")
         mode = info.external_attr >> 16
         if mode and not mode & stat.S_IXUSR:
-            raise Bad("bootstrap is not executable (mode %o)" % mode)
+            raise Bad(f"bootstrap is not executable (mode {mode:o})")
         elf = z.read("bootstrap")
     e_type, machine, versions = glibc_versions(elf)
     if e_type not in (2, 3):  # ET_EXEC, ET_DYN (PIE)
-        raise Bad("bootstrap is not an executable (ELF type %d)" % e_type)
+        raise Bad(f"bootstrap is not an executable (ELF type {e_type})")
     if machine != MACHINES[arch]:
-        raise Bad("bootstrap is for ELF machine %d, not %s (%d)" % (machine, arch, MACHINES[arch]))
+        raise Bad(f"bootstrap is for ELF machine {machine}, not {arch} ({MACHINES[arch]})")
     highest = versions[-1] if versions else None
     if highest and version(highest) > version(max_glibc):
-        raise Bad("bootstrap needs GLIBC_%s, newer than %s (provided.al2023)" % (highest, max_glibc))
-    return "ELF %s, %d bytes, highest GLIBC_%s" % (arch, len(elf), highest or "none (static)")
+        raise Bad(f"bootstrap needs GLIBC_{highest}, newer than {max_glibc} (provided.al2023)")
+    return f"ELF {arch}, {len(elf)} bytes, highest GLIBC_{highest or 'none (static)'}"
 
 
 def zip_of(binary, name="bootstrap", mode=0o755):
@@ -113,6 +112,7 @@ def self_test(binary):
     a non-ELF file, a non-executable entry, a zip without bootstrap."""
     results = []
     with tempfile.TemporaryDirectory() as d:
+
         def case(label, data, arch, max_glibc, expect):
             p = os.path.join(d, label + ".zip")
             with open(p, "wb") as f:
@@ -127,12 +127,12 @@ def self_test(binary):
 
         _t, _m, versions = glibc_versions(open(binary, "rb").read())
         if not versions:
-            raise SystemExit("self-test: %s needs no glibc symbol versions; give a dynamic binary" % binary)
+            raise SystemExit(f"self-test: {binary} needs no glibc symbol versions; give a dynamic binary")
         arch = "x86_64" if glibc_versions(open(binary, "rb").read())[1] == 62 else "arm64"
         other = "arm64" if arch == "x86_64" else "x86_64"
         good = zip_of(binary)
         case("accepted-at-its-own-ceiling", good, arch, versions[-1], None)
-        below = "%d.%d" % (version(versions[-1])[0], version(versions[-1])[1] - 1)
+        below = f"{version(versions[-1])[0]}.{version(versions[-1])[1] - 1}"
         case("newer-glibc-refused", good, arch, below, "newer than")
         case("other-machine-refused", good, other, "99.0", "ELF machine")
         with tempfile.NamedTemporaryFile("wb", delete=False, dir=d) as f:
@@ -142,9 +142,9 @@ def self_test(binary):
         case("no-bootstrap-refused", zip_of(binary, name="main"), arch, "99.0", "no bootstrap")
     failed = 0
     for label, ok, got in results:
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label, "" if ok else ": %s" % got))
+        print("{} {}{}".format("ok  " if ok else "FAIL", label, "" if ok else f": {got}"))
         failed += not ok
-    print("%d passed, %d failed" % (len(results) - failed, failed))
+    print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
@@ -162,11 +162,11 @@ def main():
     for name in args.functions:
         path = os.path.join(args.dir, name, "bootstrap.zip")
         try:
-            print("ok   %s: %s" % (path, check_zip(path, args.arch, args.max_glibc)))
+            print(f"ok   {path}: {check_zip(path, args.arch, args.max_glibc)}")
         except (Bad, zipfile.BadZipFile, struct.error, ValueError, IndexError) as e:
-            print("FAIL %s: %s" % (path, e))
+            print(f"FAIL {path}: {e}")
             failed += 1
-    print("%d passed, %d failed" % (len(args.functions) - failed, failed))
+    print(f"{len(args.functions) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -41,8 +41,10 @@ done
 # checkov from PyPI into a project venv, once (pyenv's 3.12 is the one it was
 # tried with; 3.13 next).
 if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION" ]; then
-  python=$(ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | head -n1 || true)
-  [ -n "$python" ] || python=$(ls -d /root/.pyenv/versions/3.13*/bin/python 2>/dev/null | head -n1 || true)
+  python=
+  for candidate in /root/.pyenv/versions/3.12*/bin/python /root/.pyenv/versions/3.13*/bin/python; do
+    if [ -x "$candidate" ]; then python=$candidate; break; fi
+  done
   [ -n "$python" ] || python=$(command -v python3)
   step "installing checkov $CHECKOV_VERSION into $checkov_venv ($python)"
   rm -rf "$checkov_venv"

@@ -53,6 +53,8 @@ find_python() {
   # localstack-core 2026.3.0 imports `warnings.deprecated`, new in 3.13: 3.12 fails
   # at start-up ("No component plugins found"), 3.11 already at import.
   local candidate
+  # Newest first needs sort -V; pyenv's directory names are plain versions.
+  # shellcheck disable=SC2012
   for candidate in $(ls -d /root/.pyenv/versions/3.1[3-9].* 2>/dev/null | sort -V -r); do
     if [ -x "$candidate/bin/python3" ]; then echo "$candidate/bin/python3"; return; fi
   done
@@ -147,7 +149,7 @@ reap_owned() {
   local waited=0 pids
   while pids="$(owned_pids)" && [ -n "$pids" ] && [ $waited -lt 30 ]; do sleep 0.1; waited=$((waited + 1)); done
   if [ -n "$pids" ]; then
-    log "killing leftover processes: $(echo $pids)"
+    log "killing leftover processes: ${pids//$'\n'/ }"
     # shellcheck disable=SC2086 # one pid a word
     kill -KILL $pids 2>/dev/null || true
   fi
@@ -218,8 +220,7 @@ start() {
   ) >"$state/log" 2>&1 </dev/null 9>&- &
   pid=$!
   echo "$pid" >"$state/pid"
-  local i
-  for i in $(seq 1 600); do
+  for _ in $(seq 1 600); do
     if healthy "$endpoint"; then break; fi
     if ! kill -0 "$pid" 2>/dev/null; then
       tail -n 30 "$state/log" >&2 || true

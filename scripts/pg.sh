@@ -59,10 +59,12 @@ ensure_tls() {
     local tmp
     tmp=$(mktemp -d)
     printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tmp/ext"
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tmp/server.key" -out "$tmp/server.csr" >/dev/null 2>&1 \
+    if ! { openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tmp/server.key" -out "$tmp/server.csr" >/dev/null 2>&1 \
       && openssl x509 -req -in "$tmp/server.csr" -CA "$DIR/ca.pem" -CAkey "$DIR/ca.key" -CAcreateserial \
-        -days 3650 -extfile "$tmp/ext" -out "$tmp/server.crt" >/dev/null 2>&1 \
-      || { rm -rf "$tmp"; die "openssl: cannot create the server certificate"; }
+        -days 3650 -extfile "$tmp/ext" -out "$tmp/server.crt" >/dev/null 2>&1; }; then
+      rm -rf "$tmp"
+      die "openssl: cannot create the server certificate"
+    fi
     install -m 600 -o "$OWNER" "$tmp/server.key" "$DATA/server.key"
     install -m 644 -o "$OWNER" "$tmp/server.crt" "$DATA/server.crt"
     rm -rf "$tmp"
@@ -146,5 +148,5 @@ flock 9
 case "$cmd" in
   up) up ;;
   down) down ;;
-  url) running && cat "$DIR/url" || die "not running (scripts/pg.sh up)" ;;
+  url) if running; then cat "$DIR/url"; else die "not running (scripts/pg.sh up)"; fi ;;
 esac

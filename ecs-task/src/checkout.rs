@@ -37,12 +37,28 @@ pub struct Checkout {
 impl Checkout {
     /// Clones `repo` and checks out `commit` (a full id or anything git resolves).
     pub fn new(repo: &Repo, commit: &str) -> Result<Self> {
+        Self::in_scratch(commit, |dir| {
+            GitCli::clone_at(&repo.clone_url, dir, commit, repo.token.as_deref())
+        })
+    }
+
+    /// `commit` alone, without history (a shallow fetch of that one commit):
+    /// for terra-run, which reads one commit's tree and nothing else.
+    pub fn commit_only(repo: &Repo, commit: &str) -> Result<Self> {
+        Self::in_scratch(commit, |dir| {
+            GitCli::fetch_commit(&repo.clone_url, dir, commit, repo.token.as_deref())
+        })
+    }
+
+    fn in_scratch(
+        commit: &str,
+        check_out: impl FnOnce(&Path) -> std::result::Result<GitCli, live_ci_git::GitError>,
+    ) -> Result<Self> {
         let scratch = tempfile::Builder::new()
             .prefix("live-ci-task-")
             .tempdir()
             .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))?;
-        let dir = scratch.path().join("repo");
-        let git = GitCli::clone_at(&repo.clone_url, &dir, commit, repo.token.as_deref())?;
+        let git = check_out(&scratch.path().join("repo"))?;
         let commit = git.resolve(commit)?;
         Ok(Checkout {
             scratch,

@@ -72,7 +72,10 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
     let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
     let mut unit = None;
     let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
-    if let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) {
+    let status = async {
+        let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) else {
+            return;
+        };
         let (state, description) = match &outcome {
             Ok(TerraRunResult::Plan(p)) => (StatusState::Success, p.summary()),
             Ok(TerraRunResult::Apply(a)) => (
@@ -94,23 +97,28 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
             &description,
         )
         .await;
-    }
-    let delivery = match &outcome {
-        Ok(result) => {
-            let json = serde_json::to_string(result)
-                .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
-            ports
-                .tokens
-                .send_success(&token, &json)
-                .await
-                .port("task tokens")?
-        }
-        Err(e) => ports
-            .tokens
-            .send_failure(&token, e.name(), &e.to_string())
-            .await
-            .port("task tokens")?,
     };
+    let answer = async {
+        match &outcome {
+            Ok(result) => {
+                let json = serde_json::to_string(result)
+                    .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
+                let sent = ports.tokens.send_success(&token, &json).await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
+            }
+            Err(e) => {
+                let sent = ports
+                    .tokens
+                    .send_failure(&token, e.name(), &e.to_string())
+                    .await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
+            }
+        }
+    };
+    // The answer moves the state machine on; the status (a GitHub round trip)
+    // goes at the same time instead of before it.
+    let ((), delivery) = tokio::join!(status, answer);
+    let delivery = delivery?;
     if let TokenDelivery::Gone { reason } = delivery {
         tracing::warn!(%reason, "the state machine no longer waits for this task");
     }
@@ -201,7 +209,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .base_sha
         }
     };
-    let checkout = Checkout::new(repo, &source)?;
+    let checkout = Checkout::commit_only(repo, &source)?;
     let unit_dir = checkout.dir().join(record.cfg_path.as_str());
     if !unit_dir.is_dir() {
         return Err(TaskError::Unit {

@@ -659,3 +659,76 @@ async fn another_accounts_role_is_refused() {
     assert_eq!(calls[0].1, format!("live-ci-plan-{id}"));
     s.db.drop_db().await;
 }
+
+/// GitHub that answers pending statuses and never answers a final one.
+#[derive(Debug, Default)]
+struct FinalStatusHangs;
+
+impl live_ci_core::status::GitHost for FinalStatusHangs {
+    type Error = support::fakes::FakeError;
+
+    async fn set_status(
+        &self,
+        status: &live_ci_core::status::CommitStatus,
+    ) -> Result<(), Self::Error> {
+        if status.state != StatusState::Pending {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+
+    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, Self::Error> {
+        Ok(Vec::new())
+    }
+
+    async fn open_pull_requests(
+        &self,
+        _base: &str,
+    ) -> Result<Vec<live_ci_core::status::PullRequest>, Self::Error> {
+        Ok(Vec::new())
+    }
+
+    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// The task's answer moves the state machine on; its final commit status is
+/// advisory and goes alongside, never in front of it: a GitHub that hangs
+/// still lets the answer through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_does_not_wait_for_the_final_status() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let github = FinalStatusHangs;
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        github: Some(&github),
+        statuses: Default::default(),
+    };
+    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    config.task.command = Some("echo 'Error: quota exceeded'; exit 1".into());
+    let ran = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        terra_run(&config, &repo, None, &ports),
+    )
+    .await;
+    assert!(
+        ran.is_err(),
+        "the final status post hangs, so the task does"
+    );
+    let Sent::Failure { error, .. } = only_sent(&tokens) else {
+        panic!("expected the failure to reach the token")
+    };
+    assert_eq!(error, "CommandFailed");
+    s.db.drop_db().await;
+}

@@ -113,25 +113,29 @@ def test_sql_errors_carry_postgres_message_and_sqlstate(data: Any, cluster: dict
 
 def test_transactions_commit_and_roll_back(data: Any, cluster: dict[str, str], table: str) -> None:
     def count() -> int:
-        out = data.execute_statement(**cluster, sql="SELECT count(*) AS n FROM items WHERE id >= 100",
-                                     formatRecordsAs="JSON")
+        out = data.execute_statement(
+            **cluster, sql="SELECT count(*) AS n FROM items WHERE id >= 100", formatRecordsAs="JSON"
+        )
         return json.loads(out["formattedRecords"])[0]["n"]
 
     tx = data.begin_transaction(**cluster)["transactionId"]
     data.execute_statement(**cluster, transactionId=tx, sql="INSERT INTO items (id) VALUES (100)")
     assert count() == 0, "uncommitted rows are not visible outside the transaction"
-    inside = data.execute_statement(**cluster, transactionId=tx, sql="SELECT count(*) AS n FROM items WHERE id >= 100",
-                                    formatRecordsAs="JSON")
+    inside = data.execute_statement(
+        **cluster, transactionId=tx, sql="SELECT count(*) AS n FROM items WHERE id >= 100", formatRecordsAs="JSON"
+    )
     assert json.loads(inside["formattedRecords"]) == [{"n": 1}]
-    commit = data.commit_transaction(resourceArn=cluster["resourceArn"], secretArn=cluster["secretArn"],
-                                     transactionId=tx)
+    commit = data.commit_transaction(
+        resourceArn=cluster["resourceArn"], secretArn=cluster["secretArn"], transactionId=tx
+    )
     assert commit["transactionStatus"] == "Transaction Committed"
     assert count() == 1
 
     tx = data.begin_transaction(**cluster)["transactionId"]
     data.execute_statement(**cluster, transactionId=tx, sql="INSERT INTO items (id) VALUES (101)")
-    rollback = data.rollback_transaction(resourceArn=cluster["resourceArn"], secretArn=cluster["secretArn"],
-                                         transactionId=tx)
+    rollback = data.rollback_transaction(
+        resourceArn=cluster["resourceArn"], secretArn=cluster["secretArn"], transactionId=tx
+    )
     assert rollback["transactionStatus"] == "Rollback Complete"
     assert count() == 1
     # A finished transaction is gone.
@@ -149,8 +153,9 @@ def test_an_error_ends_the_transaction(data: Any, cluster: dict[str, str], table
     with pytest.raises(ClientError) as e:
         data.commit_transaction(resourceArn=cluster["resourceArn"], secretArn=cluster["secretArn"], transactionId=tx)
     assert error_code(e.value) == "TransactionNotFoundException"
-    out = data.execute_statement(**cluster, sql="SELECT count(*) AS n FROM items WHERE id = 200",
-                                 formatRecordsAs="JSON")
+    out = data.execute_statement(
+        **cluster, sql="SELECT count(*) AS n FROM items WHERE id = 200", formatRecordsAs="JSON"
+    )
     assert json.loads(out["formattedRecords"]) == [{"n": 0}]
 
 
@@ -175,14 +180,19 @@ def test_batch_execute_statement(data: Any, cluster: dict[str, str], table: str)
             ],
         )
     assert error_code(e.value) == "DatabaseErrorException"
-    out = data.execute_statement(**cluster, sql="SELECT array_agg(id ORDER BY id)::text AS ids FROM items"
-                                 " WHERE id >= 300", formatRecordsAs="JSON")
+    out = data.execute_statement(
+        **cluster,
+        sql="SELECT array_agg(id ORDER BY id)::text AS ids FROM items WHERE id >= 300",
+        formatRecordsAs="JSON",
+    )
     assert json.loads(out["formattedRecords"]) == [{"ids": "{300,301,302}"}]
 
 
 def test_response_over_one_mib_is_refused(data: Any, cluster: dict[str, str]) -> None:
     under = data.execute_statement(
-        **cluster, sql="SELECT repeat('x', :n) AS s", parameters=[{"name": "n", "value": {"longValue": 1000 * 1000}}],
+        **cluster,
+        sql="SELECT repeat('x', :n) AS s",
+        parameters=[{"name": "n", "value": {"longValue": 1000 * 1000}}],
         formatRecordsAs="JSON",
     )
     assert len(json.loads(under["formattedRecords"])[0]["s"]) == 1000 * 1000

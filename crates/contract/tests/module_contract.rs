@@ -17,7 +17,7 @@ use live_ci_contract::{Found, Module, allows, format_expr};
 
 /// Where a binary's environment is written in the module.
 enum EnvSource {
-    /// The object keys of an attribute of a block (a Lambda's `environment.variables`).
+    /// The object keys of an attribute of a block (the `environment` of a Lambda's module call).
     Attr {
         block: &'static [&'static str],
         attr: &'static [&'static str],
@@ -117,8 +117,8 @@ fn binaries() -> Vec<Binary> {
             env_vars: live_ci_receiver::ENV_VARS,
             aws_actions: live_ci_receiver::AWS_ACTIONS,
             env: &[EnvSource::Attr {
-                block: &["resource", "aws_lambda_function", "receiver"],
-                attr: &["environment", "variables"],
+                block: &["module", "receiver"],
+                attr: &["environment"],
             }],
             policy_document: "receiver",
             attachment: Attachment::LocalMapEntry("lambda_policies", "receiver"),
@@ -135,8 +135,8 @@ fn binaries() -> Vec<Binary> {
             env_vars: live_ci_trigger_sf::ENV_VARS,
             aws_actions: live_ci_trigger_sf::AWS_ACTIONS,
             env: &[EnvSource::Attr {
-                block: &["resource", "aws_lambda_function", "trigger_sf"],
-                attr: &["environment", "variables"],
+                block: &["module", "trigger_sf"],
+                attr: &["environment"],
             }],
             policy_document: "trigger_sf",
             attachment: Attachment::LocalMapEntry("lambda_policies", "trigger-sf"),
@@ -147,8 +147,8 @@ fn binaries() -> Vec<Binary> {
             env_vars: live_ci_approval_request::ENV_VARS,
             aws_actions: live_ci_approval_request::AWS_ACTIONS,
             env: &[EnvSource::Attr {
-                block: &["resource", "aws_lambda_function", "approval_request"],
-                attr: &["environment", "variables"],
+                block: &["module", "approval_request"],
+                attr: &["environment"],
             }],
             policy_document: "approval_request",
             attachment: Attachment::LocalMapEntry("lambda_policies", "approval-request"),
@@ -159,8 +159,8 @@ fn binaries() -> Vec<Binary> {
             env_vars: live_ci_approval_response::ENV_VARS,
             aws_actions: live_ci_approval_response::AWS_ACTIONS,
             env: &[EnvSource::Attr {
-                block: &["resource", "aws_lambda_function", "approval_response"],
-                attr: &["environment", "variables"],
+                block: &["module", "approval_response"],
+                attr: &["environment"],
             }],
             policy_document: "approval_response",
             attachment: Attachment::LocalMapEntry("lambda_policies", "approval-response"),

@@ -76,6 +76,43 @@ impl GitCli {
         Ok(repo)
     }
 
+    /// A checkout of exactly `commit` with none of its history: `git fetch
+    /// --depth 1` of that one object into a new repository. What terra-run
+    /// needs: it reads one commit's tree, and in a trunk of years a full clone
+    /// costs seconds per unit where this costs one commit's objects. Servers
+    /// that refuse to serve a commit by id (GitHub serves any reachable one)
+    /// get the full clone of [`GitCli::clone_at`] instead.
+    pub fn fetch_commit(
+        url: &str,
+        dest: &Path,
+        commit: &str,
+        token: Option<&str>,
+    ) -> Result<GitCli, GitError> {
+        let is_full_id = commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+        if !is_full_id || url.starts_with('-') {
+            return GitCli::clone_at(url, dest, commit, token);
+        }
+        std::fs::create_dir_all(dest).map_err(|source| GitError::Spawn {
+            dir: dest.display().to_string(),
+            source,
+        })?;
+        git(dest, &["init", "--quiet"], None)?;
+        let fetched = git(
+            dest,
+            &["fetch", "--quiet", "--no-tags", "--depth", "1", url, commit],
+            token,
+        );
+        if fetched.is_err() {
+            std::fs::remove_dir_all(dest).map_err(|source| GitError::Spawn {
+                dir: dest.display().to_string(),
+                source,
+            })?;
+            return GitCli::clone_at(url, dest, commit, token);
+        }
+        git(dest, &["checkout", "--quiet", "--detach", commit], None)?;
+        GitCli::open(dest)
+    }
+
     /// The first parent of `commit` (for a merge commit: the trunk before the merge).
     pub fn first_parent(&self, commit: &str) -> Result<String, GitError> {
         self.resolve(&format!("{commit}^1"))

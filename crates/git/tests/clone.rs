@@ -100,3 +100,39 @@ fn fetches_a_commit_no_branch_reaches_and_names_an_unknown_one() {
         "{err}"
     );
 }
+
+#[test]
+fn fetch_commit_checks_out_one_commit_without_its_history() {
+    let origin = tempfile::tempdir().unwrap();
+    let o = origin.path();
+    git(o, &["init", "-q", "-b", "main"]);
+    let first = commit(o, "a.txt", "1", "first");
+    let second = commit(o, "a.txt", "2", "second");
+    commit(o, "a.txt", "3", "third");
+
+    // Not the tip: an older commit by id, as terra-run checks out a run's commit.
+    let dest = tempfile::tempdir().unwrap();
+    let repo =
+        GitCli::fetch_commit(o.to_str().unwrap(), &dest.path().join("r"), &second, None).unwrap();
+    assert_eq!(repo.resolve("HEAD").unwrap(), second);
+    let dir = dest.path().join("r");
+    assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "2");
+    assert_eq!(
+        git(&dir, &["rev-list", "--count", "HEAD"]),
+        "1",
+        "no history"
+    );
+    assert!(
+        repo.resolve(&first).is_err(),
+        "older commits are not fetched"
+    );
+
+    // A commit the remote does not have: the full clone's clear error.
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    let err = GitCli::fetch_commit(o.to_str().unwrap(), &dest.path().join("m"), missing, None)
+        .unwrap_err();
+    assert!(
+        matches!(err, GitError::UnknownRevision(ref c) if c == missing),
+        "{err}"
+    );
+}

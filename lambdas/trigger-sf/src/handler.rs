@@ -79,6 +79,11 @@ pub struct Report {
     pub trunk_launch: Option<TrunkLaunch>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
+    /// Commit statuses to post once the invocation's metadb and Step Functions
+    /// work is done: a status is advisory, and a GitHub round trip (100–300 ms
+    /// in AWS) must not delay the start of the next unit.
+    #[serde(skip)]
+    pub(crate) queued_statuses: Vec<CommitStatus>,
 }
 
 /// One launch of create-deploy-stack by the sweep.
@@ -237,16 +242,51 @@ where
 
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
-        match input {
-            Input::StatusChange(detail) => {
-                if let Some(run_id) = self.on_status_change(detail, &mut report).await? {
-                    self.advance(run_id, &mut report).await?;
-                }
+        let done = match input {
+            Input::StatusChange(detail) => match self.on_status_change(detail, &mut report).await {
+                Ok(Some(run_id)) => self.advance(run_id, &mut report).await,
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Input::Run(run_id) => self.advance(*run_id, &mut report).await,
+            Input::Sweep => self.sweep(&mut report).await,
+        };
+        // What was recorded or started before an error is true either way:
+        // its statuses are posted too.
+        self.post_queued_statuses(&mut report).await;
+        done.map(|()| report)
+    }
+
+    /// Posts the invocation's queued statuses at once, the last per commit and
+    /// context (GitHub shows only the newest anyway).
+    async fn post_queued_statuses(&self, report: &mut Report) {
+        let queued = std::mem::take(&mut report.queued_statuses);
+        let Some(github) = &self.github else {
+            return;
+        };
+        let mut last: Vec<CommitStatus> = Vec::with_capacity(queued.len());
+        for status in queued.into_iter().rev() {
+            if !last
+                .iter()
+                .any(|s| s.sha == status.sha && s.context == status.context)
+            {
+                last.push(status);
             }
-            Input::Run(run_id) => self.advance(*run_id, &mut report).await?,
-            Input::Sweep => self.sweep(&mut report).await?,
         }
-        Ok(report)
+        last.reverse();
+        let posted = futures_util::future::join_all(
+            last.iter()
+                .map(|status| async move { (status, github.set_status(status).await) }),
+        )
+        .await;
+        for (status, result) in posted {
+            if let Err(e) = result {
+                tracing::warn!(context = %status.context, error = %e, "posting a commit status");
+                report
+                    .warnings
+                    .push(format!("status {:?}: {e}", status.context));
+            }
+        }
     }
 
     /// Records an ended execution; returns the run to advance (none for an
@@ -388,14 +428,10 @@ where
         self.post_status(&status, report).await;
     }
 
+    /// Queues a status; `handle` posts the queue when the invocation's work is done.
     async fn post_status(&self, status: &CommitStatus, report: &mut Report) {
-        if let Some(github) = &self.github
-            && let Err(e) = github.set_status(status).await
-        {
-            tracing::warn!(context = %status.context, error = %e, "posting a commit status");
-            report
-                .warnings
-                .push(format!("status {:?}: {e}", status.context));
+        if self.github.is_some() {
+            report.queued_statuses.push(status.clone());
         }
     }
 
@@ -481,10 +517,34 @@ where
             .claim_ready(run_id, self.config.claim_limit)
             .await
             .port("metadb")?;
-        for execution in claimed {
-            self.start(&execution, report).await?;
+        // The starts are independent: all at once, so the last of a batch does
+        // not wait for the round trips of the others.
+        let started = futures_util::future::join_all(
+            claimed
+                .iter()
+                .map(|execution| self.start_execution(execution)),
+        )
+        .await;
+        for (execution, result) in claimed.iter().zip(started) {
+            self.settle_start(execution, result?, report).await?;
         }
         Ok(())
+    }
+
+    /// StartExecution for one claimed execution: its ARN, or the engine's
+    /// error (which `settle_start` records against the claim).
+    async fn start_execution(
+        &self,
+        execution: &ExecutionRecord,
+    ) -> Result<Result<String, String>, TriggerError> {
+        let id = &execution.execution_id;
+        let input = serde_json::to_string(&execution.sfn_input())
+            .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
+        Ok(self
+            .engine
+            .start_execution(id, &input)
+            .await
+            .map_err(|e| e.to_string()))
     }
 
     /// Starts one claimed execution; a failed start releases the claim so
@@ -494,10 +554,19 @@ where
         execution: &ExecutionRecord,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
+        let started = self.start_execution(execution).await?;
+        self.settle_start(execution, started, report).await
+    }
+
+    /// Records a start: the ARN on the claim, or the failure against it.
+    async fn settle_start(
+        &self,
+        execution: &ExecutionRecord,
+        started: Result<String, String>,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
         let id = &execution.execution_id;
-        let input = serde_json::to_string(&execution.sfn_input())
-            .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
-        match self.engine.start_execution(id, &input).await {
+        match started {
             Ok(arn) => {
                 if self
                     .metadb
@@ -516,7 +585,7 @@ where
                 tracing::error!(execution_id = %id, error = %err, "start failed");
                 let failure = self
                     .metadb
-                    .record_start_failure(id, &err.to_string(), self.config.max_start_attempts)
+                    .record_start_failure(id, &err, self.config.max_start_attempts)
                     .await
                     .port("metadb")?;
                 match failure {

@@ -824,3 +824,134 @@ async fn a_failed_invocation_reaches_aws_named_by_its_kind_with_its_cause() {
         assert!(diagnostic.error_message.starts_with("metadb: "));
     }
 }
+/// GitHub that never answers a status post.
+#[derive(Debug, Default)]
+struct HangingGitHub;
+
+impl GitHost for HangingGitHub {
+    type Error = FakeError;
+
+    async fn set_status(&self, _status: &CommitStatus) -> Result<(), FakeError> {
+        std::future::pending().await
+    }
+
+    async fn pull_request_files(&self, _number: u64) -> Result<Vec<String>, FakeError> {
+        Ok(Vec::new())
+    }
+
+    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<PullRequest>, FakeError> {
+        Ok(Vec::new())
+    }
+
+    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
+        Ok(())
+    }
+}
+
+/// Statuses are posted after the invocation's real work: a GitHub that hangs
+/// (or takes its usual 100–300 ms) never holds up the start of the next unit.
+#[tokio::test]
+async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
+    let t = TestDb::new().await;
+    let h: TriggerSf<PgMetadb, FakeEngine, FakeParams, HangingGitHub> = TriggerSf::new(
+        HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
+        t.metadb(2).await,
+        FakeEngine::default(),
+        FakeParams::default(),
+        Some(HangingGitHub),
+    );
+    let mut new = run(
+        "h1",
+        4,
+        vec![exec("h1-a", "dev", &[]), exec("h1-b", "dev", &["h1-a"])],
+    );
+    new.pr_id = 3;
+    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let patience = std::time::Duration::from_secs(2);
+
+    let first = tokio::time::timeout(patience, h.handle(&Input::Run(run_id))).await;
+    assert!(
+        first.is_err(),
+        "the status post hangs, so the invocation does"
+    );
+    let second = tokio::time::timeout(patience, h.handle(&ended("h1-a", "SUCCEEDED", None))).await;
+    assert!(second.is_err());
+
+    assert_eq!(h.engine().started(), ["h1-a", "h1-b"]);
+    let a = h.metadb().execution("h1-a").await.unwrap().unwrap();
+    assert_eq!(a.status, ExecutionStatus::Succeeded);
+    t.drop_db().await;
+}
+
+/// Step Functions whose starts take a while, counting how many are in flight.
+#[derive(Debug, Default)]
+struct SlowEngine {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+    started: Mutex<Vec<String>>,
+}
+
+impl WorkflowEngine for SlowEngine {
+    type Error = FakeError;
+
+    async fn start_execution(&self, name: &str, _input: &str) -> Result<String, FakeError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        self.in_flight.fetch_sub(1, SeqCst);
+        self.started.lock().unwrap().push(name.to_string());
+        Ok(arn(name))
+    }
+
+    async fn stop_execution(&self, arn: &str, _error: &str, _cause: &str) -> Result<(), FakeError> {
+        Err(FakeError(format!("not stopped: {arn:?}")))
+    }
+
+    async fn describe_execution(&self, arn: &str) -> Result<ExecutionDescription, FakeError> {
+        Err(FakeError(format!("not described: {arn:?}")))
+    }
+}
+
+/// The units that become ready together start together: the last of them
+/// does not wait for the others' StartExecution round trips.
+#[tokio::test]
+async fn units_ready_together_are_started_concurrently() {
+    let t = TestDb::new().await;
+    let h: TriggerSf<PgMetadb, SlowEngine, FakeParams, FakeGitHub> = TriggerSf::new(
+        HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
+        t.metadb(2).await,
+        SlowEngine::default(),
+        FakeParams::default(),
+        Some(FakeGitHub::default()),
+    );
+    let units = ["w1-a", "w1-b", "w1-c", "w1-d"];
+    let new = run("w1", 4, units.iter().map(|u| exec(u, "dev", &[])).collect());
+    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    let mut started = r.started.clone();
+    started.sort();
+    assert_eq!(started, units);
+    let most = h
+        .engine()
+        .most_in_flight
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        most,
+        units.len(),
+        "every ready unit's start was in flight at once"
+    );
+    // Each started unit got its pending status, posted after the starts.
+    let pending = h
+        .github()
+        .unwrap()
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.state == StatusState::Pending && s.sha == "w1")
+        .count();
+    assert_eq!(pending, units.len());
+    t.drop_db().await;
+}

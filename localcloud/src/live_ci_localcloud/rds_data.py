@@ -89,9 +89,7 @@ class Resolver:
             secret = json.loads(value.get("SecretString") or "")
             username = secret["username"]
         except (ValueError, KeyError, TypeError) as e:
-            raise DataApiError(
-                "InvalidSecretException", f"secret {secret_arn} holds no JSON with a username"
-            ) from e
+            raise DataApiError("InvalidSecretException", f"secret {secret_arn} holds no JSON with a username") from e
         dbname = database or cluster.database_name or "postgres"
         server = conninfo_to_dict(server_url())
         self._provision(server, username, dbname)
@@ -156,8 +154,10 @@ def rollback_transaction(_context: RequestContext, request: ServiceRequest) -> A
 
 
 def _not_implemented(_context: RequestContext, _request: ServiceRequest) -> Any:
-    raise CommonServiceException("BadRequestException", "the local Data API serves ExecuteStatement, "
-                                 "BatchExecuteStatement and Begin/Commit/RollbackTransaction only")
+    raise CommonServiceException(
+        "BadRequestException",
+        "the local Data API serves ExecuteStatement, BatchExecuteStatement and Begin/Commit/RollbackTransaction only",
+    )
 
 
 class RdsDataLifecycle(ServiceLifecycleHook):

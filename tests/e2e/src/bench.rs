@@ -12,10 +12,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use live_ci_synth::pipeline::{PipelineShape, critical_path_len, generate_pipeline_repo};
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
-use crate::observe::{Metadb, drive};
+use crate::observe::{Metadb, drive_polling};
 use crate::repo::SampleRepo;
 use crate::vote::Vote;
 use crate::{Cloud, Deployment, E2eError, REPO_FULL_NAME, Result, send_merge_webhook, work_dir};
+
+/// How often the benchmark's voter looks for new approval mails: an approval
+/// should wait on the pipeline, not on the voter (the e2e's 500 ms added
+/// about 0.25 s per unit on average).
+const MAIL_POLL: Duration = Duration::from_millis(100);
 
 /// One benchmark case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +60,59 @@ pub struct Figures {
     pub start_latency_ms: Vec<f64>,
     /// Lambda function → REPORT durations (ms).
     pub lambda_ms: BTreeMap<String, Vec<f64>>,
+    /// Task state of the deployment state machine → its times in every execution.
+    pub states: BTreeMap<String, StateSamples>,
+}
+
+/// One task state's times over the executions of a run (ms).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StateSamples {
+    /// State entered → state exited.
+    pub total: Vec<f64>,
+    /// State entered → the task submitted (the state machine's own integration).
+    pub to_submitted: Vec<f64>,
+}
+
+/// A task state's times in one execution, from its history (ms).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateTime {
+    pub state: String,
+    pub total_ms: f64,
+    pub to_submitted_ms: Option<f64>,
+}
+
+/// One event of an execution's history: its type, the state it enters (for
+/// `*StateEntered`), and when (epoch ms).
+pub type HistoryEvent = (String, Option<String>, f64);
+
+/// The task states' times of one execution history: entered → exited, and
+/// entered → submitted where the integration reports it.
+pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, f64, Option<f64>)> = None;
+    for (kind, name, at) in history {
+        match kind.as_str() {
+            "TaskStateEntered" => {
+                open = name.clone().map(|n| (n, *at, None));
+            }
+            "TaskSubmitted" => {
+                if let Some((_, _, submitted)) = open.as_mut() {
+                    submitted.get_or_insert(*at);
+                }
+            }
+            "TaskStateExited" => {
+                if let Some((state, entered, submitted)) = open.take() {
+                    out.push(StateTime {
+                        state,
+                        total_ms: at - entered,
+                        to_submitted_ms: submitted.map(|s| s - entered),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Figures {
@@ -102,6 +160,17 @@ impl Figures {
             p95 / 1e3,
             self.start_latency_ms.len()
         );
+        for (state, samples) in &self.states {
+            let _ = writeln!(
+                out,
+                "  state {:<22} p50 {:.2} s  p95 {:.2} s   (entered -> task submitted p50 {:.2} s, n={})",
+                state,
+                percentile(&samples.total, 50.0) / 1e3,
+                percentile(&samples.total, 95.0) / 1e3,
+                percentile(&samples.to_submitted, 50.0) / 1e3,
+                samples.total.len()
+            );
+        }
         for (function, durations) in &self.lambda_ms {
             let _ = writeln!(
                 out,
@@ -425,7 +494,33 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(needle.as_str()))
 }
 
-/// Execution id → plan + apply command milliseconds, from the task logs.
+/// A field of a JSON log record: tracing's JSON formatter nests the event's
+/// fields under `fields` unless it flattens them.
+fn json_field(record: &serde_json::Value, key: &str) -> Option<String> {
+    let value = record
+        .get("fields")
+        .and_then(|f| f.get(key))
+        .or_else(|| record.get(key))?;
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A log line as a JSON object, if it is one.
+fn json_record(line: &str) -> Option<serde_json::Value> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .filter(|v| v.is_object())
+}
+
+/// Execution id → plan + apply command milliseconds, from the task logs
+/// (text lines with `key=value` fields, or tracing's JSON records).
 pub fn terraform_times(messages: &[(String, String)]) -> HashMap<String, f64> {
     let mut out: HashMap<String, f64> = HashMap::new();
     for (_, m) in messages {
@@ -433,33 +528,46 @@ pub fn terraform_times(messages: &[(String, String)]) -> HashMap<String, f64> {
         if !line.contains("terraform command finished") {
             continue;
         }
-        let (Some(id), Some(ms)) = (field(&line, "execution_id"), field(&line, "command_ms"))
-        else {
+        let (id, ms) = match json_record(&line) {
+            Some(record) => (
+                json_field(&record, "execution_id"),
+                json_field(&record, "command_ms"),
+            ),
+            None => (
+                field(&line, "execution_id").map(str::to_string),
+                field(&line, "command_ms").map(str::to_string),
+            ),
+        };
+        let (Some(id), Some(ms)) = (id, ms) else {
             continue;
         };
         if let Ok(ms) = ms.parse::<f64>() {
-            *out.entry(id.to_string()).or_default() += ms;
+            *out.entry(id).or_default() += ms;
         }
     }
     out
 }
 
-/// Function → REPORT durations (ms), named by the log group's last segment.
+/// Function → REPORT durations (ms), named by the log group's last segment:
+/// the text `REPORT … Duration: 12.3 ms` line of the Text log format, or the
+/// `platform.report` record of the JSON one.
 pub fn lambda_durations(messages: &[(String, String)]) -> BTreeMap<String, Vec<f64>> {
     let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (group, m) in messages {
-        let Some(rest) = m
-            .split("Duration: ")
-            .nth(1)
-            .filter(|_| m.starts_with("REPORT"))
-        else {
-            continue;
+        let ms = match json_record(m) {
+            Some(record) => record
+                .get("type")
+                .filter(|t| *t == "platform.report")
+                .and_then(|_| record.pointer("/record/metrics/durationMs"))
+                .and_then(serde_json::Value::as_f64),
+            None => m
+                .split("Duration: ")
+                .nth(1)
+                .filter(|_| m.starts_with("REPORT"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|v| v.parse::<f64>().ok()),
         };
-        let Some(ms) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        else {
+        let Some(ms) = ms else {
             continue;
         };
         let function = group.rsplit('/').next().unwrap_or(group).to_string();
@@ -534,12 +642,13 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
         });
     }
     let db = Metadb::connect(&metadb).await?;
-    let outcome = drive(
+    let outcome = drive_polling(
         &db,
         &http,
         cloud.endpoint(),
         &merge.merge_commit,
         Duration::from_secs(3 * 3600),
+        MAIL_POLL,
         &|_| Vote::Approve,
         &|_, _| {},
     )
@@ -582,9 +691,17 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
     let lambda_ms = lambda_durations(&log_events(&logs, "lambda", since).await?);
     let sfn = sfn_client(cloud.endpoint());
     let mut execs = Vec::with_capacity(rows.len());
+    let mut states: BTreeMap<String, StateSamples> = BTreeMap::new();
     for r in rows {
         let id: String = r.get(0);
         let arn: Option<String> = r.get(3);
+        if let Some(arn) = &arn {
+            for t in state_times(&execution_history(&sfn, arn).await?) {
+                let samples = states.entry(t.state).or_default();
+                samples.total.push(t.total_ms);
+                samples.to_submitted.extend(t.to_submitted_ms);
+            }
+        }
         let sfn_start_ms = match &arn {
             Some(arn) => sfn
                 .describe_execution()
@@ -625,7 +742,31 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
             .count(),
         start_latency_ms: start_latencies(&execs, run_created_ms),
         lambda_ms,
+        states,
     })
+}
+
+/// Every event of an execution's history, oldest first.
+async fn execution_history(sfn: &aws_sdk_sfn::Client, arn: &str) -> Result<Vec<HistoryEvent>> {
+    let mut out = Vec::new();
+    let mut pages = sfn
+        .get_execution_history()
+        .execution_arn(arn)
+        .max_results(1000)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| aws_err("states GetExecutionHistory", e))?;
+        for e in page.events() {
+            out.push((
+                e.r#type().as_str().to_string(),
+                e.state_entered_event_details()
+                    .map(|d| d.name().to_string()),
+                epoch_ms(e.timestamp()),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -708,5 +849,59 @@ mod tests {
         let d = lambda_durations(&logs);
         assert_eq!(d["trigger-sf"], vec![12.5]);
         assert_eq!(d["receiver"], vec![40.0]);
+    }
+    #[test]
+    fn json_log_records_count_like_text_lines() {
+        let logs = vec![
+            (
+                "/live-ci/task/terra-run".to_string(),
+                r#"{"timestamp":"2026-11-24T06:00:00Z","level":"INFO","fields":{"message":"terraform command finished","execution_id":"x1","phase":"plan","command_ms":1200},"target":"live_ci_task::terra_run"}"#.to_string(),
+            ),
+            (
+                "/live-ci/task/terra-run".to_string(),
+                r#"{"level":"INFO","message":"terraform command finished","execution_id":"x1","command_ms":"300"}"#.to_string(),
+            ),
+            (
+                "/live-ci/lambda/trigger-sf".to_string(),
+                r#"{"time":"2026-11-24T06:00:01Z","type":"platform.report","record":{"requestId":"1","metrics":{"durationMs":12.5,"billedDurationMs":13}}}"#.to_string(),
+            ),
+            (
+                "/live-ci/lambda/trigger-sf".to_string(),
+                r#"{"time":"2026-11-24T06:00:00Z","type":"platform.start","record":{"requestId":"1"}}"#.to_string(),
+            ),
+        ];
+        assert_eq!(terraform_times(&logs).get("x1"), Some(&1500.0));
+        assert_eq!(lambda_durations(&logs)["trigger-sf"], vec![12.5]);
+    }
+
+    #[test]
+    fn state_times_split_each_task_state_at_its_submission() {
+        let ev = |k: &str, n: Option<&str>, at: f64| (k.to_string(), n.map(str::to_string), at);
+        let history = vec![
+            ev("ExecutionStarted", None, 0.0),
+            ev("TaskStateEntered", Some("Plan"), 10.0),
+            ev("TaskScheduled", None, 200.0),
+            ev("TaskSubmitted", None, 400.0),
+            ev("TaskSucceeded", None, 1600.0),
+            ev("TaskStateExited", None, 1610.0),
+            ev("ChoiceStateEntered", Some("Plan Changes"), 1610.0),
+            ev("TaskStateEntered", Some("Request Approval"), 1700.0),
+            ev("TaskStateExited", None, 2500.0),
+        ];
+        assert_eq!(
+            state_times(&history),
+            vec![
+                StateTime {
+                    state: "Plan".into(),
+                    total_ms: 1600.0,
+                    to_submitted_ms: Some(390.0),
+                },
+                StateTime {
+                    state: "Request Approval".into(),
+                    total_ms: 800.0,
+                    to_submitted_ms: None,
+                },
+            ]
+        );
     }
 }
