@@ -16,7 +16,7 @@ pub enum TaskError {
     /// A port failed; a retryable one is named so the state machine retries.
     #[error(transparent)]
     Port(#[from] PortError),
-    #[error("migrating the metadb at start: {0}")]
+    #[error("{}: migrating at start: {}", .0.port(), .0.adapter_error())]
     Migrate(#[source] PortError),
     /// A parameter's value that does not parse.
     #[error("parameter store: {0}")]
