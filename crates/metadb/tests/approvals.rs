@@ -158,38 +158,13 @@ async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() 
 /// approval_response refuses to deliver.
 #[tokio::test]
 async fn upgrading_drops_the_stored_plain_task_tokens() {
-    use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
     let t = TestDb::new().await;
-    let client = live_ci_metadb::connect(&t.url).await.unwrap();
-    client
-        .batch_execute(CREATE_SCHEMA_MIGRATIONS)
-        .await
-        .unwrap();
-    let before = &live_ci_metadb::MIGRATIONS[..5];
-    assert_eq!(before.last().unwrap().name, "0005_operator");
-    for m in before {
-        client.batch_execute(m.sql).await.unwrap();
-        client
-            .batch_execute(&format!(
-                "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
-                m.version, m.name
-            ))
-            .await
-            .unwrap();
-    }
+    let client = migrated_up_to(&t, "0005_operator").await;
     let plain = "AQCEAAAAKgAAAAMAAAAAAAAAAc-plain-0005-token";
+    running_executions(&client, &["legacy"]).await;
     client
         .batch_execute(&format!(
-            "INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel)
-             VALUES (1, 'c-legacy', 'main', 'f', 'b', 'h', 1);
-             INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps,
-                 action, status, plan_command, apply_command, new_providers, account_name,
-                 account_path, account_deps, voters, min_approval_count, min_rejection_count,
-                 plan_role_arn, apply_role_arn, priority, wait_for, wait_accounts, pending_deps)
-             SELECT run_id, 'legacy', 0, false, 'dev/vpc', '[]', 'apply', 'running', 'p', 'a',
-                 '[]', 'dev', 'dev', '[]', '[\"a@example.com\"]', 1, 1, 'p', 'a', 1, '[]', '[]', 0
-             FROM runs;
-             INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token,
+            "INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token,
                  task_token_hash, to_add, to_change, to_destroy, logs_url, expires_at)
              VALUES ('legacy', 'arn:x', '{plain}', 'hash-legacy', 1, 0, 0, 'https://logs',
                  now() + interval '1 hour');
@@ -233,18 +208,20 @@ async fn upgrading_drops_the_stored_plain_task_tokens() {
     t.drop_db().await;
 }
 
-/// A metadb of 0008's schema with three decided approval requests, their
-/// delivery stored the old way: `delivered`, `gone: <reason>`, and none yet.
-async fn decided_requests_before_0009(t: &TestDb) -> tokio_postgres::Client {
+/// A database with the migrations up to `last` applied and recorded, as an
+/// older release left it: the next metadb start applies the rest.
+async fn migrated_up_to(t: &TestDb, last: &str) -> tokio_postgres::Client {
     use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
     let client = live_ci_metadb::connect(&t.url).await.unwrap();
     client
         .batch_execute(CREATE_SCHEMA_MIGRATIONS)
         .await
         .unwrap();
-    let before = &live_ci_metadb::MIGRATIONS[..8];
-    assert_eq!(before.last().unwrap().name, "0008_trunk_sweep");
-    for m in before {
+    let end = live_ci_metadb::MIGRATIONS
+        .iter()
+        .position(|m| m.name == last)
+        .unwrap();
+    for m in &live_ci_metadb::MIGRATIONS[..=end] {
         client.batch_execute(m.sql).await.unwrap();
         client
             .batch_execute(&format!(
@@ -255,17 +232,42 @@ async fn decided_requests_before_0009(t: &TestDb) -> tokio_postgres::Client {
             .unwrap();
     }
     client
-        .batch_execute(
+}
+
+/// One run with a running execution per id, voted on by a@example.com, in
+/// the columns every schema since 0001 has (raw SQL: the adapter would migrate).
+async fn running_executions(client: &tokio_postgres::Client, ids: &[&str]) {
+    let rows: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(seq, id)| format!("('{id}', {seq})"))
+        .collect();
+    client
+        .batch_execute(&format!(
             "INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel)
-             VALUES (1, 'c-0008', 'main', 'f', 'b', 'h', 1);
+             VALUES (1, 'c-{}', 'main', 'f', 'b', 'h', 1);
              INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps,
                  action, status, plan_command, apply_command, new_providers, account_name,
                  account_path, account_deps, voters, min_approval_count, min_rejection_count,
                  plan_role_arn, apply_role_arn, priority, wait_for, wait_accounts, pending_deps)
              SELECT run_id, e.id, e.seq, false, 'dev/' || e.id, '[]', 'apply', 'running', 'p', 'a',
                  '[]', 'dev', 'dev', '[]', '[\"a@example.com\"]', 1, 1, 'p', 'a', 1, '[]', '[]', 0
-             FROM runs, (VALUES ('sent', 0), ('late', 1), ('open', 2)) AS e(id, seq);
-             INSERT INTO approval_requests (execution_id, sfn_execution_arn,
+             FROM runs, (VALUES {}) AS e(id, seq);",
+            ids[0],
+            rows.join(", ")
+        ))
+        .await
+        .unwrap();
+}
+
+/// A metadb of 0008's schema with three decided approval requests, their
+/// delivery stored the old way: `delivered`, `gone: <reason>`, and none yet.
+async fn decided_requests_before_0009(t: &TestDb) -> tokio_postgres::Client {
+    let client = migrated_up_to(t, "0008_trunk_sweep").await;
+    running_executions(&client, &["sent", "late", "open"]).await;
+    client
+        .batch_execute(
+            "INSERT INTO approval_requests (execution_id, sfn_execution_arn,
                  task_token_ciphertext, task_token_hash, to_add, to_change, to_destroy,
                  logs_url, expires_at, decision_sent_at, delivery)
              VALUES

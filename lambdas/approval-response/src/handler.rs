@@ -139,6 +139,33 @@ struct Context {
     now_ms: i64,
 }
 
+impl Context {
+    /// The same request, seeing `approval` as it is now.
+    fn with_approval(&self, approval: ApprovalRecord) -> Context {
+        Context {
+            approval,
+            link: self.link.clone(),
+            token: self.token.clone(),
+            execution: self.execution.clone(),
+            now_ms: self.now_ms,
+        }
+    }
+}
+
+/// The votes decided but nothing was sent, and retrying will not help.
+fn not_delivered(id: &str, decision: Vote, why: &str) -> PageResponse {
+    message(
+        502,
+        "Decision not delivered",
+        "bad",
+        &format!(
+            "The votes decided to {}, but {why}, so nothing was sent to Step Functions. An \
+             operator must look at execution {id}.",
+            decision.as_str()
+        ),
+    )
+}
+
 impl<D, T, C> ApprovalResponder<D, T, C>
 where
     D: Metadb + ApprovalStore,
@@ -468,13 +495,7 @@ where
         if !claimed {
             // Someone else sends (or sent) it: show what is known.
             let approval = self.db.approval_request(id).await.port("metadb")?;
-            let ctx = Context {
-                approval: approval.unwrap_or_else(|| ctx.approval.clone()),
-                link: ctx.link.clone(),
-                token: ctx.token.clone(),
-                execution: ctx.execution.clone(),
-                now_ms: ctx.now_ms,
-            };
+            let ctx = ctx.with_approval(approval.unwrap_or_else(|| ctx.approval.clone()));
             return Ok(self.decided_page(&ctx, tally, decision, status));
         }
         let payload = ApprovalDecision {
@@ -490,11 +511,10 @@ where
             Err(err) => {
                 // Cannot happen for this plain struct; said rather than unwrapped.
                 tracing::error!(error = %err, execution = %id, "encoding the decision failed");
-                return Ok(message(
-                    500,
-                    "Decision not delivered",
-                    "bad",
-                    "The decision could not be encoded; nothing was sent to Step Functions.",
+                return Ok(not_delivered(
+                    id,
+                    decision,
+                    "the decision could not be encoded",
                 ));
             }
         };
@@ -507,16 +527,10 @@ where
                 // The claim stays: nothing was sent, and a repaired row is
                 // retried after the lease by the next POST.
                 tracing::error!(execution = %id, problem = %problem, "task token refused");
-                return Ok(message(
-                    502,
-                    "Decision not delivered",
-                    "bad",
-                    &format!(
-                        "The votes decided to {}, but the stored approval request could not be \
-                         verified, so nothing was sent to Step Functions. An operator must look \
-                         at execution {id}.",
-                        decision.as_str()
-                    ),
+                return Ok(not_delivered(
+                    id,
+                    decision,
+                    "the stored approval request could not be verified",
                 ));
             }
         };
@@ -543,14 +557,7 @@ where
         let mut approval = ctx.approval.clone();
         approval.delivery = Some(delivery);
         approval.decision_sent_at = Some(ctx.now_ms);
-        let ctx = Context {
-            approval,
-            link: ctx.link.clone(),
-            token: ctx.token.clone(),
-            execution: ctx.execution.clone(),
-            now_ms: ctx.now_ms,
-        };
-        Ok(self.decided_page(&ctx, tally, decision, status))
+        Ok(self.decided_page(&ctx.with_approval(approval), tally, decision, status))
     }
 
     /// The plain task token of `approval`: decrypted for its own execution
