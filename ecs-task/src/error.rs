@@ -1,7 +1,7 @@
 //! The one error type of the task library.
 
 use live_ci_core::deploy::RunId;
-use live_ci_core::port::{ErrorKind, PortError, RETRYABLE_ERROR};
+use live_ci_core::port::PortError;
 use live_ci_core::settings::ConfigError;
 
 /// What can stop a task. Messages are lowercase and quote the offending value.
@@ -62,10 +62,8 @@ impl TaskError {
     /// machine's Catch, shown as `$.error.Error`).
     pub fn name(&self) -> &'static str {
         match self {
-            TaskError::Port(e) | TaskError::Migrate(e) | TaskError::Invoke { source: e, .. }
-                if e.kind() == ErrorKind::Retryable =>
-            {
-                RETRYABLE_ERROR
+            TaskError::Port(e) | TaskError::Migrate(e) | TaskError::Invoke { source: e, .. } => {
+                e.kind().name()
             }
             TaskError::StalePlan { .. } => "StalePlan",
             TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
@@ -96,10 +94,11 @@ mod tests {
 
     /// The SQLSTATE a retry helps with (a serialization failure) reaches
     /// SendTaskFailure as the name the state machine retries, its cause
-    /// still the adapter's error; a refusal (insufficient privilege) keeps
-    /// the name the Catch has always seen.
+    /// still the adapter's error; a refusal (insufficient privilege) as the
+    /// permanent name, which only the Catch matches.
     #[test]
-    fn a_retryable_port_failure_is_sent_under_the_retryable_name() {
+    fn a_port_failure_is_sent_under_its_kinds_name() {
+        use live_ci_core::port::{PERMANENT_ERROR, RETRYABLE_ERROR};
         let retryable = metadb("40001");
         assert_eq!(retryable.name(), RETRYABLE_ERROR);
         let source = std::error::Error::source(&retryable).expect("a source");
@@ -114,6 +113,6 @@ mod tests {
             retryable.to_string(),
             "metadb: postgres: the server said no"
         );
-        assert_eq!(metadb("42501").name(), "TaskFailed");
+        assert_eq!(metadb("42501").name(), PERMANENT_ERROR);
     }
 }
