@@ -490,7 +490,7 @@ async fn plan_scan<R: RoleAssumer>(
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),

@@ -55,9 +55,26 @@ pub enum TaskError {
     Unit { unit: String, message: String },
     #[error("{0}")]
     Io(String),
+    /// A local file or directory the task needs; `action` is "creating" or
+    /// "writing".
+    #[error("{action} {path:?}: {source}")]
+    File {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl TaskError {
+    pub fn file(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        TaskError::File {
+            action,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
     /// The error name sent with SendTaskFailure (matched by the state
     /// machine's Catch, shown as `$.error.Error`).
     pub fn name(&self) -> &'static str {

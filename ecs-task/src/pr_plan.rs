@@ -178,7 +178,7 @@ async fn plan<R: RoleAssumer>(
         .collect();
     let scratch = checkout.scratch_file("plans");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
