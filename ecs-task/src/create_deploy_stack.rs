@@ -26,6 +26,7 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
@@ -86,10 +87,7 @@ pub async fn status_config<P: ParamStore>(
     match &config.commit_status_config_param {
         None => Ok(CommitStatusConfig::default()),
         Some(name) => {
-            let json = params
-                .get(name)
-                .await
-                .map_err(|e| TaskError::Params(e.to_string()))?;
+            let json = params.get(name).await.port("parameter store")?;
             CommitStatusConfig::parse(&json).map_err(TaskError::Params)
         }
     }
@@ -178,11 +176,7 @@ where
     let checkout = Checkout::new(repo, commit)?;
     let commit = checkout.commit.clone();
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
-    let runs = ports
-        .metadb
-        .trunk_runs(TRUNK_WINDOW)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
     let base = match &place {
         TrunkPlace::Superseded { by, commit: cover } => {
@@ -232,19 +226,11 @@ where
             (affected, head, None)
         }
     };
-    let pending = ports
-        .metadb
-        .pending_units()
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let pending = ports.metadb.pending_units().await.port("metadb")?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
     // Critical-path priorities weigh each unit by how long it took before.
     let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
-    let durations = ports
-        .metadb
-        .unit_durations(&paths)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let durations = ports.metadb.unit_durations(&paths).await.port("metadb")?;
     let plan = build_plan(
         &affected,
         &head,
@@ -288,7 +274,7 @@ where
             .metadb
             .record_no_op_merge(&commit)
             .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?;
+            .port("metadb")?;
         return Ok(DeployReport {
             run_id: None,
             created: false,
@@ -316,11 +302,7 @@ where
         trunk_seq,
         executions,
     };
-    let created = ports
-        .metadb
-        .create_run(&run)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let created = ports.metadb.create_run(&run).await.port("metadb")?;
     println!(
         "live-ci: run #{} {} ({})",
         created.run_id,
@@ -338,11 +320,7 @@ where
     if created.created && !created.started {
         // Created, then superseded in the same transaction by a newer merge
         // that started first: nothing of it will run.
-        let stored = ports
-            .metadb
-            .run(created.run_id)
-            .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        let stored = ports.metadb.run(created.run_id).await.port("metadb")?;
         if let Some(r) = stored.filter(|r| r.status == RunStatus::Superseded) {
             return Ok(DeployReport {
                 run_id: Some(created.run_id),
@@ -358,12 +336,7 @@ where
     }
     if created.started {
         // Mirror the row (the truth) for the receiver, then the open PRs' statuses.
-        let lock = ports
-            .metadb
-            .merge_lock()
-            .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?
-            .lock();
+        let lock = ports.metadb.merge_lock().await.port("metadb")?.lock();
         let lock = match lock {
             MergeLock::Free => MergeLock::Held { pr: pr_id },
             held => held,
@@ -372,7 +345,7 @@ where
             .params
             .put(lock_param, &lock.to_string())
             .await
-            .map_err(|e| TaskError::Params(e.to_string()))?;
+            .port("parameter store")?;
         // Advisory, as every status: the parameter already says the truth.
         if let Err(e) = merge_lock::refresh_statuses(
             ports.github,
@@ -389,12 +362,11 @@ where
         .invoker
         .invoke(function, &run_payload(created.run_id))
         .await
-        .map_err(|e| TaskError::Invoke {
+        .port("lambda")
+        .map_err(|source| TaskError::Invoke {
             function: function.clone(),
-            message: format!(
-                "{e} (run #{} is written; the next trigger_sf invocation starts it)",
-                created.run_id
-            ),
+            run_id: created.run_id,
+            source,
         })?;
     Ok(DeployReport {
         run_id: Some(created.run_id),
@@ -447,7 +419,7 @@ where
         .metadb
         .record_superseded(&run, by)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        .port("metadb")?;
     Ok(DeployReport {
         run_id,
         created: run_id.is_some(),
@@ -510,7 +482,7 @@ async fn plan_scan<R: RoleAssumer>(
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),

@@ -8,6 +8,7 @@
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
 
@@ -120,7 +121,7 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
         .host()
         .upsert_comment(pr, COMMENT_MARKER, &body)
         .await
-        .map_err(|e| TaskError::GitHub(e.to_string()))?;
+        .port("github")?;
     outcome
 }
 
@@ -171,7 +172,7 @@ async fn plan<R: RoleAssumer>(
         .collect();
     let scratch = checkout.scratch_file("plans");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),

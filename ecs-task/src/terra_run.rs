@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
 };
@@ -101,17 +102,16 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
             Ok(result) => {
                 let json = serde_json::to_string(result)
                     .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
-                ports
-                    .tokens
-                    .send_success(&token, &json)
-                    .await
-                    .map_err(|e| TaskError::Tokens(e.to_string()))
+                let sent = ports.tokens.send_success(&token, &json).await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
             }
-            Err(e) => ports
-                .tokens
-                .send_failure(&token, e.name(), &e.to_string())
-                .await
-                .map_err(|e| TaskError::Tokens(e.to_string())),
+            Err(e) => {
+                let sent = ports
+                    .tokens
+                    .send_failure(&token, e.name(), &e.to_string())
+                    .await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
+            }
         }
     };
     // The answer moves the state machine on; the status (a GitHub round trip)
@@ -159,7 +159,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         .metadb
         .execution(execution_id)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?
+        .port("metadb")?
         .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
     // The record is the truth; the state machine passes the same command.
     let command = config.command.clone().unwrap_or_else(|| match phase {
@@ -198,7 +198,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .run(record.run_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
                 .base_sha
         }
@@ -268,11 +268,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             // The hash is taken here, in the task, from the bytes it uploads:
             // the apply accepts this content only.
             let sha256 = sha256_hex(&bytes);
-            let version_id = ports
-                .artifacts
-                .put(&key, bytes)
-                .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?;
+            let version_id = ports.artifacts.put(&key, bytes).await.port("plan store")?;
             let saved = SavedPlan {
                 key: key.clone(),
                 sha256,
@@ -282,7 +278,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .record_saved_plan(&record.execution_id, &saved)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?;
+                .port("metadb")?;
             if !recorded {
                 return Err(TaskError::PlanArtifact {
                     artifact: ports.artifacts.uri(&key),
@@ -339,7 +335,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .saved_plan(&record.execution_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .filter(|s| s.key == key)
                 .ok_or_else(|| {
                     bad(format!(
@@ -352,7 +348,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .artifacts
                 .get_version(&key, version)
                 .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?
+                .port("plan store")?
                 .ok_or_else(|| {
                     bad(format!(
                         "no such saved plan (version {})",
@@ -513,7 +509,7 @@ async fn record_new_resources<M: Metadb>(
     let stored = metadb
         .record_new_resources(&record.execution_id, &resources)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        .port("metadb")?;
     if !stored {
         // The apply happened; failing now would hide that. Say it loudly instead.
         tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");

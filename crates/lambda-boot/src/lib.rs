@@ -124,13 +124,16 @@ impl Boot {
     }
 }
 
-/// Serves every invocation with `handler` until the runtime stops.
-pub async fn serve<E, R, F, Fut>(handler: F) -> Result<(), BootError>
+/// Serves every invocation with `handler` until the runtime stops. The
+/// handler returns its crate's own error, whose `Diagnostic` (the error name
+/// CloudWatch, the DLQ and Step Functions see) the runtime reports.
+pub async fn serve<E, R, Err, F, Fut>(handler: F) -> Result<(), BootError>
 where
     E: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
+    Err: Into<lambda_runtime::Diagnostic> + std::fmt::Debug,
     F: Fn(E) -> Fut,
-    Fut: Future<Output = Result<R, lambda_runtime::Error>> + Send,
+    Fut: Future<Output = Result<R, Err>> + Send,
 {
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<E>| {

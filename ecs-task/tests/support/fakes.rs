@@ -241,3 +241,10 @@ impl<R: RoleAssumer> RoleAssumer for RecordingRoles<R> {
         Ok(c)
     }
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

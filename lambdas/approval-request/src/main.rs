@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
-use live_ci_approval_request::{ApprovalRequester, Config, parse_sns_event};
+use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
 use live_ci_aws::{KmsTokenCipher, SesMailer, sdk};
 use live_ci_lambda_boot::{Boot, serve};
 
@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(report = ?report, "mailed");
             reports.push(report);
         }
-        Ok(serde_json::to_value(reports)?)
+        Ok::<_, RequestError>(reports)
     })
     .await?)
 }

@@ -20,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let responder = &ApprovalResponder::new(key, metadb, tokens, cipher);
     Ok(serve(|event: LambdaFunctionUrlRequest| async move {
         let response = responder.handle(&from_function_url(&event), now_ms()).await;
-        Ok(to_function_url(&response))
+        Ok::<_, std::convert::Infallible>(to_function_url(&response))
     })
     .await?)
 }

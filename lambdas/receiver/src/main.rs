@@ -25,9 +25,8 @@ async fn main() -> anyhow::Result<()> {
     let receiver = Receiver::new(config.handler, boot.params(), github, launcher).await?;
     let receiver = &receiver.with_lock_check(lock);
     Ok(serve(|event: LambdaFunctionUrlRequest| async move {
-        Ok(to_function_url(
-            &receiver.handle(&from_function_url(&event)).await,
-        ))
+        let response = receiver.handle(&from_function_url(&event)).await;
+        Ok::<_, std::convert::Infallible>(to_function_url(&response))
     })
     .await?)
 }

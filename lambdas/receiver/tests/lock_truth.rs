@@ -197,3 +197,10 @@ async fn r_lock(t: &TestDb) -> Option<i64> {
         .unwrap()
         .run_id
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

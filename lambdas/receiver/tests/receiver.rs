@@ -1022,3 +1022,10 @@ async fn the_secret_is_read_again_after_its_ttl() {
     );
     assert_eq!(h.receiver.params().secret_reads(), 3);
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

@@ -5,7 +5,7 @@ use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
-use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::port::{ErrorKind, Metadb, PortError, PortResultExt, WorkflowEngine};
 use live_ci_core::status::{
     BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, advisory,
     context, target,
@@ -23,20 +23,34 @@ use crate::event::{Input, StatusChangeDetail};
 pub enum TriggerError {
     #[error("invalid input: {0}")]
     Input(String),
-    #[error("metadb: {0}")]
-    Metadb(String),
-    #[error("workflow engine: {0}")]
-    Workflow(String),
-    #[error("parameter store: {0}")]
-    Params(String),
+    /// A port failed; its kind decides the name AWS sees.
+    #[error(transparent)]
+    Port(#[from] PortError),
     /// Runs kept finishing into the next one more often than any queue holds:
     /// a metadb that keeps reporting a next run would otherwise loop forever.
     #[error("more than {0} runs finished in one invocation")]
     TooManyRuns(usize),
 }
 
-fn metadb_err(e: impl std::fmt::Display) -> TriggerError {
-    TriggerError::Metadb(e.to_string())
+impl TriggerError {
+    /// Retryable only when a port says so: bad input or a runaway hand-over
+    /// fails the same way again.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TriggerError::Port(e) => e.kind(),
+            TriggerError::Input(_) | TriggerError::TooManyRuns(_) => ErrorKind::Permanent,
+        }
+    }
+}
+
+/// The name CloudWatch and the DLQ see: [`ErrorKind::name`].
+impl From<TriggerError> for lambda_runtime::Diagnostic {
+    fn from(e: TriggerError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: e.kind().name().into(),
+            error_message: e.to_string(),
+        }
+    }
 }
 
 /// What one invocation did, returned to the caller and logged.
@@ -272,12 +286,7 @@ where
         detail: &StatusChangeDetail,
         report: &mut Report,
     ) -> Result<Option<RunId>, TriggerError> {
-        let Some(execution) = self
-            .metadb
-            .execution(&detail.name)
-            .await
-            .map_err(metadb_err)?
-        else {
+        let Some(execution) = self.metadb.execution(&detail.name).await.port("metadb")? else {
             tracing::warn!(name = %detail.name, "status change for an unknown execution");
             return Ok(None);
         };
@@ -326,7 +335,7 @@ where
             .metadb
             .record_finished(&execution.execution_id, outcome, stored_reason.as_deref())
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
             report.recorded.push(execution.execution_id.clone());
             let (state, description) = match &reason {
@@ -337,7 +346,7 @@ where
             self.unit_status(execution, state, &description, report)
                 .await;
             for id in &aborted {
-                if let Some(dependent) = self.metadb.execution(id).await.map_err(metadb_err)? {
+                if let Some(dependent) = self.metadb.execution(id).await.port("metadb")? {
                     let why = dependent
                         .status_reason
                         .clone()
@@ -436,7 +445,7 @@ where
         let mut run_id = run_id;
         for _ in 0..self.config.max_runs_per_invocation {
             self.start_ready(run_id, report).await?;
-            let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+            let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
             if !progress.is_done() {
                 return Ok(());
             }
@@ -444,7 +453,7 @@ where
                 continue;
             }
             let RunFinish { finished, next_run } =
-                self.metadb.finish_run(run_id).await.map_err(metadb_err)?;
+                self.metadb.finish_run(run_id).await.port("metadb")?;
             let Some(status) = finished else {
                 // Not running (queued, or finished by someone else): nothing to hand on.
                 return Ok(());
@@ -469,7 +478,7 @@ where
         run_id: RunId,
         report: &mut Report,
     ) -> Result<bool, TriggerError> {
-        let executions = self.metadb.executions(run_id).await.map_err(metadb_err)?;
+        let executions = self.metadb.executions(run_id).await.port("metadb")?;
         let rollbacks = plan_rollbacks(&executions);
         if rollbacks.is_empty() {
             return Ok(false);
@@ -478,7 +487,7 @@ where
             .metadb
             .add_rollbacks(run_id, &rollbacks)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         let commit = executions
             .first()
             .map(|e| e.commit_id.clone())
@@ -511,7 +520,7 @@ where
             .metadb
             .claim_ready(run_id, self.config.claim_limit)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         // The starts are independent: all at once, so the last of a batch does
         // not wait for the round trips of the others.
         let started = futures_util::future::join_all(
@@ -567,7 +576,7 @@ where
                     .metadb
                     .attach_execution_arn(id, &arn)
                     .await
-                    .map_err(metadb_err)?
+                    .port("metadb")?
                 {
                     report.started.push(id.clone());
                     let started = ExecutionRecord {
@@ -586,7 +595,7 @@ where
                     .metadb
                     .record_start_failure(id, &err, self.config.max_start_attempts)
                     .await
-                    .map_err(metadb_err)?;
+                    .port("metadb")?;
                 match failure {
                     StartFailure::Released { attempts } => {
                         tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
@@ -600,7 +609,7 @@ where
                             .await;
                         for dependent in &aborted {
                             if let Some(d) =
-                                self.metadb.execution(dependent).await.map_err(metadb_err)?
+                                self.metadb.execution(dependent).await.port("metadb")?
                             {
                                 self.unit_status(
                                     &d,
@@ -627,10 +636,10 @@ where
         status: RunStatus,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        let Some(run) = self.metadb.run(run_id).await.map_err(metadb_err)? else {
+        let Some(run) = self.metadb.run(run_id).await.port("metadb")? else {
             return Ok(());
         };
-        let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+        let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
         let (state, description) = match status {
             RunStatus::Succeeded => (
                 StatusState::Success,
@@ -660,11 +669,11 @@ where
     /// Mirrors the metadb's merge lock (the truth) into the parameter store and
     /// onto open pull requests.
     async fn publish_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let lock: MergeLock = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let lock: MergeLock = self.metadb.merge_lock().await.port("metadb")?.lock();
         self.params
             .put(&self.config.merge_lock_param, &lock.to_string())
             .await
-            .map_err(|e| TriggerError::Params(e.to_string()))?;
+            .port("parameter store")?;
         // Statuses are advisory here: the parameter already says the truth
         // and the receiver refreshes statuses on every pull-request event.
         if let Err(e) = merge_lock::refresh_statuses(
@@ -690,7 +699,7 @@ where
             .metadb
             .stale_claims(self.config.stale_claim_secs)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         for execution in stale {
             self.start(&execution, report).await?;
             runs.push(execution.run_id);
@@ -699,7 +708,7 @@ where
             .metadb
             .running_with_arn(self.config.sweep_limit)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         for execution in running {
             let Some(arn) = &execution.sfn_execution_arn else {
                 continue;
@@ -724,7 +733,7 @@ where
         // The run holding the lock is advanced too: an invocation lost between
         // recording its last execution and finishing the run would otherwise
         // keep the lock forever.
-        if let Some(run_id) = self.metadb.merge_lock().await.map_err(metadb_err)?.run_id {
+        if let Some(run_id) = self.metadb.merge_lock().await.port("metadb")?.run_id {
             runs.push(run_id);
         }
         runs.sort_unstable();
@@ -761,7 +770,7 @@ where
             .metadb
             .claim_trunk_launch(&head, trunk.cooldown_secs)
             .await
-            .map_err(metadb_err)?
+            .port("metadb")?
         else {
             return Ok(());
         };
@@ -790,7 +799,7 @@ where
     /// run finished and never write again) would otherwise leave the receiver
     /// answering "locked" with no run running.
     async fn reconcile_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let truth = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let truth = self.metadb.merge_lock().await.port("metadb")?.lock();
         let mirrored = self.params.get(&self.config.merge_lock_param).await;
         let in_step = matches!(&mirrored, Ok(v) if MergeLock::parse(v) == Ok(truth));
         if !in_step {

@@ -8,7 +8,7 @@ use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::{BranchHead, GitHost, NoGitHost};
 use live_ci_core::{params::ParamStore, task::TaskLauncher};
 use live_ci_lambda_boot::{Boot, serve};
-use live_ci_trigger_sf::{Config, TriggerSf, TrunkSweep, parse_input};
+use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
 use live_ci_workflow::SfnEngine;
 
 #[tokio::main]
@@ -54,7 +54,7 @@ where
         // layout recursion limit when inlined into main's.
         let report = Box::pin(handler.handle(&parse_input(&event)?)).await?;
         tracing::info!(report = ?report, "done");
-        Ok(report)
+        Ok::<_, TriggerError>(report)
     })
     .await?)
 }

@@ -783,6 +783,60 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
     t2.drop_db().await;
 }
 
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}
+
+/// What AWS sees when the handler fails: the failure's kind as its stable
+/// name, with the adapter's own error still in the source chain. A metadb
+/// that cannot be reached (nothing listens on port 1) is retryable; a
+/// database that does not exist on the real server (SQLSTATE 3D000) fails the
+/// same way again: permanent.
+#[tokio::test]
+async fn a_failed_invocation_reaches_aws_named_by_its_kind_with_its_cause() {
+    use live_ci_core::port::{ErrorKind, PERMANENT_ERROR, RETRYABLE_ERROR};
+    use live_ci_metadb::MetadbError;
+    let unreachable = "postgresql://live_ci@127.0.0.1:1/live_ci".to_string();
+    let missing = live_ci_metadb::with_database(&support::server_url(), "live_ci_no_such_database");
+    for (url, kind, name, code) in [
+        (unreachable, ErrorKind::Retryable, RETRYABLE_ERROR, None),
+        (
+            missing,
+            ErrorKind::Permanent,
+            PERMANENT_ERROR,
+            Some("3D000"),
+        ),
+    ] {
+        let h = TriggerSf::new(
+            HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
+            PgMetadb::connect(&url, 1).unwrap(),
+            FakeEngine::default(),
+            FakeParams::default(),
+            FakeGitHub::default(),
+        );
+        let err = h.handle(&Input::Run(1)).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{err}");
+        assert!(err.to_string().starts_with("metadb: postgres: "), "{err}");
+        let mut source = std::error::Error::source(&err);
+        let mut adapter = None;
+        while let Some(e) = source {
+            adapter = adapter.or(e.downcast_ref::<MetadbError>());
+            source = e.source();
+        }
+        match adapter {
+            Some(MetadbError::Postgres { code: found, .. }) => {
+                assert_eq!(found.as_deref(), code, "{err}")
+            }
+            other => panic!("no metadb error in the chain of {err:?}: {other:?}"),
+        }
+        let diagnostic = lambda_runtime::Diagnostic::from(err);
+        assert_eq!(diagnostic.error_type, name);
+        assert!(diagnostic.error_message.starts_with("metadb: "));
+    }
+}
 /// GitHub that never answers a status post.
 #[derive(Debug, Default)]
 struct HangingGitHub;

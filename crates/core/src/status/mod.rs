@@ -151,7 +151,7 @@ pub struct PullRequest {
 /// The git host. Implemented by the GitHub adapter (`live-ci-github`) and by
 /// recording fakes in tests.
 pub trait GitHost: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Creates a commit status (GitHub keeps the newest per context).
     fn set_status(
@@ -185,7 +185,7 @@ pub trait GitHost: Send + Sync {
 /// adapter; the sweep compares the trunk's head with what the metadb knows, so
 /// a merge whose webhook was lost is still deployed.
 pub trait BranchHead: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// The commit `branch` points at.
     fn branch_head(&self, branch: &str)

@@ -196,6 +196,12 @@ mod tests {
     #[error("github is down")]
     struct Down;
 
+    impl crate::port::Classify for Down {
+        fn kind(&self) -> crate::port::ErrorKind {
+            crate::port::ErrorKind::Retryable
+        }
+    }
+
     impl GitHost for Refusing {
         type Error = Down;
         async fn set_status(&self, _: &CommitStatus) -> Result<(), Down> {

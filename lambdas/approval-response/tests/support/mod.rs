@@ -227,3 +227,10 @@ impl TaskTokens for RecordingTokens {
         panic!("approval_response never heartbeats")
     }
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}
