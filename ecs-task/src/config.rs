@@ -12,6 +12,8 @@ use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::MetadbConfig;
 use live_ci_workflow::payload::task_env;
 
+use crate::cli::TaskCommand;
+
 /// Every environment variable [`Config::from_lookup`] may read.
 pub const ENV_VARS: &[&str] = &[
     "REPO_FULL_NAME",
@@ -146,22 +148,140 @@ pub enum ScanType {
     Plan,
 }
 
-/// Settings every subcommand shares.
+/// Every problem with the environment a subcommand found at start, so that one
+/// failed start names all of them (the module sets the variables; a broken
+/// deployment should not be fixed one restart at a time).
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigErrors {
+    pub problems: Vec<ConfigError>,
+    /// A terra-run's task token, when it was given: the task answers it with
+    /// these problems, so the state machine does not wait out its heartbeat.
+    pub task_token: Option<String>,
+}
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// Reads settings and keeps every problem instead of stopping at the first:
+/// each read yields `None` on a problem, and [`Check::finish`] turns the lot
+/// into the config or into [`ConfigErrors`] naming all of them.
+#[derive(Debug)]
+pub struct Check<F> {
+    env: Settings<F>,
+    problems: Vec<ConfigError>,
+}
+
+impl<F: Fn(&str) -> Option<String>> Check<F> {
+    pub fn new(get: F) -> Self {
+        Check {
+            env: Settings::new(get),
+            problems: Vec::new(),
+        }
+    }
+
+    fn keep<T>(&mut self, read: Result<T, ConfigError>) -> Option<T> {
+        read.map_err(|e| self.problems.push(e)).ok()
+    }
+
+    fn opt(&self, name: &'static str) -> Option<String> {
+        self.env.opt(name)
+    }
+
+    fn req(&mut self, name: &'static str) -> Option<String> {
+        let read = self.env.req(name);
+        self.keep(read)
+    }
+
+    /// A terraform command template; `subcommand` is the invocation that
+    /// receives live-ci's flags (`-out=`, `-destroy -target=`,
+    /// `-detailed-exitcode`, the apply's plan file).
+    fn template(
+        &mut self,
+        name: &'static str,
+        default: &str,
+        subcommand: &str,
+    ) -> Option<CommandTemplate> {
+        let text = self.env.or(name, default);
+        let read = CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
+            ConfigError::Invalid {
+                name,
+                value: text.clone(),
+                reason,
+            }
+        });
+        self.keep(read)
+    }
+
+    /// The metadb connection when one is configured: `METADB_URL`, or the
+    /// Data API's variables.
+    fn metadb_if_set(&mut self) -> Option<Option<MetadbConfig>> {
+        if ["METADB_URL", "METADB_CLUSTER_ARN"]
+            .iter()
+            .any(|k| self.env.opt(k).is_some())
+        {
+            let read = MetadbConfig::from_settings(&self.env);
+            self.keep(read).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
+    /// The metadb connection, required.
+    fn metadb(&mut self) -> Option<MetadbConfig> {
+        match self.metadb_if_set()? {
+            Some(config) => Some(config),
+            None => self.keep(Err(ConfigError::Missing("METADB_URL"))),
+        }
+    }
+
+    /// The config when nothing was wrong, else every problem found.
+    pub fn finish<T>(self, value: Option<T>) -> Result<T, ConfigErrors> {
+        match value {
+            Some(v) if self.problems.is_empty() => Ok(v),
+            _ => Err(ConfigErrors {
+                problems: self.problems,
+                task_token: None,
+            }),
+        }
+    }
+}
+
+/// A subcommand's config, read from any lookup (the process environment, or a
+/// map in tests).
+pub trait FromLookup: Sized {
+    /// Reads this config, adding every problem to `check`.
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self>;
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
+        let mut check = Check::new(get);
+        let value = Self::read(&mut check);
+        check.finish(value)
+    }
+}
+
+/// Settings every subcommand shares; each has a default or is optional.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct Common {
     pub repository: Option<String>,
     /// What to clone: `REPO_CLONE_URL`, else the GitHub URL of the repository.
-    pub clone_url: Option<String>,
+    pub clone_url: String,
     pub github_api_url: String,
     /// Without it, no commit statuses or comments are posted and clones are anonymous.
     pub github_token_param: Option<String>,
     pub trunk_branch: String,
     pub file_pattern: FilePattern,
-    pub merge_lock_param: Option<String>,
     pub commit_status_config_param: Option<String>,
-    /// The accounts JSON, parsed by create-deploy-stack so that a bad one is
-    /// reported on the merge commit.
-    pub accounts_json: Option<String>,
     pub scan_type: ScanType,
     pub plan_command: CommandTemplate,
     pub apply_command: CommandTemplate,
@@ -176,161 +296,328 @@ pub struct Config {
     /// Units a merge removes are destroyed (from the range's start, dependents
     /// first); off, they are only named in a commit status.
     pub allow_destroy: bool,
-    pub trigger_sf_function: Option<String>,
-    pub plan_bucket: Option<String>,
     pub log_group: Option<String>,
     pub log_stream_prefix: Option<String>,
     pub heartbeat_seconds: u64,
     pub region: Option<String>,
     pub ecs_metadata_uri: Option<String>,
-    pub metadb: Option<MetadbConfig>,
-    pub task: TaskInput,
 }
 
-/// The per-task overrides (receiver and state machine), all optional here;
-/// each subcommand requires its own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskInput {
-    pub pr_number: Option<u64>,
-    pub commit: Option<String>,
-    pub base_ref: Option<String>,
-    pub head_ref: Option<String>,
-    pub base_sha: Option<String>,
-    pub head_sha: Option<String>,
-    pub delivery_id: Option<String>,
-    pub phase: Option<Phase>,
-    pub task_token: Option<String>,
-    pub execution_id: Option<String>,
-    pub sfn_execution_arn: Option<String>,
-    pub cfg_path: Option<String>,
-    pub command: Option<String>,
-    pub role_arn: Option<String>,
-    pub plan_artifact: Option<String>,
-}
-
-impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// The same, from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = Settings::new(get);
-        let opt = |k: &'static str| env.opt(k);
-        // The subcommand whose invocation receives live-ci's flags (`-out=`,
-        // `-destroy -target=`, `-detailed-exitcode`, the apply's plan file).
-        let template = |name: &'static str, default: &str, subcommand: &str| {
-            let text = env.or(name, default);
-            CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
-                ConfigError::Invalid {
-                    name,
-                    value: text.clone(),
-                    reason,
-                }
-            })
+impl FromLookup for Common {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+        let scan_type = match check.opt("SCAN_TYPE").as_deref() {
+            None | Some("graph") => Some(ScanType::Graph),
+            Some("plan") => Some(ScanType::Plan),
+            Some(other) => check.keep(Err(ConfigError::Invalid {
+                name: "SCAN_TYPE",
+                value: other.to_string(),
+                reason: "expected graph or plan".into(),
+            })),
         };
-        let scan_type = match opt("SCAN_TYPE").as_deref() {
-            None | Some("graph") => ScanType::Graph,
-            Some("plan") => ScanType::Plan,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    name: "SCAN_TYPE",
-                    value: other.to_string(),
-                    reason: "expected graph or plan".into(),
-                });
-            }
-        };
-        let max_parallel: u32 = env.number("MAX_PARALLEL", 10)?;
-        if max_parallel == 0 {
-            return Err(ConfigError::Invalid {
+        let max_parallel = match check.env.number::<u32>("MAX_PARALLEL", 10) {
+            Ok(0) => Err(ConfigError::Invalid {
                 name: "MAX_PARALLEL",
                 value: "0".into(),
                 reason: "must be at least 1".into(),
-            });
-        }
-        let metadb = if ["METADB_URL", "METADB_CLUSTER_ARN"]
-            .iter()
-            .any(|k| opt(k).is_some())
-        {
-            Some(MetadbConfig::from_settings(&env)?)
-        } else {
-            None
+            }),
+            other => other,
         };
-        let repository = opt("REPO_FULL_NAME");
-        let github_api_url = env.or("GITHUB_API_URL", "https://api.github.com");
-        let clone_url = opt("REPO_CLONE_URL").or_else(|| {
-            repository
-                .as_ref()
-                .map(|r| github_clone_url(&github_api_url, r))
-        });
-        let pr_number = match opt(task::PR_NUMBER) {
-            None => None,
-            Some(v) => Some(v.trim().trim_start_matches('#').parse().map_err(|_| {
-                ConfigError::Invalid {
-                    name: task::PR_NUMBER,
-                    value: v.clone(),
-                    reason: "not a pull request number".into(),
-                }
-            })?),
-        };
-        let phase = match opt(task_env::PHASE) {
-            None => None,
-            Some(v) => Some(Phase::parse(&v).map_err(|reason| ConfigError::Invalid {
-                name: task_env::PHASE,
-                value: v.clone(),
-                reason,
-            })?),
-        };
-        Ok(Config {
-            file_pattern: env.file_pattern()?,
-            github_token_param: opt("GITHUB_TOKEN_SSM_KEY"),
-            trunk_branch: env.or("TRUNK_BRANCH", "main"),
-            merge_lock_param: opt("MERGE_LOCK_SSM_KEY"),
-            commit_status_config_param: opt("COMMIT_STATUS_CONFIG_SSM_KEY"),
-            accounts_json: opt("ACCOUNT_PARENT_CFG"),
-            scan_type,
-            plan_command: template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan")?,
-            apply_command: template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply")?,
-            show_command: template("SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show")?,
-            skip_unchanged: env.flag("SKIP_UNCHANGED", true)?,
-            git_ssh_key: opt(crate::git_ssh::ENV).map(crate::git_ssh::SshKey::new),
-            max_parallel,
-            fail_fast: env.flag("FAIL_FAST", false)?,
-            allow_destroy: env.flag("ALLOW_DESTROY", false)?,
-            trigger_sf_function: opt("TRIGGER_SF_FUNCTION_NAME"),
-            plan_bucket: opt("PLAN_BUCKET"),
-            log_group: opt("LOG_GROUP"),
-            log_stream_prefix: opt("LOG_STREAM_PREFIX"),
-            heartbeat_seconds: env.number("HEARTBEAT_SECONDS", 60)?.max(1),
-            region: opt("AWS_REGION"),
-            ecs_metadata_uri: opt("ECS_CONTAINER_METADATA_URI_V4"),
-            metadb,
-            repository,
-            clone_url,
-            github_api_url,
-            task: TaskInput {
-                pr_number,
-                commit: opt(task::COMMIT),
-                base_ref: opt(task::BASE_REF),
-                head_ref: opt(task::HEAD_REF),
-                base_sha: opt(task::BASE_SHA),
-                head_sha: opt(task::HEAD_SHA),
-                delivery_id: opt(task::DELIVERY_ID),
-                phase,
-                task_token: opt(task_env::TASK_TOKEN),
-                execution_id: opt(task_env::EXECUTION_ID),
-                sfn_execution_arn: opt(task_env::SFN_EXECUTION_ARN),
-                cfg_path: opt(task_env::CFG_PATH),
-                command: opt(task_env::COMMAND),
-                role_arn: opt(task_env::ROLE_ARN),
-                plan_artifact: opt(task_env::PLAN_ARTIFACT),
+        let max_parallel = check.keep(max_parallel);
+        let repository = check.opt("REPO_FULL_NAME");
+        let github_api_url = check.env.or("GITHUB_API_URL", "https://api.github.com");
+        let clone_url = match check.opt("REPO_CLONE_URL") {
+            Some(url) => Some(url),
+            None => match &repository {
+                Some(r) => Some(github_clone_url(&github_api_url, r)),
+                None => check.keep(Err(ConfigError::Missing("REPO_CLONE_URL"))),
             },
+        };
+        let file_pattern = check.env.file_pattern();
+        let file_pattern = check.keep(file_pattern);
+        let plan_command = check.template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan");
+        let apply_command = check.template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply");
+        let show_command = check.template("SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show");
+        let skip_unchanged = check.env.flag("SKIP_UNCHANGED", true);
+        let skip_unchanged = check.keep(skip_unchanged);
+        let fail_fast = check.env.flag("FAIL_FAST", false);
+        let fail_fast = check.keep(fail_fast);
+        let allow_destroy = check.env.flag("ALLOW_DESTROY", false);
+        let allow_destroy = check.keep(allow_destroy);
+        let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
+        let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
+        Some(Common {
+            repository,
+            clone_url: clone_url?,
+            github_api_url,
+            github_token_param: check.opt("GITHUB_TOKEN_SSM_KEY"),
+            trunk_branch: check.env.or("TRUNK_BRANCH", "main"),
+            file_pattern: file_pattern?,
+            commit_status_config_param: check.opt("COMMIT_STATUS_CONFIG_SSM_KEY"),
+            scan_type: scan_type?,
+            plan_command: plan_command?,
+            apply_command: apply_command?,
+            show_command: show_command?,
+            skip_unchanged: skip_unchanged?,
+            git_ssh_key: check
+                .opt(crate::git_ssh::ENV)
+                .map(crate::git_ssh::SshKey::new),
+            max_parallel: max_parallel?,
+            fail_fast: fail_fast?,
+            allow_destroy: allow_destroy?,
+            log_group: check.opt("LOG_GROUP"),
+            log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
+            heartbeat_seconds: heartbeat_seconds?,
+            region: check.opt("AWS_REGION"),
+            ecs_metadata_uri: check.opt("ECS_CONTAINER_METADATA_URI_V4"),
+        })
+    }
+}
+
+/// `LIVE_CI_PR_NUMBER`, `#` allowed.
+fn pr_number<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Option<u64>> {
+    let Some(v) = check.opt(task::PR_NUMBER) else {
+        return Some(None);
+    };
+    let read = v
+        .trim()
+        .trim_start_matches('#')
+        .parse()
+        .map_err(|_| ConfigError::Invalid {
+            name: task::PR_NUMBER,
+            value: v.clone(),
+            reason: "not a pull request number".into(),
+        });
+    check.keep(read).map(Some)
+}
+
+/// `create-deploy-stack`: a merge commit (from the receiver, or from
+/// trigger_sf's sweep) becomes a run.
+#[derive(Debug, Clone)]
+pub struct CreateDeployStackConfig {
+    pub common: Common,
+    pub commit: String,
+    /// `None` when trigger_sf's sweep launched a trunk head no webhook announced.
+    pub pr_number: Option<u64>,
+    pub base_ref: Option<String>,
+    pub head_ref: Option<String>,
+    pub base_sha: Option<String>,
+    /// The pull request's head and the webhook delivery (for tracing a run back).
+    pub head_sha: Option<String>,
+    pub delivery_id: Option<String>,
+    pub trigger_sf_function: String,
+    pub merge_lock_param: String,
+    /// The accounts JSON, parsed by create-deploy-stack so that a bad one is
+    /// reported on the merge commit.
+    pub accounts_json: String,
+}
+
+impl FromLookup for CreateDeployStackConfig {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+        let common = Common::read(check);
+        let pr_number = pr_number(check);
+        let commit = check.req(task::COMMIT);
+        let trigger_sf_function = check.req("TRIGGER_SF_FUNCTION_NAME");
+        let merge_lock_param = check.req("MERGE_LOCK_SSM_KEY");
+        let accounts_json = check.req("ACCOUNT_PARENT_CFG");
+        Some(CreateDeployStackConfig {
+            common: common?,
+            commit: commit?,
+            pr_number: pr_number?,
+            base_ref: check.opt(task::BASE_REF),
+            head_ref: check.opt(task::HEAD_REF),
+            base_sha: check.opt(task::BASE_SHA),
+            head_sha: check.opt(task::HEAD_SHA),
+            delivery_id: check.opt(task::DELIVERY_ID),
+            trigger_sf_function: trigger_sf_function?,
+            merge_lock_param: merge_lock_param?,
+            accounts_json: accounts_json?,
+        })
+    }
+}
+
+/// The phase terra-run runs; an apply names the saved plan it applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhaseInput {
+    Plan,
+    Apply { plan_artifact: String },
+}
+
+impl PhaseInput {
+    pub fn phase(&self) -> Phase {
+        match self {
+            PhaseInput::Plan => Phase::Plan,
+            PhaseInput::Apply { .. } => Phase::Apply,
+        }
+    }
+}
+
+/// `terra-run`: one plan or apply of one unit, for the state machine.
+#[derive(Debug, Clone)]
+pub struct TerraRunConfig {
+    pub common: Common,
+    pub task_token: String,
+    pub phase: PhaseInput,
+    pub execution_id: String,
+    /// The state machine's copy of the record's command (the record wins).
+    pub command: Option<String>,
+    /// The state machine's copy of the unit's role (must repeat the record's).
+    pub role_arn: Option<String>,
+    /// The state machine's execution and the unit (the record is the truth).
+    pub sfn_execution_arn: Option<String>,
+    pub cfg_path: Option<String>,
+}
+
+impl FromLookup for TerraRunConfig {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+        let common = Common::read(check);
+        let task_token = check.req(task_env::TASK_TOKEN);
+        let phase = match check.req(task_env::PHASE) {
+            None => None,
+            Some(v) => {
+                let read = Phase::parse(&v).map_err(|reason| ConfigError::Invalid {
+                    name: task_env::PHASE,
+                    value: v.clone(),
+                    reason,
+                });
+                match check.keep(read)? {
+                    Phase::Plan => Some(PhaseInput::Plan),
+                    Phase::Apply => check
+                        .req(task_env::PLAN_ARTIFACT)
+                        .map(|plan_artifact| PhaseInput::Apply { plan_artifact }),
+                }
+            }
+        };
+        let execution_id = check.req(task_env::EXECUTION_ID);
+        Some(TerraRunConfig {
+            common: common?,
+            task_token: task_token?,
+            phase: phase?,
+            execution_id: execution_id?,
+            command: check.opt(task_env::COMMAND),
+            role_arn: check.opt(task_env::ROLE_ARN),
+            sfn_execution_arn: check.opt(task_env::SFN_EXECUTION_ARN),
+            cfg_path: check.opt(task_env::CFG_PATH),
+        })
+    }
+}
+
+/// `pr-plan`: the plans of a pull request's affected units.
+#[derive(Debug, Clone)]
+pub struct PrPlanConfig {
+    pub common: Common,
+    pub pr_number: u64,
+    pub commit: String,
+    pub base_ref: String,
+    /// Without it, every unit plans with the task's own credentials.
+    pub accounts_json: Option<String>,
+}
+
+impl FromLookup for PrPlanConfig {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+        let common = Common::read(check);
+        let pr_number = match pr_number(check) {
+            Some(None) => check.keep(Err(ConfigError::Missing(task::PR_NUMBER))),
+            other => other.flatten(),
+        };
+        let commit = check.req(task::COMMIT);
+        let base_ref = check.req(task::BASE_REF);
+        Some(PrPlanConfig {
+            common: common?,
+            pr_number: pr_number?,
+            commit: commit?,
+            base_ref: base_ref?,
+            accounts_json: check.opt("ACCOUNT_PARENT_CFG"),
+        })
+    }
+}
+
+/// The task's whole configuration for the subcommand it was started with,
+/// including what `main` wires (the metadb, the plan bucket); built before
+/// anything is done.
+#[derive(Debug, Clone)]
+pub enum Config {
+    CreateDeployStack {
+        metadb: MetadbConfig,
+        job: CreateDeployStackConfig,
+    },
+    TerraRun {
+        metadb: MetadbConfig,
+        plan_bucket: String,
+        job: TerraRunConfig,
+    },
+    PrPlan {
+        /// Migrated at start when configured, as by the other subcommands.
+        metadb: Option<MetadbConfig>,
+        job: PrPlanConfig,
+    },
+    /// `contract` reads no environment.
+    Contract,
+}
+
+impl Config {
+    pub fn from_env(command: TaskCommand) -> Result<Self, ConfigErrors> {
+        Self::from_lookup(command, |k| std::env::var(k).ok())
+    }
+
+    /// The same, from any lookup (tests pass a map).
+    pub fn from_lookup(
+        command: TaskCommand,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigErrors> {
+        let mut check = Check::new(get);
+        let config = match command {
+            TaskCommand::CreateDeployStack => {
+                let job = CreateDeployStackConfig::read(&mut check);
+                let metadb = check.metadb();
+                (|| {
+                    Some(Config::CreateDeployStack {
+                        metadb: metadb?,
+                        job: job?,
+                    })
+                })()
+            }
+            TaskCommand::TerraRun => {
+                let job = TerraRunConfig::read(&mut check);
+                let metadb = check.metadb();
+                let plan_bucket = check.req("PLAN_BUCKET");
+                (|| {
+                    Some(Config::TerraRun {
+                        metadb: metadb?,
+                        plan_bucket: plan_bucket?,
+                        job: job?,
+                    })
+                })()
+            }
+            TaskCommand::PrPlan => {
+                let job = PrPlanConfig::read(&mut check);
+                let metadb = check.metadb_if_set();
+                (|| {
+                    Some(Config::PrPlan {
+                        metadb: metadb?,
+                        job: job?,
+                    })
+                })()
+            }
+            TaskCommand::Contract => Some(Config::Contract),
+        };
+        let task_token = match command {
+            TaskCommand::TerraRun => check.opt(task_env::TASK_TOKEN),
+            _ => None,
+        };
+        check.finish(config).map_err(|errors| ConfigErrors {
+            task_token,
+            ..errors
         })
     }
 
-    /// A setting a subcommand cannot do without.
-    pub fn require<'a, T>(value: &'a Option<T>, name: &'static str) -> Result<&'a T, ConfigError> {
-        value.as_ref().ok_or(ConfigError::Missing(name))
+    /// The settings every subcommand shares (`None` for `contract`).
+    pub fn common(&self) -> Option<&Common> {
+        match self {
+            Config::CreateDeployStack { job, .. } => Some(&job.common),
+            Config::TerraRun { job, .. } => Some(&job.common),
+            Config::PrPlan { job, .. } => Some(&job.common),
+            Config::Contract => None,
+        }
     }
 }
 
@@ -356,8 +643,8 @@ mod tests {
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
         // Every variable set, so every optional branch is taken; then again
-        // without METADB_URL, for the Data API branch.
-        let lookup = |without: &'static str| {
+        // without METADB_URL, for the Data API branch, and with the plan phase.
+        let lookup = |without: &'static str, phase: &'static str| {
             let read = &read;
             move |k: &str| {
                 read.borrow_mut().insert(k.to_string());
@@ -369,7 +656,7 @@ mod tests {
                     "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),
-                    "LIVE_CI_PHASE" => "apply".into(),
+                    "LIVE_CI_PHASE" => phase.into(),
                     "FILE_PATH_PATTERN" => r"\.tf$".into(),
                     "PLAN_COMMAND" => "terraform plan".into(),
                     "APPLY_COMMAND" => "terraform apply {plan_file}".into(),
@@ -377,14 +664,27 @@ mod tests {
                 })
             }
         };
-        let config = Config::from_lookup(lookup("none")).unwrap();
-        assert_eq!(config.scan_type, ScanType::Plan);
-        assert_eq!(config.task.phase, Some(Phase::Apply));
-        let data_api = Config::from_lookup(lookup("METADB_URL")).unwrap();
-        assert!(matches!(
-            data_api.metadb,
-            Some(MetadbConfig::DataApi { .. })
-        ));
+        for command in [
+            TaskCommand::CreateDeployStack,
+            TaskCommand::TerraRun,
+            TaskCommand::PrPlan,
+        ] {
+            let config = Config::from_lookup(command, lookup("none", "apply")).unwrap();
+            assert_eq!(config.common().unwrap().scan_type, ScanType::Plan);
+            let data_api = Config::from_lookup(command, lookup("METADB_URL", "plan")).unwrap();
+            if let Config::TerraRun { metadb, job, .. } = data_api {
+                assert!(matches!(metadb, MetadbConfig::DataApi { .. }));
+                assert_eq!(job.phase, PhaseInput::Plan);
+            }
+            if let Config::TerraRun { job, .. } = config {
+                assert_eq!(
+                    job.phase,
+                    PhaseInput::Apply {
+                        plan_artifact: "value-of-LIVE_CI_PLAN_ARTIFACT".into()
+                    }
+                );
+            }
+        }
         let read = read.into_inner();
         let known: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
         let outside: Vec<&String> = read.difference(&known).collect();
@@ -394,6 +694,124 @@ mod tests {
         assert!(unread.is_empty(), "in ENV_VARS but never read: {unread:?}");
         assert!(AWS_ACTIONS.contains(&"states:SendTaskSuccess"));
         assert!(AWS_ACTIONS.contains(&"lambda:InvokeFunction"));
+    }
+
+    #[test]
+    fn a_subcommand_names_every_missing_or_bad_variable_at_once() {
+        let missing = |command, pairs: &[(&str, &str)]| -> Vec<ConfigError> {
+            Config::from_lookup(command, lookup(pairs))
+                .unwrap_err()
+                .problems
+        };
+        let bad = |name: &'static str, value: &str| ConfigError::Invalid {
+            name,
+            value: value.into(),
+            reason: String::new(),
+        };
+        // Reasons vary; compare names and values.
+        let names = |errors: Vec<ConfigError>| -> Vec<ConfigError> {
+            errors
+                .into_iter()
+                .map(|e| match e {
+                    ConfigError::Invalid { name, value, .. } => bad(name, &value),
+                    other => other,
+                })
+                .collect()
+        };
+        assert_eq!(
+            names(missing(
+                TaskCommand::CreateDeployStack,
+                &[("SCAN_TYPE", "diff"), ("MAX_PARALLEL", "0")]
+            )),
+            vec![
+                bad("SCAN_TYPE", "diff"),
+                bad("MAX_PARALLEL", "0"),
+                ConfigError::Missing("REPO_CLONE_URL"),
+                ConfigError::Missing("LIVE_CI_COMMIT"),
+                ConfigError::Missing("TRIGGER_SF_FUNCTION_NAME"),
+                ConfigError::Missing("MERGE_LOCK_SSM_KEY"),
+                ConfigError::Missing("ACCOUNT_PARENT_CFG"),
+                ConfigError::Missing("METADB_URL"),
+            ]
+        );
+        let repo = ("REPO_FULL_NAME", "acme/live");
+        assert_eq!(
+            names(missing(
+                TaskCommand::TerraRun,
+                &[
+                    repo,
+                    ("LIVE_CI_PHASE", "apply"),
+                    ("METADB_CLUSTER_ARN", "c")
+                ]
+            )),
+            vec![
+                ConfigError::Missing("LIVE_CI_TASK_TOKEN"),
+                ConfigError::Missing("LIVE_CI_PLAN_ARTIFACT"),
+                ConfigError::Missing("LIVE_CI_EXECUTION_ID"),
+                ConfigError::Missing("METADB_SECRET_ARN"),
+                ConfigError::Missing("PLAN_BUCKET"),
+            ]
+        );
+        assert_eq!(
+            names(missing(
+                TaskCommand::PrPlan,
+                &[repo, ("LIVE_CI_PR_NUMBER", "x1")]
+            )),
+            vec![
+                bad("LIVE_CI_PR_NUMBER", "x1"),
+                ConfigError::Missing("LIVE_CI_COMMIT"),
+                ConfigError::Missing("LIVE_CI_BASE_REF"),
+            ]
+        );
+        assert_eq!(
+            names(missing(
+                TaskCommand::PrPlan,
+                &[repo, ("LIVE_CI_COMMIT", "c")]
+            )),
+            vec![
+                ConfigError::Missing("LIVE_CI_PR_NUMBER"),
+                ConfigError::Missing("LIVE_CI_BASE_REF"),
+            ]
+        );
+        // A terra-run keeps its token, to answer it with the problems.
+        let err = Config::from_lookup(
+            TaskCommand::TerraRun,
+            lookup(&[repo, ("LIVE_CI_TASK_TOKEN", "tok")]),
+        )
+        .unwrap_err();
+        assert_eq!(err.task_token.as_deref(), Some("tok"));
+        // One message naming all of them.
+        let text = Config::from_lookup(TaskCommand::PrPlan, lookup(&[repo]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            text,
+            "environment variable LIVE_CI_PR_NUMBER is not set; \
+             environment variable LIVE_CI_COMMIT is not set; \
+             environment variable LIVE_CI_BASE_REF is not set"
+        );
+        // pr-plan needs no metadb and no plan bucket; contract reads nothing.
+        let pr = Config::from_lookup(
+            TaskCommand::PrPlan,
+            lookup(&[
+                repo,
+                ("LIVE_CI_PR_NUMBER", "#7"),
+                ("LIVE_CI_COMMIT", "c"),
+                ("LIVE_CI_BASE_REF", "main"),
+            ]),
+        )
+        .unwrap();
+        assert!(matches!(
+            pr,
+            Config::PrPlan {
+                metadb: None,
+                job: PrPlanConfig { pr_number: 7, .. }
+            }
+        ));
+        assert!(matches!(
+            Config::from_lookup(TaskCommand::Contract, |_| None),
+            Ok(Config::Contract)
+        ));
     }
 
     #[test]
@@ -424,39 +842,38 @@ mod tests {
         move |k| map.get(k).cloned()
     }
 
+    /// The shared settings with a repository and `pairs`.
+    fn common(pairs: &[(&str, &str)]) -> Result<Common, ConfigErrors> {
+        let mut all = vec![("REPO_FULL_NAME", "acme/live")];
+        all.extend_from_slice(pairs);
+        Common::from_lookup(lookup(&all))
+    }
+
     #[test]
     fn defaults_and_bad_values_name_the_variable() {
-        let c = Config::from_lookup(lookup(&[("REPO_FULL_NAME", "acme/live")])).unwrap();
+        let c = Common::from_lookup(lookup(&[("REPO_FULL_NAME", "acme/live")])).unwrap();
         assert_eq!(c.scan_type, ScanType::Graph);
         assert_eq!(c.max_parallel, 10);
-        assert_eq!(
-            c.clone_url.as_deref(),
-            Some("https://github.com/acme/live.git")
-        );
-        assert!(c.metadb.is_none());
+        assert_eq!(c.clone_url, "https://github.com/acme/live.git");
         assert_eq!(c.plan_command.as_str(), DEFAULT_PLAN_COMMAND);
         assert_eq!(c.show_command.as_str(), DEFAULT_SHOW_COMMAND);
         assert!(c.skip_unchanged);
-        let err = Config::from_lookup(lookup(&[("SKIP_UNCHANGED", "maybe")])).unwrap_err();
+        let err = common(&[("SKIP_UNCHANGED", "maybe")]).unwrap_err();
         assert!(err.to_string().contains("SKIP_UNCHANGED"), "{err}");
-        let err = Config::from_lookup(lookup(&[("SCAN_TYPE", "diff")])).unwrap_err();
+        let err = common(&[("SCAN_TYPE", "diff")]).unwrap_err();
         assert!(err.to_string().contains("SCAN_TYPE=\"diff\""), "{err}");
-        let err =
-            Config::from_lookup(lookup(&[("PLAN_COMMAND", "terraform plan {dir}")])).unwrap_err();
+        let err = common(&[("PLAN_COMMAND", "terraform plan {dir}")]).unwrap_err();
         assert!(err.to_string().contains("\"{dir}\""), "{err}");
         // A placeholder the quoting would not protect is refused, naming the template.
-        let err = Config::from_lookup(lookup(&[(
-            "PLAN_COMMAND",
-            "terraform plan -var=\"unit={cfg_path}\"",
-        )]))
-        .unwrap_err()
-        .to_string();
+        let err = common(&[("PLAN_COMMAND", "terraform plan -var=\"unit={cfg_path}\"")])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("environment variable PLAN_COMMAND=")
                 && err.contains("is inside quotes"),
             "{err}"
         );
-        let err = Config::from_lookup(lookup(&[("APPLY_COMMAND", "./apply.sh {plan_file}")]))
+        let err = common(&[("APPLY_COMMAND", "./apply.sh {plan_file}")])
             .unwrap_err()
             .to_string();
         assert!(
@@ -464,10 +881,8 @@ mod tests {
                 && err.contains("no `terraform apply`"),
             "{err}"
         );
-        let err = Config::from_lookup(lookup(&[("MAX_PARALLEL", "0")])).unwrap_err();
+        let err = common(&[("MAX_PARALLEL", "0")]).unwrap_err();
         assert!(err.to_string().contains("MAX_PARALLEL"), "{err}");
-        let err = Config::from_lookup(lookup(&[("METADB_CLUSTER_ARN", "arn:c")])).unwrap_err();
-        assert_eq!(err, ConfigError::Missing("METADB_SECRET_ARN"));
         assert_eq!(
             github_clone_url("https://ghe.example.com/api/v3/", "a/b"),
             "https://ghe.example.com/a/b.git"

@@ -26,13 +26,16 @@ use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::status::{
+    Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
+};
 use live_ci_core::terraform::{ProviderIndex, new_providers};
 use live_ci_core::{Graph, discover};
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::{Config, ScanType};
+use crate::config::{Common, CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
 use crate::sandbox;
@@ -42,8 +45,9 @@ use crate::sandbox;
 pub struct DeployPorts<'a, M, P, G, I, R> {
     pub metadb: &'a M,
     pub params: &'a P,
-    /// `None`: no commit statuses (no GitHub token configured).
-    pub github: Option<&'a G>,
+    /// Where statuses go ([`NoGitHost`](live_ci_core::status::NoGitHost)
+    /// without a GitHub token).
+    pub github: &'a G,
     pub invoker: &'a I,
     /// Assumes the accounts' plan roles for the plan scan.
     pub roles: &'a R,
@@ -77,16 +81,13 @@ const TRUNK_WINDOW: u32 = 50;
 
 /// Reads the commit-status switches (all on without a parameter).
 pub async fn status_config<P: ParamStore>(
-    config: &Config,
+    config: &Common,
     params: &P,
 ) -> Result<CommitStatusConfig> {
     match &config.commit_status_config_param {
         None => Ok(CommitStatusConfig::default()),
         Some(name) => {
-            let json = params
-                .get(name)
-                .await
-                .map_err(|e| TaskError::Params(e.to_string()))?;
+            let json = params.get(name).await.port("parameter store")?;
             CommitStatusConfig::parse(&json).map_err(TaskError::Params)
         }
     }
@@ -94,7 +95,7 @@ pub async fn status_config<P: ParamStore>(
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
 pub async fn create_deploy_stack<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &DeployPorts<'_, M, P, G, I, R>,
@@ -106,46 +107,35 @@ where
     I: FunctionInvoker,
     R: RoleAssumer,
 {
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
-    let Some(github) = ports.github else {
-        return outcome;
-    };
-    let statuses = match status_config(config, ports.params).await {
+    let switches = match status_config(&config.common, ports.params).await {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "reading the commit status config; posting statuses");
             CommitStatusConfig::default()
         }
     };
-    if statuses.create_deploy_stack {
-        let (state, description) = match &outcome {
-            Ok(r) => (StatusState::Success, summary(r)),
-            Err(e) => (StatusState::Failure, e.to_string()),
-        };
-        let mut status =
-            CommitStatus::new(&commit, state, context::CREATE_DEPLOY_STACK, &description);
-        status.target_url = logs_url.map(str::to_string);
-        if let Err(e) = github.set_status(&status).await {
-            tracing::warn!(error = %e, "posting the create-deploy-stack status");
-        }
-    }
+    let statuses = Statuses::new(ports.github, switches);
+    let status = |state, context: &str, description: &str| {
+        let mut s = CommitStatus::new(&commit, state, context, description);
+        s.target_url = logs_url.map(str::to_string);
+        s
+    };
+    let (state, description) = match &outcome {
+        Ok(r) => (StatusState::Success, summary(r)),
+        Err(e) => (StatusState::Failure, e.to_string()),
+    };
+    let created = status(state, context::CREATE_DEPLOY_STACK, &description);
+    statuses.post(Check::CreateDeployStack, &created).await;
     if let Ok(r) = &outcome
         && !r.not_destroyed.is_empty()
     {
         // Informational (the run itself is fine): which removed units keep
         // their infrastructure until someone destroys them or opts in.
         let description = crate::pr_plan::not_destroyed_text(&r.not_destroyed);
-        let mut status = CommitStatus::new(
-            &commit,
-            StatusState::Success,
-            context::DESTROY,
-            &description,
-        );
-        status.target_url = logs_url.map(str::to_string);
-        if let Err(e) = github.set_status(&status).await {
-            tracing::warn!(error = %e, "posting the destroy status");
-        }
+        let destroy = status(StatusState::Success, context::DESTROY, &description);
+        statuses.post(Check::Always, &destroy).await;
     }
     outcome
 }
@@ -165,7 +155,7 @@ fn summary(r: &DeployReport) -> String {
 }
 
 async fn create<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     repo: &Repo,
     ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
@@ -178,22 +168,15 @@ where
 {
     // trigger_sf's sweep launches a trunk head no webhook announced: it knows
     // no pull request, and the run is recorded under PR 0.
-    let pr_id = config.task.pr_number.unwrap_or(NO_PULL_REQUEST);
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?;
-    let function = Config::require(&config.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME")?;
-    let lock_param = Config::require(&config.merge_lock_param, "MERGE_LOCK_SSM_KEY")?;
-    let accounts = Accounts::from_json(
-        "ACCOUNT_PARENT_CFG",
-        Config::require(&config.accounts_json, "ACCOUNT_PARENT_CFG")?,
-    )?;
+    let pr_id = config.pr_number.unwrap_or(NO_PULL_REQUEST);
+    let commit = &config.commit;
+    let function = &config.trigger_sf_function;
+    let lock_param = &config.merge_lock_param;
+    let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &config.accounts_json)?;
     let checkout = Checkout::new(repo, commit)?;
     let commit = checkout.commit.clone();
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
-    let runs = ports
-        .metadb
-        .trunk_runs(TRUNK_WINDOW)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
     let base = match &place {
         TrunkPlace::Superseded { by, commit: cover } => {
@@ -208,7 +191,7 @@ where
         // Nothing deployed yet: the pull request's base when it is on this
         // line of history (it spans every commit of a rebase-merge), else the
         // first parent.
-        TrunkPlace::First => match &config.task.base_sha {
+        TrunkPlace::First => match &config.base_sha {
             Some(b) if checkout.git.is_ancestor(b, &commit)? => checkout.git.resolve(b)?,
             _ => checkout.git.first_parent(&commit)?,
         },
@@ -219,9 +202,14 @@ where
     );
     let mut warnings = Vec::new();
     let mut not_destroyed = Vec::new();
-    let (mut affected, head, base_graph) = match config.scan_type {
+    let (mut affected, head, base_graph) = match config.common.scan_type {
         ScanType::Graph => {
-            let d = detect(&checkout.git, &base, Some(&commit), config.allow_destroy)?;
+            let d = detect(
+                &checkout.git,
+                &base,
+                Some(&commit),
+                config.common.allow_destroy,
+            )?;
             warnings.extend(d.affected.skipped.iter().map(|s| s.reason.clone()));
             not_destroyed.extend(
                 d.affected
@@ -238,26 +226,18 @@ where
             (affected, head, None)
         }
     };
-    let pending = ports
-        .metadb
-        .pending_units()
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let pending = ports.metadb.pending_units().await.port("metadb")?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
     // Critical-path priorities weigh each unit by how long it took before.
     let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
-    let durations = ports
-        .metadb
-        .unit_durations(&paths)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let durations = ports.metadb.unit_durations(&paths).await.port("metadb")?;
     let plan = build_plan(
         &affected,
         &head,
         base_graph.as_ref(),
         &PlanOptions {
             accounts: Some(&accounts),
-            max_parallel: config.max_parallel as usize,
+            max_parallel: config.common.max_parallel as usize,
             durations: durations.into_iter().collect(),
         },
     )?;
@@ -268,8 +248,8 @@ where
             pr_id,
             commit_id: &commit,
             accounts: &accounts,
-            plan_command: &config.plan_command,
-            apply_command: &config.apply_command,
+            plan_command: &config.common.plan_command,
+            apply_command: &config.common.apply_command,
             new_providers: &providers,
         },
     )?;
@@ -294,7 +274,7 @@ where
             .metadb
             .record_no_op_merge(&commit)
             .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?;
+            .port("metadb")?;
         return Ok(DeployReport {
             run_id: None,
             created: false,
@@ -310,24 +290,19 @@ where
         pr_id,
         commit_id: commit.clone(),
         base_ref: config
-            .task
             .base_ref
             .clone()
-            .unwrap_or_else(|| config.trunk_branch.clone()),
-        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+            .unwrap_or_else(|| config.common.trunk_branch.clone()),
+        head_ref: config.head_ref.clone().unwrap_or_default(),
         // The range deployed: terra-run checks a destroy out at its start.
         base_sha: base.clone(),
         head_sha: commit.clone(),
-        max_parallel: config.max_parallel,
-        fail_fast: config.fail_fast,
+        max_parallel: config.common.max_parallel,
+        fail_fast: config.common.fail_fast,
         trunk_seq,
         executions,
     };
-    let created = ports
-        .metadb
-        .create_run(&run)
-        .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+    let created = ports.metadb.create_run(&run).await.port("metadb")?;
     println!(
         "live-ci: run #{} {} ({})",
         created.run_id,
@@ -345,11 +320,7 @@ where
     if created.created && !created.started {
         // Created, then superseded in the same transaction by a newer merge
         // that started first: nothing of it will run.
-        let stored = ports
-            .metadb
-            .run(created.run_id)
-            .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        let stored = ports.metadb.run(created.run_id).await.port("metadb")?;
         if let Some(r) = stored.filter(|r| r.status == RunStatus::Superseded) {
             return Ok(DeployReport {
                 run_id: Some(created.run_id),
@@ -365,12 +336,7 @@ where
     }
     if created.started {
         // Mirror the row (the truth) for the receiver, then the open PRs' statuses.
-        let lock = ports
-            .metadb
-            .merge_lock()
-            .await
-            .map_err(|e| TaskError::Metadb(e.to_string()))?
-            .lock();
+        let lock = ports.metadb.merge_lock().await.port("metadb")?.lock();
         let lock = match lock {
             MergeLock::Free => MergeLock::Held { pr: pr_id },
             held => held,
@@ -379,15 +345,15 @@ where
             .params
             .put(lock_param, &lock.to_string())
             .await
-            .map_err(|e| TaskError::Params(e.to_string()))?;
-        if let Some(github) = ports.github
-            && let Err(e) = merge_lock::refresh_statuses(
-                github,
-                lock,
-                &config.trunk_branch,
-                &config.file_pattern,
-            )
-            .await
+            .port("parameter store")?;
+        // Advisory, as every status: the parameter already says the truth.
+        if let Err(e) = merge_lock::refresh_statuses(
+            ports.github,
+            lock,
+            &config.common.trunk_branch,
+            &config.common.file_pattern,
+        )
+        .await
         {
             warnings.push(format!("merge lock statuses: {e}"));
         }
@@ -396,12 +362,11 @@ where
         .invoker
         .invoke(function, &run_payload(created.run_id))
         .await
-        .map_err(|e| TaskError::Invoke {
+        .port("lambda")
+        .map_err(|source| TaskError::Invoke {
             function: function.clone(),
-            message: format!(
-                "{e} (run #{} is written; the next trigger_sf invocation starts it)",
-                created.run_id
-            ),
+            run_id: created.run_id,
+            source,
         })?;
     Ok(DeployReport {
         run_id: Some(created.run_id),
@@ -421,7 +386,7 @@ where
 
 /// Records a merge a queued or started run covers; nothing is applied.
 async fn record_superseded<M, P, G, I, R>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     ports: &DeployPorts<'_, M, P, G, I, R>,
     pr_id: u64,
     commit: &str,
@@ -439,15 +404,14 @@ where
         pr_id,
         commit_id: commit.to_string(),
         base_ref: config
-            .task
             .base_ref
             .clone()
-            .unwrap_or_else(|| config.trunk_branch.clone()),
-        head_ref: config.task.head_ref.clone().unwrap_or_default(),
+            .unwrap_or_else(|| config.common.trunk_branch.clone()),
+        head_ref: config.head_ref.clone().unwrap_or_default(),
         base_sha: commit.to_string(),
         head_sha: commit.to_string(),
-        max_parallel: config.max_parallel,
-        fail_fast: config.fail_fast,
+        max_parallel: config.common.max_parallel,
+        fail_fast: config.common.fail_fast,
         trunk_seq,
         executions: Vec::new(),
     };
@@ -455,13 +419,13 @@ where
         .metadb
         .record_superseded(&run, by)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        .port("metadb")?;
     Ok(DeployReport {
         run_id,
         created: run_id.is_some(),
         started: false,
         plan: DeploymentPlan {
-            max_parallel: config.max_parallel as usize,
+            max_parallel: config.common.max_parallel as usize,
             units: Vec::new(),
             makespan: 0.0,
         },
@@ -509,7 +473,7 @@ fn add_pending<'a>(
 /// The plan scan: every unit planned with `-detailed-exitcode`; those with
 /// changes and their dependents are affected. A failed plan fails the scan.
 async fn plan_scan<R: RoleAssumer>(
-    config: &Config,
+    config: &CreateDeployStackConfig,
     accounts: &Accounts,
     checkout: &Checkout,
     head: &Graph,
@@ -518,13 +482,13 @@ async fn plan_scan<R: RoleAssumer>(
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
     let scratch = checkout.scratch_file("scan");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
     env.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
@@ -545,11 +509,11 @@ async fn plan_scan<R: RoleAssumer>(
         checkout.dir(),
         &scratch,
         &units,
-        |p| config.plan_command.for_unit(p),
-        |p| config.show_command.for_unit(p),
+        |p| config.common.plan_command.for_unit(p),
+        |p| config.common.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
-        config.max_parallel as usize,
+        config.common.max_parallel as usize,
     )
     .await?;
     let mut changed = BTreeSet::new();

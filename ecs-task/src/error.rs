@@ -1,5 +1,7 @@
 //! The one error type of the task library.
 
+use live_ci_core::deploy::RunId;
+use live_ci_core::port::PortError;
 use live_ci_core::settings::ConfigError;
 
 /// What can stop a task. Messages are lowercase and quote the offending value.
@@ -11,18 +13,25 @@ pub enum TaskError {
     Core(#[from] live_ci_core::CoreError),
     #[error(transparent)]
     Git(#[from] live_ci_git::GitError),
-    #[error("metadb: {0}")]
-    Metadb(String),
+    /// A port failed; a retryable one is named so the state machine retries.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error("{}: migrating at start: {}", .0.port(), .0.adapter_error())]
+    Migrate(#[source] PortError),
+    /// A parameter's value that does not parse.
     #[error("parameter store: {0}")]
     Params(String),
-    #[error("github: {0}")]
-    GitHub(String),
-    #[error("plan store: {0}")]
-    Artifacts(String),
     #[error("task tokens: {0}")]
     Tokens(String),
-    #[error("invoking {function:?}: {message}")]
-    Invoke { function: String, message: String },
+    #[error(
+        "invoking {function:?}: {source} (run #{run_id} is written; the next trigger_sf invocation starts it)"
+    )]
+    Invoke {
+        function: String,
+        run_id: RunId,
+        #[source]
+        source: PortError,
+    },
     #[error("cannot run {command:?}: {message}")]
     Spawn { command: String, message: String },
     #[error("{command:?} in {dir:?} exited with {code}: {tail}")]
@@ -46,13 +55,33 @@ pub enum TaskError {
     Unit { unit: String, message: String },
     #[error("{0}")]
     Io(String),
+    /// A local file or directory the task needs; `action` is "creating" or
+    /// "writing".
+    #[error("{action} {path:?}: {source}")]
+    File {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl TaskError {
+    pub fn file(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        TaskError::File {
+            action,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
     /// The error name sent with SendTaskFailure (matched by the state
     /// machine's Catch, shown as `$.error.Error`).
     pub fn name(&self) -> &'static str {
         match self {
+            TaskError::Port(e) | TaskError::Migrate(e) | TaskError::Invoke { source: e, .. } => {
+                e.kind().name()
+            }
             TaskError::StalePlan { .. } => "StalePlan",
             TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
             TaskError::PlanArtifact { .. } => "PlanArtifact",
@@ -63,3 +92,44 @@ impl TaskError {
 }
 
 pub type Result<T, E = TaskError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use live_ci_metadb::MetadbError;
+
+    use super::*;
+
+    fn metadb(code: &str) -> TaskError {
+        TaskError::Port(PortError::new(
+            "metadb",
+            MetadbError::Postgres {
+                message: "the server said no".into(),
+                code: Some(code.into()),
+            },
+        ))
+    }
+
+    /// The SQLSTATE a retry helps with (a serialization failure) reaches
+    /// SendTaskFailure as the name the state machine retries, its cause
+    /// still the adapter's error; a refusal (insufficient privilege) as the
+    /// permanent name, which only the Catch matches.
+    #[test]
+    fn a_port_failure_is_sent_under_its_kinds_name() {
+        use live_ci_core::port::{PERMANENT_ERROR, RETRYABLE_ERROR};
+        let retryable = metadb("40001");
+        assert_eq!(retryable.name(), RETRYABLE_ERROR);
+        let source = std::error::Error::source(&retryable).expect("a source");
+        assert!(
+            matches!(
+                source.downcast_ref::<MetadbError>(),
+                Some(MetadbError::Postgres { code: Some(c), .. }) if c == "40001"
+            ),
+            "{source:?}"
+        );
+        assert_eq!(
+            retryable.to_string(),
+            "metadb: postgres: the server said no"
+        );
+        assert_eq!(metadb("42501").name(), PERMANENT_ERROR);
+    }
+}

@@ -52,8 +52,7 @@ pub fn child_env(key: Option<&SshKey>, dir: &Path) -> Result<Vec<(String, String
             },
         ));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", dir.display().to_string())))?;
+    std::fs::create_dir_all(dir).map_err(|source| TaskError::file("creating", dir, source))?;
     let path = dir.join("git_ssh_key");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -65,10 +64,10 @@ pub fn child_env(key: Option<&SshKey>, dir: &Path) -> Result<Vec<(String, String
     }
     let mut file = options
         .open(&path)
-        .map_err(|e| TaskError::Io(format!("writing {:?}: {e}", path.display().to_string())))?;
+        .map_err(|source| TaskError::file("writing", &path, source))?;
     // ssh needs the final newline that secret stores tend to strip.
     file.write_all(format!("{key}\n").as_bytes())
-        .map_err(|e| TaskError::Io(format!("writing {:?}: {e}", path.display().to_string())))?;
+        .map_err(|source| TaskError::file("writing", &path, source))?;
     let command = format!(
         "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new -o BatchMode=yes",
         shell_quote(&path.display().to_string())

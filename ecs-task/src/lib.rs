@@ -19,7 +19,8 @@ pub mod startup;
 pub mod terra_run;
 
 pub use config::{
-    AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Config, ENV_VARS, JOB_AWS_ACTIONS,
-    PR_PLAN_AWS_ACTIONS, ScanType, TERRA_RUN_AWS_ACTIONS,
+    AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
+    CreateDeployStackConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS, PR_PLAN_AWS_ACTIONS,
+    PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
 };
 pub use error::{Result, TaskError};

@@ -5,10 +5,10 @@
 use live_ci_core::task::cloudwatch_logs_url;
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::Common;
 
 /// The console URL of this task's log stream, when it can be known.
-pub async fn logs_url(config: &Config) -> Option<String> {
+pub async fn logs_url(config: &Common) -> Option<String> {
     let uri = config.ecs_metadata_uri.as_deref()?;
     let metadata: Value = match reqwest::get(uri).await {
         Ok(r) => r.json().await.ok()?,
@@ -23,7 +23,7 @@ pub async fn logs_url(config: &Config) -> Option<String> {
 /// The stream from the container metadata: its awslogs options when present,
 /// otherwise `LOG_GROUP` and `<LOG_STREAM_PREFIX>/<container>/<task id>`
 /// (the awslogs driver's naming).
-pub fn stream_from_metadata(config: &Config, metadata: &Value) -> Option<String> {
+pub fn stream_from_metadata(config: &Common, metadata: &Value) -> Option<String> {
     let options = metadata.get("LogOptions");
     let opt = |k: &str| options.and_then(|o| o.get(k)).and_then(Value::as_str);
     let region = opt("awslogs-region")
@@ -52,7 +52,9 @@ mod tests {
 
     #[test]
     fn the_stream_follows_the_awslogs_naming() {
-        let mut config = Config::from_lookup(|k| match k {
+        use crate::config::FromLookup;
+        let mut config = Common::from_lookup(|k| match k {
+            "REPO_CLONE_URL" => Some("/repo".into()),
             "LOG_GROUP" => Some("/live-ci/tasks".into()),
             "LOG_STREAM_PREFIX" => Some("terra-run".into()),
             "AWS_REGION" => Some("eu-west-1".into()),

@@ -5,15 +5,17 @@ use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::params::ParamStore;
+use live_ci_core::port::TaskTokens;
+use live_ci_core::settings::ConfigError;
+use live_ci_core::status::{GitHost, NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_metadb::AnyMetadb;
 use live_ci_task::checkout::Repo;
-use live_ci_task::cli::{Cli, TaskCommand};
+use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
-use live_ci_task::{AWS_ACTIONS, Config, ENV_VARS, logs};
+use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs};
 use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
@@ -26,18 +28,26 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if cli.command == TaskCommand::Contract {
+    // Every variable the subcommand needs is checked before anything is done.
+    let config = match Config::from_env(cli.command) {
+        Ok(config) => config,
+        Err(errors) => {
+            if let Some(token) = &errors.task_token {
+                answer_token(token, &errors.to_string()).await;
+            }
+            return Err(errors).context("live-ci-task configuration");
+        }
+    };
+    let Some(common) = config.common() else {
         println!(
             "{}",
             serde_json::json!({"env_vars": ENV_VARS, "aws_actions": AWS_ACTIONS})
         );
         return Ok(());
-    }
-    let config = Config::from_env().context("live-ci-task configuration")?;
+    };
     let aws = aws_config::load_from_env().await;
-    let metadb = open_metadb(config.metadb.as_ref(), &aws).await?;
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    let token = match &config.github_token_param {
+    let token = match &common.github_token_param {
         Some(param) => Some(
             params
                 .get(param)
@@ -46,9 +56,9 @@ async fn main() -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let github = match (&token, &config.repository) {
+    let github = match (&token, &common.repository) {
         (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
-            api_base: config.github_api_url.clone(),
+            api_base: common.github_api_url.clone(),
             repository: repository.clone(),
             token: token.clone(),
             retry: RetryPolicy::default(),
@@ -56,39 +66,88 @@ async fn main() -> anyhow::Result<()> {
         _ => None,
     };
     let repo = Repo {
-        clone_url: Config::require(&config.clone_url, "REPO_CLONE_URL")?.clone(),
+        clone_url: common.clone_url.clone(),
         token,
     };
-    let logs_url = logs::logs_url(&config).await;
-    let roles = StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws));
-    let metadb = || -> anyhow::Result<&AnyMetadb> {
-        Config::require(&metadb, "METADB_URL").map_err(Into::into)
+    let logs_url = logs::logs_url(common).await;
+    let clients = Clients {
+        roles: StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws)),
+        aws,
+        params,
+        repo,
+        logs_url,
     };
-    match cli.command {
-        TaskCommand::CreateDeployStack => {
-            let metadb = metadb()?;
-            let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
+    // Without a GitHub token statuses go to a host that posts nothing.
+    match &github {
+        Some(github) => run(&config, common, &clients, github).await,
+        None => run(&config, common, &clients, &NoGitHost).await,
+    }
+}
+
+/// Fails a terra-run's task token with its configuration problems (the error
+/// name the state machine sees for `TaskError::Config`), so the execution ends
+/// now rather than at its heartbeat timeout. Best effort: the task fails either way.
+async fn answer_token(token: &str, problems: &str) {
+    let aws = aws_config::load_from_env().await;
+    let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
+    // The name every configuration error of the task library carries.
+    let name = TaskError::Config(ConfigError::Missing("")).name();
+    if let Err(e) = tokens.send_failure(token, name, problems).await {
+        tracing::warn!(error = %e, "answering the task token");
+    }
+}
+
+/// What every subcommand is handed besides the git host.
+struct Clients {
+    aws: aws_config::SdkConfig,
+    params: SsmParamStore,
+    roles: StsRoleAssumer,
+    repo: Repo,
+    logs_url: Option<String>,
+}
+
+async fn run<G: GitHost>(
+    config: &Config,
+    common: &Common,
+    clients: &Clients,
+    github: &G,
+) -> anyhow::Result<()> {
+    let Clients {
+        aws,
+        params,
+        roles,
+        repo,
+        logs_url,
+    } = clients;
+    let logs_url = logs_url.as_deref();
+    match config {
+        Config::CreateDeployStack { metadb, job } => {
+            let metadb = open_metadb(metadb, aws).await?;
+            let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(aws));
             let ports = DeployPorts {
-                metadb,
-                params: &params,
-                github: github.as_ref(),
+                metadb: &metadb,
+                params,
+                github,
                 invoker: &invoker,
-                roles: &roles,
+                roles,
             };
-            let report = create_deploy_stack(&config, &repo, logs_url.as_deref(), &ports).await?;
+            let report = create_deploy_stack(job, repo, logs_url, &ports).await?;
             println!(
                 "live-ci: done: run {:?}, {} execution(s)",
                 report.run_id,
                 report.execution_ids.len()
             );
         }
-        TaskCommand::TerraRun => {
-            let metadb = metadb()?;
-            let bucket = Config::require(&config.plan_bucket, "PLAN_BUCKET")?;
+        Config::TerraRun {
+            metadb,
+            plan_bucket,
+            job,
+        } => {
+            let metadb = open_metadb(metadb, aws).await?;
             let artifacts =
-                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(&aws), bucket.clone());
-            let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
-            let statuses = match status_config(&config, &params).await {
+                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
+            let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
+            let switches = match status_config(common, params).await {
                 Ok(s) => s,
                 Err(e) => {
                     // Statuses are advisory; the task token carries the result.
@@ -97,26 +156,20 @@ async fn main() -> anyhow::Result<()> {
                 }
             };
             let ports = TerraRunPorts {
-                metadb,
+                metadb: &metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
-                roles: &roles,
-                github: github.as_ref(),
-                statuses,
+                roles,
+                statuses: Statuses::new(github, switches),
             };
-            terra_run(&config, &repo, logs_url.as_deref(), &ports).await?;
+            terra_run(job, repo, logs_url, &ports).await?;
         }
-        TaskCommand::PrPlan => {
-            let statuses = status_config(&config, &params).await?;
-            let report = pr_plan(
-                &config,
-                &repo,
-                logs_url.as_deref(),
-                github.as_ref(),
-                &roles,
-                statuses.pr_plan,
-            )
-            .await?;
+        Config::PrPlan { metadb, job } => {
+            if let Some(metadb) = metadb {
+                open_metadb(metadb, aws).await?;
+            }
+            let statuses = Statuses::new(github, status_config(common, params).await?);
+            let report = pr_plan(job, repo, logs_url, &statuses, roles).await?;
             if report.failed() > 0 {
                 anyhow::bail!(
                     "{} of {} plan(s) failed",
@@ -125,7 +178,7 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        TaskCommand::Contract => {}
+        Config::Contract => {}
     }
     Ok(())
 }

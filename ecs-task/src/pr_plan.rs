@@ -8,11 +8,12 @@
 use live_ci_core::account::Accounts;
 use live_ci_core::change::{Action, detect};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
-use live_ci_core::status::{CommitStatus, GitHost, StatusState, context};
+use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::Config;
+use crate::config::PrPlanConfig;
 use crate::error::{Result, TaskError};
 use crate::plans::{UnitPlan, plan_units};
 use crate::sandbox;
@@ -22,7 +23,7 @@ pub const COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
 
 /// The status context of one unit's plan.
 pub fn unit_context(cfg_path: &RepoPath) -> String {
-    format!("{} {}", context::PR_PLAN, cfg_path)
+    context::pr_plan_unit(cfg_path.as_str())
 }
 
 /// What pr-plan found.
@@ -49,95 +50,89 @@ impl PrPlanReport {
 /// Each plan runs with the temporary credentials of its account's plan role,
 /// assumed here through `roles`.
 pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &PrPlanConfig,
     repo: &Repo,
     logs_url: Option<&str>,
-    github: Option<&G>,
+    statuses: &Statuses<G>,
     roles: &R,
-    post_statuses: bool,
 ) -> Result<PrPlanReport> {
-    let pr = *Config::require(&config.task.pr_number, "LIVE_CI_PR_NUMBER")?;
-    let commit = Config::require(&config.task.commit, "LIVE_CI_COMMIT")?.clone();
+    let pr = config.pr_number;
+    let commit = config.commit.clone();
     let outcome = plan(config, repo, roles, pr, &commit).await;
-    if let Some(github) = github {
-        let status = |state, context: &str, description: &str| {
-            let mut s = CommitStatus::new(&commit, state, context, description);
-            s.target_url = logs_url.map(str::to_string);
-            s
-        };
-        let mut posts = Vec::new();
-        let body = match &outcome {
-            Ok(report) => {
-                for p in &report.plans {
-                    let (state, text) = match &p.outcome {
-                        Ok(o) => (
-                            StatusState::Success,
-                            format!(
-                                "{} to add, {} to change, {} to destroy",
-                                o.counts.add, o.counts.change, o.counts.destroy
-                            ),
-                        ),
-                        Err(e) => (StatusState::Failure, e.clone()),
-                    };
-                    posts.push(status(state, &unit_context(&p.path), &text));
-                }
-                let failed = report.failed();
-                posts.push(status(
-                    if failed == 0 {
-                        StatusState::Success
-                    } else {
-                        StatusState::Failure
-                    },
-                    context::PR_PLAN,
-                    &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
-                ));
-                if !report.not_destroyed.is_empty() {
-                    // Informational, as on the merge commit: the merge is fine,
-                    // the removed units' infrastructure stays.
-                    posts.push(status(
+    let status = |state, context: &str, description: &str| {
+        let mut s = CommitStatus::new(&commit, state, context, description);
+        s.target_url = logs_url.map(str::to_string);
+        s
+    };
+    let mut posts = Vec::new();
+    let body = match &outcome {
+        Ok(report) => {
+            for p in &report.plans {
+                let (state, text) = match &p.outcome {
+                    Ok(o) => (
                         StatusState::Success,
-                        context::DESTROY,
-                        &not_destroyed_text(&report.not_destroyed),
-                    ));
-                }
-                comment(&commit, logs_url, report)
+                        format!(
+                            "{} to add, {} to change, {} to destroy",
+                            o.counts.add, o.counts.change, o.counts.destroy
+                        ),
+                    ),
+                    Err(e) => (StatusState::Failure, e.clone()),
+                };
+                posts.push(status(state, &unit_context(&p.path), &text));
             }
-            Err(e) => {
+            let failed = report.failed();
+            posts.push(status(
+                if failed == 0 {
+                    StatusState::Success
+                } else {
+                    StatusState::Failure
+                },
+                context::PR_PLAN,
+                &format!("{} unit(s) planned, {failed} failed", report.plans.len()),
+            ));
+            if !report.not_destroyed.is_empty() {
+                // Informational, as on the merge commit: the merge is fine,
+                // the removed units' infrastructure stays.
                 posts.push(status(
-                    StatusState::Failure,
-                    context::PR_PLAN,
-                    &e.to_string(),
+                    StatusState::Success,
+                    context::DESTROY,
+                    &not_destroyed_text(&report.not_destroyed),
                 ));
-                format!(
-                    "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
-                    short(&commit),
-                    e.to_string().replace('`', "'")
-                )
             }
-        };
-        if post_statuses {
-            for s in &posts {
-                if let Err(e) = github.set_status(s).await {
-                    tracing::warn!(error = %e, context = %s.context, "posting a status");
-                }
-            }
+            comment(&commit, logs_url, report)
         }
-        github
-            .upsert_comment(pr, COMMENT_MARKER, &body)
-            .await
-            .map_err(|e| TaskError::GitHub(e.to_string()))?;
+        Err(e) => {
+            posts.push(status(
+                StatusState::Failure,
+                context::PR_PLAN,
+                &e.to_string(),
+            ));
+            format!(
+                "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
+                short(&commit),
+                e.to_string().replace('`', "'")
+            )
+        }
+    };
+    for s in &posts {
+        statuses.post(Check::PrPlan, s).await;
     }
+    statuses
+        .host()
+        .upsert_comment(pr, COMMENT_MARKER, &body)
+        .await
+        .port("github")?;
     outcome
 }
 
 async fn plan<R: RoleAssumer>(
-    config: &Config,
+    config: &PrPlanConfig,
     repo: &Repo,
     roles: &R,
     pr: u64,
     commit: &str,
 ) -> Result<PrPlanReport> {
-    let base_ref = Config::require(&config.task.base_ref, "LIVE_CI_BASE_REF")?;
+    let base_ref = &config.base_ref;
     // With the accounts, each plan runs as its account's plan role.
     let accounts = match &config.accounts_json {
         Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
@@ -151,7 +146,7 @@ async fn plan<R: RoleAssumer>(
         &checkout.git,
         &base,
         Some(&checkout.commit),
-        config.allow_destroy,
+        config.common.allow_destroy,
     )?;
     // A removed unit that is not destroyed is reported as such, not as a warning.
     let (not_destroyed, skipped): (Vec<_>, Vec<_>) = detection
@@ -177,13 +172,13 @@ async fn plan<R: RoleAssumer>(
         .collect();
     let scratch = checkout.scratch_file("plans");
     std::fs::create_dir_all(&scratch)
-        .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", scratch.display().to_string())))?;
+        .map_err(|source| TaskError::file("creating", &scratch, source))?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
     env.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| {
@@ -203,11 +198,11 @@ async fn plan<R: RoleAssumer>(
         checkout.dir(),
         &scratch,
         &units,
-        |p| config.plan_command.for_unit(p),
-        |p| config.show_command.for_unit(p),
+        |p| config.common.plan_command.for_unit(p),
+        |p| config.common.show_command.for_unit(p),
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
-        config.max_parallel as usize,
+        config.common.max_parallel as usize,
     )
     .await?;
     Ok(PrPlanReport {

@@ -3,6 +3,7 @@
 //! the migrations' advisory lock, so the first task after an apply or an upgrade
 //! migrates and concurrent tasks wait for it instead of failing on a missing table.
 
+use live_ci_core::port::PortResultExt;
 use live_ci_metadb::{AnyMetadb, MetadbConfig};
 
 use crate::error::{Result, TaskError};
@@ -10,25 +11,19 @@ use crate::error::{Result, TaskError};
 /// Connections per task: a subcommand runs its metadb calls one after another.
 const CONNECTIONS: usize = 2;
 
-/// The migrated metadb, or `None` when this task has no metadb configured (a
-/// `pr-plan` task may have none): nothing to migrate, and no failure.
-pub async fn open_metadb(
-    config: Option<&MetadbConfig>,
-    aws: &aws_config::SdkConfig,
-) -> Result<Option<AnyMetadb>> {
-    let Some(config) = config else {
-        return Ok(None);
-    };
-    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS)
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+/// The migrated metadb (`pr-plan` has none unless one is configured: it runs a
+/// pull request's code).
+pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> Result<AnyMetadb> {
+    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
     let applied = metadb
         .migrate()
         .await
-        .map_err(|e| TaskError::Metadb(format!("migrating at start: {e}")))?;
+        .port("metadb")
+        .map_err(TaskError::Migrate)?;
     if applied.is_empty() {
         tracing::debug!("metadb schema up to date");
     } else {
         tracing::info!(?applied, "applied metadb migrations");
     }
-    Ok(Some(metadb))
+    Ok(metadb)
 }

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
 };
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState};
+use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
     with_plan_file,
@@ -26,7 +27,7 @@ use serde::Serialize;
 use tokio::process::Command;
 
 use crate::checkout::{Checkout, Repo};
-use crate::config::Config;
+use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
 use crate::plans::describe_plan;
 use crate::run::{self, Tick};
@@ -40,15 +41,13 @@ pub struct TerraRunPorts<'a, M, A, T, G, R> {
     pub tokens: &'a T,
     /// Assumes the unit's account role for the command.
     pub roles: &'a R,
-    /// Where the plan and apply statuses go (`None`: no GitHub token configured).
-    pub github: Option<&'a G>,
-    /// Which statuses to post (`Plan`, `Apply`).
-    pub statuses: CommitStatusConfig,
+    /// The plan and apply statuses (switched by `Plan`, `Apply`).
+    pub statuses: Statuses<&'a G>,
 }
 
 /// The commit-status context of one unit's plan or apply.
 pub fn status_context(phase: Phase, cfg_path: &RepoPath) -> String {
-    format!("live-ci: {} {cfg_path}", phase.as_str())
+    context::phase_unit(phase, cfg_path.as_str())
 }
 
 /// What terra-run reported with SendTaskSuccess.
@@ -63,18 +62,19 @@ pub enum TerraRunResult {
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
 pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
-    let token = Config::require(&config.task.task_token, "LIVE_CI_TASK_TOKEN")?.clone();
+    let token = config.task_token.clone();
     let mut unit = None;
     let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
     let status = async {
-        let (Some((commit, cfg_path)), Some(phase)) = (&unit, config.task.phase) else {
+        let Some((commit, cfg_path)) = &unit else {
             return;
         };
+        let phase = config.phase.phase();
         let (state, description) = match &outcome {
             Ok(TerraRunResult::Plan(p)) => (StatusState::Success, p.summary()),
             Ok(TerraRunResult::Apply(a)) => (
@@ -102,17 +102,16 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
             Ok(result) => {
                 let json = serde_json::to_string(result)
                     .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
-                ports
-                    .tokens
-                    .send_success(&token, &json)
-                    .await
-                    .map_err(|e| TaskError::Tokens(e.to_string()))
+                let sent = ports.tokens.send_success(&token, &json).await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
             }
-            Err(e) => ports
-                .tokens
-                .send_failure(&token, e.name(), &e.to_string())
-                .await
-                .map_err(|e| TaskError::Tokens(e.to_string())),
+            Err(e) => {
+                let sent = ports
+                    .tokens
+                    .send_failure(&token, e.name(), &e.to_string())
+                    .await;
+                Ok::<_, TaskError>(sent.port("task tokens")?)
+            }
         }
     };
     // The answer moves the state machine on; the status (a GitHub round trip)
@@ -136,39 +135,34 @@ async fn post_status<M, A, T, G: GitHost, R>(
     state: StatusState,
     description: &str,
 ) {
-    let wanted = match phase {
-        Phase::Plan => ports.statuses.plan,
-        Phase::Apply => ports.statuses.apply,
-    };
-    let Some(github) = ports.github.filter(|_| wanted) else {
-        return;
+    let check = match phase {
+        Phase::Plan => Check::Plan,
+        Phase::Apply => Check::Apply,
     };
     let mut status =
         CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
     status.target_url = logs_url.map(str::to_string);
-    if let Err(e) = github.set_status(&status).await {
-        tracing::warn!(error = %e, context = %status.context, "posting a status");
-    }
+    ports.statuses.post(check, &status).await;
 }
 
 async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
-    config: &Config,
+    config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     token: &str,
     unit: &mut Option<(String, RepoPath)>,
 ) -> Result<TerraRunResult> {
-    let phase = *Config::require(&config.task.phase, "LIVE_CI_PHASE")?;
-    let execution_id = Config::require(&config.task.execution_id, "LIVE_CI_EXECUTION_ID")?;
+    let phase = config.phase.phase();
+    let execution_id = &config.execution_id;
     let record = ports
         .metadb
         .execution(execution_id)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?
+        .port("metadb")?
         .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
     // The record is the truth; the state machine passes the same command.
-    let command = config.task.command.clone().unwrap_or_else(|| match phase {
+    let command = config.command.clone().unwrap_or_else(|| match phase {
         Phase::Plan => record.plan_command.clone(),
         Phase::Apply => record.apply_command.clone(),
     });
@@ -204,7 +198,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .run(record.run_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
                 .base_sha
         }
@@ -228,7 +222,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
     ];
     extra.extend(crate::git_ssh::child_env(
-        config.git_ssh_key.as_ref(),
+        config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
     let role = unit_role(config, &record, phase)?;
@@ -242,8 +236,8 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
     let command = with_plan_file(&command, phase, &plan_file_str);
     let logs_url = logs_url.unwrap_or_default().to_string();
     let key = plan_key(&record.execution_id, &record.commit_id);
-    match phase {
-        Phase::Plan => {
+    match &config.phase {
+        PhaseInput::Plan => {
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
             log_command_time(&record, phase, &finished);
@@ -258,7 +252,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 });
             }
             let summary = describe_plan(
-                &config.show_command.for_unit(&record.cfg_path),
+                &config.common.show_command.for_unit(&record.cfg_path),
                 &plan_file_str,
                 &unit_dir,
                 &env,
@@ -274,11 +268,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             // The hash is taken here, in the task, from the bytes it uploads:
             // the apply accepts this content only.
             let sha256 = sha256_hex(&bytes);
-            let version_id = ports
-                .artifacts
-                .put(&key, bytes)
-                .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?;
+            let version_id = ports.artifacts.put(&key, bytes).await.port("plan store")?;
             let saved = SavedPlan {
                 key: key.clone(),
                 sha256,
@@ -288,7 +278,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .record_saved_plan(&record.execution_id, &saved)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?;
+                .port("metadb")?;
             if !recorded {
                 return Err(TaskError::PlanArtifact {
                     artifact: ports.artifacts.uri(&key),
@@ -307,7 +297,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 to_import: summary.import,
                 to_forget: summary.forget,
                 outputs_changed: summary.outputs_changed.clone(),
-                skip_apply: config.skip_unchanged && !summary.has_changes(),
+                skip_apply: config.common.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
             };
@@ -323,8 +313,9 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             );
             Ok(TerraRunResult::Plan(result))
         }
-        Phase::Apply => {
-            let artifact = Config::require(&config.task.plan_artifact, "LIVE_CI_PLAN_ARTIFACT")?;
+        PhaseInput::Apply {
+            plan_artifact: artifact,
+        } => {
             let bad = |message: String| TaskError::PlanArtifact {
                 artifact: artifact.clone(),
                 message,
@@ -344,7 +335,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .metadb
                 .saved_plan(&record.execution_id)
                 .await
-                .map_err(|e| TaskError::Metadb(e.to_string()))?
+                .port("metadb")?
                 .filter(|s| s.key == key)
                 .ok_or_else(|| {
                     bad(format!(
@@ -357,7 +348,7 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                 .artifacts
                 .get_version(&key, version)
                 .await
-                .map_err(|e| TaskError::Artifacts(e.to_string()))?
+                .port("plan store")?
                 .ok_or_else(|| {
                     bad(format!(
                         "no such saved plan (version {})",
@@ -402,12 +393,16 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
 /// The role of the unit's own account for this phase, from the metadb record:
 /// the state machine's `LIVE_CI_ROLE_ARN` may only repeat it, so a tampered
 /// execution input cannot borrow another account's role.
-fn unit_role<'r>(config: &Config, record: &'r ExecutionRecord, phase: Phase) -> Result<&'r str> {
+fn unit_role<'r>(
+    config: &TerraRunConfig,
+    record: &'r ExecutionRecord,
+    phase: Phase,
+) -> Result<&'r str> {
     let role = match phase {
         Phase::Plan => record.plan_role_arn.as_str(),
         Phase::Apply => record.apply_role_arn.as_str(),
     };
-    match config.task.role_arn.as_deref().filter(|r| !r.is_empty()) {
+    match config.role_arn.as_deref().filter(|r| !r.is_empty()) {
         Some(asked) if asked != role => Err(TaskError::Unit {
             unit: record.cfg_path.to_string(),
             message: format!(
@@ -435,7 +430,7 @@ fn log_command_time(record: &ExecutionRecord, phase: Phase, finished: &run::Fini
 }
 
 async fn run_with_heartbeat<T: TaskTokens>(
-    config: &Config,
+    config: &TerraRunConfig,
     tokens: &T,
     token: &str,
     command: &str,
@@ -447,7 +442,7 @@ async fn run_with_heartbeat<T: TaskTokens>(
         dir,
         env,
         "",
-        Duration::from_secs(config.heartbeat_seconds),
+        Duration::from_secs(config.common.heartbeat_seconds),
         move || async move {
             match tokens.heartbeat(token).await {
                 Ok(TokenDelivery::Delivered) => Tick::Continue,
@@ -514,7 +509,7 @@ async fn record_new_resources<M: Metadb>(
     let stored = metadb
         .record_new_resources(&record.execution_id, &resources)
         .await
-        .map_err(|e| TaskError::Metadb(e.to_string()))?;
+        .port("metadb")?;
     if !stored {
         // The apply happened; failing now would hide that. Say it loudly instead.
         tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");

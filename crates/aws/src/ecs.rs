@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_ecs::Client;
-use aws_sdk_ecs::error::DisplayErrorContext;
 use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, ContainerOverride, KeyValuePair, LaunchType,
     NetworkConfiguration, TaskOverride,
@@ -12,7 +11,9 @@ use aws_sdk_ecs::types::{
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec, cloudwatch_logs_url};
 
-use crate::error::AwsError;
+use live_ci_core::port::ErrorKind;
+
+use crate::error::{AwsError, Failure};
 
 /// Where one kind of task runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +115,7 @@ impl TaskLauncher for EcsTaskLauncher {
             .tasks
             .get(&spec.kind)
             .ok_or_else(|| AwsError::NoTaskDefinition(kind.to_string()))?;
-        let err = |message: String| AwsError::Ecs {
+        let err = |message: Failure| AwsError::Ecs {
             kind: kind.to_string(),
             message,
         };
@@ -127,7 +128,7 @@ impl TaskLauncher for EcsTaskLauncher {
                 AssignPublicIp::Disabled
             })
             .build()
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| err(Failure::other(ErrorKind::Permanent, e)))?;
         let env: Vec<KeyValuePair> = spec
             .env
             .iter()
@@ -159,13 +160,14 @@ impl TaskLauncher for EcsTaskLauncher {
             .count(1)
             .send()
             .await
-            .map_err(|e| err(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| err(Failure::sdk(e)))?;
         if let Some(f) = out.failures().first() {
             return Err(err(format!(
                 "{} ({})",
                 f.reason().unwrap_or("unknown failure"),
                 f.detail().or(f.arn()).unwrap_or("no detail")
-            )));
+            )
+            .into()));
         }
         let task_arn = out
             .tasks()

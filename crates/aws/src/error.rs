@@ -1,5 +1,9 @@
 //! The one error type of the AWS adapters.
 
+use aws_sdk_ssm::config::http::HttpResponse;
+use aws_sdk_ssm::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use live_ci_core::port::{Classify, ErrorKind};
+
 /// A failed AWS call, naming the operation and the resource.
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {
@@ -7,30 +11,141 @@ pub enum AwsError {
     Ssm {
         operation: &'static str,
         name: String,
-        message: String,
+        #[source]
+        message: Failure,
     },
     #[error("ecs run-task for {kind}: {message}")]
-    Ecs { kind: String, message: String },
+    Ecs {
+        kind: String,
+        #[source]
+        message: Failure,
+    },
     #[error("s3 {operation} {uri:?}: {message}")]
     S3 {
         operation: &'static str,
         uri: String,
-        message: String,
+        #[source]
+        message: Failure,
     },
     #[error("lambda invoke {function:?}: {message}")]
-    Lambda { function: String, message: String },
+    Lambda {
+        function: String,
+        #[source]
+        message: Failure,
+    },
     #[error("ses send-email to {to:?}: {message}")]
-    Ses { to: String, message: String },
+    Ses {
+        to: String,
+        #[source]
+        message: Failure,
+    },
     #[error("sts assume-role {role_arn:?}: {message}")]
-    Sts { role_arn: String, message: String },
+    Sts {
+        role_arn: String,
+        #[source]
+        message: Failure,
+    },
     /// Never carries the plaintext: only the key, the execution and KMS's answer.
     #[error("kms {operation} with key {key_id:?} for execution {execution_id:?}: {message}")]
     Kms {
         operation: &'static str,
         key_id: String,
         execution_id: String,
-        message: String,
+        #[source]
+        message: Failure,
     },
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
+}
+
+impl Classify for AwsError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            AwsError::Ssm { message, .. }
+            | AwsError::Ecs { message, .. }
+            | AwsError::S3 { message, .. }
+            | AwsError::Lambda { message, .. }
+            | AwsError::Ses { message, .. }
+            | AwsError::Sts { message, .. }
+            | AwsError::Kms { message, .. } => message.kind,
+            AwsError::NoTaskDefinition(_) => ErrorKind::Permanent,
+        }
+    }
+}
+
+/// Why an AWS call failed: the SDK's whole error chain as one line (the
+/// service's code and message included), whether retrying can help, and the
+/// SDK error itself as the source.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    kind: ErrorKind,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Failure {
+    /// An SDK call's failure, classified as the SDK's retry classifier does
+    /// (throttling and transient codes, 5xx, no answer at all: retryable).
+    pub fn sdk<E>(error: SdkError<E, HttpResponse>) -> Failure
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        Failure {
+            message: DisplayErrorContext(&error).to_string(),
+            kind: ErrorKind::of_aws_call(
+                !matches!(error, SdkError::ConstructionFailure(_)),
+                error.code(),
+                error.raw_response().map(|r| r.status().as_u16()),
+            ),
+            source: Some(Box::new(error)),
+        }
+    }
+
+    /// A failure found in an answer (no value, a failed task): the same call
+    /// answers the same way.
+    pub fn permanent(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            kind: ErrorKind::Permanent,
+            source: None,
+        }
+    }
+
+    /// A failure that is not the SDK's but keeps its own error as the source.
+    pub fn other(
+        kind: ErrorKind,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Failure {
+        Failure {
+            message: error.to_string(),
+            kind,
+            source: Some(Box::new(error)),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::permanent(message)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        Failure::permanent(message)
+    }
 }

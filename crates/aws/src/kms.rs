@@ -6,13 +6,12 @@
 //! approval_response decrypt. Ciphertexts travel as standard base64.
 
 use aws_sdk_kms::Client;
-use aws_sdk_kms::error::DisplayErrorContext;
 use aws_sdk_kms::primitives::Blob;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use live_ci_core::port::{EXECUTION_CONTEXT_KEY, TokenCipher};
 
-use crate::error::AwsError;
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct KmsTokenCipher {
@@ -29,12 +28,17 @@ impl KmsTokenCipher {
         }
     }
 
-    fn error(&self, operation: &'static str, execution_id: &str, message: String) -> AwsError {
+    fn error(
+        &self,
+        operation: &'static str,
+        execution_id: &str,
+        message: impl Into<Failure>,
+    ) -> AwsError {
         AwsError::Kms {
             operation,
             key_id: self.key_id.clone(),
             execution_id: execution_id.to_string(),
-            message,
+            message: message.into(),
         }
     }
 }
@@ -51,15 +55,9 @@ impl TokenCipher for KmsTokenCipher {
             .encryption_context(EXECUTION_CONTEXT_KEY, execution_id)
             .send()
             .await
-            .map_err(|e| {
-                self.error("encrypt", execution_id, DisplayErrorContext(&e).to_string())
-            })?;
+            .map_err(|e| self.error("encrypt", execution_id, Failure::sdk(e)))?;
         let blob = out.ciphertext_blob.ok_or_else(|| {
-            self.error(
-                "encrypt",
-                execution_id,
-                "the answer carries no ciphertext".into(),
-            )
+            self.error("encrypt", execution_id, "the answer carries no ciphertext")
         })?;
         Ok(STANDARD.encode(blob.as_ref()))
     }
@@ -82,17 +80,11 @@ impl TokenCipher for KmsTokenCipher {
             .encryption_context(EXECUTION_CONTEXT_KEY, execution_id)
             .send()
             .await
-            .map_err(|e| {
-                self.error("decrypt", execution_id, DisplayErrorContext(&e).to_string())
-            })?;
+            .map_err(|e| self.error("decrypt", execution_id, Failure::sdk(e)))?;
         let plain = out.plaintext.ok_or_else(|| {
-            self.error(
-                "decrypt",
-                execution_id,
-                "the answer carries no plaintext".into(),
-            )
+            self.error("decrypt", execution_id, "the answer carries no plaintext")
         })?;
         String::from_utf8(plain.into_inner())
-            .map_err(|_| self.error("decrypt", execution_id, "the plaintext is not UTF-8".into()))
+            .map_err(|_| self.error("decrypt", execution_id, "the plaintext is not UTF-8"))
     }
 }

@@ -2,12 +2,11 @@
 //! (InvocationType `Event`), so the caller does not wait for the function.
 
 use aws_sdk_lambda::Client;
-use aws_sdk_lambda::error::DisplayErrorContext;
 use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_lambda::types::InvocationType;
 use live_ci_core::port::FunctionInvoker;
 
-use crate::error::AwsError;
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct LambdaInvoker {
@@ -24,7 +23,7 @@ impl FunctionInvoker for LambdaInvoker {
     type Error = AwsError;
 
     async fn invoke(&self, function: &str, payload_json: &str) -> Result<(), AwsError> {
-        let err = |message: String| AwsError::Lambda {
+        let err = |message: Failure| AwsError::Lambda {
             function: function.to_string(),
             message,
         };
@@ -36,9 +35,9 @@ impl FunctionInvoker for LambdaInvoker {
             .payload(Blob::new(payload_json.as_bytes()))
             .send()
             .await
-            .map_err(|e| err(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| err(Failure::sdk(e)))?;
         if let Some(error) = out.function_error {
-            return Err(err(format!("function error {error:?}")));
+            return Err(err(format!("function error {error:?}").into()));
         }
         Ok(())
     }

@@ -17,7 +17,7 @@ mod ssm;
 mod sts;
 
 pub use ecs::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
-pub use error::AwsError;
+pub use error::{AwsError, Failure};
 pub use kms::KmsTokenCipher;
 pub use lambda::LambdaInvoker;
 pub use s3::S3ArtifactStore;

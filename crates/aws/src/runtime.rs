@@ -1,24 +1,11 @@
-//! Glue every Lambda (and the ECS task) shares with its AWS runtime: the JSON
-//! log lines CloudWatch receives, and a Function URL request taken apart into
-//! plain parts so each handler works on its own request type.
+//! Glue the Function URL Lambdas share with their AWS runtime: a Function URL
+//! request taken apart into plain parts so each handler works on its own
+//! request type (the JSON log lines are `live_ci_lambda_boot`'s).
 
 use std::collections::BTreeMap;
 
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use base64::Engine;
-
-/// JSON log lines without timestamps (CloudWatch adds its own), filtered by
-/// `RUST_LOG` (the module sets it; `info` otherwise).
-pub fn init_tracing() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
-}
 
 /// A Function URL request's parts.
 #[derive(Debug, Clone, PartialEq, Eq)]

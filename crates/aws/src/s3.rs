@@ -2,11 +2,13 @@
 //! `s3://bucket/key` in payloads.
 
 use aws_sdk_s3::Client;
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
 use live_ci_core::port::ArtifactStore;
 
-use crate::error::AwsError;
+use live_ci_core::port::ErrorKind;
+
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct S3ArtifactStore {
@@ -42,7 +44,7 @@ impl ArtifactStore for S3ArtifactStore {
             .map_err(|e| AwsError::S3 {
                 operation: "put-object",
                 uri: self.uri(key),
-                message: DisplayErrorContext(&e).to_string(),
+                message: Failure::sdk(e),
             })?;
         // An unversioned bucket answers no id (or the literal "null").
         Ok(out.version_id.filter(|v| !v.is_empty() && v != "null"))
@@ -57,7 +59,7 @@ impl ArtifactStore for S3ArtifactStore {
         key: &str,
         version_id: Option<&str>,
     ) -> Result<Option<Vec<u8>>, AwsError> {
-        let err = |message: String| AwsError::S3 {
+        let err = |message: Failure| AwsError::S3 {
             operation: "get-object",
             uri: match version_id {
                 Some(v) => format!("{}?versionId={v}", self.uri(key)),
@@ -76,9 +78,13 @@ impl ArtifactStore for S3ArtifactStore {
         {
             Ok(out) => out,
             Err(e) if matches!(e.code(), Some("NoSuchKey" | "NoSuchVersion")) => return Ok(None),
-            Err(e) => return Err(err(DisplayErrorContext(&e).to_string())),
+            Err(e) => return Err(err(Failure::sdk(e))),
         };
-        let body = out.body.collect().await.map_err(|e| err(e.to_string()))?;
+        let body = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| err(Failure::other(ErrorKind::Retryable, e)))?;
         Ok(Some(body.into_bytes().to_vec()))
     }
 

@@ -2,11 +2,12 @@
 //! message with a plain-text and an HTML part, both UTF-8.
 
 use aws_sdk_sesv2::Client;
-use aws_sdk_sesv2::error::DisplayErrorContext;
 use aws_sdk_sesv2::types::{Body, Content, Destination, EmailContent, Message};
 use live_ci_core::port::{Email, Mailer};
 
-use crate::error::AwsError;
+use live_ci_core::port::ErrorKind;
+
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct SesMailer {
@@ -36,7 +37,7 @@ fn utf8(data: &str, to: &str) -> Result<Content, AwsError> {
         .build()
         .map_err(|e| AwsError::Ses {
             to: to.to_string(),
-            message: e.to_string(),
+            message: Failure::other(ErrorKind::Permanent, e),
         })
 }
 
@@ -64,7 +65,7 @@ impl Mailer for SesMailer {
             .await
             .map_err(|e| AwsError::Ses {
                 to: email.to.clone(),
-                message: DisplayErrorContext(&e).to_string(),
+                message: Failure::sdk(e),
             })?;
         Ok(out.message_id.unwrap_or_default())
     }

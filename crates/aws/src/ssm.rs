@@ -1,11 +1,10 @@
 //! SSM Parameter Store as the core's [`ParamStore`].
 
 use aws_sdk_ssm::Client;
-use aws_sdk_ssm::error::DisplayErrorContext;
 use aws_sdk_ssm::types::ParameterType;
 use live_ci_core::params::ParamStore;
 
-use crate::error::AwsError;
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct SsmParamStore {
@@ -22,7 +21,7 @@ impl ParamStore for SsmParamStore {
     type Error = AwsError;
 
     async fn get(&self, name: &str) -> Result<String, AwsError> {
-        let err = |message: String| AwsError::Ssm {
+        let err = |message: Failure| AwsError::Ssm {
             operation: "get-parameter",
             name: name.to_string(),
             message,
@@ -34,7 +33,7 @@ impl ParamStore for SsmParamStore {
             .with_decryption(true)
             .send()
             .await
-            .map_err(|e| err(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| err(Failure::sdk(e)))?;
         out.parameter
             .and_then(|p| p.value)
             .ok_or_else(|| err("the parameter has no value".into()))
@@ -52,7 +51,7 @@ impl ParamStore for SsmParamStore {
             .map_err(|e| AwsError::Ssm {
                 operation: "put-parameter",
                 name: name.to_string(),
-                message: DisplayErrorContext(&e).to_string(),
+                message: Failure::sdk(e),
             })?;
         Ok(())
     }

@@ -3,10 +3,9 @@
 //! never the task role's.
 
 use aws_sdk_sts::Client;
-use aws_sdk_sts::error::DisplayErrorContext;
 use live_ci_core::port::{RoleAssumer, TemporaryCredentials};
 
-use crate::error::AwsError;
+use crate::error::{AwsError, Failure};
 
 #[derive(Debug, Clone)]
 pub struct StsRoleAssumer {
@@ -27,7 +26,7 @@ impl RoleAssumer for StsRoleAssumer {
         role_arn: &str,
         session_name: &str,
     ) -> Result<TemporaryCredentials, AwsError> {
-        let err = |message: String| AwsError::Sts {
+        let err = |message: Failure| AwsError::Sts {
             role_arn: role_arn.to_string(),
             message,
         };
@@ -38,7 +37,7 @@ impl RoleAssumer for StsRoleAssumer {
             .role_session_name(session_name)
             .send()
             .await
-            .map_err(|e| err(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| err(Failure::sdk(e)))?;
         let c = out
             .credentials
             .ok_or_else(|| err("the answer carries no credentials".into()))?;

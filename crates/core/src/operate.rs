@@ -15,7 +15,7 @@ use crate::deploy::{
 };
 use crate::merge_lock::MergeLock;
 use crate::params::ParamStore;
-use crate::port::{Metadb, WorkflowEngine};
+use crate::port::{Metadb, PortError, PortResultExt, WorkflowEngine};
 
 /// The reason stored with executions an operator aborted.
 pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator";
@@ -122,7 +122,7 @@ pub enum Refusal {
 /// under the merge lock row, so it cannot interleave with a run's creation or
 /// hand-over.
 pub trait RunControl: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// The newest `limit` runs, newest first, with their progress.
     fn runs(&self, limit: u32)
@@ -254,17 +254,17 @@ pub fn retry_run(run: &RunRecord, executions: Vec<NewExecution>) -> NewRun {
 pub enum OperateError {
     #[error(transparent)]
     Refused(#[from] Refusal),
-    #[error("metadb: {0}")]
-    Metadb(String),
-    #[error("parameter store: writing the merge lock {param:?}: {message}")]
-    Params { param: String, message: String },
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error("writing the merge lock {param:?}: {source}")]
+    Params {
+        param: String,
+        #[source]
+        source: PortError,
+    },
     /// The run is aborted in the metadb, but these executions may still run.
     #[error("could not stop {}: {}", .0.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(", "), .0.iter().map(|(_, e)| e.as_str()).collect::<Vec<_>>().join("; "))]
     NotStopped(Vec<(String, String)>),
-}
-
-fn db(e: impl std::fmt::Display) -> OperateError {
-    OperateError::Metadb(e.to_string())
 }
 
 /// What an abort did, for the operator's report.
@@ -285,13 +285,14 @@ pub async fn mirror_lock<M: Metadb, P: ParamStore>(
     params: &P,
     param: &str,
 ) -> Result<MergeLock, OperateError> {
-    let lock = metadb.merge_lock().await.map_err(db)?.lock();
+    let lock = metadb.merge_lock().await.port("metadb")?.lock();
     params
         .put(param, &lock.to_string())
         .await
-        .map_err(|e| OperateError::Params {
+        .port("parameter store")
+        .map_err(|source| OperateError::Params {
             param: param.to_string(),
-            message: e.to_string(),
+            source,
         })?;
     Ok(lock)
 }
@@ -316,7 +317,7 @@ where
 {
     let marked = RunControl::mark_aborted(metadb, run_id, ABORTED_BY_OPERATOR)
         .await
-        .map_err(db)??;
+        .port("metadb")??;
     let mut stopped = Vec::new();
     let mut failed = Vec::new();
     for arn in &marked.to_stop {
@@ -328,7 +329,7 @@ where
             Err(e) => failed.push((arn.clone(), e.to_string())),
         }
     }
-    let finish = metadb.finish_run(run_id).await.map_err(db)?;
+    let finish = metadb.finish_run(run_id).await.port("metadb")?;
     let lock = mirror_lock(metadb, params, lock_param).await?;
     RunControl::log_action(
         metadb,
@@ -345,7 +346,7 @@ where
         },
     )
     .await
-    .map_err(db)?;
+    .port("metadb")?;
     if !failed.is_empty() {
         return Err(OperateError::NotStopped(failed));
     }
@@ -380,7 +381,9 @@ where
     M: Metadb + RunControl,
     P: ParamStore,
 {
-    let created = RunControl::retry_run(metadb, run_id).await.map_err(db)??;
+    let created = RunControl::retry_run(metadb, run_id)
+        .await
+        .port("metadb")??;
     let lock = mirror_lock(metadb, params, lock_param).await?;
     RunControl::log_action(
         metadb,
@@ -397,7 +400,7 @@ where
         },
     )
     .await
-    .map_err(db)?;
+    .port("metadb")?;
     Ok(RetryReport {
         retried_run: run_id,
         created,
@@ -418,13 +421,14 @@ where
     M: Metadb + RunControl,
     P: ParamStore,
 {
-    let unlocked = RunControl::unlock(metadb, force).await.map_err(db)??;
+    let unlocked = RunControl::unlock(metadb, force).await.port("metadb")??;
     params
         .put(lock_param, &MergeLock::Free.to_string())
         .await
-        .map_err(|e| OperateError::Params {
+        .port("parameter store")
+        .map_err(|source| OperateError::Params {
             param: lock_param.to_string(),
-            message: e.to_string(),
+            source,
         })?;
     RunControl::log_action(
         metadb,
@@ -440,7 +444,7 @@ where
         },
     )
     .await
-    .map_err(db)?;
+    .port("metadb")?;
     Ok(unlocked)
 }
 

@@ -62,7 +62,7 @@ pub struct StartedTask {
 }
 
 pub trait TaskLauncher: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     fn start(
         &self,

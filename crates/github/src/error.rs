@@ -1,5 +1,7 @@
 //! The one error type of the GitHub adapter.
 
+use live_ci_core::port::{Classify, ErrorKind};
+
 /// What can go wrong calling GitHub. Messages name the request and the status.
 #[derive(Debug, thiserror::Error)]
 pub enum GitHubError {
@@ -31,4 +33,29 @@ pub enum GitHubError {
         path: String,
         message: String,
     },
+}
+
+impl Classify for GitHubError {
+    /// Retryable: GitHub unreachable or slow, a 5xx, a rate limit (429, or a
+    /// 403 whose message says so) that outlasted the client's own retries.
+    fn kind(&self) -> ErrorKind {
+        let retryable = match self {
+            GitHubError::Transport { source, .. } => {
+                source.is_connect() || source.is_timeout() || source.is_body()
+            }
+            GitHubError::Status {
+                status, message, ..
+            } => {
+                *status >= 500
+                    || *status == 429
+                    || (*status == 403 && message.to_lowercase().contains("rate limit"))
+            }
+            _ => false,
+        };
+        if retryable {
+            ErrorKind::Retryable
+        } else {
+            ErrorKind::Permanent
+        }
+    }
 }

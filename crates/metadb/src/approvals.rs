@@ -1,7 +1,9 @@
 //! The approval store port over any [`Sql`] connection: the same SQL text for
 //! PostgreSQL and the RDS Data API, like the rest of [`Store`].
 
-use live_ci_core::port::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
+use live_ci_core::port::{
+    ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored, TokenDelivery,
+};
 
 use crate::error::{MetadbError, Result};
 use crate::sql::approval_statements as q;
@@ -119,14 +121,20 @@ impl<S: Sql> ApprovalStore for Store<S> {
         Ok(!rows.is_empty())
     }
 
-    async fn record_decision_delivery(&self, execution_id: &str, delivery: &str) -> Result<bool> {
+    async fn record_decision_delivery(
+        &self,
+        execution_id: &str,
+        delivery: &TokenDelivery,
+    ) -> Result<bool> {
+        let (outcome, reason) = delivery.parts();
         let rows = self
             .sql()
             .query(
                 q::RECORD_DECISION_DELIVERY,
                 &[
                     ("execution_id", Param::text(execution_id)),
-                    ("delivery", Param::text(delivery)),
+                    ("delivery", Param::text(outcome)),
+                    ("delivery_reason", Param::opt_text(reason)),
                 ],
             )
             .await?;

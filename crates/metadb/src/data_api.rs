@@ -4,8 +4,10 @@
 //! `CommitTransaction` / `RollbackTransaction`.
 
 use aws_sdk_rdsdata::Client;
-use aws_sdk_rdsdata::error::DisplayErrorContext;
+use aws_sdk_rdsdata::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
+
+use live_ci_core::port::ErrorKind;
 
 use crate::error::{MetadbError, Result};
 use crate::sql::{Param, Params, Sql, SqlTx};
@@ -100,18 +102,28 @@ fn decode_records(sql: &str, json: &str) -> Result<Vec<String>> {
         .collect()
 }
 
-fn sdk_error<E, R>(e: aws_sdk_rdsdata::error::SdkError<E, R>) -> MetadbError
+fn sdk_error<E>(
+    e: aws_sdk_rdsdata::error::SdkError<E, aws_sdk_rdsdata::config::http::HttpResponse>,
+) -> MetadbError
 where
-    E: std::error::Error + 'static,
-    R: std::fmt::Debug,
+    E: ProvideErrorMetadata + std::error::Error + 'static,
 {
+    let transient = ErrorKind::of_aws_call(
+        !matches!(e, SdkError::ConstructionFailure(_)),
+        e.code(),
+        e.raw_response().map(|r| r.status().as_u16()),
+    ) == ErrorKind::Retryable;
     let message = DisplayErrorContext(&e).to_string();
     let lower = message.to_lowercase();
     let retryable = lower.contains("deadlock detected")
         || lower.contains("could not serialize access")
         || lower.contains("40p01")
         || lower.contains("40001");
-    MetadbError::DataApi { message, retryable }
+    MetadbError::DataApi {
+        message,
+        retryable,
+        transient,
+    }
 }
 
 impl Sql for DataApi {
@@ -138,6 +150,7 @@ impl Sql for DataApi {
         let id = out.transaction_id().ok_or_else(|| MetadbError::DataApi {
             message: "begin transaction returned no transaction id".into(),
             retryable: false,
+            transient: false,
         })?;
         Ok(DataApiTx {
             api: self.clone(),
@@ -158,6 +171,7 @@ impl DataApiTx {
         self.id.as_deref().ok_or_else(|| MetadbError::DataApi {
             message: "transaction already finished".into(),
             retryable: false,
+            transient: false,
         })
     }
 }

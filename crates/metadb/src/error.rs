@@ -1,6 +1,7 @@
 //! The one error type of the metadb crate.
 
 use live_ci_core::CoreError;
+use live_ci_core::port::{Classify, ErrorKind};
 
 /// Why a metadb call failed. Guarded updates that find nothing to do are not
 /// errors: they report it in their result.
@@ -16,11 +17,17 @@ pub enum MetadbError {
         code: Option<String>,
     },
     #[error("connection pool: {0}")]
-    Pool(String),
+    Pool(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("invalid database url {url:?}: {message}")]
     Url { url: String, message: String },
+    /// `retryable`: the transaction may be retried (a deadlock); `transient`:
+    /// the call failed on the way (throttling, a 5xx, a timeout).
     #[error("rds data api: {message}")]
-    DataApi { message: String, retryable: bool },
+    DataApi {
+        message: String,
+        retryable: bool,
+        transient: bool,
+    },
     #[error("cannot decode a row of {statement:?}: {message}")]
     Decode { statement: String, message: String },
     #[error("statement needs parameter {name:?}, which was not given")]
@@ -52,6 +59,35 @@ impl MetadbError {
             }
             MetadbError::DataApi { retryable, .. } => *retryable,
             _ => false,
+        }
+    }
+}
+
+impl Classify for MetadbError {
+    /// Retryable: a deadlock or serialization failure, a connection that
+    /// failed or was lost (no SQLSTATE, class 08), a server short of resources
+    /// (53) or shutting down (57P), the Data API throttled or unavailable.
+    /// Everything else (refused input, constraint violations, decoding) fails
+    /// the same way again.
+    fn kind(&self) -> ErrorKind {
+        let retryable = match self {
+            MetadbError::Postgres { code: None, .. } | MetadbError::Pool(_) => true,
+            MetadbError::Postgres {
+                code: Some(code), ..
+            } => ["08", "40", "53", "57P"]
+                .iter()
+                .any(|class| code.starts_with(class)),
+            MetadbError::DataApi {
+                retryable,
+                transient,
+                ..
+            } => *retryable || *transient,
+            _ => false,
+        };
+        if retryable {
+            ErrorKind::Retryable
+        } else {
+            ErrorKind::Permanent
         }
     }
 }

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0008_trunk_sweep",
         sql: include_str!("../migrations/0008_trunk_sweep.sql"),
     },
+    Migration {
+        version: 9,
+        name: "0009_delivery_outcome",
+        sql: include_str!("../migrations/0009_delivery_outcome.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

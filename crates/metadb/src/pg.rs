@@ -49,14 +49,14 @@ impl PgSql {
         let pool = Pool::builder(manager)
             .max_size(max_connections.max(1))
             .build()
-            .map_err(|e| MetadbError::Pool(e.to_string()))?;
+            .map_err(|e| MetadbError::Pool(Box::new(e)))?;
         Ok(PgSql { pool })
     }
 
     async fn client(&self) -> Result<Object> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => MetadbError::from(e),
-            e => MetadbError::Pool(e.to_string()),
+            e => MetadbError::Pool(Box::new(e)),
         })
     }
 }

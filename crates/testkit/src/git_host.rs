@@ -1,5 +1,6 @@
-//! Git host fakes (the commit-status and pull-request port): one that records
-//! what the code under test posts, one that refuses every call.
+//! A git host fake (the commit-status and pull-request port) that records what
+//! the code under test posts; `live_ci_core::status::NoGitHost` is the
+//! do-nothing one.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -67,30 +68,5 @@ impl GitHost for RecordingGitHost {
         lock(&self.comments).insert((number, marker.to_string()), body.to_string());
         *lock(&self.comment_writes) += 1;
         Ok(())
-    }
-}
-
-/// A git host every call to which fails: for code paths that must not reach
-/// GitHub (a call shows up as the error "no github").
-#[derive(Debug, Default)]
-pub struct NoGitHost;
-
-impl GitHost for NoGitHost {
-    type Error = FakeError;
-
-    async fn set_status(&self, _s: &CommitStatus) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn pull_request_files(&self, _n: u64) -> Result<Vec<String>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn open_pull_requests(&self, _b: &str) -> Result<Vec<PullRequest>, FakeError> {
-        Err(FakeError("no github".into()))
-    }
-
-    async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
-        Err(FakeError("no github".into()))
     }
 }

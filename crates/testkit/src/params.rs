@@ -91,3 +91,10 @@ impl ParamStore for MemoryParams {
         Ok(())
     }
 }
+
+/// A fake's failure is deliberate and repeats: permanent.
+impl live_ci_core::port::Classify for FakeError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

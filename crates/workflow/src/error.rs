@@ -1,5 +1,7 @@
 //! The one error type of the workflow crate.
 
+use live_ci_core::port::{Classify, ErrorKind};
+
 /// Everything that can go wrong rendering or checking the state machine, or
 /// decoding a payload. Messages are lowercase and quote the offending value.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -38,12 +40,23 @@ pub enum WorkflowError {
         payload: &'static str,
         message: String,
     },
-    /// A Step Functions call failed.
+    /// A Step Functions call failed; `kind` as the SDK's retry classifier
+    /// sees it (throttling, 5xx, no answer: retryable).
     #[error("step functions {operation}: {message}")]
     Sfn {
         operation: &'static str,
         message: String,
+        kind: ErrorKind,
     },
+}
+
+impl Classify for WorkflowError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            WorkflowError::Sfn { kind, .. } => *kind,
+            _ => ErrorKind::Permanent,
+        }
+    }
 }
 
 /// The result type of this crate.

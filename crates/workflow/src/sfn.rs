@@ -2,8 +2,11 @@
 //! execution per unit, named by the unit's `execution_id`.
 
 use aws_sdk_sfn::Client;
-use aws_sdk_sfn::error::DisplayErrorContext;
-use live_ci_core::port::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
+use aws_sdk_sfn::config::http::HttpResponse;
+use aws_sdk_sfn::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use live_ci_core::port::{
+    ErrorKind, ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine,
+};
 
 use crate::error::{Result, WorkflowError};
 
@@ -38,14 +41,23 @@ impl SfnEngine {
                     "state machine arn {:?} has no \":stateMachine:\"",
                     self.state_machine_arn
                 ),
+                kind: ErrorKind::Permanent,
             }),
         }
     }
 }
 
-fn sfn_error(operation: &'static str, err: impl std::error::Error) -> WorkflowError {
+fn sfn_error<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> WorkflowError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
     WorkflowError::Sfn {
         operation,
+        kind: ErrorKind::of_aws_call(
+            !matches!(err, SdkError::ConstructionFailure(_)),
+            err.code(),
+            err.raw_response().map(|r| r.status().as_u16()),
+        ),
         message: DisplayErrorContext(err).to_string(),
     }
 }
@@ -102,6 +114,7 @@ impl WorkflowEngine for SfnEngine {
                         message: format!(
                             "execution {name:?} already exists with a different input"
                         ),
+                        kind: ErrorKind::Permanent,
                     })
                 }
             }

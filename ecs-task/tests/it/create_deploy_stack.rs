@@ -12,7 +12,7 @@ use live_ci_core::deploy::{Outcome, RunStatus};
 use live_ci_core::port::Metadb;
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
-use live_ci_task::{Config, checkout::Repo};
+use live_ci_task::{CreateDeployStackConfig, FromLookup, checkout::Repo};
 use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::{GitRepo, TfTemplates};
@@ -42,7 +42,13 @@ fn accounts() -> String {
         .unwrap()
 }
 
-fn config(url: &str, commit: &str, pr: &str, accounts: &str, extra: &[(&str, &str)]) -> Config {
+fn config(
+    url: &str,
+    commit: &str,
+    pr: &str,
+    accounts: &str,
+    extra: &[(&str, &str)],
+) -> CreateDeployStackConfig {
     let mut pairs = vec![
         ("REPO_CLONE_URL", url),
         ("LIVE_CI_PR_NUMBER", pr),
@@ -86,7 +92,7 @@ impl Fakes {
         DeployPorts {
             metadb,
             params: &self.params,
-            github: Some(&self.github),
+            github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
         }
@@ -491,11 +497,15 @@ async fn the_plan_scan_keeps_units_with_changes_and_their_dependents() {
 
 #[test]
 fn missing_settings_are_named() {
-    let c = support::config(&[("LIVE_CI_COMMIT", "abc")]);
-    let err = Config::require(&c.trigger_sf_function, "TRIGGER_SF_FUNCTION_NAME").unwrap_err();
+    let err = CreateDeployStackConfig::from_lookup(|k| {
+        (k == "LIVE_CI_COMMIT" || k == "REPO_CLONE_URL").then(|| "abc".to_string())
+    })
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "environment variable TRIGGER_SF_FUNCTION_NAME is not set"
+        "environment variable TRIGGER_SF_FUNCTION_NAME is not set; \
+         environment variable MERGE_LOCK_SSM_KEY is not set; \
+         environment variable ACCOUNT_PARENT_CFG is not set"
     );
 }
 

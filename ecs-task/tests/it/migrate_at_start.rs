@@ -65,8 +65,32 @@ fn all_versions() -> Vec<i32> {
     MIGRATIONS.iter().map(|m| m.version as i32).collect()
 }
 
-/// The binary with only what a subcommand reads before its own inputs: AWS
-/// calls go to `endpoint` (an unreachable one when the test uses none).
+/// Each subcommand's own inputs (checked at start, before the migration),
+/// naming nothing that exists: the subcommand fails right after migrating.
+fn inputs(subcommand: &str) -> &'static [(&'static str, &'static str)] {
+    match subcommand {
+        "create-deploy-stack" => &[
+            ("LIVE_CI_COMMIT", "0000000"),
+            ("TRIGGER_SF_FUNCTION_NAME", "live-ci-trigger-sf"),
+            ("MERGE_LOCK_SSM_KEY", "/live-ci/merge-lock"),
+            ("ACCOUNT_PARENT_CFG", "[]"),
+        ],
+        "terra-run" => &[
+            ("LIVE_CI_TASK_TOKEN", "token"),
+            ("LIVE_CI_PHASE", "plan"),
+            ("LIVE_CI_EXECUTION_ID", "no-such-execution"),
+            ("PLAN_BUCKET", "live-ci-plans"),
+        ],
+        _ => &[
+            ("LIVE_CI_PR_NUMBER", "1"),
+            ("LIVE_CI_COMMIT", "0000000"),
+            ("LIVE_CI_BASE_REF", "main"),
+        ],
+    }
+}
+
+/// The binary with its subcommand's inputs and no more: AWS calls go to
+/// `endpoint` (an unreachable one when the test uses none).
 fn task(subcommand: &str, endpoint: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
     cmd.env_clear()
@@ -77,6 +101,7 @@ fn task(subcommand: &str, endpoint: &str, env: &[(&str, &str)]) -> Output {
         .env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_MAX_ATTEMPTS", "1")
         .env("REPO_CLONE_URL", "/nonexistent/repo")
+        .envs(inputs(subcommand).iter().copied())
         .arg(subcommand);
     for (k, v) in env {
         cmd.env(k, v);

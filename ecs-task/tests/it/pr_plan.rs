@@ -4,11 +4,27 @@
 
 use crate::support;
 
-use live_ci_core::status::{StatusState, context};
+use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::checkout::Repo;
 use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan, unit_context};
 use support::fakes::{RecordingGitHost, RecordingRoles};
 use support::repo::{GitRepo, TfTemplates};
+
+/// pr-plan with every status switched on, no logs link and LocalStack's STS.
+async fn plan_pr(
+    config: &live_ci_task::PrPlanConfig,
+    clone: &Repo,
+    github: &RecordingGitHost,
+) -> live_ci_task::Result<live_ci_task::pr_plan::PrPlanReport> {
+    pr_plan(
+        config,
+        clone,
+        None,
+        &Statuses::new(github, Default::default()),
+        &support::sts(),
+    )
+    .await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
@@ -49,9 +65,8 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
         &config,
         &clone,
         Some("https://logs/pr"),
-        Some(&github),
+        &Statuses::new(&github, Default::default()),
         &sts,
-        true,
     )
     .await
     .unwrap();
@@ -116,10 +131,8 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     );
     let head2 = repo.commit("break b");
     let mut config2 = config.clone();
-    config2.task.commit = Some(head2.clone());
-    let report = pr_plan(&config2, &clone, None, Some(&github), &support::sts(), true)
-        .await
-        .unwrap();
+    config2.commit = head2.clone();
+    let report = plan_pr(&config2, &clone, &github).await.unwrap();
     assert_eq!(report.failed(), 1);
     let statuses = github.statuses();
     let b = statuses
@@ -153,9 +166,7 @@ async fn a_broken_unit_graph_fails_the_status_and_says_why_in_the_comment() {
         clone_url: repo.url(),
         token: None,
     };
-    let err = pr_plan(&config, &clone, None, Some(&github), &support::sts(), true)
-        .await
-        .unwrap_err();
+    let err = plan_pr(&config, &clone, &github).await.unwrap_err();
     assert!(err.to_string().contains("dev/a/terragrunt.hcl:"), "{err}");
     let statuses = github.statuses();
     assert_eq!(statuses.len(), 1);
@@ -190,9 +201,7 @@ async fn a_removed_unit_is_named_in_the_comment_and_with_destroy_off_a_status() 
         ]);
         let clone = clone.clone();
         async move {
-            let report = pr_plan(&config, &clone, None, Some(&github), &support::sts(), true)
-                .await
-                .unwrap();
+            let report = plan_pr(&config, &clone, &github).await.unwrap();
             let body = github.comments()[&(14, COMMENT_MARKER.to_string())].clone();
             (report, body, github.statuses())
         }

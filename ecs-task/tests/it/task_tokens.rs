@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sfn::types::ExecutionStatus;
 use live_ci_core::port::Metadb;
+use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_task::checkout::Repo;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_testkit::aws::{sdk_config, state_machine};
 use live_ci_testkit::unique;
 use live_ci_workflow::SfnTaskTokens;
 use serde_json::{Value, json};
-use support::fakes::{MemArtifacts, RecordingGitHost};
+use support::fakes::MemArtifacts;
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
@@ -127,8 +128,7 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     let clone = Repo {
         clone_url: repo.url(),
@@ -158,8 +158,8 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
 
     let (arn, token) = waiting_execution(&c).await;
     let mut config = config.clone();
-    config.task.task_token = Some(token);
-    config.task.command = Some("echo 'Error: no credentials'; exit 1".into());
+    config.task_token = token;
+    config.command = Some("echo 'Error: no credentials'; exit 1".into());
     terra_run(&config, &clone, None, &ports).await.unwrap_err();
     let out = ended(&c, &arn).await;
     assert_eq!(out.status, ExecutionStatus::Failed);
@@ -170,4 +170,45 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
         out.cause()
     );
     db.drop_db().await;
+}
+
+/// A terra-run started without what it needs answers its token at once with
+/// the `Config` error naming every missing variable (the state machine does
+/// not wait out the heartbeat), and exits failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
+    let c = cloud();
+    let (arn, token) = waiting_execution(&c).await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", live_ci_testkit::aws::REGION)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env(
+            "AWS_ENDPOINT_URL",
+            live_ci_testkit::localstack_endpoint().unwrap(),
+        )
+        .env("REPO_CLONE_URL", "/nonexistent/repo")
+        .env("LIVE_CI_TASK_TOKEN", &token)
+        .env("LIVE_CI_PHASE", "apply")
+        .arg("terra-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let done = ended(&c, &arn).await;
+    assert_eq!(done.status, ExecutionStatus::Failed);
+    assert_eq!(done.error(), Some("Config"));
+    let cause = done.cause().unwrap_or_default();
+    for name in [
+        "LIVE_CI_PLAN_ARTIFACT",
+        "LIVE_CI_EXECUTION_ID",
+        "METADB_URL",
+        "PLAN_BUCKET",
+    ] {
+        assert!(
+            cause.contains(&format!("environment variable {name} is not set")),
+            "{name}: {cause}"
+        );
+    }
 }

@@ -7,13 +7,13 @@ use crate::support;
 
 use live_ci_aws::S3ArtifactStore;
 use live_ci_core::port::{ArtifactStore, Metadb};
-use live_ci_core::status::StatusState;
+use live_ci_core::status::{NoGitHost, StatusState, Statuses};
 use live_ci_core::terraform::Phase;
 use live_ci_core::terraform::plan_key;
 use live_ci_metadb::PgMetadb;
 use live_ci_task::terra_run::status_context;
 use live_ci_task::terra_run::{TerraRunPorts, TerraRunResult, terra_run};
-use live_ci_task::{Config, TaskError, checkout::Repo};
+use live_ci_task::{TaskError, TerraRunConfig, checkout::Repo};
 use serde_json::Value;
 use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
@@ -76,7 +76,7 @@ async fn setup() -> Setup {
     }
 }
 
-fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> Config {
+fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> TerraRunConfig {
     let mut pairs = vec![
         ("LIVE_CI_PHASE", phase),
         ("LIVE_CI_TASK_TOKEN", "token-1"),
@@ -124,8 +124,7 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
 
@@ -308,11 +307,10 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
-    let plan_output = |config: &Config| {
+    let plan_output = |config: &TerraRunConfig| {
         let config = config.clone();
         let repo = &repo;
         let ports = &ports;
@@ -355,7 +353,7 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
     assert_eq!(unchanged["outputs_changed"], serde_json::json!([]));
     assert_eq!(unchanged["skip_apply"], true);
     let mut keep = env(id2, "plan", None, &s.clone_url);
-    keep.skip_unchanged = false;
+    keep.common.skip_unchanged = false;
     let kept = plan_output(&keep).await;
     assert_eq!(kept["skip_apply"], false);
     let unit = live_ci_core::RepoPath::new("dev/app").unwrap();
@@ -386,12 +384,11 @@ async fn failures_reach_the_token_with_the_commands_output() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     // A failing command: the failure names the command and carries its last lines.
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.task.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
+    config.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -474,8 +471,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
     plan_both(&s, &ports, &repo).await;
@@ -496,7 +492,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     store.put(&key1, other).await.unwrap();
     let marker = s.tf.state.path().join("apply-ran");
     let mut config = env(id1, "apply", Some(&store.uri(&key1)), &s.clone_url);
-    config.task.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
+    config.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::PlanArtifact { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -544,8 +540,7 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
         artifacts: &store,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let id1 = "run-7-x-dev-app-001";
     let artifacts = plan_both(&s, &ports, &repo).await;
@@ -627,12 +622,11 @@ async fn another_accounts_role_is_refused() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: None::<&RecordingGitHost>,
-        statuses: Default::default(),
+        statuses: Statuses::new(&NoGitHost, Default::default()),
     };
     let id = "run-7-x-dev-app-001";
     let mut config = env(id, "plan", None, &s.clone_url);
-    config.task.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
+    config.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(
         err.to_string()
@@ -649,6 +643,77 @@ async fn another_accounts_role_is_refused() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "arn:aws:iam::111111111111:role/plan");
     assert_eq!(calls[0].1, format!("live-ci-plan-{id}"));
+    s.db.drop_db().await;
+}
+
+/// A git host that refuses every status (GitHub down), counting the attempts.
+#[derive(Debug, Default)]
+struct RefusingGitHost {
+    attempts: std::sync::Mutex<u32>,
+}
+
+impl live_ci_core::status::GitHost for RefusingGitHost {
+    type Error = support::fakes::FakeError;
+
+    async fn set_status(
+        &self,
+        _: &live_ci_core::status::CommitStatus,
+    ) -> Result<(), support::fakes::FakeError> {
+        *self.attempts.lock().unwrap() += 1;
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn pull_request_files(&self, _: u64) -> Result<Vec<String>, support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn open_pull_requests(
+        &self,
+        _: &str,
+    ) -> Result<Vec<live_ci_core::status::PullRequest>, support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+
+    async fn upsert_comment(
+        &self,
+        _: u64,
+        _: &str,
+        _: &str,
+    ) -> Result<(), support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
+}
+
+/// Statuses are advisory: a plan whose pending and success statuses both fail
+/// to post still succeeds and answers its token with the plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_github_refuses_does_not_fail_the_plan() {
+    let s = setup().await;
+    let artifacts = support::fakes::MemArtifacts::default();
+    let tokens = RecordingTokens::default();
+    let github = RefusingGitHost::default();
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&github, Default::default()),
+    };
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let result = terra_run(
+        &env("run-7-x-dev-app-001", "plan", None, &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await;
+    assert!(matches!(result, Ok(TerraRunResult::Plan(_))), "{result:?}");
+    assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
+    assert_eq!(*github.attempts.lock().unwrap(), 2, "pending, then success");
     s.db.drop_db().await;
 }
 
@@ -704,11 +769,10 @@ async fn the_answer_does_not_wait_for_the_final_status() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &sts,
-        github: Some(&github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&github, Default::default()),
     };
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.task.command = Some("echo 'Error: quota exceeded'; exit 1".into());
+    config.command = Some("echo 'Error: quota exceeded'; exit 1".into());
     let ran = tokio::time::timeout(
         std::time::Duration::from_secs(10),
         terra_run(&config, &repo, None, &ports),

@@ -8,9 +8,9 @@ use crate::support;
 
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::port::Metadb;
-use live_ci_core::status::{StatusState, context};
+use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
-use live_ci_task::{Config, checkout::Repo};
+use live_ci_task::{CreateDeployStackConfig, checkout::Repo};
 use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::GitRepo;
@@ -19,7 +19,7 @@ const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@exampl
   "min_approval_count": 1, "min_rejection_count": 1,
   "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
 
-fn config(url: &str, commit: &str, pr: &str, extra: &[(&str, &str)]) -> Config {
+fn config(url: &str, commit: &str, pr: &str, extra: &[(&str, &str)]) -> CreateDeployStackConfig {
     let mut pairs = vec![
         ("REPO_CLONE_URL", url),
         ("LIVE_CI_PR_NUMBER", pr),
@@ -91,7 +91,7 @@ impl World {
         let ports = DeployPorts {
             metadb,
             params: &self.params,
-            github: Some(&self.github),
+            github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
         };
@@ -435,8 +435,7 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
         artifacts: &artifacts,
         tokens: &tokens,
         roles: &w.sts,
-        github: Some(&w.github),
-        statuses: Default::default(),
+        statuses: Statuses::new(&w.github, Default::default()),
     };
     let repo = Repo {
         clone_url: w.repo.url(),

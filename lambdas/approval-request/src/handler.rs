@@ -13,7 +13,8 @@ use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
-    ApprovalStore, Email, Mailer, NewApprovalRequest, RequestStored, TokenCipher, address_problem,
+    ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, PortError,
+    PortResultExt, RequestStored, TokenCipher, address_problem,
 };
 use live_ci_workflow::ApprovalRequest;
 use serde::Serialize;
@@ -35,20 +36,50 @@ pub enum RequestError {
     },
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
-    #[error("metadb: {0}")]
-    Store(String),
+    #[error(transparent)]
+    Port(#[from] PortError),
     /// Nothing was stored: a task token is never written unencrypted.
-    #[error("encrypting the task token of {execution:?}: {message}")]
-    Encrypt { execution: String, message: String },
+    #[error("encrypting the task token of {execution:?}: {source}")]
+    Encrypt {
+        execution: String,
+        #[source]
+        source: PortError,
+    },
     #[error("vote link for {voter:?}: {message}")]
     Link { voter: String, message: String },
+    /// `kind`: retryable when any of the failed sends was (the asynchronous
+    /// retry then mails whoever was missed).
     #[error("mailing {failed} of {total} voters of {execution:?} failed: {messages}")]
     Mail {
         execution: String,
         failed: usize,
         total: usize,
         messages: String,
+        kind: ErrorKind,
     },
+}
+
+impl RequestError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RequestError::Port(e) | RequestError::Encrypt { source: e, .. } => e.kind(),
+            RequestError::Mail { kind, .. } => *kind,
+            RequestError::Payload { .. }
+            | RequestError::Invalid { .. }
+            | RequestError::UnknownExecution(_)
+            | RequestError::Link { .. } => ErrorKind::Permanent,
+        }
+    }
+}
+
+/// The name CloudWatch and the DLQ see: [`ErrorKind::name`].
+impl From<RequestError> for lambda_runtime::Diagnostic {
+    fn from(e: RequestError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: e.kind().name().into(),
+            error_message: e.to_string(),
+        }
+    }
 }
 
 /// What one request did.
@@ -155,7 +186,6 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
     ) -> Result<MailReport, RequestError> {
         self.validate(request)?;
         let e = &request.execution;
-        let store_err = |err: D::Error| RequestError::Store(err.to_string());
         let hash = task_token_hash(&request.task_token);
         let hash_hex = task_token_hash_hex(&request.task_token);
         let expires_ms = now
@@ -165,9 +195,10 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
             .cipher
             .encrypt(&request.task_token, &e.execution_id)
             .await
-            .map_err(|err| RequestError::Encrypt {
+            .port("token cipher")
+            .map_err(|source| RequestError::Encrypt {
                 execution: e.execution_id.clone(),
-                message: err.to_string(),
+                source,
             })?;
         let stored = self
             .store
@@ -184,7 +215,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
             })
             .await
-            .map_err(store_err)?;
+            .port("metadb")?;
         let mut report = MailReport {
             execution_id: e.execution_id.clone(),
             mailed: Vec::new(),
@@ -207,15 +238,16 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
             .store
             .approval_request(&e.execution_id)
             .await
-            .map_err(store_err)?
+            .port("metadb")?
             .ok_or_else(|| RequestError::UnknownExecution(e.execution_id.clone()))?;
         let expires_at = u64::try_from(record.expires_at / 1000).unwrap_or(0);
         let mailed = self
             .store
             .mailed_voters(&e.execution_id, &hash_hex)
             .await
-            .map_err(store_err)?;
+            .port("metadb")?;
         let mut failures = Vec::new();
+        let mut kind = ErrorKind::Permanent;
         for voter in &e.voters {
             if mailed.contains(voter) || report.mailed.contains(voter) {
                 if !report.already_mailed.contains(voter) {
@@ -229,10 +261,15 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                     self.store
                         .record_mailed(&e.execution_id, &hash_hex, voter, &message_id)
                         .await
-                        .map_err(store_err)?;
+                        .port("metadb")?;
                     report.mailed.push(voter.clone());
                 }
-                Err(err) => failures.push(format!("{voter:?}: {err}")),
+                Err(err) => {
+                    if err.kind() == ErrorKind::Retryable {
+                        kind = ErrorKind::Retryable;
+                    }
+                    failures.push(format!("{voter:?}: {err}"));
+                }
             }
         }
         if failures.is_empty() {
@@ -243,6 +280,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 failed: failures.len(),
                 total: e.voters.len(),
                 messages: failures.join("; "),
+                kind,
             })
         }
     }

@@ -1,49 +1,34 @@
-//! The approval_request Lambda's entry point: reads the vote-link key and
-//! builds the metadb, SES v2 and KMS clients once per cold start, then handles
-//! every SNS delivery with [`ApprovalRequester`].
+//! The approval_request Lambda's entry point: wires the metadb, SES v2 and KMS
+//! clients and the vote-link key into [`ApprovalRequester`] once per cold start.
 
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
-use lambda_runtime::{LambdaEvent, service_fn};
-use live_ci_approval_request::{ApprovalRequester, Config, parse_sns_event};
-use live_ci_aws::{KmsTokenCipher, SesMailer, SsmParamStore};
-use live_ci_core::approval::LinkKey;
-use live_ci_core::params::ParamStore;
-use live_ci_metadb::AnyMetadb;
+use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
+use live_ci_aws::{KmsTokenCipher, SesMailer, sdk};
+use live_ci_lambda_boot::{Boot, serve};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    live_ci_aws::runtime::init_tracing();
+    let boot = Boot::start().await;
     let config = Config::from_env().context("approval_request configuration")?;
-    let aws = aws_config::load_from_env().await;
-    let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    let secret = params
-        .get(&config.vote_link_key_param)
-        .await
-        .context("reading the vote-link key")?;
-    let key = LinkKey::new(secret.as_bytes())
-        .with_context(|| format!("parameter {:?}", config.vote_link_key_param))?;
-    let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
-    let mailer = SesMailer::new(live_ci_aws::sdk::sesv2::Client::new(&aws));
-    let cipher = KmsTokenCipher::new(
-        live_ci_aws::sdk::kms::Client::new(&aws),
-        &config.task_token_key_id,
-    );
-    let handler = ApprovalRequester::new(config.settings, key, metadb, mailer, cipher);
-    let handler = &handler;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SnsEvent>| async move {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or_default();
+    let key = boot.link_key(&config.vote_link_key_param).await?;
+    let metadb = boot.metadb(&config.metadb, 2)?;
+    let mailer = SesMailer::new(sdk::sesv2::Client::new(&boot.aws));
+    let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
+    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher);
+    Ok(serve(|event: SnsEvent| async move {
         let mut reports = Vec::new();
-        for request in parse_sns_event(&event.payload)? {
-            let report = handler.handle(&request, now).await?;
+        for request in parse_sns_event(&event)? {
+            let report = handler.handle(&request, now_secs()).await?;
             tracing::info!(report = ?report, "mailed");
             reports.push(report);
         }
-        Ok::<_, lambda_runtime::Error>(serde_json::to_value(reports)?)
-    }))
-    .await
-    .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
+        Ok::<_, RequestError>(reports)
+    })
+    .await?)
+}
+
+fn now_secs() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map(|d| d.as_secs()).unwrap_or_default()
 }

@@ -11,7 +11,8 @@
 //! | a POST body that is not form-encoded | 415 |
 //! | GET: the confirmation page; POST: vote recorded or decision sent | 200 |
 //! | Step Functions no longer waits for the token (`TokenDelivery::Gone`) | 410, said on the page |
-//! | the metadb or Step Functions failed | 502/503, said on the page |
+//! | a port failed and retrying may help (throttled, unreachable) | 503, said on the page |
+//! | a port refused the request (it fails the same way again) | 502, said on the page |
 //!
 //! The task token is stored only encrypted, bound to its execution; it is
 //! decrypted just before `SendTaskSuccess` and checked against the hash the
@@ -27,7 +28,8 @@
 use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, Metadb, TaskTokens, TokenCipher, TokenDelivery,
+    ApprovalRecord, ApprovalStore, ErrorKind, Metadb, PortError, PortResultExt, TaskTokens,
+    TokenCipher, TokenDelivery,
 };
 use live_ci_workflow::{ApprovalDecision, Decision};
 
@@ -73,24 +75,95 @@ fn message(status: u16, title: &str, class: &str, text: &str) -> PageResponse {
     respond(status, page::message(title, class, text))
 }
 
-fn unavailable(what: &str, err: impl std::fmt::Display) -> PageResponse {
-    tracing::error!(error = %err, "{what} failed");
-    message(
-        503,
-        "Try again shortly",
-        "bad",
-        &format!(
-            "The {what} could not be reached; nothing changed by this request unless said otherwise. Reload to try again."
-        ),
-    )
+/// Why a request stopped before its normal answer: a refusal the page
+/// explains, or a port that failed.
+enum Stop {
+    Page(PageResponse),
+    Port(PortError),
 }
 
-/// Everything a verified link is checked against.
+impl From<PageResponse> for Stop {
+    fn from(page: PageResponse) -> Stop {
+        Stop::Page(page)
+    }
+}
+
+impl From<PortError> for Stop {
+    fn from(e: PortError) -> Stop {
+        Stop::Port(e)
+    }
+}
+
+/// The one answer to a failed port, by its kind: 503 when trying again may
+/// help, 502 when the port refused the request itself.
+fn port_failed(e: &PortError) -> PageResponse {
+    tracing::error!(error = %e, port = e.port(), kind = ?e.kind(), "port failed");
+    let port = e.port();
+    match e.kind() {
+        ErrorKind::Retryable => message(
+            503,
+            "Try again shortly",
+            "bad",
+            &format!(
+                "The {port} could not be reached; nothing changed by this request unless said otherwise. Reload to try again."
+            ),
+        ),
+        ErrorKind::Permanent => message(
+            502,
+            "Request failed",
+            "bad",
+            &format!(
+                "The {port} refused the request; nothing changed by this request unless said otherwise. Trying again will not help: an operator must look at it."
+            ),
+        ),
+    }
+}
+
+/// Why the stored task token cannot be sent. Never holds the token.
+#[derive(Debug, thiserror::Error)]
+enum TokenProblem {
+    #[error("no task token ciphertext (a request stored before migration 0006)")]
+    NoCiphertext,
+    #[error(transparent)]
+    Cipher(#[from] PortError),
+    #[error("the decrypted task token does not match the stored hash {0:?}")]
+    HashMismatch(String),
+}
+
+/// Everything a verified link is checked against, and when it was checked.
 struct Context {
     link: VoteLink,
     token: String,
     execution: ExecutionRecord,
     approval: ApprovalRecord,
+    now_ms: i64,
+}
+
+impl Context {
+    /// The same request, seeing `approval` as it is now.
+    fn with_approval(&self, approval: ApprovalRecord) -> Context {
+        Context {
+            approval,
+            link: self.link.clone(),
+            token: self.token.clone(),
+            execution: self.execution.clone(),
+            now_ms: self.now_ms,
+        }
+    }
+}
+
+/// The votes decided but nothing was sent, and retrying will not help.
+fn not_delivered(id: &str, decision: Vote, why: &str) -> PageResponse {
+    message(
+        502,
+        "Decision not delivered",
+        "bad",
+        &format!(
+            "The votes decided to {}, but {why}, so nothing was sent to Step Functions. An \
+             operator must look at execution {id}.",
+            decision.as_str()
+        ),
+    )
 }
 
 impl<D, T, C> ApprovalResponder<D, T, C>
@@ -172,14 +245,14 @@ where
                 "This address needs the link from your approval e-mail (parameter t is missing).",
             );
         };
-        let ctx = match self.context(token, now_ms).await {
-            Ok(ctx) => ctx,
-            Err(resp) => return resp,
+        let answer = match self.context(token, now_ms).await {
+            Ok(ctx) if post => self.vote(&ctx).await,
+            Ok(ctx) => self.show(&ctx).await,
+            Err(stop) => Err(stop),
         };
-        let mut resp = if post {
-            self.vote(&ctx).await
-        } else {
-            self.show(&ctx).await
+        let mut resp = match answer {
+            Ok(resp) | Err(Stop::Page(resp)) => resp,
+            Err(Stop::Port(e)) => port_failed(&e),
         };
         if method == "HEAD" {
             resp.body.clear();
@@ -188,12 +261,12 @@ where
     }
 
     /// Verifies the link and loads what it refers to; every refusal is a page.
-    async fn context(&self, token: String, now_ms: i64) -> Result<Context, PageResponse> {
+    async fn context(&self, token: String, now_ms: i64) -> Result<Context, Stop> {
         let now = u64::try_from(now_ms / 1000).unwrap_or(0);
         let link = match self.key.verify(&token, now) {
             Ok(link) => link,
             Err(LinkError::Expired { expired_at }) => {
-                return Err(message(
+                return Err(Stop::Page(message(
                     403,
                     "Link expired",
                     "bad",
@@ -201,32 +274,28 @@ where
                         "This vote link expired at {}; the approval timeout has passed.",
                         live_ci_core::approval::format_utc(expired_at)
                     ),
-                ));
+                )));
             }
             Err(err) => {
                 tracing::warn!(error = %err, "refused vote link");
-                return Err(message(
+                return Err(Stop::Page(message(
                     403,
                     "Invalid link",
                     "bad",
                     "This vote link is not valid. Use the link from your approval e-mail exactly as sent.",
-                ));
+                )));
             }
         };
-        let execution = match self.db.execution(&link.execution_id).await {
-            Ok(Some(e)) => e,
-            Ok(None) => {
-                return Err(message(
-                    404,
-                    "Unknown deployment",
-                    "bad",
-                    &format!("No execution {:?} is known.", link.execution_id),
-                ));
-            }
-            Err(err) => return Err(unavailable("metadb", err)),
+        let Some(execution) = self.db.execution(&link.execution_id).await.port("metadb")? else {
+            return Err(Stop::Page(message(
+                404,
+                "Unknown deployment",
+                "bad",
+                &format!("No execution {:?} is known.", link.execution_id),
+            )));
         };
         if !execution.voters.contains(&link.voter) {
-            return Err(message(
+            return Err(Stop::Page(message(
                 403,
                 "Not a voter",
                 "bad",
@@ -234,33 +303,35 @@ where
                     "{} is not one of the voters of this deployment.",
                     link.voter
                 ),
-            ));
+            )));
         }
-        let approval = match self.db.approval_request(&link.execution_id).await {
-            Ok(Some(a)) => a,
-            Ok(None) => {
-                return Err(message(
-                    410,
-                    "Not awaiting approval",
-                    "warn",
-                    "This deployment is not waiting for approval.",
-                ));
-            }
-            Err(err) => return Err(unavailable("metadb", err)),
+        let approval = self
+            .db
+            .approval_request(&link.execution_id)
+            .await
+            .port("metadb")?;
+        let Some(approval) = approval else {
+            return Err(Stop::Page(message(
+                410,
+                "Not awaiting approval",
+                "warn",
+                "This deployment is not waiting for approval.",
+            )));
         };
         if approval.task_token_hash != link.task_token_hash_hex() {
-            return Err(message(
+            return Err(Stop::Page(message(
                 410,
                 "Superseded link",
                 "warn",
                 "This link belongs to an earlier approval request of this deployment; use the most recent e-mail.",
-            ));
+            )));
         }
         Ok(Context {
             link,
             token,
             execution,
             approval,
+            now_ms,
         })
     }
 
@@ -294,32 +365,32 @@ where
         None
     }
 
-    async fn tally(&self, ctx: &Context) -> Result<Tally, PageResponse> {
-        match self.db.tally(&ctx.execution.execution_id).await {
-            Ok(Some(t)) => Ok(t),
-            Ok(None) => Err(message(
+    async fn tally(&self, ctx: &Context) -> Result<Tally, Stop> {
+        let tally = self
+            .db
+            .tally(&ctx.execution.execution_id)
+            .await
+            .port("metadb")?;
+        tally.ok_or_else(|| {
+            Stop::Page(message(
                 404,
                 "Unknown deployment",
                 "bad",
                 "The deployment disappeared.",
-            )),
-            Err(err) => Err(unavailable("metadb", err)),
-        }
+            ))
+        })
     }
 
     /// GET: the confirmation page; changes nothing.
-    async fn show(&self, ctx: &Context) -> PageResponse {
+    async fn show(&self, ctx: &Context) -> Result<PageResponse, Stop> {
         if let Some(resp) = self.closed(ctx) {
-            return resp;
+            return Ok(resp);
         }
-        let tally = match self.tally(ctx).await {
-            Ok(t) => t,
-            Err(resp) => return resp,
-        };
+        let tally = self.tally(ctx).await?;
         if let Some(decision) = ctx.execution.decision {
-            return self.decided_page(ctx, &tally, decision, 410);
+            return Ok(self.decided_page(ctx, &tally, decision, 410));
         }
-        respond(
+        Ok(respond(
             200,
             page::confirm(
                 &ctx.execution,
@@ -329,37 +400,43 @@ where
                 ctx.link.vote,
                 &ctx.token,
             ),
-        )
+        ))
     }
 
     /// POST: record the vote, decide, hand the decision over.
-    async fn vote(&self, ctx: &Context) -> PageResponse {
+    async fn vote(&self, ctx: &Context) -> Result<PageResponse, Stop> {
         if let Some(resp) = self.closed(ctx) {
-            return resp;
+            return Ok(resp);
         }
         let id = &ctx.execution.execution_id;
-        let outcome = match self.db.cast_vote(id, &ctx.link.voter, ctx.link.vote).await {
-            Ok(o) => o,
-            Err(err) => return unavailable("metadb", err),
-        };
+        let outcome = self
+            .db
+            .cast_vote(id, &ctx.link.voter, ctx.link.vote)
+            .await
+            .port("metadb")?;
         let recorded = match outcome {
             VoteOutcome::Recorded(_) => true,
             VoteOutcome::NotAVoter => {
-                return message(
+                return Ok(message(
                     403,
                     "Not a voter",
                     "bad",
                     "You are not one of the voters of this deployment.",
-                );
+                ));
             }
             VoteOutcome::UnknownExecution => {
-                return message(404, "Unknown deployment", "bad", "No such execution.");
+                return Ok(message(
+                    404,
+                    "Unknown deployment",
+                    "bad",
+                    "No such execution.",
+                ));
             }
             VoteOutcome::Closed {
                 decision: None,
                 status,
             } => {
-                return message(
+                return Ok(message(
                     410,
                     "Not awaiting approval",
                     "warn",
@@ -367,7 +444,7 @@ where
                         "This deployment is no longer waiting for approval (it is {}).",
                         status.as_str()
                     ),
-                );
+                ));
             }
             // Decided already: this vote is not counted, but a decision
             // whose hand-over failed is retried here.
@@ -375,20 +452,16 @@ where
                 decision: Some(_), ..
             } => false,
         };
-        let decision = match self.db.decide(id).await {
-            Ok(Some(d)) => Some(d),
-            Ok(None) => match self.db.execution(id).await {
-                Ok(e) => e.and_then(|e| e.decision),
-                Err(err) => return unavailable("metadb", err),
-            },
-            Err(err) => return unavailable("metadb", err),
+        let decision = match self.db.decide(id).await.port("metadb")? {
+            Some(d) => Some(d),
+            None => {
+                let execution = self.db.execution(id).await.port("metadb")?;
+                execution.and_then(|e| e.decision)
+            }
         };
-        let tally = match self.tally(ctx).await {
-            Ok(t) => t,
-            Err(resp) => return resp,
-        };
+        let tally = self.tally(ctx).await?;
         let Some(decision) = decision else {
-            return respond(
+            return Ok(respond(
                 200,
                 page::recorded(
                     &ctx.execution,
@@ -397,7 +470,7 @@ where
                     &ctx.link.voter,
                     ctx.link.vote,
                 ),
-            );
+            ));
         };
         // A vote that came after the decision gets 410: it changed nothing.
         let status = if recorded { 200 } else { 410 };
@@ -412,30 +485,18 @@ where
         tally: &Tally,
         decision: Vote,
         status: u16,
-    ) -> PageResponse {
+    ) -> Result<PageResponse, Stop> {
         let id = &ctx.execution.execution_id;
-        let claimed = match self
+        let claimed = self
             .db
             .claim_decision_delivery(id, DELIVERY_LEASE_SECS)
             .await
-        {
-            Ok(c) => c,
-            Err(err) => return unavailable("metadb", err),
-        };
+            .port("metadb")?;
         if !claimed {
             // Someone else sends (or sent) it: show what is known.
-            let approval = match self.db.approval_request(id).await {
-                Ok(Some(a)) => a,
-                Ok(None) => ctx.approval.clone(),
-                Err(err) => return unavailable("metadb", err),
-            };
-            let ctx = Context {
-                approval,
-                link: ctx.link.clone(),
-                token: ctx.token.clone(),
-                execution: ctx.execution.clone(),
-            };
-            return self.decided_page(&ctx, tally, decision, status);
+            let approval = self.db.approval_request(id).await.port("metadb")?;
+            let ctx = ctx.with_approval(approval.unwrap_or_else(|| ctx.approval.clone()));
+            return Ok(self.decided_page(&ctx, tally, decision, status));
         }
         let payload = ApprovalDecision {
             decision: match decision {
@@ -446,41 +507,39 @@ where
             rejection_voters: tally.rejection_voters.clone(),
         };
         let output = match serde_json::to_string(&payload) {
-            Ok(o) => o,
-            Err(err) => return unavailable("decision encoder", err),
+            Ok(output) => output,
+            Err(err) => {
+                // Cannot happen for this plain struct; said rather than unwrapped.
+                tracing::error!(error = %err, execution = %id, "encoding the decision failed");
+                return Ok(not_delivered(
+                    id,
+                    decision,
+                    "the decision could not be encoded",
+                ));
+            }
         };
         // The task token is read fresh: a newer request may have replaced it.
-        let current = match self.db.approval_request(id).await {
-            Ok(Some(a)) => a,
-            Ok(None) => ctx.approval.clone(),
-            Err(err) => return unavailable("metadb", err),
-        };
+        let current = self.db.approval_request(id).await.port("metadb")?;
+        let current = current.unwrap_or_else(|| ctx.approval.clone());
         let token = match self.task_token(&current).await {
             Ok(token) => token,
             Err(problem) => {
                 // The claim stays: nothing was sent, and a repaired row is
                 // retried after the lease by the next POST.
                 tracing::error!(execution = %id, problem = %problem, "task token refused");
-                return message(
-                    502,
-                    "Decision not delivered",
-                    "bad",
-                    &format!(
-                        "The votes decided to {}, but the stored approval request could not be \
-                         verified, so nothing was sent to Step Functions. An operator must look \
-                         at execution {id}.",
-                        decision.as_str()
-                    ),
-                );
+                return Ok(not_delivered(
+                    id,
+                    decision,
+                    "the stored approval request could not be verified",
+                ));
             }
         };
         let delivery = match self.tokens.send_success(&token, &output).await {
-            Ok(TokenDelivery::Delivered) => "delivered".to_string(),
-            Ok(TokenDelivery::Gone { reason }) => format!("gone: {reason}"),
+            Ok(delivery) => delivery,
             Err(err) => {
                 // The claim stays; after the lease the next POST retries.
                 tracing::error!(error = %err, execution = %id, "SendTaskSuccess failed");
-                return message(
+                return Ok(message(
                     502,
                     "Decision not yet delivered",
                     "bad",
@@ -489,42 +548,33 @@ where
                         decision.as_str(),
                         DELIVERY_LEASE_SECS
                     ),
-                );
+                ));
             }
         };
         if let Err(err) = self.db.record_decision_delivery(id, &delivery).await {
             tracing::error!(error = %err, execution = %id, "recording the delivery failed");
         }
         let mut approval = ctx.approval.clone();
-        approval.delivery = Some(delivery.clone());
-        approval.decision_sent_at = Some(0);
-        let ctx = Context {
-            approval,
-            link: ctx.link.clone(),
-            token: ctx.token.clone(),
-            execution: ctx.execution.clone(),
-        };
-        self.decided_page(&ctx, tally, decision, status)
+        approval.delivery = Some(delivery);
+        approval.decision_sent_at = Some(ctx.now_ms);
+        Ok(self.decided_page(&ctx.with_approval(approval), tally, decision, status))
     }
 
     /// The plain task token of `approval`: decrypted for its own execution
     /// and matching the hash its links carry. The reason for a refusal never
     /// holds the token.
-    async fn task_token(&self, approval: &ApprovalRecord) -> Result<String, String> {
+    async fn task_token(&self, approval: &ApprovalRecord) -> Result<String, TokenProblem> {
         let ciphertext = approval
             .task_token_ciphertext
             .as_deref()
-            .ok_or("no task token ciphertext (a request stored before migration 0006)")?;
+            .ok_or(TokenProblem::NoCiphertext)?;
         let token = self
             .cipher
             .decrypt(ciphertext, &approval.execution_id)
             .await
-            .map_err(|e| e.to_string())?;
+            .port("token cipher")?;
         if task_token_hash_hex(&token) != approval.task_token_hash {
-            return Err(format!(
-                "the decrypted task token does not match the stored hash {:?}",
-                approval.task_token_hash
-            ));
+            return Err(TokenProblem::HashMismatch(approval.task_token_hash.clone()));
         }
         Ok(token)
     }
@@ -540,24 +590,24 @@ where
             Vote::Approve => "The deployment goes on to Apply.",
             Vote::Reject => "The deployment is rejected and will not be applied.",
         };
-        let (class, notice, status) = match ctx.approval.delivery.as_deref() {
-            Some("delivered") => (
+        let (class, notice, status) = match &ctx.approval.delivery {
+            Some(TokenDelivery::Delivered) => (
                 "good",
                 format!("The votes decided: {}. {next}", decision.as_str()),
                 status,
             ),
-            Some(gone) if gone.starts_with("gone") => (
+            Some(TokenDelivery::Gone { reason }) => (
                 "warn",
                 format!(
                     "The votes decided: {}, but Step Functions no longer waits for this approval \
                      (the approval timed out or the execution ended), so it changes nothing. \
                      Step Functions said: {}",
                     decision.as_str(),
-                    gone.trim_start_matches("gone: ")
+                    reason
                 ),
                 410,
             ),
-            _ => (
+            None => (
                 "notice",
                 format!(
                     "The votes decided: {}. The decision is being sent to Step Functions.",

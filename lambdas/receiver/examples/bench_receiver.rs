@@ -140,3 +140,9 @@ async fn main() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+impl live_ci_core::port::Classify for Never {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Permanent
+    }
+}

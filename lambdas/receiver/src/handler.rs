@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, GitHost, StatusState, context};
+use live_ci_core::port::{ErrorKind, PortError, PortResultExt};
+use live_ci_core::status::{
+    CommitStatus, CommitStatusConfig, GitHost, StatusState, context, target,
+};
 use live_ci_core::task::{
     MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec,
     env,
@@ -26,12 +29,31 @@ use crate::secret::SecretCache;
 /// marks the delivery failed and it can be redelivered.
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiverError {
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// A parameter's value that does not parse (the merge lock, the status
+    /// configuration).
     #[error("parameter store: {0}")]
     Params(String),
-    #[error("github: {0}")]
-    GitHub(String),
-    #[error("task launcher: {0}")]
-    Launcher(String),
+}
+
+impl ReceiverError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ReceiverError::Port(e) => e.kind(),
+            ReceiverError::Params(_) => ErrorKind::Permanent,
+        }
+    }
+}
+
+/// The name CloudWatch sees when a cold start fails: [`ErrorKind::name`].
+impl From<ReceiverError> for lambda_runtime::Diagnostic {
+    fn from(e: ReceiverError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: e.kind().name().into(),
+            error_message: e.to_string(),
+        }
+    }
 }
 
 /// The handler with its clients; built once per cold start.
@@ -263,7 +285,7 @@ where
             .github
             .pull_request_files(number)
             .await
-            .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
+            .port("github")?;
         Ok(self.config.file_pattern.matches_any(&files))
     }
 
@@ -274,14 +296,14 @@ where
             .params
             .get(&self.config.merge_lock_param)
             .await
-            .map_err(|e| ReceiverError::Params(e.to_string()))?;
+            .port("parameter store")?;
         let lock = MergeLock::parse(&lock_value).map_err(ReceiverError::Params)?;
         let lock = self.confirm_lock(lock).await;
         let status_json = self
             .params
             .get(&self.config.commit_status_config_param)
             .await
-            .map_err(|e| ReceiverError::Params(e.to_string()))?;
+            .port("parameter store")?;
         let statuses = CommitStatusConfig::parse(&status_json).map_err(ReceiverError::Params)?;
         Ok((lock, statuses))
     }
@@ -316,11 +338,7 @@ where
             ]),
             client_token: client_token(delivery),
         };
-        let started = self
-            .launcher
-            .start(&spec)
-            .await
-            .map_err(|e| ReceiverError::Launcher(e.to_string()))?;
+        let started = self.launcher.start(&spec).await.port("task launcher")?;
         if statuses.pr_plan {
             let mut s = CommitStatus::new(
                 head_sha,
@@ -328,7 +346,11 @@ where
                 context::PR_PLAN,
                 "planning the affected units",
             );
-            s.target_url = started.logs_url.clone();
+            // A launcher that knows no log stream yet links the ECS task.
+            s.target_url = started
+                .logs_url
+                .clone()
+                .or_else(|| target::ecs_task(&started.task_arn));
             self.set_status(&s).await?;
         }
         Ok(json!({
@@ -390,11 +412,7 @@ where
         commenter: &str,
         pinned_sha: Option<&str>,
     ) -> Result<Value, ReceiverError> {
-        let permission = self
-            .github
-            .permission(commenter)
-            .await
-            .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
+        let permission = self.github.permission(commenter).await.port("github")?;
         if !permission.may_request_plans() {
             tracing::warn!(
                 commenter,
@@ -407,11 +425,7 @@ where
                 permission.as_str()
             )}));
         }
-        let pr = self
-            .github
-            .pull_request(number)
-            .await
-            .map_err(|e| ReceiverError::GitHub(e.to_string()))?;
+        let pr = self.github.pull_request(number).await.port("github")?;
         if !pr.open {
             return Ok(json!({"ignored": format!("pull request #{number} is closed")}));
         }
@@ -452,11 +466,7 @@ where
             )}));
         }
         let (lock, statuses) = self.read_lock_and_status_config().await?;
-        let started = self
-            .launcher
-            .start(&spec)
-            .await
-            .map_err(|e| ReceiverError::Launcher(e.to_string()))?;
+        let started = self.launcher.start(&spec).await.port("task launcher")?;
         // A held lock does not stop the task: create-deploy-stack queues the run
         // in the metadb behind the running one (merge order), instead of failing.
         let queued_behind = match lock {
@@ -474,7 +484,11 @@ where
                 context::CREATE_DEPLOY_STACK,
                 &description,
             );
-            s.target_url = started.logs_url.clone();
+            // A launcher that knows no log stream yet links the ECS task.
+            s.target_url = started
+                .logs_url
+                .clone()
+                .or_else(|| target::ecs_task(&started.task_arn));
             self.set_status(&s).await?;
         }
         Ok(json!({
@@ -487,24 +501,22 @@ where
     }
 
     async fn set_status(&self, status: &CommitStatus) -> Result<(), ReceiverError> {
-        self.github
-            .set_status(status)
-            .await
-            .map_err(|e| ReceiverError::GitHub(e.to_string()))
+        Ok(self.github.set_status(status).await.port("github")?)
     }
 
     /// Posts the current lock on every open pull request into the trunk (used
     /// when the lock changes hands; exposed for the tasks that take and release it).
     pub async fn refresh_merge_lock(&self) -> Result<Vec<u64>, ReceiverError> {
         let (lock, _) = self.read_lock_and_status_config().await?;
-        merge_lock::refresh_statuses(
+        let refreshed = merge_lock::refresh_statuses(
             &self.github,
             lock,
             &self.config.trunk_branch,
             &self.config.file_pattern,
         )
         .await
-        .map_err(|e| ReceiverError::GitHub(e.to_string()))
+        .port("github")?;
+        Ok(refreshed)
     }
 }
 

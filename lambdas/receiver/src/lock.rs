@@ -6,11 +6,11 @@
 use std::future::Future;
 
 use live_ci_core::merge_lock::MergeLock;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{Metadb, PortError, PortResultExt};
 
 /// The merge lock as the metadb (the truth) has it.
 pub trait LockTruth: Send + Sync {
-    fn merge_lock(&self) -> impl Future<Output = Result<MergeLock, String>> + Send;
+    fn merge_lock(&self) -> impl Future<Output = Result<MergeLock, PortError>> + Send;
 }
 
 /// The metadb's lock row, through any metadb adapter.
@@ -18,12 +18,12 @@ pub trait LockTruth: Send + Sync {
 pub struct MetadbLock<M>(pub M);
 
 impl<M: Metadb> LockTruth for MetadbLock<M> {
-    async fn merge_lock(&self) -> Result<MergeLock, String> {
+    async fn merge_lock(&self) -> Result<MergeLock, PortError> {
         self.0
             .merge_lock()
             .await
             .map(|row| row.lock())
-            .map_err(|e| e.to_string())
+            .port("metadb")
     }
 }
 
@@ -33,7 +33,7 @@ impl<M: Metadb> LockTruth for MetadbLock<M> {
 pub enum NoLockCheck {}
 
 impl LockTruth for NoLockCheck {
-    async fn merge_lock(&self) -> Result<MergeLock, String> {
+    async fn merge_lock(&self) -> Result<MergeLock, PortError> {
         match *self {}
     }
 }

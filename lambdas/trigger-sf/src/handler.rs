@@ -5,9 +5,10 @@ use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::params::ParamStore;
-use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::port::{ErrorKind, Metadb, PortError, PortResultExt, WorkflowEngine};
 use live_ci_core::status::{
-    BranchHead, CommitStatus, CommitStatusConfig, GitHost, StatusState, context,
+    BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, advisory,
+    context, target,
 };
 use live_ci_core::task::{TaskLauncher, create_deploy_stack_spec};
 use live_ci_workflow::outcome::{
@@ -22,20 +23,34 @@ use crate::event::{Input, StatusChangeDetail};
 pub enum TriggerError {
     #[error("invalid input: {0}")]
     Input(String),
-    #[error("metadb: {0}")]
-    Metadb(String),
-    #[error("workflow engine: {0}")]
-    Workflow(String),
-    #[error("parameter store: {0}")]
-    Params(String),
+    /// A port failed; its kind decides the name AWS sees.
+    #[error(transparent)]
+    Port(#[from] PortError),
     /// Runs kept finishing into the next one more often than any queue holds:
     /// a metadb that keeps reporting a next run would otherwise loop forever.
     #[error("more than {0} runs finished in one invocation")]
     TooManyRuns(usize),
 }
 
-fn metadb_err(e: impl std::fmt::Display) -> TriggerError {
-    TriggerError::Metadb(e.to_string())
+impl TriggerError {
+    /// Retryable only when a port says so: bad input or a runaway hand-over
+    /// fails the same way again.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TriggerError::Port(e) => e.kind(),
+            TriggerError::Input(_) | TriggerError::TooManyRuns(_) => ErrorKind::Permanent,
+        }
+    }
+}
+
+/// The name CloudWatch and the DLQ see: [`ErrorKind::name`].
+impl From<TriggerError> for lambda_runtime::Diagnostic {
+    fn from(e: TriggerError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: e.kind().name().into(),
+            error_message: e.to_string(),
+        }
+    }
 }
 
 /// What one invocation did, returned to the caller and logged.
@@ -139,15 +154,16 @@ pub fn failure_reason(ended: &Ended) -> Option<String> {
     }
 }
 
-/// The handler with its clients; built once per cold start. `github` is
-/// optional: without it the merge lock's statuses are left to the receiver.
+/// The handler with its clients; built once per cold start. Without a GitHub
+/// token `github` is [`NoGitHost`](live_ci_core::status::NoGitHost): no
+/// statuses, and the merge lock's are left to the receiver.
 #[derive(Debug)]
 pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep> {
     config: HandlerConfig,
     metadb: M,
     engine: W,
     params: P,
-    github: Option<G>,
+    github: G,
     /// Without it the sweep does not look at the trunk head.
     trunk: Option<TrunkSweep<H, L>>,
     /// The commit status config as last read, and when: it is editable without
@@ -165,7 +181,7 @@ where
     P: ParamStore,
     G: GitHost,
 {
-    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: Option<G>) -> Self {
+    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: G) -> Self {
         TriggerSf {
             config,
             metadb,
@@ -222,8 +238,8 @@ where
         &self.params
     }
 
-    pub fn github(&self) -> Option<&G> {
-        self.github.as_ref()
+    pub fn github(&self) -> &G {
+        &self.github
     }
 
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
@@ -247,9 +263,6 @@ where
     /// context (GitHub shows only the newest anyway).
     async fn post_queued_statuses(&self, report: &mut Report) {
         let queued = std::mem::take(&mut report.queued_statuses);
-        let Some(github) = &self.github else {
-            return;
-        };
         let mut last: Vec<CommitStatus> = Vec::with_capacity(queued.len());
         for status in queued.into_iter().rev() {
             if !last
@@ -260,19 +273,10 @@ where
             }
         }
         last.reverse();
-        let posted = futures_util::future::join_all(
-            last.iter()
-                .map(|status| async move { (status, github.set_status(status).await) }),
-        )
-        .await;
-        for (status, result) in posted {
-            if let Err(e) = result {
-                tracing::warn!(context = %status.context, error = %e, "posting a commit status");
-                report
-                    .warnings
-                    .push(format!("status {:?}: {e}", status.context));
-            }
-        }
+        // Each under the advisory rule: a refused status is a warning.
+        let posted =
+            futures_util::future::join_all(last.iter().map(|s| advisory(&self.github, s))).await;
+        report.warnings.extend(posted.into_iter().flatten());
     }
 
     /// Records an ended execution; returns the run to advance (none for an
@@ -282,12 +286,7 @@ where
         detail: &StatusChangeDetail,
         report: &mut Report,
     ) -> Result<Option<RunId>, TriggerError> {
-        let Some(execution) = self
-            .metadb
-            .execution(&detail.name)
-            .await
-            .map_err(metadb_err)?
-        else {
+        let Some(execution) = self.metadb.execution(&detail.name).await.port("metadb")? else {
             tracing::warn!(name = %detail.name, "status change for an unknown execution");
             return Ok(None);
         };
@@ -336,7 +335,7 @@ where
             .metadb
             .record_finished(&execution.execution_id, outcome, stored_reason.as_deref())
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
             report.recorded.push(execution.execution_id.clone());
             let (state, description) = match &reason {
@@ -347,7 +346,7 @@ where
             self.unit_status(execution, state, &description, report)
                 .await;
             for id in &aborted {
-                if let Some(dependent) = self.metadb.execution(id).await.map_err(metadb_err)? {
+                if let Some(dependent) = self.metadb.execution(id).await.port("metadb")? {
                     let why = dependent
                         .status_reason
                         .clone()
@@ -407,22 +406,36 @@ where
         description: &str,
         report: &mut Report,
     ) {
-        if self.github.is_none() || !self.unit_statuses_enabled(report).await {
-            return;
-        }
+        let statuses = self.statuses(report).await;
         let context = if execution.is_rollback {
             context::rollback_unit(execution.cfg_path.as_str())
         } else {
             context::deploy_unit(execution.cfg_path.as_str())
         };
-        let status = CommitStatus::new(&execution.commit_id, state, &context, description);
-        self.post_status(&status, report).await;
+        let mut status = CommitStatus::new(&execution.commit_id, state, &context, description);
+        // The unit's Step Functions execution, once it has one.
+        status.target_url = execution
+            .sfn_execution_arn
+            .as_deref()
+            .and_then(target::execution);
+        Self::queue(&statuses, Check::Apply, status, report);
     }
 
-    /// Queues a status; `handle` posts the queue when the invocation's work is done.
-    async fn post_status(&self, status: &CommitStatus, report: &mut Report) {
-        if self.github.is_some() {
-            report.queued_statuses.push(status.clone());
+    /// The status service with the switches as last read.
+    async fn statuses(&self, report: &mut Report) -> Statuses<&G> {
+        let apply = self.unit_statuses_enabled(report).await;
+        let switches = CommitStatusConfig {
+            apply,
+            ..CommitStatusConfig::default()
+        };
+        Statuses::new(&self.github, switches)
+    }
+
+    /// Queues a status its switch allows; `handle` posts the queue when the
+    /// invocation's work is done.
+    fn queue(statuses: &Statuses<&G>, check: Check, status: CommitStatus, report: &mut Report) {
+        if statuses.allows(check) {
+            report.queued_statuses.push(status);
         }
     }
 
@@ -432,7 +445,7 @@ where
         let mut run_id = run_id;
         for _ in 0..self.config.max_runs_per_invocation {
             self.start_ready(run_id, report).await?;
-            let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+            let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
             if !progress.is_done() {
                 return Ok(());
             }
@@ -440,7 +453,7 @@ where
                 continue;
             }
             let RunFinish { finished, next_run } =
-                self.metadb.finish_run(run_id).await.map_err(metadb_err)?;
+                self.metadb.finish_run(run_id).await.port("metadb")?;
             let Some(status) = finished else {
                 // Not running (queued, or finished by someone else): nothing to hand on.
                 return Ok(());
@@ -465,7 +478,7 @@ where
         run_id: RunId,
         report: &mut Report,
     ) -> Result<bool, TriggerError> {
-        let executions = self.metadb.executions(run_id).await.map_err(metadb_err)?;
+        let executions = self.metadb.executions(run_id).await.port("metadb")?;
         let rollbacks = plan_rollbacks(&executions);
         if rollbacks.is_empty() {
             return Ok(false);
@@ -474,15 +487,15 @@ where
             .metadb
             .add_rollbacks(run_id, &rollbacks)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         let commit = executions
             .first()
             .map(|e| e.commit_id.clone())
             .unwrap_or_default();
-        let post = self.github.is_some() && self.unit_statuses_enabled(report).await;
+        let statuses = self.statuses(report).await;
         for rollback in rollbacks
             .iter()
-            .filter(|r| post && added.contains(&r.execution.execution_id))
+            .filter(|r| added.contains(&r.execution.execution_id))
         {
             let status = CommitStatus::new(
                 &commit,
@@ -493,7 +506,7 @@ where
                     rollback.resources.len()
                 ),
             );
-            self.post_status(&status, report).await;
+            Self::queue(&statuses, Check::Apply, status, report);
         }
         let any = !added.is_empty();
         report.rollbacks.extend(added);
@@ -507,7 +520,7 @@ where
             .metadb
             .claim_ready(run_id, self.config.claim_limit)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         // The starts are independent: all at once, so the last of a batch does
         // not wait for the round trips of the others.
         let started = futures_util::future::join_all(
@@ -563,10 +576,14 @@ where
                     .metadb
                     .attach_execution_arn(id, &arn)
                     .await
-                    .map_err(metadb_err)?
+                    .port("metadb")?
                 {
                     report.started.push(id.clone());
-                    self.unit_status(execution, StatusState::Pending, "deploying", report)
+                    let started = ExecutionRecord {
+                        sfn_execution_arn: Some(arn),
+                        ..execution.clone()
+                    };
+                    self.unit_status(&started, StatusState::Pending, "deploying", report)
                         .await;
                 } else {
                     tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
@@ -578,7 +595,7 @@ where
                     .metadb
                     .record_start_failure(id, &err, self.config.max_start_attempts)
                     .await
-                    .map_err(metadb_err)?;
+                    .port("metadb")?;
                 match failure {
                     StartFailure::Released { attempts } => {
                         tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
@@ -592,7 +609,7 @@ where
                             .await;
                         for dependent in &aborted {
                             if let Some(d) =
-                                self.metadb.execution(dependent).await.map_err(metadb_err)?
+                                self.metadb.execution(dependent).await.port("metadb")?
                             {
                                 self.unit_status(
                                     &d,
@@ -619,13 +636,10 @@ where
         status: RunStatus,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        if self.github.is_none() {
-            return Ok(());
-        }
-        let Some(run) = self.metadb.run(run_id).await.map_err(metadb_err)? else {
+        let Some(run) = self.metadb.run(run_id).await.port("metadb")? else {
             return Ok(());
         };
-        let progress = self.metadb.run_progress(run_id).await.map_err(metadb_err)?;
+        let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
         let (state, description) = match status {
             RunStatus::Succeeded => (
                 StatusState::Success,
@@ -647,32 +661,31 @@ where
             ),
         };
         let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
-        self.post_status(&commit, report).await;
+        let statuses = Statuses::new(&self.github, CommitStatusConfig::default());
+        Self::queue(&statuses, Check::Always, commit, report);
         Ok(())
     }
 
     /// Mirrors the metadb's merge lock (the truth) into the parameter store and
     /// onto open pull requests.
     async fn publish_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let lock: MergeLock = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let lock: MergeLock = self.metadb.merge_lock().await.port("metadb")?.lock();
         self.params
             .put(&self.config.merge_lock_param, &lock.to_string())
             .await
-            .map_err(|e| TriggerError::Params(e.to_string()))?;
-        if let Some(github) = &self.github {
-            // Statuses are advisory here: the parameter already says the truth
-            // and the receiver refreshes statuses on every pull-request event.
-            if let Err(e) = merge_lock::refresh_statuses(
-                github,
-                lock,
-                &self.config.trunk_branch,
-                &self.config.file_pattern,
-            )
-            .await
-            {
-                tracing::warn!(error = %e, "refreshing merge lock statuses");
-                report.warnings.push(format!("merge lock statuses: {e}"));
-            }
+            .port("parameter store")?;
+        // Statuses are advisory here: the parameter already says the truth
+        // and the receiver refreshes statuses on every pull-request event.
+        if let Err(e) = merge_lock::refresh_statuses(
+            &self.github,
+            lock,
+            &self.config.trunk_branch,
+            &self.config.file_pattern,
+        )
+        .await
+        {
+            tracing::warn!(error = %e, "refreshing merge lock statuses");
+            report.warnings.push(format!("merge lock statuses: {e}"));
         }
         Ok(())
     }
@@ -686,7 +699,7 @@ where
             .metadb
             .stale_claims(self.config.stale_claim_secs)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         for execution in stale {
             self.start(&execution, report).await?;
             runs.push(execution.run_id);
@@ -695,7 +708,7 @@ where
             .metadb
             .running_with_arn(self.config.sweep_limit)
             .await
-            .map_err(metadb_err)?;
+            .port("metadb")?;
         for execution in running {
             let Some(arn) = &execution.sfn_execution_arn else {
                 continue;
@@ -720,7 +733,7 @@ where
         // The run holding the lock is advanced too: an invocation lost between
         // recording its last execution and finishing the run would otherwise
         // keep the lock forever.
-        if let Some(run_id) = self.metadb.merge_lock().await.map_err(metadb_err)?.run_id {
+        if let Some(run_id) = self.metadb.merge_lock().await.port("metadb")?.run_id {
             runs.push(run_id);
         }
         runs.sort_unstable();
@@ -757,7 +770,7 @@ where
             .metadb
             .claim_trunk_launch(&head, trunk.cooldown_secs)
             .await
-            .map_err(metadb_err)?
+            .port("metadb")?
         else {
             return Ok(());
         };
@@ -786,7 +799,7 @@ where
     /// run finished and never write again) would otherwise leave the receiver
     /// answering "locked" with no run running.
     async fn reconcile_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let truth = self.metadb.merge_lock().await.map_err(metadb_err)?.lock();
+        let truth = self.metadb.merge_lock().await.port("metadb")?.lock();
         let mirrored = self.params.get(&self.config.merge_lock_param).await;
         let in_step = matches!(&mirrored, Ok(v) if MergeLock::parse(v) == Ok(truth));
         if !in_step {

@@ -1,62 +1,45 @@
-//! The trigger_sf Lambda's entry point: builds the metadb, Step Functions, SSM
-//! and (optionally) GitHub and ECS clients once per cold start and serves every
-//! invocation with [`TriggerSf`].
+//! The trigger_sf Lambda's entry point: wires the metadb, Step Functions, SSM
+//! and (optionally) GitHub and ECS clients into [`TriggerSf`] once per cold
+//! start, and serves every invocation with it.
 
 use anyhow::Context;
-use lambda_runtime::{LambdaEvent, service_fn};
-use live_ci_aws::{EcsTaskLauncher, SsmParamStore};
-use live_ci_core::params::ParamStore;
+use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{BranchHead, GitHost};
-use live_ci_core::task::TaskLauncher;
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_metadb::AnyMetadb;
-use live_ci_trigger_sf::{Config, Report, TriggerSf, TrunkSweep, parse_input};
+use live_ci_core::status::{BranchHead, GitHost, NoGitHost};
+use live_ci_core::{params::ParamStore, task::TaskLauncher};
+use live_ci_lambda_boot::{Boot, serve};
+use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
 use live_ci_workflow::SfnEngine;
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    live_ci_aws::runtime::init_tracing();
+    let boot = Boot::start().await;
     let config = Config::from_env().context("trigger_sf configuration")?;
-    let aws = aws_config::load_from_env().await;
-    let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    let github = match (&config.github_token_param, &config.repository) {
-        (Some(param), Some(repository)) => {
-            let token = params
-                .get(param)
-                .await
-                .context("reading the github token")?;
-            Some(GitHubClient::new(GitHubConfig {
-                api_base: config.github_api_url.clone(),
-                repository: repository.clone(),
-                token,
-                retry: RetryPolicy::default(),
-            })?)
-        }
-        _ => None,
-    };
     let engine = SfnEngine::new(
-        aws_sdk_sfn::Client::new(&aws),
-        config.state_machine_arn.clone(),
+        aws_sdk_sfn::Client::new(&boot.aws),
+        config.state_machine_arn,
     );
-    let metadb = AnyMetadb::from_config(&config.metadb, &aws, 2)?;
-    let trunk = match (&config.ecs, &github) {
-        (Some(ecs), Some(github)) => Some(TrunkSweep {
-            head: github.clone(),
-            launcher: EcsTaskLauncher::new(live_ci_aws::sdk::ecs::Client::new(&aws), ecs.clone()),
-            cooldown_secs: config.trunk_sweep_cooldown_secs,
-        }),
-        _ => None,
+    let metadb = boot.metadb(&config.metadb, 2)?;
+    let (handler, params) = (config.handler, boot.params());
+    let (Some(param), Some(repo)) = (&config.github_token_param, &config.repository) else {
+        // No GitHub token: no statuses, and no trunk head to sweep.
+        return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)).await;
     };
-    let handler = TriggerSf::new(config.handler, metadb, engine, params, github);
+    let github = boot.github(param, &config.github_api_url, repo).await?;
+    let trunk = config.ecs.map(|ecs| TrunkSweep {
+        head: github.clone(),
+        launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs),
+        cooldown_secs: config.trunk_sweep_cooldown_secs,
+    });
+    let handler = TriggerSf::new(handler, metadb, engine, params, github);
     match trunk {
-        Some(trunk) => serve(handler.with_trunk_sweep(trunk)).await,
-        None => serve(handler).await,
+        Some(trunk) => run(handler.with_trunk_sweep(trunk)).await,
+        None => run(handler).await,
     }
 }
 
-async fn serve<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
+/// The runtime loop for either handler (with or without the trunk sweep).
+async fn run<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
 where
     M: Metadb,
     W: WorkflowEngine,
@@ -66,12 +49,12 @@ where
     L: TaskLauncher,
 {
     let handler = &handler;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        let input = parse_input(&event.payload)?;
-        let report: Report = handler.handle(&input).await?;
+    Ok(serve(|event: serde_json::Value| async move {
+        // Boxed: the handler's future is deep enough to reach the compiler's
+        // layout recursion limit when inlined into main's.
+        let report = Box::pin(handler.handle(&parse_input(&event)?)).await?;
         tracing::info!(report = ?report, "done");
-        Ok::<Report, lambda_runtime::Error>(report)
-    }))
-    .await
-    .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
+        Ok::<_, TriggerError>(report)
+    })
+    .await?)
 }

@@ -49,7 +49,8 @@ struct Binary {
 const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 
 /// Set by the module for every binary, read outside `Config::from_lookup`
-/// (`tracing_subscriber::EnvFilter::try_from_default_env` in each `main.rs`).
+/// (`tracing_subscriber::EnvFilter::try_from_default_env`: the Lambdas'
+/// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
@@ -571,7 +572,11 @@ fn the_command_defaults_are_the_tasks() {
         format!("{:?}", live_ci_core::terraform::DEFAULT_SHOW_COMMAND)
     );
     // The task's own default for SKIP_UNCHANGED is the module's.
-    let task = live_ci_task::Config::from_lookup(|_| None).unwrap();
+    use live_ci_task::FromLookup;
+    let task = live_ci_task::Common::from_lookup(|k| {
+        (k == "REPO_FULL_NAME").then(|| "acme/live".to_string())
+    })
+    .unwrap();
     assert_eq!(default("skip_unchanged"), task.skip_unchanged.to_string());
 }
 

@@ -8,6 +8,7 @@ use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
+use super::TokenDelivery;
 use crate::deploy::UnixMillis;
 
 /// An approval request as `approval_request` stores it.
@@ -55,8 +56,8 @@ pub struct ApprovalRecord {
     pub delivery_claimed_at: Option<UnixMillis>,
     /// When the decision reached (or was refused by) the workflow engine.
     pub decision_sent_at: Option<UnixMillis>,
-    /// What became of it: `delivered`, or `gone: <engine's reason>`.
-    pub delivery: Option<String>,
+    /// What became of it.
+    pub delivery: Option<TokenDelivery>,
 }
 
 /// What storing an approval request did.
@@ -75,7 +76,7 @@ pub enum RequestStored {
 /// Durable state of e-mail approvals. Implemented by `live-ci-metadb`'s
 /// adapters in the same SQL text as the [`super::Metadb`] port.
 pub trait ApprovalStore: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Stores the request of an execution. A different task token for an
     /// execution whose decision was not handed over replaces the old one (the
@@ -117,11 +118,11 @@ pub trait ApprovalStore: Send + Sync {
         lease_secs: u32,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
-    /// Records what the engine said to the decision (`delivered` or
-    /// `gone: …`); false when one was already recorded.
+    /// Records what the engine said to the decision; false when one was
+    /// already recorded.
     fn record_decision_delivery(
         &self,
         execution_id: &str,
-        delivery: &str,
+        delivery: &TokenDelivery,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 }

@@ -27,7 +27,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Opaque blobs by key in one bucket.
 pub trait ArtifactStore: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Stores `bytes` at `key` (overwriting); returns the new object version
     /// when the store versions objects.

@@ -13,7 +13,7 @@ pub const EXECUTION_CONTEXT_KEY: &str = "live-ci:execution-id";
 
 /// Encrypts and decrypts task tokens, bound to an execution id.
 pub trait TokenCipher: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// The token's ciphertext (printable: base64), usable only with the same
     /// `execution_id`.

@@ -33,7 +33,7 @@ impl fmt::Debug for TemporaryCredentials {
 
 /// Assumes IAM roles for a named session.
 pub trait RoleAssumer: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     fn assume_role(
         &self,

@@ -7,7 +7,7 @@ use crate::deploy::RunId;
 
 /// Invokes a named function asynchronously with a JSON payload.
 pub trait FunctionInvoker: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Queues one invocation of `function` with `payload_json` (fire and forget:
     /// the function's own retries and the scheduled sweep cover failures).

@@ -16,7 +16,7 @@ pub struct Email {
 
 /// Sends mail.
 pub trait Mailer: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Sends `email`; returns the service's message id.
     fn send(&self, email: &Email) -> impl Future<Output = Result<String, Self::Error>> + Send;

@@ -17,7 +17,7 @@ use crate::path::RepoPath;
 /// The metadb. Implementations: `live-ci-metadb`'s PostgreSQL and RDS Data API
 /// adapters, which share one SQL text.
 pub trait Metadb: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Stores the account configuration (replacing accounts of the same name).
     fn upsert_accounts(

@@ -6,6 +6,7 @@ mod approvals;
 mod artifact;
 mod cipher;
 mod credentials;
+mod error;
 mod invoke;
 mod mailer;
 mod metadb;
@@ -15,6 +16,7 @@ pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestSt
 pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
+pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use metadb::Metadb;

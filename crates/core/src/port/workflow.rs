@@ -30,7 +30,7 @@ impl ExecutionDescription {
 
 /// The engine running the deployment state machine.
 pub trait WorkflowEngine: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Starts an execution named `name` with `input_json` and returns its ARN.
     /// Idempotent: when an execution of that name already exists with the same
@@ -56,8 +56,11 @@ pub trait WorkflowEngine: Send + Sync {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
-/// What became of a task token sent back to the engine.
+/// What became of a task token sent back to the engine; the approval store
+/// keeps it as `{"outcome": "delivered"}` or `{"outcome": "gone", "reason": …}`
+/// (its `delivery` column is `delivered` or `gone`, the reason beside it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum TokenDelivery {
     /// The waiting state received it.
     Delivered,
@@ -67,11 +70,21 @@ pub enum TokenDelivery {
     Gone { reason: String },
 }
 
+impl TokenDelivery {
+    /// The stored outcome (`delivered`, `gone`) and the engine's reason.
+    pub fn parts(&self) -> (&'static str, Option<&str>) {
+        match self {
+            TokenDelivery::Delivered => ("delivered", None),
+            TokenDelivery::Gone { reason } => ("gone", Some(reason)),
+        }
+    }
+}
+
 /// Callbacks into a state waiting for a task token (Step Functions'
 /// `.waitForTaskToken` integrations): the ECS task reports its plan or apply,
 /// the approval Lambda sends the voters' decision.
 pub trait TaskTokens: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Completes the waiting state with `output_json` as its result.
     fn send_success(

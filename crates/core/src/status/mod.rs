@@ -1,7 +1,12 @@
 //! Commit statuses and pull-request comments: what live-ci tells the git host
-//! (GitHub), and the port through which it says it.
+//! (GitHub), the port through which it says it, every status context, and the
+//! service that posts them ([`Statuses`]).
 
 use std::future::Future;
+
+mod service;
+
+pub use service::{Check, NoGitHost, Statuses, advisory, target};
 
 use serde::{Deserialize, Serialize};
 
@@ -95,8 +100,14 @@ impl CommitStatusConfig {
     }
 }
 
-/// Status contexts, one per kind of check live-ci posts.
+/// Status contexts, one per kind of check live-ci posts: every name is built
+/// here.
 pub mod context {
+    use crate::terraform::Phase;
+
+    /// The merge lock's status on open pull requests (what branch protection
+    /// requires).
+    pub const MERGE_LOCK: &str = crate::merge_lock::CONTEXT;
     /// A pull request's plan, and the "not planned: …" status of a pull
     /// request that waits for a maintainer's `/live-ci plan`: one name, so the
     /// plan that follows replaces the waiting status (issue 12).
@@ -111,6 +122,16 @@ pub mod context {
     /// later unit's status never hides an earlier failure.
     pub fn deploy_unit(cfg_path: &str) -> String {
         format!("{DEPLOY} {cfg_path}")
+    }
+
+    /// One unit's plan on a pull request's head.
+    pub fn pr_plan_unit(cfg_path: &str) -> String {
+        format!("{PR_PLAN} {cfg_path}")
+    }
+
+    /// One unit's plan or apply in a deployment, on the merge commit.
+    pub fn phase_unit(phase: Phase, cfg_path: &str) -> String {
+        format!("live-ci: {} {cfg_path}", phase.as_str())
     }
 
     /// The rollback of one unit's new provider resources after a failed run.
@@ -130,7 +151,7 @@ pub struct PullRequest {
 /// The git host. Implemented by the GitHub adapter (`live-ci-github`) and by
 /// recording fakes in tests.
 pub trait GitHost: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// Creates a commit status (GitHub keeps the newest per context).
     fn set_status(
@@ -164,7 +185,7 @@ pub trait GitHost: Send + Sync {
 /// adapter; the sweep compares the trunk's head with what the metadb knows, so
 /// a merge whose webhook was lost is still deployed.
 pub trait BranchHead: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// The commit `branch` points at.
     fn branch_head(&self, branch: &str)
@@ -185,6 +206,25 @@ mod tests {
         assert!(!c.pr_plan && c.apply && c.plan);
         let err = CommitStatusConfig::parse(r#"{"PrPaln": false}"#).unwrap_err();
         assert!(err.contains("unknown field `PrPaln`"), "{err}");
+    }
+
+    #[test]
+    fn contexts_are_built_in_one_place() {
+        assert_eq!(context::pr_plan_unit("dev/app"), "live-ci: plan dev/app");
+        assert_eq!(
+            context::phase_unit(crate::terraform::Phase::Plan, "dev/app"),
+            "live-ci: plan dev/app"
+        );
+        assert_eq!(
+            context::phase_unit(crate::terraform::Phase::Apply, "dev/app"),
+            "live-ci: apply dev/app"
+        );
+        assert_eq!(context::deploy_unit("dev/app"), "live-ci: deploy dev/app");
+        assert_eq!(
+            context::rollback_unit("dev/app"),
+            "live-ci: rollback dev/app"
+        );
+        assert_eq!(context::MERGE_LOCK, "Merge Lock");
     }
 
     #[test]

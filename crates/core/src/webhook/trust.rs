@@ -195,7 +195,7 @@ pub struct PullRequestHead {
 /// What the receiver asks the git host to act on a maintainer's command.
 /// Implemented by the GitHub adapter (`live-ci-github`).
 pub trait PullRequestAuthority: Send + Sync {
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: crate::port::Classify;
 
     /// `user`'s permission on the repository.
     fn permission(

@@ -66,6 +66,7 @@ WHERE a.execution_id = :execution_id AND e.execution_id = a.execution_id
 RETURNING a.execution_id";
 
 pub const RECORD_DECISION_DELIVERY: &str = "\
-UPDATE approval_requests SET decision_sent_at = clock_timestamp(), delivery = :delivery
+UPDATE approval_requests
+SET decision_sent_at = clock_timestamp(), delivery = :delivery, delivery_reason = :delivery_reason
 WHERE execution_id = :execution_id AND decision_sent_at IS NULL
 RETURNING execution_id";

@@ -9,7 +9,7 @@ use live_ci_testkit::pg as support;
 use std::sync::Arc;
 
 use live_ci_core::deploy::Vote;
-use live_ci_core::port::{ApprovalStore, Metadb, NewApprovalRequest, RequestStored};
+use live_ci_core::port::{ApprovalStore, Metadb, NewApprovalRequest, RequestStored, TokenDelivery};
 use live_ci_metadb::Sql;
 use support::{TestDb, exec, run};
 
@@ -136,14 +136,17 @@ async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() 
         .await
         .unwrap();
     assert!(db.claim_decision_delivery("a", 30).await.unwrap());
-    assert!(db.record_decision_delivery("a", "delivered").await.unwrap());
     assert!(
-        !db.record_decision_delivery("a", "gone: late")
+        db.record_decision_delivery("a", &TokenDelivery::Delivered)
             .await
             .unwrap()
     );
+    let late = TokenDelivery::Gone {
+        reason: "late".into(),
+    };
+    assert!(!db.record_decision_delivery("a", &late).await.unwrap());
     let done = db.approval_request("a").await.unwrap().unwrap();
-    assert_eq!(done.delivery.as_deref(), Some("delivered"));
+    assert_eq!(done.delivery, Some(TokenDelivery::Delivered));
     assert!(done.decision_sent_at.is_some());
     assert!(!db.claim_decision_delivery("a", 0).await.unwrap());
     t.drop_db().await;
@@ -155,38 +158,13 @@ async fn requests_are_stored_once_replaced_by_new_tokens_and_handed_over_once() 
 /// approval_response refuses to deliver.
 #[tokio::test]
 async fn upgrading_drops_the_stored_plain_task_tokens() {
-    use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
     let t = TestDb::new().await;
-    let client = live_ci_metadb::connect(&t.url).await.unwrap();
-    client
-        .batch_execute(CREATE_SCHEMA_MIGRATIONS)
-        .await
-        .unwrap();
-    let before = &live_ci_metadb::MIGRATIONS[..5];
-    assert_eq!(before.last().unwrap().name, "0005_operator");
-    for m in before {
-        client.batch_execute(m.sql).await.unwrap();
-        client
-            .batch_execute(&format!(
-                "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
-                m.version, m.name
-            ))
-            .await
-            .unwrap();
-    }
+    let client = migrated_up_to(&t, "0005_operator").await;
     let plain = "AQCEAAAAKgAAAAMAAAAAAAAAAc-plain-0005-token";
+    running_executions(&client, &["legacy"]).await;
     client
         .batch_execute(&format!(
-            "INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel)
-             VALUES (1, 'c-legacy', 'main', 'f', 'b', 'h', 1);
-             INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps,
-                 action, status, plan_command, apply_command, new_providers, account_name,
-                 account_path, account_deps, voters, min_approval_count, min_rejection_count,
-                 plan_role_arn, apply_role_arn, priority, wait_for, wait_accounts, pending_deps)
-             SELECT run_id, 'legacy', 0, false, 'dev/vpc', '[]', 'apply', 'running', 'p', 'a',
-                 '[]', 'dev', 'dev', '[]', '[\"a@example.com\"]', 1, 1, 'p', 'a', 1, '[]', '[]', 0
-             FROM runs;
-             INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token,
+            "INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token,
                  task_token_hash, to_add, to_change, to_destroy, logs_url, expires_at)
              VALUES ('legacy', 'arn:x', '{plain}', 'hash-legacy', 1, 0, 0, 'https://logs',
                  now() + interval '1 hour');
@@ -226,6 +204,139 @@ async fn upgrading_drops_the_stored_plain_task_tokens() {
     assert_eq!(
         db.mailed_voters("legacy", "hash-legacy").await.unwrap(),
         ["a@example.com"]
+    );
+    t.drop_db().await;
+}
+
+/// A database with the migrations up to `last` applied and recorded, as an
+/// older release left it: the next metadb start applies the rest.
+async fn migrated_up_to(t: &TestDb, last: &str) -> tokio_postgres::Client {
+    use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    client
+        .batch_execute(CREATE_SCHEMA_MIGRATIONS)
+        .await
+        .unwrap();
+    let end = live_ci_metadb::MIGRATIONS
+        .iter()
+        .position(|m| m.name == last)
+        .unwrap();
+    for m in &live_ci_metadb::MIGRATIONS[..=end] {
+        client.batch_execute(m.sql).await.unwrap();
+        client
+            .batch_execute(&format!(
+                "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
+                m.version, m.name
+            ))
+            .await
+            .unwrap();
+    }
+    client
+}
+
+/// One run with a running execution per id, voted on by a@example.com, in
+/// the columns every schema since 0001 has (raw SQL: the adapter would migrate).
+async fn running_executions(client: &tokio_postgres::Client, ids: &[&str]) {
+    let rows: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(seq, id)| format!("('{id}', {seq})"))
+        .collect();
+    client
+        .batch_execute(&format!(
+            "INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel)
+             VALUES (1, 'c-{}', 'main', 'f', 'b', 'h', 1);
+             INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps,
+                 action, status, plan_command, apply_command, new_providers, account_name,
+                 account_path, account_deps, voters, min_approval_count, min_rejection_count,
+                 plan_role_arn, apply_role_arn, priority, wait_for, wait_accounts, pending_deps)
+             SELECT run_id, e.id, e.seq, false, 'dev/' || e.id, '[]', 'apply', 'running', 'p', 'a',
+                 '[]', 'dev', 'dev', '[]', '[\"a@example.com\"]', 1, 1, 'p', 'a', 1, '[]', '[]', 0
+             FROM runs, (VALUES {}) AS e(id, seq);",
+            ids[0],
+            rows.join(", ")
+        ))
+        .await
+        .unwrap();
+}
+
+/// A metadb of 0008's schema with three decided approval requests, their
+/// delivery stored the old way: `delivered`, `gone: <reason>`, and none yet.
+async fn decided_requests_before_0009(t: &TestDb) -> tokio_postgres::Client {
+    let client = migrated_up_to(t, "0008_trunk_sweep").await;
+    running_executions(&client, &["sent", "late", "open"]).await;
+    client
+        .batch_execute(
+            "INSERT INTO approval_requests (execution_id, sfn_execution_arn,
+                 task_token_ciphertext, task_token_hash, to_add, to_change, to_destroy,
+                 logs_url, expires_at, decision_sent_at, delivery)
+             VALUES
+                 ('sent', 'arn:x', 'c1', 'h1', 1, 0, 0, 'https://logs', now(), now(), 'delivered'),
+                 ('late', 'arn:x', 'c2', 'h2', 1, 0, 0, 'https://logs', now(), now(),
+                  'gone: TaskTimedOut: Task Timed Out'),
+                 ('open', 'arn:x', 'c3', 'h3', 1, 0, 0, 'https://logs', now(), NULL, NULL);",
+        )
+        .await
+        .unwrap();
+    client
+}
+
+/// Migration 0009 turns the stored strings into outcomes: `gone: <reason>`
+/// becomes `gone` with the reason beside it, and each reads back as the
+/// port's `TokenDelivery`.
+#[tokio::test]
+async fn upgrading_turns_stored_delivery_strings_into_outcomes() {
+    let t = TestDb::new().await;
+    let _client = decided_requests_before_0009(&t).await;
+    // What the metadb adapter does at start: applies 0009.
+    let db = t.metadb(2).await;
+    let read = |id: &'static str| {
+        let db = &db;
+        async move { db.approval_request(id).await.unwrap().unwrap().delivery }
+    };
+    assert_eq!(read("sent").await, Some(TokenDelivery::Delivered));
+    assert_eq!(
+        read("late").await,
+        Some(TokenDelivery::Gone {
+            reason: "TaskTimedOut: Task Timed Out".into()
+        })
+    );
+    assert_eq!(read("open").await, None);
+    t.drop_db().await;
+}
+
+/// The CHECK of 0009: only `delivered` (no reason) or `gone` (with one) is
+/// stored; the old free text, or an outcome missing its reason, is refused
+/// and changes nothing.
+#[tokio::test]
+async fn an_unknown_delivery_outcome_is_refused() {
+    let t = TestDb::new().await;
+    let client = decided_requests_before_0009(&t).await;
+    let db = t.metadb(2).await;
+    for bad in [
+        "delivery = 'gone: late', delivery_reason = NULL",
+        "delivery = 'sent', delivery_reason = NULL",
+        "delivery = 'gone', delivery_reason = NULL",
+        "delivery = 'delivered', delivery_reason = 'why'",
+        "delivery = NULL, delivery_reason = 'why'",
+    ] {
+        let err = client
+            .batch_execute(&format!(
+                "UPDATE approval_requests SET {bad} WHERE execution_id = 'open'"
+            ))
+            .await
+            .expect_err(bad);
+        let db_err = err.as_db_error().expect("a server error");
+        assert_eq!(db_err.code().code(), "23514", "{bad}: {db_err:?}");
+        assert_eq!(
+            db_err.constraint(),
+            Some("approval_requests_delivery_outcome"),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        db.approval_request("open").await.unwrap().unwrap().delivery,
+        None
     );
     t.drop_db().await;
 }

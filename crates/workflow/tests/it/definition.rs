@@ -317,3 +317,41 @@ fn hcl_escape(value: &str) -> String {
         .replace("${", "$${")
         .replace("%{", "%%{")
 }
+
+/// Plan retries exactly the name terra-run sends for a failure that may pass
+/// on a second try (core's one constant), besides ECS's own throttling; Apply
+/// does not (a task that failed after terraform applied must not run again:
+/// its Catch reports the real cause). Neither retries the permanent name or
+/// everything: those reach the Catch and the step's Fail state.
+#[test]
+fn plan_retries_the_retryable_error_name_and_both_steps_catch_the_rest() {
+    use live_ci_core::port::{PERMANENT_ERROR, RETRYABLE_ERROR};
+    let doc = rendered();
+    let retried = |st: &str| -> Vec<String> {
+        doc["States"][st]["Retry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["ErrorEquals"].as_array().unwrap())
+            .filter_map(|e| e.as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        retried(state::PLAN).iter().any(|e| e == RETRYABLE_ERROR),
+        "{:?}",
+        retried(state::PLAN)
+    );
+    assert!(
+        !retried(state::APPLY).iter().any(|e| e == RETRYABLE_ERROR),
+        "{:?}",
+        retried(state::APPLY)
+    );
+    for st in [state::PLAN, state::APPLY] {
+        for never in [PERMANENT_ERROR, "States.ALL", "States.TaskFailed"] {
+            assert!(
+                !retried(st).iter().any(|e| e == never),
+                "{st} retries {never}"
+            );
+        }
+    }
+}

@@ -513,3 +513,59 @@ async fn an_unknown_decision_fails_rather_than_applying() {
     );
     assert!(cause.contains("maybe"), "{cause}");
 }
+
+/// The names the mock config's tasks throw, read from it: the test below is
+/// only as good as its mock throwing exactly what terra-run sends.
+fn mocked_error(response: &str) -> String {
+    let path = live_ci_testkit::repo_root().join("statemachine/testdata/sfn-mock-config.json");
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    config["MockedResponses"][response]["0"]["Throw"]["Error"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A task failing with the retryable name (a deadlock in the metadb, a
+/// throttled S3) is run again by the state machine's Retry; one failing with
+/// the permanent name goes to Plan Failed at once.
+#[tokio::test]
+async fn the_retryable_error_name_is_retried_and_the_permanent_one_is_not() {
+    use live_ci_core::port::{PERMANENT_ERROR, RETRYABLE_ERROR};
+    assert_eq!(mocked_error("PlanRetryableOnce"), RETRYABLE_ERROR);
+    assert_eq!(mocked_error("PlanPermanent"), PERMANENT_ERROR);
+    let task_failures = |history: Vec<HistoryEvent>| {
+        history
+            .iter()
+            .filter(|e| e.r#type == HistoryEventType::TaskFailed)
+            .filter_map(|e| e.task_failed_event_details())
+            .filter_map(|d| d.error().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+
+    let d = deployment("live-ci-test-retryable", 60).await;
+    let execution = d.start("RetryableThenPlanned").await;
+    let (outcome, _) = d.finished(&execution).await;
+    assert_eq!(outcome, Outcome::Succeeded);
+    assert_eq!(
+        task_failures(d.history(&execution).await),
+        [RETRYABLE_ERROR]
+    );
+    assert_eq!(
+        d.path(&execution).await,
+        [state::PLAN, state::PLAN_CHANGES, state::NO_CHANGES]
+    );
+
+    let d = deployment("live-ci-test-permanent", 60).await;
+    let execution = d.start("Permanent").await;
+    let (outcome, _) = d.finished(&execution).await;
+    let Outcome::Failed { step, error, cause } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!((step, error.as_str()), (FailedStep::Plan, "PlanFailed"));
+    assert!(cause.starts_with(PERMANENT_ERROR), "{cause}");
+    assert_eq!(
+        task_failures(d.history(&execution).await),
+        [PERMANENT_ERROR]
+    );
+    assert_eq!(d.path(&execution).await, [state::PLAN, state::PLAN_FAILED]);
+}

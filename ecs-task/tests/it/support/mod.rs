@@ -8,19 +8,19 @@ pub mod repo;
 
 use std::collections::HashMap;
 
-use live_ci_task::Config;
+use live_ci_task::FromLookup;
 
-/// A configuration from name/value pairs (nothing from the process
-/// environment). The tests run plain terraform, so the show command is
+/// A subcommand's configuration (the type asked for) from name/value pairs
+/// (nothing from the process environment). The tests run plain terraform, so the show command is
 /// terraform's unless a test sets another.
-pub fn config(pairs: &[(&str, &str)]) -> Config {
+pub fn config<C: FromLookup>(pairs: &[(&str, &str)]) -> C {
     let mut map: HashMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     map.entry("SHOW_COMMAND".into())
         .or_insert_with(|| repo::SHOW_COMMAND.into());
-    Config::from_lookup(move |k| map.get(k).cloned()).unwrap()
+    C::from_lookup(move |k| map.get(k).cloned()).unwrap()
 }
 
 /// Role assumption through LocalStack's STS.

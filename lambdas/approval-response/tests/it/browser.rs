@@ -18,7 +18,7 @@ use aws_sdk_sfn::types::ExecutionStatus;
 use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::ApprovalResponder;
-use live_ci_core::port::{ApprovalStore, Metadb};
+use live_ci_core::port::{ApprovalStore, Metadb, TokenDelivery};
 use live_ci_testkit::aws::{sdk_config, state_machine};
 use live_ci_testkit::{repo_root, unique};
 use live_ci_workflow::{ApprovalRequest, SfnTaskTokens};
@@ -270,7 +270,7 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     let tally = db.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.approval_voters, [voter]);
     let approval = db.approval_request(id).await.unwrap().unwrap();
-    assert_eq!(approval.delivery.as_deref(), Some("delivered"));
+    assert_eq!(approval.delivery, Some(TokenDelivery::Delivered));
     // And Step Functions went on with exactly that decision.
     let deadline = Instant::now() + Duration::from_secs(20);
     let described = loop {

@@ -328,7 +328,7 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
     let decided: live_ci_workflow::ApprovalDecision = serde_json::from_str(&calls[0].1).unwrap();
     assert_eq!(decided.decision, live_ci_workflow::Decision::Approve);
     let approval = db.approval_request(id).await.unwrap().unwrap();
-    assert_eq!(approval.delivery.as_deref(), Some("delivered"));
+    assert_eq!(approval.delivery, Some(TokenDelivery::Delivered));
     assert!(approval.decision_sent_at.is_some());
     // After the decision: 410 for every link, votes closed, nothing re-sent.
     for (voter, label) in [
@@ -426,7 +426,11 @@ async fn a_dead_task_token_is_reported_on_the_page_not_as_a_500() {
     );
     assert!(resp.body.contains("TaskTimedOut: Task Timed Out"));
     let approval = db.approval_request(id).await.unwrap().unwrap();
-    assert!(approval.delivery.unwrap().starts_with("gone: TaskTimedOut"));
+    assert!(
+        matches!(&approval.delivery, Some(TokenDelivery::Gone { reason }) if reason.starts_with("TaskTimedOut")),
+        "{:?}",
+        approval.delivery
+    );
     assert_eq!(r.tokens().calls().len(), 1);
     // A transport failure is a 502 page, and the next POST after the lease retries.
     tdb.drop_db().await;
@@ -506,7 +510,7 @@ async fn concurrent_votes_crossing_the_threshold_send_the_token_once() {
         "{statuses:?}"
     );
     let approval = db.approval_request(id).await.unwrap().unwrap();
-    assert_eq!(approval.delivery.as_deref(), Some("delivered"));
+    assert_eq!(approval.delivery, Some(TokenDelivery::Delivered));
     tdb.drop_db().await;
 }
 
@@ -629,4 +633,41 @@ async fn a_request_stored_before_encryption_is_refused_and_records_no_vote() {
     let tally = db.tally(id).await.unwrap().unwrap();
     assert!(tally.approval_voters.is_empty(), "{tally:?}");
     tdb.drop_db().await;
+}
+
+/// A failed port is answered by its kind, by one mapping for every call: a
+/// metadb that cannot be reached (retrying may help) is a 503, one that
+/// refuses the request (no such database: the same call fails again) a 502.
+/// The page names the port and holds neither the token nor the error text.
+#[tokio::test]
+async fn a_failed_port_is_a_503_when_retryable_and_a_502_when_not() {
+    let token = key()
+        .sign(&VoteLink {
+            execution_id: "run-1-c8c5-dev-port-001".into(),
+            voter: "alice@example.com".into(),
+            vote: Vote::Approve,
+            task_token_hash: hash("token-port"),
+            expires_at: now() + 600,
+        })
+        .unwrap();
+    // Nothing listens on port 1: the connection is refused.
+    let unreachable = PgMetadb::connect("postgresql://live_ci@127.0.0.1:1/live_ci", 1).unwrap();
+    let missing = PgMetadb::connect(
+        &live_ci_metadb::with_database(&pg::server_url(), "live_ci_no_such_database"),
+        1,
+    )
+    .unwrap();
+    for (db, status, text) in [
+        (unreachable, 503, "The metadb could not be reached"),
+        (missing, 502, "The metadb refused the request"),
+    ] {
+        let r = responder(&db).await;
+        for req in [get(&token), post(&token)] {
+            let resp = r.handle(&req, now_ms()).await;
+            assert_page(&resp, status, text);
+            assert!(!resp.body.contains(&token), "{}", resp.body);
+            assert!(!resp.body.contains("live_ci_no_such_database"));
+        }
+        assert!(r.tokens().calls().is_empty());
+    }
 }

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;
 use live_ci_testkit::aws::{sfn_client, state_machine};
 use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
 use live_ci_workflow::SfnEngine;
 use support::{TestDb, exec, run};
 
-use live_ci_testkit::git_host::NoGitHost;
 use live_ci_testkit::params::MemoryParams as Params;
 
 async fn engine() -> SfnEngine {
@@ -54,13 +54,7 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
         "/live-ci/merge-lock",
         FilePattern::new(FilePattern::DEFAULT).unwrap(),
     );
-    let h = TriggerSf::new(
-        config,
-        db,
-        engine().await,
-        Params::default(),
-        None::<NoGitHost>,
-    );
+    let h = TriggerSf::new(config, db, engine().await, Params::default(), NoGitHost);
 
     let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
     assert_eq!(r.started, ["l1-a"]);

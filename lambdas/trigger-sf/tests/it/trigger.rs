@@ -114,7 +114,7 @@ async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Han
         t.metadb(2).await,
         FakeEngine::default(),
         MemoryParams::default(),
-        Some(github()),
+        github(),
     )
 }
 
@@ -191,7 +191,7 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     assert_eq!(engine(&h).started(), ["c1-a", "c1-b", "c1-c"]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let lock: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == merge_lock::CONTEXT)
@@ -209,6 +209,20 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
         unit,
         [("c1", StatusState::Pending), ("c1", StatusState::Success)]
     );
+    // Every unit status links the unit's Step Functions execution.
+    for s in statuses
+        .iter()
+        .filter(|s| s.context.starts_with("live-ci: deploy "))
+    {
+        // The unit dev/<name> runs as the execution <name>.
+        let name = s.context.rsplit('/').next().unwrap();
+        assert_eq!(
+            s.target_url,
+            live_ci_core::status::target::execution(&arn(name)),
+            "{s:?}"
+        );
+        assert!(s.target_url.is_some(), "{s:?}");
+    }
     let overall = statuses
         .iter()
         .find(|s| s.context == context::DEPLOY)
@@ -246,7 +260,7 @@ async fn a_plan_without_changes_succeeds_as_no_changes() {
     h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
     let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
     assert_eq!(b.status_reason, None);
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let last = |unit: &str| {
         statuses
             .iter()
@@ -286,7 +300,7 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(engine(&h).started(), ["c2-a"]);
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let c = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/c2-c"))
@@ -395,7 +409,7 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert!(r.rollbacks.is_empty(), "a rollback is never rolled back");
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let rollback: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == context::rollback_unit("dev/rb-a"))
@@ -451,7 +465,7 @@ async fn a_duplicate_event_changes_nothing() {
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     let before = h.metadb().executions(run_id).await.unwrap();
-    let posted = h.github().unwrap().statuses().len();
+    let posted = h.github().statuses().len();
 
     let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
@@ -462,7 +476,7 @@ async fn a_duplicate_event_changes_nothing() {
         .unwrap();
     assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
     assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
-    assert_eq!(h.github().unwrap().statuses().len(), posted);
+    assert_eq!(h.github().statuses().len(), posted);
     assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
     // An execution that is not ours is ignored.
     let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
@@ -519,7 +533,7 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         a.status_reason.as_deref(),
         Some("start failed 3 times: throttled starting \"cx-a\"")
     );
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let unit = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
@@ -567,7 +581,7 @@ async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // The open pull request's "Merge Lock" status is freed with it.
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
@@ -603,7 +617,7 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
     assert_eq!(r.started, ["c6-a"]);
     assert_eq!(lock_param(&h).as_deref(), Some("8"));
-    let statuses = h.github().unwrap().statuses();
+    let statuses = h.github().statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
@@ -699,7 +713,6 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
     }
     let contexts: Vec<String> = h
         .github()
-        .unwrap()
         .statuses()
         .iter()
         .filter(|s| s.sha == "quiet")
@@ -718,10 +731,58 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         r.warnings.iter().any(|w| w.contains("/live-ci/missing")),
         "{r:?}"
     );
-    let posted = h.github().unwrap().statuses().len();
+    let posted = h.github().statuses().len();
     assert_eq!(posted, 1, "the started unit's status is posted anyway");
     t.drop_db().await;
     t2.drop_db().await;
+}
+
+/// What AWS sees when the handler fails: the failure's kind as its stable
+/// name, with the adapter's own error still in the source chain. A metadb
+/// that cannot be reached (nothing listens on port 1) is retryable; a
+/// database that does not exist on the real server (SQLSTATE 3D000) fails the
+/// same way again: permanent.
+#[tokio::test]
+async fn a_failed_invocation_reaches_aws_named_by_its_kind_with_its_cause() {
+    use live_ci_core::port::{ErrorKind, PERMANENT_ERROR, RETRYABLE_ERROR};
+    use live_ci_metadb::MetadbError;
+    let unreachable = "postgresql://live_ci@127.0.0.1:1/live_ci".to_string();
+    let missing = live_ci_metadb::with_database(&support::server_url(), "live_ci_no_such_database");
+    for (url, kind, name, code) in [
+        (unreachable, ErrorKind::Retryable, RETRYABLE_ERROR, None),
+        (
+            missing,
+            ErrorKind::Permanent,
+            PERMANENT_ERROR,
+            Some("3D000"),
+        ),
+    ] {
+        let h = TriggerSf::new(
+            HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
+            PgMetadb::connect(&url, 1).unwrap(),
+            FakeEngine::default(),
+            MemoryParams::default(),
+            github(),
+        );
+        let err = h.handle(&Input::Run(1)).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{err}");
+        assert!(err.to_string().starts_with("metadb: postgres: "), "{err}");
+        let mut source = std::error::Error::source(&err);
+        let mut adapter = None;
+        while let Some(e) = source {
+            adapter = adapter.or(e.downcast_ref::<MetadbError>());
+            source = e.source();
+        }
+        match adapter {
+            Some(MetadbError::Postgres { code: found, .. }) => {
+                assert_eq!(found.as_deref(), code, "{err}")
+            }
+            other => panic!("no metadb error in the chain of {err:?}: {other:?}"),
+        }
+        let diagnostic = lambda_runtime::Diagnostic::from(err);
+        assert_eq!(diagnostic.error_type, name);
+        assert!(diagnostic.error_message.starts_with("metadb: "));
+    }
 }
 
 /// GitHub that never answers a status post.
@@ -758,7 +819,7 @@ async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
         t.metadb(2).await,
         FakeEngine::default(),
         MemoryParams::default(),
-        Some(HangingGitHub),
+        HangingGitHub,
     );
     let mut new = run(
         "h1",
@@ -823,7 +884,7 @@ async fn units_ready_together_are_started_concurrently() {
         t.metadb(2).await,
         SlowEngine::default(),
         MemoryParams::default(),
-        Some(github()),
+        github(),
     );
     let units = ["w1-a", "w1-b", "w1-c", "w1-d"];
     let new = run("w1", 4, units.iter().map(|u| exec(u, "dev", &[])).collect());
@@ -845,7 +906,6 @@ async fn units_ready_together_are_started_concurrently() {
     // Each started unit got its pending status, posted after the starts.
     let pending = h
         .github()
-        .unwrap()
         .statuses()
         .iter()
         .filter(|s| s.state == StatusState::Pending && s.sha == "w1")

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use live_ci_core::params::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
+use live_ci_core::status::NoGitHost;
 use live_ci_core::task::{TaskKind, TaskSpec, env};
 use live_ci_core::webhook::FilePattern;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
@@ -49,7 +50,7 @@ impl WorkflowEngine for NoEngine {
     }
 }
 
-type Handler = TriggerSf<PgMetadb, NoEngine, Params, GitHubClient, GitHubClient, Launcher>;
+type Handler = TriggerSf<PgMetadb, NoEngine, Params, NoGitHost, GitHubClient, Launcher>;
 
 fn github(server: &MockServer) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
@@ -85,11 +86,13 @@ async fn handler(t: &TestDb, server: &MockServer, cooldown_secs: u32) -> Handler
     let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     let params = Params::default();
     params.put(LOCK, "none").await.unwrap();
-    TriggerSf::new(config, t.metadb(2).await, NoEngine, params, None).with_trunk_sweep(TrunkSweep {
-        head: github(server),
-        launcher: Launcher::default(),
-        cooldown_secs,
-    })
+    TriggerSf::new(config, t.metadb(2).await, NoEngine, params, NoGitHost).with_trunk_sweep(
+        TrunkSweep {
+            head: github(server),
+            launcher: Launcher::default(),
+            cooldown_secs,
+        },
+    )
 }
 
 fn launched(h: &Handler) -> Vec<TaskSpec> {
