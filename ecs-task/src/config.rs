@@ -545,11 +545,10 @@ pub enum Config {
         plan_bucket: String,
         job: TerraRunConfig,
     },
-    PrPlan {
-        /// Migrated at start when configured, as by the other subcommands.
-        metadb: Option<MetadbConfig>,
-        job: PrPlanConfig,
-    },
+    /// pr-plan runs a pull request's code: it never opens the metadb (its
+    /// role has no `rds-data` actions and no secret of it), whatever
+    /// `METADB_*` the task's environment shares with the other subcommands.
+    PrPlan { job: PrPlanConfig },
     /// `contract` reads no environment.
     Contract,
 }
@@ -588,16 +587,8 @@ impl Config {
                     })
                 })()
             }
-            TaskCommand::PrPlan => {
-                let job = PrPlanConfig::read(&mut check);
-                let metadb = check.metadb_if_set();
-                (|| {
-                    Some(Config::PrPlan {
-                        metadb: metadb?,
-                        job: job?,
-                    })
-                })()
-            }
+            // No metadb, even when METADB_* is set: see `Config::PrPlan`.
+            TaskCommand::PrPlan => PrPlanConfig::read(&mut check).map(|job| Config::PrPlan { job }),
             TaskCommand::Contract => Some(Config::Contract),
         };
         let task_token = match command {
@@ -804,7 +795,6 @@ mod tests {
         assert!(matches!(
             pr,
             Config::PrPlan {
-                metadb: None,
                 job: PrPlanConfig { pr_number: 7, .. }
             }
         ));

@@ -47,15 +47,20 @@ async fn main() -> anyhow::Result<()> {
     };
     let aws = aws_config::load_from_env().await;
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    let token = match &common.github_token_param {
-        Some(param) => Some(
-            params
+    // The start's independent reads go at once: each is a round trip, and a
+    // task starts twice per unit.
+    let read_token = async {
+        match &common.github_token_param {
+            Some(param) => params
                 .get(param)
                 .await
-                .context("reading the github token")?,
-        ),
-        None => None,
+                .map(Some)
+                .context("reading the github token"),
+            None => Ok(None),
+        }
     };
+    let (token, logs_url) = tokio::join!(read_token, logs::logs_url(common));
+    let token = token?;
     let github = match (&token, &common.repository) {
         (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
             api_base: common.github_api_url.clone(),
@@ -69,7 +74,6 @@ async fn main() -> anyhow::Result<()> {
         clone_url: common.clone_url.clone(),
         token,
     };
-    let logs_url = logs::logs_url(common).await;
     let clients = Clients {
         roles: StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(&aws)),
         aws,
@@ -143,18 +147,17 @@ async fn run<G: GitHost>(
             plan_bucket,
             job,
         } => {
-            let metadb = open_metadb(metadb, aws).await?;
+            let (metadb, switches) =
+                tokio::join!(open_metadb(metadb, aws), status_config(common, params));
+            let metadb = metadb?;
+            let switches = switches.unwrap_or_else(|e| {
+                // Statuses are advisory; the task token carries the result.
+                tracing::warn!(error = %e, "reading the commit status config");
+                Default::default()
+            });
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
-            let switches = match status_config(common, params).await {
-                Ok(s) => s,
-                Err(e) => {
-                    // Statuses are advisory; the task token carries the result.
-                    tracing::warn!(error = %e, "reading the commit status config");
-                    Default::default()
-                }
-            };
             let ports = TerraRunPorts {
                 metadb: &metadb,
                 artifacts: &artifacts,
@@ -164,10 +167,7 @@ async fn run<G: GitHost>(
             };
             terra_run(job, repo, logs_url, &ports).await?;
         }
-        Config::PrPlan { metadb, job } => {
-            if let Some(metadb) = metadb {
-                open_metadb(metadb, aws).await?;
-            }
+        Config::PrPlan { job } => {
             let statuses = Statuses::new(github, status_config(common, params).await?);
             let report = pr_plan(job, repo, logs_url, &statuses, roles).await?;
             if report.failed() > 0 {

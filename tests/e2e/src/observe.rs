@@ -299,6 +299,7 @@ pub async fn drive_polling(
                 .iter()
                 .map(|e| (e.execution_id.as_str(), e))
                 .collect();
+            let mut ballots = Vec::new();
             for mail in vote::mails(http, endpoint).await? {
                 let Some(e) = ids.get(mail.execution_id.as_str()) else {
                     continue;
@@ -308,12 +309,22 @@ pub async fn drive_polling(
                 }
                 let choice = decide(e);
                 let link = match choice {
-                    Vote::Approve => &mail.approve_url,
-                    Vote::Reject => &mail.reject_url,
+                    Vote::Approve => mail.approve_url.clone(),
+                    Vote::Reject => mail.reject_url.clone(),
                 };
-                vote::click(http, endpoint, link).await?;
-                on_vote(e, choice);
                 votes.insert(e.execution_id.clone(), choice);
+                ballots.push((*e, choice, link));
+            }
+            // Every voter clicks at once, as people do: one at a time, a
+            // hundred units' approvals would queue behind each other here.
+            let clicks = ballots
+                .iter()
+                .map(|(_, _, link)| vote::click(http, endpoint, link));
+            for result in futures_util::future::join_all(clicks).await {
+                result?;
+            }
+            for (e, choice, _) in ballots {
+                on_vote(e, choice);
             }
         }
         tokio::time::sleep(poll).await;
