@@ -60,11 +60,27 @@ pub fn parse_mail(message: &Value) -> Option<ApprovalMail> {
 /// Every approval mail LocalStack holds.
 pub async fn mails(http: &reqwest::Client, endpoint: &str) -> Result<Vec<ApprovalMail>> {
     let url = format!("{}/_aws/ses", endpoint.trim_end_matches('/'));
-    let v: Value = http
-        .get(&url)
-        .send()
-        .await
-        .and_then(|r| r.error_for_status())
+    // Reading the mailbox is idempotent: a connection the local cloud closed
+    // under load (seen once in a 100-unit benchmark) is retried, not fatal.
+    let mut attempt = 0;
+    let response = loop {
+        attempt += 1;
+        match http.get(&url).send().await {
+            Ok(r) => break r,
+            Err(e) if attempt < 3 && !e.is_status() => {
+                eprintln!("reading the mailbox (attempt {attempt}): {e}; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                return Err(E2eError::Http {
+                    what: url.clone(),
+                    detail: e.to_string(),
+                });
+            }
+        }
+    };
+    let v: Value = response
+        .error_for_status()
         .map_err(|e| E2eError::Http {
             what: url.clone(),
             detail: e.to_string(),
