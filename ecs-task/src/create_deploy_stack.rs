@@ -18,21 +18,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use live_ci_core::account::Accounts;
-use live_ci_core::change::{Action, Affected, AffectedUnit, Reason, detect, graph_at};
-use live_ci_core::deploy::{
-    NewRun, RunContext, RunId, RunStatus, TrunkPlace, executions_from_plan, place_on_trunk,
-};
+use live_ci_core::deploy::Action;
+use live_ci_core::deploy::{NewRun, RunId, RunStatus, TrunkPlace, place_on_trunk};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
-use live_ci_core::plan::{DeploymentPlan, PlanOptions, build_plan};
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
 };
-use live_ci_core::terraform::{ProviderIndex, new_providers};
-use live_ci_core::{Graph, discover};
+use live_ci_core::terraform::new_providers;
+use live_ci_engine::change::{Affected, AffectedUnit, Reason, detect, graph_at};
+use live_ci_engine::executions::{RunContext, executions_from_plan};
+use live_ci_engine::plan::{DeploymentPlan, PlanOptions, build_plan};
+use live_ci_engine::providers::ProviderIndex;
+use live_ci_engine::{Graph, discover};
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::{Common, CreateDeployStackConfig, ScanType};

@@ -6,11 +6,12 @@
 //! `ALLOW_DESTROY`, else not destroyed (then also a `live-ci: destroy` status).
 
 use live_ci_core::account::Accounts;
-use live_ci_core::change::{Action, detect};
+use live_ci_core::deploy::Action;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
+use live_ci_engine::change::detect;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use live_ci_core::change::detect;
+use live_ci_engine::change::detect;
 use live_ci_git::GitCli;
 
 // The same allocator as the `live-ci` binary, so the figures are the CLI's.

@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
-use live_ci_core::Graph;
-use live_ci_core::change::{Action, Reason};
-use live_ci_core::plan::DeploymentPlan;
+use live_ci_core::deploy::Action;
+use live_ci_engine::Graph;
+use live_ci_engine::change::Reason;
+use live_ci_engine::plan::DeploymentPlan;
 
 pub fn action(a: Action) -> &'static str {
     match a {

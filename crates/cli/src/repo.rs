@@ -4,10 +4,12 @@ use std::path::Path;
 
 use std::collections::BTreeMap;
 
-use live_ci_core::change::{Action, Affected, Detection, VcsRanges, detect_with};
-use live_ci_core::discovery::Stack;
-use live_ci_core::filter::{Components, Filters};
-use live_ci_core::{CoreError, DiscoverOptions, FsTree, Graph, RepoPath, discover_with};
+use live_ci_core::deploy::Action;
+use live_ci_core::{CoreError, RepoPath};
+use live_ci_engine::change::{Affected, Detection, VcsRanges, detect_with};
+use live_ci_engine::discovery::Stack;
+use live_ci_engine::filter::{Components, Filters};
+use live_ci_engine::{DiscoverOptions, FsTree, Graph, discover_with};
 use live_ci_git::GitCli;
 
 use crate::args::{ChangeArgs, FilterArgs};

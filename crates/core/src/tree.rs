@@ -1,10 +1,8 @@
-//! File trees that discovery reads: the working directory, an in-memory tree for
-//! tests, and (in the git adapter) a tree at a git revision.
+//! File trees that discovery reads: an in-memory tree for tests and the
+//! directories every listing skips; the working directory (`FsTree`) is in
+//! `live-ci-engine`, a tree at a git revision in the git adapter.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
 
 use crate::error::{CoreError, Result};
 use crate::path::RepoPath;
@@ -15,7 +13,7 @@ pub trait FileTree: Send + Sync {
     /// Every regular file, repository-relative and sorted, leaving out the
     /// directories that never hold units (see [`is_skipped_dir`]). Hidden
     /// directories are listed: whether they count is discovery's choice
-    /// ([`crate::discovery::DiscoverOptions::hidden`]).
+    /// (`DiscoverOptions::hidden` in live-ci-engine).
     fn files(&self) -> Result<Vec<RepoPath>>;
 
     /// The UTF-8 contents of one file.
@@ -56,70 +54,6 @@ pub fn in_skipped_dir(file: &RepoPath) -> bool {
         dir = d.parent();
     }
     false
-}
-
-/// The working directory of a checkout.
-#[derive(Debug, Clone)]
-pub struct FsTree {
-    root: PathBuf,
-}
-
-impl FsTree {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        FsTree { root: root.into() }
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    fn walk(&self, dir: &RepoPath) -> Result<Vec<RepoPath>> {
-        let abs = self.root.join(dir.as_str());
-        let entries = std::fs::read_dir(&abs).map_err(|e| io_err(&abs, e))?;
-        let mut files = Vec::new();
-        let mut subdirs = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_err(&abs, e))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                continue; // non-UTF-8 names cannot be terragrunt paths
-            };
-            let ft = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
-            if ft.is_dir() {
-                if !is_skipped_dir(&name) {
-                    subdirs.push(dir.child(&name));
-                }
-            } else if ft.is_file() || ft.is_symlink() {
-                files.push(dir.child(&name));
-            }
-        }
-        // Subtrees in parallel: a live repo of 10,000 units is mostly directories.
-        let nested: Vec<Vec<RepoPath>> = subdirs
-            .par_iter()
-            .map(|d| self.walk(d))
-            .collect::<Result<_>>()?;
-        files.extend(nested.into_iter().flatten());
-        Ok(files)
-    }
-}
-
-fn io_err(path: &Path, e: std::io::Error) -> CoreError {
-    CoreError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
-}
-
-impl FileTree for FsTree {
-    fn files(&self) -> Result<Vec<RepoPath>> {
-        let mut files = self.walk(&RepoPath::root())?;
-        files.sort();
-        Ok(files)
-    }
-
-    fn read(&self, path: &RepoPath) -> Result<String> {
-        let abs = self.root.join(path.as_str());
-        std::fs::read_to_string(&abs).map_err(|e| io_err(&abs, e))
-    }
 }
 
 /// An in-memory tree, for tests and for callers that already hold the files.

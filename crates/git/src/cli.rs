@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{ChangeKind, FileChange, Vcs};
-use live_ci_core::tree::{FileTree, FsTree};
+use live_ci_core::tree::FileTree;
+use live_ci_engine::FsTree;
 
 use crate::error::GitError;
 use crate::tree::GitTree;

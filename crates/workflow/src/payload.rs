@@ -18,7 +18,7 @@ use crate::error::{Result, WorkflowError};
 
 // The execution input, its status and action are the metadb's record types:
 // one definition for the metadb, trigger_sf, the state machine and the task.
-pub use live_ci_core::change::Action;
+pub use live_ci_core::deploy::Action;
 pub use live_ci_core::deploy::{ExecutionStatus, SfnInput};
 
 /// What `terra-run` reports after planning (SendTaskSuccess output).

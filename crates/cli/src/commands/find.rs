@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use live_ci_core::change::VcsRanges;
-use live_ci_core::filter::Components;
+use live_ci_engine::change::VcsRanges;
+use live_ci_engine::filter::Components;
 use live_ci_git::GitCli;
 
 use crate::args::{FindArgs, ListFormat};

@@ -3,21 +3,29 @@
 //! votes, and the checks a run must pass before anything is written.
 
 mod execution_id;
-mod from_plan;
 mod rollback;
 mod trunk;
 mod validate;
 
-pub use from_plan::{RunContext, executions_from_plan};
 pub use rollback::{NewRollback, destroy_targets, plan_rollbacks, rollback_execution_id};
 pub use trunk::{PendingUnit, TrunkPlace, place_on_trunk};
 pub use validate::validate_executions;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::change::Action;
 use crate::path::RepoPath;
 pub use execution_id::{MAX_EXECUTION_NAME_LEN, execution_id, is_valid_execution_name};
+
+/// What the pipeline does to an affected unit.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    #[default]
+    Apply,
+    Destroy,
+}
 
 /// A run's number in the metadb; runs are numbered in merge order.
 pub type RunId = i64;

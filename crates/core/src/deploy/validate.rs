@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::Action;
 use super::{NewExecution, NewRun, is_valid_execution_name};
-use crate::change::Action;
 use crate::error::{CoreError, Result};
 
 impl NewRun {

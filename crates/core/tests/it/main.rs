@@ -1,6 +1,5 @@
-//! The integration tests of live-ci-core: discovery, the scheduler and the webhook routes: one test binary (one link) for the
+//! The integration tests of live-ci-core: the scheduler and the webhook routes: one test binary (one link) for the
 //! crate, each former `tests/*.rs` a module.
 
-mod discovery;
 mod scheduler;
 mod webhook_routes;

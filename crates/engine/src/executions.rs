@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
-use super::{NewExecution, execution_id};
-use crate::account::Accounts;
-use crate::change::Action;
-use crate::error::{CoreError, Result};
-use crate::path::RepoPath;
+use live_ci_core::account::Accounts;
+use live_ci_core::deploy::{Action, NewExecution, execution_id};
+use live_ci_core::error::{CoreError, Result};
+use live_ci_core::path::RepoPath;
+use live_ci_core::terraform::CommandTemplate;
+
 use crate::plan::DeploymentPlan;
-use crate::terraform::CommandTemplate;
 
 /// What every execution of the run shares.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +98,7 @@ fn account_of<'a>(
     ctx: &RunContext<'a>,
     path: &RepoPath,
     planned: Option<&str>,
-) -> Result<&'a crate::account::Account> {
+) -> Result<&'a live_ci_core::account::Account> {
     let found = match planned {
         Some(name) => ctx.accounts.get(name),
         None => ctx.accounts.account_of(path),
@@ -133,8 +133,8 @@ fn stable_nonce(commit: &str, path: &RepoPath, action: Action) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::Account;
     use crate::plan::PlannedUnit;
+    use live_ci_core::account::Account;
 
     fn p(s: &str) -> RepoPath {
         RepoPath::new(s).unwrap()
@@ -223,7 +223,7 @@ mod tests {
         assert!(ex[0].new_providers.is_empty());
         // Deterministic: the same plan gives the same ids.
         assert_eq!(executions_from_plan(&plan, &ctx).unwrap(), ex);
-        crate::deploy::validate_executions(&ex).unwrap();
+        live_ci_core::deploy::validate_executions(&ex).unwrap();
         // A unit outside every account path is an error naming it.
         let outside = DeploymentPlan {
             units: vec![unit("prod/db", &[], &[])],
@@ -283,6 +283,6 @@ mod tests {
         );
         assert_eq!(ex[2].plan_command, "terraform -chdir=dev/a plan -destroy");
         assert!(ex[0].wait_for.is_empty() && ex[1].wait_for.is_empty());
-        crate::deploy::validate_executions(&ex).unwrap();
+        live_ci_core::deploy::validate_executions(&ex).unwrap();
     }
 }

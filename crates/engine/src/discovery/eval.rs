@@ -20,9 +20,9 @@ use hcl::{
 
 use super::value::{Unknown, V};
 use super::{ParsedFile, Shared, Sink};
-use crate::error::CoreError;
-use crate::path::RepoPath;
-use crate::unit::Unresolved;
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
+use live_ci_core::unit::Unresolved;
 
 /// Variables bound by enclosing `for` expressions, innermost first.
 #[derive(Debug, Default)]

@@ -12,8 +12,8 @@ use super::eval::{FileEval, IncludeCtx, Scope};
 use super::functions::{ROOT, is_read_function, resolve};
 use super::value::V;
 use super::{Shared, Sink};
-use crate::error::CoreError;
-use crate::path::RepoPath;
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
 
 /// The role of the evaluated file.
 #[derive(Debug, Clone)]

@@ -6,12 +6,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::change::affected::{Affected, affected_units};
 use crate::discovery::{DiscoverOptions, Discovery, STACK_FILE, discover, discover_with};
-use crate::error::{CoreError, Result};
 use crate::filter::{GitRanges, RangeChanges};
 use crate::graph::Graph;
-use crate::path::RepoPath;
-use crate::port::{ChangeKind, FileChange, Vcs};
-use crate::tree::in_skipped_dir;
+use live_ci_core::error::{CoreError, Result};
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{ChangeKind, FileChange, Vcs};
+use live_ci_core::tree::in_skipped_dir;
 
 /// Everything change detection learned, for callers that go on to plan.
 #[derive(Debug)]

@@ -6,20 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
-use crate::path::RepoPath;
-use crate::port::{ChangeKind, FileChange};
-use crate::tree::in_skipped_dir;
-
-/// What the pipeline does to an affected unit.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    #[default]
-    Apply,
-    Destroy,
-}
+use live_ci_core::deploy::Action;
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{ChangeKind, FileChange};
+use live_ci_core::tree::in_skipped_dir;
 
 /// Why a unit is affected. Ordered as they are listed in output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -205,7 +195,7 @@ pub fn affected_units(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::unit::Unit;
+    use live_ci_core::unit::Unit;
 
     fn p(s: &str) -> RepoPath {
         RepoPath::new(s).unwrap()

@@ -5,13 +5,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::account::Accounts;
-use crate::change::{Action, Affected};
-use crate::error::{CoreError, Result};
+use crate::change::Affected;
 use crate::graph::Graph;
-use crate::path::RepoPath;
-use crate::scheduler::{PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate};
-use crate::unit::Unit;
+use live_ci_core::account::Accounts;
+use live_ci_core::deploy::Action;
+use live_ci_core::error::{CoreError, Result};
+use live_ci_core::path::RepoPath;
+use live_ci_core::scheduler::{
+    PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate,
+};
+use live_ci_core::unit::Unit;
 
 /// One unit of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -306,7 +309,7 @@ mod tests {
     fn accounts(deps: &[(&str, &[&str])]) -> Accounts {
         let list = deps
             .iter()
-            .map(|(name, d)| crate::account::Account {
+            .map(|(name, d)| live_ci_core::account::Account {
                 name: name.to_string(),
                 path: name.to_string(),
                 dependencies: d.iter().map(|s| s.to_string()).collect(),

@@ -21,8 +21,8 @@ use globset::GlobBuilder;
 
 use super::ast::{Direction, GraphExpr, Kind, Query, Reach, Target, Term};
 use super::lexer::{Token, TokenKind, tokenize};
-use crate::error::{CoreError, Result};
-use crate::path::RepoPath;
+use live_ci_core::error::{CoreError, Result};
+use live_ci_core::path::RepoPath;
 
 /// What every term position accepts, for "expected ..." messages.
 const TARGET: &str = "a name, path or [git range]";

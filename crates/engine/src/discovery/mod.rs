@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hcl::{Body, Expression};
 use rayon::prelude::*;
 
-use crate::error::CoreError;
 use crate::graph::Graph;
-use crate::path::RepoPath;
-use crate::tree::{FileTree, in_hidden_dir};
-use crate::unit::{Unit, Unresolved};
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
+use live_ci_core::tree::{FileTree, in_hidden_dir};
+use live_ci_core::unit::{Unit, Unresolved};
 
 pub(crate) use stack::STACK_FILE;
 pub use stack::{GeneratedKind, GeneratedUnit, Stack};
@@ -53,7 +53,7 @@ pub struct Discovery {
 pub struct DiscoverOptions {
     /// Whether units in hidden directories (`.name/`) are discovered. True by
     /// default, as in terragrunt; `.git`, `.terraform` and `.terragrunt-cache`
-    /// are never walked (see [`crate::tree::is_skipped_dir`]).
+    /// are never walked (see [`live_ci_core::tree::is_skipped_dir`]).
     pub hidden: bool,
 }
 
@@ -399,7 +399,7 @@ mod tests {
     use super::eval::{FileEval, IncludeCtx};
     use super::functions::{ROOT, abs, resolve};
     use super::*;
-    use crate::tree::MemTree;
+    use live_ci_core::tree::MemTree;
 
     /// Evaluates local `x` of `src`, written as `dir/terragrunt.hcl`.
     fn local_x(extra: &[(&str, &str)], dir: &str, src: &str) -> (V, Sink) {

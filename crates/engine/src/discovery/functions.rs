@@ -8,8 +8,8 @@ use hcl::{Expression, FuncCall, Value};
 
 use super::eval::{FileEval, IncludeCtx, Scope};
 use super::value::V;
-use crate::error::CoreError;
-use crate::path::RepoPath;
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
 
 /// How discovery spells absolute paths inside evaluated strings: the repository
 /// root mapped to a marker, so `"${get_repo_root()}/modules//vpc"` keeps its

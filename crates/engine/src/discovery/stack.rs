@@ -6,9 +6,9 @@
 use hcl::{BlockLabel, Expression};
 use serde::Serialize;
 
-use crate::error::CoreError;
-use crate::path::RepoPath;
-use crate::tree::FileTree;
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
+use live_ci_core::tree::FileTree;
 
 /// The file that makes a directory a terragrunt stack.
 pub(crate) const STACK_FILE: &str = "terragrunt.stack.hcl";

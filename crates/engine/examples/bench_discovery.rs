@@ -9,7 +9,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::{Duration, Instant};
 
-use live_ci_core::{FileTree, FsTree, discover};
+use live_ci_core::FileTree;
+use live_ci_engine::{FsTree, discover};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0

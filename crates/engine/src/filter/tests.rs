@@ -8,10 +8,10 @@ use std::num::NonZeroUsize;
 use proptest::prelude::*;
 
 use super::*;
-use crate::error::CoreError;
 use crate::graph::Graph;
-use crate::path::RepoPath;
-use crate::unit::Unit;
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
+use live_ci_core::unit::Unit;
 
 fn unit(path: &str, deps: &[&str], reads: &[&str]) -> Unit {
     let mut u = Unit::new(RepoPath::new(path).unwrap());
@@ -48,7 +48,7 @@ struct FakeGit {
 }
 
 impl GitRanges for FakeGit {
-    fn changed(&self, base: &str, head: Option<&str>) -> crate::Result<RangeChanges> {
+    fn changed(&self, base: &str, head: Option<&str>) -> live_ci_core::Result<RangeChanges> {
         self.calls
             .borrow_mut()
             .push((base.to_string(), head.map(str::to_string)));
@@ -603,7 +603,7 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
 struct HashGit;
 
 impl GitRanges for HashGit {
-    fn changed(&self, base: &str, head: Option<&str>) -> crate::Result<RangeChanges> {
+    fn changed(&self, base: &str, head: Option<&str>) -> live_ci_core::Result<RangeChanges> {
         let salt = base.len() + head.map_or(7, str::len);
         let changed: BTreeSet<RepoPath> = ["a", "b", "a/c"]
             .iter()

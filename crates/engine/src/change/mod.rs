@@ -4,5 +4,5 @@
 mod affected;
 mod detect;
 
-pub use affected::{Action, Affected, AffectedUnit, Reason, Skipped, affected_units};
+pub use affected::{Affected, AffectedUnit, Reason, Skipped, affected_units};
 pub use detect::{Detection, VcsRanges, detect, detect_with, graph_at, range_changes};

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use live_ci_core::{CoreError, Discovery, MemTree, RepoPath, Unit, discover};
+use live_ci_core::{CoreError, MemTree, RepoPath, Unit};
+use live_ci_engine::{Discovery, discover};
 use proptest::prelude::*;
 
 fn tree(files: &[(&str, &str)]) -> MemTree {

@@ -8,9 +8,9 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::ast::{GraphExpr, Kind, Query, Target, Term};
 use super::parser::parse_query;
-use crate::error::{CoreError, Result};
 use crate::graph::Graph;
-use crate::path::RepoPath;
+use live_ci_core::error::{CoreError, Result};
+use live_ci_core::path::RepoPath;
 
 /// What a git range selects, as terragrunt's `[a...b]` does: the units whose
 /// files changed in the range, never their dependents (those come only from
