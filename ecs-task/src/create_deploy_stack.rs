@@ -21,12 +21,13 @@ use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::deploy::{NewRun, RunId, RunStatus, TrunkPlace, place_on_trunk};
 use live_ci_core::merge_lock::{self, MergeLock};
-use live_ci_core::params::ParamStore;
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::GitHost;
+use live_ci_core::port::ParamStore;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
 use live_ci_core::status::{
-    Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, context,
+    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context,
 };
 use live_ci_core::terraform::new_providers;
 use live_ci_engine::change::{Affected, AffectedUnit, Reason, detect, graph_at};

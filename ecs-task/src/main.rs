@@ -4,10 +4,11 @@
 use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::GitHost;
+use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskTokens;
 use live_ci_core::settings::ConfigError;
-use live_ci_core::status::{GitHost, NoGitHost, Statuses};
+use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;

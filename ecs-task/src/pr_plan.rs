@@ -8,9 +8,10 @@
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
-use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
+use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_engine::change::detect;
 
 use crate::checkout::{Checkout, Repo};

@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
     ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
 };
-use live_ci_core::status::{Check, CommitStatus, GitHost, StatusState, Statuses, context};
+use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
     with_plan_file,

@@ -8,8 +8,9 @@ use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, ContainerOverride, KeyValuePair, LaunchType,
     NetworkConfiguration, TaskOverride,
 };
+use live_ci_core::port::TaskLauncher;
 use live_ci_core::settings::{ConfigError, Settings};
-use live_ci_core::task::{StartedTask, TaskKind, TaskLauncher, TaskSpec, cloudwatch_logs_url};
+use live_ci_core::task::{StartedTask, TaskKind, TaskSpec, cloudwatch_logs_url};
 
 use live_ci_core::port::ErrorKind;
 

@@ -2,7 +2,7 @@
 
 use aws_sdk_ssm::Client;
 use aws_sdk_ssm::types::ParameterType;
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 
 use crate::error::{AwsError, Failure};
 

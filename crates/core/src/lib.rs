@@ -10,7 +10,6 @@ pub mod deploy;
 pub mod error;
 pub mod merge_lock;
 pub mod operate;
-pub mod params;
 pub mod path;
 pub mod port;
 pub mod scheduler;
@@ -24,5 +23,5 @@ pub mod webhook;
 
 pub use error::{CoreError, Result};
 pub use path::RepoPath;
-pub use tree::{FileTree, MemTree};
+pub use tree::MemTree;
 pub use unit::{Unit, Unresolved};

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-use crate::status::{CommitStatus, GitHost, StatusState};
+use crate::status::{CommitStatus, StatusState};
+
+use crate::port::GitHost;
 use crate::webhook::FilePattern;
 
 /// The commit-status context GitHub branch protection requires.

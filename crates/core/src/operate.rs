@@ -5,7 +5,6 @@
 //! ports, so the CLI only wires clients.
 
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,8 +13,7 @@ use crate::deploy::{
     UnixMillis, execution_id,
 };
 use crate::merge_lock::MergeLock;
-use crate::params::ParamStore;
-use crate::port::{Metadb, PortError, PortResultExt, WorkflowEngine};
+use crate::port::{Metadb, ParamStore, PortError, PortResultExt, RunControl, WorkflowEngine};
 
 /// The reason stored with executions an operator aborted.
 pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator";
@@ -116,51 +114,6 @@ pub enum Refusal {
     NothingToRetry(RunId),
     #[error("run {run} (PR #{pr}) is running: abort it first, or pass --force to unlock anyway")]
     RunRunning { run: RunId, pr: u64 },
-}
-
-/// The metadb side of the operator's controls. Each method is one transaction
-/// under the merge lock row, so it cannot interleave with a run's creation or
-/// hand-over.
-pub trait RunControl: Send + Sync {
-    type Error: crate::port::Classify;
-
-    /// The newest `limit` runs, newest first, with their progress.
-    fn runs(&self, limit: u32)
-    -> impl Future<Output = Result<Vec<RunSummary>, Self::Error>> + Send;
-
-    /// Aborts every waiting and running execution of a queued or running run
-    /// (a queued run is finished as failed at once); returns what to stop.
-    /// `Err(Refusal)` inside: the run is missing or already finished.
-    fn mark_aborted(
-        &self,
-        run_id: RunId,
-        reason: &str,
-    ) -> impl Future<Output = Result<Result<AbortMarked, Refusal>, Self::Error>> + Send;
-
-    /// Queues a new run at the same commit with the failed and aborted units of
-    /// `run_id`, which must be the last run and finished. Edges between the
-    /// retried units are kept; the ones to units that succeeded are done.
-    fn retry_run(
-        &self,
-        run_id: RunId,
-    ) -> impl Future<Output = Result<Result<RetryCreated, Refusal>, Self::Error>> + Send;
-
-    /// Clears the merge lock row: only when no run is running, or with `force`.
-    fn unlock(
-        &self,
-        force: bool,
-    ) -> impl Future<Output = Result<Result<Unlocked, Refusal>, Self::Error>> + Send;
-
-    fn log_action(
-        &self,
-        action: &OperatorAction,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
-
-    /// The newest `limit` logged actions, newest first.
-    fn actions(
-        &self,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<LoggedAction>, Self::Error>> + Send;
 }
 
 /// The executions a retry of `run` deploys: every failed or aborted unit (not

@@ -2,7 +2,6 @@
 //! cloud): which `live-ci-task` subcommand to run, with what environment.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,15 +58,6 @@ pub struct StartedTask {
     pub task_arn: String,
     /// The console URL of the task's log stream, for commit statuses.
     pub logs_url: Option<String>,
-}
-
-pub trait TaskLauncher: Send + Sync {
-    type Error: crate::port::Classify;
-
-    fn start(
-        &self,
-        spec: &TaskSpec,
-    ) -> impl Future<Output = Result<StartedTask, Self::Error>> + Send;
 }
 
 /// The pull request a merge webhook names (the sweep, finding a trunk head

@@ -6,19 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{CoreError, Result};
 use crate::path::RepoPath;
-
-/// A read-only view of a repository's files. Discovery lists once and reads
-/// each file at most once, so implementations need no caching of their own.
-pub trait FileTree: Send + Sync {
-    /// Every regular file, repository-relative and sorted, leaving out the
-    /// directories that never hold units (see [`is_skipped_dir`]). Hidden
-    /// directories are listed: whether they count is discovery's choice
-    /// (`DiscoverOptions::hidden` in live-ci-engine).
-    fn files(&self) -> Result<Vec<RepoPath>>;
-
-    /// The UTF-8 contents of one file.
-    fn read(&self, path: &RepoPath) -> Result<String>;
-}
+use crate::port::FileTree;
 
 /// Directories that never hold units: VCS metadata and the terraform and
 /// terragrunt caches, the three terragrunt's discovery always skips. Other

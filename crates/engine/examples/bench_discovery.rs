@@ -9,7 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::{Duration, Instant};
 
-use live_ci_core::FileTree;
+use live_ci_core::port::FileTree;
 use live_ci_engine::{FsTree, discover};
 
 fn ms(d: Duration) -> f64 {

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
-use live_ci_core::tree::{FileTree, is_skipped_dir};
+use live_ci_core::port::FileTree;
+use live_ci_core::tree::is_skipped_dir;
 use rayon::prelude::*;
 
 /// The working directory of a checkout.

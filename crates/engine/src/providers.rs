@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::{Expression, Structure};
 use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::FileTree;
 use live_ci_core::terraform::provider_address;
-use live_ci_core::tree::FileTree;
 use live_ci_core::unit::Unit;
 
 /// The providers of every unit of a tree, read statically from the `.tf` files

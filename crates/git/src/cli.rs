@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::FileTree;
 use live_ci_core::port::{ChangeKind, FileChange, Vcs};
-use live_ci_core::tree::FileTree;
 use live_ci_engine::FsTree;
 
 use crate::error::GitError;

@@ -7,7 +7,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
 use live_ci_core::path::RepoPath;
-use live_ci_core::tree::{FileTree, in_skipped_dir};
+use live_ci_core::port::FileTree;
+use live_ci_core::tree::in_skipped_dir;
 
 use crate::cli::GitCli;
 use crate::error::GitError;

@@ -3,8 +3,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use live_ci_core::status::{BranchHead, CommitStatus, GitHost, PullRequest};
-use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
+use live_ci_core::status::{CommitStatus, PullRequest};
+
+use live_ci_core::port::BranchHead;
+
+use live_ci_core::port::GitHost;
+use live_ci_core::port::PullRequestAuthority;
+use live_ci_core::webhook::{PullRequestHead, RepoPermission};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LINK, USER_AGENT};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;

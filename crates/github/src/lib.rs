@@ -1,4 +1,4 @@
-//! The GitHub adapter: implements the core's [`GitHost`](live_ci_core::status::GitHost)
+//! The GitHub adapter: implements the core's [`GitHost`](live_ci_core::port::GitHost)
 //! port over GitHub's REST API (github.com or GitHub Enterprise), with pagination
 //! and retries on server errors and rate limits.
 

@@ -4,8 +4,13 @@
 
 use std::time::Duration;
 
-use live_ci_core::status::{BranchHead, CommitStatus, GitHost, PullRequest, StatusState};
-use live_ci_core::webhook::{PullRequestAuthority, PullRequestHead, RepoPermission};
+use live_ci_core::status::{CommitStatus, PullRequest, StatusState};
+
+use live_ci_core::port::BranchHead;
+
+use live_ci_core::port::GitHost;
+use live_ci_core::port::PullRequestAuthority;
+use live_ci_core::webhook::{PullRequestHead, RepoPermission};
 use live_ci_github::{GitHubClient, GitHubConfig, GitHubError, RetryPolicy};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, header, method, path, query_param};

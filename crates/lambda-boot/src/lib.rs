@@ -10,7 +10,7 @@ use aws_config::SdkConfig;
 use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_aws::SsmParamStore;
 use live_ci_core::approval::LinkKey;
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::{AnyMetadb, MetadbConfig};
 use serde::Serialize;

@@ -8,10 +8,11 @@ use serde::Deserialize;
 
 use live_ci_core::deploy::{ExecutionRecord, Outcome, RunId, RunRecord, RunStatus};
 use live_ci_core::operate::{
-    AbortMarked, LoggedAction, OperatorAction, Refusal, RetryCreated, RunControl, RunSummary,
-    StartFailure, Unlocked, retry_executions, retry_run, start_failure_reason,
+    AbortMarked, LoggedAction, OperatorAction, Refusal, RetryCreated, RunSummary, StartFailure,
+    Unlocked, retry_executions, retry_run, start_failure_reason,
 };
 use live_ci_core::path::RepoPath;
+use live_ci_core::port::RunControl;
 
 use crate::error::{MetadbError, Result};
 use crate::sql::operator_statements as o;

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
+use live_ci_core::status::{CommitStatus, PullRequest};
+
+use live_ci_core::port::GitHost;
 
 use crate::params::{FakeError, lock};
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 
 /// A test fake's error: its message only.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,9 @@
 
 use std::sync::Mutex;
 
-use live_ci_core::task::{StartedTask, TaskLauncher, TaskSpec};
+use live_ci_core::task::{StartedTask, TaskSpec};
+
+use live_ci_core::port::TaskLauncher;
 
 use crate::params::{FakeError, lock};
 

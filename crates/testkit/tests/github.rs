@@ -2,7 +2,9 @@
 //! does, and keeps what it wrote.
 #![allow(clippy::unwrap_used)]
 
-use live_ci_core::status::{CommitStatus, GitHost, StatusState};
+use live_ci_core::status::{CommitStatus, StatusState};
+
+use live_ci_core::port::GitHost;
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 

@@ -652,7 +652,7 @@ struct RefusingGitHost {
     attempts: std::sync::Mutex<u32>,
 }
 
-impl live_ci_core::status::GitHost for RefusingGitHost {
+impl live_ci_core::port::GitHost for RefusingGitHost {
     type Error = support::fakes::FakeError;
 
     async fn set_status(
@@ -721,7 +721,7 @@ async fn a_status_github_refuses_does_not_fail_the_plan() {
 #[derive(Debug, Default)]
 struct FinalStatusHangs;
 
-impl live_ci_core::status::GitHost for FinalStatusHangs {
+impl live_ci_core::port::GitHost for FinalStatusHangs {
     type Error = support::fakes::FakeError;
 
     async fn set_status(

@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use live_ci_core::params::ParamStore;
-use live_ci_core::status::{CommitStatus, GitHost, PullRequest};
-use live_ci_core::task::{StartedTask, TaskLauncher, TaskSpec};
-use live_ci_core::webhook::{
-    FilePattern, PullRequestAuthority, PullRequestHead, RepoPermission, TrustPolicy, sign,
-};
+use live_ci_core::port::GitHost;
+use live_ci_core::port::ParamStore;
+use live_ci_core::port::PullRequestAuthority;
+use live_ci_core::port::TaskLauncher;
+use live_ci_core::status::{CommitStatus, PullRequest};
+use live_ci_core::task::{StartedTask, TaskSpec};
+use live_ci_core::webhook::{FilePattern, PullRequestHead, RepoPermission, TrustPolicy, sign};
 use live_ci_receiver::{HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest};
 
 const SECRET: &str = "bench-webhook-secret-of-32-bytes-or-more";

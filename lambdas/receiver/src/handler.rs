@@ -5,18 +5,16 @@
 use std::collections::BTreeMap;
 
 use live_ci_core::merge_lock::{self, MergeLock};
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::GitHost;
+use live_ci_core::port::ParamStore;
+use live_ci_core::port::PullRequestAuthority;
+use live_ci_core::port::TaskLauncher;
 use live_ci_core::port::{ErrorKind, PortError, PortResultExt};
-use live_ci_core::status::{
-    CommitStatus, CommitStatusConfig, GitHost, StatusState, context, target,
-};
+use live_ci_core::status::{CommitStatus, CommitStatusConfig, StatusState, context, target};
 use live_ci_core::task::{
-    MergedPullRequest, TaskKind, TaskLauncher, TaskSpec, client_token, create_deploy_stack_spec,
-    env,
+    MergedPullRequest, TaskKind, TaskSpec, client_token, create_deploy_stack_spec, env,
 };
-use live_ci_core::webhook::{
-    PLAN_COMMAND, PullRequestAuthority, Route, WebhookError, route, verify_signature,
-};
+use live_ci_core::webhook::{PLAN_COMMAND, Route, WebhookError, route, verify_signature};
 use serde_json::{Value, json};
 
 use crate::config::HandlerConfig;

@@ -7,7 +7,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 use live_ci_core::webhook::secret_problem;
 
 /// A secret that must not be used, with the reason naming its parameter.

@@ -4,13 +4,15 @@
 use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus, plan_rollbacks};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::BranchHead;
+use live_ci_core::port::GitHost;
+use live_ci_core::port::ParamStore;
+use live_ci_core::port::TaskLauncher;
 use live_ci_core::port::{ErrorKind, Metadb, PortError, PortResultExt, WorkflowEngine};
 use live_ci_core::status::{
-    BranchHead, Check, CommitStatus, CommitStatusConfig, GitHost, StatusState, Statuses, advisory,
-    context, target,
+    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, target,
 };
-use live_ci_core::task::{TaskLauncher, create_deploy_stack_spec};
+use live_ci_core::task::create_deploy_stack_spec;
 use live_ci_workflow::outcome::{
     FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
 };

@@ -4,9 +4,11 @@
 
 use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, sdk};
+use live_ci_core::port::BranchHead;
+use live_ci_core::port::GitHost;
 use live_ci_core::port::{Metadb, WorkflowEngine};
-use live_ci_core::status::{BranchHead, GitHost, NoGitHost};
-use live_ci_core::{params::ParamStore, task::TaskLauncher};
+use live_ci_core::port::{ParamStore, TaskLauncher};
+use live_ci_core::status::NoGitHost;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
 use live_ci_workflow::SfnEngine;

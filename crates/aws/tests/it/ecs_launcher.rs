@@ -9,7 +9,8 @@ use aws_sdk_ecs::operation::run_task::{RunTaskInput, RunTaskOutput};
 use aws_sdk_ecs::types::{AssignPublicIp, Failure, LaunchType, Task};
 use aws_smithy_mocks::{mock, mock_client};
 use live_ci_aws::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
-use live_ci_core::task::{TaskKind, TaskLauncher, TaskSpec};
+use live_ci_core::port::TaskLauncher;
+use live_ci_core::task::{TaskKind, TaskSpec};
 
 fn config() -> EcsConfig {
     EcsConfig {

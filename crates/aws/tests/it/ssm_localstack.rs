@@ -5,7 +5,7 @@
 use aws_sdk_ssm::types::ParameterType;
 use live_ci_aws::SsmParamStore;
 use live_ci_core::merge_lock::MergeLock;
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 use live_ci_testkit::aws::sdk_config_for;
 
 fn client(endpoint: &str) -> aws_sdk_ssm::Client {

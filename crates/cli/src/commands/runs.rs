@@ -1,7 +1,9 @@
 //! `live-ci runs`: the newest runs with their progress, newest first, and which
 //! one holds the merge lock; as a table or as JSON.
 
-use live_ci_core::operate::{RunControl, RunSummary};
+use live_ci_core::operate::RunSummary;
+
+use live_ci_core::port::RunControl;
 use live_ci_metadb::{Sql, Store};
 
 use crate::Output;

@@ -10,7 +10,8 @@ use live_ci_testkit::pg as support;
 use std::process::{Command, Output};
 
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
-use live_ci_core::operate::{ABORTED_BY_OPERATOR, RunControl};
+use live_ci_core::operate::ABORTED_BY_OPERATOR;
+use live_ci_core::port::RunControl;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::aws::{sdk_config, sfn_client, state_machine};

@@ -7,9 +7,15 @@ mod artifact;
 mod cipher;
 mod credentials;
 mod error;
+mod git_host;
 mod invoke;
 mod mailer;
 mod metadb;
+mod params;
+mod pr_authority;
+mod run_control;
+mod task;
+mod tree;
 mod workflow;
 
 pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
@@ -17,16 +23,21 @@ pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
+pub use git_host::{BranchHead, GitHost};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use metadb::Metadb;
+pub use params::ParamStore;
+pub use pr_authority::PullRequestAuthority;
+pub use run_control::RunControl;
+pub use task::TaskLauncher;
+pub use tree::FileTree;
 pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::path::RepoPath;
-use crate::tree::FileTree;
 
 /// How a file differs between two revisions. Renames arrive as a deletion of
 /// the old path and an addition of the new one.

@@ -6,7 +6,8 @@
 
 use std::convert::Infallible;
 
-use super::{CommitStatus, CommitStatusConfig, GitHost, PullRequest};
+use super::{CommitStatus, CommitStatusConfig, PullRequest};
+use crate::port::GitHost;
 
 /// Which switch of the module's `commit_status_config` governs a status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

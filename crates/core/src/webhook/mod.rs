@@ -13,9 +13,8 @@ pub use event::{
 pub use route::{FilePattern, Route, not_planned_description, route};
 pub use signature::{MIN_SECRET_BYTES, secret_problem, sign, verify_signature};
 pub use trust::{
-    DEFAULT_PLAN_ASSOCIATIONS, KNOWN_ASSOCIATIONS, PLAN_COMMAND, PlanRequest, PullRequestAuthority,
-    PullRequestHead, RepoPermission, TrustPolicy, may_have_write_access, plan_request,
-    untrusted_reason,
+    DEFAULT_PLAN_ASSOCIATIONS, KNOWN_ASSOCIATIONS, PLAN_COMMAND, PlanRequest, PullRequestHead,
+    RepoPermission, TrustPolicy, may_have_write_access, plan_request, untrusted_reason,
 };
 
 /// Why a delivery is refused. Each maps to one HTTP status in the receiver.

@@ -5,7 +5,6 @@
 //! whose author's permission is checked through the git host's API.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 
 /// The comment a maintainer writes on a pull request to have it planned.
 pub const PLAN_COMMAND: &str = "/live-ci plan";
@@ -190,24 +189,6 @@ pub struct PullRequestHead {
     pub head_sha: String,
     pub head_ref: String,
     pub base_ref: String,
-}
-
-/// What the receiver asks the git host to act on a maintainer's command.
-/// Implemented by the GitHub adapter (`live-ci-github`).
-pub trait PullRequestAuthority: Send + Sync {
-    type Error: crate::port::Classify;
-
-    /// `user`'s permission on the repository.
-    fn permission(
-        &self,
-        user: &str,
-    ) -> impl Future<Output = Result<RepoPermission, Self::Error>> + Send;
-
-    /// The pull request's current head and base.
-    fn pull_request(
-        &self,
-        number: u64,
-    ) -> impl Future<Output = Result<PullRequestHead, Self::Error>> + Send;
 }
 
 #[cfg(test)]

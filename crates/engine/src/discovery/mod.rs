@@ -22,7 +22,8 @@ use rayon::prelude::*;
 use crate::graph::Graph;
 use live_ci_core::error::CoreError;
 use live_ci_core::path::RepoPath;
-use live_ci_core::tree::{FileTree, in_hidden_dir};
+use live_ci_core::port::FileTree;
+use live_ci_core::tree::in_hidden_dir;
 use live_ci_core::unit::{Unit, Unresolved};
 
 pub(crate) use stack::STACK_FILE;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use live_ci_core::error::CoreError;
 use live_ci_core::path::RepoPath;
-use live_ci_core::tree::FileTree;
+use live_ci_core::port::FileTree;
 
 /// The file that makes a directory a terragrunt stack.
 pub(crate) const STACK_FILE: &str = "terragrunt.stack.hcl";

@@ -9,7 +9,7 @@ use live_ci_testkit::pg as support;
 use std::time::{Duration, Instant};
 
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 use live_ci_core::port::{Metadb, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;

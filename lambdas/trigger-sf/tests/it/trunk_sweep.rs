@@ -11,7 +11,7 @@ use live_ci_testkit::pg as support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use live_ci_core::params::ParamStore;
+use live_ci_core::port::ParamStore;
 use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::task::{TaskKind, TaskSpec, env};

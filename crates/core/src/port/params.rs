@@ -5,7 +5,7 @@ use std::future::Future;
 
 /// Named string parameters, some encrypted (SecureString).
 pub trait ParamStore: Send + Sync {
-    type Error: crate::port::Classify;
+    type Error: super::Classify;
 
     /// The parameter's value, decrypted when it is a SecureString.
     fn get(&self, name: &str) -> impl Future<Output = Result<String, Self::Error>> + Send;
