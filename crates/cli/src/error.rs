@@ -6,6 +6,8 @@ pub enum CliError {
     #[error(transparent)]
     Core(#[from] live_ci_core::CoreError),
     #[error(transparent)]
+    Engine(#[from] live_ci_engine::EngineError),
+    #[error(transparent)]
     Git(#[from] live_ci_git::GitError),
     #[error("cannot read {path:?}: {source}")]
     Read {

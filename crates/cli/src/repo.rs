@@ -9,7 +9,7 @@ use live_ci_core::{CoreError, RepoPath};
 use live_ci_engine::change::{Affected, Detection, VcsRanges, detect_with};
 use live_ci_engine::discovery::Stack;
 use live_ci_engine::filter::{Components, Filters};
-use live_ci_engine::{DiscoverOptions, FsTree, Graph, discover_with};
+use live_ci_engine::{DiscoverOptions, EngineError, FsTree, Graph, discover_with};
 use live_ci_git::GitCli;
 
 use crate::args::{ChangeArgs, FilterArgs};
@@ -92,12 +92,11 @@ pub fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
     for e in errors {
         match &e {
             // Already listed under the units that hit them.
-            CoreError::Syntax { .. }
-            | CoreError::Config { .. }
-            | CoreError::MissingFile { .. }
-            | CoreError::InvalidPath { .. }
-            | CoreError::Io { .. } => {}
-            CoreError::NotAUnit { unit, .. } => {
+            EngineError::Syntax { .. }
+            | EngineError::Config { .. }
+            | EngineError::MissingFile { .. }
+            | EngineError::Core(CoreError::InvalidPath { .. } | CoreError::Io { .. }) => {}
+            EngineError::NotAUnit { unit, .. } => {
                 unit_errors
                     .entry(unit.clone())
                     .or_default()

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
+use crate::error::{EngineError, Result};
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::{Action, NewExecution, execution_id};
-use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
 use live_ci_core::terraform::CommandTemplate;
 
@@ -103,7 +103,7 @@ fn account_of<'a>(
         Some(name) => ctx.accounts.get(name),
         None => ctx.accounts.account_of(path),
     };
-    found.ok_or_else(|| CoreError::Plan {
+    found.ok_or_else(|| EngineError::Plan {
         unit: path.clone(),
         message: "matches no account path in the account configuration".into(),
     })

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use live_ci_core::error::CoreError;
+use crate::error::EngineError;
 use live_ci_core::path::RepoPath;
 use live_ci_core::unit::Unit;
 
@@ -21,7 +21,7 @@ impl Graph {
     /// Builds the graph and returns it with every problem found: dependencies on
     /// directories that are not units (both named) and dependency cycles (the
     /// full path, first unit repeated at the end).
-    pub fn build(mut units: Vec<Unit>) -> (Graph, Vec<CoreError>) {
+    pub fn build(mut units: Vec<Unit>) -> (Graph, Vec<EngineError>) {
         units.sort_by(|a, b| a.path.cmp(&b.path));
         units.dedup_by(|a, b| a.path == b.path);
         let index: HashMap<RepoPath, usize> = units
@@ -39,7 +39,7 @@ impl Graph {
                         deps[i].push(j);
                         dependents[j].push(i);
                     }
-                    None => errors.push(CoreError::NotAUnit {
+                    None => errors.push(EngineError::NotAUnit {
                         unit: unit.path.clone(),
                         dependency: dep.display().to_string(),
                     }),
@@ -55,7 +55,7 @@ impl Graph {
             deps,
             dependents,
         };
-        errors.extend(graph.find_cycles().into_iter().map(CoreError::Cycle));
+        errors.extend(graph.find_cycles().into_iter().map(EngineError::Cycle));
         (graph, errors)
     }
 

@@ -5,6 +5,7 @@
 
 pub mod change;
 pub mod discovery;
+pub mod error;
 pub mod executions;
 pub mod filter;
 pub mod fs_tree;
@@ -13,5 +14,6 @@ pub mod plan;
 pub mod providers;
 
 pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
+pub use error::{EngineError, Result};
 pub use fs_tree::FsTree;
 pub use graph::Graph;

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::change::Affected;
+use crate::error::{EngineError, Result};
 use crate::graph::Graph;
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
-use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
 use live_ci_core::scheduler::{
     PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate,
@@ -87,7 +87,7 @@ pub fn build_plan(
             Some(accts) => Some(
                 accts
                     .account_of(path)
-                    .ok_or_else(|| CoreError::Plan {
+                    .ok_or_else(|| EngineError::Plan {
                         unit: path.clone(),
                         message: "matches no account path in the account configuration".into(),
                     })?
@@ -238,7 +238,7 @@ fn cycle_error(
     units: &[(RepoPath, Action)],
     anchors: &BTreeMap<(String, Action), usize>,
     tasks: &TaskGraph,
-) -> CoreError {
+) -> EngineError {
     let mut names: Vec<String> = units.iter().map(|(p, _)| p.to_string()).collect();
     names.resize(tasks.len(), String::new());
     for ((account, _), &i) in anchors {
@@ -262,10 +262,10 @@ fn cycle_error(
         .filter_map(|p| p.as_str().strip_prefix('t')?.parse::<usize>().ok())
         .map(|i| names[i].clone())
         .collect();
-    CoreError::Scheduler(format!(
+    EngineError::Core(live_ci_core::CoreError::Scheduler(format!(
         "the plan's directory and account dependencies form a cycle: {}",
         spelled.join(" -> ")
-    ))
+    )))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::discovery::parse_hcl;
+use crate::error::Result;
 use hcl::{Expression, Structure};
-use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 use live_ci_core::terraform::provider_address;
@@ -49,18 +50,7 @@ impl<'t> ProviderIndex<'t> {
         for dir in dirs {
             for file in self.by_dir.get(dir).into_iter().flatten() {
                 let text = self.tree.read(file)?;
-                let body = hcl::parse(&text).map_err(|e| match e {
-                    hcl::Error::Parse(pe) => CoreError::Syntax {
-                        file: file.clone(),
-                        line: pe.location().line(),
-                        col: pe.location().column(),
-                        message: pe.message().to_string(),
-                    },
-                    other => CoreError::Config {
-                        file: file.clone(),
-                        message: other.to_string(),
-                    },
-                })?;
+                let body = parse_hcl(file, &text)?;
                 if file.file_name() == ".terraform.lock.hcl" {
                     for s in body.into_inner() {
                         if let Structure::Block(b) = s

@@ -6,9 +6,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::change::affected::{Affected, affected_units};
 use crate::discovery::{DiscoverOptions, Discovery, STACK_FILE, discover, discover_with};
+use crate::error::{EngineError, Result};
 use crate::filter::{GitRanges, RangeChanges};
 use crate::graph::Graph;
-use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{ChangeKind, FileChange, Vcs};
 use live_ci_core::tree::in_skipped_dir;
@@ -83,7 +83,7 @@ fn strict_graph(discovery: Discovery) -> Result<Graph> {
         .and_then(|(unit, errors)| Some((unit.clone(), errors.first()?.clone())));
     let (graph, errors) = discovery.into_graph();
     if let Some((unit, error)) = first_unit_error {
-        return Err(CoreError::Unit {
+        return Err(EngineError::Unit {
             unit,
             error: Box::new(error),
         });
@@ -120,9 +120,11 @@ impl VcsRanges<'_> {
     }
 }
 
-fn range_error(base: &str, e: CoreError) -> CoreError {
+fn range_error(base: &str, e: EngineError) -> EngineError {
     match e {
-        CoreError::Vcs(m) => CoreError::Filter(format!("git range [{base}]: {m}")),
+        EngineError::Core(live_ci_core::CoreError::Vcs(m)) => {
+            EngineError::Filter(format!("git range [{base}]: {m}"))
+        }
         other => other,
     }
 }

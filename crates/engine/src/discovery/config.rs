@@ -12,7 +12,7 @@ use super::eval::{FileEval, IncludeCtx, Scope};
 use super::functions::{ROOT, is_read_function, resolve};
 use super::value::V;
 use super::{Shared, Sink};
-use live_ci_core::error::CoreError;
+use crate::error::EngineError;
 use live_ci_core::path::RepoPath;
 
 /// The role of the evaluated file.
@@ -129,7 +129,7 @@ pub(crate) fn evaluate(
         fe.field = format!("{prefix}.path");
         let Some(path_expr) = attr(&block.body, "path") else {
             let message = format!("{prefix}: an include block needs a path");
-            fe.error(CoreError::Config {
+            fe.error(EngineError::Config {
                 file: file.clone(),
                 message,
             });
@@ -140,7 +140,7 @@ pub(crate) fn evaluate(
             continue;
         };
         if !shared.files.contains(&target) {
-            fe.error(CoreError::MissingFile {
+            fe.error(EngineError::MissingFile {
                 file: file.clone(),
                 function: "include".into(),
                 missing: target,
@@ -149,7 +149,7 @@ pub(crate) fn evaluate(
         }
         if fe.stack.contains(&target) {
             let message = format!("{prefix}: {:?} includes itself (a cycle)", target.as_str());
-            fe.error(CoreError::Config {
+            fe.error(EngineError::Config {
                 file: file.clone(),
                 message,
             });
@@ -224,7 +224,7 @@ pub(crate) fn evaluate(
             }
             None => {
                 let message = format!("dependency.{name}: a dependency block needs config_path");
-                fe.error(CoreError::Config {
+                fe.error(EngineError::Config {
                     file: file.clone(),
                     message,
                 });
@@ -259,7 +259,7 @@ pub(crate) fn evaluate(
                     "dependencies.paths: expected a list, found a {}",
                     other.type_name()
                 );
-                fe.error(CoreError::Config {
+                fe.error(EngineError::Config {
                     file: file.clone(),
                     message,
                 });
@@ -361,7 +361,7 @@ fn var_files(fe: &mut FileEval<'_>, e: &Expression, required: bool) {
                     fe.sink.reads.insert(p);
                 } else if required {
                     let file = fe.file.clone();
-                    fe.error(CoreError::MissingFile {
+                    fe.error(EngineError::MissingFile {
                         file,
                         function: "required_var_files".into(),
                         missing: p,
@@ -421,7 +421,7 @@ fn classify_source(fe: &mut FileEval<'_>, v: V) -> Source {
                     p.as_str()
                 );
                 let file = fe.file.clone();
-                fe.error(CoreError::Config { file, message });
+                fe.error(EngineError::Config { file, message });
                 Source::Unknown
             }
         }

@@ -20,7 +20,7 @@ use hcl::{
 
 use super::value::{Unknown, V};
 use super::{ParsedFile, Shared, Sink};
-use live_ci_core::error::CoreError;
+use crate::error::EngineError;
 use live_ci_core::path::RepoPath;
 use live_ci_core::unit::Unresolved;
 
@@ -136,16 +136,16 @@ impl<'a> FileEval<'a> {
     }
 
     /// Records an error and yields the unknown value standing in for the result.
-    pub fn error(&mut self, e: CoreError) -> V {
+    pub fn error(&mut self, e: EngineError) -> V {
         let reason = e.to_string();
         self.sink.errors.push(e);
         V::Unknown(Unknown::failing(reason).reported())
     }
 
     /// A path-resolution error, naming this file and the field.
-    pub fn path_error(&mut self, e: CoreError) -> V {
+    pub fn path_error(&mut self, e: EngineError) -> V {
         let message = format!("{}: {e}", self.field_or_file());
-        self.error(CoreError::Config {
+        self.error(EngineError::Config {
             file: self.file.clone(),
             message,
         })

@@ -8,7 +8,7 @@ use hcl::{Expression, FuncCall, Value};
 
 use super::eval::{FileEval, IncludeCtx, Scope};
 use super::value::V;
-use live_ci_core::error::CoreError;
+use crate::error::EngineError;
 use live_ci_core::path::RepoPath;
 
 /// How discovery spells absolute paths inside evaluated strings: the repository
@@ -27,19 +27,19 @@ pub(crate) fn abs(p: &RepoPath) -> String {
 }
 
 /// Resolves an evaluated path string against `base` (a directory).
-pub(crate) fn resolve(base: &RepoPath, s: &str) -> Result<RepoPath, CoreError> {
+pub(crate) fn resolve(base: &RepoPath, s: &str) -> Result<RepoPath, EngineError> {
     if let Some(rest) = s.strip_prefix(ROOT)
         && (rest.is_empty() || rest.starts_with('/'))
     {
-        return RepoPath::new(rest.trim_start_matches('/'));
+        return Ok(RepoPath::new(rest.trim_start_matches('/'))?);
     }
     if s.starts_with('/') {
-        return Err(CoreError::InvalidPath {
+        return Err(EngineError::Core(live_ci_core::CoreError::InvalidPath {
             path: s.to_string(),
             reason: "absolute path outside the repository".into(),
-        });
+        }));
     }
-    base.join(s)
+    Ok(base.join(s)?)
 }
 
 /// `to` relative to `from` (both directories), `.` when equal.
@@ -246,7 +246,7 @@ impl FileEval<'_> {
             self.field_or_file(),
             self.dir.display()
         );
-        self.error(CoreError::Config {
+        self.error(EngineError::Config {
             file: self.file.clone(),
             message,
         })
@@ -273,7 +273,7 @@ impl FileEval<'_> {
     }
 
     fn missing(&mut self, function: &str, missing: RepoPath) -> V {
-        self.error(CoreError::MissingFile {
+        self.error(EngineError::MissingFile {
             file: self.file.clone(),
             function: function.to_string(),
             missing,
@@ -358,7 +358,7 @@ impl FileEval<'_> {
                     pattern.as_str(),
                     e.kind()
                 );
-                return self.error(CoreError::Config {
+                return self.error(EngineError::Config {
                     file: self.file.clone(),
                     message,
                 });
@@ -398,7 +398,7 @@ impl FileEval<'_> {
                 self.field_or_file(),
                 path.as_str()
             );
-            return self.error(CoreError::Config {
+            return self.error(EngineError::Config {
                 file: self.file.clone(),
                 message,
             });

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hcl::{Body, Expression};
 use rayon::prelude::*;
 
+use crate::error::EngineError;
 use crate::graph::Graph;
-use live_ci_core::error::CoreError;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 use live_ci_core::tree::in_hidden_dir;
@@ -40,11 +40,11 @@ pub struct Discovery {
     /// Config files that are only shared parent configs: files some unit
     /// includes, and every `root.hcl`. Sorted.
     pub parents: Vec<RepoPath>,
-    pub errors: Vec<CoreError>,
+    pub errors: Vec<EngineError>,
     /// The same problems by the unit they break (a broken shared file is
     /// listed under every unit that includes or reads it), so a listing can
     /// keep a broken unit and say what is wrong with it.
-    pub unit_errors: BTreeMap<RepoPath, Vec<CoreError>>,
+    pub unit_errors: BTreeMap<RepoPath, Vec<EngineError>>,
     /// Directories holding a `terragrunt.stack.hcl`, sorted by path.
     pub stacks: Vec<Stack>,
 }
@@ -67,7 +67,7 @@ impl Default for DiscoverOptions {
 impl Discovery {
     /// Builds the unit graph; the errors are discovery's followed by the
     /// graph's (dependencies on non-units, cycles).
-    pub fn into_graph(self) -> (Graph, Vec<CoreError>) {
+    pub fn into_graph(self) -> (Graph, Vec<EngineError>) {
         let (graph, graph_errors) = Graph::build(self.units);
         let mut errors = self.errors;
         errors.extend(graph_errors);
@@ -86,7 +86,7 @@ pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discover
         Ok(f) => f,
         Err(e) => {
             return Discovery {
-                errors: vec![e],
+                errors: vec![e.into()],
                 ..Default::default()
             };
         }
@@ -189,7 +189,7 @@ fn to_unit(dir: RepoPath, config_file: &RepoPath, out: &ConfigOutcome) -> Unit {
 pub(crate) struct Sink {
     pub reads: BTreeSet<RepoPath>,
     pub unresolved: Vec<Unresolved>,
-    pub errors: Vec<CoreError>,
+    pub errors: Vec<EngineError>,
     /// Dependencies declared by configs read through `read_terragrunt_config`
     /// (terragrunt adds them to the reading unit's run graph).
     pub read_deps: BTreeSet<RepoPath>,
@@ -230,8 +230,8 @@ pub(crate) struct ReadOutcome {
     pub sink: Sink,
 }
 
-type ParseCell = Arc<OnceLock<Result<Arc<ParsedFile>, CoreError>>>;
-type TextCell = Arc<OnceLock<Result<Arc<str>, CoreError>>>;
+type ParseCell = Arc<OnceLock<Result<Arc<ParsedFile>, EngineError>>>;
+type TextCell = Arc<OnceLock<Result<Arc<str>, EngineError>>>;
 /// (read file, reading unit when the value depends on it).
 type ReadKey = (RepoPath, Option<RepoPath>);
 
@@ -285,7 +285,7 @@ impl<'t> Shared<'t> {
     /// A unit's own config: parsed without caching (nobody else needs it unless
     /// it is also included or read, and then the cache already holds it), so
     /// 10,000 unit bodies are not all kept alive at once.
-    pub fn parse_unit(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, CoreError> {
+    pub fn parse_unit(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
         let cached = lock(&self.parsed).get(path).cloned();
         match cached.and_then(|cell| cell.get().cloned()) {
             Some(hit) => hit,
@@ -294,17 +294,22 @@ impl<'t> Shared<'t> {
     }
 
     /// Parses a config once, however many units include or read it.
-    pub fn parse(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, CoreError> {
+    pub fn parse(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
         let cell = lock(&self.parsed).entry(path.clone()).or_default().clone();
         cell.get_or_init(|| parse_file(self.tree, path).map(Arc::new))
             .clone()
     }
 
     /// The text of a file read by `file()` and friends, read once.
-    pub fn text(&self, path: &RepoPath) -> Result<Arc<str>, CoreError> {
+    pub fn text(&self, path: &RepoPath) -> Result<Arc<str>, EngineError> {
         let cell = lock(&self.texts).entry(path.clone()).or_default().clone();
-        cell.get_or_init(|| self.tree.read(path).map(Arc::from))
-            .clone()
+        cell.get_or_init(|| {
+            self.tree
+                .read(path)
+                .map(Arc::from)
+                .map_err(EngineError::from)
+        })
+        .clone()
     }
 
     /// `read_terragrunt_config(path)` for the unit in `original_dir`, computed
@@ -346,20 +351,25 @@ impl<'t> Shared<'t> {
     }
 }
 
-fn parse_file(tree: &dyn FileTree, path: &RepoPath) -> Result<ParsedFile, CoreError> {
-    let text = tree.read(path)?;
-    let body = hcl::parse(&text).map_err(|e| match e {
-        hcl::Error::Parse(pe) => CoreError::Syntax {
-            file: path.clone(),
+/// Parses one HCL file; a syntax error names the file, line and column.
+pub(crate) fn parse_hcl(file: &RepoPath, text: &str) -> Result<hcl::Body, EngineError> {
+    hcl::parse(text).map_err(|e| match e {
+        hcl::Error::Parse(pe) => EngineError::Syntax {
+            file: file.clone(),
             line: pe.location().line(),
             col: pe.location().column(),
             message: pe.message().to_string(),
         },
-        other => CoreError::Config {
-            file: path.clone(),
+        other => EngineError::Config {
+            file: file.clone(),
             message: other.to_string(),
         },
-    })?;
+    })
+}
+
+fn parse_file(tree: &dyn FileTree, path: &RepoPath) -> Result<ParsedFile, EngineError> {
+    let text = tree.read(path)?;
+    let body = parse_hcl(path, &text)?;
     // Locals move out of the body (no copy): the body is scanned without them.
     let mut locals = Vec::new();
     let mut rest = Vec::new();

@@ -6,7 +6,8 @@
 use hcl::{BlockLabel, Expression};
 use serde::Serialize;
 
-use live_ci_core::error::CoreError;
+use super::parse_hcl;
+use crate::error::EngineError;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 
@@ -25,10 +26,10 @@ pub struct Stack {
     pub generated: Vec<GeneratedUnit>,
     /// Why the file could not be read or parsed.
     #[serde(serialize_with = "as_messages")]
-    pub errors: Vec<CoreError>,
+    pub errors: Vec<EngineError>,
 }
 
-fn as_messages<S: serde::Serializer>(errors: &[CoreError], s: S) -> Result<S::Ok, S::Error> {
+fn as_messages<S: serde::Serializer>(errors: &[EngineError], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(errors.iter().map(ToString::to_string))
 }
 
@@ -81,20 +82,11 @@ pub(crate) fn read(tree: &dyn FileTree, file: &RepoPath) -> Stack {
         generated: Vec::new(),
         errors: Vec::new(),
     };
-    let body = match tree.read(file).and_then(|text| {
-        hcl::parse(&text).map_err(|e| match e {
-            hcl::Error::Parse(pe) => CoreError::Syntax {
-                file: file.clone(),
-                line: pe.location().line(),
-                col: pe.location().column(),
-                message: pe.message().to_string(),
-            },
-            other => CoreError::Config {
-                file: file.clone(),
-                message: other.to_string(),
-            },
-        })
-    }) {
+    let body = match tree
+        .read(file)
+        .map_err(EngineError::from)
+        .and_then(|text| parse_hcl(file, &text))
+    {
         Ok(b) => b,
         Err(e) => {
             stack.errors.push(e);

@@ -8,8 +8,8 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::ast::{GraphExpr, Kind, Query, Target, Term};
 use super::parser::parse_query;
+use crate::error::{EngineError, Result};
 use crate::graph::Graph;
-use live_ci_core::error::{CoreError, Result};
 use live_ci_core::path::RepoPath;
 
 /// What a git range selects, as terragrunt's `[a...b]` does: the units whose
@@ -126,11 +126,11 @@ impl Filters {
             }
             // Parsing the untrimmed line keeps columns true to the file.
             let query = parse_query(line).map_err(|e| match e {
-                CoreError::FilterSyntax {
+                EngineError::FilterSyntax {
                     query,
                     column,
                     message,
-                } => CoreError::FilterFileSyntax {
+                } => EngineError::FilterFileSyntax {
                     file: file_name.to_string(),
                     line: i + 1,
                     column,
@@ -297,7 +297,7 @@ impl<'a> Eval<'a> {
                 continue;
             }
             let Some(git) = self.git else {
-                return Err(CoreError::Filter(format!(
+                return Err(EngineError::Filter(format!(
                     "filter {:?} selects units changed in git ({}), but no git repository \
                      is available",
                     filter.source,
@@ -406,7 +406,7 @@ impl<'a> Eval<'a> {
             Target::Git { base, head } => {
                 let key = (base.clone(), head.clone());
                 let Some(changes) = self.git_cache.get(&key) else {
-                    return Err(CoreError::Filter(format!(
+                    return Err(EngineError::Filter(format!(
                         "git range {target} was not prepared"
                     )));
                 };
@@ -433,7 +433,7 @@ impl<'a> Eval<'a> {
             (false, _) => None,
             (true, Some(r)) => Some(r.trim_end_matches('/')),
             (true, None) => {
-                return Err(CoreError::Filter(format!(
+                return Err(EngineError::Filter(format!(
                     "reading={pattern} is an absolute path, but the repository has no \
                      location on disk to resolve it against"
                 )));
@@ -474,5 +474,5 @@ fn matcher(pattern: &str) -> Result<GlobMatcher> {
         .literal_separator(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| CoreError::Filter(format!("invalid glob {pattern:?}: {}", e.kind())))
+        .map_err(|e| EngineError::Filter(format!("invalid glob {pattern:?}: {}", e.kind())))
 }

@@ -21,7 +21,7 @@ use globset::GlobBuilder;
 
 use super::ast::{Direction, GraphExpr, Kind, Query, Reach, Target, Term};
 use super::lexer::{Token, TokenKind, tokenize};
-use live_ci_core::error::{CoreError, Result};
+use crate::error::{EngineError, Result};
 use live_ci_core::path::RepoPath;
 
 /// What every term position accepts, for "expected ..." messages.
@@ -361,7 +361,7 @@ impl Parser<'_> {
     }
 
     /// "expected X after "Y"", naming what was found unless it is the end.
-    fn expected(&self, what: &str, after: &str) -> CoreError {
+    fn expected(&self, what: &str, after: &str) -> EngineError {
         let found = self.peek();
         let mut message = format!("expected {what} after {after:?}");
         if found.kind != TokenKind::Eof {
@@ -370,7 +370,7 @@ impl Parser<'_> {
         self.error(found.column, message)
     }
 
-    fn expected_at_start(&self, what: &str) -> CoreError {
+    fn expected_at_start(&self, what: &str) -> EngineError {
         let found = self.peek();
         let message = if found.kind == TokenKind::Eof {
             format!("expected {what}, found an empty filter")
@@ -380,8 +380,8 @@ impl Parser<'_> {
         self.error(found.column, message)
     }
 
-    fn error(&self, column: usize, message: impl Into<String>) -> CoreError {
-        CoreError::FilterSyntax {
+    fn error(&self, column: usize, message: impl Into<String>) -> EngineError {
+        EngineError::FilterSyntax {
             query: self.query.to_string(),
             column,
             message: message.into(),

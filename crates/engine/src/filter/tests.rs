@@ -8,8 +8,8 @@ use std::num::NonZeroUsize;
 use proptest::prelude::*;
 
 use super::*;
+use crate::error::EngineError;
 use crate::graph::Graph;
-use live_ci_core::error::CoreError;
 use live_ci_core::path::RepoPath;
 use live_ci_core::unit::Unit;
 
@@ -48,7 +48,7 @@ struct FakeGit {
 }
 
 impl GitRanges for FakeGit {
-    fn changed(&self, base: &str, head: Option<&str>) -> live_ci_core::Result<RangeChanges> {
+    fn changed(&self, base: &str, head: Option<&str>) -> crate::error::Result<RangeChanges> {
         self.calls
             .borrow_mut()
             .push((base.to_string(), head.map(str::to_string)));
@@ -56,7 +56,11 @@ impl GitRanges for FakeGit {
             // `gone/unit` was removed: not in the graph, listed apart.
             ("main", None) => (&["prod/db"], &["gone/unit"]),
             ("main", Some("feature")) => (&["net/dns"], &[]),
-            _ => return Err(CoreError::Vcs(format!("unknown revision {base:?}"))),
+            _ => {
+                return Err(
+                    live_ci_core::CoreError::Vcs(format!("unknown revision {base:?}")).into(),
+                );
+            }
         };
         let set = |ps: &[&str]| ps.iter().map(|p| RepoPath::new(p).unwrap()).collect();
         Ok(RangeChanges {
@@ -251,7 +255,12 @@ fn git_ranges() {
         .unwrap()
         .select(&g, Some(&git))
         .unwrap_err();
-    assert_eq!(err, CoreError::Vcs("unknown revision \"nope\"".into()));
+    assert_eq!(
+        err,
+        EngineError::Core(live_ci_core::CoreError::Vcs(
+            "unknown revision \"nope\"".into()
+        ))
+    );
 }
 
 #[test]
@@ -429,7 +438,7 @@ fn parse_errors_name_the_column_and_what_was_expected() {
         let err = parse_query(query).unwrap_err();
         assert_eq!(
             err,
-            CoreError::FilterSyntax {
+            EngineError::FilterSyntax {
                 query: query.to_string(),
                 column,
                 message: message.to_string(),
@@ -603,7 +612,7 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
 struct HashGit;
 
 impl GitRanges for HashGit {
-    fn changed(&self, base: &str, head: Option<&str>) -> live_ci_core::Result<RangeChanges> {
+    fn changed(&self, base: &str, head: Option<&str>) -> crate::error::Result<RangeChanges> {
         let salt = base.len() + head.map_or(7, str::len);
         let changed: BTreeSet<RepoPath> = ["a", "b", "a/c"]
             .iter()
@@ -652,7 +661,7 @@ proptest! {
                 let shown = q.to_string();
                 prop_assert_eq!(parse_query(&shown), Ok(q), "{:?} shown as {:?}", s, shown);
             }
-            Err(CoreError::FilterSyntax { query, column, message }) => {
+            Err(EngineError::FilterSyntax { query, column, message }) => {
                 prop_assert_eq!(&query, &s);
                 prop_assert!((1..=s.chars().count() + 1).contains(&column), "column {} in {:?}", column, s);
                 prop_assert!(!message.is_empty());

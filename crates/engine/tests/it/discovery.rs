@@ -7,7 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use live_ci_core::{CoreError, MemTree, RepoPath, Unit};
+use live_ci_core::{MemTree, RepoPath, Unit};
+use live_ci_engine::EngineError;
 use live_ci_engine::{Discovery, discover};
 use proptest::prelude::*;
 
@@ -600,7 +601,7 @@ fn syntax_errors_name_file_line_and_column_and_spare_the_rest() {
     assert_eq!(paths(&d), ["bad", "ok"]);
     assert_eq!(d.errors.len(), 1);
     match &d.errors[0] {
-        CoreError::Syntax {
+        EngineError::Syntax {
             file, line, col, ..
         } => {
             assert_eq!(file.as_str(), "bad/terragrunt.hcl");

@@ -1,0 +1,71 @@
+//! The one error type of the engine crate: what discovery, filters and plans
+//! report about a live repo; a file tree's or version control's own error
+//! arrives as [`EngineError::Core`].
+
+use live_ci_core::error::CoreError;
+use live_ci_core::path::RepoPath;
+
+/// Everything the engine reports. Messages are lowercase and quote the
+/// offending value; file positions are `file:line:col`.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum EngineError {
+    #[error("{file}:{line}:{col}: syntax error: {message}")]
+    Syntax {
+        file: RepoPath,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Config { file: RepoPath, message: String },
+    /// A file included or read by another does not exist.
+    #[error("{file}: {function}: no such file {missing:?}")]
+    MissingFile {
+        file: RepoPath,
+        function: String,
+        missing: RepoPath,
+    },
+    #[error(
+        "{unit}: dependency {dependency:?} is not a unit (no terragrunt.hcl in {dependency:?})"
+    )]
+    NotAUnit { unit: RepoPath, dependency: String },
+    #[error("dependency cycle: {}", format_cycle(.0))]
+    Cycle(Vec<RepoPath>),
+    #[error("filter {query:?}, column {column}: {message}")]
+    FilterSyntax {
+        query: String,
+        column: usize,
+        message: String,
+    },
+    /// A malformed line of a filters file; `column` counts characters in the line.
+    #[error("{file}:{line}:{column}: filter {query:?}: {message}")]
+    FilterFileSyntax {
+        file: String,
+        line: usize,
+        column: usize,
+        query: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Filter(String),
+    #[error("{unit}: {message}")]
+    Plan { unit: RepoPath, message: String },
+    /// A problem of one unit's configuration, naming the unit.
+    #[error("unit {unit}: {error}")]
+    Unit {
+        unit: RepoPath,
+        error: Box<EngineError>,
+    },
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+fn format_cycle(cycle: &[RepoPath]) -> String {
+    cycle
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
