@@ -223,25 +223,17 @@ impl<F: Fn(&str) -> Option<String>> Check<F> {
         self.keep(read)
     }
 
-    /// The metadb connection when one is configured: `METADB_URL`, or the
-    /// Data API's variables.
-    fn metadb_if_set(&mut self) -> Option<Option<MetadbConfig>> {
-        if ["METADB_URL", "METADB_CLUSTER_ARN"]
-            .iter()
-            .any(|k| self.env.opt(k).is_some())
-        {
-            let read = MetadbConfig::from_settings(&self.env);
-            self.keep(read).map(Some)
-        } else {
-            Some(None)
-        }
-    }
-
-    /// The metadb connection, required.
+    /// The metadb connection, required: `METADB_URL`, or the Data API's
+    /// variables.
     fn metadb(&mut self) -> Option<MetadbConfig> {
-        match self.metadb_if_set()? {
-            Some(config) => Some(config),
-            None => self.keep(Err(ConfigError::Missing("METADB_URL"))),
+        let configured = ["METADB_URL", "METADB_CLUSTER_ARN"]
+            .iter()
+            .any(|k| self.env.opt(k).is_some());
+        if configured {
+            let read = MetadbConfig::from_settings(&self.env);
+            self.keep(read)
+        } else {
+            self.keep(Err(ConfigError::Missing("METADB_URL")))
         }
     }
 
