@@ -16,7 +16,8 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
-    ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
+    ArtifactStore, ExecutionStore, RoleAssumer, RunStore, SavedPlan, TaskTokens, TokenDelivery,
+    sha256_hex,
 };
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{
@@ -63,7 +64,13 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
+pub async fn terra_run<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+>(
     config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
@@ -151,7 +158,13 @@ async fn post_status<M, A, T, G: GitHost, R>(
     ports.statuses.post(check, &status).await;
 }
 
-async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
+async fn phase<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+>(
     config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
@@ -571,7 +584,7 @@ async fn run_with_heartbeat<T: TaskTokens>(
 /// After an apply: the resources of the unit's new providers, from `show -json`
 /// run with the apply command's own tool, stored in the execution's
 /// `new_resources` (what a rollback destroys with `-target`).
-async fn record_new_resources<M: Metadb>(
+async fn record_new_resources<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
     apply_command: &str,

@@ -10,7 +10,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sfn::types::ExecutionStatus;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::RunStore;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_task::checkout::Repo;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
