@@ -99,10 +99,13 @@ bench:
 ## The pipeline's own cost per unit through the local cloud (not part of make test):
 ## a generated repo of 20 and 100 units in 4 accounts, max_parallel 4 and 16, every
 ## unit approved through its mail; prints makespan, terraform time, overhead per
-## unit, start latency and Lambda durations. BENCH_PIPELINE_ARGS="--cases 20x4" narrows it.
+## unit, start latency and Lambda durations. BENCH_PIPELINE_ARGS="--cases 20x4" narrows it;
+## BENCH_PROFILE=release deploys release builds of the Lambdas and the task (what AWS runs).
+BENCH_PROFILE ?= debug
 bench-pipeline:
 	$(CARGO) build --locked --workspace --bins
-	$(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-bench-pipeline -- $(BENCH_PIPELINE_ARGS)
+	$(CARGO) build --locked --workspace --bins --profile $(subst debug,dev,$(BENCH_PROFILE))
+	LIVE_CI_PROFILE=$(BENCH_PROFILE) $(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-bench-pipeline -- $(BENCH_PIPELINE_ARGS)
 
 clean: localstack-down
 	-bash scripts/pg.sh down

@@ -18,6 +18,9 @@
 #   LIVE_CI_METADB_URL     [$LIVE_CI_PG_URL]  the metadb (a database of the local PostgreSQL)
 #   LIVE_CI_METADB_CONNECTION [data-api]  data-api (the module default) or direct
 #   LIVE_CI_LOG_LEVEL      [info]   LIVE_CI_SKIP_BUILD=1 skips `cargo build`
+#   LIVE_CI_PROFILE        [debug]  the cargo profile whose binaries the wrappers and the
+#                          task run: debug, or release (what AWS runs; make bench-pipeline
+#                          BENCH_PROFILE=release)
 #   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
 #   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
 #   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
@@ -36,7 +39,13 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The debug binaries the local cloud runs (cargo's target dir, wherever it is).
-bin_dir="${CARGO_TARGET_DIR:-$root/target}/debug"
+profile="${LIVE_CI_PROFILE:-debug}"
+case "$profile" in
+  debug) profile_flag="" ;;
+  release) profile_flag="--release" ;;
+  *) printf 'deploy-local: LIVE_CI_PROFILE %s: expected debug or release\n' "'$profile'" >&2; exit 2 ;;
+esac
+bin_dir="${CARGO_TARGET_DIR:-$root/target}/$profile"
 work="${LIVE_CI_WORK:-$root/.work}"
 work="$(mkdir -p "$work" && cd "$work" && pwd)"
 export LIVE_CI_WORK="$work"
@@ -130,8 +139,9 @@ apply() {
   esac
   mkdir -p "$state_dir"
   if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
-    log "cargo build (debug binaries)"
-    (cd "$root" && cargo build --locked --workspace --bins -q) >&2
+    log "cargo build ($profile binaries)"
+    # shellcheck disable=SC2086 # an empty flag is no argument
+    (cd "$root" && cargo build --locked --workspace --bins -q $profile_flag) >&2
   fi
   package_lambda receiver receiver
   package_lambda trigger-sf trigger-sf

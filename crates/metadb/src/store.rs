@@ -519,6 +519,14 @@ impl<S: Sql> RunStore for Store<S> {
         decode_first(q::RUN_BY_ID, &rows)
     }
 
+    async fn superseded_runs(&self, by: RunId) -> Result<Vec<RunRecord>> {
+        let rows = self
+            .sql
+            .query(q::SUPERSEDED_RUNS, &[("run_id", Param::Int(by))])
+            .await?;
+        decode_all(q::SUPERSEDED_RUNS, &rows)
+    }
+
     async fn run_by_commit(&self, commit_id: &str) -> Result<Option<RunRecord>> {
         let rows = self
             .sql

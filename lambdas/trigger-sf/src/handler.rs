@@ -135,6 +135,29 @@ impl TaskLauncher for NoTrunkSweep {
 }
 
 /// The reason stored with a failed execution, from how it ended.
+
+/// The deploy status of a merge `by` superseded: it was deployed (or not) by
+/// that run, at the newer trunk commit `by_commit`.
+pub fn superseded_status(
+    commit: &str,
+    by: RunId,
+    by_commit: &str,
+    outcome: RunStatus,
+) -> CommitStatus {
+    let short = by_commit.get(..7).unwrap_or(by_commit);
+    let (state, description) = match outcome {
+        RunStatus::Succeeded => (
+            StatusState::Success,
+            format!("deployed by run #{by} (commit {short}) with the newer trunk commits"),
+        ),
+        _ => (
+            StatusState::Failure,
+            format!("superseded by run #{by} (commit {short}), which failed"),
+        ),
+    };
+    CommitStatus::new(commit, state, context::DEPLOY, &description)
+}
+
 pub fn failure_reason(ended: &Ended) -> Option<String> {
     match ended {
         Ended::Succeeded => None,
@@ -667,6 +690,13 @@ where
         let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
         let statuses = Statuses::new(&self.github, CommitStatusConfig::default());
         Self::queue(&statuses, Check::Always, commit, report);
+        // The merges this run deployed along with its own commit never ran
+        // themselves: their commits learn the outcome here, or they would
+        // show no deploy status at all.
+        for covered in self.metadb.superseded_runs(run_id).await.port("metadb")? {
+            let status = superseded_status(&covered.commit_id, run_id, &run.commit_id, status);
+            Self::queue(&statuses, Check::Always, status, report);
+        }
         Ok(())
     }
 
@@ -813,5 +843,30 @@ where
             report.lock_repaired = Some(truth.to_string());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_superseded_merge_shares_the_outcome_of_the_run_that_covered_it() {
+        let ok = superseded_status("c6", 12, "0123456789abcdef", RunStatus::Succeeded);
+        assert_eq!(
+            (ok.sha.as_str(), ok.context.as_str()),
+            ("c6", context::DEPLOY)
+        );
+        assert_eq!(ok.state, StatusState::Success);
+        assert_eq!(
+            ok.description,
+            "deployed by run #12 (commit 0123456) with the newer trunk commits"
+        );
+        let failed = superseded_status("c6", 12, "0123456789abcdef", RunStatus::Failed);
+        assert_eq!(failed.state, StatusState::Failure);
+        assert_eq!(
+            failed.description,
+            "superseded by run #12 (commit 0123456), which failed"
+        );
     }
 }

@@ -64,6 +64,13 @@ pub trait RunStore: Send + Sync {
         run_id: RunId,
     ) -> impl Future<Output = Result<Option<RunRecord>, Self::Error>> + Send;
 
+    /// The runs `by` superseded (merges it deploys together with newer trunk
+    /// commits), oldest on the trunk first: their commits learn how `by` ended.
+    fn superseded_runs(
+        &self,
+        by: RunId,
+    ) -> impl Future<Output = Result<Vec<RunRecord>, Self::Error>> + Send;
+
     /// The run of a merge commit, if one was created.
     fn run_by_commit(
         &self,

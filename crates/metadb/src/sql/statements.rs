@@ -44,6 +44,11 @@ pub const RUN_BY_COMMIT: &str =
 
 pub const RUN_BY_ID: &str = "SELECT live_ci_run_json(r) FROM runs r WHERE r.run_id = :run_id";
 
+/// The runs a run superseded, oldest on the trunk first.
+pub const SUPERSEDED_RUNS: &str = "\
+SELECT live_ci_run_json(r) FROM runs r WHERE r.superseded_by = :run_id
+ORDER BY r.trunk_seq, r.run_id";
+
 /// One chunk of a run's executions, as a JSON array of records.
 pub const INSERT_EXECUTIONS: &str = "\
 INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps, action,

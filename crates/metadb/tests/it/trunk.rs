@@ -74,6 +74,15 @@ async fn merges_created_in_reverse_order_start_in_trunk_order() {
         Some(format!("superseded by run #{}", later.run_id).as_str())
     );
     assert!(db.claim_ready(earlier.run_id, 10).await.unwrap().is_empty());
+    let covered: Vec<String> = db
+        .superseded_runs(later.run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.commit_id)
+        .collect();
+    assert_eq!(covered, ["c11"]);
+    assert!(db.superseded_runs(running.run_id).await.unwrap().is_empty());
     // What a new merge is placed against: newest on the trunk first, no superseded.
     let trunk: Vec<(String, u64)> = db
         .trunk_runs(10)
@@ -116,6 +125,15 @@ async fn a_queued_run_older_than_a_started_one_never_starts() {
         .unwrap();
     assert!(late.created && !late.started);
     assert_eq!(status(&db, late.run_id).await, RunStatus::Superseded);
+    // Oldest on the trunk first.
+    let covered: Vec<String> = db
+        .superseded_runs(newer.run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.commit_id)
+        .collect();
+    assert_eq!(covered, ["c19", "c20"]);
     t.drop_db().await;
 }
 

@@ -629,6 +629,55 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     t.drop_db().await;
 }
 
+/// Two merges queue behind a running deploy; the newer one starts and
+/// supersedes the older, which never runs. When the newer run ends, the older
+/// merge's commit gets the deploy status too, naming the run that deployed it
+/// (before, it never got one).
+#[tokio::test]
+async fn a_superseded_merge_learns_how_the_run_that_covered_it_ended() {
+    let t = TestDb::new().await;
+    let h = handler(&t).await;
+    let first = chain(&h, "c5", 7).await;
+    let older = chain(&h, "c6", 8).await;
+    let newer = chain(&h, "c7", 9).await;
+    h.handle(&Input::Run(first)).await.unwrap();
+    for unit in ["c5-a", "c5-b", "c5-c"] {
+        h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
+    }
+    let covered = h.metadb().run(older).await.unwrap().unwrap();
+    assert_eq!(
+        (covered.status, covered.superseded_by),
+        (RunStatus::Superseded, Some(newer))
+    );
+    let deploy_of = |sha: &str| -> Vec<(StatusState, String)> {
+        h.github()
+            .statuses()
+            .iter()
+            .filter(|s| s.context == context::DEPLOY && s.sha == sha)
+            .map(|s| (s.state, s.description.clone()))
+            .collect()
+    };
+    // Nothing is said for c6 while the run that covers it is still going.
+    assert!(deploy_of("c6").is_empty());
+    for unit in ["c7-a", "c7-b"] {
+        h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
+    }
+    let r = h.handle(&ended("c7-c", "SUCCEEDED", None)).await.unwrap();
+    assert_eq!(r.finished, [(newer, RunStatus::Succeeded)]);
+    assert_eq!(
+        deploy_of("c6"),
+        [(
+            StatusState::Success,
+            format!("deployed by run #{newer} (commit c7) with the newer trunk commits")
+        )]
+    );
+    assert_eq!(
+        deploy_of("c7"),
+        [(StatusState::Success, "3 of 3 units deployed".to_string())]
+    );
+    t.drop_db().await;
+}
+
 #[tokio::test]
 async fn the_sweep_records_missed_ends() {
     let t = TestDb::new().await;

@@ -66,6 +66,10 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("scripts/local-cloud.sh up")?;
     let result = async {
+        println!(
+            "binaries: {} (LIVE_CI_PROFILE)",
+            std::env::var("LIVE_CI_PROFILE").unwrap_or_else(|_| "debug".into())
+        );
         let f = floor(cloud.endpoint(), args.floor_samples).await?;
         println!(
             "floor: one waitForTaskToken task answered at once: p50 {:.2} s  p95 {:.2} s  (n={})",
