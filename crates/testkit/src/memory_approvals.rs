@@ -307,3 +307,130 @@ impl ApprovalStore for MemoryApprovals {
         Ok(decision)
     }
 }
+
+#[cfg(all(test, feature = "approval"))]
+mod tests {
+    //! The fake against the real metadb: one scenario through every guard,
+    //! and both must answer alike, so the fake cannot drift from the SQL.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn request(id: &str, hash: &str) -> NewApprovalRequest {
+        NewApprovalRequest {
+            execution_id: id.into(),
+            sfn_execution_arn: format!("arn:aws:states:us-west-2:111111111111:execution:x:{id}"),
+            task_token_ciphertext: format!("ciphertext-{hash}"),
+            task_token_hash: hash.into(),
+            to_add: 1,
+            to_change: 0,
+            to_destroy: 0,
+            plan_summary: "1 to add".into(),
+            logs_url: "https://logs.example.com".into(),
+            expires_at: now_ms() + 3_600_000,
+        }
+    }
+
+    /// An answer without the error's type (the two stores' differ).
+    fn fmt<T: std::fmt::Debug, E>(r: Result<T, E>) -> String {
+        format!("{:?}", r.map_err(|_| "error"))
+    }
+
+    /// What the store answers along the scenario, one line per call.
+    async fn scenario<S: ApprovalStore>(s: &S, id: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut say = |what: &str, answer: String| out.push(format!("{what}: {answer}"));
+        let (a, b, c) = ("a@example.com", "b@example.com", "c@example.com");
+        say(
+            "unknown",
+            fmt(s.store_approval_request(&request("nope", "h0")).await),
+        );
+        say(
+            "store",
+            fmt(s.store_approval_request(&request(id, "h1")).await),
+        );
+        say(
+            "again",
+            fmt(s.store_approval_request(&request(id, "h1")).await),
+        );
+        say(
+            "new token",
+            fmt(s.store_approval_request(&request(id, "h2")).await),
+        );
+        let stored = s.approval_request(id).await.unwrap().unwrap();
+        say("stored hash", stored.task_token_hash);
+        say("mail a", fmt(s.record_mailed(id, "h2", a, "m1").await));
+        say(
+            "mail a again",
+            fmt(s.record_mailed(id, "h2", a, "m2").await),
+        );
+        say("mail b", fmt(s.record_mailed(id, "h2", b, "m3").await));
+        say("mailed", fmt(s.mailed_voters(id, "h2").await));
+        say("mailed h1", fmt(s.mailed_voters(id, "h1").await));
+        say(
+            "stranger",
+            fmt(s.cast_vote(id, "x@example.com", Vote::Approve).await),
+        );
+        say(
+            "no execution",
+            fmt(s.cast_vote("nope", a, Vote::Approve).await),
+        );
+        say("a approves", fmt(s.cast_vote(id, a, Vote::Approve).await));
+        say("decide early", fmt(s.decide(id).await));
+        say("claim early", fmt(s.claim_decision_delivery(id, 60).await));
+        say("a rejects", fmt(s.cast_vote(id, a, Vote::Reject).await));
+        say("b rejects", fmt(s.cast_vote(id, b, Vote::Reject).await));
+        say("decide", fmt(s.decide(id).await));
+        say("decide again", fmt(s.decide(id).await));
+        say("c late", fmt(s.cast_vote(id, c, Vote::Approve).await));
+        say("tally", fmt(s.tally(id).await));
+        say("claim", fmt(s.claim_decision_delivery(id, 60).await));
+        say("claim again", fmt(s.claim_decision_delivery(id, 60).await));
+        say(
+            "store after claim",
+            fmt(s.store_approval_request(&request(id, "h3")).await),
+        );
+        let delivered = TokenDelivery::Delivered;
+        say(
+            "record",
+            fmt(s.record_decision_delivery(id, &delivered).await),
+        );
+        say(
+            "record again",
+            fmt(s.record_decision_delivery(id, &delivered).await),
+        );
+        let stored = s.approval_request(id).await.unwrap().unwrap();
+        say("delivery", format!("{:?}", stored.delivery));
+        let e = s.approval_execution(id).await.unwrap().unwrap();
+        say("execution", format!("{:?} {:?}", e.status, e.decision));
+        say(
+            "no execution",
+            fmt(s.approval_execution("nope").await.map(|e| e.is_some())),
+        );
+        out
+    }
+
+    #[tokio::test]
+    async fn the_fake_answers_as_the_metadb_does() {
+        let id = "run-1-c8c5-dev-fake-001";
+        let voters = ["a@example.com", "b@example.com", "c@example.com"];
+        let (tdb, db, _) = crate::approval::awaiting(id, &voters, 2, 2).await;
+        let real = scenario(&db, id).await;
+        let fake = scenario(
+            &MemoryApprovals::with([running_execution(id, &voters, 2, 2)]),
+            id,
+        )
+        .await;
+        tdb.drop_db().await;
+        assert_eq!(fake, real);
+        // The scenario reached every guard (not two stores agreeing on errors).
+        assert!(
+            real.contains(&"decide: Ok(Some(Reject))".to_string()),
+            "{real:#?}"
+        );
+        assert!(
+            real.contains(&"claim again: Ok(false)".to_string()),
+            "{real:#?}"
+        );
+    }
+}
