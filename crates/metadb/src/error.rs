@@ -29,12 +29,15 @@ pub enum MetadbError {
     #[error("invalid database url {url:?}: {message}")]
     Url { url: String, message: String },
     /// `retryable`: the transaction may be retried (a deadlock); `transient`:
-    /// the call failed on the way (throttling, a 5xx, a timeout).
+    /// the call failed on the way (throttling, a 5xx, a timeout). `source` is
+    /// the SDK's error (an `SdkError` of the operation), absent when the
+    /// answer itself was unusable.
     #[error("rds data api: {message}")]
     DataApi {
         message: String,
         retryable: bool,
         transient: bool,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     #[error("cannot decode a row of {statement:?}: {message}")]
     Decode { statement: String, message: String },
