@@ -25,7 +25,7 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::PortResultExt;
-use live_ci_core::port::{FunctionInvoker, Metadb, RoleAssumer, Vcs, run_payload};
+use live_ci_core::port::{FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context,
 };
@@ -103,7 +103,7 @@ pub async fn create_deploy_stack<M, P, G, I, R>(
     ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
-    M: Metadb,
+    M: RunStore,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
@@ -162,7 +162,7 @@ async fn create<M, P, G, I, R>(
     ports: &DeployPorts<'_, M, P, G, I, R>,
 ) -> Result<DeployReport>
 where
-    M: Metadb,
+    M: RunStore,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,
@@ -396,7 +396,7 @@ async fn record_superseded<M, P, G, I, R>(
     by: RunId,
 ) -> Result<DeployReport>
 where
-    M: Metadb,
+    M: RunStore,
     P: ParamStore,
     G: GitHost,
     I: FunctionInvoker,

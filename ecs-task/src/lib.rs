@@ -17,6 +17,7 @@ pub mod run;
 pub mod sandbox;
 pub mod startup;
 pub mod terra_run;
+pub mod timeline;
 
 pub use config::{
     AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,

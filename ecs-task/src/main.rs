@@ -8,19 +8,22 @@ use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskTokens;
 use live_ci_core::settings::ConfigError;
+use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_metadb::AnyMetadb;
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
-use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs};
+use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, timeline};
 use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    timeline::start();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -34,11 +37,14 @@ async fn main() -> anyhow::Result<()> {
         Ok(config) => config,
         Err(errors) => {
             if let Some(token) = &errors.task_token {
-                answer_token(token, &errors.to_string()).await;
+                // The name every configuration error of the task library carries.
+                let name = TaskError::Config(ConfigError::Missing("")).name();
+                answer_token(token, name, &errors.to_string()).await;
             }
             return Err(errors).context("live-ci-task configuration");
         }
     };
+    timeline::mark("config");
     let Some(common) = config.common() else {
         println!(
             "{}",
@@ -47,9 +53,25 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     };
     let aws = aws_config::load_from_env().await;
+    timeline::mark("aws_config");
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
-    // The start's independent reads go at once: each is a round trip, and a
-    // task starts twice per unit.
+    // The start's independent reads go at once (the token, the log link, the
+    // metadb and a terra-run's status switches): each is a round trip or a
+    // connection, and a task starts twice per unit.
+    let open = async {
+        match &config {
+            Config::CreateDeployStack { metadb, .. } | Config::TerraRun { metadb, .. } => {
+                Some(open_metadb(metadb, &aws).await)
+            }
+            Config::PrPlan { .. } | Config::Contract => None,
+        }
+    };
+    let switches = async {
+        match &config {
+            Config::TerraRun { .. } => Some(status_config(common, &params).await),
+            _ => None,
+        }
+    };
     let read_token = async {
         match &common.github_token_param {
             Some(param) => params
@@ -60,8 +82,22 @@ async fn main() -> anyhow::Result<()> {
             None => Ok(None),
         }
     };
-    let (token, logs_url) = tokio::join!(read_token, logs::logs_url(common));
+    let (token, logs_url, metadb, switches) =
+        tokio::join!(read_token, logs::logs_url(common), open, switches);
     let token = token?;
+    let metadb = match metadb.transpose() {
+        Ok(metadb) => metadb,
+        Err(e) => {
+            // A terra-run that cannot reach the metadb says so now, by its
+            // kind (a retryable one is retried by the state machine), rather
+            // than leaving the execution to its heartbeat timeout.
+            if let Config::TerraRun { job, .. } = &config {
+                answer_token(&job.task_token, e.name(), &e.to_string()).await;
+            }
+            return Err(e).context("opening the metadb");
+        }
+    };
+    timeline::mark("clients");
     let github = match (&token, &common.repository) {
         (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
             api_base: common.github_api_url.clone(),
@@ -81,6 +117,8 @@ async fn main() -> anyhow::Result<()> {
         params,
         repo,
         logs_url,
+        metadb,
+        switches,
     };
     // Without a GitHub token statuses go to a host that posts nothing.
     match &github {
@@ -89,14 +127,12 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-/// Fails a terra-run's task token with its configuration problems (the error
-/// name the state machine sees for `TaskError::Config`), so the execution ends
-/// now rather than at its heartbeat timeout. Best effort: the task fails either way.
-async fn answer_token(token: &str, problems: &str) {
+/// Fails a terra-run's task token with a start-up failure (its configuration
+/// or the metadb) under the error's name, so the execution ends now rather than
+/// at its heartbeat timeout. Best effort: the task fails either way.
+async fn answer_token(token: &str, name: &str, problems: &str) {
     let aws = aws_config::load_from_env().await;
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
-    // The name every configuration error of the task library carries.
-    let name = TaskError::Config(ConfigError::Missing("")).name();
     if let Err(e) = tokens.send_failure(token, name, problems).await {
         tracing::warn!(error = %e, "answering the task token");
     }
@@ -109,6 +145,10 @@ struct Clients {
     roles: StsRoleAssumer,
     repo: Repo,
     logs_url: Option<String>,
+    /// Opened at start for the subcommands that use one.
+    metadb: Option<AnyMetadb>,
+    /// A terra-run's commit-status switches, read at start.
+    switches: Option<Result<CommitStatusConfig, TaskError>>,
 }
 
 async fn run<G: GitHost>(
@@ -123,14 +163,16 @@ async fn run<G: GitHost>(
         roles,
         repo,
         logs_url,
+        metadb,
+        switches,
     } = clients;
     let logs_url = logs_url.as_deref();
     match config {
-        Config::CreateDeployStack { metadb, job } => {
-            let metadb = open_metadb(metadb, aws).await?;
+        Config::CreateDeployStack { job, .. } => {
+            let metadb = opened(metadb)?;
             let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(aws));
             let ports = DeployPorts {
-                metadb: &metadb,
+                metadb,
                 params,
                 github,
                 invoker: &invoker,
@@ -144,23 +186,23 @@ async fn run<G: GitHost>(
             );
         }
         Config::TerraRun {
-            metadb,
-            plan_bucket,
-            job,
+            plan_bucket, job, ..
         } => {
-            let (metadb, switches) =
-                tokio::join!(open_metadb(metadb, aws), status_config(common, params));
-            let metadb = metadb?;
-            let switches = switches.unwrap_or_else(|e| {
-                // Statuses are advisory; the task token carries the result.
-                tracing::warn!(error = %e, "reading the commit status config");
-                Default::default()
-            });
+            let metadb = opened(metadb)?;
+            let switches = match switches {
+                Some(Ok(switches)) => *switches,
+                Some(Err(e)) => {
+                    // Statuses are advisory; the task token carries the result.
+                    tracing::warn!(error = %e, "reading the commit status config");
+                    CommitStatusConfig::default()
+                }
+                None => CommitStatusConfig::default(),
+            };
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
             let ports = TerraRunPorts {
-                metadb: &metadb,
+                metadb,
                 artifacts: &artifacts,
                 tokens: &tokens,
                 roles,
@@ -182,4 +224,11 @@ async fn run<G: GitHost>(
         Config::Contract => {}
     }
     Ok(())
+}
+
+/// The metadb `main` opened for a subcommand that has one.
+fn opened(metadb: &Option<AnyMetadb>) -> anyhow::Result<&AnyMetadb> {
+    metadb
+        .as_ref()
+        .context("no metadb was opened for this subcommand")
 }

@@ -16,7 +16,8 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
-    ArtifactStore, Metadb, RoleAssumer, SavedPlan, TaskTokens, TokenDelivery, sha256_hex,
+    ArtifactStore, ExecutionStore, RoleAssumer, RunStore, SavedPlan, TaskTokens, TokenDelivery,
+    sha256_hex,
 };
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{
@@ -33,6 +34,7 @@ use crate::error::{Result, TaskError};
 use crate::plans::describe_plan;
 use crate::run::{self, Tick};
 use crate::sandbox;
+use crate::timeline;
 
 /// The ports terra-run talks to.
 #[derive(Debug)]
@@ -62,7 +64,13 @@ pub enum TerraRunResult {
 /// Runs the phase the environment names and answers the task token either way.
 /// The returned error has already been sent with SendTaskFailure (when a token
 /// was given).
-pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
+pub async fn terra_run<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+>(
     config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
@@ -97,6 +105,7 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
             &description,
         )
         .await;
+        timeline::mark("final_status");
     };
     let answer = async {
         match &outcome {
@@ -104,6 +113,7 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
                 let json = serde_json::to_string(result)
                     .map_err(|e| TaskError::Tokens(format!("encoding the result: {e}")))?;
                 let sent = ports.tokens.send_success(&token, &json).await;
+                timeline::mark("answered");
                 Ok::<_, TaskError>(sent.port("task tokens")?)
             }
             Err(e) => {
@@ -111,6 +121,7 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
                     .tokens
                     .send_failure(&token, e.name(), &e.to_string())
                     .await;
+                timeline::mark("answered");
                 Ok::<_, TaskError>(sent.port("task tokens")?)
             }
         }
@@ -118,6 +129,7 @@ pub async fn terra_run<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R
     // The answer moves the state machine on; the status (a GitHub round trip)
     // goes at the same time instead of before it.
     let ((), delivery) = tokio::join!(status, answer);
+    timeline::log(&config.execution_id, config.phase.phase().as_str());
     let delivery = delivery?;
     if let TokenDelivery::Gone { reason } = delivery {
         tracing::warn!(%reason, "the state machine no longer waits for this task");
@@ -146,7 +158,13 @@ async fn post_status<M, A, T, G: GitHost, R>(
     ports.statuses.post(check, &status).await;
 }
 
-async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAssumer>(
+async fn phase<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+>(
     config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
@@ -162,25 +180,13 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         .await
         .port("metadb")?
         .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
+    timeline::mark("execution");
     // The record is the truth; the state machine passes the same command.
     let command = config.command.clone().unwrap_or_else(|| match phase {
         Phase::Plan => record.plan_command.clone(),
         Phase::Apply => record.apply_command.clone(),
     });
     *unit = Some((record.commit_id.clone(), record.cfg_path.clone()));
-    post_status(
-        ports,
-        logs_url,
-        phase,
-        &record.commit_id,
-        &record.cfg_path,
-        StatusState::Pending,
-        match phase {
-            Phase::Plan => "planning",
-            Phase::Apply => "applying the approved plan",
-        },
-    )
-    .await;
     println!(
         "live-ci terra-run {}: execution {:?}, unit {:?}, commit {}",
         phase.as_str(),
@@ -188,30 +194,47 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         record.cfg_path.as_str(),
         record.commit_id
     );
-    // A removed unit exists only before its removal: its destroy runs from the
-    // checkout of the run's range start. A rollback is a destroy too, but of
-    // what this run applied at its own commit, so it runs from that commit.
-    let source = match record.action {
-        Action::Apply => record.commit_id.clone(),
-        Action::Destroy if record.is_rollback => record.commit_id.clone(),
-        Action::Destroy => {
-            ports
-                .metadb
-                .run(record.run_id)
-                .await
-                .port("metadb")?
-                .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
-                .base_sha
+    let key = plan_key(&record.execution_id, &record.commit_id);
+    // The pending status, the checkout with the role, and an apply's approved
+    // plan are independent round trips: they go at once.
+    let pending = async {
+        post_status(
+            ports,
+            logs_url,
+            phase,
+            &record.commit_id,
+            &record.cfg_path,
+            StatusState::Pending,
+            match phase {
+                Phase::Plan => "planning",
+                Phase::Apply => "applying the approved plan",
+            },
+        )
+        .await;
+        timeline::mark("pending_status");
+    };
+    let approved = async {
+        match &config.phase {
+            PhaseInput::Plan => Ok(None),
+            PhaseInput::Apply { plan_artifact } => {
+                approved_plan(ports, &record, plan_artifact, &key)
+                    .await
+                    .map(Some)
+            }
         }
     };
-    let checkout = Checkout::commit_only(repo, &source)?;
-    let unit_dir = checkout.dir().join(record.cfg_path.as_str());
-    if !unit_dir.is_dir() {
-        return Err(TaskError::Unit {
-            unit: record.cfg_path.to_string(),
-            message: format!("no such directory at commit {source:?}"),
-        });
-    }
+    let ((), prepared, approved) = tokio::join!(
+        pending,
+        prepare(config, repo, ports, &record, phase),
+        approved
+    );
+    // An apply refuses a plan that is not the approved one before anything else.
+    let approved = approved?;
+    let Prepared {
+        checkout,
+        unit_dir,
+        credentials,
+    } = prepared?;
     let plan_file = checkout.scratch_file("unit.tfplan");
     let plan_file_str = plan_file.display().to_string();
     let mut extra = vec![
@@ -226,21 +249,14 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
         config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
-    let role = unit_role(config, &record, phase)?;
-    let credentials = sandbox::assume(
-        ports.roles,
-        role,
-        &format!("{}-{}", phase.as_str(), record.execution_id),
-    )
-    .await?;
     let env = sandbox::env_for(credentials.as_ref(), &extra);
     let command = with_plan_file(&command, phase, &plan_file_str);
     let logs_url = logs_url.unwrap_or_default().to_string();
-    let key = plan_key(&record.execution_id, &record.commit_id);
-    match &config.phase {
-        PhaseInput::Plan => {
+    match approved {
+        None => {
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            timeline::mark("terraform");
             log_command_time(&record, phase, &finished);
             if finished.code != Some(0) {
                 return Err(run::failed(&command, &unit_dir, &finished));
@@ -252,43 +268,29 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
                         .into(),
                 });
             }
-            let summary = describe_plan(
-                &config.common.show_command.for_unit(&record.cfg_path),
-                &plan_file_str,
-                &unit_dir,
-                &env,
-                "",
-            )
-            .await?;
             let bytes = std::fs::read(&plan_file).map_err(|e| TaskError::PlanArtifact {
                 artifact: plan_file_str.clone(),
                 message: format!(
                     "the plan command saved no plan ({e}); the template must write {{plan_file}}"
                 ),
             })?;
-            // The hash is taken here, in the task, from the bytes it uploads:
-            // the apply accepts this content only.
-            let sha256 = sha256_hex(&bytes);
-            let version_id = ports.artifacts.put(&key, bytes).await.port("plan store")?;
-            let saved = SavedPlan {
-                key: key.clone(),
-                sha256,
-                version_id,
+            // The summary (a `show` process) and the plan's storage (S3, then
+            // the metadb) are independent: they go at once.
+            let describe = async {
+                let summary = describe_plan(
+                    &config.common.show_command.for_unit(&record.cfg_path),
+                    &plan_file_str,
+                    &unit_dir,
+                    &env,
+                    "",
+                )
+                .await;
+                timeline::mark("show");
+                summary
             };
-            let recorded = ports
-                .metadb
-                .record_saved_plan(&record.execution_id, &saved)
-                .await
-                .port("metadb")?;
-            if !recorded {
-                return Err(TaskError::PlanArtifact {
-                    artifact: ports.artifacts.uri(&key),
-                    message: format!(
-                        "execution {:?} has ended: the saved plan was not recorded",
-                        record.execution_id
-                    ),
-                });
-            }
+            let (summary, stored) = tokio::join!(describe, store_plan(ports, &record, &key, bytes));
+            let summary = summary?;
+            stored?;
             let result = PlanResult {
                 execution_id: record.execution_id.clone(),
                 to_add: summary.add,
@@ -314,71 +316,27 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             );
             Ok(TerraRunResult::Plan(result))
         }
-        PhaseInput::Apply {
-            plan_artifact: artifact,
-        } => {
-            let bad = |message: String| TaskError::PlanArtifact {
-                artifact: artifact.clone(),
-                message,
-            };
-            match ports.artifacts.key_of(artifact) {
-                Some(k) if k == key => {}
-                _ => {
-                    return Err(bad(format!(
-                        "is not the saved plan of execution {:?} at commit {} (expected {:?})",
-                        record.execution_id,
-                        record.commit_id,
-                        ports.artifacts.uri(&key)
-                    )));
-                }
-            }
-            let saved = ports
-                .metadb
-                .saved_plan(&record.execution_id)
-                .await
-                .port("metadb")?
-                .filter(|s| s.key == key)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "no saved plan is recorded for execution {:?}: plan it again",
-                        record.execution_id
-                    ))
-                })?;
-            let version = saved.version_id.as_deref();
-            let bytes = ports
-                .artifacts
-                .get_version(&key, version)
-                .await
-                .port("plan store")?
-                .ok_or_else(|| {
-                    bad(format!(
-                        "no such saved plan (version {})",
-                        version.unwrap_or("current")
-                    ))
-                })?;
-            let sha256 = sha256_hex(&bytes);
-            if sha256 != saved.sha256 {
-                return Err(bad(format!(
-                    "its content (sha-256 {sha256}) is not the approved plan (sha-256 {}): refusing to apply it; nothing was applied",
-                    saved.sha256
-                )));
-            }
+        Some(bytes) => {
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             let finished =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            timeline::mark("terraform");
             log_command_time(&record, phase, &finished);
             if finished.code != Some(0) {
                 if is_stale_plan(&finished.output) {
-                    return Err(TaskError::StalePlan {
-                        artifact: artifact.clone(),
-                    });
+                    let artifact = match &config.phase {
+                        PhaseInput::Apply { plan_artifact } => plan_artifact.clone(),
+                        PhaseInput::Plan => String::new(),
+                    };
+                    return Err(TaskError::StalePlan { artifact });
                 }
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
             let counts = parse_apply_summary(&finished.output).unwrap_or_default();
             let new_resources =
                 record_new_resources(ports.metadb, &record, &command, &unit_dir, &env).await?;
+            timeline::mark("resources");
             Ok(TerraRunResult::Apply(ApplyResult {
                 execution_id: record.execution_id.clone(),
                 added: counts.add,
@@ -389,6 +347,161 @@ async fn phase<M: Metadb, A: ArtifactStore, T: TaskTokens, G: GitHost, R: RoleAs
             }))
         }
     }
+}
+
+/// A unit's checkout and the credentials of its account's role for the phase.
+struct Prepared {
+    checkout: Checkout,
+    unit_dir: std::path::PathBuf,
+    credentials: Option<live_ci_core::port::TemporaryCredentials>,
+}
+
+/// Checks out the commit the unit runs from and assumes its role.
+async fn prepare<M: Metadb, A, T, G, R: RoleAssumer>(
+    config: &TerraRunConfig,
+    repo: &Repo,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    record: &ExecutionRecord,
+    phase: Phase,
+) -> Result<Prepared> {
+    // A removed unit exists only before its removal: its destroy runs from the
+    // checkout of the run's range start. A rollback is a destroy too, but of
+    // what this run applied at its own commit, so it runs from that commit.
+    let source = match record.action {
+        Action::Apply => record.commit_id.clone(),
+        Action::Destroy if record.is_rollback => record.commit_id.clone(),
+        Action::Destroy => {
+            ports
+                .metadb
+                .run(record.run_id)
+                .await
+                .port("metadb")?
+                .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
+                .base_sha
+        }
+    };
+    // git runs as blocking child processes: off the runtime's threads, so the
+    // status and the plan download go on meanwhile.
+    let checkout = {
+        let (repo, commit) = (repo.clone(), source.clone());
+        tokio::task::spawn_blocking(move || Checkout::commit_only(&repo, &commit))
+            .await
+            .map_err(|e| TaskError::Io(format!("the checkout of {source:?} stopped: {e}")))??
+    };
+    timeline::mark("checkout");
+    let unit_dir = checkout.dir().join(record.cfg_path.as_str());
+    if !unit_dir.is_dir() {
+        return Err(TaskError::Unit {
+            unit: record.cfg_path.to_string(),
+            message: format!("no such directory at commit {source:?}"),
+        });
+    }
+    let role = unit_role(config, record, phase)?;
+    let credentials = sandbox::assume(
+        ports.roles,
+        role,
+        &format!("{}-{}", phase.as_str(), record.execution_id),
+    )
+    .await?;
+    timeline::mark("role");
+    Ok(Prepared {
+        checkout,
+        unit_dir,
+        credentials,
+    })
+}
+
+/// The plan the voters approved, as bytes: `artifact` must be the execution's
+/// saved plan, and its content must hash to what the plan task recorded.
+async fn approved_plan<M: Metadb, A: ArtifactStore, T, G, R>(
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    record: &ExecutionRecord,
+    artifact: &str,
+    key: &str,
+) -> Result<Vec<u8>> {
+    let bad = |message: String| TaskError::PlanArtifact {
+        artifact: artifact.to_string(),
+        message,
+    };
+    match ports.artifacts.key_of(artifact) {
+        Some(k) if k == key => {}
+        _ => {
+            return Err(bad(format!(
+                "is not the saved plan of execution {:?} at commit {} (expected {:?})",
+                record.execution_id,
+                record.commit_id,
+                ports.artifacts.uri(key)
+            )));
+        }
+    }
+    let saved = ports
+        .metadb
+        .saved_plan(&record.execution_id)
+        .await
+        .port("metadb")?
+        .filter(|s| s.key == key)
+        .ok_or_else(|| {
+            bad(format!(
+                "no saved plan is recorded for execution {:?}: plan it again",
+                record.execution_id
+            ))
+        })?;
+    let version = saved.version_id.as_deref();
+    let bytes = ports
+        .artifacts
+        .get_version(key, version)
+        .await
+        .port("plan store")?
+        .ok_or_else(|| {
+            bad(format!(
+                "no such saved plan (version {})",
+                version.unwrap_or("current")
+            ))
+        })?;
+    timeline::mark("download");
+    let sha256 = sha256_hex(&bytes);
+    if sha256 != saved.sha256 {
+        return Err(bad(format!(
+            "its content (sha-256 {sha256}) is not the approved plan (sha-256 {}): refusing to apply it; nothing was applied",
+            saved.sha256
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Uploads a new plan and records it for the execution. The hash is taken
+/// here, in the task, from the bytes it uploads: the apply accepts this
+/// content only.
+async fn store_plan<M: Metadb, A: ArtifactStore, T, G, R>(
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    record: &ExecutionRecord,
+    key: &str,
+    bytes: Vec<u8>,
+) -> Result<()> {
+    let sha256 = sha256_hex(&bytes);
+    let version_id = ports.artifacts.put(key, bytes).await.port("plan store")?;
+    timeline::mark("upload");
+    let saved = SavedPlan {
+        key: key.to_string(),
+        sha256,
+        version_id,
+    };
+    let recorded = ports
+        .metadb
+        .record_saved_plan(&record.execution_id, &saved)
+        .await
+        .port("metadb")?;
+    timeline::mark("recorded");
+    if !recorded {
+        return Err(TaskError::PlanArtifact {
+            artifact: ports.artifacts.uri(key),
+            message: format!(
+                "execution {:?} has ended: the saved plan was not recorded",
+                record.execution_id
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The role of the unit's own account for this phase, from the metadb record:
@@ -471,7 +584,7 @@ async fn run_with_heartbeat<T: TaskTokens>(
 /// After an apply: the resources of the unit's new providers, from `show -json`
 /// run with the apply command's own tool, stored in the execution's
 /// `new_resources` (what a rollback destroys with `-target`).
-async fn record_new_resources<M: Metadb>(
+async fn record_new_resources<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
     apply_command: &str,

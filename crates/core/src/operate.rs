@@ -13,12 +13,12 @@ use crate::deploy::{
     UnixMillis, execution_id,
 };
 use crate::merge_lock::MergeLock;
-use crate::port::{Metadb, ParamStore, PortError, PortResultExt, RunControl, WorkflowEngine};
+use crate::port::{ParamStore, PortError, PortResultExt, RunControl, RunStore, WorkflowEngine};
 
 /// The reason stored with executions an operator aborted.
 pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator";
 
-/// What recording a failed start did ([`Metadb::record_start_failure`]).
+/// What recording a failed start did ([`crate::port::ExecutionStore::record_start_failure`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StartFailure {
     /// Put back to waiting; the sweep or the next event starts it again.
@@ -233,7 +233,7 @@ pub struct AbortReport {
 }
 
 /// Writes the metadb's merge lock (the truth) into the parameter store.
-pub async fn mirror_lock<M: Metadb, P: ParamStore>(
+pub async fn mirror_lock<M: RunStore, P: ParamStore>(
     metadb: &M,
     params: &P,
     param: &str,
@@ -264,7 +264,7 @@ pub async fn abort<M, W, P>(
     actor: &str,
 ) -> Result<AbortReport, OperateError>
 where
-    M: Metadb + RunControl,
+    M: RunStore + RunControl,
     W: WorkflowEngine,
     P: ParamStore,
 {
@@ -331,7 +331,7 @@ pub async fn retry<M, P>(
     actor: &str,
 ) -> Result<RetryReport, OperateError>
 where
-    M: Metadb + RunControl,
+    M: RunStore + RunControl,
     P: ParamStore,
 {
     let created = RunControl::retry_run(metadb, run_id)
@@ -371,7 +371,7 @@ pub async fn unlock<M, P>(
     actor: &str,
 ) -> Result<Unlocked, OperateError>
 where
-    M: Metadb + RunControl,
+    M: RunStore + RunControl,
     P: ParamStore,
 {
     let unlocked = RunControl::unlock(metadb, force).await.port("metadb")??;

@@ -14,7 +14,7 @@ use live_ci_testkit::pg as support;
 use std::time::Instant;
 
 use live_ci_core::deploy::Outcome;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::sql::statements::CLAIM;
 use live_ci_metadb::{Param, Sql, SqlTx};
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use live_ci_core::deploy::{NewExecution, NewRun, Outcome, RunId, RunStatus};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::{PgMetadb, Sql};
 
 #[global_allocator]

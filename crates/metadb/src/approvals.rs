@@ -1,14 +1,25 @@
 //! The approval store port over any [`Sql`] connection: the same SQL text for
 //! PostgreSQL and the RDS Data API, like the rest of [`Store`].
 
+use serde::Deserialize;
+
+use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored, TokenDelivery,
+    ApprovalRecord, ApprovalStore, ExecutionStore, NewApprovalRequest, RequestStored, TokenDelivery,
 };
 
 use crate::error::{MetadbError, Result};
 use crate::sql::approval_statements as q;
+use crate::sql::statements as votes;
 use crate::sql::{Param, Sql};
-use crate::store::Store;
+use crate::store::{Store, decode_first};
+
+#[derive(Deserialize)]
+struct VoteContext {
+    status: ExecutionStatus,
+    decision: Option<Vote>,
+    is_voter: bool,
+}
 
 fn first_line(statement: &str) -> String {
     statement.lines().next().unwrap_or_default().to_string()
@@ -139,5 +150,72 @@ impl<S: Sql> ApprovalStore for Store<S> {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn approval_execution(&self, execution_id: &str) -> Result<Option<ExecutionRecord>> {
+        ExecutionStore::execution(self, execution_id).await
+    }
+
+    async fn cast_vote(&self, execution_id: &str, voter: &str, vote: Vote) -> Result<VoteOutcome> {
+        let stored = self
+            .sql()
+            .query(
+                votes::CAST_VOTE,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("voter", Param::text(voter)),
+                    ("vote", Param::text(vote.as_str())),
+                ],
+            )
+            .await?;
+        if !stored.is_empty() {
+            return match self.tally(execution_id).await? {
+                Some(t) => Ok(VoteOutcome::Recorded(t)),
+                None => Ok(VoteOutcome::UnknownExecution),
+            };
+        }
+        let rows = self
+            .sql()
+            .query(
+                votes::VOTE_CONTEXT,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("voter", Param::text(voter)),
+                ],
+            )
+            .await?;
+        Ok(
+            match decode_first::<VoteContext>(votes::VOTE_CONTEXT, &rows)? {
+                None => VoteOutcome::UnknownExecution,
+                Some(c) if !c.is_voter => VoteOutcome::NotAVoter,
+                Some(c) => VoteOutcome::Closed {
+                    status: c.status,
+                    decision: c.decision,
+                },
+            },
+        )
+    }
+
+    async fn tally(&self, execution_id: &str) -> Result<Option<Tally>> {
+        let rows = self
+            .sql()
+            .query(votes::TALLY, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        decode_first(votes::TALLY, &rows)
+    }
+
+    async fn decide(&self, execution_id: &str) -> Result<Option<Vote>> {
+        let rows = self
+            .sql()
+            .query(
+                votes::DECIDE,
+                &[("execution_id", Param::text(execution_id))],
+            )
+            .await?;
+        Ok(match rows.first().map(String::as_str) {
+            Some("approve") => Some(Vote::Approve),
+            Some("reject") => Some(Vote::Reject),
+            _ => None,
+        })
     }
 }

@@ -1,8 +1,13 @@
-//! The live-ci metadb: the [`Metadb`](live_ci_core::port::Metadb) port over
-//! PostgreSQL, reached either directly (tokio-postgres; local runs and an option
-//! in AWS) or through the RDS Data API (the AWS default). Both adapters run the
-//! same SQL text and the same transaction logic ([`Store`]); they differ only in
-//! how a statement reaches the database ([`Sql`]).
+//! The live-ci metadb: the metadb ports
+//! ([`RunStore`](live_ci_core::port::RunStore),
+//! [`ExecutionStore`](live_ci_core::port::ExecutionStore),
+//! [`SweepStore`](live_ci_core::port::SweepStore),
+//! [`ApprovalStore`](live_ci_core::port::ApprovalStore),
+//! [`RunControl`](live_ci_core::port::RunControl)) over PostgreSQL, reached
+//! either directly (tokio-postgres; local runs and an option in AWS) or through
+//! the RDS Data API (the AWS default). Both adapters run the same SQL text and
+//! the same transaction logic ([`Store`]); they differ only in how a statement
+//! reaches the database ([`Sql`]).
 
 mod any;
 mod approvals;

@@ -1,4 +1,4 @@
-//! The metadb port over any [`Sql`] connection: the transactions and guarded
+//! The metadb ports over any [`Sql`] connection: the transactions and guarded
 //! statements both adapters share, so the Data API and PostgreSQL paths cannot
 //! drift apart.
 
@@ -9,11 +9,11 @@ use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
     NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress,
-    RunRecord, RunStatus, Tally, Vote, VoteOutcome,
+    RunRecord, RunStatus,
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::{Metadb, SavedPlan};
+use live_ci_core::port::{ExecutionStore, RunStore, SavedPlan, SweepStore};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -479,14 +479,7 @@ async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish>
     })
 }
 
-#[derive(Deserialize)]
-struct VoteContext {
-    status: ExecutionStatus,
-    decision: Option<Vote>,
-    is_voter: bool,
-}
-
-impl<S: Sql> Metadb for Store<S> {
+impl<S: Sql> RunStore for Store<S> {
     type Error = MetadbError;
 
     async fn upsert_accounts(&self, accounts: &[Account]) -> Result<()> {
@@ -533,6 +526,52 @@ impl<S: Sql> Metadb for Store<S> {
             .await?;
         decode_first(q::RUN_BY_COMMIT, &rows)
     }
+
+    async fn unit_durations(&self, paths: &[RepoPath]) -> Result<Vec<(RepoPath, f64)>> {
+        crate::operator::unit_durations(&self.sql, paths).await
+    }
+
+    async fn add_rollbacks(&self, run_id: RunId, rollbacks: &[NewRollback]) -> Result<Vec<String>> {
+        if rollbacks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let executions: Vec<NewExecution> = rollbacks.iter().map(|r| r.execution.clone()).collect();
+        live_ci_core::deploy::validate_executions(&executions)?;
+        in_tx!(self.sql, |tx| add_rollbacks_tx(&mut tx, run_id, rollbacks))
+    }
+
+    async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {
+        let rows = self
+            .sql
+            .query(q::RUN_PROGRESS, &[("run_id", Param::Int(run_id))])
+            .await?;
+        Ok(decode_first(q::RUN_PROGRESS, &rows)?.unwrap_or_default())
+    }
+
+    async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {
+        in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
+    }
+
+    async fn merge_lock(&self) -> Result<MergeLockRow> {
+        let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
+        decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
+            MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
+        })
+    }
+
+    async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {
+        self.sql
+            .execute(
+                q::RECORD_NO_OP_MERGE,
+                &[("commit_id", Param::text(commit_id))],
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+impl<S: Sql> ExecutionStore for Store<S> {
+    type Error = MetadbError;
 
     async fn execution(&self, execution_id: &str) -> Result<Option<ExecutionRecord>> {
         let rows = self
@@ -628,10 +667,6 @@ impl<S: Sql> Metadb for Store<S> {
         ))
     }
 
-    async fn unit_durations(&self, paths: &[RepoPath]) -> Result<Vec<(RepoPath, f64)>> {
-        crate::operator::unit_durations(&self.sql, paths).await
-    }
-
     async fn record_finished(
         &self,
         execution_id: &str,
@@ -700,44 +735,10 @@ impl<S: Sql> Metadb for Store<S> {
             .await?;
         decode_first(q::SAVED_PLAN, &rows)
     }
+}
 
-    async fn run_progress(&self, run_id: RunId) -> Result<RunProgress> {
-        let rows = self
-            .sql
-            .query(q::RUN_PROGRESS, &[("run_id", Param::Int(run_id))])
-            .await?;
-        Ok(decode_first(q::RUN_PROGRESS, &rows)?.unwrap_or_default())
-    }
-
-    async fn add_rollbacks(&self, run_id: RunId, rollbacks: &[NewRollback]) -> Result<Vec<String>> {
-        if rollbacks.is_empty() {
-            return Ok(Vec::new());
-        }
-        let executions: Vec<NewExecution> = rollbacks.iter().map(|r| r.execution.clone()).collect();
-        live_ci_core::deploy::validate_executions(&executions)?;
-        in_tx!(self.sql, |tx| add_rollbacks_tx(&mut tx, run_id, rollbacks))
-    }
-
-    async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {
-        in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
-    }
-
-    async fn merge_lock(&self) -> Result<MergeLockRow> {
-        let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
-        decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
-            MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
-        })
-    }
-
-    async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {
-        self.sql
-            .execute(
-                q::RECORD_NO_OP_MERGE,
-                &[("commit_id", Param::text(commit_id))],
-            )
-            .await?;
-        Ok(())
-    }
+impl<S: Sql> SweepStore for Store<S> {
+    type Error = MetadbError;
 
     async fn claim_trunk_launch(&self, commit_id: &str, cooldown_secs: u32) -> Result<Option<u32>> {
         let rows = self
@@ -784,63 +785,5 @@ impl<S: Sql> Metadb for Store<S> {
             )
             .await?;
         decode_all(q::RUNNING_WITH_ARN, &rows)
-    }
-
-    async fn cast_vote(&self, execution_id: &str, voter: &str, vote: Vote) -> Result<VoteOutcome> {
-        let stored = self
-            .sql
-            .query(
-                q::CAST_VOTE,
-                &[
-                    ("execution_id", Param::text(execution_id)),
-                    ("voter", Param::text(voter)),
-                    ("vote", Param::text(vote.as_str())),
-                ],
-            )
-            .await?;
-        if !stored.is_empty() {
-            return match self.tally(execution_id).await? {
-                Some(t) => Ok(VoteOutcome::Recorded(t)),
-                None => Ok(VoteOutcome::UnknownExecution),
-            };
-        }
-        let rows = self
-            .sql
-            .query(
-                q::VOTE_CONTEXT,
-                &[
-                    ("execution_id", Param::text(execution_id)),
-                    ("voter", Param::text(voter)),
-                ],
-            )
-            .await?;
-        Ok(match decode_first::<VoteContext>(q::VOTE_CONTEXT, &rows)? {
-            None => VoteOutcome::UnknownExecution,
-            Some(c) if !c.is_voter => VoteOutcome::NotAVoter,
-            Some(c) => VoteOutcome::Closed {
-                status: c.status,
-                decision: c.decision,
-            },
-        })
-    }
-
-    async fn tally(&self, execution_id: &str) -> Result<Option<Tally>> {
-        let rows = self
-            .sql
-            .query(q::TALLY, &[("execution_id", Param::text(execution_id))])
-            .await?;
-        decode_first(q::TALLY, &rows)
-    }
-
-    async fn decide(&self, execution_id: &str) -> Result<Option<Vote>> {
-        let rows = self
-            .sql
-            .query(q::DECIDE, &[("execution_id", Param::text(execution_id))])
-            .await?;
-        Ok(match rows.first().map(String::as_str) {
-            Some("approve") => Some(Vote::Approve),
-            Some("reject") => Some(Vote::Reject),
-            _ => None,
-        })
     }
 }

@@ -9,7 +9,7 @@ use live_ci_aws::KmsTokenCipher;
 use live_ci_aws::sdk::kms;
 use live_ci_core::approval::{LinkKey, task_token_hash};
 use live_ci_core::deploy::{ExecutionRecord, RunId};
-use live_ci_core::port::{Email, Mailer, Metadb, TaskTokens, TokenDelivery};
+use live_ci_core::port::{Email, ExecutionStore, Mailer, RunStore, TaskTokens, TokenDelivery};
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_testkit::aws::sdk_config;
 use live_ci_testkit::{localstack_endpoint, unique};
 use support::pg::{TestDb, exec, run};

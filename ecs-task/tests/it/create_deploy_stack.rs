@@ -9,7 +9,7 @@ use std::process::Command;
 
 use live_ci_aws::StsRoleAssumer;
 use live_ci_core::deploy::{Outcome, RunStatus};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore, SweepStore};
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, FromLookup, checkout::Repo};

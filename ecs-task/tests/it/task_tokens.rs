@@ -10,7 +10,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sfn::types::ExecutionStatus;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::RunStore;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_task::checkout::Repo;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
@@ -211,4 +211,45 @@ async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
             "{name}: {cause}"
         );
     }
+}
+
+/// A terra-run that cannot open the metadb answers its token at once with the
+/// error's kind, `LiveCi.Retryable` for a refused connection (the state
+/// machine retries the Plan on that name), instead of leaving the execution to
+/// its heartbeat timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terra_run_that_cannot_reach_the_metadb_fails_its_token_as_retryable() {
+    let c = cloud();
+    let (arn, token) = waiting_execution(&c).await;
+    // Port 1 on loopback: nothing listens, the connection is refused.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", live_ci_testkit::aws::REGION)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env(
+            "AWS_ENDPOINT_URL",
+            live_ci_testkit::localstack_endpoint().unwrap(),
+        )
+        .env("REPO_CLONE_URL", "/nonexistent/repo")
+        .env("LIVE_CI_TASK_TOKEN", &token)
+        .env("LIVE_CI_PHASE", "plan")
+        .env("LIVE_CI_EXECUTION_ID", "pr1-unreachable")
+        .env("METADB_URL", "postgres://live_ci@127.0.0.1:1/live_ci")
+        .env("PLAN_BUCKET", "plans")
+        .arg("terra-run")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = ended(&c, &arn).await;
+    assert_eq!(done.status, ExecutionStatus::Failed);
+    assert_eq!(done.error(), Some("LiveCi.Retryable"));
+    let cause = done.cause().unwrap_or_default();
+    assert!(cause.contains("metadb"), "{cause}");
 }

@@ -6,7 +6,7 @@
 use crate::support;
 
 use live_ci_aws::S3ArtifactStore;
-use live_ci_core::port::{ArtifactStore, Metadb};
+use live_ci_core::port::{ArtifactStore, ExecutionStore, RunStore};
 use live_ci_core::status::{NoGitHost, StatusState, Statuses};
 use live_ci_core::terraform::Phase;
 use live_ci_core::terraform::plan_key;
@@ -429,7 +429,7 @@ async fn failures_reach_the_token_with_the_commands_output() {
 }
 
 /// Plans both executions into `bucket` and returns their artifact URIs.
-async fn plan_both<M: Metadb, R: live_ci_core::port::RoleAssumer>(
+async fn plan_both<M: RunStore + ExecutionStore, R: live_ci_core::port::RoleAssumer>(
     s: &Setup,
     ports: &TerraRunPorts<'_, M, S3ArtifactStore, RecordingTokens, RecordingGitHost, R>,
     repo: &Repo,

@@ -7,7 +7,7 @@
 use crate::support;
 
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, checkout::Repo};
@@ -80,7 +80,7 @@ impl World {
         self.repo.git(&["rev-parse", "HEAD"])
     }
 
-    async fn deploy<M: Metadb>(
+    async fn deploy<M: RunStore + ExecutionStore>(
         &self,
         metadb: &M,
         commit: &str,
@@ -109,7 +109,7 @@ impl World {
     }
 }
 
-async fn units_of<M: Metadb>(metadb: &M, run_id: i64) -> Vec<String> {
+async fn units_of<M: RunStore + ExecutionStore>(metadb: &M, run_id: i64) -> Vec<String> {
     let mut paths: Vec<String> = metadb
         .executions(run_id)
         .await
@@ -123,7 +123,7 @@ async fn units_of<M: Metadb>(metadb: &M, run_id: i64) -> Vec<String> {
 
 /// Runs every unit of a run to `outcome` (units named in `failing` fail) and
 /// finishes it, as trigger_sf would.
-async fn complete<M: Metadb>(metadb: &M, run_id: i64, failing: &[&str]) {
+async fn complete<M: RunStore + ExecutionStore>(metadb: &M, run_id: i64, failing: &[&str]) {
     loop {
         let claimed = metadb.claim_ready(run_id, 10).await.unwrap();
         if claimed.is_empty() {

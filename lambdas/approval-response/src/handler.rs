@@ -28,8 +28,8 @@
 use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, ErrorKind, Metadb, PortError, PortResultExt, TaskTokens,
-    TokenCipher, TokenDelivery,
+    ApprovalRecord, ApprovalStore, ErrorKind, PortError, PortResultExt, TaskTokens, TokenCipher,
+    TokenDelivery,
 };
 use live_ci_workflow::{ApprovalDecision, Decision};
 
@@ -168,7 +168,7 @@ fn not_delivered(id: &str, decision: Vote, why: &str) -> PageResponse {
 
 impl<D, T, C> ApprovalResponder<D, T, C>
 where
-    D: Metadb + ApprovalStore,
+    D: ApprovalStore,
     T: TaskTokens,
     C: TokenCipher,
 {
@@ -286,7 +286,12 @@ where
                 )));
             }
         };
-        let Some(execution) = self.db.execution(&link.execution_id).await.port("metadb")? else {
+        let Some(execution) = self
+            .db
+            .approval_execution(&link.execution_id)
+            .await
+            .port("metadb")?
+        else {
             return Err(Stop::Page(message(
                 404,
                 "Unknown deployment",
@@ -455,7 +460,7 @@ where
         let decision = match self.db.decide(id).await.port("metadb")? {
             Some(d) => Some(d),
             None => {
-                let execution = self.db.execution(id).await.port("metadb")?;
+                let execution = self.db.approval_execution(id).await.port("metadb")?;
                 execution.and_then(|e| e.decision)
             }
         };

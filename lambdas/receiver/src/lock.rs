@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use live_ci_core::merge_lock::MergeLock;
-use live_ci_core::port::{Metadb, PortError, PortResultExt};
+use live_ci_core::port::{PortError, PortResultExt, RunStore};
 
 /// The merge lock as the metadb (the truth) has it.
 pub trait LockTruth: Send + Sync {
@@ -17,7 +17,7 @@ pub trait LockTruth: Send + Sync {
 #[derive(Debug)]
 pub struct MetadbLock<M>(pub M);
 
-impl<M: Metadb> LockTruth for MetadbLock<M> {
+impl<M: RunStore> LockTruth for MetadbLock<M> {
     async fn merge_lock(&self) -> Result<MergeLock, PortError> {
         self.0
             .merge_lock()

@@ -8,7 +8,9 @@ use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{ErrorKind, Metadb, PortError, PortResultExt, WorkflowEngine};
+use live_ci_core::port::{
+    ErrorKind, ExecutionStore, PortError, PortResultExt, RunStore, SweepStore, WorkflowEngine,
+};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, target,
 };
@@ -178,7 +180,7 @@ pub const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_sec
 
 impl<M, W, P, G> TriggerSf<M, W, P, G>
 where
-    M: Metadb,
+    M: RunStore + ExecutionStore + SweepStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,
@@ -216,7 +218,7 @@ where
 
 impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L>
 where
-    M: Metadb,
+    M: RunStore + ExecutionStore + SweepStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,

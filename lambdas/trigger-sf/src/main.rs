@@ -6,7 +6,7 @@ use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
-use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::port::{ExecutionStore, RunStore, SweepStore, WorkflowEngine};
 use live_ci_core::port::{ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
 use live_ci_lambda_boot::{Boot, serve};
@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
 /// The runtime loop for either handler (with or without the trunk sweep).
 async fn run<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
 where
-    M: Metadb,
+    M: RunStore + ExecutionStore + SweepStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,

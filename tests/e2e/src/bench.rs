@@ -14,6 +14,7 @@ use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
 use crate::observe::{Metadb, drive_polling};
 use crate::repo::SampleRepo;
+use crate::timeline::{PhaseSteps, TaskTimeline, task_timelines};
 use crate::vote::Vote;
 use crate::{Cloud, Deployment, E2eError, REPO_FULL_NAME, Result, send_merge_webhook, work_dir};
 
@@ -41,6 +42,8 @@ pub struct ExecTiming {
     /// Epoch milliseconds.
     pub finished_ms: Option<f64>,
     pub sfn_start_ms: Option<f64>,
+    /// When Step Functions ended the execution (epoch ms).
+    pub sfn_stop_ms: Option<f64>,
     /// Plan + apply command time, from the task logs.
     pub terraform_ms: f64,
     pub depends_on: Vec<String>,
@@ -58,10 +61,14 @@ pub struct Figures {
     /// Units whose terraform time was found in the logs (of all units).
     pub timed_units: usize,
     pub start_latency_ms: Vec<f64>,
+    /// Step Functions ended an execution → the metadb recorded it finished.
+    pub finish_latency_ms: Vec<f64>,
     /// Lambda function → REPORT durations (ms).
     pub lambda_ms: BTreeMap<String, Vec<f64>>,
     /// Task state of the deployment state machine → its times in every execution.
     pub states: BTreeMap<String, StateSamples>,
+    /// terra-run phase → its steps, from the tasks' timelines.
+    pub tasks: BTreeMap<String, PhaseSteps>,
 }
 
 /// One task state's times over the executions of a run (ms).
@@ -79,6 +86,9 @@ pub struct StateTime {
     pub state: String,
     pub total_ms: f64,
     pub to_submitted_ms: Option<f64>,
+    /// When the task was submitted and when the state exited (epoch ms).
+    pub submitted_at_ms: Option<f64>,
+    pub exited_at_ms: f64,
 }
 
 /// One event of an execution's history: its type, the state it enters (for
@@ -106,6 +116,8 @@ pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
                         state,
                         total_ms: at - entered,
                         to_submitted_ms: submitted.map(|s| s - entered),
+                        submitted_at_ms: submitted,
+                        exited_at_ms: *at,
                     });
                 }
             }
@@ -160,6 +172,13 @@ impl Figures {
             p95 / 1e3,
             self.start_latency_ms.len()
         );
+        let _ = writeln!(
+            out,
+            "  finish latency               p50 {:.2} s  p95 {:.2} s   (execution ended -> recorded finished, n={})",
+            percentile(&self.finish_latency_ms, 50.0) / 1e3,
+            percentile(&self.finish_latency_ms, 95.0) / 1e3,
+            self.finish_latency_ms.len()
+        );
         for (state, samples) in &self.states {
             let _ = writeln!(
                 out,
@@ -169,6 +188,15 @@ impl Figures {
                 percentile(&samples.total, 95.0) / 1e3,
                 percentile(&samples.to_submitted, 50.0) / 1e3,
                 samples.total.len()
+            );
+        }
+        for (phase, steps) in &self.tasks {
+            let _ = writeln!(
+                out,
+                "  task {:<23} p50 ms: {}   (n={})",
+                phase,
+                steps.render(),
+                steps.tasks()
             );
         }
         for (function, durations) in &self.lambda_ms {
@@ -687,7 +715,18 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
     }
     let logs = logs_client(cloud.endpoint());
     let since = t0 as i64 - 60_000;
-    let tf = terraform_times(&log_events(&logs, "/task/terra-run", since).await?);
+    let task_logs = log_events(&logs, "/task/terra-run", since).await?;
+    let tf = terraform_times(&task_logs);
+    let timelines: HashMap<(String, String), TaskTimeline> = task_timelines(
+        &task_logs
+            .iter()
+            .map(|(_, m)| strip_ansi(m))
+            .collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .map(|t| ((t.execution_id.clone(), t.phase.clone()), t))
+    .collect();
+    let mut tasks: BTreeMap<String, PhaseSteps> = BTreeMap::new();
     let lambda_ms = lambda_durations(&log_events(&logs, "lambda", since).await?);
     let sfn = sfn_client(cloud.endpoint());
     let mut execs = Vec::with_capacity(rows.len());
@@ -697,21 +736,30 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
         let arn: Option<String> = r.get(3);
         if let Some(arn) = &arn {
             for t in state_times(&execution_history(&sfn, arn).await?) {
+                let phase = t.state.to_lowercase();
+                if let Some(timeline) = timelines.get(&(id.clone(), phase.clone())) {
+                    tasks.entry(phase).or_default().add(
+                        timeline,
+                        t.submitted_at_ms,
+                        Some(t.exited_at_ms),
+                    );
+                }
                 let samples = states.entry(t.state).or_default();
                 samples.total.push(t.total_ms);
                 samples.to_submitted.extend(t.to_submitted_ms);
             }
         }
-        let sfn_start_ms = match &arn {
+        let described = match &arn {
             Some(arn) => sfn
                 .describe_execution()
                 .execution_arn(arn)
                 .send()
                 .await
-                .ok()
-                .map(|d| epoch_ms(d.start_date())),
+                .ok(),
             None => None,
         };
+        let sfn_start_ms = described.as_ref().map(|d| epoch_ms(d.start_date()));
+        let sfn_stop_ms = described.as_ref().and_then(|d| d.stop_date()).map(epoch_ms);
         execs.push(ExecTiming {
             terraform_ms: tf.get(&id).copied().unwrap_or(0.0),
             depends_on: depends.remove(&id).unwrap_or_default(),
@@ -720,6 +768,7 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
             status: r.get(2),
             finished_ms: r.get(4),
             sfn_start_ms,
+            sfn_stop_ms,
         });
     }
     let makespan_ms = execs
@@ -741,8 +790,13 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
             .filter(|e| tf.contains_key(&e.execution_id))
             .count(),
         start_latency_ms: start_latencies(&execs, run_created_ms),
+        finish_latency_ms: execs
+            .iter()
+            .filter_map(|e| Some(e.finished_ms? - e.sfn_stop_ms?))
+            .collect(),
         lambda_ms,
         states,
+        tasks,
     })
 }
 
@@ -780,6 +834,7 @@ mod tests {
             status: "succeeded".into(),
             finished_ms: Some(finished),
             sfn_start_ms: Some(start),
+            sfn_stop_ms: None,
             terraform_ms: ms,
             depends_on: deps.iter().map(|d| d.to_string()).collect(),
         }
@@ -895,11 +950,15 @@ mod tests {
                     state: "Plan".into(),
                     total_ms: 1600.0,
                     to_submitted_ms: Some(390.0),
+                    submitted_at_ms: Some(400.0),
+                    exited_at_ms: 1610.0,
                 },
                 StateTime {
                     state: "Request Approval".into(),
                     total_ms: 800.0,
                     to_submitted_ms: None,
+                    submitted_at_ms: None,
+                    exited_at_ms: 2500.0,
                 },
             ]
         );

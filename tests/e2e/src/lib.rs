@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod observe;
 pub mod repo;
+pub mod timeline;
 pub mod vote;
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use live_ci_core::deploy::{Action, ExecutionRecord, ExecutionStatus, RunRecord, RunStatus};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::AnyMetadb;
 
 use crate::Output;

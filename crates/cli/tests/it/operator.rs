@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::operate::ABORTED_BY_OPERATOR;
 use live_ci_core::port::RunControl;
-use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::port::{ExecutionStore, RunStore, WorkflowEngine};
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::aws::{sdk_config, sfn_client, state_machine};
 use live_ci_testkit::{localstack_endpoint, unique};

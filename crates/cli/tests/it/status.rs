@@ -8,7 +8,7 @@ use live_ci_testkit::pg as support;
 use std::process::{Command, Output};
 
 use live_ci_core::deploy::Outcome;
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use serde_json::Value;
 use support::{TestDb, exec, run};
 

@@ -1,15 +1,17 @@
 //! The approval store port: what `approval_request` must leave for
 //! `approval_response`, which only receives a link. One row per execution
 //! (the encrypted task token and what the mail showed), one per mailed voter,
-//! and the guarded hand-over of the task token once the votes decide. The
-//! plain token is never stored: see [`super::TokenCipher`].
+//! the votes and their decision, and the guarded hand-over of the task token
+//! once the votes decide. The plain token is never stored: see
+//! [`super::TokenCipher`]. It is all `approval_response` needs, so that
+//! Lambda depends on no other metadb port.
 
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
 use super::TokenDelivery;
-use crate::deploy::UnixMillis;
+use crate::deploy::{ExecutionRecord, Tally, UnixMillis, Vote, VoteOutcome};
 
 /// An approval request as `approval_request` stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,8 +75,10 @@ pub enum RequestStored {
     UnknownExecution,
 }
 
-/// Durable state of e-mail approvals. Implemented by `live-ci-metadb`'s
-/// adapters in the same SQL text as the [`super::Metadb`] port.
+/// Durable state of e-mail approvals and votes. Implemented by
+/// `live-ci-metadb`'s adapters in the same SQL text as the
+/// [`super::RunStore`], [`super::ExecutionStore`] and [`super::SweepStore`]
+/// ports.
 pub trait ApprovalStore: Send + Sync {
     type Error: crate::port::Classify;
 
@@ -125,4 +129,35 @@ pub trait ApprovalStore: Send + Sync {
         execution_id: &str,
         delivery: &TokenDelivery,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// The execution a vote link names (its unit, voters, status and
+    /// decision), as [`super::ExecutionStore::execution`] reads it: the vote
+    /// page shows it and checks the voter against it.
+    fn approval_execution(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<ExecutionRecord>, Self::Error>> + Send;
+
+    /// Stores (or changes) one voter's vote on a running execution until a
+    /// decision is reached.
+    fn cast_vote(
+        &self,
+        execution_id: &str,
+        voter: &str,
+        vote: Vote,
+    ) -> impl Future<Output = Result<VoteOutcome, Self::Error>> + Send;
+
+    /// The votes cast so far and the thresholds, `None` for an unknown
+    /// execution.
+    fn tally(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<Tally>, Self::Error>> + Send;
+
+    /// Records the decision the votes reached, once: exactly one caller gets
+    /// `Some` and sends the task token; everyone else gets `None`.
+    fn decide(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<Vote>, Self::Error>> + Send;
 }

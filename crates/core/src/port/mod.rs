@@ -1,19 +1,28 @@
 //! Ports the domain needs from the outside world, implemented by adapters in
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
 //! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
+//!
+//! The metadb is several ports, one per role, so each consumer names only what
+//! it uses: [`RunStore`] (runs and the merge lock), [`ExecutionStore`] (the
+//! scheduler's executions and what the tasks record), [`SweepStore`] (the
+//! sweep's repair queries), [`ApprovalStore`] (approvals and votes) and
+//! [`RunControl`] (the operator's commands). `live-ci-metadb`'s adapters
+//! implement all of them over one SQL text.
 
 mod approvals;
 mod artifact;
 mod cipher;
 mod credentials;
 mod error;
+mod executions;
 mod git_host;
 mod invoke;
 mod mailer;
-mod metadb;
 mod params;
 mod pr_authority;
 mod run_control;
+mod runs;
+mod sweep;
 mod task;
 mod tree;
 mod workflow;
@@ -23,13 +32,15 @@ pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
+pub use executions::ExecutionStore;
 pub use git_host::{BranchHead, GitHost};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
-pub use metadb::Metadb;
 pub use params::ParamStore;
 pub use pr_authority::PullRequestAuthority;
 pub use run_control::RunControl;
+pub use runs::RunStore;
+pub use sweep::SweepStore;
 pub use task::TaskLauncher;
 pub use tree::FileTree;
 pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};

@@ -9,7 +9,9 @@ use live_ci_testkit::pg as support;
 use std::sync::Arc;
 
 use live_ci_core::deploy::Vote;
-use live_ci_core::port::{ApprovalStore, Metadb, NewApprovalRequest, RequestStored, TokenDelivery};
+use live_ci_core::port::{
+    ApprovalStore, ExecutionStore, NewApprovalRequest, RequestStored, RunStore, TokenDelivery,
+};
 use live_ci_metadb::Sql;
 use support::{TestDb, exec, run};
 

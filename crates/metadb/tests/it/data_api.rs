@@ -12,7 +12,7 @@ use aws_sdk_rdsdata::types::{Field, SqlParameter};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
 use live_ci_core::deploy::{Action, ExecutionStatus, FinishOutcome, Outcome};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::sql::statements as q;
 use live_ci_testkit::data_api_mock::*;
 

@@ -8,7 +8,7 @@
 
 use live_ci_testkit::pg as support;
 
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::sql::statements as q;
 use live_ci_metadb::{DataApiMetadb, Param, Sql};
 use live_ci_testkit::aws::sdk_config_for;

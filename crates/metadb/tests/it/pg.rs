@@ -12,7 +12,7 @@ use std::time::Duration;
 use live_ci_core::deploy::{
     Action, ExecutionStatus, FinishOutcome, Outcome, RunStatus, Vote, VoteOutcome, plan_rollbacks,
 };
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ApprovalStore, ExecutionStore, RunStore, SweepStore};
 use live_ci_metadb::{PgMetadb, Sql};
 use support::{TestDb, exec, random_run, run};
 

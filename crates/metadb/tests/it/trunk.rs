@@ -8,7 +8,7 @@
 use live_ci_testkit::pg as support;
 
 use live_ci_core::deploy::{ExecutionStatus, NewRun, Outcome, RunStatus};
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::{PgMetadb, Sql};
 use support::{TestDb, exec, run};
 

@@ -7,7 +7,7 @@
 
 use live_ci_testkit::pg as support;
 
-use live_ci_core::port::Metadb;
+use live_ci_core::port::{RunStore, SweepStore};
 use support::{TestDb, exec, run};
 
 /// The module's default cool-down: longer than any test takes.

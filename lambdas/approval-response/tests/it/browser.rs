@@ -18,7 +18,7 @@ use aws_sdk_sfn::types::ExecutionStatus;
 use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::ApprovalResponder;
-use live_ci_core::port::{ApprovalStore, Metadb, TokenDelivery};
+use live_ci_core::port::{ApprovalStore, TokenDelivery};
 use live_ci_testkit::aws::{sdk_config, state_machine};
 use live_ci_testkit::{repo_root, unique};
 use live_ci_workflow::{ApprovalRequest, SfnTaskTokens};

@@ -1,6 +1,7 @@
 //! The integration tests of the approval_response Lambda: the responder, SES in LocalStack and the browser approval: one test binary (one link) for the
 //! crate, each former `tests/*.rs` a module.
 
+mod approval_store_only;
 mod browser;
 mod responder;
 mod server;

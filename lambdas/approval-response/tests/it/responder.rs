@@ -12,7 +12,7 @@ use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse, from_function_url};
 use live_ci_core::approval::VoteLink;
 use live_ci_core::deploy::{Outcome, Vote};
-use live_ci_core::port::{ApprovalStore, Email, Metadb, TokenDelivery};
+use live_ci_core::port::{ApprovalStore, Email, ExecutionStore, TokenDelivery};
 use live_ci_metadb::{PgMetadb, Sql};
 use serde_json::{Value, json};
 use support::*;

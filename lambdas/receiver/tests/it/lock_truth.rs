@@ -10,7 +10,7 @@ use live_ci_testkit::pg as support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use live_ci_core::port::Metadb;
+use live_ci_core::port::RunStore;
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::PgMetadb;

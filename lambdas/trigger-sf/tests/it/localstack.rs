@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
 use live_ci_core::port::ParamStore;
-use live_ci_core::port::{Metadb, WorkflowEngine};
+use live_ci_core::port::{ExecutionStore, RunStore, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;
 use live_ci_testkit::aws::{sfn_client, state_machine};

@@ -14,7 +14,7 @@ use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
 use live_ci_core::merge_lock;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
-use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
+use live_ci_core::port::{ExecutionDescription, ExecutionStore, RunStore, WorkflowEngine};
 use live_ci_core::status::{CommitStatus, PullRequest, StatusState, context};
 use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::PgMetadb;

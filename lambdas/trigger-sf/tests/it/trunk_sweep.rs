@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use live_ci_core::port::ParamStore;
-use live_ci_core::port::{ExecutionDescription, Metadb, WorkflowEngine};
+use live_ci_core::port::{ExecutionDescription, RunStore, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::task::{TaskKind, TaskSpec, env};
 use live_ci_core::webhook::FilePattern;

@@ -1,0 +1,106 @@
+//! The executions port: one row per unit deployment of a run, and the
+//! scheduler's moves on it (claim, start, finish, abort dependents) plus what
+//! the plan and apply tasks record. trigger-sf schedules, the terra-run task
+//! records plans and new resources. Every method is one guarded statement or
+//! one transaction, so concurrent and repeated invocations are safe.
+
+use std::future::Future;
+
+use super::SavedPlan;
+use crate::deploy::{ExecutionRecord, FinishOutcome, Outcome, RunId};
+use crate::operate::StartFailure;
+
+/// Executions and their scheduling. Implementations: `live-ci-metadb`'s
+/// PostgreSQL and RDS Data API adapters (one SQL text).
+pub trait ExecutionStore: Send + Sync {
+    type Error: crate::port::Classify;
+
+    fn execution(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<ExecutionRecord>, Self::Error>> + Send;
+
+    /// Every execution of a run, highest priority first.
+    fn executions(
+        &self,
+        run_id: RunId,
+    ) -> impl Future<Output = Result<Vec<ExecutionRecord>, Self::Error>> + Send;
+
+    /// Moves up to `limit` ready executions of a running run from `waiting` to
+    /// `running` and returns them, highest priority first. Ready: every
+    /// execution in its `wait_for` succeeded, every execution of its
+    /// `wait_accounts` (same action) succeeded, and the run has a free slot
+    /// under `max_parallel`. Concurrent callers never claim the same execution.
+    fn claim_ready(
+        &self,
+        run_id: RunId,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ExecutionRecord>, Self::Error>> + Send;
+
+    /// Records the Step Functions execution started for a claim. False when the
+    /// execution is not running or already has a different ARN.
+    fn attach_execution_arn(
+        &self,
+        execution_id: &str,
+        arn: &str,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Puts a claim whose start failed back to `waiting`. Only a claim without an
+    /// ARN is released; false otherwise.
+    fn release_claim(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records a failed start of a claim without an ARN: it goes back to
+    /// waiting, unless this was attempt `max_attempts`, when it fails with the
+    /// error as its reason (and its dependents are aborted, as for any
+    /// failure) instead of being retried forever.
+    fn record_start_failure(
+        &self,
+        execution_id: &str,
+        error: &str,
+        max_attempts: u32,
+    ) -> impl Future<Output = Result<StartFailure, Self::Error>> + Send;
+
+    /// Records how a running execution ended. A failure aborts its transitive
+    /// dependents (directory and account waits) with reason "ancestor failed",
+    /// and with the run's fail-fast every waiting execution of the run, in the
+    /// same transaction. Repeats change nothing.
+    fn record_finished(
+        &self,
+        execution_id: &str,
+        outcome: Outcome,
+        reason: Option<&str>,
+    ) -> impl Future<Output = Result<FinishOutcome, Self::Error>> + Send;
+
+    /// Aborts every waiting transitive dependent of a failed execution (and with
+    /// fail-fast every waiting execution of its run); returns the execution ids
+    /// it aborted (none on a repeat). `record_finished` already does this; the
+    /// sweep calls it to repair.
+    fn abort_dependents(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Stores the provider resources an apply created (for rollbacks).
+    fn record_new_resources(
+        &self,
+        execution_id: &str,
+        resources: &[String],
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Records the plan the plan task saved for a running execution (a re-plan
+    /// replaces it); false when the execution has ended.
+    fn record_saved_plan(
+        &self,
+        execution_id: &str,
+        plan: &SavedPlan,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// The plan recorded for the execution, if any.
+    fn saved_plan(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<SavedPlan>, Self::Error>> + Send;
+}
