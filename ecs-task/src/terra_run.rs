@@ -357,7 +357,7 @@ struct Prepared {
 }
 
 /// Checks out the commit the unit runs from and assumes its role.
-async fn prepare<M: Metadb, A, T, G, R: RoleAssumer>(
+async fn prepare<M: RunStore, A, T, G, R: RoleAssumer>(
     config: &TerraRunConfig,
     repo: &Repo,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
@@ -413,7 +413,7 @@ async fn prepare<M: Metadb, A, T, G, R: RoleAssumer>(
 
 /// The plan the voters approved, as bytes: `artifact` must be the execution's
 /// saved plan, and its content must hash to what the plan task recorded.
-async fn approved_plan<M: Metadb, A: ArtifactStore, T, G, R>(
+async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     artifact: &str,
@@ -472,7 +472,7 @@ async fn approved_plan<M: Metadb, A: ArtifactStore, T, G, R>(
 /// Uploads a new plan and records it for the execution. The hash is taken
 /// here, in the task, from the bytes it uploads: the apply accepts this
 /// content only.
-async fn store_plan<M: Metadb, A: ArtifactStore, T, G, R>(
+async fn store_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     key: &str,
