@@ -107,6 +107,7 @@ mod tests {
             MetadbError::Postgres {
                 message: "the server said no".into(),
                 code: Some(code.into()),
+                source: None,
             },
         ))
     }

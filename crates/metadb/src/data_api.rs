@@ -106,7 +106,7 @@ fn sdk_error<E>(
     e: aws_sdk_rdsdata::error::SdkError<E, aws_sdk_rdsdata::config::http::HttpResponse>,
 ) -> MetadbError
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     let transient = ErrorKind::of_aws_call(
         !matches!(e, SdkError::ConstructionFailure(_)),
@@ -123,6 +123,7 @@ where
         message,
         retryable,
         transient,
+        source: Some(Box::new(e)),
     }
 }
 
@@ -151,6 +152,7 @@ impl Sql for DataApi {
             message: "begin transaction returned no transaction id".into(),
             retryable: false,
             transient: false,
+            source: None,
         })?;
         Ok(DataApiTx {
             api: self.clone(),
@@ -168,11 +170,7 @@ pub struct DataApiTx {
 
 impl DataApiTx {
     fn id(&self) -> Result<&str> {
-        self.id.as_deref().ok_or_else(|| MetadbError::DataApi {
-            message: "transaction already finished".into(),
-            retryable: false,
-            transient: false,
-        })
+        self.id.as_deref().ok_or(MetadbError::TransactionFinished)
     }
 }
 

@@ -10,23 +10,34 @@ pub enum MetadbError {
     /// The input was refused before anything was written.
     #[error(transparent)]
     Invalid(#[from] CoreError),
-    /// `code` is the SQLSTATE when the server answered.
+    /// `code` is the SQLSTATE when the server answered; `message` the server's
+    /// own text (or the cause's), `source` the driver's error itself (its
+    /// `DbError` with position, constraint, table…), absent only for an error
+    /// built without one.
     #[error("postgres: {message}")]
     Postgres {
         message: String,
         code: Option<String>,
+        source: Option<tokio_postgres::Error>,
     },
     #[error("connection pool: {0}")]
     Pool(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A statement on a transaction after its commit or rollback: a bug in
+    /// the caller, which fails the same way however often it is retried.
+    #[error("transaction already finished")]
+    TransactionFinished,
     #[error("invalid database url {url:?}: {message}")]
     Url { url: String, message: String },
     /// `retryable`: the transaction may be retried (a deadlock); `transient`:
-    /// the call failed on the way (throttling, a 5xx, a timeout).
+    /// the call failed on the way (throttling, a 5xx, a timeout). `source` is
+    /// the SDK's error (an `SdkError` of the operation), absent when the
+    /// answer itself was unusable.
     #[error("rds data api: {message}")]
     DataApi {
         message: String,
         retryable: bool,
         transient: bool,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     #[error("cannot decode a row of {statement:?}: {message}")]
     Decode { statement: String, message: String },
@@ -104,6 +115,7 @@ impl From<tokio_postgres::Error> for MetadbError {
                 MetadbError::Postgres {
                     message,
                     code: Some(db.code().code().to_string()),
+                    source: Some(e),
                 }
             }
             None => {
@@ -121,6 +133,7 @@ impl From<tokio_postgres::Error> for MetadbError {
                 MetadbError::Postgres {
                     message,
                     code: e.code().map(|c| c.code().to_string()),
+                    source: Some(e),
                 }
             }
         }
@@ -128,3 +141,21 @@ impl From<tokio_postgres::Error> for MetadbError {
 }
 
 pub type Result<T, E = MetadbError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deadpool_postgres::{PoolError, TimeoutType};
+
+    #[test]
+    fn a_finished_transaction_is_permanent_and_a_pool_timeout_retryable() {
+        assert_eq!(
+            MetadbError::TransactionFinished.kind(),
+            ErrorKind::Permanent
+        );
+        for waited in [TimeoutType::Wait, TimeoutType::Create, TimeoutType::Recycle] {
+            let timeout = MetadbError::Pool(Box::new(PoolError::Timeout(waited)));
+            assert_eq!(timeout.kind(), ErrorKind::Retryable, "{timeout}");
+        }
+    }
+}

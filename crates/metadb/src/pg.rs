@@ -145,9 +145,7 @@ impl std::fmt::Debug for PgTx {
 
 impl PgTx {
     fn client(&self) -> Result<&Object> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| MetadbError::Pool("transaction already finished".into()))
+        self.client.as_ref().ok_or(MetadbError::TransactionFinished)
     }
 }
 
@@ -190,6 +188,15 @@ impl Drop for PgTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_after_the_end_of_a_transaction_is_a_permanent_error() {
+        use live_ci_core::port::{Classify, ErrorKind};
+        let finished = PgTx { client: None };
+        let err = finished.client().expect_err("no connection is left");
+        assert!(matches!(err, MetadbError::TransactionFinished), "{err:?}");
+        assert_eq!(err.kind(), ErrorKind::Permanent);
+    }
 
     #[test]
     fn binds_by_name_and_redacts_passwords() {

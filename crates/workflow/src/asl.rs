@@ -17,8 +17,7 @@ pub fn check(definition: &str) -> Result<BTreeSet<String>> {
             "unrendered placeholder {snippet:?}"
         )));
     }
-    let doc: Value =
-        serde_json::from_str(definition).map_err(|e| WorkflowError::NotJson(e.to_string()))?;
+    let doc: Value = serde_json::from_str(definition).map_err(WorkflowError::NotJson)?;
     let states = doc
         .get("States")
         .and_then(Value::as_object)

@@ -3,8 +3,9 @@
 use live_ci_core::port::{Classify, ErrorKind};
 
 /// Everything that can go wrong rendering or checking the state machine, or
-/// decoding a payload. Messages are lowercase and quote the offending value.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+/// decoding a payload. Messages are lowercase and quote the offending value;
+/// the JSON decoder's and the SDK's own errors are kept as the source.
+#[derive(Debug, thiserror::Error)]
 pub enum WorkflowError {
     /// The template references variables that were not given.
     #[error("template variables not given: {}", quote_all(.0))]
@@ -30,23 +31,26 @@ pub enum WorkflowError {
     },
     /// The rendered definition is not valid JSON.
     #[error("rendered definition is not json: {0}")]
-    NotJson(String),
+    NotJson(#[source] serde_json::Error),
     /// The definition is JSON but not a state machine we accept.
     #[error("state machine definition: {0}")]
     Definition(String),
     /// A payload crossing a state boundary could not be decoded.
-    #[error("{payload}: invalid json: {message}")]
+    #[error("{payload}: invalid json: {source}")]
     Payload {
         payload: &'static str,
-        message: String,
+        source: serde_json::Error,
     },
     /// A Step Functions call failed; `kind` as the SDK's retry classifier
-    /// sees it (throttling, 5xx, no answer: retryable).
+    /// sees it (throttling, 5xx, no answer: retryable). `source` is the SDK's
+    /// error (an `SdkError` of the operation), absent when the adapter itself
+    /// refused (an ARN it cannot build, an existing execution's other input).
     #[error("step functions {operation}: {message}")]
     Sfn {
         operation: &'static str,
         message: String,
         kind: ErrorKind,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 

@@ -135,10 +135,7 @@ pub struct ApplyResult {
 
 /// Decodes a payload, naming it in the error.
 pub fn decode<T: DeserializeOwned>(payload: &'static str, json: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| WorkflowError::Payload {
-        payload,
-        message: e.to_string(),
-    })
+    serde_json::from_str(json).map_err(|source| WorkflowError::Payload { payload, source })
 }
 
 /// The environment the state machine gives the `terra-run` container.
@@ -199,5 +196,28 @@ mod tests {
         let debug = format!("{request:?} {request:#?}");
         assert!(!debug.contains(&request.task_token), "{debug}");
         assert!(debug.contains("<redacted>") && debug.contains(&request.sfn_execution_arn));
+    }
+
+    /// A payload that does not decode names the payload, and keeps the
+    /// decoder's error (line, column, category) as the source.
+    #[test]
+    fn a_bad_payload_keeps_the_decoders_error() {
+        let err = decode::<ApplyResult>("apply result", "{\n  \"added\": \"three\"\n}")
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("apply result: invalid json: invalid type: string \"three\""),
+            "{err}"
+        );
+        let json = std::error::Error::source(&err)
+            .and_then(|s| s.downcast_ref::<serde_json::Error>())
+            .unwrap();
+        assert_eq!((json.line(), json.column()), (2, 18));
+        assert_eq!(json.classify(), serde_json::error::Category::Data);
+        assert_eq!(
+            live_ci_core::port::Classify::kind(&err),
+            live_ci_core::port::ErrorKind::Permanent
+        );
     }
 }

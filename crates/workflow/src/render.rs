@@ -129,9 +129,9 @@ mod tests {
     #[test]
     fn names_every_missing_variable() {
         let err = render("${a} ${b} ${c}", &vars(&[("b", "1")])).unwrap_err();
-        assert_eq!(
-            err,
-            WorkflowError::MissingVariables(vec!["a".into(), "c".into()])
+        assert!(
+            matches!(&err, WorkflowError::MissingVariables(names) if names == &["a", "c"]),
+            "{err:?}"
         );
         assert_eq!(err.to_string(), r#"template variables not given: "a", "c""#);
     }

@@ -42,6 +42,7 @@ impl SfnEngine {
                     self.state_machine_arn
                 ),
                 kind: ErrorKind::Permanent,
+                source: None,
             }),
         }
     }
@@ -49,7 +50,7 @@ impl SfnEngine {
 
 fn sfn_error<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> WorkflowError
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     WorkflowError::Sfn {
         operation,
@@ -58,7 +59,8 @@ where
             err.code(),
             err.raw_response().map(|r| r.status().as_u16()),
         ),
-        message: DisplayErrorContext(err).to_string(),
+        message: DisplayErrorContext(&err).to_string(),
+        source: Some(Box::new(err)),
     }
 }
 
@@ -115,6 +117,7 @@ impl WorkflowEngine for SfnEngine {
                             "execution {name:?} already exists with a different input"
                         ),
                         kind: ErrorKind::Permanent,
+                        source: None,
                     })
                 }
             }

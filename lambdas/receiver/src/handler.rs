@@ -1,6 +1,19 @@
 //! The webhook handler: size, signature, de-duplication, routing, then the
 //! pull-request plan (trusted pull requests, or a maintainer's `/live-ci plan`),
 //! the "not planned" status of the others, or the merge deploy.
+//!
+//! Commit statuses go through [`Statuses`] with the switches read from the
+//! parameter store together with the merge lock. Which may fail a delivery:
+//! - the `Merge Lock` status (and its "not applicable" success) is the
+//!   protection itself — the check branch protection requires, which keeps a
+//!   pull request unmergeable while a deploy runs — so it is posted with
+//!   [`status::required`], before any task starts: GitHub refusing it fails
+//!   the webhook answer (500; GitHub marks the delivery failed, and its
+//!   redelivery, or the lock's next refresh, posts it) and launches nothing;
+//! - the pending `live-ci: plan` and `live-ci: create-deploy-stack` statuses
+//!   only show what the task does (the task posts its own results), so they are
+//!   advisory: a refusal is a logged warning, listed under `warnings` in the
+//!   answer, and the task is launched all the same.
 
 use std::collections::BTreeMap;
 
@@ -10,9 +23,11 @@ use live_ci_core::port::ParamStore;
 use live_ci_core::port::PullRequestAuthority;
 use live_ci_core::port::TaskLauncher;
 use live_ci_core::port::{ErrorKind, PortError, PortResultExt};
-use live_ci_core::status::{CommitStatus, CommitStatusConfig, StatusState, context, target};
+use live_ci_core::status::{
+    self, Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, target,
+};
 use live_ci_core::task::{
-    MergedPullRequest, TaskKind, TaskSpec, client_token, create_deploy_stack_spec, env,
+    MergedPullRequest, StartedTask, TaskKind, TaskSpec, client_token, create_deploy_stack_spec, env,
 };
 use live_ci_core::webhook::{PLAN_COMMAND, Route, WebhookError, route, verify_signature};
 use serde_json::{Value, json};
@@ -287,9 +302,9 @@ where
         Ok(self.config.file_pattern.matches_any(&files))
     }
 
-    async fn read_lock_and_status_config(
-        &self,
-    ) -> Result<(MergeLock, CommitStatusConfig), ReceiverError> {
+    /// The merge lock and the status service with the switches: one read of
+    /// each parameter per delivery.
+    async fn read_lock_and_statuses(&self) -> Result<(MergeLock, Statuses<&G>), ReceiverError> {
         let lock_value = self
             .params
             .get(&self.config.merge_lock_param)
@@ -302,8 +317,8 @@ where
             .get(&self.config.commit_status_config_param)
             .await
             .port("parameter store")?;
-        let statuses = CommitStatusConfig::parse(&status_json).map_err(ReceiverError::Params)?;
-        Ok((lock, statuses))
+        let switches = CommitStatusConfig::parse(&status_json).map_err(ReceiverError::Params)?;
+        Ok((lock, Statuses::new(&self.github, switches)))
     }
 
     async fn plan_pull_request(
@@ -316,15 +331,15 @@ where
     ) -> Result<Value, ReceiverError> {
         if !self.touches_matching_files(number).await? {
             // Required checks must pass on pull requests that never deploy.
-            self.set_status(&merge_lock::not_applicable(head_sha))
+            self.post_merge_lock(&merge_lock::not_applicable(head_sha))
                 .await?;
             return Ok(json!({"ignored": format!(
                 "pull request #{number} changes no file matching {:?}",
                 self.config.file_pattern.as_str()
             )}));
         }
-        let (lock, statuses) = self.read_lock_and_status_config().await?;
-        self.set_status(&lock.status_for(head_sha)).await?;
+        let (lock, statuses) = self.read_lock_and_statuses().await?;
+        self.post_merge_lock(&lock.status_for(head_sha)).await?;
         let spec = TaskSpec {
             kind: TaskKind::PrPlan,
             env: BTreeMap::from([
@@ -337,27 +352,24 @@ where
             client_token: client_token(delivery),
         };
         let started = self.launcher.start(&spec).await.port("task launcher")?;
-        if statuses.pr_plan {
-            let mut s = CommitStatus::new(
-                head_sha,
-                StatusState::Pending,
-                context::PR_PLAN,
-                "planning the affected units",
-            );
-            // A launcher that knows no log stream yet links the ECS task.
-            s.target_url = started
-                .logs_url
-                .clone()
-                .or_else(|| target::ecs_task(&started.task_arn));
-            self.set_status(&s).await?;
-        }
-        Ok(json!({
-            "started": TaskKind::PrPlan.subcommand(),
-            "pull_request": number,
-            "commit": head_sha,
-            "task_arn": started.task_arn,
-            "merge_lock": lock.to_string(),
-        }))
+        let mut s = CommitStatus::new(
+            head_sha,
+            StatusState::Pending,
+            context::PR_PLAN,
+            "planning the affected units",
+        );
+        s.target_url = task_link(&started);
+        let warning = statuses.post(Check::PrPlan, &s).await;
+        Ok(with_warnings(
+            json!({
+                "started": TaskKind::PrPlan.subcommand(),
+                "pull_request": number,
+                "commit": head_sha,
+                "task_arn": started.task_arn,
+                "merge_lock": lock.to_string(),
+            }),
+            warning,
+        ))
     }
 
     /// A pull request whose code is not run on its own: the merge lock as for
@@ -375,29 +387,25 @@ where
                 self.config.file_pattern.as_str()
             )}));
         }
-        let (lock, statuses) = self.read_lock_and_status_config().await?;
-        self.set_status(&lock.status_for(head_sha)).await?;
-        if statuses.pr_plan {
-            self.set_status(&CommitStatus::new(
-                head_sha,
-                StatusState::Pending,
-                context::PR_PLAN,
-                reason,
-            ))
-            .await?;
-        }
+        let (lock, statuses) = self.read_lock_and_statuses().await?;
+        self.post_merge_lock(&lock.status_for(head_sha)).await?;
+        let waiting = CommitStatus::new(head_sha, StatusState::Pending, context::PR_PLAN, reason);
+        let warning = statuses.post(Check::PrPlan, &waiting).await;
         tracing::info!(
             pull_request = number,
             head_sha,
             reason,
             "pull request not planned"
         );
-        Ok(json!({
-            "not_planned": reason,
-            "pull_request": number,
-            "commit": head_sha,
-            "merge_lock": lock.to_string(),
-        }))
+        Ok(with_warnings(
+            json!({
+                "not_planned": reason,
+                "pull_request": number,
+                "commit": head_sha,
+                "merge_lock": lock.to_string(),
+            }),
+            warning,
+        ))
     }
 
     /// A `/live-ci plan` comment: the commenter's permission is looked up (the
@@ -463,7 +471,7 @@ where
                 self.config.file_pattern.as_str()
             )}));
         }
-        let (lock, statuses) = self.read_lock_and_status_config().await?;
+        let (lock, statuses) = self.read_lock_and_statuses().await?;
         let started = self.launcher.start(&spec).await.port("task launcher")?;
         // A held lock does not stop the task: create-deploy-stack queues the run
         // in the metadb behind the running one (merge order), instead of failing.
@@ -471,41 +479,41 @@ where
             MergeLock::Held { pr } if pr != number => Some(pr),
             _ => None,
         };
-        if statuses.create_deploy_stack {
-            let description = match queued_behind {
-                Some(pr) => format!("queued behind PR #{pr}; finding the affected units"),
-                None => "finding the affected units".to_string(),
-            };
-            let mut s = CommitStatus::new(
-                merge_commit,
-                StatusState::Pending,
-                context::CREATE_DEPLOY_STACK,
-                &description,
-            );
-            // A launcher that knows no log stream yet links the ECS task.
-            s.target_url = started
-                .logs_url
-                .clone()
-                .or_else(|| target::ecs_task(&started.task_arn));
-            self.set_status(&s).await?;
-        }
-        Ok(json!({
-            "started": TaskKind::CreateDeployStack.subcommand(),
-            "pull_request": number,
-            "commit": merge_commit,
-            "task_arn": started.task_arn,
-            "queued_behind": queued_behind,
-        }))
+        let description = match queued_behind {
+            Some(pr) => format!("queued behind PR #{pr}; finding the affected units"),
+            None => "finding the affected units".to_string(),
+        };
+        let mut s = CommitStatus::new(
+            merge_commit,
+            StatusState::Pending,
+            context::CREATE_DEPLOY_STACK,
+            &description,
+        );
+        s.target_url = task_link(&started);
+        let warning = statuses.post(Check::CreateDeployStack, &s).await;
+        Ok(with_warnings(
+            json!({
+                "started": TaskKind::CreateDeployStack.subcommand(),
+                "pull_request": number,
+                "commit": merge_commit,
+                "task_arn": started.task_arn,
+                "queued_behind": queued_behind,
+            }),
+            warning,
+        ))
     }
 
-    async fn set_status(&self, status: &CommitStatus) -> Result<(), ReceiverError> {
-        Ok(self.github.set_status(status).await.port("github")?)
+    /// The `Merge Lock` status is the protection, not advisory (module doc).
+    async fn post_merge_lock(&self, lock_status: &CommitStatus) -> Result<(), ReceiverError> {
+        Ok(status::required(&self.github, lock_status)
+            .await
+            .port("github")?)
     }
 
     /// Posts the current lock on every open pull request into the trunk (used
     /// when the lock changes hands; exposed for the tasks that take and release it).
     pub async fn refresh_merge_lock(&self) -> Result<Vec<u64>, ReceiverError> {
-        let (lock, _) = self.read_lock_and_status_config().await?;
+        let (lock, _) = self.read_lock_and_statuses().await?;
         let refreshed = merge_lock::refresh_statuses(
             &self.github,
             lock,
@@ -516,6 +524,25 @@ where
         .port("github")?;
         Ok(refreshed)
     }
+}
+
+/// Where a task's pending status links: its log stream, or the ECS task while
+/// the launcher knows no log stream yet.
+fn task_link(started: &StartedTask) -> Option<String> {
+    started
+        .logs_url
+        .clone()
+        .or_else(|| target::ecs_task(&started.task_arn))
+}
+
+/// The answer's body, plus the advisory statuses GitHub refused (they show in
+/// the delivery's response on GitHub).
+fn with_warnings(mut body: Value, warnings: impl IntoIterator<Item = String>) -> Value {
+    let warnings: Vec<String> = warnings.into_iter().collect();
+    if let (Value::Object(map), false) = (&mut body, warnings.is_empty()) {
+        map.insert("warnings".into(), json!(warnings));
+    }
+    body
 }
 
 fn reply(status: u16, body: Value) -> WebhookResponse {

@@ -4,7 +4,7 @@
 
 mod service;
 
-pub use service::{Check, NoGitHost, Statuses, advisory, target};
+pub use service::{Check, NoGitHost, Statuses, advisory, required, target};
 
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,11 @@
 //! refuses or fails a status is logged and reported as a warning, never an
 //! error of the step that posts it (the metadb, the task token and the merge
 //! lock parameter carry the truth; GitHub only shows it).
+//!
+//! One exception, posted through [`required`]: the receiver's `Merge Lock`
+//! status on a pull request's head. There the status is the protection itself
+//! (branch protection requires it), not a picture of a truth kept elsewhere,
+//! so its failure fails the webhook answer and GitHub's redelivery posts it.
 
 use std::convert::Infallible;
 
@@ -85,6 +90,16 @@ pub async fn advisory<G: GitHost>(host: &G, status: &CommitStatus) -> Option<Str
             Some(format!("status {:?}: {e}", status.context))
         }
     }
+}
+
+/// Posts a status that is itself a protection, not advisory: the receiver's
+/// `Merge Lock` status on a pull request's head, the required check that keeps
+/// it unmergeable while a deploy runs. Its failure is the caller's error, so
+/// the webhook answer fails and GitHub's redelivery posts the status; the
+/// lock's refreshes by the tasks stay advisory (the parameter carries the
+/// truth there, and the next pull-request event posts it again).
+pub async fn required<G: GitHost>(host: &G, status: &CommitStatus) -> Result<(), G::Error> {
+    host.set_status(status).await
 }
 
 /// The git host of a deployment without a GitHub token: posts nothing, sees no

@@ -74,3 +74,35 @@ async fn a_ten_thousand_execution_run_reads_back_in_pages_under_the_limit() {
     let progress = db.run_progress(created.run_id).await.unwrap();
     assert_eq!(progress.running, claimed.len() as u64);
 }
+
+/// A statement the database refuses keeps the SDK's error as its source: the
+/// service error (`DatabaseErrorException`) stays typed behind the text.
+#[tokio::test]
+async fn a_refused_statement_keeps_the_sdk_error_as_its_source() {
+    use aws_sdk_rdsdata::config::http::HttpResponse;
+    use aws_sdk_rdsdata::error::SdkError;
+    use aws_sdk_rdsdata::operation::execute_statement::ExecuteStatementError;
+    use live_ci_core::port::{Classify, ErrorKind};
+    use live_ci_metadb::MetadbError;
+
+    let db = data_api_metadb().await;
+    let err = db
+        .sql()
+        .query("SELECT (1 / 0)::text", &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, MetadbError::DataApi { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    let sdk = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<SdkError<ExecuteStatementError, HttpResponse>>())
+        .unwrap_or_else(|| panic!("no SdkError source: {err:?}"));
+    let service = sdk.as_service_error().expect("a service error");
+    assert!(
+        matches!(service, ExecuteStatementError::DatabaseErrorException(_)),
+        "{service:?}"
+    );
+    assert!(
+        service.to_string().contains("division by zero"),
+        "{service}"
+    );
+}

@@ -4,6 +4,7 @@
 mod approvals;
 mod data_api;
 mod data_api_local;
+mod errors;
 mod pg;
 mod tls;
 mod trunk;

@@ -4,7 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use live_ci_core::port::WorkflowEngine;
+use aws_sdk_sfn::config::http::HttpResponse;
+use aws_sdk_sfn::error::SdkError;
+use aws_sdk_sfn::operation::describe_execution::DescribeExecutionError;
+use live_ci_core::port::{Classify, ErrorKind, WorkflowEngine};
 use live_ci_testkit::aws::{sfn_client, state_machine};
 use live_ci_testkit::unique;
 use live_ci_workflow::{SfnEngine, WorkflowError};
@@ -55,4 +58,14 @@ async fn starts_describes_and_repeats_idempotently() {
         missing.to_string().contains("DescribeExecution"),
         "{missing}"
     );
+    // The SDK's own error is the source: its service error is still typed.
+    let sdk = std::error::Error::source(&missing)
+        .and_then(|s| s.downcast_ref::<SdkError<DescribeExecutionError, HttpResponse>>())
+        .unwrap_or_else(|| panic!("no SdkError source: {missing:?}"));
+    assert!(
+        sdk.as_service_error()
+            .is_some_and(|e| e.is_execution_does_not_exist()),
+        "{sdk:?}"
+    );
+    assert_eq!(missing.kind(), ErrorKind::Permanent);
 }

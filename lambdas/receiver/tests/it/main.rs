@@ -1,5 +1,7 @@
-//! The integration tests of the receiver Lambda: the handler and the merge lock's truth: one test binary (one link) for the
-//! crate, each former `tests/*.rs` a module.
+//! The integration tests of the receiver Lambda: the handler, the merge lock's truth and
+//! which commit statuses may fail a delivery: one test binary (one link) for the crate,
+//! each former `tests/*.rs` a module.
 
 mod lock_truth;
 mod receiver;
+mod statuses;

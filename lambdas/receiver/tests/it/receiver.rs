@@ -20,10 +20,10 @@ use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const SECRET: &str = "test-webhook-secret-0123456789abcdef";
-const FORK_HEAD: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
-const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
+pub(crate) const FORK_HEAD: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
+pub(crate) const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
-const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
+pub(crate) const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
 
 fn param_store(lock: &str, statuses: &str) -> Params {
     Params::with([
@@ -48,12 +48,12 @@ fn handler_config() -> HandlerConfig {
     }
 }
 
-struct Harness {
-    server: MockServer,
-    receiver: Receiver<Params, GitHubClient, Launcher>,
+pub(crate) struct Harness {
+    pub(crate) server: MockServer,
+    pub(crate) receiver: Receiver<Params, GitHubClient, Launcher>,
 }
 
-async fn harness(lock: &str, statuses: &str) -> Harness {
+pub(crate) async fn harness(lock: &str, statuses: &str) -> Harness {
     harness_with(param_store(lock, statuses), handler_config()).await
 }
 
@@ -76,7 +76,7 @@ async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
     Harness { server, receiver }
 }
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(
         "{}/../../tests/fixtures/github/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -105,12 +105,12 @@ fn request(
     }
 }
 
-fn signed(event: &str, delivery: &str, body: Vec<u8>) -> WebhookRequest {
+pub(crate) fn signed(event: &str, delivery: &str, body: Vec<u8>) -> WebhookRequest {
     let sig = sign(SECRET.as_bytes(), &body);
     request(event, delivery, body, Some(sig))
 }
 
-async fn files(server: &MockServer, files: &[&str]) {
+pub(crate) async fn files(server: &MockServer, files: &[&str]) {
     let body: Vec<Value> = files
         .iter()
         .map(|f| json!({"filename": f, "status": "modified"}))
@@ -122,7 +122,7 @@ async fn files(server: &MockServer, files: &[&str]) {
         .await;
 }
 
-async fn expect_status(server: &MockServer, sha: &str, body: Value) {
+pub(crate) async fn expect_status(server: &MockServer, sha: &str, body: Value) {
     Mock::given(method("POST"))
         .and(path(format!(
             "/repos/acme/infrastructure-live/statuses/{sha}"
@@ -134,7 +134,7 @@ async fn expect_status(server: &MockServer, sha: &str, body: Value) {
         .await;
 }
 
-async fn no_other_github_calls(server: &MockServer) {
+pub(crate) async fn no_other_github_calls(server: &MockServer) {
     Mock::given(wiremock::matchers::any())
         .respond_with(ResponseTemplate::new(599))
         .expect(0)
@@ -142,7 +142,7 @@ async fn no_other_github_calls(server: &MockServer) {
         .await;
 }
 
-fn launched(h: &Harness) -> Vec<TaskSpec> {
+pub(crate) fn launched(h: &Harness) -> Vec<TaskSpec> {
     h.receiver_launcher().started()
 }
 
@@ -572,7 +572,7 @@ fn secret_reads(params: &Params) -> usize {
     params.reads_of("/live-ci/webhook-secret")
 }
 
-fn requests_summary(requests: &[wiremock::Request]) -> Vec<String> {
+pub(crate) fn requests_summary(requests: &[wiremock::Request]) -> Vec<String> {
     requests
         .iter()
         .map(|r| format!("{} {}", r.method, r.url.path()))
