@@ -134,8 +134,6 @@ impl TaskLauncher for NoTrunkSweep {
     }
 }
 
-/// The reason stored with a failed execution, from how it ended.
-
 /// The deploy status of a merge `by` superseded: it was deployed (or not) by
 /// that run, at the newer trunk commit `by_commit`.
 pub fn superseded_status(
@@ -158,6 +156,7 @@ pub fn superseded_status(
     CommitStatus::new(commit, state, context::DEPLOY, &description)
 }
 
+/// The reason stored with a failed execution, from how it ended.
 pub fn failure_reason(ended: &Ended) -> Option<String> {
     match ended {
         Ended::Succeeded => None,
