@@ -172,14 +172,11 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
     db.drop_db().await;
 }
 
-/// A terra-run started without what it needs answers its token at once with
-/// the `Config` error naming every missing variable (the state machine does
-/// not wait out the heartbeat), and exits failed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
-    let c = cloud();
-    let (arn, token) = waiting_execution(&c).await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"))
+/// The task binary as a terra-run of `token` in the local cloud, with an
+/// environment of nothing but the AWS basics, the clone URL and the token.
+fn task_binary(token: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
+    command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("AWS_REGION", live_ci_testkit::aws::REGION)
@@ -190,7 +187,18 @@ async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
             live_ci_testkit::localstack_endpoint().unwrap(),
         )
         .env("REPO_CLONE_URL", "/nonexistent/repo")
-        .env("LIVE_CI_TASK_TOKEN", &token)
+        .env("LIVE_CI_TASK_TOKEN", token);
+    command
+}
+
+/// A terra-run started without what it needs answers its token at once with
+/// the `Config` error naming every missing variable (the state machine does
+/// not wait out the heartbeat), and exits failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terra_run_missing_variables_fails_its_token_naming_them() {
+    let c = cloud();
+    let (arn, token) = waiting_execution(&c).await;
+    let out = task_binary(&token)
         .env("LIVE_CI_PHASE", "apply")
         .arg("terra-run")
         .output()
@@ -222,18 +230,7 @@ async fn a_terra_run_that_cannot_reach_the_metadb_fails_its_token_as_retryable()
     let c = cloud();
     let (arn, token) = waiting_execution(&c).await;
     // Port 1 on loopback: nothing listens, the connection is refused.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-ci-task"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("AWS_REGION", live_ci_testkit::aws::REGION)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env(
-            "AWS_ENDPOINT_URL",
-            live_ci_testkit::localstack_endpoint().unwrap(),
-        )
-        .env("REPO_CLONE_URL", "/nonexistent/repo")
-        .env("LIVE_CI_TASK_TOKEN", &token)
+    let out = task_binary(&token)
         .env("LIVE_CI_PHASE", "plan")
         .env("LIVE_CI_EXECUTION_ID", "pr1-unreachable")
         .env("METADB_URL", "postgres://live_ci@127.0.0.1:1/live_ci")
