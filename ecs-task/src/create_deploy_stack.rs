@@ -27,7 +27,7 @@ use live_ci_core::port::ParamStore;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload};
 use live_ci_core::status::{
-    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context,
+    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, superseded,
 };
 use live_ci_core::terraform::new_providers;
 use live_ci_engine::change::{Affected, AffectedUnit, Reason, detect, graph_at};
@@ -130,6 +130,13 @@ where
     };
     let created = status(state, context::CREATE_DEPLOY_STACK, &description);
     statuses.post(Check::CreateDeployStack, &created).await;
+    if let Ok(DeployReport {
+        superseded_by: Some(by),
+        ..
+    }) = &outcome
+    {
+        covered_by_an_ended_run(&commit, *by, ports, &statuses).await;
+    }
     if let Ok(r) = &outcome
         && !r.not_destroyed.is_empty()
     {
@@ -140,6 +147,30 @@ where
         statuses.post(Check::Always, &destroy).await;
     }
     outcome
+}
+
+/// A merge superseded by a run that has already ended: trigger-sf gave that
+/// run's superseded merges their deploy status when it ended, before this one
+/// was recorded, so it gets it here. (A run still going gives it when it
+/// ends.) Advisory, like every status of this task's outcome.
+async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R>(
+    commit: &str,
+    by: RunId,
+    ports: &DeployPorts<'_, M, P, G, I, R>,
+    statuses: &Statuses<&G>,
+) {
+    let covering = match ports.metadb.run(by).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, run = by, "reading the run that superseded this merge");
+            return;
+        }
+    };
+    if matches!(covering.status, RunStatus::Succeeded | RunStatus::Failed) {
+        let status = superseded(commit, by, &covering.commit_id, covering.status);
+        statuses.post(Check::Always, &status).await;
+    }
 }
 
 fn summary(r: &DeployReport) -> String {

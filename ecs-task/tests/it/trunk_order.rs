@@ -215,12 +215,54 @@ async fn two_merges_finishing_in_reverse_order_deploy_in_trunk_order() {
         "{}",
         status.description
     );
+    // The run that covers it is still going: trigger_sf says how it ended.
+    assert!(
+        !w.github
+            .statuses()
+            .iter()
+            .any(|s| s.sha == m1 && s.context == context::DEPLOY)
+    );
     // A redelivery of either changes nothing.
     let again = w.deploy(&metadb, &m1, "2", &[]).await;
     assert_eq!(again.superseded_by, Some(later_run));
     let again = w.deploy(&metadb, &m2, "3", &[]).await;
     assert_eq!((again.run_id, again.created), (Some(later_run), false));
     assert_eq!(again.execution_ids, later.execution_ids);
+    db.drop_db().await;
+}
+
+/// The older merge's task runs only after the newer merge's run has ended:
+/// trigger_sf gave that run's superseded merges their deploy status before
+/// this one existed, so create-deploy-stack gives it, naming the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_superseded_by_an_ended_run_gets_its_deploy_status_at_once() {
+    let w = World::new();
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let m1 = w.merge("pr-1", "dev/a", "10");
+    let m2 = w.merge("pr-2", "dev/b", "20");
+    let later = w.deploy(&metadb, &m2, "2", &[]).await;
+    let later_run = later.run_id.unwrap();
+    complete(&metadb, later_run, &["dev/b"]).await;
+    let earlier = w.deploy(&metadb, &m1, "1", &[]).await;
+    assert_eq!(earlier.superseded_by, Some(later_run));
+    let deploy: Vec<(StatusState, String)> = w
+        .github
+        .statuses()
+        .into_iter()
+        .filter(|s| s.sha == m1 && s.context == context::DEPLOY)
+        .map(|s| (s.state, s.description))
+        .collect();
+    assert_eq!(
+        deploy,
+        [(
+            StatusState::Failure,
+            format!(
+                "superseded by run #{later_run} (commit {}), which failed",
+                &m2[..7]
+            )
+        )]
+    );
     db.drop_db().await;
 }
 

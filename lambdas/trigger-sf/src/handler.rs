@@ -12,7 +12,8 @@ use live_ci_core::port::{
     ErrorKind, ExecutionStore, PortError, PortResultExt, RunStore, SweepStore, WorkflowEngine,
 };
 use live_ci_core::status::{
-    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, target,
+    Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, superseded,
+    target,
 };
 use live_ci_core::task::create_deploy_stack_spec;
 use live_ci_workflow::outcome::{
@@ -132,28 +133,6 @@ impl TaskLauncher for NoTrunkSweep {
     ) -> Result<live_ci_core::task::StartedTask, Self::Error> {
         match *self {}
     }
-}
-
-/// The deploy status of a merge `by` superseded: it was deployed (or not) by
-/// that run, at the newer trunk commit `by_commit`.
-pub fn superseded_status(
-    commit: &str,
-    by: RunId,
-    by_commit: &str,
-    outcome: RunStatus,
-) -> CommitStatus {
-    let short = by_commit.get(..7).unwrap_or(by_commit);
-    let (state, description) = match outcome {
-        RunStatus::Succeeded => (
-            StatusState::Success,
-            format!("deployed by run #{by} (commit {short}) with the newer trunk commits"),
-        ),
-        _ => (
-            StatusState::Failure,
-            format!("superseded by run #{by} (commit {short}), which failed"),
-        ),
-    };
-    CommitStatus::new(commit, state, context::DEPLOY, &description)
 }
 
 /// The reason stored with a failed execution, from how it ended.
@@ -693,7 +672,7 @@ where
         // themselves: their commits learn the outcome here, or they would
         // show no deploy status at all.
         for covered in self.metadb.superseded_runs(run_id).await.port("metadb")? {
-            let status = superseded_status(&covered.commit_id, run_id, &run.commit_id, status);
+            let status = superseded(&covered.commit_id, run_id, &run.commit_id, status);
             Self::queue(&statuses, Check::Always, status, report);
         }
         Ok(())
@@ -842,30 +821,5 @@ where
             report.lock_repaired = Some(truth.to_string());
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_superseded_merge_shares_the_outcome_of_the_run_that_covered_it() {
-        let ok = superseded_status("c6", 12, "0123456789abcdef", RunStatus::Succeeded);
-        assert_eq!(
-            (ok.sha.as_str(), ok.context.as_str()),
-            ("c6", context::DEPLOY)
-        );
-        assert_eq!(ok.state, StatusState::Success);
-        assert_eq!(
-            ok.description,
-            "deployed by run #12 (commit 0123456) with the newer trunk commits"
-        );
-        let failed = superseded_status("c6", 12, "0123456789abcdef", RunStatus::Failed);
-        assert_eq!(failed.state, StatusState::Failure);
-        assert_eq!(
-            failed.description,
-            "superseded by run #12 (commit 0123456), which failed"
-        );
     }
 }

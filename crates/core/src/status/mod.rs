@@ -138,6 +138,34 @@ pub mod context {
     }
 }
 
+/// The deploy status of a merge that run `by` (at the newer trunk commit
+/// `by_commit`) superseded: the superseded merge never runs itself, so it
+/// shares how `by` is doing.
+pub fn superseded(
+    commit: &str,
+    by: crate::deploy::RunId,
+    by_commit: &str,
+    outcome: crate::deploy::RunStatus,
+) -> CommitStatus {
+    use crate::deploy::RunStatus;
+    let short = by_commit.get(..7).unwrap_or(by_commit);
+    let (state, description) = match outcome {
+        RunStatus::Succeeded => (
+            StatusState::Success,
+            format!("deployed by run #{by} (commit {short}) with the newer trunk commits"),
+        ),
+        RunStatus::Failed | RunStatus::Superseded => (
+            StatusState::Failure,
+            format!("superseded by run #{by} (commit {short}), which failed"),
+        ),
+        RunStatus::Queued | RunStatus::Running => (
+            StatusState::Pending,
+            format!("superseded by run #{by} (commit {short}), which deploys it"),
+        ),
+    };
+    CommitStatus::new(commit, state, context::DEPLOY, &description)
+}
+
 /// An open pull request, as far as the merge lock needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRequest {
@@ -189,5 +217,42 @@ mod tests {
         assert!(s.description.ends_with('…'));
         let short = CommitStatus::new("abc", StatusState::Success, "c", "fine");
         assert_eq!(short.description, "fine");
+    }
+
+    #[test]
+    fn a_superseded_merge_shares_the_outcome_of_the_run_that_covered_it() {
+        let ok = superseded(
+            "c6",
+            12,
+            "0123456789abcdef",
+            crate::deploy::RunStatus::Succeeded,
+        );
+        assert_eq!(
+            (ok.sha.as_str(), ok.context.as_str()),
+            ("c6", context::DEPLOY)
+        );
+        assert_eq!(ok.state, StatusState::Success);
+        assert_eq!(
+            ok.description,
+            "deployed by run #12 (commit 0123456) with the newer trunk commits"
+        );
+        let failed = superseded(
+            "c6",
+            12,
+            "0123456789abcdef",
+            crate::deploy::RunStatus::Failed,
+        );
+        assert_eq!(failed.state, StatusState::Failure);
+        assert_eq!(
+            failed.description,
+            "superseded by run #12 (commit 0123456), which failed"
+        );
+        let going = superseded(
+            "c6",
+            12,
+            "0123456789abcdef",
+            crate::deploy::RunStatus::Running,
+        );
+        assert_eq!(going.state, StatusState::Pending);
     }
 }
