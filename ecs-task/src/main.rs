@@ -39,7 +39,8 @@ async fn main() -> anyhow::Result<()> {
             if let Some(token) = &errors.task_token {
                 // The name every configuration error of the task library carries.
                 let name = TaskError::Config(ConfigError::Missing("")).name();
-                answer_token(token, name, &errors.to_string()).await;
+                let aws = aws_config::load_from_env().await;
+                answer_token(&aws, token, name, &errors.to_string()).await;
             }
             return Err(errors).context("live-ci-task configuration");
         }
@@ -68,8 +69,12 @@ async fn main() -> anyhow::Result<()> {
     };
     let switches = async {
         match &config {
-            Config::TerraRun { .. } => Some(status_config(common, &params).await),
-            _ => None,
+            Config::TerraRun { .. } => status_config(common, &params).await.unwrap_or_else(|e| {
+                // Statuses are advisory; the task token carries the result.
+                tracing::warn!(error = %e, "reading the commit status config");
+                CommitStatusConfig::default()
+            }),
+            _ => CommitStatusConfig::default(),
         }
     };
     let read_token = async {
@@ -92,7 +97,7 @@ async fn main() -> anyhow::Result<()> {
             // kind (a retryable one is retried by the state machine), rather
             // than leaving the execution to its heartbeat timeout.
             if let Config::TerraRun { job, .. } = &config {
-                answer_token(&job.task_token, e.name(), &e.to_string()).await;
+                answer_token(&aws, &job.task_token, e.name(), &e.to_string()).await;
             }
             return Err(e).context("opening the metadb");
         }
@@ -130,9 +135,8 @@ async fn main() -> anyhow::Result<()> {
 /// Fails a terra-run's task token with a start-up failure (its configuration
 /// or the metadb) under the error's name, so the execution ends now rather than
 /// at its heartbeat timeout. Best effort: the task fails either way.
-async fn answer_token(token: &str, name: &str, problems: &str) {
-    let aws = aws_config::load_from_env().await;
-    let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&aws));
+async fn answer_token(aws: &aws_config::SdkConfig, token: &str, name: &str, problems: &str) {
+    let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
     if let Err(e) = tokens.send_failure(token, name, problems).await {
         tracing::warn!(error = %e, "answering the task token");
     }
@@ -148,7 +152,7 @@ struct Clients {
     /// Opened at start for the subcommands that use one.
     metadb: Option<AnyMetadb>,
     /// A terra-run's commit-status switches, read at start.
-    switches: Option<Result<CommitStatusConfig, TaskError>>,
+    switches: CommitStatusConfig,
 }
 
 async fn run<G: GitHost>(
@@ -189,15 +193,6 @@ async fn run<G: GitHost>(
             plan_bucket, job, ..
         } => {
             let metadb = opened(metadb)?;
-            let switches = match switches {
-                Some(Ok(switches)) => *switches,
-                Some(Err(e)) => {
-                    // Statuses are advisory; the task token carries the result.
-                    tracing::warn!(error = %e, "reading the commit status config");
-                    CommitStatusConfig::default()
-                }
-                None => CommitStatusConfig::default(),
-            };
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
             let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(aws));
@@ -206,7 +201,7 @@ async fn run<G: GitHost>(
                 artifacts: &artifacts,
                 tokens: &tokens,
                 roles,
-                statuses: Statuses::new(github, switches),
+                statuses: Statuses::new(github, *switches),
             };
             terra_run(job, repo, logs_url, &ports).await?;
         }

@@ -8,8 +8,11 @@ use std::sync::Mutex;
 use live_ci_aws::KmsTokenCipher;
 use live_ci_aws::sdk::kms;
 use live_ci_core::approval::{LinkKey, task_token_hash};
-use live_ci_core::deploy::{ExecutionRecord, RunId};
-use live_ci_core::port::{Email, ExecutionStore, Mailer, RunStore, TaskTokens, TokenDelivery};
+use live_ci_core::deploy::{ExecutionRecord, RunId, Tally, Vote, VoteOutcome};
+use live_ci_core::port::{
+    ApprovalRecord, ApprovalStore, Email, ExecutionStore, Mailer, NewApprovalRequest,
+    RequestStored, RunStore, TaskTokens, TokenDelivery,
+};
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
 
@@ -225,5 +228,91 @@ impl TaskTokens for RecordingTokens {
 
     async fn heartbeat(&self, _: &str) -> Result<TokenDelivery, FakeError> {
         panic!("approval_response never heartbeats")
+    }
+}
+
+/// The real metadb seen through the approval store port alone: a Lambda
+/// generic over a store this wraps can call `ApprovalStore` and nothing else,
+/// so a test driving it proves the Lambda needs no other metadb port (a
+/// widened bound stops the test compiling), while every answer still comes
+/// from the real SQL.
+#[derive(Debug, Clone)]
+pub struct ApprovalsOnly<S>(pub S);
+
+impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
+    type Error = S::Error;
+
+    async fn store_approval_request(
+        &self,
+        request: &NewApprovalRequest,
+    ) -> Result<RequestStored, S::Error> {
+        self.0.store_approval_request(request).await
+    }
+
+    async fn approval_request(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<ApprovalRecord>, S::Error> {
+        self.0.approval_request(execution_id).await
+    }
+
+    async fn mailed_voters(&self, execution_id: &str, hash: &str) -> Result<Vec<String>, S::Error> {
+        self.0.mailed_voters(execution_id, hash).await
+    }
+
+    async fn record_mailed(
+        &self,
+        execution_id: &str,
+        hash: &str,
+        voter: &str,
+        message_id: &str,
+    ) -> Result<bool, S::Error> {
+        self.0
+            .record_mailed(execution_id, hash, voter, message_id)
+            .await
+    }
+
+    async fn claim_decision_delivery(
+        &self,
+        execution_id: &str,
+        lease_secs: u32,
+    ) -> Result<bool, S::Error> {
+        self.0
+            .claim_decision_delivery(execution_id, lease_secs)
+            .await
+    }
+
+    async fn record_decision_delivery(
+        &self,
+        execution_id: &str,
+        delivery: &TokenDelivery,
+    ) -> Result<bool, S::Error> {
+        self.0
+            .record_decision_delivery(execution_id, delivery)
+            .await
+    }
+
+    async fn approval_execution(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<ExecutionRecord>, S::Error> {
+        self.0.approval_execution(execution_id).await
+    }
+
+    async fn cast_vote(
+        &self,
+        execution_id: &str,
+        voter: &str,
+        vote: Vote,
+    ) -> Result<VoteOutcome, S::Error> {
+        self.0.cast_vote(execution_id, voter, vote).await
+    }
+
+    async fn tally(&self, execution_id: &str) -> Result<Option<Tally>, S::Error> {
+        self.0.tally(execution_id).await
+    }
+
+    async fn decide(&self, execution_id: &str) -> Result<Option<Vote>, S::Error> {
+        self.0.decide(execution_id).await
     }
 }

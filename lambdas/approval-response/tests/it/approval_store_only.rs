@@ -1,7 +1,7 @@
 //! approval_response needs the approval store port and no other metadb port:
-//! driven by testkit's `MemoryApprovals`, which implements `ApprovalStore`
-//! only, two voters' links (mailed by approval_request through the same
-//! store) reach one decision, and its task token is handed over once.
+//! driven by the real metadb behind testkit's `ApprovalsOnly`, which exposes
+//! `ApprovalStore` only, two voters' links (mailed by approval_request through
+//! the same store) reach one decision, and its task token is handed over once.
 //! Widening `ApprovalResponder`'s bound to another metadb port (an
 //! `ExecutionStore` for the execution, say) stops this test compiling.
 #![allow(clippy::unwrap_used)]
@@ -9,11 +9,11 @@
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse};
 use live_ci_core::deploy::Vote;
-use live_ci_core::port::{ApprovalStore, Email, TokenDelivery};
+use live_ci_core::port::{ApprovalStore, Email, ExecutionStore, TokenDelivery};
 use live_ci_testkit::approval::{
-    RecordingMailer, RecordingTokens, cipher, key, now, request_for, text_link, token_of,
+    ApprovalsOnly, RecordingMailer, RecordingTokens, awaiting, cipher, key, now, request_for,
+    text_link, token_of,
 };
-use live_ci_testkit::memory_approvals::{MemoryApprovals, running_execution};
 
 fn post(mails: &[Email], voter: &str, label: &str) -> PageRequest {
     let mail = mails.iter().find(|m| m.to == voter).unwrap();
@@ -42,8 +42,8 @@ fn assert_page(resp: &PageResponse, status: u16, text: &str) {
 async fn votes_reach_one_decision_through_the_approval_store_alone() {
     let id = "run-1-c8c5-dev-narrow-001";
     let voters = ["alice@example.com", "bob@example.com"];
-    let record = running_execution(id, &voters, 2, 2);
-    let store = MemoryApprovals::with([record.clone()]);
+    let (tdb, db, record) = awaiting(id, &voters, 2, 2).await;
+    let store = ApprovalsOnly(db.clone());
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -79,7 +79,7 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
         "Approvals: 1 of 2 needed. Rejections: 0 of 2 needed.",
     );
     assert!(r.tokens().calls().is_empty());
-    assert_eq!(store.execution(id).unwrap().decision, None);
+    assert_eq!(db.execution(id).await.unwrap().unwrap().decision, None);
 
     // Bob's approval reaches the threshold: decided and sent, once.
     let resp = r
@@ -93,7 +93,10 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
     let calls = r.tokens().calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "token-narrow", "the decrypted task token");
-    assert_eq!(store.execution(id).unwrap().decision, Some(Vote::Approve));
+    assert_eq!(
+        db.execution(id).await.unwrap().unwrap().decision,
+        Some(Vote::Approve)
+    );
     let approval = store.approval_request(id).await.unwrap().unwrap();
     assert_eq!(approval.delivery, Some(TokenDelivery::Delivered));
 
@@ -106,4 +109,5 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
     let tally = store.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.approval_voters, voters);
     assert!(tally.rejection_voters.is_empty());
+    tdb.drop_db().await;
 }
