@@ -2,15 +2,39 @@
 -- one metadb round trip per statement and per BEGIN/COMMIT, a Data API HTTPS
 -- call each (20–50 ms in AWS), about fourteen per status change. Now a status
 -- change is one call (`live_ci_settle`: look up, finish, claim, count), and a
--- claim with the run's progress is one call (`live_ci_claim`). The store's
--- `record_finished`, `claim_ready` and `abort_dependents` call the same
--- functions, so there is one implementation of each move.
+-- claim with the run's progress is one call (`live_ci_claim`), and so is the
+-- end of a run with everything its statuses need (`live_ci_finish_run`). The
+-- store's `record_finished`, `claim_ready`, `abort_dependents`, `finish_run`,
+-- `run_progress`, `merge_lock` and run creation call the same functions, so
+-- there is one implementation of each move.
 --
 -- Every function is PL/pgSQL and VOLATILE on purpose: in READ COMMITTED each
 -- statement inside takes a fresh snapshot, so the claim, which runs after the
 -- statement that takes the run's row lock, counts the run's running executions
 -- as they are once the lock is held. One statement (a CTE taking the lock)
 -- would count them from a snapshot taken before its lock wait and over-claim.
+
+-- Counts of a run's executions by status.
+CREATE FUNCTION live_ci_progress(p_run_id bigint) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object(
+        'waiting', count(*) FILTER (WHERE status = 'waiting'),
+        'running', count(*) FILTER (WHERE status = 'running'),
+        'succeeded', count(*) FILTER (WHERE status = 'succeeded'),
+        'failed', count(*) FILTER (WHERE status = 'failed'),
+        'aborted', count(*) FILTER (WHERE status = 'aborted'))
+    FROM executions WHERE run_id = p_run_id
+    $$;
+
+-- The merge lock row with its run's pull request and commit.
+CREATE FUNCTION live_ci_merge_lock_json() RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('run_id', m.run_id, 'pr_id', r.pr_id, 'commit_id', r.commit_id,
+                              'locked_at', live_ci_ms(m.locked_at))
+    FROM merge_lock m LEFT JOIN runs r ON r.run_id = m.run_id
+    $$;
 
 -- Aborts the waiting transitive dependents of a failed execution, following
 -- directory edges and account waits (a failed member keeps its account from
@@ -147,7 +171,6 @@ CREATE FUNCTION live_ci_claim(p_run_id bigint, p_limit bigint) RETURNS jsonb
     AS $$
 DECLARE
     v_claimed jsonb := '[]';
-    v_progress jsonb;
 BEGIN
     -- Serializes the claimers of one run: the claim below is the next
     -- statement, so its snapshot is taken once this lock is held.
@@ -187,15 +210,7 @@ BEGIN
         INTO v_claimed
         FROM claimed c JOIN runs r ON r.run_id = c.run_id;
     END IF;
-    SELECT jsonb_build_object(
-        'waiting', count(*) FILTER (WHERE status = 'waiting'),
-        'running', count(*) FILTER (WHERE status = 'running'),
-        'succeeded', count(*) FILTER (WHERE status = 'succeeded'),
-        'failed', count(*) FILTER (WHERE status = 'failed'),
-        'aborted', count(*) FILTER (WHERE status = 'aborted'))
-    INTO v_progress
-    FROM executions WHERE run_id = p_run_id;
-    RETURN jsonb_build_object('claimed', v_claimed, 'progress', v_progress);
+    RETURN jsonb_build_object('claimed', v_claimed, 'progress', live_ci_progress(p_run_id));
 END
 $$;
 
@@ -228,5 +243,117 @@ BEGIN
             || jsonb_build_object('finish', live_ci_finish(p_execution_id, p_status, p_reason));
     END IF;
     RETURN (v_result || live_ci_claim(v_execution.run_id, p_limit))::text;
+END
+$$;
+
+-- Hands a free merge lock to the queued run newest on the trunk; returns the
+-- run it started, if any. The caller holds the merge_lock row (FOR UPDATE), as
+-- run creation and a run's finish do.
+--
+-- When no run is running: every queued run but the newest on the trunk is
+-- superseded (by it, whose range, from the last started run, covers theirs),
+-- and so is a queued run no newer than the last started run (a merge whose
+-- create-deploy-stack lost the race to a newer one). An operator's retry sits
+-- at its run's own trunk position and is not superseded by it. The executions
+-- of a superseded run never start.
+CREATE FUNCTION live_ci_start_next_run() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    v_superseded bigint[];
+    v_next bigint;
+BEGIN
+    WITH idle AS (
+        SELECT NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS yes
+    ), last_started AS (
+        SELECT run_id, trunk_seq FROM runs WHERE status IN ('succeeded', 'failed')
+        ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
+    ), next AS (
+        SELECT q.run_id FROM runs q, idle
+        WHERE idle.yes AND q.status = 'queued'
+          AND (q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
+               OR (q.retry_of IS NOT NULL
+                   AND q.trunk_seq >= coalesce((SELECT trunk_seq FROM last_started), -1)))
+        ORDER BY q.trunk_seq DESC, q.run_id DESC LIMIT 1
+    ), superseded AS (
+        UPDATE runs r
+        SET status = 'superseded', finished_at = clock_timestamp(),
+            superseded_by = coalesce((SELECT run_id FROM next), (SELECT run_id FROM last_started))
+        FROM idle
+        WHERE idle.yes AND r.status = 'queued'
+          AND r.run_id <> coalesce((SELECT run_id FROM next), -1)
+        RETURNING r.run_id
+    )
+    SELECT coalesce(array_agg(run_id), '{}') INTO v_superseded FROM superseded;
+    UPDATE executions e
+    SET status = 'aborted',
+        status_reason = 'superseded by run #' || coalesce(r.superseded_by::text, '?'),
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    FROM runs r
+    WHERE r.run_id = ANY (v_superseded) AND r.status = 'superseded' AND e.run_id = r.run_id
+      AND e.status = 'waiting';
+    -- After the supersession the newest queued run is the only one.
+    WITH next AS (
+        SELECT run_id FROM runs
+        WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running')
+        ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
+    ), started AS (
+        UPDATE runs r SET status = 'running', started_at = clock_timestamp()
+        FROM next WHERE r.run_id = next.run_id
+        RETURNING r.run_id
+    ), locked AS (
+        UPDATE merge_lock m SET run_id = started.run_id, locked_at = clock_timestamp()
+        FROM started WHERE m.singleton
+        RETURNING m.run_id
+    )
+    SELECT run_id INTO v_next FROM locked;
+    RETURN v_next;
+END
+$$;
+
+-- The guarded end of a run (only a running run with nothing waiting or
+-- running; succeeded when every execution succeeded), the release of its
+-- merge lock and the hand-over to the next run, under the merge_lock row
+-- (which serializes run creation and hand-over: both read "is a run
+-- running?" and act on it). Returns {"finished": status or null (not
+-- finishable, or finished by another caller), "next_run", and what the run's
+-- statuses and the lock's mirror need, read in the same transaction: "run",
+-- "progress", "superseded" (the runs it covered, oldest on the trunk first),
+-- "merge_lock"}.
+CREATE FUNCTION live_ci_finish_run(p_run_id bigint) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    v_status text;
+    v_next bigint;
+    v_run runs;
+BEGIN
+    PERFORM 1 FROM merge_lock WHERE singleton FOR UPDATE;
+    WITH counts AS (
+        SELECT count(*) FILTER (WHERE status IN ('waiting', 'running')) AS open,
+               count(*) FILTER (WHERE status <> 'succeeded') AS unsuccessful
+        FROM executions WHERE run_id = p_run_id
+    )
+    UPDATE runs r
+    SET status = CASE WHEN counts.unsuccessful = 0 THEN 'succeeded' ELSE 'failed' END,
+        finished_at = clock_timestamp()
+    FROM counts
+    WHERE r.run_id = p_run_id AND r.status = 'running' AND counts.open = 0
+    RETURNING r.status INTO v_status;
+    IF FOUND THEN
+        UPDATE merge_lock SET run_id = NULL, locked_at = NULL
+        WHERE singleton AND run_id = p_run_id;
+        v_next := live_ci_start_next_run();
+    END IF;
+    SELECT * INTO v_run FROM runs WHERE run_id = p_run_id;
+    RETURN jsonb_build_object(
+        'finished', v_status,
+        'next_run', v_next,
+        'run', CASE WHEN FOUND THEN live_ci_run_json(v_run)::jsonb END,
+        'progress', live_ci_progress(p_run_id),
+        'superseded', coalesce((SELECT jsonb_agg(live_ci_run_json(r)::jsonb
+                                                 ORDER BY r.trunk_seq, r.run_id)
+                                FROM runs r WHERE r.superseded_by = p_run_id), '[]'),
+        'merge_lock', live_ci_merge_lock_json())::text;
 END
 $$;

@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
     AbortedUnit, Claimed, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome,
-    MergeLockRow, NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId,
-    RunProgress, RunRecord, RunStatus, Settled, StatusChange,
+    MergeLockRow, NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunEnd, RunFinish,
+    RunId, RunProgress, RunRecord, RunStatus, Settled, StatusChange,
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
@@ -237,17 +237,9 @@ pub(crate) async fn insert_run_executions_tx<T: SqlTx>(
 /// the other queued runs first (their executions are aborted, never started).
 /// Runs under `LOCK_MERGE_LOCK`.
 async fn start_next_run<T: SqlTx>(tx: &mut T) -> Result<Option<RunId>> {
-    let superseded = tx.query(q::SUPERSEDE_QUEUED, &[]).await?;
-    for row in &superseded {
-        let run_id = parse_id(q::SUPERSEDE_QUEUED, row)?;
-        tx.execute(
-            q::ABORT_SUPERSEDED_EXECUTIONS,
-            &[("run_id", Param::Int(run_id))],
-        )
-        .await?;
-    }
     let next = tx.query(q::START_NEXT_RUN, &[]).await?;
     next.first()
+        .filter(|id| !id.is_empty())
         .map(|id| parse_id(q::START_NEXT_RUN, id))
         .transpose()
 }
@@ -438,30 +430,6 @@ async fn add_rollbacks_tx<T: SqlTx>(
         .collect())
 }
 
-async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish> {
-    tx.query(q::LOCK_MERGE_LOCK, &[]).await?;
-    let rows = tx
-        .query(q::FINISH_RUN, &[("run_id", Param::Int(run_id))])
-        .await?;
-    let Some(status) = rows.first() else {
-        return Ok(RunFinish {
-            finished: None,
-            next_run: None,
-        });
-    };
-    let finished = match status.as_str() {
-        "succeeded" => RunStatus::Succeeded,
-        _ => RunStatus::Failed,
-    };
-    tx.execute(q::RELEASE_MERGE_LOCK, &[("run_id", Param::Int(run_id))])
-        .await?;
-    let next_run = start_next_run(tx).await?;
-    Ok(RunFinish {
-        finished: Some(finished),
-        next_run,
-    })
-}
-
 impl<S: Sql> RunStore for Store<S> {
     type Error = MetadbError;
 
@@ -540,14 +508,24 @@ impl<S: Sql> RunStore for Store<S> {
     }
 
     async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {
-        in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
+        Ok(self.end_run(run_id).await?.finish)
+    }
+
+    async fn end_run(&self, run_id: RunId) -> Result<RunEnd> {
+        let row = self
+            .query_one(q::FINISH_RUN, &[("run_id", Param::Int(run_id))])
+            .await?;
+        decode(q::FINISH_RUN, &row)
     }
 
     async fn merge_lock(&self) -> Result<MergeLockRow> {
         let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
-        decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
-            MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
-        })
+        let row = rows.first().filter(|row| !row.is_empty());
+        row.map(|row| decode(q::MERGE_LOCK, row))
+            .transpose()?
+            .ok_or_else(|| {
+                MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
+            })
     }
 
     async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {

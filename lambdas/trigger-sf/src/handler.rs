@@ -2,7 +2,7 @@
 //! out-of-order event, or two invocations at once, change nothing twice.
 
 use live_ci_core::deploy::{
-    AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunFinish, RunId, RunStatus,
+    AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunEnd, RunId, RunStatus,
     Settled, StatusChange, plan_rollbacks,
 };
 use live_ci_core::merge_lock::{self, MergeLock};
@@ -564,16 +564,15 @@ where
             if progress.failed > 0 && self.add_rollbacks(run_id, report).await? {
                 continue;
             }
-            let RunFinish { finished, next_run } =
-                self.metadb.finish_run(run_id).await.port("metadb")?;
-            let Some(status) = finished else {
+            let end = self.metadb.end_run(run_id).await.port("metadb")?;
+            let Some(status) = end.finish.finished else {
                 // Not running (queued, or finished by someone else): nothing to hand on.
                 return Ok(());
             };
             report.finished.push((run_id, status));
-            self.run_status(run_id, status, report).await?;
-            self.publish_lock(report).await?;
-            match next_run {
+            self.run_status(run_id, status, &end, report);
+            self.publish_lock(end.merge_lock.lock(), report).await?;
+            match end.finish.next_run {
                 Some(next) => run_id = next,
                 None => return Ok(()),
             }
@@ -761,17 +760,13 @@ where
         }
     }
 
-    /// Posts a finished run's result on its merge commit.
-    async fn run_status(
-        &self,
-        run_id: RunId,
-        status: RunStatus,
-        report: &mut Report,
-    ) -> Result<(), TriggerError> {
-        let Some(run) = self.metadb.run(run_id).await.port("metadb")? else {
-            return Ok(());
+    /// Posts a finished run's result on its merge commit, from what its end
+    /// read.
+    fn run_status(&self, run_id: RunId, status: RunStatus, end: &RunEnd, report: &mut Report) {
+        let Some(run) = &end.run else {
+            return;
         };
-        let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
+        let progress = &end.progress;
         let (state, description) = match status {
             RunStatus::Succeeded => (
                 StatusState::Success,
@@ -798,17 +793,15 @@ where
         // The merges this run deployed along with its own commit never ran
         // themselves: their commits learn the outcome here, or they would
         // show no deploy status at all.
-        for covered in self.metadb.superseded_runs(run_id).await.port("metadb")? {
+        for covered in &end.superseded {
             let status = superseded(&covered.commit_id, run_id, &run.commit_id, status);
             Self::queue(&statuses, Check::Always, status, report);
         }
-        Ok(())
     }
 
     /// Mirrors the metadb's merge lock (the truth) into the parameter store and
     /// onto open pull requests.
-    async fn publish_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let lock: MergeLock = self.metadb.merge_lock().await.port("metadb")?.lock();
+    async fn publish_lock(&self, lock: MergeLock, report: &mut Report) -> Result<(), TriggerError> {
         self.params
             .put(&self.config.merge_lock_param, &lock.to_string())
             .await
@@ -942,7 +935,7 @@ where
         if !in_step {
             tracing::warn!(parameter = ?mirrored.as_ref().ok(), metadb = %truth,
                 "merge lock parameter out of step; rewriting it");
-            self.publish_lock(report).await?;
+            self.publish_lock(truth, report).await?;
             report.lock_repaired = Some(truth.to_string());
         }
         Ok(())

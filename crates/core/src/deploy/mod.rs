@@ -424,6 +424,22 @@ pub struct RunFinish {
     pub next_run: Option<RunId>,
 }
 
+/// A run's end as one call gives it: what `finish_run` did, and what the
+/// run's statuses and the merge lock's mirror need, read in the same
+/// transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    #[serde(flatten)]
+    pub finish: RunFinish,
+    /// The run (`None` for an unknown id).
+    pub run: Option<RunRecord>,
+    pub progress: RunProgress,
+    /// The runs it superseded, oldest on the trunk first.
+    pub superseded: Vec<RunRecord>,
+    /// The merge lock after the hand-over.
+    pub merge_lock: MergeLockRow,
+}
+
 /// The metadb's merge lock row: which run holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeLockRow {

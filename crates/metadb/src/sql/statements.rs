@@ -125,61 +125,18 @@ FROM (SELECT w.execution, count(*) AS n
       GROUP BY w.execution) w
 WHERE e.id = w.execution";
 
-/// When no run is running: every queued run but the newest on the trunk is
-/// superseded (by it, whose range — from the last started run — covers
-/// theirs), and so is a queued run no newer than the last started run (a
-/// merge whose create-deploy-stack lost the race to a newer one). An operator's
-/// retry sits at its run's own trunk position and is not superseded by it. Runs under
-/// `LOCK_MERGE_LOCK`, right before `START_NEXT_RUN`.
-pub const SUPERSEDE_QUEUED: &str = "\
-WITH idle AS (
-    SELECT NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS yes
-), last_started AS (
-    SELECT run_id, trunk_seq FROM runs WHERE status IN ('succeeded', 'failed')
-    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
-), next AS (
-    SELECT q.run_id FROM runs q, idle
-    WHERE idle.yes AND q.status = 'queued'
-      AND (q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
-           OR (q.retry_of IS NOT NULL
-               AND q.trunk_seq >= coalesce((SELECT trunk_seq FROM last_started), -1)))
-    ORDER BY q.trunk_seq DESC, q.run_id DESC LIMIT 1
-)
-UPDATE runs r
-SET status = 'superseded', finished_at = clock_timestamp(),
-    superseded_by = coalesce((SELECT run_id FROM next), (SELECT run_id FROM last_started))
-FROM idle
-WHERE idle.yes AND r.status = 'queued'
-  AND r.run_id <> coalesce((SELECT run_id FROM next), -1)
-RETURNING r.run_id::text";
+/// Hands a free merge lock to the queued run newest on the trunk, superseding
+/// the other queued runs (`live_ci_start_next_run`, migration 0010); the run
+/// it started, or an empty row. Runs under `LOCK_MERGE_LOCK`.
+pub const START_NEXT_RUN: &str = "SELECT live_ci_start_next_run()::text";
 
-/// The executions of a superseded run never start.
-pub const ABORT_SUPERSEDED_EXECUTIONS: &str = "\
-UPDATE executions e
-SET status = 'aborted', status_reason = 'superseded by run #' || coalesce(r.superseded_by::text, '?'),
-    finished_at = clock_timestamp(), updated_at = clock_timestamp()
-FROM runs r
-WHERE r.run_id = :run_id AND r.status = 'superseded' AND e.run_id = r.run_id
-  AND e.status = 'waiting'";
+/// The end of a run, the hand-over and what the run's statuses need, in one
+/// call (`live_ci_finish_run`, migration 0010).
+pub const FINISH_RUN: &str = "SELECT live_ci_finish_run(CAST(:run_id AS bigint))";
 
-/// Starts the queued run newest on the trunk when none is running (after
-/// `SUPERSEDE_QUEUED` it is the only one), and gives it the merge lock. Runs
-/// under `LOCK_MERGE_LOCK`.
-pub const START_NEXT_RUN: &str = "\
-WITH next AS (
-    SELECT run_id FROM runs
-    WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running')
-    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
-), started AS (
-    UPDATE runs r SET status = 'running', started_at = clock_timestamp()
-    FROM next WHERE r.run_id = next.run_id
-    RETURNING r.run_id
-), locked AS (
-    UPDATE merge_lock m SET run_id = started.run_id, locked_at = clock_timestamp()
-    FROM started WHERE m.singleton
-    RETURNING m.run_id
-)
-SELECT run_id::text FROM locked";
+pub const RUN_PROGRESS: &str = "SELECT live_ci_progress(CAST(:run_id AS bigint))::text";
+
+pub const MERGE_LOCK: &str = "SELECT live_ci_merge_lock_json()::text";
 
 /// A status change in one round trip: `live_ci_settle` (migration 0010) looks
 /// the execution up, records its end, claims what is ready in its run and
@@ -234,38 +191,6 @@ pub const SAVED_PLAN: &str = "\
 SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
     'version_id', plan_version_id)::text
 FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
-
-pub const RUN_PROGRESS: &str = "\
-SELECT json_build_object(
-    'waiting', count(*) FILTER (WHERE status = 'waiting'),
-    'running', count(*) FILTER (WHERE status = 'running'),
-    'succeeded', count(*) FILTER (WHERE status = 'succeeded'),
-    'failed', count(*) FILTER (WHERE status = 'failed'),
-    'aborted', count(*) FILTER (WHERE status = 'aborted'))::text
-FROM executions WHERE run_id = :run_id";
-
-/// The guarded end of a run: only a running run with nothing waiting or running.
-pub const FINISH_RUN: &str = "\
-WITH counts AS (
-    SELECT count(*) FILTER (WHERE status IN ('waiting', 'running')) AS open,
-           count(*) FILTER (WHERE status <> 'succeeded') AS unsuccessful
-    FROM executions WHERE run_id = :run_id
-)
-UPDATE runs r
-SET status = CASE WHEN counts.unsuccessful = 0 THEN 'succeeded' ELSE 'failed' END,
-    finished_at = clock_timestamp()
-FROM counts
-WHERE r.run_id = :run_id AND r.status = 'running' AND counts.open = 0
-RETURNING r.status";
-
-pub const RELEASE_MERGE_LOCK: &str = "\
-UPDATE merge_lock SET run_id = NULL, locked_at = NULL
-WHERE singleton AND run_id = :run_id";
-
-pub const MERGE_LOCK: &str = "\
-SELECT json_build_object('run_id', m.run_id, 'pr_id', r.pr_id, 'commit_id', r.commit_id,
-                         'locked_at', live_ci_ms(m.locked_at))::text
-FROM merge_lock m LEFT JOIN runs r ON r.run_id = m.run_id";
 
 pub const EXECUTION: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e WHERE e.execution_id = :execution_id";

@@ -394,13 +394,12 @@ async fn create_run_sends_records_as_json_text() {
         statement(q::INSERT_RUN_ACCOUNTS, run_id(), Some("tx-c"), None, 1),
         statement(q::INSERT_ACCOUNT_WAITS, run_id(), Some("tx-c"), None, 0),
         statement(q::SET_PENDING_ACCOUNTS, run_id(), Some("tx-c"), None, 0),
-        statement(q::SUPERSEDE_QUEUED, vec![], Some("tx-c"), Some("[]"), 0),
         statement(
             q::START_NEXT_RUN,
             vec![],
             Some("tx-c"),
-            Some(r#"[{"run_id":"4"}]"#),
-            2,
+            Some(r#"[{"live_ci_start_next_run":"4"}]"#),
+            0,
         ),
         commit("tx-c"),
     ];

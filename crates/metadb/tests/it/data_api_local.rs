@@ -115,6 +115,13 @@ async fn a_status_change_is_settled_in_one_call_through_the_data_api() {
     crate::settle::settle_finishes_claims_and_counts(&db, "ds").await;
 }
 
+/// A run's end and hand-over in one call through the Data API.
+#[tokio::test]
+async fn a_run_ends_and_hands_over_in_one_call_through_the_data_api() {
+    let db = data_api_metadb().await;
+    crate::settle::end_run_hands_over_and_reports(&db, "de").await;
+}
+
 /// Concurrent settles of one run through the Data API (each an autocommitted
 /// statement there) stay within the run's free slots. The local cloud's
 /// rds-data spaces the calls out too much for the race to show without the

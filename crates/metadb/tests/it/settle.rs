@@ -9,7 +9,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use live_ci_core::deploy::{
-    ExecutionStatus, FinishOutcome, NewExecution, Outcome, RunProgress, Settled, StatusChange,
+    ExecutionStatus, FinishOutcome, NewExecution, Outcome, RunProgress, RunStatus, Settled,
+    StatusChange,
 };
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_testkit::pg::{TestDb, exec, run};
@@ -308,6 +309,89 @@ where
         "claimed {} by {FINISHERS} concurrent settles, {running} running, max_parallel {MAX_PARALLEL}",
         claimed.len()
     );
+}
+
+/// A run's end in one call: the finish, the hand-over to the newest queued
+/// run (superseding the older one), and the run, counts, covered runs and
+/// merge lock its statuses need.
+pub(crate) async fn end_run_hands_over_and_reports<M>(db: &M, prefix: &str)
+where
+    M: ExecutionStore + RunStore,
+    <M as ExecutionStore>::Error: std::fmt::Debug,
+    <M as RunStore>::Error: std::fmt::Debug,
+{
+    let only = |name: &str| {
+        run(
+            &format!("{prefix}-{name}"),
+            2,
+            vec![exec(&format!("{prefix}-{name}-u"), "dev", &[])],
+        )
+    };
+    let finish_only = |name: &str| format!("{prefix}-{name}-u");
+    let x = db.create_run(&only("x")).await.unwrap();
+    assert!(x.started);
+    let y = db.create_run(&only("y")).await.unwrap();
+    let z = db.create_run(&only("z")).await.unwrap();
+    assert!(!y.started && !z.started);
+
+    // Not finishable while its unit waits: nothing changes.
+    let end = db.end_run(x.run_id).await.unwrap();
+    assert_eq!((end.finish.finished, end.finish.next_run), (None, None));
+    assert_eq!(end.merge_lock.run_id, Some(x.run_id));
+
+    let settle_unit = |unit: String| async move {
+        db.settle(&change(&unit, &arn(&unit), None), 10)
+            .await
+            .unwrap();
+        db.settle(&change(&unit, &arn(&unit), Some(Outcome::Succeeded)), 10)
+            .await
+            .unwrap()
+    };
+    settle_unit(finish_only("x")).await;
+    let end = db.end_run(x.run_id).await.unwrap();
+    assert_eq!(end.finish.finished, Some(RunStatus::Succeeded));
+    assert_eq!(end.finish.next_run, Some(z.run_id), "the newest queued run");
+    assert_eq!(
+        end.run.as_ref().map(|r| r.commit_id.as_str()),
+        Some(format!("{prefix}-x").as_str())
+    );
+    assert_eq!(end.progress, progress(0, 0, 1, 0, 0));
+    assert!(end.superseded.is_empty());
+    assert_eq!(end.merge_lock.run_id, Some(z.run_id));
+    assert_eq!(
+        end.merge_lock.commit_id.as_deref(),
+        Some(format!("{prefix}-z").as_str())
+    );
+
+    settle_unit(finish_only("z")).await;
+    let end = db.end_run(z.run_id).await.unwrap();
+    assert_eq!(
+        (end.finish.finished, end.finish.next_run),
+        (Some(RunStatus::Succeeded), None)
+    );
+    let covered: Vec<i64> = end.superseded.iter().map(|r| r.run_id).collect();
+    assert_eq!(covered, [y.run_id]);
+    assert_eq!(end.merge_lock.run_id, None);
+    assert_eq!(
+        db.execution(&finish_only("y"))
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ExecutionStatus::Aborted
+    );
+    // A repeat finds nothing to finish and still reports the run.
+    let again = db.end_run(z.run_id).await.unwrap();
+    assert_eq!(again.finish.finished, None);
+    assert_eq!(again.run.map(|r| r.status), Some(RunStatus::Succeeded));
+}
+
+#[tokio::test]
+async fn a_run_ends_and_hands_over_in_one_call() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    end_run_hands_over_and_reports(&db, "e1").await;
+    t.drop_db().await;
 }
 
 #[tokio::test]
