@@ -425,3 +425,41 @@ async fn concurrent_settles_of_one_run_never_claim_more_than_its_free_slots() {
         t.drop_db().await;
     }
 }
+
+/// The sweep's repair runs the same abort as a failure's finish: a failed
+/// execution whose dependents were left waiting (its finish lost mid-way)
+/// gets them aborted, transitively, once.
+#[tokio::test]
+async fn abort_dependents_repairs_a_failure_whose_abort_was_lost() {
+    use live_ci_metadb::Sql;
+
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    db.create_run(&run(
+        "ad1",
+        4,
+        vec![
+            exec("ad-a", "dev", &[]),
+            exec("ad-b", "dev", &["ad-a"]),
+            exec("ad-c", "dev", &["ad-b"]),
+            exec("ad-d", "dev", &[]),
+        ],
+    ))
+    .await
+    .unwrap();
+    db.sql()
+        .execute(
+            "UPDATE executions SET status = 'failed' WHERE execution_id = 'ad-a'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let aborted = db.abort_dependents("ad-a").await.unwrap();
+    assert_eq!(aborted, ["ad-b", "ad-c"]);
+    assert_eq!(
+        db.execution("ad-d").await.unwrap().unwrap().status,
+        ExecutionStatus::Waiting
+    );
+    assert!(db.abort_dependents("ad-a").await.unwrap().is_empty());
+    t.drop_db().await;
+}
