@@ -2,8 +2,9 @@
 //! of units with 1–5 dependencies, four accounts in a chain), against the
 //! PostgreSQL from `scripts/pg.sh` (or `LIVE_CI_PG_URL`). Each sample claims up
 //! to `max_parallel` units and then releases them, so every sample sees 10,000
-//! waiting rows. Prints the median and p95 in ms, for the bare CLAIM statement
-//! and for `claim_ready` (BEGIN, lock the run, CLAIM, COMMIT).
+//! waiting rows. Prints the median and p95 in ms, for the claim statement
+//! (`live_ci_claim`: lock the run, claim, count) inside a transaction rolled
+//! back, and for `claim_ready` (the same statement, committed on its own).
 //!
 //! `cargo run --release -p live-ci-metadb --example bench_claim`
 
@@ -71,7 +72,7 @@ async fn main() {
         let mut claim_ms = Vec::with_capacity(SAMPLES);
         let mut claimed_n = 0;
         for _ in 0..SAMPLES {
-            // The bare statement, rolled back.
+            // The statement, rolled back.
             let mut tx = db.sql().begin().await.unwrap();
             let t0 = Instant::now();
             let rows = tx
@@ -115,8 +116,11 @@ async fn main() {
         }
         let waiting = db.run_progress(run_id).await.unwrap().waiting;
         println!("{phase}: {waiting} waiting, {claimed_n} claimed per call, {SAMPLES} samples");
-        summary("  CLAIM statement", statement_ms);
-        summary("  claim_ready (BEGIN, lock run, CLAIM, COMMIT)", claim_ms);
+        summary(
+            "  CLAIM statement (live_ci_claim, rolled back)",
+            statement_ms,
+        );
+        summary("  claim_ready (one statement)", claim_ms);
     }
     t.drop_db().await;
 }

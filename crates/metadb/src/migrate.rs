@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0009_delivery_outcome",
         sql: include_str!("../migrations/0009_delivery_outcome.sql"),
     },
+    Migration {
+        version: 10,
+        name: "0010_settle",
+        sql: include_str!("../migrations/0010_settle.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

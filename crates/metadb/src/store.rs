@@ -7,9 +7,9 @@ use serde::de::DeserializeOwned;
 
 use live_ci_core::account::Account;
 use live_ci_core::deploy::{
-    Action, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome, MergeLockRow,
-    NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunFinish, RunId, RunProgress,
-    RunRecord, RunStatus,
+    AbortedUnit, Claimed, CreatedRun, ExecutionRecord, ExecutionStatus, FinishOutcome,
+    MergeLockRow, NewExecution, NewRollback, NewRun, Outcome, PendingUnit, RunEnd, RunFinish,
+    RunId, RunProgress, RunRecord, RunStatus, Settled, StatusChange,
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
@@ -18,7 +18,7 @@ use live_ci_core::port::{ExecutionStore, RunStore, SavedPlan, SweepStore};
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
 use crate::sql::statements as q;
-use crate::sql::{Param, Sql, SqlTx};
+use crate::sql::{Param, Params, Sql, SqlTx};
 
 /// Executions inserted per statement: keeps each Data API request well under its
 /// size limit while a 10,000-unit run still takes only 20 statements.
@@ -79,6 +79,26 @@ impl<S: Sql> Store<S> {
     /// Applies missing migrations; returns the versions applied.
     pub async fn migrate(&self) -> Result<Vec<u32>> {
         migrate(&self.sql).await
+    }
+
+    /// One statement that is a whole transaction of its own (a call of one of
+    /// migration 0010's functions), run again after a deadlock or
+    /// serialization failure, which rolled all of it back.
+    async fn query_retrying(&self, sql: &str, params: Params<'_>) -> Result<Vec<String>> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.sql.query(sql, params).await {
+                Err(e) if e.is_retryable() && attempt < MAX_ATTEMPTS => continue,
+                done => return done,
+            }
+        }
+    }
+
+    /// The one row of a statement that always returns one.
+    async fn query_one(&self, sql: &str, params: Params<'_>) -> Result<String> {
+        let rows = self.query_retrying(sql, params).await?;
+        rows.into_iter().next().ok_or_else(|| no_row(sql))
     }
 }
 
@@ -217,17 +237,9 @@ pub(crate) async fn insert_run_executions_tx<T: SqlTx>(
 /// the other queued runs first (their executions are aborted, never started).
 /// Runs under `LOCK_MERGE_LOCK`.
 async fn start_next_run<T: SqlTx>(tx: &mut T) -> Result<Option<RunId>> {
-    let superseded = tx.query(q::SUPERSEDE_QUEUED, &[]).await?;
-    for row in &superseded {
-        let run_id = parse_id(q::SUPERSEDE_QUEUED, row)?;
-        tx.execute(
-            q::ABORT_SUPERSEDED_EXECUTIONS,
-            &[("run_id", Param::Int(run_id))],
-        )
-        .await?;
-    }
     let next = tx.query(q::START_NEXT_RUN, &[]).await?;
     next.first()
+        .filter(|id| !id.is_empty())
         .map(|id| parse_id(q::START_NEXT_RUN, id))
         .transpose()
 }
@@ -262,38 +274,6 @@ async fn record_superseded_tx<T: SqlTx>(
         .transpose()
 }
 
-async fn claim_tx<T: SqlTx>(tx: &mut T, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
-    let locked = tx
-        .query(q::LOCK_RUN_FOR_CLAIM, &[("run_id", Param::Int(run_id))])
-        .await?;
-    if locked.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows = tx
-        .query(
-            q::CLAIM,
-            &[
-                ("run_id", Param::Int(run_id)),
-                ("limit", Param::Int(i64::from(limit))),
-            ],
-        )
-        .await?;
-    let mut claimed: Vec<ExecutionRecord> = decode_all(q::CLAIM, &rows)?;
-    claimed.sort_by(|a, b| b.priority.total_cmp(&a.priority));
-    Ok(claimed)
-}
-
-#[derive(Deserialize)]
-struct Finished {
-    id: i64,
-    run_id: i64,
-    account_name: String,
-    action: Action,
-    /// Rollbacks are outside the run's account counters.
-    #[serde(default)]
-    is_rollback: bool,
-}
-
 /// Where the next page of a run's executions starts.
 #[derive(Debug, Clone, Copy, Deserialize)]
 struct PageKey {
@@ -301,17 +281,74 @@ struct PageKey {
     seq: i64,
 }
 
-#[derive(Deserialize)]
-struct StatusRow {
-    status: ExecutionStatus,
+/// One started execution as `ATTACH_ARNS` reads it.
+#[derive(serde::Serialize)]
+struct ArnRow<'a> {
+    execution_id: &'a str,
+    arn: &'a str,
 }
 
+/// `live_ci_finish`'s answer (migration 0010).
 #[derive(Deserialize)]
-struct AccountRemaining {
-    id: i64,
-    remaining: i64,
+struct FinishRow {
+    recorded: bool,
+    #[serde(default)]
+    status: Option<ExecutionStatus>,
+    #[serde(default)]
+    aborted: Vec<String>,
+    #[serde(default)]
+    units: Vec<AbortedUnit>,
 }
 
+impl FinishRow {
+    fn outcome(self) -> (FinishOutcome, Vec<AbortedUnit>) {
+        if self.recorded {
+            (
+                FinishOutcome::Recorded {
+                    aborted: self.aborted,
+                },
+                self.units,
+            )
+        } else {
+            (
+                FinishOutcome::Unchanged {
+                    status: self.status,
+                },
+                Vec::new(),
+            )
+        }
+    }
+}
+
+/// `live_ci_settle`'s answer: `finish`, `claimed` and `progress` are absent
+/// for a foreign execution.
+#[derive(Deserialize)]
+struct SettleRow {
+    execution: ExecutionRecord,
+    #[serde(default)]
+    foreign: bool,
+    #[serde(default)]
+    finish: Option<FinishRow>,
+    #[serde(default)]
+    claimed: Vec<ExecutionRecord>,
+    #[serde(default)]
+    progress: RunProgress,
+}
+
+fn finish_params(
+    execution_id: &str,
+    outcome: Outcome,
+    reason: Option<&str>,
+) -> [(&'static str, Param); 3] {
+    [
+        ("execution_id", Param::text(execution_id)),
+        ("status", Param::text(outcome.status().as_str())),
+        ("reason", Param::opt_text(reason)),
+    ]
+}
+
+/// Records an execution's end inside the caller's transaction (the operator's
+/// failed start); one statement, `live_ci_finish`.
 pub(crate) async fn finish_tx<T: SqlTx>(
     tx: &mut T,
     execution_id: &str,
@@ -319,78 +356,16 @@ pub(crate) async fn finish_tx<T: SqlTx>(
     reason: Option<&str>,
 ) -> Result<FinishOutcome> {
     let rows = tx
-        .query(
-            q::FINISH_EXECUTION,
-            &[
-                ("execution_id", Param::text(execution_id)),
-                ("status", Param::text(outcome.status().as_str())),
-                ("reason", Param::opt_text(reason)),
-            ],
-        )
+        .query(q::FINISH, &finish_params(execution_id, outcome, reason))
         .await?;
-    let Some(done) = decode_first::<Finished>(q::FINISH_EXECUTION, &rows)? else {
-        let rows = tx
-            .query(
-                q::EXECUTION_STATUS,
-                &[("execution_id", Param::text(execution_id))],
-            )
-            .await?;
-        let status = decode_first::<StatusRow>(q::EXECUTION_STATUS, &rows)?.map(|s| s.status);
-        return Ok(FinishOutcome::Unchanged { status });
-    };
-    match outcome {
-        Outcome::Succeeded => {
-            let action = match done.action {
-                Action::Apply => "apply",
-                Action::Destroy => "destroy",
-            };
-            let completed = if done.is_rollback {
-                None
-            } else {
-                let rows = tx
-                    .query(
-                        q::DECREMENT_ACCOUNT,
-                        &[
-                            ("run_id", Param::Int(done.run_id)),
-                            ("account_name", Param::text(&done.account_name)),
-                            ("action", Param::text(action)),
-                        ],
-                    )
-                    .await?;
-                decode_first::<AccountRemaining>(q::DECREMENT_ACCOUNT, &rows)?
-                    .filter(|a| a.remaining == 0)
-                    .map(|a| a.id)
-            };
-            tx.query(
-                q::LOCK_DEPENDENTS,
-                &[
-                    ("id", Param::Int(done.id)),
-                    ("run_account", Param::opt_int(completed)),
-                ],
-            )
-            .await?;
-            tx.execute(q::DECREMENT_DEPS, &[("id", Param::Int(done.id))])
-                .await?;
-            if let Some(account) = completed {
-                tx.execute(
-                    q::DECREMENT_ACCOUNT_WAITERS,
-                    &[("run_account", Param::Int(account))],
-                )
-                .await?;
-            }
-            Ok(FinishOutcome::Recorded {
-                aborted: Vec::new(),
-            })
-        }
-        Outcome::Failed => {
-            let aborted = tx
-                .query(
-                    q::ABORT_DEPENDENTS,
-                    &[("execution_id", Param::text(execution_id))],
-                )
-                .await?;
-            Ok(FinishOutcome::Recorded { aborted })
-        }
+    let row = rows.first().ok_or_else(|| no_row(q::FINISH))?;
+    Ok(decode::<FinishRow>(q::FINISH, row)?.outcome().0)
+}
+
+fn no_row(statement: &str) -> MetadbError {
+    MetadbError::Decode {
+        statement: statement.lines().next().unwrap_or_default().to_string(),
+        message: "no row".into(),
     }
 }
 
@@ -453,30 +428,6 @@ async fn add_rollbacks_tx<T: SqlTx>(
         .iter()
         .map(|r| r.execution.execution_id.clone())
         .collect())
-}
-
-async fn finish_run_tx<T: SqlTx>(tx: &mut T, run_id: RunId) -> Result<RunFinish> {
-    tx.query(q::LOCK_MERGE_LOCK, &[]).await?;
-    let rows = tx
-        .query(q::FINISH_RUN, &[("run_id", Param::Int(run_id))])
-        .await?;
-    let Some(status) = rows.first() else {
-        return Ok(RunFinish {
-            finished: None,
-            next_run: None,
-        });
-    };
-    let finished = match status.as_str() {
-        "succeeded" => RunStatus::Succeeded,
-        _ => RunStatus::Failed,
-    };
-    tx.execute(q::RELEASE_MERGE_LOCK, &[("run_id", Param::Int(run_id))])
-        .await?;
-    let next_run = start_next_run(tx).await?;
-    Ok(RunFinish {
-        finished: Some(finished),
-        next_run,
-    })
 }
 
 impl<S: Sql> RunStore for Store<S> {
@@ -557,14 +508,24 @@ impl<S: Sql> RunStore for Store<S> {
     }
 
     async fn finish_run(&self, run_id: RunId) -> Result<RunFinish> {
-        in_tx!(self.sql, |tx| finish_run_tx(&mut tx, run_id))
+        Ok(self.end_run(run_id).await?.finish)
+    }
+
+    async fn end_run(&self, run_id: RunId) -> Result<RunEnd> {
+        let row = self
+            .query_one(q::FINISH_RUN, &[("run_id", Param::Int(run_id))])
+            .await?;
+        decode(q::FINISH_RUN, &row)
     }
 
     async fn merge_lock(&self) -> Result<MergeLockRow> {
         let rows = self.sql.query(q::MERGE_LOCK, &[]).await?;
-        decode_first(q::MERGE_LOCK, &rows)?.ok_or_else(|| {
-            MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
-        })
+        let row = rows.first().filter(|row| !row.is_empty());
+        row.map(|row| decode(q::MERGE_LOCK, row))
+            .transpose()?
+            .ok_or_else(|| {
+                MetadbError::Inconsistent("the merge_lock row is missing (run migrations)".into())
+            })
     }
 
     async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {
@@ -633,21 +594,85 @@ impl<S: Sql> ExecutionStore for Store<S> {
     }
 
     async fn claim_ready(&self, run_id: RunId, limit: u32) -> Result<Vec<ExecutionRecord>> {
-        in_tx!(self.sql, |tx| claim_tx(&mut tx, run_id, limit))
+        Ok(self.claim_next(run_id, limit).await?.claimed)
     }
 
-    async fn attach_execution_arn(&self, execution_id: &str, arn: &str) -> Result<bool> {
-        let rows = self
-            .sql
-            .query(
-                q::ATTACH_ARN,
+    async fn claim_next(&self, run_id: RunId, limit: u32) -> Result<Claimed> {
+        let row = self
+            .query_one(
+                q::CLAIM,
                 &[
-                    ("execution_id", Param::text(execution_id)),
-                    ("arn", Param::text(arn)),
+                    ("run_id", Param::Int(run_id)),
+                    ("limit", Param::Int(i64::from(limit))),
                 ],
             )
             .await?;
-        Ok(!rows.is_empty())
+        decode(q::CLAIM, &row)
+    }
+
+    async fn settle(&self, change: &StatusChange<'_>, claim_limit: u32) -> Result<Settled> {
+        let (status, reason) = match change.ended {
+            Some((outcome, reason)) => (
+                Param::text(outcome.status().as_str()),
+                Param::opt_text(reason),
+            ),
+            None => (Param::NullText, Param::NullText),
+        };
+        let row = self
+            .query_one(
+                q::SETTLE,
+                &[
+                    ("execution_id", Param::text(change.execution_id)),
+                    ("arn", Param::text(change.execution_arn)),
+                    ("status", status),
+                    ("reason", reason),
+                    ("limit", Param::Int(i64::from(claim_limit))),
+                ],
+            )
+            .await?;
+        // SQL NULL: no execution has the name.
+        if row.is_empty() {
+            return Ok(Settled::Unknown);
+        }
+        let settled: SettleRow = decode(q::SETTLE, &row)?;
+        if settled.foreign {
+            return Ok(Settled::Foreign {
+                execution: settled.execution,
+            });
+        }
+        let (finish, aborted_units) = match settled.finish.map(FinishRow::outcome) {
+            Some((finish, units)) => (Some(finish), units),
+            None => (None, Vec::new()),
+        };
+        Ok(Settled::Advanced {
+            execution: settled.execution,
+            finish,
+            aborted_units,
+            next: Claimed {
+                claimed: settled.claimed,
+                progress: settled.progress,
+            },
+        })
+    }
+
+    async fn attach_execution_arn(&self, execution_id: &str, arn: &str) -> Result<bool> {
+        let attached = self
+            .attach_execution_arns(&[(execution_id.to_string(), arn.to_string())])
+            .await?;
+        Ok(!attached.is_empty())
+    }
+
+    async fn attach_execution_arns(&self, started: &[(String, String)]) -> Result<Vec<String>> {
+        if started.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<ArnRow<'_>> = started
+            .iter()
+            .map(|(execution_id, arn)| ArnRow { execution_id, arn })
+            .collect();
+        self.sql
+            .query(q::ATTACH_ARNS, &[("started", json(&rows)?)])
+            .await
     }
 
     async fn release_claim(&self, execution_id: &str) -> Result<bool> {
@@ -681,12 +706,10 @@ impl<S: Sql> ExecutionStore for Store<S> {
         outcome: Outcome,
         reason: Option<&str>,
     ) -> Result<FinishOutcome> {
-        in_tx!(self.sql, |tx| finish_tx(
-            &mut tx,
-            execution_id,
-            outcome,
-            reason
-        ))
+        let row = self
+            .query_one(q::FINISH, &finish_params(execution_id, outcome, reason))
+            .await?;
+        Ok(decode::<FinishRow>(q::FINISH, &row)?.outcome().0)
     }
 
     async fn abort_dependents(&self, execution_id: &str) -> Result<Vec<String>> {

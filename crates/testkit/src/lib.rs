@@ -3,7 +3,7 @@
 //! through `scripts/localstack.sh`; [`github::FakeGitHub`]; the shared fakes of
 //! the ports ([`params`], [`git_host`], [`tasks`]).
 //! Behind features, so crates that do not need them skip their dependencies:
-//! `pg` (a throwaway PostgreSQL), `aws` (LocalStack SDK clients and state
+//! `pg` (a throwaway PostgreSQL, and [`round_trips`] counting a metadb's calls), `aws` (LocalStack SDK clients and state
 //! machines), `data-api-mock` (request-exact RDS Data API rules) and
 //! `approval` (the approval Lambdas' support).
 
@@ -19,6 +19,8 @@ pub mod github;
 pub mod params;
 #[cfg(feature = "pg")]
 pub mod pg;
+#[cfg(feature = "pg")]
+pub mod round_trips;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,10 @@
 //! The handler: every step is a guarded metadb update, so a repeated or
 //! out-of-order event, or two invocations at once, change nothing twice.
 
-use live_ci_core::deploy::{ExecutionRecord, Outcome, RunFinish, RunId, RunStatus, plan_rollbacks};
+use live_ci_core::deploy::{
+    AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunEnd, RunId, RunStatus,
+    Settled, StatusChange, plan_rollbacks,
+};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::port::BranchHead;
@@ -159,6 +162,42 @@ pub fn failure_reason(ended: &Ended) -> Option<String> {
     }
 }
 
+/// How an execution ended, as the metadb stores it and its status shows it.
+struct End {
+    outcome: Outcome,
+    /// Why it failed; `None` for a success.
+    reason: Option<String>,
+    /// A success whose plan changed nothing (it ended at "No Changes").
+    unchanged: bool,
+    /// What the metadb stores: the failure's reason, or "no changes".
+    stored_reason: Option<String>,
+}
+
+impl End {
+    fn of(ended: &Ended, output: Option<&str>) -> End {
+        let outcome = if ended.is_success() {
+            Outcome::Succeeded
+        } else {
+            Outcome::Failed
+        };
+        let reason = failure_reason(ended);
+        // A plan that changed nothing ended at "No Changes": a success whose
+        // reason says so, for the metadb, the status and the operator.
+        let unchanged = ended.is_success() && output.is_some_and(ended_without_changes);
+        let stored_reason = if unchanged {
+            Some(NO_CHANGES_REASON.to_string())
+        } else {
+            reason.clone()
+        };
+        End {
+            outcome,
+            reason,
+            unchanged,
+            stored_reason,
+        }
+    }
+}
+
 /// The handler with its clients; built once per cold start. Without a GitHub
 /// token `github` is [`NoGitHost`](live_ci_core::status::NoGitHost): no
 /// statuses, and the merge lock's are left to the receiver.
@@ -251,11 +290,13 @@ where
         let mut report = Report::default();
         let done = match input {
             Input::StatusChange(detail) => match self.on_status_change(detail, &mut report).await {
-                Ok(Some(run_id)) => self.advance(run_id, &mut report).await,
+                Ok(Some((run_id, claimed))) => {
+                    self.advance(run_id, Some(claimed), &mut report).await
+                }
                 Ok(None) => Ok(()),
                 Err(e) => Err(e),
             },
-            Input::Run(run_id) => self.advance(*run_id, &mut report).await,
+            Input::Run(run_id) => self.advance(*run_id, None, &mut report).await,
             Input::Sweep => self.sweep(&mut report).await,
         };
         // What was recorded or started before an error is true either way:
@@ -284,37 +325,62 @@ where
         report.warnings.extend(posted.into_iter().flatten());
     }
 
-    /// Records an ended execution; returns the run to advance (none for an
-    /// execution that is not ours or still running).
+    /// Records an ended execution and claims what its run can start, in one
+    /// metadb call; returns the run to advance with that claim (none for an
+    /// execution that is not ours).
     async fn on_status_change(
         &self,
         detail: &StatusChangeDetail,
         report: &mut Report,
-    ) -> Result<Option<RunId>, TriggerError> {
-        let Some(execution) = self.metadb.execution(&detail.name).await.port("metadb")? else {
-            tracing::warn!(name = %detail.name, "status change for an unknown execution");
-            return Ok(None);
-        };
-        // Another state machine's execution that happens to share a name.
-        if let Some(arn) = &execution.sfn_execution_arn
-            && arn != &detail.execution_arn
-        {
-            tracing::warn!(name = %detail.name, event_arn = %detail.execution_arn, %arn,
-                "status change for a different execution arn");
-            return Ok(None);
-        }
-        let Some(ended) = Ended::classify(
+    ) -> Result<Option<(RunId, Claimed)>, TriggerError> {
+        let ended = Ended::classify(
             &detail.status,
             detail.error.as_deref(),
             detail.cause.as_deref(),
-        ) else {
-            return Ok(Some(execution.run_id));
+        );
+        let end = ended
+            .as_ref()
+            .map(|ended| End::of(ended, detail.output.as_deref()));
+        let change = StatusChange {
+            execution_id: &detail.name,
+            execution_arn: &detail.execution_arn,
+            ended: end
+                .as_ref()
+                .map(|end| (end.outcome, end.stored_reason.as_deref())),
         };
-        self.record(&execution, &ended, detail.output.as_deref(), report)
-            .await?;
-        Ok(Some(execution.run_id))
+        let settled = self
+            .metadb
+            .settle(&change, self.config.claim_limit)
+            .await
+            .port("metadb")?;
+        match settled {
+            Settled::Unknown => {
+                tracing::warn!(name = %detail.name, "status change for an unknown execution");
+                Ok(None)
+            }
+            // Another state machine's execution that happens to share a name.
+            Settled::Foreign { execution } => {
+                tracing::warn!(name = %detail.name, event_arn = %detail.execution_arn,
+                    arn = ?execution.sfn_execution_arn,
+                    "status change for a different execution arn");
+                Ok(None)
+            }
+            Settled::Advanced {
+                execution,
+                finish,
+                aborted_units,
+                next,
+            } => {
+                if let (Some(end), Some(FinishOutcome::Recorded { aborted })) = (&end, finish) {
+                    self.recorded(&execution, end, aborted, &aborted_units, report)
+                        .await?;
+                }
+                Ok(Some((execution.run_id, next)))
+            }
+        }
     }
 
+    /// Records an ended execution found by the sweep.
     async fn record(
         &self,
         execution: &ExecutionRecord,
@@ -322,51 +388,69 @@ where
         output: Option<&str>,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        let outcome = if ended.is_success() {
-            Outcome::Succeeded
-        } else {
-            Outcome::Failed
-        };
-        let reason = failure_reason(ended);
-        // A plan that changed nothing ended at "No Changes": a success whose
-        // reason says so, for the metadb, the status and the operator.
-        let unchanged = ended.is_success() && output.is_some_and(ended_without_changes);
-        let stored_reason = if unchanged {
-            Some(NO_CHANGES_REASON.to_string())
-        } else {
-            reason.clone()
-        };
+        let end = End::of(ended, output);
         let result = self
             .metadb
-            .record_finished(&execution.execution_id, outcome, stored_reason.as_deref())
+            .record_finished(
+                &execution.execution_id,
+                end.outcome,
+                end.stored_reason.as_deref(),
+            )
             .await
             .port("metadb")?;
-        if let live_ci_core::deploy::FinishOutcome::Recorded { aborted } = result {
-            report.recorded.push(execution.execution_id.clone());
-            let (state, description) = match &reason {
-                None if unchanged => (StatusState::Success, NO_CHANGES_REASON.to_string()),
-                None => (StatusState::Success, "deployed".to_string()),
-                Some(reason) => (StatusState::Failure, reason.clone()),
-            };
-            self.unit_status(execution, state, &description, report)
-                .await;
-            for id in &aborted {
-                if let Some(dependent) = self.metadb.execution(id).await.port("metadb")? {
-                    let why = dependent
-                        .status_reason
-                        .clone()
-                        .unwrap_or_else(|| "aborted".into());
-                    self.unit_status(
-                        &dependent,
-                        StatusState::Error,
-                        &format!("aborted: {why}"),
-                        report,
-                    )
-                    .await;
-                }
-            }
-            report.aborted.extend(aborted);
+        if let FinishOutcome::Recorded { aborted } = result {
+            self.recorded(execution, &end, aborted, &[], report).await?;
         }
+        Ok(())
+    }
+
+    /// The statuses of an end this invocation recorded: the execution's, and
+    /// each aborted dependent's (from `units` when the metadb sent its details,
+    /// else read).
+    async fn recorded(
+        &self,
+        execution: &ExecutionRecord,
+        end: &End,
+        aborted: Vec<String>,
+        units: &[AbortedUnit],
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
+        report.recorded.push(execution.execution_id.clone());
+        let (state, description) = match &end.reason {
+            None if end.unchanged => (StatusState::Success, NO_CHANGES_REASON.to_string()),
+            None => (StatusState::Success, "deployed".to_string()),
+            Some(reason) => (StatusState::Failure, reason.clone()),
+        };
+        self.unit_status(execution, state, &description, report)
+            .await;
+        for id in &aborted {
+            let dependent = match units.iter().find(|u| &u.execution_id == id) {
+                Some(unit) => ExecutionRecord {
+                    execution_id: unit.execution_id.clone(),
+                    cfg_path: unit.cfg_path.clone(),
+                    is_rollback: unit.is_rollback,
+                    status_reason: unit.status_reason.clone(),
+                    sfn_execution_arn: None,
+                    ..execution.clone()
+                },
+                None => match self.metadb.execution(id).await.port("metadb")? {
+                    Some(dependent) => dependent,
+                    None => continue,
+                },
+            };
+            let why = dependent
+                .status_reason
+                .clone()
+                .unwrap_or_else(|| "aborted".into());
+            self.unit_status(
+                &dependent,
+                StatusState::Error,
+                &format!("aborted: {why}"),
+                report,
+            )
+            .await;
+        }
+        report.aborted.extend(aborted);
         Ok(())
     }
 
@@ -446,27 +530,49 @@ where
 
     /// Starts what is ready in `run_id`; finishes it when nothing is left, then
     /// does the same for the run that took over the merge lock.
-    async fn advance(&self, run_id: RunId, report: &mut Report) -> Result<(), TriggerError> {
+    /// `claimed` is a claim of `run_id` already made (with the status change).
+    async fn advance(
+        &self,
+        run_id: RunId,
+        claimed: Option<Claimed>,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
         let mut run_id = run_id;
+        let mut claimed = claimed;
         for _ in 0..self.config.max_runs_per_invocation {
-            self.start_ready(run_id, report).await?;
-            let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
+            // One claim per call: a released claim is ready again at once, so
+            // claiming in a loop would retry a broken start forever.
+            let claim = match claimed.take() {
+                Some(claim) => claim,
+                None => self
+                    .metadb
+                    .claim_next(run_id, self.config.claim_limit)
+                    .await
+                    .port("metadb")?,
+            };
+            let failed_for_good = self.start_claimed(&claim.claimed, report).await?;
+            // The counts came with the claim; a claim that failed for good
+            // (and aborted its dependents) may have ended the run since.
+            let progress = if failed_for_good {
+                self.metadb.run_progress(run_id).await.port("metadb")?
+            } else {
+                claim.progress
+            };
             if !progress.is_done() {
                 return Ok(());
             }
             if progress.failed > 0 && self.add_rollbacks(run_id, report).await? {
                 continue;
             }
-            let RunFinish { finished, next_run } =
-                self.metadb.finish_run(run_id).await.port("metadb")?;
-            let Some(status) = finished else {
+            let end = self.metadb.end_run(run_id).await.port("metadb")?;
+            let Some(status) = end.finish.finished else {
                 // Not running (queued, or finished by someone else): nothing to hand on.
                 return Ok(());
             };
             report.finished.push((run_id, status));
-            self.run_status(run_id, status, report).await?;
-            self.publish_lock(report).await?;
-            match next_run {
+            self.run_status(run_id, status, &end, report);
+            self.publish_lock(end.merge_lock.lock(), report).await?;
+            match end.finish.next_run {
                 Some(next) => run_id = next,
                 None => return Ok(()),
             }
@@ -518,30 +624,47 @@ where
         Ok(any)
     }
 
-    async fn start_ready(&self, run_id: RunId, report: &mut Report) -> Result<(), TriggerError> {
-        // One claim per call: a released claim is ready again at once, so
-        // claiming in a loop would retry a broken start forever.
-        let claimed = self
-            .metadb
-            .claim_ready(run_id, self.config.claim_limit)
-            .await
-            .port("metadb")?;
-        // The starts are independent: all at once, so the last of a batch does
-        // not wait for the round trips of the others.
+    /// Starts claimed executions, all at once (the last of a batch does not
+    /// wait for the round trips of the others), and records the starts: every
+    /// ARN in one metadb call, each failure against its claim. True when a
+    /// start failed for the last allowed time.
+    async fn start_claimed(
+        &self,
+        claimed: &[ExecutionRecord],
+        report: &mut Report,
+    ) -> Result<bool, TriggerError> {
         let started = futures_util::future::join_all(
             claimed
                 .iter()
                 .map(|execution| self.start_execution(execution)),
         )
         .await;
+        let mut arns = Vec::new();
+        let mut failures = Vec::new();
+        let mut first_error = None;
         for (execution, result) in claimed.iter().zip(started) {
-            self.settle_start(execution, result?, report).await?;
+            match result {
+                Ok(Ok(arn)) => arns.push((execution, arn)),
+                Ok(Err(err)) => failures.push((execution, err)),
+                // Recorded after the others: their executions did start.
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        self.attach_arns(&arns, report).await?;
+        let mut failed_for_good = false;
+        for (execution, err) in failures {
+            failed_for_good |= self.start_failed(execution, &err, report).await?;
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(failed_for_good),
+        }
     }
 
     /// StartExecution for one claimed execution: its ARN, or the engine's
-    /// error (which `settle_start` records against the claim).
+    /// error (which `start_failed` records against the claim).
     async fn start_execution(
         &self,
         execution: &ExecutionRecord,
@@ -556,95 +679,94 @@ where
             .map_err(|e| e.to_string()))
     }
 
-    /// Starts one claimed execution; a failed start releases the claim so
-    /// nothing stays running without an execution behind it.
-    async fn start(
+    /// Records started executions' ARNs on their claims, in one call.
+    async fn attach_arns(
         &self,
-        execution: &ExecutionRecord,
+        started: &[(&ExecutionRecord, String)],
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        let started = self.start_execution(execution).await?;
-        self.settle_start(execution, started, report).await
-    }
-
-    /// Records a start: the ARN on the claim, or the failure against it.
-    async fn settle_start(
-        &self,
-        execution: &ExecutionRecord,
-        started: Result<String, String>,
-        report: &mut Report,
-    ) -> Result<(), TriggerError> {
-        let id = &execution.execution_id;
-        match started {
-            Ok(arn) => {
-                if self
-                    .metadb
-                    .attach_execution_arn(id, &arn)
-                    .await
-                    .port("metadb")?
-                {
-                    report.started.push(id.clone());
-                    let started = ExecutionRecord {
-                        sfn_execution_arn: Some(arn),
-                        ..execution.clone()
-                    };
-                    self.unit_status(&started, StatusState::Pending, "deploying", report)
-                        .await;
-                } else {
-                    tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
-                }
+        if started.is_empty() {
+            return Ok(());
+        }
+        let pairs: Vec<(String, String)> = started
+            .iter()
+            .map(|(execution, arn)| (execution.execution_id.clone(), arn.clone()))
+            .collect();
+        let attached = self
+            .metadb
+            .attach_execution_arns(&pairs)
+            .await
+            .port("metadb")?;
+        for (execution, arn) in started {
+            let id = &execution.execution_id;
+            if !attached.contains(id) {
+                tracing::warn!(execution_id = %id, %arn, "claim changed before its arn was attached");
+                continue;
             }
-            Err(err) => {
-                tracing::error!(execution_id = %id, error = %err, "start failed");
-                let failure = self
-                    .metadb
-                    .record_start_failure(id, &err, self.config.max_start_attempts)
-                    .await
-                    .port("metadb")?;
-                match failure {
-                    StartFailure::Released { attempts } => {
-                        tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
-                        report.released.push(id.clone());
-                    }
-                    StartFailure::Failed {
-                        reason, aborted, ..
-                    } => {
-                        report.start_failed.push(id.clone());
-                        self.unit_status(execution, StatusState::Failure, &reason, report)
-                            .await;
-                        for dependent in &aborted {
-                            if let Some(d) =
-                                self.metadb.execution(dependent).await.port("metadb")?
-                            {
-                                self.unit_status(
-                                    &d,
-                                    StatusState::Error,
-                                    "aborted: ancestor failed",
-                                    report,
-                                )
-                                .await;
-                            }
-                        }
-                        report.aborted.extend(aborted);
-                    }
-                    StartFailure::Unchanged => {}
-                }
-            }
+            report.started.push(id.clone());
+            let started = ExecutionRecord {
+                sfn_execution_arn: Some(arn.clone()),
+                ..(*execution).clone()
+            };
+            self.unit_status(&started, StatusState::Pending, "deploying", report)
+                .await;
         }
         Ok(())
     }
 
-    /// Posts a finished run's result on its merge commit.
-    async fn run_status(
+    /// Records a failed start against its claim, so nothing stays running
+    /// without an execution behind it: released for a retry, or failed (with
+    /// its dependents aborted) the last allowed time, which returns true.
+    async fn start_failed(
         &self,
-        run_id: RunId,
-        status: RunStatus,
+        execution: &ExecutionRecord,
+        err: &str,
         report: &mut Report,
-    ) -> Result<(), TriggerError> {
-        let Some(run) = self.metadb.run(run_id).await.port("metadb")? else {
-            return Ok(());
+    ) -> Result<bool, TriggerError> {
+        let id = &execution.execution_id;
+        tracing::error!(execution_id = %id, error = %err, "start failed");
+        let failure = self
+            .metadb
+            .record_start_failure(id, err, self.config.max_start_attempts)
+            .await
+            .port("metadb")?;
+        match failure {
+            StartFailure::Released { attempts } => {
+                tracing::warn!(execution_id = %id, attempts, "claim released for a retry");
+                report.released.push(id.clone());
+                Ok(false)
+            }
+            StartFailure::Failed {
+                reason, aborted, ..
+            } => {
+                report.start_failed.push(id.clone());
+                self.unit_status(execution, StatusState::Failure, &reason, report)
+                    .await;
+                for dependent in &aborted {
+                    if let Some(d) = self.metadb.execution(dependent).await.port("metadb")? {
+                        self.unit_status(
+                            &d,
+                            StatusState::Error,
+                            "aborted: ancestor failed",
+                            report,
+                        )
+                        .await;
+                    }
+                }
+                report.aborted.extend(aborted);
+                Ok(true)
+            }
+            StartFailure::Unchanged => Ok(false),
+        }
+    }
+
+    /// Posts a finished run's result on its merge commit, from what its end
+    /// read.
+    fn run_status(&self, run_id: RunId, status: RunStatus, end: &RunEnd, report: &mut Report) {
+        let Some(run) = &end.run else {
+            return;
         };
-        let progress = self.metadb.run_progress(run_id).await.port("metadb")?;
+        let progress = &end.progress;
         let (state, description) = match status {
             RunStatus::Succeeded => (
                 StatusState::Success,
@@ -671,17 +793,15 @@ where
         // The merges this run deployed along with its own commit never ran
         // themselves: their commits learn the outcome here, or they would
         // show no deploy status at all.
-        for covered in self.metadb.superseded_runs(run_id).await.port("metadb")? {
+        for covered in &end.superseded {
             let status = superseded(&covered.commit_id, run_id, &run.commit_id, status);
             Self::queue(&statuses, Check::Always, status, report);
         }
-        Ok(())
     }
 
     /// Mirrors the metadb's merge lock (the truth) into the parameter store and
     /// onto open pull requests.
-    async fn publish_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let lock: MergeLock = self.metadb.merge_lock().await.port("metadb")?.lock();
+    async fn publish_lock(&self, lock: MergeLock, report: &mut Report) -> Result<(), TriggerError> {
         self.params
             .put(&self.config.merge_lock_param, &lock.to_string())
             .await
@@ -712,10 +832,8 @@ where
             .stale_claims(self.config.stale_claim_secs)
             .await
             .port("metadb")?;
-        for execution in stale {
-            self.start(&execution, report).await?;
-            runs.push(execution.run_id);
-        }
+        self.start_claimed(&stale, report).await?;
+        runs.extend(stale.iter().map(|e| e.run_id));
         let running = self
             .metadb
             .running_with_arn(self.config.sweep_limit)
@@ -751,7 +869,7 @@ where
         runs.sort_unstable();
         runs.dedup();
         for run_id in runs {
-            self.advance(run_id, report).await?;
+            self.advance(run_id, None, report).await?;
         }
         self.reconcile_lock(report).await?;
         self.sweep_trunk(report).await
@@ -817,7 +935,7 @@ where
         if !in_step {
             tracing::warn!(parameter = ?mirrored.as_ref().ok(), metadb = %truth,
                 "merge lock parameter out of step; rewriting it");
-            self.publish_lock(report).await?;
+            self.publish_lock(truth, report).await?;
             report.lock_repaired = Some(truth.to_string());
         }
         Ok(())

@@ -340,6 +340,59 @@ pub enum FinishOutcome {
     Unchanged { status: Option<ExecutionStatus> },
 }
 
+/// An execution a failure aborted, as its commit status needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortedUnit {
+    pub execution_id: String,
+    pub cfg_path: RepoPath,
+    pub is_rollback: bool,
+    /// "ancestor failed" or "fail-fast".
+    pub status_reason: Option<String>,
+}
+
+/// One claim of a run and the run's counts right after it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Claimed {
+    /// The executions moved to `running`, highest priority first.
+    pub claimed: Vec<ExecutionRecord>,
+    pub progress: RunProgress,
+}
+
+/// A Step Functions status change, as the metadb settles it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusChange<'a> {
+    /// The execution's name: its execution id.
+    pub execution_id: &'a str,
+    /// The event's execution ARN.
+    pub execution_arn: &'a str,
+    /// How it ended and the reason to store; `None` for a status that is not
+    /// an end (the run is still advanced).
+    pub ended: Option<(Outcome, Option<&'a str>)>,
+}
+
+/// What settling one status change did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    /// No execution has the event's name: not ours.
+    Unknown,
+    /// The execution has a different Step Functions ARN recorded: another
+    /// state machine's execution sharing the name. Nothing changed.
+    Foreign { execution: ExecutionRecord },
+    /// The end was recorded (when the event was one) and the run claimed.
+    Advanced {
+        /// The execution as it was before its end was recorded.
+        execution: ExecutionRecord,
+        /// What recording the end did; `None` for a status that is not an end.
+        finish: Option<FinishOutcome>,
+        /// The first (up to 1000, in creation order) of the executions the
+        /// finish aborted, with what their statuses need; the rest are only in
+        /// `finish`'s ids.
+        aborted_units: Vec<AbortedUnit>,
+        /// The claim of the execution's run after the finish.
+        next: Claimed,
+    },
+}
+
 /// Counts of a run's executions by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunProgress {
@@ -369,6 +422,22 @@ pub struct RunFinish {
     pub finished: Option<RunStatus>,
     /// The queued run this call started (it now holds the merge lock).
     pub next_run: Option<RunId>,
+}
+
+/// A run's end as one call gives it: what `finish_run` did, and what the
+/// run's statuses and the merge lock's mirror need, read in the same
+/// transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    #[serde(flatten)]
+    pub finish: RunFinish,
+    /// The run (`None` for an unknown id).
+    pub run: Option<RunRecord>,
+    pub progress: RunProgress,
+    /// The runs it superseded, oldest on the trunk first.
+    pub superseded: Vec<RunRecord>,
+    /// The merge lock after the hand-over.
+    pub merge_lock: MergeLockRow,
 }
 
 /// The metadb's merge lock row: which run holds it.

@@ -7,7 +7,9 @@
 use std::future::Future;
 
 use super::SavedPlan;
-use crate::deploy::{ExecutionRecord, FinishOutcome, Outcome, RunId};
+use crate::deploy::{
+    Claimed, ExecutionRecord, FinishOutcome, Outcome, RunId, Settled, StatusChange,
+};
 use crate::operate::StartFailure;
 
 /// Executions and their scheduling. Implementations: `live-ci-metadb`'s
@@ -37,6 +39,25 @@ pub trait ExecutionStore: Send + Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ExecutionRecord>, Self::Error>> + Send;
 
+    /// [`claim_ready`](Self::claim_ready) and the run's counts right after it,
+    /// as one round trip.
+    fn claim_next(
+        &self,
+        run_id: RunId,
+        limit: u32,
+    ) -> impl Future<Output = Result<Claimed, Self::Error>> + Send;
+
+    /// A Step Functions status change as one round trip and one transaction:
+    /// the execution it names; unless another ARN is recorded for it, its end
+    /// recorded as [`record_finished`](Self::record_finished) does (when the
+    /// change is an end), then its run claimed as
+    /// [`claim_next`](Self::claim_next) does, with up to `claim_limit`.
+    fn settle(
+        &self,
+        change: &StatusChange<'_>,
+        claim_limit: u32,
+    ) -> impl Future<Output = Result<Settled, Self::Error>> + Send;
+
     /// Records the Step Functions execution started for a claim. False when the
     /// execution is not running or already has a different ARN.
     fn attach_execution_arn(
@@ -44,6 +65,13 @@ pub trait ExecutionStore: Send + Sync {
         execution_id: &str,
         arn: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// [`attach_execution_arn`](Self::attach_execution_arn) for a batch of
+    /// `(execution id, ARN)` in one round trip; returns the ids attached.
+    fn attach_execution_arns(
+        &self,
+        started: &[(String, String)],
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
 
     /// Puts a claim whose start failed back to `waiting`. Only a claim without an
     /// ARN is released; false otherwise.

@@ -9,8 +9,8 @@ use std::future::Future;
 
 use crate::account::Account;
 use crate::deploy::{
-    CreatedRun, MergeLockRow, NewRollback, NewRun, PendingUnit, RunFinish, RunId, RunProgress,
-    RunRecord,
+    CreatedRun, MergeLockRow, NewRollback, NewRun, PendingUnit, RunEnd, RunFinish, RunId,
+    RunProgress, RunRecord,
 };
 use crate::path::RepoPath;
 
@@ -109,6 +109,10 @@ pub trait RunStore: Send + Sync {
         &self,
         run_id: RunId,
     ) -> impl Future<Output = Result<RunFinish, Self::Error>> + Send;
+
+    /// [`finish_run`](Self::finish_run), with the run, its counts, the runs it
+    /// superseded and the merge lock as they are after it, in one round trip.
+    fn end_run(&self, run_id: RunId) -> impl Future<Output = Result<RunEnd, Self::Error>> + Send;
 
     fn merge_lock(&self) -> impl Future<Output = Result<MergeLockRow, Self::Error>> + Send;
 

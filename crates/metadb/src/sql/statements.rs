@@ -125,194 +125,55 @@ FROM (SELECT w.execution, count(*) AS n
       GROUP BY w.execution) w
 WHERE e.id = w.execution";
 
-/// When no run is running: every queued run but the newest on the trunk is
-/// superseded (by it, whose range — from the last started run — covers
-/// theirs), and so is a queued run no newer than the last started run (a
-/// merge whose create-deploy-stack lost the race to a newer one). An operator's
-/// retry sits at its run's own trunk position and is not superseded by it. Runs under
-/// `LOCK_MERGE_LOCK`, right before `START_NEXT_RUN`.
-pub const SUPERSEDE_QUEUED: &str = "\
-WITH idle AS (
-    SELECT NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS yes
-), last_started AS (
-    SELECT run_id, trunk_seq FROM runs WHERE status IN ('succeeded', 'failed')
-    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
-), next AS (
-    SELECT q.run_id FROM runs q, idle
-    WHERE idle.yes AND q.status = 'queued'
-      AND (q.trunk_seq > coalesce((SELECT trunk_seq FROM last_started), -1)
-           OR (q.retry_of IS NOT NULL
-               AND q.trunk_seq >= coalesce((SELECT trunk_seq FROM last_started), -1)))
-    ORDER BY q.trunk_seq DESC, q.run_id DESC LIMIT 1
-)
-UPDATE runs r
-SET status = 'superseded', finished_at = clock_timestamp(),
-    superseded_by = coalesce((SELECT run_id FROM next), (SELECT run_id FROM last_started))
-FROM idle
-WHERE idle.yes AND r.status = 'queued'
-  AND r.run_id <> coalesce((SELECT run_id FROM next), -1)
-RETURNING r.run_id::text";
+/// Hands a free merge lock to the queued run newest on the trunk, superseding
+/// the other queued runs (`live_ci_start_next_run`, migration 0010); the run
+/// it started, or an empty row. Runs under `LOCK_MERGE_LOCK`.
+pub const START_NEXT_RUN: &str = "SELECT live_ci_start_next_run()::text";
 
-/// The executions of a superseded run never start.
-pub const ABORT_SUPERSEDED_EXECUTIONS: &str = "\
-UPDATE executions e
-SET status = 'aborted', status_reason = 'superseded by run #' || coalesce(r.superseded_by::text, '?'),
-    finished_at = clock_timestamp(), updated_at = clock_timestamp()
-FROM runs r
-WHERE r.run_id = :run_id AND r.status = 'superseded' AND e.run_id = r.run_id
-  AND e.status = 'waiting'";
+/// The end of a run, the hand-over and what the run's statuses need, in one
+/// call (`live_ci_finish_run`, migration 0010).
+pub const FINISH_RUN: &str = "SELECT live_ci_finish_run(CAST(:run_id AS bigint))";
 
-/// Starts the queued run newest on the trunk when none is running (after
-/// `SUPERSEDE_QUEUED` it is the only one), and gives it the merge lock. Runs
-/// under `LOCK_MERGE_LOCK`.
-pub const START_NEXT_RUN: &str = "\
-WITH next AS (
-    SELECT run_id FROM runs
-    WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM runs WHERE status = 'running')
-    ORDER BY trunk_seq DESC, run_id DESC LIMIT 1
-), started AS (
-    UPDATE runs r SET status = 'running', started_at = clock_timestamp()
-    FROM next WHERE r.run_id = next.run_id
-    RETURNING r.run_id
-), locked AS (
-    UPDATE merge_lock m SET run_id = started.run_id, locked_at = clock_timestamp()
-    FROM started WHERE m.singleton
-    RETURNING m.run_id
-)
-SELECT run_id::text FROM locked";
+pub const RUN_PROGRESS: &str = "SELECT live_ci_progress(CAST(:run_id AS bigint))::text";
 
-/// Serializes the claimers of one run, so the running count each one reads is
-/// current: the claim runs as the next statement, with a fresh snapshot.
-pub const LOCK_RUN_FOR_CLAIM: &str = "\
-SELECT run_id::text FROM runs WHERE run_id = :run_id AND status = 'running' FOR NO KEY UPDATE";
+pub const MERGE_LOCK: &str = "SELECT live_ci_merge_lock_json()::text";
 
-/// The claim: ready executions of a running run, highest priority first, up to
-/// the run's free slots. The counters select candidates through
-/// `executions_ready`; the NOT EXISTS clauses re-check the edges of those few.
-/// The record JSON is built inline, as `live_ci_execution_json` builds it (a
-/// test compares the two): calling the function per row tripled the claim's
-/// time on 10,000 units (6.8 ms against 2.8 ms median for 50 rows).
+/// A status change in one round trip: `live_ci_settle` (migration 0010) looks
+/// the execution up, records its end, claims what is ready in its run and
+/// counts the run, in one transaction.
+pub const SETTLE: &str = "\
+SELECT live_ci_settle(CAST(:execution_id AS text), CAST(:arn AS text), CAST(:status AS text),
+                      CAST(:reason AS text), CAST(:limit AS bigint))";
+
+/// The claim and the run's progress after it (`live_ci_claim`, migration
+/// 0010): the run's row lock, then the claim with a fresh snapshot.
 pub const CLAIM: &str = "\
-WITH slots AS (
-    SELECT greatest(r.max_parallel - (SELECT count(*) FROM executions x
-                                      WHERE x.run_id = r.run_id AND x.status = 'running'), 0) AS n
-    FROM runs r WHERE r.run_id = :run_id AND r.status = 'running'
-), ready AS (
-    SELECT e.id FROM executions e
-    WHERE e.run_id = :run_id AND e.status = 'waiting'
-      AND e.pending_deps = 0 AND e.pending_accounts = 0
-      AND NOT EXISTS (SELECT 1 FROM execution_deps d JOIN executions p ON p.id = d.depends_on
-                      WHERE d.execution = e.id AND p.status <> 'succeeded')
-      AND NOT EXISTS (SELECT 1 FROM execution_account_waits w
-                      JOIN run_accounts ra ON ra.id = w.run_account
-                      WHERE w.execution = e.id AND ra.remaining > 0)
-    ORDER BY e.priority DESC, e.seq
-    LIMIT least(coalesce((SELECT n FROM slots), 0), :limit)
-    FOR UPDATE OF e SKIP LOCKED
-), claimed AS (
-    UPDATE executions e
-    SET status = 'running', claimed_at = clock_timestamp(), updated_at = clock_timestamp()
-    FROM ready WHERE e.id = ready.id AND e.status = 'waiting'
-    RETURNING e.*
-)
-SELECT (to_jsonb(c) || jsonb_build_object(
-    'pr_id', r.pr_id, 'commit_id', r.commit_id, 'base_ref', r.base_ref, 'head_ref', r.head_ref,
-    'approval_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
-                                 WHERE v.execution = c.id AND v.vote = 'approve'), '[]'),
-    'rejection_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
-                                  WHERE v.execution = c.id AND v.vote = 'reject'), '[]'),
-    'created_at', live_ci_ms(c.created_at), 'claimed_at', live_ci_ms(c.claimed_at),
-    'finished_at', live_ci_ms(c.finished_at), 'updated_at', live_ci_ms(c.updated_at)))::text
-FROM claimed c JOIN runs r ON r.run_id = c.run_id";
+SELECT live_ci_claim(CAST(:run_id AS bigint), CAST(:limit AS bigint))::text";
 
-pub const ATTACH_ARN: &str = "\
-UPDATE executions SET sfn_execution_arn = :arn, updated_at = clock_timestamp()
-WHERE execution_id = :execution_id AND status = 'running'
-  AND (sfn_execution_arn IS NULL OR sfn_execution_arn = :arn)
-RETURNING execution_id";
+/// The guarded transition out of `running` and what follows from it
+/// (`live_ci_finish`, migration 0010).
+pub const FINISH: &str = "\
+SELECT live_ci_finish(CAST(:execution_id AS text), CAST(:status AS text),
+                      CAST(:reason AS text))::text";
+
+/// The abort of a failed execution's waiting dependents on its own (the
+/// sweep's repair), one execution id per row.
+pub const ABORT_DEPENDENTS: &str = "\
+SELECT jsonb_array_elements_text(
+    live_ci_abort_dependents(CAST(:execution_id AS text)) -> 'aborted')";
+
+/// The ARNs of a batch of started executions, attached in one statement.
+pub const ATTACH_ARNS: &str = "\
+UPDATE executions e SET sfn_execution_arn = a.arn, updated_at = clock_timestamp()
+FROM jsonb_to_recordset(CAST(:started AS jsonb)) AS a(execution_id text, arn text)
+WHERE e.execution_id = a.execution_id AND e.status = 'running'
+  AND (e.sfn_execution_arn IS NULL OR e.sfn_execution_arn = a.arn)
+RETURNING e.execution_id";
 
 pub const RELEASE_CLAIM: &str = "\
 UPDATE executions SET status = 'waiting', claimed_at = NULL, updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status = 'running' AND sfn_execution_arn IS NULL
 RETURNING execution_id";
-
-/// The guarded transition out of `running`; returns what the follow-up
-/// statements need.
-pub const FINISH_EXECUTION: &str = "\
-UPDATE executions
-SET status = :status, status_reason = CAST(:reason AS text),
-    finished_at = clock_timestamp(), updated_at = clock_timestamp()
-WHERE execution_id = :execution_id AND status = 'running'
-RETURNING json_build_object('id', id, 'run_id', run_id, 'account_name', account_name,
-                            'action', action, 'is_rollback', is_rollback)::text";
-
-pub const EXECUTION_STATUS: &str = "\
-SELECT json_build_object('id', id, 'run_id', run_id, 'status', status)::text
-FROM executions WHERE execution_id = :execution_id";
-
-/// Locks, in id order, every execution whose counters a success will change, so
-/// two finishers sharing dependents cannot deadlock.
-pub const LOCK_DEPENDENTS: &str = "\
-SELECT e.id::text FROM executions e
-WHERE e.id IN (SELECT d.execution FROM execution_deps d WHERE d.depends_on = :id)
-   OR e.id IN (SELECT w.execution FROM execution_account_waits w
-               WHERE w.run_account = CAST(:run_account AS bigint))
-ORDER BY e.id FOR NO KEY UPDATE";
-
-pub const DECREMENT_DEPS: &str = "\
-UPDATE executions e SET pending_deps = e.pending_deps - 1
-FROM execution_deps d
-WHERE d.depends_on = :id AND e.id = d.execution";
-
-/// One fewer execution of the account left to succeed; the row lock serializes
-/// the finishers of one account, so exactly one of them sees zero.
-pub const DECREMENT_ACCOUNT: &str = "\
-UPDATE run_accounts SET remaining = remaining - 1
-WHERE run_id = :run_id AND account_name = :account_name AND action = :action
-RETURNING json_build_object('id', id, 'remaining', remaining)::text";
-
-pub const DECREMENT_ACCOUNT_WAITERS: &str = "\
-UPDATE executions e SET pending_accounts = e.pending_accounts - 1
-FROM execution_account_waits w
-WHERE w.run_account = :run_account AND e.id = w.execution";
-
-/// Aborts the waiting transitive dependents of a failed execution, following
-/// directory edges and account waits (a failed member keeps its account from
-/// ever completing); with fail-fast, every waiting execution of the run.
-/// Account nodes are negative ids so one recursive term walks both kinds.
-pub const ABORT_DEPENDENTS: &str = "\
-WITH RECURSIVE failed AS (
-    SELECT e.id, e.run_id, r.fail_fast FROM executions e JOIN runs r ON r.run_id = e.run_id
-    WHERE e.execution_id = :execution_id AND e.status = 'failed'
-), edges(src, dst) AS MATERIALIZED (
-    SELECT d.depends_on, d.execution
-    FROM execution_deps d JOIN executions e ON e.id = d.execution JOIN failed f ON e.run_id = f.run_id
-    UNION ALL
-    SELECT e.id, -ra.id
-    FROM executions e JOIN failed f ON e.run_id = f.run_id
-    JOIN run_accounts ra
-      ON ra.run_id = e.run_id AND ra.account_name = e.account_name AND ra.action = e.action
-    UNION ALL
-    SELECT -w.run_account, w.execution
-    FROM execution_account_waits w JOIN run_accounts ra ON ra.id = w.run_account
-    JOIN failed f ON ra.run_id = f.run_id
-), doomed(node) AS (
-    SELECT id FROM failed
-    UNION
-    SELECT edges.dst FROM doomed JOIN edges ON edges.src = doomed.node
-), targets AS (
-    SELECT e.id, e.id IN (SELECT node FROM doomed) AS dependent
-    FROM executions e JOIN failed f ON e.run_id = f.run_id
-    WHERE e.status = 'waiting' AND (f.fail_fast OR e.id IN (SELECT node FROM doomed))
-    ORDER BY e.id
-    FOR NO KEY UPDATE OF e
-)
-UPDATE executions e
-SET status = 'aborted',
-    status_reason = CASE WHEN targets.dependent THEN 'ancestor failed' ELSE 'fail-fast' END,
-    finished_at = clock_timestamp(), updated_at = clock_timestamp()
-FROM targets WHERE e.id = targets.id AND e.status = 'waiting'
-RETURNING e.execution_id";
 
 pub const RECORD_NEW_RESOURCES: &str = "\
 UPDATE executions SET new_resources = CAST(:resources AS jsonb), updated_at = clock_timestamp()
@@ -330,38 +191,6 @@ pub const SAVED_PLAN: &str = "\
 SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
     'version_id', plan_version_id)::text
 FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
-
-pub const RUN_PROGRESS: &str = "\
-SELECT json_build_object(
-    'waiting', count(*) FILTER (WHERE status = 'waiting'),
-    'running', count(*) FILTER (WHERE status = 'running'),
-    'succeeded', count(*) FILTER (WHERE status = 'succeeded'),
-    'failed', count(*) FILTER (WHERE status = 'failed'),
-    'aborted', count(*) FILTER (WHERE status = 'aborted'))::text
-FROM executions WHERE run_id = :run_id";
-
-/// The guarded end of a run: only a running run with nothing waiting or running.
-pub const FINISH_RUN: &str = "\
-WITH counts AS (
-    SELECT count(*) FILTER (WHERE status IN ('waiting', 'running')) AS open,
-           count(*) FILTER (WHERE status <> 'succeeded') AS unsuccessful
-    FROM executions WHERE run_id = :run_id
-)
-UPDATE runs r
-SET status = CASE WHEN counts.unsuccessful = 0 THEN 'succeeded' ELSE 'failed' END,
-    finished_at = clock_timestamp()
-FROM counts
-WHERE r.run_id = :run_id AND r.status = 'running' AND counts.open = 0
-RETURNING r.status";
-
-pub const RELEASE_MERGE_LOCK: &str = "\
-UPDATE merge_lock SET run_id = NULL, locked_at = NULL
-WHERE singleton AND run_id = :run_id";
-
-pub const MERGE_LOCK: &str = "\
-SELECT json_build_object('run_id', m.run_id, 'pr_id', r.pr_id, 'commit_id', r.commit_id,
-                         'locked_at', live_ci_ms(m.locked_at))::text
-FROM merge_lock m LEFT JOIN runs r ON r.run_id = m.run_id";
 
 pub const EXECUTION: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e WHERE e.execution_id = :execution_id";

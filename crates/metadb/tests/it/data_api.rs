@@ -11,7 +11,9 @@ use aws_sdk_rdsdata::types::error::DatabaseErrorException;
 use aws_sdk_rdsdata::types::{Field, SqlParameter};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
-use live_ci_core::deploy::{Action, ExecutionStatus, FinishOutcome, Outcome};
+use live_ci_core::deploy::{
+    Action, ExecutionStatus, FinishOutcome, Outcome, Settled, StatusChange,
+};
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::sql::statements as q;
 use live_ci_testkit::data_api_mock::*;
@@ -20,29 +22,42 @@ use live_ci_testkit::data_api_mock::*;
 /// adapter; the Data API wraps the one text column in a JSON record).
 const RECORDED_CLAIM: &str = r#"[{"?column?":"{\"id\": 1, \"seq\": 0, \"pr_id\": 7, \"action\": \"apply\", \"run_id\": 1, \"status\": \"running\", \"voters\": [\"voter@example.com\"], \"base_ref\": \"refs/heads/main\", \"cfg_deps\": [], \"cfg_path\": \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"decision\": null, \"head_ref\": \"refs/heads/feature\", \"priority\": 3, \"wait_for\": [], \"commit_id\": \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"claimed_at\": 1795256420430, \"created_at\": 1795256420420, \"updated_at\": 1795256420430, \"finished_at\": null, \"is_rollback\": false, \"account_deps\": [\"shared_services\"], \"account_name\": \"dev\", \"account_path\": \"dev\", \"execution_id\": \"run-1-c8c5-dev-baz-729\", \"pending_deps\": 0, \"plan_command\": \"terragrunt plan --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"apply_command\": \"terragrunt apply --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"new_providers\": [\"registry.terraform.io/hashicorp/null\"], \"new_resources\": [], \"plan_role_arn\": \"arn:aws:iam::111111111111:role/plan\", \"status_reason\": null, \"wait_accounts\": [], \"apply_role_arn\": \"arn:aws:iam::111111111111:role/apply\", \"approval_voters\": [], \"pending_accounts\": 0, \"rejection_voters\": [], \"sfn_execution_arn\": null, \"min_approval_count\": 1, \"min_rejection_count\": 1}"}]"#;
 
+/// The claim's answer as `live_ci_claim` gives it: the recorded row as the one
+/// claimed record, and the run's counts (leaked: rules take `'static` answers).
+fn recorded_claim() -> &'static str {
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(RECORDED_CLAIM).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(rows[0]["?column?"].as_str().unwrap()).unwrap();
+    let answer = serde_json::json!({
+        "claimed": [record],
+        "progress": {"waiting": 4, "running": 1, "succeeded": 2, "failed": 0, "aborted": 0},
+    });
+    let records = serde_json::json!([{ "live_ci_claim": answer.to_string() }]);
+    Box::leak(records.to_string().into_boxed_str())
+}
+
 #[tokio::test]
-async fn claim_is_one_transaction_and_decodes_the_recorded_row() {
-    let rules = [
-        begin("tx-1"),
-        statement(
-            q::LOCK_RUN_FOR_CLAIM,
-            vec![long("run_id", 7)],
-            Some("tx-1"),
-            Some(r#"[{"run_id":"7"}]"#),
-            0,
-        ),
-        statement(
-            q::CLAIM,
-            vec![long("run_id", 7), long("limit", 10)],
-            Some("tx-1"),
-            Some(RECORDED_CLAIM),
-            1,
-        ),
-        commit("tx-1"),
-    ];
+async fn a_claim_is_one_statement_outside_transactions_and_decodes_the_recorded_row() {
+    let rules = [statement(
+        q::CLAIM,
+        vec![long("run_id", 7), long("limit", 10)],
+        None,
+        Some(recorded_claim()),
+        0,
+    )];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let claimed = metadb(client).claim_ready(7, 10).await.unwrap();
+    let next = metadb(client).claim_next(7, 10).await.unwrap();
     assert!(rules.iter().all(|r| r.num_calls() == 1));
+    assert_eq!(
+        (
+            next.progress.waiting,
+            next.progress.running,
+            next.progress.succeeded
+        ),
+        (4, 1, 2)
+    );
+    let claimed = next.claimed;
     assert_eq!(claimed.len(), 1);
     let e = &claimed[0];
     assert_eq!(e.execution_id, "run-1-c8c5-dev-baz-729");
@@ -67,51 +82,36 @@ async fn claim_is_one_transaction_and_decodes_the_recorded_row() {
 }
 
 #[tokio::test]
-async fn a_claim_on_a_run_that_is_not_running_stops_after_the_lock() {
-    let rules = [
-        begin("tx-1"),
-        statement(
-            q::LOCK_RUN_FOR_CLAIM,
-            vec![long("run_id", 8)],
-            Some("tx-1"),
-            Some("[]"),
-            0,
+async fn a_claim_on_a_run_that_is_not_running_claims_nothing() {
+    let rules = [statement(
+        q::CLAIM,
+        vec![long("run_id", 8), long("limit", 10)],
+        None,
+        Some(
+            r#"[{"live_ci_claim":"{\"claimed\": [], \"progress\": {\"failed\": 0, \"aborted\": 0, \"running\": 0, \"waiting\": 0, \"succeeded\": 3}}"}]"#,
         ),
-        commit("tx-1"),
-    ];
+        0,
+    )];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     assert!(metadb(client).claim_ready(8, 10).await.unwrap().is_empty());
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
 
 #[tokio::test]
-async fn a_failure_and_its_dependents_in_one_transaction() {
-    let rules = [
-        begin("tx-9"),
-        statement(
-            q::FINISH_EXECUTION,
-            vec![
-                string("execution_id", "run-1-c8c5-dev-vpc-001"),
-                string("status", "failed"),
-                string("reason", "States.TaskFailed"),
-            ],
-            Some("tx-9"),
-            Some(
-                r#"[{"json_build_object":"{\"id\" : 3, \"run_id\" : 7, \"account_name\" : \"dev\", \"action\" : \"apply\"}"}]"#,
-            ),
-            1,
+async fn a_failure_and_its_dependents_in_one_statement() {
+    let rules = [statement(
+        q::FINISH,
+        vec![
+            string("execution_id", "run-1-c8c5-dev-vpc-001"),
+            string("status", "failed"),
+            string("reason", "States.TaskFailed"),
+        ],
+        None,
+        Some(
+            r#"[{"live_ci_finish":"{\"units\": [{\"cfg_path\": \"dev/app\", \"is_rollback\": false, \"execution_id\": \"run-1-c8c5-dev-app-002\", \"status_reason\": \"ancestor failed\"}, {\"cfg_path\": \"dev/db\", \"is_rollback\": false, \"execution_id\": \"run-1-c8c5-dev-db-003\", \"status_reason\": \"ancestor failed\"}], \"aborted\": [\"run-1-c8c5-dev-app-002\", \"run-1-c8c5-dev-db-003\"], \"recorded\": true}"}]"#,
         ),
-        statement(
-            q::ABORT_DEPENDENTS,
-            vec![string("execution_id", "run-1-c8c5-dev-vpc-001")],
-            Some("tx-9"),
-            Some(
-                r#"[{"execution_id":"run-1-c8c5-dev-app-002"},{"execution_id":"run-1-c8c5-dev-db-003"}]"#,
-            ),
-            2,
-        ),
-        commit("tx-9"),
-    ];
+        0,
+    )];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     let out = metadb(client)
         .record_finished(
@@ -134,70 +134,138 @@ async fn a_failure_and_its_dependents_in_one_transaction() {
 }
 
 #[tokio::test]
-async fn a_success_without_a_completed_account_sends_a_null_parameter() {
+async fn a_success_sends_a_null_reason_and_a_repeat_reads_the_status() {
     let id = "run-1-c8c5-dev-vpc-001";
-    let rules = [
-        begin("tx-2"),
+    let finish = |answer: &'static str| {
         statement(
-            q::FINISH_EXECUTION,
+            q::FINISH,
             vec![
                 string("execution_id", id),
                 string("status", "succeeded"),
                 null("reason"),
             ],
-            Some("tx-2"),
-            Some(
-                r#"[{"json_build_object":"{\"id\" : 3, \"run_id\" : 7, \"account_name\" : \"dev\", \"action\" : \"apply\"}"}]"#,
-            ),
-            1,
-        ),
-        statement(
-            q::DECREMENT_ACCOUNT,
-            vec![
-                long("run_id", 7),
-                string("account_name", "dev"),
-                string("action", "apply"),
-            ],
-            Some("tx-2"),
-            Some(r#"[{"json_build_object":"{\"id\" : 11, \"remaining\" : 4}"}]"#),
-            1,
-        ),
-        statement(
-            q::LOCK_DEPENDENTS,
-            vec![long("id", 3), null("run_account")],
-            Some("tx-2"),
-            Some("[]"),
-            0,
-        ),
-        statement(
-            q::DECREMENT_DEPS,
-            vec![long("id", 3)],
-            Some("tx-2"),
             None,
-            2,
-        ),
-        commit("tx-2"),
+            Some(answer),
+            0,
+        )
+    };
+    let rules = [
+        finish(r#"[{"live_ci_finish":"{\"units\": [], \"aborted\": [], \"recorded\": true}"}]"#),
+        finish(r#"[{"live_ci_finish":"{\"status\": \"succeeded\", \"recorded\": false}"}]"#),
     ];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let out = metadb(client)
+    let db = metadb(client);
+    let out = db
         .record_finished(id, Outcome::Succeeded, None)
         .await
         .unwrap();
     assert_eq!(out, FinishOutcome::Recorded { aborted: vec![] });
+    let out = db
+        .record_finished(id, Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        FinishOutcome::Unchanged {
+            status: Some(ExecutionStatus::Succeeded)
+        }
+    );
+    assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+/// A status change is one statement: the execution, the finish with the
+/// aborted units' details, the claim and the counts come back in one answer;
+/// a name no execution has is SQL NULL.
+#[tokio::test]
+async fn a_status_change_is_one_statement() {
+    let settle = |name: &'static str, answer: &'static str| {
+        statement(
+            q::SETTLE,
+            vec![
+                string("execution_id", name),
+                string("arn", "arn:aws:states:us-west-2:1:execution:deploy:x"),
+                string("status", "failed"),
+                string("reason", "plan failed"),
+                long("limit", 100),
+            ],
+            None,
+            Some(answer),
+            0,
+        )
+    };
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(RECORDED_CLAIM).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(rows[0]["?column?"].as_str().unwrap()).unwrap();
+    let answer = serde_json::json!({
+        "execution": record,
+        "finish": {
+            "recorded": true,
+            "aborted": ["run-1-c8c5-dev-app-002"],
+            "units": [{"execution_id": "run-1-c8c5-dev-app-002", "cfg_path": "dev/app",
+                       "is_rollback": false, "status_reason": "ancestor failed"}],
+        },
+        "claimed": [],
+        "progress": {"waiting": 0, "running": 1, "succeeded": 0, "failed": 1, "aborted": 1},
+    });
+    let answer: &'static str = Box::leak(
+        serde_json::json!([{ "live_ci_settle": answer.to_string() }])
+            .to_string()
+            .into_boxed_str(),
+    );
+    let rules = [
+        settle("run-1-c8c5-dev-baz-729", answer),
+        settle("elsewhere", r#"[{"live_ci_settle":null}]"#),
+    ];
+    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let db = metadb(client);
+    let change = |name| StatusChange {
+        execution_id: name,
+        execution_arn: "arn:aws:states:us-west-2:1:execution:deploy:x",
+        ended: Some((Outcome::Failed, Some("plan failed"))),
+    };
+    let Settled::Advanced {
+        execution,
+        finish,
+        aborted_units,
+        next,
+    } = db
+        .settle(&change("run-1-c8c5-dev-baz-729"), 100)
+        .await
+        .unwrap()
+    else {
+        panic!("not advanced")
+    };
+    assert_eq!(execution.execution_id, "run-1-c8c5-dev-baz-729");
+    assert_eq!(
+        finish,
+        Some(FinishOutcome::Recorded {
+            aborted: vec!["run-1-c8c5-dev-app-002".into()]
+        })
+    );
+    assert_eq!(aborted_units.len(), 1);
+    assert_eq!(aborted_units[0].cfg_path.as_str(), "dev/app");
+    assert_eq!(
+        aborted_units[0].status_reason.as_deref(),
+        Some("ancestor failed")
+    );
+    assert!(next.claimed.is_empty());
+    assert_eq!((next.progress.running, next.progress.failed), (1, 1));
+    assert_eq!(
+        db.settle(&change("elsewhere"), 100).await.unwrap(),
+        Settled::Unknown
+    );
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
 
 #[tokio::test]
 async fn single_statements_run_outside_transactions() {
     let rules = [statement(
-        q::ATTACH_ARN,
-        vec![
-            string("execution_id", "run-1-c8c5-dev-baz-729"),
-            string(
-                "arn",
-                "arn:aws:states:us-west-2:1:execution:deploy:run-1-c8c5-dev-baz-729",
-            ),
-        ],
+        q::ATTACH_ARNS,
+        vec![string(
+            "started",
+            r#"[{"execution_id":"run-1-c8c5-dev-baz-729","arn":"arn:aws:states:us-west-2:1:execution:deploy:run-1-c8c5-dev-baz-729"}]"#,
+        )],
         None,
         Some(r#"[{"execution_id":"run-1-c8c5-dev-baz-729"}]"#),
         1,
@@ -215,12 +283,14 @@ async fn single_statements_run_outside_transactions() {
     assert_eq!(rules[0].num_calls(), 1);
 }
 
+/// A deadlock rolled the whole call back (one statement, its own
+/// transaction): it is sent again.
 #[tokio::test]
-async fn a_deadlock_rolls_back_and_retries_the_transaction() {
+async fn a_deadlock_is_retried() {
     let deadlock = mock!(Client::execute_statement)
         .match_requests(|r| {
             assert_eq!(r.sql(), Some(q::CLAIM));
-            assert_eq!(r.transaction_id(), Some("tx-1"));
+            assert_eq!(r.transaction_id(), None);
             true
         })
         .then_error(|| {
@@ -231,32 +301,16 @@ async fn a_deadlock_rolls_back_and_retries_the_transaction() {
             )
         });
     let rules = [
-        begin("tx-1"),
-        statement(
-            q::LOCK_RUN_FOR_CLAIM,
-            vec![long("run_id", 7)],
-            Some("tx-1"),
-            Some(r#"[{"run_id":"7"}]"#),
-            0,
-        ),
         deadlock,
-        rollback("tx-1"),
-        begin("tx-2"),
-        statement(
-            q::LOCK_RUN_FOR_CLAIM,
-            vec![long("run_id", 7)],
-            Some("tx-2"),
-            Some(r#"[{"run_id":"7"}]"#),
-            0,
-        ),
         statement(
             q::CLAIM,
             vec![long("run_id", 7), long("limit", 5)],
-            Some("tx-2"),
-            Some("[]"),
+            None,
+            Some(
+                r#"[{"live_ci_claim":"{\"claimed\": [], \"progress\": {\"failed\": 0, \"aborted\": 0, \"running\": 5, \"waiting\": 2, \"succeeded\": 0}}"}]"#,
+            ),
             0,
         ),
-        commit("tx-2"),
     ];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     assert!(metadb(client).claim_ready(7, 5).await.unwrap().is_empty());
@@ -340,13 +394,12 @@ async fn create_run_sends_records_as_json_text() {
         statement(q::INSERT_RUN_ACCOUNTS, run_id(), Some("tx-c"), None, 1),
         statement(q::INSERT_ACCOUNT_WAITS, run_id(), Some("tx-c"), None, 0),
         statement(q::SET_PENDING_ACCOUNTS, run_id(), Some("tx-c"), None, 0),
-        statement(q::SUPERSEDE_QUEUED, vec![], Some("tx-c"), Some("[]"), 0),
         statement(
             q::START_NEXT_RUN,
             vec![],
             Some("tx-c"),
-            Some(r#"[{"run_id":"4"}]"#),
-            2,
+            Some(r#"[{"live_ci_start_next_run":"4"}]"#),
+            0,
         ),
         commit("tx-c"),
     ];

@@ -6,6 +6,7 @@ mod data_api;
 mod data_api_local;
 mod errors;
 mod pg;
+mod settle;
 mod tls;
 mod trunk;
 mod trunk_sweep;

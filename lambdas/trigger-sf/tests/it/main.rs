@@ -3,5 +3,6 @@
 
 mod events;
 mod localstack;
+mod round_trips;
 mod trigger;
 mod trunk_sweep;

@@ -23,23 +23,23 @@ use live_ci_testkit::params::{FakeError, MemoryParams};
 use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
 use support::{TestDb, exec, run};
 
-const LOCK: &str = "/live-ci/merge-lock";
+pub(crate) const LOCK: &str = "/live-ci/merge-lock";
 
 /// Step Functions as a map: starts are recorded, names in `failing` refuse.
 #[derive(Debug, Default)]
-struct FakeEngine {
+pub(crate) struct FakeEngine {
     starts: Mutex<Vec<(String, String)>>,
     failing: Mutex<HashSet<String>>,
     /// Status (and error) DescribeExecution reports per name; RUNNING otherwise.
     ended: Mutex<HashMap<String, (String, Option<String>)>>,
 }
 
-fn arn(name: &str) -> String {
+pub(crate) fn arn(name: &str) -> String {
     format!("arn:aws:states:us-east-1:000000000000:execution:deploy:{name}")
 }
 
 impl FakeEngine {
-    fn started(&self) -> Vec<String> {
+    pub(crate) fn started(&self) -> Vec<String> {
         self.starts
             .lock()
             .unwrap()
@@ -92,7 +92,7 @@ impl WorkflowEngine for FakeEngine {
 type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, RecordingGitHost>;
 
 /// One open pull request (#9) touching a unit; statuses are recorded.
-fn github() -> RecordingGitHost {
+pub(crate) fn github() -> RecordingGitHost {
     RecordingGitHost::with_open(
         vec![PullRequest {
             number: 9,
@@ -119,7 +119,7 @@ async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Han
     )
 }
 
-fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
+pub(crate) fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
     Input::StatusChange(StatusChangeDetail {
         execution_arn: arn(name),
         state_machine_arn: "arn:aws:states:us-east-1:000000000000:stateMachine:deploy".into(),
