@@ -25,7 +25,9 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::PortResultExt;
-use live_ci_core::port::{FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload};
+use live_ci_core::port::{
+    ArtifactStore, CachedCheckout, FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload,
+};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, superseded,
 };
@@ -35,16 +37,18 @@ use live_ci_engine::executions::{RunContext, executions_from_plan};
 use live_ci_engine::plan::{DeploymentPlan, PlanOptions, build_plan};
 use live_ci_engine::providers::ProviderIndex;
 use live_ci_engine::{Graph, discover};
+use live_ci_git::GitCli;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::{Common, CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
 use crate::sandbox;
+use crate::timeline;
 
 /// The ports create-deploy-stack talks to.
 #[derive(Debug)]
-pub struct DeployPorts<'a, M, P, G, I, R> {
+pub struct DeployPorts<'a, M, P, G, I, R, A> {
     pub metadb: &'a M,
     pub params: &'a P,
     /// Where statuses go ([`NoGitHost`](live_ci_core::status::NoGitHost)
@@ -53,6 +57,9 @@ pub struct DeployPorts<'a, M, P, G, I, R> {
     pub invoker: &'a I,
     /// Assumes the accounts' plan roles for the plan scan.
     pub roles: &'a R,
+    /// Where the run's packed checkout goes (the plan bucket), for its
+    /// terra-runs to unpack instead of fetching the commit.
+    pub artifacts: &'a A,
 }
 
 /// What create-deploy-stack did.
@@ -96,11 +103,11 @@ pub async fn status_config<P: ParamStore>(
 }
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
-pub async fn create_deploy_stack<M, P, G, I, R>(
+pub async fn create_deploy_stack<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
 ) -> Result<DeployReport>
 where
     M: RunStore,
@@ -108,6 +115,7 @@ where
     G: GitHost,
     I: FunctionInvoker,
     R: RoleAssumer,
+    A: ArtifactStore,
 {
     let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
@@ -153,10 +161,10 @@ where
 /// run's superseded merges their deploy status when it ended, before this one
 /// was recorded, so it gets it here. (A run still going gives it when it
 /// ends.) Advisory, like every status of this task's outcome.
-async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R>(
+async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R, A>(
     commit: &str,
     by: RunId,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
     statuses: &Statuses<&G>,
 ) {
     let covering = match ports.metadb.run(by).await {
@@ -187,10 +195,10 @@ fn summary(r: &DeployReport) -> String {
     }
 }
 
-async fn create<M, P, G, I, R>(
+async fn create<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
 ) -> Result<DeployReport>
 where
     M: RunStore,
@@ -198,6 +206,7 @@ where
     G: GitHost,
     I: FunctionInvoker,
     R: RoleAssumer,
+    A: ArtifactStore,
 {
     // trigger_sf's sweep launches a trunk head no webhook announced: it knows
     // no pull request, and the run is recorded under PR 0.
@@ -319,6 +328,8 @@ where
             not_destroyed,
         });
     }
+    // Recorded with the run, so it is there before any execution can start.
+    let packed = pack_checkout(ports.artifacts, &checkout).await;
     let run = NewRun {
         pr_id,
         commit_id: commit.clone(),
@@ -333,6 +344,7 @@ where
         max_parallel: config.common.max_parallel,
         fail_fast: config.common.fail_fast,
         trunk_seq,
+        checkout: packed,
         executions,
     };
     let created = ports.metadb.create_run(&run).await.port("metadb")?;
@@ -417,10 +429,65 @@ where
     })
 }
 
+/// Packs the merge commit's checkout as its terra-runs need it (the commit
+/// alone, work tree and `.git`, as `Checkout::commit_only` fetches it) and
+/// stores it in the plan bucket under its content's key. `None` when that
+/// fails, with the reason in the log: the run still deploys, its terra-runs
+/// fetching the commit from the repository instead.
+async fn pack_checkout<A: ArtifactStore>(
+    artifacts: &A,
+    checkout: &Checkout,
+) -> Option<CachedCheckout> {
+    let commit = &checkout.commit;
+    let packed = {
+        let dir = checkout.scratch_file("packed");
+        let (url, commit) = (checkout.dir().display().to_string(), commit.clone());
+        // A fetch of the one commit from the clone on disk: no network.
+        tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
+            GitCli::fetch_commit(&url, &dir, &commit, None)?;
+            crate::checkout_cache::pack(&dir).map_err(TaskError::Io)
+        })
+        .await
+        .map_err(|e| TaskError::Io(format!("packing stopped: {e}")))
+        .and_then(|packed| packed)
+    };
+    timeline::mark("checkout_pack");
+    let warn = |why: String| {
+        tracing::warn!(%commit, reason = %why, "the run has no packed checkout");
+        println!(
+            "live-ci: warning: the run's checkout is not cached ({why}); its tasks fetch {commit} from the repository"
+        );
+    };
+    let bytes = match packed {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            warn(format!("packing it: {e}"));
+            return None;
+        }
+    };
+    let cached = CachedCheckout::of(commit, &bytes);
+    let size = bytes.len();
+    match artifacts.put(&cached.key, bytes).await {
+        Ok(_) => {
+            timeline::mark("checkout_upload");
+            println!(
+                "live-ci: checkout of {commit} packed to {} ({size} bytes, sha-256 {})",
+                artifacts.uri(&cached.key),
+                cached.sha256
+            );
+            Some(cached)
+        }
+        Err(e) => {
+            warn(format!("storing {}: {e}", artifacts.uri(&cached.key)));
+            None
+        }
+    }
+}
+
 /// Records a merge a queued or started run covers; nothing is applied.
-async fn record_superseded<M, P, G, I, R>(
+async fn record_superseded<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
     pr_id: u64,
     commit: &str,
     trunk_seq: u64,
@@ -446,6 +513,7 @@ where
         max_parallel: config.common.max_parallel,
         fail_fast: config.common.fail_fast,
         trunk_seq,
+        checkout: None,
         executions: Vec::new(),
     };
     let run_id = ports

@@ -5,6 +5,7 @@
 //! core's ports, so tests and AWS run the same code; `main.rs` only wires.
 
 pub mod checkout;
+pub mod checkout_cache;
 pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;

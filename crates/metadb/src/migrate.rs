@@ -65,6 +65,13 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0009_delivery_outcome",
         sql: include_str!("../migrations/0009_delivery_outcome.sql"),
     },
+    // 0011, not 0010: numbers are assigned per branch (0010 is trigger-sf's
+    // claim/finish work); the numbering test needs 0010 merged before it.
+    Migration {
+        version: 11,
+        name: "0011_checkout_cache",
+        sql: include_str!("../migrations/0011_checkout_cache.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

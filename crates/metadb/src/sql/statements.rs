@@ -7,11 +7,12 @@
 pub const LOCK_MERGE_LOCK: &str =
     "SELECT coalesce(run_id::text, '') FROM merge_lock WHERE singleton FOR UPDATE";
 
+/// The run's packed checkout goes in with it (before any execution can start).
 pub const INSERT_RUN: &str = "\
 INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast,
-                  trunk_seq)
+                  trunk_seq, checkout_key, checkout_sha256)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
-        :trunk_seq)
+        :trunk_seq, :checkout_key, :checkout_sha256)
 ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
@@ -217,6 +218,7 @@ WITH slots AS (
 )
 SELECT (to_jsonb(c) || jsonb_build_object(
     'pr_id', r.pr_id, 'commit_id', r.commit_id, 'base_ref', r.base_ref, 'head_ref', r.head_ref,
+    'checkout', live_ci_checkout_json(r.checkout_key, r.checkout_sha256),
     'approval_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
                                  WHERE v.execution = c.id AND v.vote = 'approve'), '[]'),
     'rejection_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
