@@ -329,7 +329,18 @@ where
         });
     }
     // Recorded with the run, so it is there before any execution can start.
-    let packed = pack_checkout(ports.artifacts, &checkout).await;
+    let packed = match pack_checkout(ports.artifacts, &checkout).await {
+        Ok(packed) => Some(packed),
+        Err(why) => {
+            let warning = format!(
+                "the run's checkout is not cached ({why}); its tasks fetch {commit} from the repository"
+            );
+            tracing::warn!(%commit, %why, "the run has no packed checkout");
+            println!("live-ci: warning: {warning}");
+            warnings.push(warning);
+            None
+        }
+    };
     let run = NewRun {
         pr_id,
         commit_id: commit.clone(),
@@ -431,57 +442,37 @@ where
 
 /// Packs the merge commit's checkout as its terra-runs need it (the commit
 /// alone, work tree and `.git`, as `Checkout::commit_only` fetches it) and
-/// stores it in the plan bucket under its content's key. `None` when that
-/// fails, with the reason in the log: the run still deploys, its terra-runs
-/// fetching the commit from the repository instead.
+/// stores it in the plan bucket under its content's key. On failure, why: the
+/// run still deploys, its terra-runs fetching the commit from the repository.
 async fn pack_checkout<A: ArtifactStore>(
     artifacts: &A,
     checkout: &Checkout,
-) -> Option<CachedCheckout> {
+) -> std::result::Result<CachedCheckout, String> {
     let commit = &checkout.commit;
-    let packed = {
-        let dir = checkout.scratch_file("packed");
-        let (url, commit) = (checkout.dir().display().to_string(), commit.clone());
-        // A fetch of the one commit from the clone on disk: no network.
-        tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
-            GitCli::fetch_commit(&url, &dir, &commit, None)?;
-            crate::checkout_cache::pack(&dir).map_err(TaskError::Io)
-        })
-        .await
-        .map_err(|e| TaskError::Io(format!("packing stopped: {e}")))
-        .and_then(|packed| packed)
-    };
+    let dir = checkout.scratch_file("packed");
+    let (url, to_pack) = (checkout.dir().display().to_string(), commit.clone());
+    // A fetch of the one commit from the clone on disk: no network.
+    let bytes = tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
+        GitCli::fetch_commit(&url, &dir, &to_pack, None)?;
+        crate::checkout_cache::pack(&dir).map_err(TaskError::Io)
+    })
+    .await
+    .map_err(|e| format!("packing it stopped: {e}"))?
+    .map_err(|e| format!("packing it: {e}"))?;
     timeline::mark("checkout_pack");
-    let warn = |why: String| {
-        tracing::warn!(%commit, reason = %why, "the run has no packed checkout");
-        println!(
-            "live-ci: warning: the run's checkout is not cached ({why}); its tasks fetch {commit} from the repository"
-        );
-    };
-    let bytes = match packed {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            warn(format!("packing it: {e}"));
-            return None;
-        }
-    };
     let cached = CachedCheckout::of(commit, &bytes);
     let size = bytes.len();
-    match artifacts.put(&cached.key, bytes).await {
-        Ok(_) => {
-            timeline::mark("checkout_upload");
-            println!(
-                "live-ci: checkout of {commit} packed to {} ({size} bytes, sha-256 {})",
-                artifacts.uri(&cached.key),
-                cached.sha256
-            );
-            Some(cached)
-        }
-        Err(e) => {
-            warn(format!("storing {}: {e}", artifacts.uri(&cached.key)));
-            None
-        }
-    }
+    let uri = artifacts.uri(&cached.key);
+    artifacts
+        .put(&cached.key, bytes)
+        .await
+        .map_err(|e| format!("storing {uri}: {e}"))?;
+    timeline::mark("checkout_upload");
+    println!(
+        "live-ci: checkout of {commit} packed to {uri} ({size} bytes, sha-256 {})",
+        cached.sha256
+    );
+    Ok(cached)
 }
 
 /// Records a merge a queued or started run covers; nothing is applied.

@@ -2,6 +2,7 @@
 //! crate, each former `tests/*.rs` a module.
 
 mod binary;
+mod checkout_cache;
 mod child_env;
 mod create_deploy_stack;
 mod migrate_at_start;
