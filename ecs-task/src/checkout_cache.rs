@@ -111,7 +111,7 @@ fn check_entries(bytes: &[u8]) -> Result<(), String> {
         let entry = entry.map_err(|e| format!("reading the archive: {e}"))?;
         let shown = entry_path(&entry)?;
         let refuse = |why: &str| format!("entry {shown:?} {why}; nothing was unpacked");
-        let rel = relative(Path::new(&shown)).map_err(|why| refuse(why))?;
+        let rel = relative(Path::new(&shown)).map_err(refuse)?;
         let kind = entry.header().entry_type();
         if !matches!(
             kind,

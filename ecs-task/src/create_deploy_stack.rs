@@ -119,6 +119,7 @@ where
 {
     let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
+    timeline::log_create_deploy_stack(&commit);
     let switches = match status_config(&config.common, ports.params).await {
         Ok(s) => s,
         Err(e) => {
@@ -216,6 +217,7 @@ where
     let lock_param = &config.merge_lock_param;
     let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &config.accounts_json)?;
     let checkout = Checkout::new(repo, commit)?;
+    timeline::mark("checkout");
     let commit = checkout.commit.clone();
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
     let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;

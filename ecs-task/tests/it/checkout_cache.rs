@@ -334,6 +334,9 @@ async fn a_tampered_packed_checkout_fails_the_token_and_runs_nothing() {
     d.db.drop_db().await;
 }
 
+/// Raw archive entries: (path, type, link target).
+type RawEntries = Vec<(String, tar::EntryType, String)>;
+
 /// A tar header naming `path` as is (the builder refuses such paths, which is
 /// the point): a regular file with `data`, or a link to `link`.
 fn raw_entry(
@@ -375,7 +378,7 @@ async fn an_archive_with_an_escaping_entry_is_refused_and_writes_nothing_outside
     let outside_name = outside.path().file_name().unwrap().to_str().unwrap();
     let outside_abs = outside.path().display().to_string();
     let regular = tar::EntryType::Regular;
-    let cases: Vec<(&str, Vec<(String, tar::EntryType, String)>)> = vec![
+    let cases: Vec<(&str, RawEntries)> = vec![
         (
             "climbs",
             vec![(

@@ -107,7 +107,11 @@ async fn a_run_without_a_checkout_reads_as_none_and_a_bad_digest_is_refused() {
         sha256: "not-a-digest".into(),
     });
     let err = db.create_run(&bad).await.unwrap_err();
-    assert!(err.to_string().contains("checkout"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("checkout: sha256 \"not-a-digest\" is not 64 lowercase hex digits"),
+        "{err}"
+    );
     assert_eq!(db.run_by_commit("e0e0e0e0").await.unwrap(), None);
     t.drop_db().await;
 }
