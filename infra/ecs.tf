@@ -34,7 +34,10 @@ locals {
     for kind, _ in local.task_kinds : kind => merge(local.task_env, {
       LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
       LOG_STREAM_PREFIX = local.task_log_stream_prefix
-    })
+      }, kind == "terra-run" ? {
+      APPLY_QUEUE_PREFIX = local.apply_queue_prefix
+      APPLY_WAIT_SECONDS = tostring(var.apply_wait_seconds)
+    } : {})
   }
 
   # Injected by ECS from SSM at start: never plain text in the task definition.

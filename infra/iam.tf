@@ -19,6 +19,12 @@ locals {
 
   metadb_secret_arn = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
 
+  # The queues plan tasks create to wait for their approved applies
+  # (apply_wait_seconds): the task creates, reads and deletes its own; the
+  # state machine sends to it.
+  apply_queue_prefix = "${var.name}-apply-"
+  apply_queue_arn    = "arn:${local.partition}:sqs:${local.region}:${local.account_id}:${local.apply_queue_prefix}*"
+
   account_role_arns = distinct(flatten([for a in var.account_parent_cfg : [a.plan_role_arn, a.apply_role_arn]]))
 }
 
@@ -474,6 +480,13 @@ data "aws_iam_policy_document" "task_terra_run" {
     resources = [local.state_machine_arn]
   }
 
+  # A plan task waiting for its approved apply, on a queue of its own.
+  statement {
+    sid       = "ApplyQueues"
+    actions   = ["sqs:CreateQueue", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteQueue"]
+    resources = [local.apply_queue_arn]
+  }
+
   # Plans and applies as the accounts' own roles; terra-run assumes only the
   # role of the unit's account in the metadb record (checked in Rust).
   statement {
@@ -617,6 +630,13 @@ data "aws_iam_policy_document" "state_machine" {
       variable = "iam:PassedToService"
       values   = ["ecs-tasks.amazonaws.com"]
     }
+  }
+
+  # Apply In Plan Task: the approved apply, to the waiting plan task's queue.
+  statement {
+    sid       = "SendApplyJobs"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.apply_queue_arn]
   }
 
   statement {

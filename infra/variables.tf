@@ -269,6 +269,17 @@ variable "task_heartbeat_seconds" {
   }
 }
 
+variable "apply_wait_seconds" {
+  description = "How long a terra-run plan task stays up after a plan that needs an apply, waiting on a queue of its own for the voters' approval, to apply in the same task instead of starting a new one (a Fargate start per unit saved). 0 starts a new task for every apply. An approval after the wait starts a new task as before."
+  type        = number
+  default     = 3600
+
+  validation {
+    condition     = var.apply_wait_seconds >= 0 && var.apply_wait_seconds <= 86400
+    error_message = "apply_wait_seconds must be between 0 and 86400."
+  }
+}
+
 variable "retry_interval_seconds" {
   description = "First wait before the state machine retries a throttled RunTask or SNS publish (doubles each attempt)."
   type        = number

@@ -55,6 +55,8 @@ pub enum TaskError {
     CachedCheckout { key: String, message: String },
     #[error("assuming role {role_arn:?}: {message}")]
     AssumeRole { role_arn: String, message: String },
+    #[error("apply queue {queue:?}: {message}")]
+    Handoff { queue: String, message: String },
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
     #[error("{unit}: {message}")]

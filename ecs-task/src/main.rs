@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
+use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SqsApplyQueue, SsmParamStore, StsRoleAssumer};
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskTokens;
@@ -12,12 +12,13 @@ use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
 use live_ci_metadb::AnyMetadb;
+use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
-use live_ci_task::terra_run::{TerraRunPorts, terra_run};
+use live_ci_task::terra_run::TerraRunPorts;
 use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, timeline};
 use live_ci_workflow::SfnTaskTokens;
 
@@ -195,7 +196,10 @@ async fn run<G: GitHost>(
             );
         }
         Config::TerraRun {
-            plan_bucket, job, ..
+            plan_bucket,
+            job,
+            apply_wait,
+            ..
         } => {
             let metadb = opened(metadb)?;
             let artifacts =
@@ -208,7 +212,12 @@ async fn run<G: GitHost>(
                 roles,
                 statuses: Statuses::new(github, *switches),
             };
-            terra_run(job, repo, logs_url, &ports).await?;
+            let queue = SqsApplyQueue::new(live_ci_aws::sdk::sqs::Client::new(aws));
+            let handoff = apply_wait.as_ref().map(|wait| Handoff {
+                queue: &queue,
+                wait,
+            });
+            terra_run_handing_off(job, repo, logs_url, &ports, handoff).await?;
         }
         Config::PrPlan { job } => {
             let statuses = Statuses::new(github, status_config(common, params).await?);

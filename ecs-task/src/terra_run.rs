@@ -78,9 +78,36 @@ pub async fn terra_run<
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
+    terra_run_with(config, repo, logs_url, ports, |_| std::future::ready(None)).await
+}
+
+/// [`terra_run`], where a plan that needs an apply first asks `apply_queue`
+/// for the queue this task will wait on for it: its URL goes out with the
+/// plan's answer (`PlanResult::apply_queue_url`), so the state machine sends
+/// the approved apply there instead of starting a new task.
+pub(crate) async fn terra_run_with<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+    F: FnOnce(&PlanResult) -> Fut,
+    Fut: std::future::Future<Output = Option<String>>,
+>(
+    config: &TerraRunConfig,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    apply_queue: F,
+) -> Result<TerraRunResult> {
     let token = config.task_token.clone();
     let mut unit = None;
-    let outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
+    let mut outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
+    if let Ok(TerraRunResult::Plan(plan)) = &mut outcome
+        && !plan.skip_apply
+    {
+        plan.apply_queue_url = apply_queue(plan).await;
+    }
     let status = async {
         let Some((commit, cfg_path)) = &unit else {
             return;
@@ -305,6 +332,7 @@ async fn phase<
                 skip_apply: config.common.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
+                apply_queue_url: None,
             };
             println!(
                 "live-ci: plan saved to {} ({}){}",

@@ -1,30 +1,37 @@
-//! Where a task's time goes: named marks since the process started, logged as
-//! one "task timeline" line at the end of a terra-run, which `make
-//! bench-pipeline` reads to split a task state's time into launch, start-up,
-//! git, terraform and reporting (create-deploy-stack logs its own line).
+//! Where a task's time goes: named marks since the process started (or since a
+//! plan task picked up its apply, [`restart`]), logged as one "task timeline"
+//! line per terra-run phase, which `make bench-pipeline` reads to split a task
+//! state's time into launch, start-up, git, terraform and reporting
+//! (create-deploy-stack logs a line of its own).
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-struct Timeline {
+struct Clock {
     started: Instant,
     started_epoch_ms: u128,
-    marks: Mutex<Vec<(&'static str, u128)>>,
+    marks: Vec<(&'static str, u128)>,
+}
+
+impl Clock {
+    fn now() -> Clock {
+        Clock {
+            started: Instant::now(),
+            started_epoch_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis()),
+            marks: Vec::new(),
+        }
+    }
 }
 
 // A process-wide clock rather than a parameter: the marks come from main, the
 // handlers and their helpers, and threading one value through every port
 // signature for a diagnostic line would cost more than it tells.
-static TIMELINE: OnceLock<Timeline> = OnceLock::new();
+static TIMELINE: OnceLock<Mutex<Clock>> = OnceLock::new();
 
-fn timeline() -> &'static Timeline {
-    TIMELINE.get_or_init(|| Timeline {
-        started: Instant::now(),
-        started_epoch_ms: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis()),
-        marks: Mutex::new(Vec::new()),
-    })
+fn timeline() -> &'static Mutex<Clock> {
+    TIMELINE.get_or_init(|| Mutex::new(Clock::now()))
 }
 
 /// Starts the clock (the first call wins; call it first thing in `main`).
@@ -32,27 +39,42 @@ pub fn start() {
     timeline();
 }
 
+/// Starts the clock again with no marks: a plan task that picked up its
+/// approved apply times the apply from the pickup, as a new task is timed
+/// from its start.
+pub fn restart() {
+    if let Ok(mut clock) = timeline().lock() {
+        *clock = Clock::now();
+    }
+}
+
 /// Records that the step `name` ended now.
 pub fn mark(name: &'static str) {
-    let t = timeline();
-    let at = t.started.elapsed().as_millis();
-    if let Ok(mut marks) = t.marks.lock() {
-        marks.push((name, at));
+    if let Ok(mut clock) = timeline().lock() {
+        let at = clock.started.elapsed().as_millis();
+        clock.marks.push((name, at));
     }
 }
 
 /// The marks so far as `name:ms,…` (milliseconds since the start, in order).
 pub fn render() -> String {
-    let t = timeline();
-    t.marks
+    timeline()
         .lock()
-        .map(|marks| {
-            marks
+        .map(|clock| {
+            clock
+                .marks
                 .iter()
                 .map(|(name, at)| format!("{name}:{at}"))
                 .collect::<Vec<_>>()
                 .join(",")
         })
+        .unwrap_or_default()
+}
+
+fn started_epoch_ms() -> u64 {
+    timeline()
+        .lock()
+        .map(|clock| u64::try_from(clock.started_epoch_ms).unwrap_or(u64::MAX))
         .unwrap_or_default()
 }
 
@@ -62,7 +84,7 @@ pub fn log(execution_id: &str, phase: &str) {
     tracing::info!(
         execution_id = %execution_id,
         phase = %phase,
-        started_epoch_ms = u64::try_from(timeline().started_epoch_ms).unwrap_or(u64::MAX),
+        started_epoch_ms = started_epoch_ms(),
         marks = %render(),
         "task timeline"
     );
@@ -73,7 +95,7 @@ pub fn log(execution_id: &str, phase: &str) {
 pub fn log_create_deploy_stack(commit: &str) {
     tracing::info!(
         commit = %commit,
-        started_epoch_ms = u64::try_from(timeline().started_epoch_ms).unwrap_or(u64::MAX),
+        started_epoch_ms = started_epoch_ms(),
         marks = %render(),
         "create-deploy-stack timeline"
     );
@@ -83,8 +105,10 @@ pub fn log_create_deploy_stack(commit: &str) {
 mod tests {
     use super::*;
 
+    // One test for the process-wide clock: a second one running at the same
+    // time would see the restart.
     #[test]
-    fn marks_are_rendered_in_order_with_growing_times() {
+    fn marks_are_rendered_in_order_with_growing_times_and_a_restart_clears_them() {
         start();
         mark("first");
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -98,5 +122,12 @@ mod tests {
         let first = parsed.iter().find(|(n, _)| *n == "first").expect("first");
         let second = parsed.iter().find(|(n, _)| *n == "second").expect("second");
         assert!(second.1 >= first.1 + 5, "{rendered}");
+
+        let before = started_epoch_ms();
+        restart();
+        assert_eq!(render(), "");
+        assert!(started_epoch_ms() >= before + 5, "the clock starts again");
+        mark("pickup");
+        assert!(render().starts_with("pickup:"), "{}", render());
     }
 }

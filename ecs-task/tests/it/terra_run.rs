@@ -20,25 +20,25 @@ use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
 
 /// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
-fn s3_client() -> aws_sdk_s3::Client {
+pub(crate) fn s3_client() -> aws_sdk_s3::Client {
     let conf = aws_sdk_s3::config::Builder::from(&live_ci_testkit::aws::sdk_config())
         .force_path_style(true)
         .build();
     aws_sdk_s3::Client::from_conf(conf)
 }
 
-struct Setup {
+pub(crate) struct Setup {
     _repo: GitRepo,
-    tf: TfTemplates,
-    metadb: PgMetadb,
+    pub(crate) tf: TfTemplates,
+    pub(crate) metadb: PgMetadb,
     db: TestDb,
-    clone_url: String,
+    pub(crate) clone_url: String,
     commits: [String; 2],
 }
 
 /// One unit, two commits, a run at each (the second queues behind the
 /// first), each with one execution of the unit.
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     let repo = GitRepo::new();
     repo.unit("dev/app", "1", &[]);
     let c1 = repo.commit("app");
@@ -76,7 +76,7 @@ async fn setup() -> Setup {
     }
 }
 
-fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> TerraRunConfig {
+pub(crate) fn env(id: &str, phase: &str, artifact: Option<&str>, url: &str) -> TerraRunConfig {
     let mut pairs = vec![
         ("LIVE_CI_PHASE", phase),
         ("LIVE_CI_TASK_TOKEN", "token-1"),

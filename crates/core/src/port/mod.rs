@@ -9,6 +9,7 @@
 //! [`RunControl`] (the operator's commands). `live-ci-metadb`'s adapters
 //! implement all of them over one SQL text.
 
+mod apply_queue;
 mod approvals;
 mod artifact;
 mod cipher;
@@ -27,6 +28,7 @@ mod task;
 mod tree;
 mod workflow;
 
+pub use apply_queue::ApplyQueue;
 pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
 pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};

@@ -13,8 +13,8 @@ use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_testkit::unique;
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
-    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
-    SfnInput, SfnTaskTokens,
+    ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome,
+    PlanResult, SfnInput, SfnTaskTokens,
 };
 use serde_json::{Value, json};
 
@@ -321,10 +321,119 @@ async fn approved_deployments_apply_and_succeed() {
             state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
+            state::APPLY_WHERE,
             state::APPLY,
             state::SUCCESS
         ]
     );
+}
+
+/// A plan task that waits for its apply (`apply_queue_url` in its result):
+/// the approved apply goes to that queue as an `ApplyJob` whose token the task
+/// answers, and no new task is started.
+#[tokio::test]
+async fn an_approved_apply_goes_to_the_waiting_plan_tasks_queue() {
+    let d = deployment("live-ci-test-handoff", 60).await;
+    // The queue the mocked plan names (its URL is in the mock config).
+    let queue_url = d
+        .cloud
+        .sqs
+        .create_queue()
+        .queue_name("live-ci-test-apply-handoff")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let execution = d.start("Handoff").await;
+    let request = d.approval_request().await;
+    assert!(request.plan.apply_queue_url.is_some());
+    d.approve_with(&request.task_token, decision(Decision::Approve))
+        .await;
+    let body = receive_one(&d.cloud.sqs, &queue_url).await;
+    let job: ApplyJob = serde_json::from_str(&body).unwrap();
+    assert_eq!(job.execution_id, "run-1-c8c5-dev-baz-729");
+    assert_eq!(job.plan_artifact, request.plan.plan_artifact);
+    assert_eq!(job.sfn_execution_arn, execution);
+    let applied = ApplyResult {
+        execution_id: job.execution_id.clone(),
+        added: 1,
+        changed: 0,
+        destroyed: 0,
+        new_resources: vec![],
+        logs_url: request.plan.logs_url.clone(),
+    };
+    let sent = d
+        .tokens()
+        .send_success(&job.task_token, &serde_json::to_string(&applied).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(sent, TokenDelivery::Delivered);
+    let (outcome, output) = d.finished(&execution).await;
+    assert_eq!(outcome, Outcome::Succeeded);
+    let apply: ApplyResult = serde_json::from_value(output.unwrap()["apply"].clone()).unwrap();
+    assert_eq!(apply, applied);
+    assert_eq!(
+        d.path(&execution).await,
+        [
+            state::PLAN,
+            state::PLAN_CHANGES,
+            state::REQUEST_APPROVAL,
+            state::APPROVAL_RESULTS,
+            state::APPLY_WHERE,
+            state::APPLY_IN_PLAN_TASK,
+            state::SUCCESS
+        ]
+    );
+}
+
+/// The plan task stopped waiting and deleted its queue: the send fails and a
+/// new task applies (the mocked Apply), instead of the execution failing.
+#[tokio::test]
+async fn an_apply_whose_plan_task_is_gone_goes_to_a_new_task() {
+    let d = deployment("live-ci-test-handoff-gone", 60).await;
+    let execution = d.start("HandoffGone").await;
+    let request = d.approval_request().await;
+    d.approve_with(&request.task_token, decision(Decision::Approve))
+        .await;
+    let (outcome, output) = d.finished(&execution).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{output:?}");
+    assert_eq!(
+        d.path(&execution).await,
+        [
+            state::PLAN,
+            state::PLAN_CHANGES,
+            state::REQUEST_APPROVAL,
+            state::APPROVAL_RESULTS,
+            state::APPLY_WHERE,
+            state::APPLY_IN_PLAN_TASK,
+            state::APPLY,
+            state::SUCCESS
+        ]
+    );
+    let output = output.unwrap();
+    assert_eq!(output["apply"]["new_resources"][0], "null_resource.this");
+    assert!(
+        output["handoff_error"]["Error"].as_str().is_some(),
+        "{output}"
+    );
+}
+
+async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let out = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .wait_time_seconds(2)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
+            return m.body.unwrap();
+        }
+    }
+    panic!("no message on {queue_url}");
 }
 
 /// terra-run's `skip_apply` (a plan that changes nothing): the execution

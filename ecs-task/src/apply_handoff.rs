@@ -1,0 +1,204 @@
+//! The plan task that stays up for its unit's approved apply: after a plan
+//! that needs an apply, terra-run creates a queue of its own, answers the plan
+//! with the queue's URL, and waits there for the state machine's Apply job
+//! (`live_ci_workflow::ApplyJob`) while the voters decide. It then applies in
+//! this same task, so the apply costs no new task start (a Fargate start is
+//! tens of seconds; here it is LocalStack's `ecs:runTask` submission and a
+//! process launch).
+//!
+//! Why this is safe:
+//! - The task applies only its own execution's job, with the same checks as a
+//!   new apply task: the metadb record, the apply role of the unit's account,
+//!   the approved plan's digest and version.
+//! - A job is taken off the queue before it is worked on: taken at most once.
+//! - The wait ends when the execution ends without an apply (rejected, timed
+//!   out, stopped: the metadb record leaves `running`) or after
+//!   `APPLY_WAIT_SECONDS`. The queue is deleted then, so a later send fails and
+//!   the state machine starts a new apply task instead; a job lost between the
+//!   last receive and the deletion reaches the Apply state's heartbeat, which
+//!   does the same.
+
+use std::time::{Duration, Instant};
+
+use live_ci_core::deploy::ExecutionStatus;
+use live_ci_core::port::{
+    ApplyQueue, ArtifactStore, ExecutionStore, GitHost, PortResultExt, RoleAssumer, RunStore,
+    TaskTokens, sha256_hex,
+};
+use live_ci_workflow::payload::{ApplyJob, PlanResult, decode};
+
+use crate::checkout::Repo;
+use crate::config::{ApplyWait, PhaseInput, TerraRunConfig};
+use crate::error::{Result, TaskError};
+use crate::terra_run::{TerraRunPorts, TerraRunResult, terra_run, terra_run_with};
+use crate::timeline;
+
+/// Where this task waits for its apply, and for how long.
+#[derive(Debug)]
+pub struct Handoff<'a, Q> {
+    pub queue: &'a Q,
+    pub wait: &'a ApplyWait,
+}
+
+/// terra-run for the state machine: the phase the environment names; after a
+/// plan, with `handoff`, the approved apply of the same unit as well.
+pub async fn terra_run_handing_off<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+    Q: ApplyQueue,
+>(
+    config: &TerraRunConfig,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    handoff: Option<Handoff<'_, Q>>,
+) -> Result<()> {
+    let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
+        return terra_run(config, repo, logs_url, ports).await.map(drop);
+    };
+    let open = |_: &PlanResult| open_queue(handoff.queue, handoff.wait, config);
+    let TerraRunResult::Plan(plan) = terra_run_with(config, repo, logs_url, ports, open).await?
+    else {
+        return Ok(());
+    };
+    let Some(url) = plan.apply_queue_url else {
+        return Ok(());
+    };
+    let started = Instant::now();
+    let job = wait_for_apply(&handoff, ports.metadb, config, &url).await;
+    // Whatever the wait's end, nothing more is sent to this task.
+    if let Err(e) = handoff.queue.delete(&url).await {
+        tracing::warn!(error = %e, queue = %url, "deleting the apply queue");
+    }
+    let Some(job) = job? else {
+        tracing::info!(
+            execution_id = %config.execution_id,
+            waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "no apply for this task: done"
+        );
+        return Ok(());
+    };
+    timeline::restart();
+    tracing::info!(
+        execution_id = %config.execution_id,
+        waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "the approved apply reached the plan task"
+    );
+    let apply = apply_config(config, job);
+    terra_run(&apply, repo, logs_url, ports).await.map(drop)
+}
+
+/// The queue's name: the prefix the module's IAM allows, and a digest of the
+/// plan's task token, unique per plan attempt (SQS refuses a name deleted less
+/// than a minute ago, so a retried plan must not reuse its predecessor's).
+pub fn queue_name(prefix: &str, plan_task_token: &str) -> String {
+    let digest = sha256_hex(plan_task_token.as_bytes());
+    format!("{prefix}{}", &digest[..24])
+}
+
+/// Creates this task's queue; `None` (a new task will apply) when it cannot.
+async fn open_queue<Q: ApplyQueue>(
+    queue: &Q,
+    wait: &ApplyWait,
+    config: &TerraRunConfig,
+) -> Option<String> {
+    let name = queue_name(&wait.queue_prefix, &config.task_token);
+    // Kept past the wait, so a job sent at its very end is not dropped by SQS
+    // before the deletion makes the send fail.
+    match queue
+        .create(&name, wait.seconds + wait.poll_seconds * 3)
+        .await
+    {
+        Ok(url) => {
+            timeline::mark("apply_queue");
+            Some(url)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, execution_id = %config.execution_id, queue = %name,
+                "cannot create the apply queue: a new task will apply");
+            None
+        }
+    }
+}
+
+/// Waits for this execution's apply job: `None` when the execution ended
+/// without one or the wait ran out.
+async fn wait_for_apply<M: ExecutionStore, Q: ApplyQueue>(
+    handoff: &Handoff<'_, Q>,
+    metadb: &M,
+    config: &TerraRunConfig,
+    url: &str,
+) -> Result<Option<ApplyJob>> {
+    let deadline = Instant::now() + Duration::from_secs(handoff.wait.seconds);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+        if left == 0 {
+            return Ok(None);
+        }
+        let wait = u32::try_from(left.min(handoff.wait.poll_seconds.max(1))).unwrap_or(1);
+        if let Some(body) = handoff.queue.take(url, wait).await.port("apply queue")? {
+            let job: ApplyJob = decode("apply job", &body).map_err(|e| TaskError::Handoff {
+                queue: url.to_string(),
+                message: e.to_string(),
+            })?;
+            if job.execution_id != config.execution_id {
+                return Err(TaskError::Handoff {
+                    queue: url.to_string(),
+                    message: format!(
+                        "a job for execution {:?} reached the queue of {:?}; refusing it",
+                        job.execution_id, config.execution_id
+                    ),
+                });
+            }
+            return Ok(Some(job));
+        }
+        let record = metadb
+            .execution(&config.execution_id)
+            .await
+            .port("metadb")?;
+        if record.is_none_or(|r| r.status != ExecutionStatus::Running) {
+            return Ok(None);
+        }
+    }
+}
+
+/// The apply phase as a new task would read it from the Apply state's
+/// overrides: the command and role left to the record (they may only repeat it).
+fn apply_config(plan: &TerraRunConfig, job: ApplyJob) -> TerraRunConfig {
+    TerraRunConfig {
+        common: plan.common.clone(),
+        task_token: job.task_token,
+        phase: PhaseInput::Apply {
+            plan_artifact: job.plan_artifact,
+        },
+        execution_id: plan.execution_id.clone(),
+        command: None,
+        role_arn: None,
+        sfn_execution_arn: Some(job.sfn_execution_arn),
+        cfg_path: plan.cfg_path.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_fit_sqs_and_differ_per_plan_attempt() {
+        let prefix = "live-ci-a-very-long-deployment-name-apply-";
+        let first = queue_name(prefix, "token-of-attempt-1");
+        let second = queue_name(prefix, "token-of-attempt-2");
+        assert_ne!(first, second);
+        assert!(first.starts_with(prefix));
+        assert!(first.len() <= 80, "{first}");
+        assert!(
+            first
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "{first}"
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! The plan task that waits for its approved apply: real SQS queues in
+//! LocalStack (the test sends the `ApplyJob` as the state machine's
+//! `sqs:sendMessage.waitForTaskToken` does), real terraform, git and
+//! PostgreSQL, and a recording task-token port.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use live_ci_aws::{S3ArtifactStore, SqsApplyQueue};
+use live_ci_core::deploy::Outcome;
+use live_ci_core::port::ExecutionStore;
+use live_ci_core::status::{NoGitHost, Statuses};
+use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
+use live_ci_task::checkout::Repo;
+use live_ci_task::config::ApplyWait;
+use live_ci_task::terra_run::TerraRunPorts;
+use live_ci_task::{TaskError, TerraRunConfig};
+use live_ci_workflow::{ApplyJob, ApplyResult, PlanResult};
+
+use crate::support::fakes::{RecordingTokens, Sent};
+use crate::terra_run::{Setup, env, s3_client, setup};
+
+const ID: &str = "run-7-x-dev-app-001";
+
+fn sqs() -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(&live_ci_testkit::aws::sdk_config())
+}
+
+fn wait(seconds: u64) -> ApplyWait {
+    ApplyWait {
+        queue_prefix: live_ci_testkit::unique("live-ci-apply-"),
+        seconds,
+        poll_seconds: 1,
+    }
+}
+
+/// The plan's answer, once the task has sent it (it then waits on).
+async fn plan_answer(tokens: &RecordingTokens) -> PlanResult {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(Sent::Success { token, output }) = tokens.sent.lock().unwrap().first() {
+            assert_eq!(token, "token-1");
+            return serde_json::from_str(output).unwrap();
+        }
+        assert!(Instant::now() < deadline, "no plan answer");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn queue_exists(url: &str) -> bool {
+    sqs()
+        .get_queue_attributes()
+        .queue_url(url)
+        .send()
+        .await
+        .is_ok()
+}
+
+fn job(execution_id: &str, plan: &PlanResult) -> String {
+    serde_json::to_string(&ApplyJob {
+        task_token: "apply-token".into(),
+        execution_id: execution_id.into(),
+        sfn_execution_arn: format!("arn:aws:states:us-east-1:000000000000:execution:m:{ID}"),
+        plan_artifact: plan.plan_artifact.clone(),
+    })
+    .unwrap()
+}
+
+struct Task {
+    s: Setup,
+    store: S3ArtifactStore,
+    tokens: RecordingTokens,
+    queue: SqsApplyQueue,
+    sts: live_ci_aws::StsRoleAssumer,
+}
+
+async fn task() -> Task {
+    let bucket = live_ci_testkit::unique("plans").to_lowercase();
+    let client = s3_client();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    Task {
+        s: setup().await,
+        store: S3ArtifactStore::new(client, &bucket),
+        tokens: RecordingTokens::default(),
+        queue: SqsApplyQueue::new(sqs()),
+        sts: crate::support::sts(),
+    }
+}
+
+impl Task {
+    fn config(&self) -> TerraRunConfig {
+        env(ID, "plan", None, &self.s.clone_url)
+    }
+
+    /// terra-run's plan with the hand-off, as `main` runs it.
+    async fn run(&self, config: &TerraRunConfig, wait: &ApplyWait) -> Result<(), TaskError> {
+        let ports = TerraRunPorts {
+            metadb: &self.s.metadb,
+            artifacts: &self.store,
+            tokens: &self.tokens,
+            roles: &self.sts,
+            statuses: Statuses::new(&NoGitHost, Default::default()),
+        };
+        let repo = Repo {
+            clone_url: self.s.clone_url.clone(),
+            token: None,
+        };
+        let handoff = Handoff {
+            queue: &self.queue,
+            wait,
+        };
+        terra_run_handing_off(config, &repo, None, &ports, Some(handoff)).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_task_applies_the_approved_plan_sent_to_its_queue() {
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(120);
+    let started = Instant::now();
+    let (done, plan) = tokio::join!(t.run(&config, &wait), async {
+        let plan = plan_answer(&t.tokens).await;
+        let url = plan
+            .apply_queue_url
+            .clone()
+            .expect("the plan names its queue");
+        assert!(
+            !t.s.tf.state_file("dev/app").exists(),
+            "nothing is applied before the job"
+        );
+        sqs()
+            .send_message()
+            .queue_url(&url)
+            .message_body(job(ID, &plan))
+            .send()
+            .await
+            .unwrap();
+        plan
+    });
+    done.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it did not wait out its 120 s"
+    );
+    let sent = t.tokens.take();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let Sent::Success { token, output } = &sent[1] else {
+        panic!("the apply failed: {sent:?}")
+    };
+    assert_eq!(token, "apply-token", "the apply answers the job's token");
+    let applied: ApplyResult = serde_json::from_str(output).unwrap();
+    assert_eq!((applied.execution_id.as_str(), applied.added), (ID, 1));
+    assert!(
+        t.s.tf.state_file("dev/app").exists(),
+        "the plan was applied"
+    );
+    let record = t.s.metadb.execution(ID).await.unwrap().unwrap();
+    assert_eq!(record.new_resources, ["terraform_data.this"]);
+    let url = plan.apply_queue_url.unwrap();
+    assert!(!queue_exists(&url).await, "the task deletes its queue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_task_stops_waiting_when_its_execution_ends_without_an_apply() {
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(120);
+    let started = Instant::now();
+    let (done, url) = tokio::join!(t.run(&config, &wait), async {
+        let plan = plan_answer(&t.tokens).await;
+        // The voters rejected it: trigger_sf records the execution's end.
+        t.s.metadb
+            .record_finished(ID, Outcome::Failed, Some("rejected by its voters"))
+            .await
+            .unwrap();
+        plan.apply_queue_url.unwrap()
+    });
+    done.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it did not wait out its 120 s"
+    );
+    assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
+    assert!(!t.s.tf.state_file("dev/app").exists());
+    assert!(!queue_exists(&url).await, "the task deletes its queue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_task_gives_up_after_its_wait_and_deletes_its_queue() {
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(3);
+    t.run(&config, &wait).await.unwrap();
+    let sent = t.tokens.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let Sent::Success { output, .. } = &sent[0] else {
+        panic!("{sent:?}")
+    };
+    let plan: PlanResult = serde_json::from_str(output).unwrap();
+    let url = plan.apply_queue_url.clone().unwrap();
+    // A send now fails (the state machine then starts a new apply task).
+    assert!(!queue_exists(&url).await);
+    assert!(
+        sqs()
+            .send_message()
+            .queue_url(&url)
+            .message_body(job(ID, &plan))
+            .send()
+            .await
+            .is_err()
+    );
+    assert!(!t.s.tf.state_file("dev/app").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_task_refuses_another_executions_job() {
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(120);
+    let (done, ()) = tokio::join!(t.run(&config, &wait), async {
+        let plan = plan_answer(&t.tokens).await;
+        sqs()
+            .send_message()
+            .queue_url(plan.apply_queue_url.as_deref().unwrap())
+            .message_body(job("run-7-y-dev-app-002", &plan))
+            .send()
+            .await
+            .unwrap();
+    });
+    let err = done.unwrap_err();
+    assert!(
+        matches!(&err, TaskError::Handoff { message, .. } if message.contains("run-7-y-dev-app-002")),
+        "{err}"
+    );
+    assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
+    assert!(
+        !t.s.tf.state_file("dev/app").exists(),
+        "nothing was applied"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_task_without_a_hand_off_names_no_queue() {
+    let t = task().await;
+    let config = t.config();
+    let ports = TerraRunPorts {
+        metadb: &t.s.metadb,
+        artifacts: &t.store,
+        tokens: &t.tokens,
+        roles: &t.sts,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    };
+    let repo = Repo {
+        clone_url: t.s.clone_url.clone(),
+        token: None,
+    };
+    terra_run_handing_off::<_, _, _, _, _, SqsApplyQueue>(&config, &repo, None, &ports, None)
+        .await
+        .unwrap();
+    let Sent::Success { output, .. } = &t.tokens.take()[0] else {
+        panic!("the plan failed")
+    };
+    let plan: serde_json::Value = serde_json::from_str(output).unwrap();
+    assert!(plan.get("apply_queue_url").is_none(), "{plan}");
+}
