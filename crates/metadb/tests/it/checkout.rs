@@ -1,26 +1,27 @@
 //! A run's packed checkout (issue 17) against a real PostgreSQL: recorded
 //! with the run in the statement that creates it, carried by every execution
-//! record (read and claimed), kept by an operator's retry, and refused by the
-//! schema when its digest is not one the task could have computed.
+//! record (read and claimed, rollbacks included), kept by an operator's retry,
+//! and refused by the schema when its digest is not one the task could have
+//! computed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use live_ci_testkit::pg as support;
 
-use live_ci_core::deploy::Outcome;
+use live_ci_core::deploy::{Outcome, plan_rollbacks};
 use live_ci_core::port::{CachedCheckout, ExecutionStore, RunControl, RunStore};
 use live_ci_metadb::Sql;
 use support::{TestDb, exec, run};
 
 #[tokio::test]
-async fn a_runs_checkout_reaches_the_claimed_and_read_execution_records() {
+async fn a_runs_checkout_reaches_the_claimed_and_read_records_of_rollbacks_and_retries() {
     let t = TestDb::new().await;
     let db = t.metadb(2).await;
     let checkout = CachedCheckout::of("c0c0c0c0", b"the archive's bytes");
     let mut cached = run(
         "c0c0c0c0",
         4,
-        vec![exec("run-7-c0c0-dev-a-000", "dev", &[])],
+        vec![exec("c0-a", "dev", &[]), exec("c0-b", "dev", &[])],
     );
     cached.checkout = Some(checkout.clone());
     let created = db.create_run(&cached).await.unwrap();
@@ -31,13 +32,34 @@ async fn a_runs_checkout_reaches_the_claimed_and_read_execution_records() {
     // The claim builds its record inline: the same field, the same value as
     // the read terra-run makes at its start.
     let claimed = db.claim_ready(created.run_id, 10).await.unwrap();
-    assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].checkout.as_ref(), Some(&checkout));
-    let read = db.execution("run-7-c0c0-dev-a-000").await.unwrap().unwrap();
-    assert_eq!(claimed[0], read);
+    assert_eq!(claimed.len(), 2);
+    for record in &claimed {
+        assert_eq!(record.checkout.as_ref(), Some(&checkout));
+        let read = db.execution(&record.execution_id).await.unwrap().unwrap();
+        assert_eq!(record, &read);
+    }
 
-    // A retry deploys the same commit: it keeps the run's checkout.
-    db.record_finished("run-7-c0c0-dev-a-000", Outcome::Failed, None)
+    // a applied a new provider's resource, b failed: the rollback of a
+    // belongs to the same run and unpacks the same checkout.
+    db.record_new_resources("c0-a", &["null_resource.a".into()])
+        .await
+        .unwrap();
+    db.record_finished("c0-a", Outcome::Succeeded, None)
+        .await
+        .unwrap();
+    db.record_finished("c0-b", Outcome::Failed, None)
+        .await
+        .unwrap();
+    let rollbacks = plan_rollbacks(&db.executions(created.run_id).await.unwrap());
+    assert_eq!(
+        db.add_rollbacks(created.run_id, &rollbacks).await.unwrap(),
+        ["c0-a-rb"]
+    );
+    let claimed = db.claim_ready(created.run_id, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert!(claimed[0].is_rollback);
+    assert_eq!(claimed[0].checkout.as_ref(), Some(&checkout));
+    db.record_finished("c0-a-rb", Outcome::Succeeded, None)
         .await
         .unwrap();
     assert!(
@@ -47,6 +69,8 @@ async fn a_runs_checkout_reaches_the_claimed_and_read_execution_records() {
             .finished
             .is_some()
     );
+
+    // A retry deploys the same commit: it keeps the run's checkout.
     let retry = db.retry_run(created.run_id).await.unwrap().unwrap();
     let retried = db.run(retry.run_id).await.unwrap().unwrap();
     assert_eq!(retried.checkout.as_ref(), Some(&checkout));
