@@ -244,6 +244,13 @@ where
         "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} (trunk position \
          {trunk_seq}), deploying the range from {base}"
     );
+    // The run's packed checkout is made while the units are found: a fetch of
+    // the one commit from the clone on disk (its objects, not the work tree a
+    // plan scan writes into), then the archive.
+    let packing = {
+        let (clone, commit) = (checkout.dir().to_path_buf(), commit.clone());
+        tokio::task::spawn_blocking(move || pack_commit(&clone, &commit))
+    };
     let mut warnings = Vec::new();
     let mut not_destroyed = Vec::new();
     let (mut affected, head, base_graph) = match config.common.scan_type {
@@ -330,8 +337,9 @@ where
             not_destroyed,
         });
     }
+    timeline::mark("executions");
     // Recorded with the run, so it is there before any execution can start.
-    let packed = match pack_checkout(ports.artifacts, &checkout).await {
+    let packed = match store_packed(ports.artifacts, &commit, packing).await {
         Ok(packed) => Some(packed),
         Err(why) => {
             let warning = format!(
@@ -442,25 +450,38 @@ where
     })
 }
 
-/// Packs the merge commit's checkout as its terra-runs need it (the commit
-/// alone, work tree and `.git`, as `Checkout::commit_only` fetches it) and
-/// stores it in the plan bucket under its content's key. On failure, why: the
-/// run still deploys, its terra-runs fetching the commit from the repository.
-async fn pack_checkout<A: ArtifactStore>(
+/// The merge commit's checkout as its terra-runs need it (the commit alone,
+/// work tree and `.git`, as `Checkout::commit_only` fetches it), packed from
+/// the clone at `clone`, in a scratch directory of its own; and how long that
+/// took.
+fn pack_commit(
+    clone: &std::path::Path,
+    commit: &str,
+) -> std::result::Result<(Vec<u8>, std::time::Duration), String> {
+    let started = std::time::Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix("live-ci-pack-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    let dir = scratch.path().join("repo");
+    GitCli::fetch_commit(&clone.display().to_string(), &dir, commit, None)
+        .map_err(|e| e.to_string())?;
+    let bytes = crate::checkout_cache::pack(&dir)?;
+    Ok((bytes, started.elapsed()))
+}
+
+/// Stores the packed checkout in the plan bucket under its content's key. On
+/// failure, why: the run still deploys, its terra-runs fetching the commit
+/// from the repository.
+async fn store_packed<A: ArtifactStore>(
     artifacts: &A,
-    checkout: &Checkout,
+    commit: &str,
+    packing: tokio::task::JoinHandle<std::result::Result<(Vec<u8>, std::time::Duration), String>>,
 ) -> std::result::Result<CachedCheckout, String> {
-    let commit = &checkout.commit;
-    let dir = checkout.scratch_file("packed");
-    let (url, to_pack) = (checkout.dir().display().to_string(), commit.clone());
-    // A fetch of the one commit from the clone on disk: no network.
-    let bytes = tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
-        GitCli::fetch_commit(&url, &dir, &to_pack, None)?;
-        crate::checkout_cache::pack(&dir).map_err(TaskError::Io)
-    })
-    .await
-    .map_err(|e| format!("packing it stopped: {e}"))?
-    .map_err(|e| format!("packing it: {e}"))?;
+    let (bytes, took) = packing
+        .await
+        .map_err(|e| format!("packing it stopped: {e}"))?
+        .map_err(|e| format!("packing it: {e}"))?;
     timeline::mark("checkout_pack");
     let cached = CachedCheckout::of(commit, &bytes);
     let size = bytes.len();
@@ -471,7 +492,8 @@ async fn pack_checkout<A: ArtifactStore>(
         .map_err(|e| format!("storing {uri}: {e}"))?;
     timeline::mark("checkout_upload");
     println!(
-        "live-ci: checkout of {commit} packed to {uri} ({size} bytes, sha-256 {})",
+        "live-ci: checkout of {commit} packed in {} ms to {uri} ({size} bytes, sha-256 {})",
+        took.as_millis(),
         cached.sha256
     );
     Ok(cached)
