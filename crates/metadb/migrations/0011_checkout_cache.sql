@@ -18,6 +18,12 @@ ALTER TABLE runs ADD CONSTRAINT runs_checkout CHECK (
         AND checkout_sha256 IS NOT NULL AND checkout_sha256 ~ '^[0-9a-f]{64}$')
 );
 
+-- Each execution keeps a copy of its run's, written by the statement that
+-- inserts it (a run's, a retry's, a rollback's): `to_jsonb(e)` puts it in
+-- every execution record, `live_ci_execution_json` and the claim's inline
+-- JSON alike, with no other join. Runs before this migration have none.
+ALTER TABLE executions ADD COLUMN checkout jsonb;
+
 -- `checkout` as the port's `CachedCheckout` ({"key", "sha256"}) or null; the
 -- run and execution JSON carry it as one field.
 CREATE FUNCTION live_ci_checkout_json(key text, sha256 text) RETURNS jsonb
@@ -40,21 +46,4 @@ CREATE OR REPLACE FUNCTION live_ci_run_json(r runs) RETURNS text
         'checkout', live_ci_checkout_json(r.checkout_key, r.checkout_sha256),
         'created_at', live_ci_ms(r.created_at), 'started_at', live_ci_ms(r.started_at),
         'finished_at', live_ci_ms(r.finished_at))::text
-    $$;
-
--- As in 0001, plus the run's `checkout` (the claim's inline copy of this JSON
--- in `CLAIM` adds the same field; a test compares the two).
-CREATE OR REPLACE FUNCTION live_ci_execution_json(e executions) RETURNS text
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT (to_jsonb(e) || jsonb_build_object(
-        'pr_id', r.pr_id, 'commit_id', r.commit_id, 'base_ref', r.base_ref, 'head_ref', r.head_ref,
-        'checkout', live_ci_checkout_json(r.checkout_key, r.checkout_sha256),
-        'approval_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
-                                     WHERE v.execution = e.id AND v.vote = 'approve'), '[]'),
-        'rejection_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
-                                      WHERE v.execution = e.id AND v.vote = 'reject'), '[]'),
-        'created_at', live_ci_ms(e.created_at), 'claimed_at', live_ci_ms(e.claimed_at),
-        'finished_at', live_ci_ms(e.finished_at), 'updated_at', live_ci_ms(e.updated_at)))::text
-    FROM runs r WHERE r.run_id = e.run_id
     $$;

@@ -50,17 +50,21 @@ pub const SUPERSEDED_RUNS: &str = "\
 SELECT live_ci_run_json(r) FROM runs r WHERE r.superseded_by = :run_id
 ORDER BY r.trunk_seq, r.run_id";
 
-/// One chunk of a run's executions, as a JSON array of records.
+/// One chunk of a run's executions, as a JSON array of records. Each takes a
+/// copy of the run's packed checkout, so every record JSON built from the row
+/// (reads and claims alike) carries it.
 pub const INSERT_EXECUTIONS: &str = "\
 INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps, action,
     plan_command, apply_command, new_providers, account_name, account_path, account_deps,
     voters, min_approval_count, min_rejection_count, plan_role_arn, apply_role_arn,
-    priority, wait_for, wait_accounts, pending_deps, new_resources)
+    priority, wait_for, wait_accounts, pending_deps, new_resources, checkout)
 SELECT :run_id, x.execution_id, x.seq, x.is_rollback, x.cfg_path, x.cfg_deps, x.action,
     x.plan_command, x.apply_command, x.new_providers, x.account_name, x.account_path,
     x.account_deps, x.voters, x.min_approval_count, x.min_rejection_count, x.plan_role_arn,
     x.apply_role_arn, x.priority, x.wait_for, x.wait_accounts, jsonb_array_length(x.wait_for),
-    coalesce(x.new_resources, '[]')
+    coalesce(x.new_resources, '[]'),
+    (SELECT live_ci_checkout_json(r.checkout_key, r.checkout_sha256) FROM runs r
+     WHERE r.run_id = :run_id)
 FROM jsonb_to_recordset(CAST(:executions AS jsonb)) AS x(
     execution_id text, seq integer, is_rollback boolean, cfg_path text, cfg_deps jsonb,
     action text, plan_command text, apply_command text, new_providers jsonb,
@@ -218,7 +222,6 @@ WITH slots AS (
 )
 SELECT (to_jsonb(c) || jsonb_build_object(
     'pr_id', r.pr_id, 'commit_id', r.commit_id, 'base_ref', r.base_ref, 'head_ref', r.head_ref,
-    'checkout', live_ci_checkout_json(r.checkout_key, r.checkout_sha256),
     'approval_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
                                  WHERE v.execution = c.id AND v.vote = 'approve'), '[]'),
     'rejection_voters', coalesce((SELECT jsonb_agg(v.voter ORDER BY v.voter) FROM votes v
