@@ -410,10 +410,20 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
     resources = [local.ssm_arn.merge_lock]
   }
 
+  # SecureString parameters; the run's packed checkout is encrypted with the
+  # key on upload (S3 SSE-KMS).
   statement {
-    sid       = "DecryptParameters"
-    actions   = ["kms:Decrypt"]
+    sid       = "UseKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [local.kms_key_arn]
+  }
+
+  # The run's packed checkout, written once per run under its own prefix; the
+  # saved plans beside it stay out of reach.
+  statement {
+    sid       = "PackedCheckouts"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.plans.arn}/checkouts/*"]
   }
 
   statement {
@@ -453,7 +463,15 @@ data "aws_iam_policy_document" "task_terra_run" {
   statement {
     sid       = "SavedPlans"
     actions   = ["s3:PutObject", "s3:GetObject", "s3:GetObjectVersion"]
-    resources = ["${aws_s3_bucket.plans.arn}/*"]
+    resources = ["${aws_s3_bucket.plans.arn}/plans/*"]
+  }
+
+  # The run's packed checkout: read only (create-deploy-stack writes it, and
+  # terra-run checks its digest against the metadb before unpacking).
+  statement {
+    sid       = "PackedCheckouts"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.plans.arn}/checkouts/*"]
   }
 
   statement {

@@ -1,5 +1,7 @@
 //! A fresh checkout of the live repository at one commit, in a temporary
-//! directory removed when the task is done with it.
+//! directory removed when the task is done with it: cloned or fetched from the
+//! repository, or unpacked from the run's packed checkout
+//! (`crate::checkout_cache`).
 
 use std::path::{Path, PathBuf};
 
@@ -50,14 +52,39 @@ impl Checkout {
         })
     }
 
+    /// The checkout packed in `archive` (stored at `key`, already checked
+    /// against its recorded digest), unpacked into a new scratch directory:
+    /// it must hold `commit` checked out, or it is refused.
+    pub fn unpacked(key: &str, archive: &[u8], commit: &str) -> Result<Self> {
+        let bad = |message: String| TaskError::CachedCheckout {
+            key: key.to_string(),
+            message,
+        };
+        let scratch = scratch()?;
+        let dir = scratch.path().join("repo");
+        crate::checkout_cache::unpack(archive, &dir).map_err(bad)?;
+        let git = GitCli::open(&dir)
+            .map_err(|e| bad(format!("the unpacked checkout is no git repository: {e}")))?;
+        let head = git
+            .resolve("HEAD")
+            .map_err(|e| bad(format!("the unpacked checkout has no commit: {e}")))?;
+        if head != commit {
+            return Err(bad(format!(
+                "holds commit {head}, not the run's commit {commit}; nothing was run"
+            )));
+        }
+        Ok(Checkout {
+            scratch,
+            git,
+            commit: head,
+        })
+    }
+
     fn in_scratch(
         commit: &str,
         check_out: impl FnOnce(&Path) -> std::result::Result<GitCli, live_ci_git::GitError>,
     ) -> Result<Self> {
-        let scratch = tempfile::Builder::new()
-            .prefix("live-ci-task-")
-            .tempdir()
-            .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))?;
+        let scratch = scratch()?;
         let git = check_out(&scratch.path().join("repo"))?;
         let commit = git.resolve(commit)?;
         Ok(Checkout {
@@ -76,4 +103,11 @@ impl Checkout {
     pub fn scratch_file(&self, name: &str) -> PathBuf {
         self.scratch.path().join(name)
     }
+}
+
+fn scratch() -> Result<TempDir> {
+    tempfile::Builder::new()
+        .prefix("live-ci-task-")
+        .tempdir()
+        .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))
 }

@@ -79,11 +79,14 @@ const METADB_ACTIONS: [&str; 5] = [
 pub const PR_PLAN_AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt", "sts:AssumeRole"];
 
 /// What `create-deploy-stack` calls (`sts:AssumeRole` on plan roles, for the
-/// plan scan).
+/// plan scan; `s3:PutObject` and S3's SSE-KMS `kms:GenerateDataKey` for the
+/// run's packed checkout).
 pub const CREATE_DEPLOY_STACK_AWS_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
     "ssm:PutParameter",
     "kms:Decrypt",
+    "kms:GenerateDataKey",
+    "s3:PutObject",
     "lambda:InvokeFunction",
     "sts:AssumeRole",
     METADB_ACTIONS[0],
@@ -569,6 +572,8 @@ impl FromLookup for PrPlanConfig {
 pub enum Config {
     CreateDeployStack {
         metadb: MetadbConfig,
+        /// Where the run's packed checkout is stored (the plan bucket).
+        plan_bucket: String,
         job: CreateDeployStackConfig,
     },
     TerraRun {
@@ -601,9 +606,11 @@ impl Config {
             TaskCommand::CreateDeployStack => {
                 let job = CreateDeployStackConfig::read(&mut check);
                 let metadb = check.metadb();
+                let plan_bucket = check.req("PLAN_BUCKET");
                 (|| {
                     Some(Config::CreateDeployStack {
                         metadb: metadb?,
+                        plan_bucket: plan_bucket?,
                         job: job?,
                     })
                 })()
@@ -759,6 +766,7 @@ mod tests {
                 ConfigError::Missing("MERGE_LOCK_SSM_KEY"),
                 ConfigError::Missing("ACCOUNT_PARENT_CFG"),
                 ConfigError::Missing("METADB_URL"),
+                ConfigError::Missing("PLAN_BUCKET"),
             ]
         );
         let repo = ("REPO_FULL_NAME", "acme/live");

@@ -25,7 +25,9 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::PortResultExt;
-use live_ci_core::port::{FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload};
+use live_ci_core::port::{
+    ArtifactStore, CachedCheckout, FunctionInvoker, RoleAssumer, RunStore, Vcs, run_payload,
+};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, superseded,
 };
@@ -35,16 +37,18 @@ use live_ci_engine::executions::{RunContext, executions_from_plan};
 use live_ci_engine::plan::{DeploymentPlan, PlanOptions, build_plan};
 use live_ci_engine::providers::ProviderIndex;
 use live_ci_engine::{Graph, discover};
+use live_ci_git::GitCli;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::{Common, CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
 use crate::plans::plan_units;
 use crate::sandbox;
+use crate::timeline;
 
 /// The ports create-deploy-stack talks to.
 #[derive(Debug)]
-pub struct DeployPorts<'a, M, P, G, I, R> {
+pub struct DeployPorts<'a, M, P, G, I, R, A> {
     pub metadb: &'a M,
     pub params: &'a P,
     /// Where statuses go ([`NoGitHost`](live_ci_core::status::NoGitHost)
@@ -53,6 +57,9 @@ pub struct DeployPorts<'a, M, P, G, I, R> {
     pub invoker: &'a I,
     /// Assumes the accounts' plan roles for the plan scan.
     pub roles: &'a R,
+    /// Where the run's packed checkout goes (the plan bucket), for its
+    /// terra-runs to unpack instead of fetching the commit.
+    pub artifacts: &'a A,
 }
 
 /// What create-deploy-stack did.
@@ -96,11 +103,11 @@ pub async fn status_config<P: ParamStore>(
 }
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
-pub async fn create_deploy_stack<M, P, G, I, R>(
+pub async fn create_deploy_stack<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
 ) -> Result<DeployReport>
 where
     M: RunStore,
@@ -108,9 +115,11 @@ where
     G: GitHost,
     I: FunctionInvoker,
     R: RoleAssumer,
+    A: ArtifactStore,
 {
     let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
+    timeline::log_create_deploy_stack(&commit);
     let switches = match status_config(&config.common, ports.params).await {
         Ok(s) => s,
         Err(e) => {
@@ -153,10 +162,10 @@ where
 /// run's superseded merges their deploy status when it ended, before this one
 /// was recorded, so it gets it here. (A run still going gives it when it
 /// ends.) Advisory, like every status of this task's outcome.
-async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R>(
+async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R, A>(
     commit: &str,
     by: RunId,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
     statuses: &Statuses<&G>,
 ) {
     let covering = match ports.metadb.run(by).await {
@@ -187,10 +196,10 @@ fn summary(r: &DeployReport) -> String {
     }
 }
 
-async fn create<M, P, G, I, R>(
+async fn create<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
 ) -> Result<DeployReport>
 where
     M: RunStore,
@@ -198,6 +207,7 @@ where
     G: GitHost,
     I: FunctionInvoker,
     R: RoleAssumer,
+    A: ArtifactStore,
 {
     // trigger_sf's sweep launches a trunk head no webhook announced: it knows
     // no pull request, and the run is recorded under PR 0.
@@ -207,6 +217,7 @@ where
     let lock_param = &config.merge_lock_param;
     let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &config.accounts_json)?;
     let checkout = Checkout::new(repo, commit)?;
+    timeline::mark("checkout");
     let commit = checkout.commit.clone();
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
     let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
@@ -233,6 +244,13 @@ where
         "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} (trunk position \
          {trunk_seq}), deploying the range from {base}"
     );
+    // The run's packed checkout is made while the units are found: a fetch of
+    // the one commit from the clone on disk (its objects, not the work tree a
+    // plan scan writes into), then the archive.
+    let packing = {
+        let (clone, commit) = (checkout.dir().to_path_buf(), commit.clone());
+        tokio::task::spawn_blocking(move || pack_commit(&clone, &commit))
+    };
     let mut warnings = Vec::new();
     let mut not_destroyed = Vec::new();
     let (mut affected, head, base_graph) = match config.common.scan_type {
@@ -319,6 +337,20 @@ where
             not_destroyed,
         });
     }
+    timeline::mark("executions");
+    // Recorded with the run, so it is there before any execution can start.
+    let packed = match store_packed(ports.artifacts, &commit, packing).await {
+        Ok(packed) => Some(packed),
+        Err(why) => {
+            let warning = format!(
+                "the run's checkout is not cached ({why}); its tasks fetch {commit} from the repository"
+            );
+            tracing::warn!(%commit, %why, "the run has no packed checkout");
+            println!("live-ci: warning: {warning}");
+            warnings.push(warning);
+            None
+        }
+    };
     let run = NewRun {
         pr_id,
         commit_id: commit.clone(),
@@ -333,6 +365,7 @@ where
         max_parallel: config.common.max_parallel,
         fail_fast: config.common.fail_fast,
         trunk_seq,
+        checkout: packed,
         executions,
     };
     let created = ports.metadb.create_run(&run).await.port("metadb")?;
@@ -417,10 +450,59 @@ where
     })
 }
 
+/// The merge commit's checkout as its terra-runs need it (the commit alone,
+/// work tree and `.git`, as `Checkout::commit_only` fetches it), packed from
+/// the clone at `clone`, in a scratch directory of its own; and how long that
+/// took.
+fn pack_commit(
+    clone: &std::path::Path,
+    commit: &str,
+) -> std::result::Result<(Vec<u8>, std::time::Duration), String> {
+    let started = std::time::Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix("live-ci-pack-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    let dir = scratch.path().join("repo");
+    GitCli::fetch_commit(&clone.display().to_string(), &dir, commit, None)
+        .map_err(|e| e.to_string())?;
+    let bytes = crate::checkout_cache::pack(&dir)?;
+    Ok((bytes, started.elapsed()))
+}
+
+/// Stores the packed checkout in the plan bucket under its content's key. On
+/// failure, why: the run still deploys, its terra-runs fetching the commit
+/// from the repository.
+async fn store_packed<A: ArtifactStore>(
+    artifacts: &A,
+    commit: &str,
+    packing: tokio::task::JoinHandle<std::result::Result<(Vec<u8>, std::time::Duration), String>>,
+) -> std::result::Result<CachedCheckout, String> {
+    let (bytes, took) = packing
+        .await
+        .map_err(|e| format!("packing it stopped: {e}"))?
+        .map_err(|e| format!("packing it: {e}"))?;
+    timeline::mark("checkout_pack");
+    let cached = CachedCheckout::of(commit, &bytes);
+    let size = bytes.len();
+    let uri = artifacts.uri(&cached.key);
+    artifacts
+        .put(&cached.key, bytes)
+        .await
+        .map_err(|e| format!("storing {uri}: {e}"))?;
+    timeline::mark("checkout_upload");
+    println!(
+        "live-ci: checkout of {commit} packed in {} ms to {uri} ({size} bytes, sha-256 {})",
+        took.as_millis(),
+        cached.sha256
+    );
+    Ok(cached)
+}
+
 /// Records a merge a queued or started run covers; nothing is applied.
-async fn record_superseded<M, P, G, I, R>(
+async fn record_superseded<M, P, G, I, R, A>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R>,
+    ports: &DeployPorts<'_, M, P, G, I, R, A>,
     pr_id: u64,
     commit: &str,
     trunk_seq: u64,
@@ -446,6 +528,7 @@ where
         max_parallel: config.common.max_parallel,
         fail_fast: config.common.fail_fast,
         trunk_seq,
+        checkout: None,
         executions: Vec::new(),
     };
     let run_id = ports

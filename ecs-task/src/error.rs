@@ -49,6 +49,10 @@ pub enum TaskError {
     StalePlan { artifact: String },
     #[error("plan artifact {artifact:?}: {message}")]
     PlanArtifact { artifact: String, message: String },
+    /// The run's packed checkout cannot be used as recorded (its digest, an
+    /// entry that escapes, another commit): the task runs nothing.
+    #[error("packed checkout {key:?}: {message}")]
+    CachedCheckout { key: String, message: String },
     #[error("assuming role {role_arn:?}: {message}")]
     AssumeRole { role_arn: String, message: String },
     #[error("apply queue {queue:?}: {message}")]
@@ -89,6 +93,7 @@ impl TaskError {
             TaskError::StalePlan { .. } => "StalePlan",
             TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
             TaskError::PlanArtifact { .. } => "PlanArtifact",
+            TaskError::CachedCheckout { .. } => "CheckoutArchive",
             TaskError::Config(_) => "Config",
             _ => "TaskFailed",
         }

@@ -173,15 +173,20 @@ async fn run<G: GitHost>(
     } = clients;
     let logs_url = logs_url.as_deref();
     match config {
-        Config::CreateDeployStack { job, .. } => {
+        Config::CreateDeployStack {
+            plan_bucket, job, ..
+        } => {
             let metadb = opened(metadb)?;
             let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(aws));
+            let artifacts =
+                S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
             let ports = DeployPorts {
                 metadb,
                 params,
                 github,
                 invoker: &invoker,
                 roles,
+                artifacts: &artifacts,
             };
             let report = create_deploy_stack(job, repo, logs_url, &ports).await?;
             println!(

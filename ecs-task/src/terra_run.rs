@@ -6,7 +6,9 @@
 //! version recorded in the metadb; an apply downloads exactly that version,
 //! refuses any other content, applies it, then records the resources of the
 //! unit's new providers. The command runs as the unit's own account role,
-//! assumed here, with an allow-listed environment (`crate::sandbox`).
+//! assumed here, with an allow-listed environment (`crate::sandbox`). The
+//! checkout is the run's packed checkout when create-deploy-stack stored one
+//! (its digest checked against the record), else a fetch of the commit.
 
 use std::path::Path;
 use std::time::Duration;
@@ -385,7 +387,7 @@ struct Prepared {
 }
 
 /// Checks out the commit the unit runs from and assumes its role.
-async fn prepare<M: RunStore, A, T, G, R: RoleAssumer>(
+async fn prepare<M: RunStore, A: ArtifactStore, T, G, R: RoleAssumer>(
     config: &TerraRunConfig,
     repo: &Repo,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
@@ -408,14 +410,7 @@ async fn prepare<M: RunStore, A, T, G, R: RoleAssumer>(
                 .base_sha
         }
     };
-    // git runs as blocking child processes: off the runtime's threads, so the
-    // status and the plan download go on meanwhile.
-    let checkout = {
-        let (repo, commit) = (repo.clone(), source.clone());
-        tokio::task::spawn_blocking(move || Checkout::commit_only(&repo, &commit))
-            .await
-            .map_err(|e| TaskError::Io(format!("the checkout of {source:?} stopped: {e}")))??
-    };
+    let checkout = check_out(ports.artifacts, repo, record, &source).await?;
     timeline::mark("checkout");
     let unit_dir = checkout.dir().join(record.cfg_path.as_str());
     if !unit_dir.is_dir() {
@@ -437,6 +432,73 @@ async fn prepare<M: RunStore, A, T, G, R: RoleAssumer>(
         unit_dir,
         credentials,
     })
+}
+
+/// The checkout of `source`: the run's packed checkout when it has one of that
+/// commit (downloaded, its SHA-256 checked against the record, then unpacked),
+/// else a fetch of the commit from the repository. A packed checkout whose
+/// content is not the recorded one is an error and nothing runs; one that is
+/// missing or unreadable falls back to the fetch, with a warning.
+async fn check_out<A: ArtifactStore>(
+    artifacts: &A,
+    repo: &Repo,
+    record: &ExecutionRecord,
+    source: &str,
+) -> Result<Checkout> {
+    match &record.checkout {
+        Some(packed) if source == record.commit_id => {
+            let uri = artifacts.uri(&packed.key);
+            match artifacts.get(&packed.key).await {
+                Ok(Some(bytes)) => {
+                    timeline::mark("checkout_download");
+                    let sha256 = sha256_hex(&bytes);
+                    if sha256 != packed.sha256 {
+                        return Err(TaskError::CachedCheckout {
+                            key: packed.key.clone(),
+                            message: format!(
+                                "its content (sha-256 {sha256}) is not the run's recorded checkout (sha-256 {}): refusing to unpack it; nothing was run",
+                                packed.sha256
+                            ),
+                        });
+                    }
+                    let size = bytes.len();
+                    let (key, commit) = (packed.key.clone(), source.to_string());
+                    // Unpacking writes thousands of files: off the runtime's threads.
+                    let checkout = tokio::task::spawn_blocking(move || {
+                        Checkout::unpacked(&key, &bytes, &commit)
+                    })
+                    .await
+                    .map_err(|e| TaskError::Io(format!("unpacking {uri:?} stopped: {e}")))??;
+                    println!(
+                        "live-ci: checkout of {source} unpacked from the run's packed checkout {uri} ({size} bytes)"
+                    );
+                    return Ok(checkout);
+                }
+                Ok(None) => {
+                    tracing::warn!(%uri, "the run's packed checkout is missing: fetching the commit");
+                    println!(
+                        "live-ci: warning: the run's packed checkout {uri} is missing; fetching {source} from the repository"
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(%uri, error = %e, "reading the run's packed checkout: fetching the commit");
+                    println!(
+                        "live-ci: warning: reading the run's packed checkout {uri}: {e}; fetching {source} from the repository"
+                    );
+                }
+            }
+        }
+        Some(_) => println!(
+            "live-ci: a destroy of a removed unit runs from the range's start {source}, not the run's packed commit: fetching it"
+        ),
+        None => println!("live-ci: the run has no packed checkout: fetching {source}"),
+    }
+    // git runs as blocking child processes: off the runtime's threads, so the
+    // status and the plan download go on meanwhile.
+    let (repo, commit) = (repo.clone(), source.to_string());
+    tokio::task::spawn_blocking(move || Checkout::commit_only(&repo, &commit))
+        .await
+        .map_err(|e| TaskError::Io(format!("the checkout of {source:?} stopped: {e}")))?
 }
 
 /// The plan the voters approved, as bytes: `artifact` must be the execution's

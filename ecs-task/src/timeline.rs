@@ -1,7 +1,8 @@
 //! Where a task's time goes: named marks since the process started (or since a
 //! plan task picked up its apply, [`restart`]), logged as one "task timeline"
-//! line per phase, which `make bench-pipeline` reads to split a task state's
-//! time into launch, start-up, git, terraform and reporting.
+//! line per terra-run phase, which `make bench-pipeline` reads to split a task
+//! state's time into launch, start-up, git, terraform and reporting
+//! (create-deploy-stack logs a line of its own).
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -86,6 +87,17 @@ pub fn log(execution_id: &str, phase: &str) {
         started_epoch_ms = started_epoch_ms(),
         marks = %render(),
         "task timeline"
+    );
+}
+
+/// Logs create-deploy-stack's timeline (its checkout, pack and upload) under
+/// a message of its own, so the benchmark's terra-run parser passes it by.
+pub fn log_create_deploy_stack(commit: &str) {
+    tracing::info!(
+        commit = %commit,
+        started_epoch_ms = started_epoch_ms(),
+        marks = %render(),
+        "create-deploy-stack timeline"
     );
 }
 

@@ -196,8 +196,10 @@ pub fn retry_run(run: &RunRecord, executions: Vec<NewExecution>) -> NewRun {
         head_sha: run.head_sha.clone(),
         max_parallel: run.max_parallel,
         fail_fast: run.fail_fast,
-        // A retry keeps its run's place on the trunk.
+        // A retry keeps its run's place on the trunk, and its commit's
+        // packed checkout.
         trunk_seq: run.trunk_seq,
+        checkout: run.checkout.clone(),
         executions,
     }
 }
@@ -441,6 +443,7 @@ mod tests {
             wait_accounts: vec!["shared".into()],
             sfn_execution_arn: Some("arn:x".into()),
             decision: None,
+            checkout: None,
             created_at: 0,
             claimed_at: None,
             finished_at: None,
@@ -462,6 +465,7 @@ mod tests {
             fail_fast: false,
             trunk_seq: 5,
             superseded_by: None,
+            checkout: Some(crate::port::CachedCheckout::of("c0ffee00", b"archive")),
             created_at: 0,
             finished_at: None,
             started_at: None,
@@ -504,6 +508,11 @@ mod tests {
         assert_eq!(run.commit_id, "c0ffee00");
         // Kept, or the trunk order would supersede the retry at once.
         assert_eq!(run.trunk_seq, 5);
+        // The same commit: its terra-runs unpack the same packed checkout.
+        assert_eq!(
+            run.checkout,
+            Some(crate::port::CachedCheckout::of("c0ffee00", b"archive"))
+        );
         run.validate().unwrap();
     }
 }

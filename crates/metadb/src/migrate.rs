@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0010_settle",
         sql: include_str!("../migrations/0010_settle.sql"),
     },
+    Migration {
+        version: 11,
+        name: "0011_checkout_cache",
+        sql: include_str!("../migrations/0011_checkout_cache.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -19,7 +19,7 @@ use crate::sql::operator_statements as o;
 use crate::sql::statements as q;
 use crate::sql::{Param, Sql, SqlTx};
 use crate::store::{
-    MAX_ATTEMPTS, Store, decode, decode_all, decode_first, finish_tx, in_tx,
+    MAX_ATTEMPTS, Store, checkout_param, decode, decode_all, decode_first, finish_tx, in_tx,
     insert_run_executions_tx, int, json, parse_id,
 };
 
@@ -181,6 +181,8 @@ async fn retry_tx<T: SqlTx>(
                 ("fail_fast", Param::Bool(new_run.fail_fast)),
                 ("retry_of", Param::Int(run_id)),
                 ("trunk_seq", int(new_run.trunk_seq, "trunk_seq")?),
+                checkout_param("checkout_key", &new_run, |c| &c.key),
+                checkout_param("checkout_sha256", &new_run, |c| &c.sha256),
             ],
         )
         .await?;

@@ -13,7 +13,7 @@ use live_ci_core::deploy::{
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::{ExecutionStore, RunStore, SavedPlan, SweepStore};
+use live_ci_core::port::{CachedCheckout, ExecutionStore, RunStore, SavedPlan, SweepStore};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -165,6 +165,8 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
                 ("max_parallel", Param::Int(i64::from(run.max_parallel))),
                 ("fail_fast", Param::Bool(run.fail_fast)),
                 ("trunk_seq", int(run.trunk_seq, "trunk_seq")?),
+                checkout_param("checkout_key", run, |c| &c.key),
+                checkout_param("checkout_sha256", run, |c| &c.sha256),
             ],
         )
         .await?;
@@ -195,6 +197,18 @@ async fn create_run_tx<T: SqlTx>(tx: &mut T, run: &NewRun) -> Result<CreatedRun>
         created: true,
         started,
     })
+}
+
+/// One field of a run's packed checkout as a parameter (NULL without one).
+pub(crate) fn checkout_param<'a>(
+    name: &'a str,
+    run: &NewRun,
+    field: impl Fn(&CachedCheckout) -> &String,
+) -> (&'a str, Param) {
+    (
+        name,
+        Param::opt_text(run.checkout.as_ref().map(|c| field(c).as_str())),
+    )
 }
 
 /// Writes a new run's executions, edges and account counters, then starts the

@@ -155,6 +155,7 @@ pub fn next_trunk_seq() -> u64 {
 pub fn run(commit: &str, max_parallel: u32, executions: Vec<NewExecution>) -> NewRun {
     NewRun {
         trunk_seq: next_trunk_seq(),
+        checkout: None,
         pr_id: 7,
         commit_id: commit.to_string(),
         base_ref: "refs/heads/main".into(),

@@ -13,7 +13,7 @@ use live_ci_core::port::{ExecutionStore, RunStore, SweepStore};
 use live_ci_core::status::{StatusState, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, FromLookup, checkout::Repo};
-use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
+use support::fakes::{MemArtifacts, MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::{GitRepo, TfTemplates};
 
@@ -73,6 +73,7 @@ struct Fakes {
     github: RecordingGitHost,
     invoker: RecordingInvoker,
     sts: StsRoleAssumer,
+    checkouts: MemArtifacts,
 }
 
 impl Fakes {
@@ -82,19 +83,29 @@ impl Fakes {
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
             sts: support::sts(),
+            checkouts: MemArtifacts::default(),
         }
     }
 
     fn ports<'a, M>(
         &'a self,
         metadb: &'a M,
-    ) -> DeployPorts<'a, M, MemoryParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer> {
+    ) -> DeployPorts<
+        'a,
+        M,
+        MemoryParams,
+        RecordingGitHost,
+        RecordingInvoker,
+        StsRoleAssumer,
+        MemArtifacts,
+    > {
         DeployPorts {
             metadb,
             params: &self.params,
             github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
+            artifacts: &self.checkouts,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod apply_handoff;
 mod binary;
+mod checkout_cache;
 mod child_env;
 mod create_deploy_stack;
 mod migrate_at_start;

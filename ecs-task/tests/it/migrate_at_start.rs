@@ -74,6 +74,7 @@ fn inputs(subcommand: &str) -> &'static [(&'static str, &'static str)] {
             ("TRIGGER_SF_FUNCTION_NAME", "live-ci-trigger-sf"),
             ("MERGE_LOCK_SSM_KEY", "/live-ci/merge-lock"),
             ("ACCOUNT_PARENT_CFG", "[]"),
+            ("PLAN_BUCKET", "live-ci-plans"),
         ],
         "terra-run" => &[
             ("LIVE_CI_TASK_TOKEN", "token"),

@@ -11,7 +11,7 @@ use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, checkout::Repo};
-use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker};
+use support::fakes::{MemArtifacts, MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
 use support::repo::GitRepo;
 
@@ -39,6 +39,8 @@ struct World {
     github: RecordingGitHost,
     invoker: RecordingInvoker,
     sts: live_ci_aws::StsRoleAssumer,
+    /// Where create-deploy-stack stores each run's packed checkout.
+    checkouts: MemArtifacts,
 }
 
 impl World {
@@ -60,6 +62,7 @@ impl World {
             github: RecordingGitHost::default(),
             invoker: RecordingInvoker::default(),
             sts: support::sts(),
+            checkouts: MemArtifacts::default(),
         }
     }
 
@@ -94,6 +97,7 @@ impl World {
             github: &self.github,
             invoker: &self.invoker,
             roles: &self.sts,
+            artifacts: &self.checkouts,
         };
         create_deploy_stack(
             &config(&url, commit, pr, extra),
@@ -416,7 +420,7 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
     use live_ci_core::deploy::Action;
     use live_ci_task::terra_run::{TerraRunPorts, terra_run};
     use serde_json::Value;
-    use support::fakes::{MemArtifacts, RecordingTokens, Sent};
+    use support::fakes::{RecordingTokens, Sent};
     use support::repo::TfTemplates;
 
     let w = World::new();

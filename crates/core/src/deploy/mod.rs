@@ -14,6 +14,7 @@ pub use validate::validate_executions;
 use serde::{Deserialize, Serialize};
 
 use crate::path::RepoPath;
+use crate::port::CachedCheckout;
 pub use execution_id::{MAX_EXECUTION_NAME_LEN, execution_id, is_valid_execution_name};
 
 /// What the pipeline does to an affected unit.
@@ -183,6 +184,10 @@ pub struct NewRun {
     /// The merge commit's depth on the trunk's first-parent chain: queued runs
     /// start in this order, whatever order they were created in.
     pub trunk_seq: u64,
+    /// The merge commit's packed checkout, when create-deploy-stack stored
+    /// one: recorded with the run, so it is there before any execution starts.
+    #[serde(default)]
+    pub checkout: Option<CachedCheckout>,
     pub executions: Vec<NewExecution>,
 }
 
@@ -236,6 +241,9 @@ pub struct RunRecord {
     /// The run that deploys this merge's changes instead (status `superseded`).
     #[serde(default)]
     pub superseded_by: Option<RunId>,
+    /// See [`NewRun::checkout`].
+    #[serde(default)]
+    pub checkout: Option<CachedCheckout>,
     pub created_at: UnixMillis,
     pub started_at: Option<UnixMillis>,
     pub finished_at: Option<UnixMillis>,
@@ -278,6 +286,10 @@ pub struct ExecutionRecord {
     pub sfn_execution_arn: Option<String>,
     /// The voters' decision, once a threshold was reached.
     pub decision: Option<Vote>,
+    /// The run's packed checkout ([`NewRun::checkout`]), read with the record
+    /// so that terra-run needs no other round trip for it.
+    #[serde(default)]
+    pub checkout: Option<CachedCheckout>,
     pub created_at: UnixMillis,
     pub claimed_at: Option<UnixMillis>,
     pub finished_at: Option<UnixMillis>,

@@ -226,6 +226,7 @@ mod tests {
             wait_accounts: Vec::new(),
             sfn_execution_arn: None,
             decision: None,
+            checkout: None,
             created_at: 0,
             claimed_at: None,
             finished_at: None,

@@ -84,6 +84,7 @@ mod tests {
             fail_fast: false,
             trunk_seq: 0,
             superseded_by: None,
+            checkout: None,
             created_at: 0,
             started_at: None,
             finished_at: None,

@@ -21,6 +21,9 @@ impl NewRun {
         if self.max_parallel == 0 {
             return Err(run_err("max_parallel", "must be at least 1, not 0".into()));
         }
+        if let Some(problem) = self.checkout.as_ref().and_then(|c| c.problem()) {
+            return Err(run_err("checkout", problem));
+        }
         validate_executions(&self.executions)
     }
 }
@@ -202,6 +205,7 @@ mod tests {
             max_parallel: 4,
             fail_fast: false,
             trunk_seq: 1,
+            checkout: None,
             executions,
         }
     }
@@ -236,6 +240,19 @@ mod tests {
         let mut r = run(vec![]);
         r.max_parallel = 0;
         assert_eq!(err(r), "run: max_parallel: must be at least 1, not 0");
+        let mut r = run(vec![]);
+        r.checkout = Some(crate::port::CachedCheckout {
+            key: "checkouts/c8c5f6af/x.tar".into(),
+            sha256: "ABC".into(),
+        });
+        assert_eq!(
+            err(r.clone()),
+            "run: checkout: sha256 \"ABC\" is not 64 lowercase hex digits"
+        );
+        r.checkout = Some(crate::port::CachedCheckout::of("c8c5f6af", b"tar"));
+        r.validate().unwrap();
+        r.checkout.as_mut().unwrap().key = " ".into();
+        assert_eq!(err(r), "run: checkout: key is empty");
         let mut e = exec("a", "dev", &[]);
         e.min_approval_count = 2;
         assert_eq!(

@@ -2,7 +2,10 @@
 //! plan task and read back by the apply task, so what was approved is applied.
 //! The plan task records each saved plan's SHA-256 and object version
 //! ([`SavedPlan`]) in the metadb; the apply task reads exactly that version
-//! and refuses any other content.
+//! and refuses any other content. A run's packed checkout
+//! ([`CachedCheckout`]) lives in the same store: create-deploy-stack uploads
+//! it once, and every terra-run of the run unpacks it instead of fetching the
+//! commit from the repository.
 
 use std::future::Future;
 
@@ -18,6 +21,54 @@ pub struct SavedPlan {
     /// The store's version of the object (S3 versioning); `None` when the
     /// store does not version (then only the hash protects the plan).
     pub version_id: Option<String>,
+}
+
+/// A run's checkout packed by create-deploy-stack, as recorded on the run:
+/// terra-run unpacks only content whose SHA-256 is this one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CachedCheckout {
+    pub key: String,
+    /// Lowercase hex SHA-256 of the archive.
+    pub sha256: String,
+}
+
+impl CachedCheckout {
+    /// The record of an archive of `commit_id` with content `bytes`, at its
+    /// content-addressed key ([`checkout_key`]).
+    pub fn of(commit_id: &str, bytes: &[u8]) -> Self {
+        let sha256 = sha256_hex(bytes);
+        CachedCheckout {
+            key: checkout_key(commit_id, &sha256),
+            sha256,
+        }
+    }
+
+    /// Why this record cannot be stored, if it cannot: an empty key or a
+    /// digest that is not 64 lowercase hex digits.
+    pub fn problem(&self) -> Option<String> {
+        if self.key.trim().is_empty() {
+            return Some("key is empty".into());
+        }
+        if self.sha256.len() != 64
+            || !self
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Some(format!(
+                "sha256 {:?} is not 64 lowercase hex digits",
+                self.sha256
+            ));
+        }
+        None
+    }
+}
+
+/// Where a run's packed checkout is stored: by commit and content, so a
+/// redelivered merge that packs again never changes the bytes at a key a run
+/// already recorded.
+pub fn checkout_key(commit_id: &str, sha256: &str) -> String {
+    format!("checkouts/{commit_id}/{sha256}.tar")
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

@@ -30,7 +30,7 @@ mod workflow;
 
 pub use apply_queue::ApplyQueue;
 pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
-pub use artifact::{ArtifactStore, SavedPlan, sha256_hex};
+pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};

@@ -72,11 +72,12 @@ pub const IDS_AT_COMMIT: &str = "\
 SELECT e.execution_id FROM executions e JOIN runs r ON r.run_id = e.run_id
 WHERE r.commit_id = :commit_id";
 
+/// A retry deploys the same commit: it keeps the run's packed checkout.
 pub const INSERT_RETRY_RUN: &str = "\
 INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel,
-                  fail_fast, retry_of, trunk_seq)
+                  fail_fast, retry_of, trunk_seq, checkout_key, checkout_sha256)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel,
-        :fail_fast, :retry_of, :trunk_seq)
+        :fail_fast, :retry_of, :trunk_seq, :checkout_key, :checkout_sha256)
 RETURNING run_id::text";
 
 pub const RUNNING_RUN: &str = "\

@@ -7,11 +7,12 @@
 pub const LOCK_MERGE_LOCK: &str =
     "SELECT coalesce(run_id::text, '') FROM merge_lock WHERE singleton FOR UPDATE";
 
+/// The run's packed checkout goes in with it (before any execution can start).
 pub const INSERT_RUN: &str = "\
 INSERT INTO runs (pr_id, commit_id, base_ref, head_ref, base_sha, head_sha, max_parallel, fail_fast,
-                  trunk_seq)
+                  trunk_seq, checkout_key, checkout_sha256)
 VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_parallel, :fail_fast,
-        :trunk_seq)
+        :trunk_seq, :checkout_key, :checkout_sha256)
 ON CONFLICT (commit_id) WHERE retry_of IS NULL DO NOTHING
 RETURNING run_id::text";
 
@@ -49,17 +50,21 @@ pub const SUPERSEDED_RUNS: &str = "\
 SELECT live_ci_run_json(r) FROM runs r WHERE r.superseded_by = :run_id
 ORDER BY r.trunk_seq, r.run_id";
 
-/// One chunk of a run's executions, as a JSON array of records.
+/// One chunk of a run's executions, as a JSON array of records. Each takes a
+/// copy of the run's packed checkout, so every record JSON built from the row
+/// (reads and claims alike) carries it.
 pub const INSERT_EXECUTIONS: &str = "\
 INSERT INTO executions (run_id, execution_id, seq, is_rollback, cfg_path, cfg_deps, action,
     plan_command, apply_command, new_providers, account_name, account_path, account_deps,
     voters, min_approval_count, min_rejection_count, plan_role_arn, apply_role_arn,
-    priority, wait_for, wait_accounts, pending_deps, new_resources)
+    priority, wait_for, wait_accounts, pending_deps, new_resources, checkout)
 SELECT :run_id, x.execution_id, x.seq, x.is_rollback, x.cfg_path, x.cfg_deps, x.action,
     x.plan_command, x.apply_command, x.new_providers, x.account_name, x.account_path,
     x.account_deps, x.voters, x.min_approval_count, x.min_rejection_count, x.plan_role_arn,
     x.apply_role_arn, x.priority, x.wait_for, x.wait_accounts, jsonb_array_length(x.wait_for),
-    coalesce(x.new_resources, '[]')
+    coalesce(x.new_resources, '[]'),
+    (SELECT live_ci_checkout_json(r.checkout_key, r.checkout_sha256) FROM runs r
+     WHERE r.run_id = :run_id)
 FROM jsonb_to_recordset(CAST(:executions AS jsonb)) AS x(
     execution_id text, seq integer, is_rollback boolean, cfg_path text, cfg_deps jsonb,
     action text, plan_command text, apply_command text, new_providers jsonb,

@@ -329,6 +329,7 @@ async fn create_run_sends_records_as_json_text() {
         max_parallel: 10,
         fail_fast: false,
         trunk_seq: 12,
+        checkout: None,
         executions: vec![],
     };
     run.executions.push(live_ci_core::deploy::NewExecution {
@@ -378,6 +379,15 @@ async fn create_run_sends_records_as_json_text() {
                     .value(Field::BooleanValue(false))
                     .build(),
                 long("trunk_seq", 12),
+                // No packed checkout: NULLs, not empty strings.
+                SqlParameter::builder()
+                    .name("checkout_key")
+                    .value(Field::IsNull(true))
+                    .build(),
+                SqlParameter::builder()
+                    .name("checkout_sha256")
+                    .value(Field::IsNull(true))
+                    .build(),
             ],
             Some("tx-c"),
             Some(r#"[{"run_id":"4"}]"#),

@@ -2,6 +2,7 @@
 //! crate, each former `tests/*.rs` a module.
 
 mod approvals;
+mod checkout;
 mod data_api;
 mod data_api_local;
 mod errors;
