@@ -92,8 +92,12 @@ impl Task {
         env(ID, "plan", None, &self.s.clone_url)
     }
 
-    /// terra-run's plan with the hand-off, as `main` runs it.
-    async fn run(&self, config: &TerraRunConfig, wait: &ApplyWait) -> Result<(), TaskError> {
+    /// terra-run's plan as `main` runs it: with the hand-off when `wait` is given.
+    async fn run(
+        &self,
+        config: &TerraRunConfig,
+        wait: Option<&ApplyWait>,
+    ) -> Result<(), TaskError> {
         let ports = TerraRunPorts {
             metadb: &self.s.metadb,
             artifacts: &self.store,
@@ -105,11 +109,11 @@ impl Task {
             clone_url: self.s.clone_url.clone(),
             token: None,
         };
-        let handoff = Handoff {
+        let handoff = wait.map(|wait| Handoff {
             queue: &self.queue,
             wait,
-        };
-        terra_run_handing_off(config, &repo, None, &ports, Some(handoff)).await
+        });
+        terra_run_handing_off(config, &repo, None, &ports, handoff).await
     }
 }
 
@@ -119,7 +123,7 @@ async fn the_plan_task_applies_the_approved_plan_sent_to_its_queue() {
     let config = t.config();
     let wait = wait(120);
     let started = Instant::now();
-    let (done, plan) = tokio::join!(t.run(&config, &wait), async {
+    let (done, plan) = tokio::join!(t.run(&config, Some(&wait)), async {
         let plan = plan_answer(&t.tokens).await;
         let url = plan
             .apply_queue_url
@@ -167,7 +171,7 @@ async fn the_plan_task_stops_waiting_when_its_execution_ends_without_an_apply() 
     let config = t.config();
     let wait = wait(120);
     let started = Instant::now();
-    let (done, url) = tokio::join!(t.run(&config, &wait), async {
+    let (done, url) = tokio::join!(t.run(&config, Some(&wait)), async {
         let plan = plan_answer(&t.tokens).await;
         // The voters rejected it: trigger_sf records the execution's end.
         t.s.metadb
@@ -191,7 +195,7 @@ async fn the_plan_task_gives_up_after_its_wait_and_deletes_its_queue() {
     let t = task().await;
     let config = t.config();
     let wait = wait(3);
-    t.run(&config, &wait).await.unwrap();
+    t.run(&config, Some(&wait)).await.unwrap();
     let sent = t.tokens.take();
     assert_eq!(sent.len(), 1, "{sent:?}");
     let Sent::Success { output, .. } = &sent[0] else {
@@ -218,7 +222,7 @@ async fn the_plan_task_refuses_another_executions_job() {
     let t = task().await;
     let config = t.config();
     let wait = wait(120);
-    let (done, ()) = tokio::join!(t.run(&config, &wait), async {
+    let (done, ()) = tokio::join!(t.run(&config, Some(&wait)), async {
         let plan = plan_answer(&t.tokens).await;
         sqs()
             .send_message()
@@ -244,20 +248,7 @@ async fn the_plan_task_refuses_another_executions_job() {
 async fn a_plan_task_without_a_hand_off_names_no_queue() {
     let t = task().await;
     let config = t.config();
-    let ports = TerraRunPorts {
-        metadb: &t.s.metadb,
-        artifacts: &t.store,
-        tokens: &t.tokens,
-        roles: &t.sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
-    let repo = Repo {
-        clone_url: t.s.clone_url.clone(),
-        token: None,
-    };
-    terra_run_handing_off::<_, _, _, _, _, SqsApplyQueue>(&config, &repo, None, &ports, None)
-        .await
-        .unwrap();
+    t.run(&config, None).await.unwrap();
     let Sent::Success { output, .. } = &t.tokens.take()[0] else {
         panic!("the plan failed")
     };
