@@ -13,8 +13,8 @@ use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_testkit::unique;
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
-    ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome,
-    PlanResult, SfnInput, SfnTaskTokens,
+    ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars,
+    HANDOFF_REFUSED, Outcome, PlanResult, SfnInput, SfnTaskTokens,
 };
 use serde_json::{Value, json};
 
@@ -417,6 +417,58 @@ async fn an_apply_whose_plan_task_is_gone_goes_to_a_new_task() {
         output["handoff_error"]["Error"].as_str().is_some(),
         "{output}"
     );
+}
+
+/// The plan task refused the job sent to its queue (another execution's, or
+/// one the voters have not approved): it fails the job's token with
+/// `LiveCi.HandoffRefused` and a new task applies (the mocked Apply) at once,
+/// instead of the execution failing or waiting out the heartbeat.
+#[tokio::test]
+async fn an_apply_the_plan_task_refuses_goes_to_a_new_task() {
+    let d = deployment("live-ci-test-handoff-refused", 60).await;
+    // The queue the mocked plan names (its URL is in the mock config).
+    let queue_url = d
+        .cloud
+        .sqs
+        .create_queue()
+        .queue_name("live-ci-test-apply-refused")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let execution = d.start("HandoffRefused").await;
+    let request = d.approval_request().await;
+    d.approve_with(&request.task_token, decision(Decision::Approve))
+        .await;
+    let job: ApplyJob = serde_json::from_str(&receive_one(&d.cloud.sqs, &queue_url).await).unwrap();
+    let sent = d
+        .tokens()
+        .send_failure(&job.task_token, HANDOFF_REFUSED, "refused by the plan task")
+        .await
+        .unwrap();
+    assert_eq!(sent, TokenDelivery::Delivered);
+    let (outcome, output) = d.finished(&execution).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{output:?}");
+    assert_eq!(
+        d.path(&execution).await,
+        [
+            state::PLAN,
+            state::PLAN_CHANGES,
+            state::REQUEST_APPROVAL,
+            state::APPROVAL_RESULTS,
+            state::APPLY_WHERE,
+            state::APPLY_IN_PLAN_TASK,
+            state::APPLY,
+            state::SUCCESS
+        ]
+    );
+    let output = output.unwrap();
+    assert_eq!(
+        output["handoff_error"]["Error"], HANDOFF_REFUSED,
+        "{output}"
+    );
+    assert_eq!(output["apply"]["new_resources"][0], "null_resource.this");
 }
 
 async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {
