@@ -127,6 +127,18 @@ pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
     out
 }
 
+/// The terra-run phase a task state runs: an apply handed to the waiting plan
+/// task is timed like one in a new task, its "launch" being the job's trip
+/// through the queue (sent → picked up).
+pub fn task_phase(state: &str) -> Option<&'static str> {
+    use live_ci_workflow::outcome::state::{APPLY, APPLY_IN_PLAN_TASK, PLAN};
+    match state {
+        PLAN => Some("plan"),
+        APPLY | APPLY_IN_PLAN_TASK => Some("apply"),
+        _ => None,
+    }
+}
+
 impl Figures {
     /// (makespan − critical path of terraform time) / units on that path.
     pub fn overhead_per_unit_ms(&self) -> f64 {
@@ -736,9 +748,10 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
         let arn: Option<String> = r.get(3);
         if let Some(arn) = &arn {
             for t in state_times(&execution_history(&sfn, arn).await?) {
-                let phase = t.state.to_lowercase();
-                if let Some(timeline) = timelines.get(&(id.clone(), phase.clone())) {
-                    tasks.entry(phase).or_default().add(
+                let phase = task_phase(&t.state);
+                if let Some(timeline) = phase.and_then(|p| timelines.get(&(id.clone(), p.into())))
+                {
+                    tasks.entry(timeline.phase.clone()).or_default().add(
                         timeline,
                         t.submitted_at_ms,
                         Some(t.exited_at_ms),
@@ -927,6 +940,14 @@ mod tests {
         ];
         assert_eq!(terraform_times(&logs).get("x1"), Some(&1500.0));
         assert_eq!(lambda_durations(&logs)["trigger-sf"], vec![12.5]);
+    }
+
+    #[test]
+    fn an_apply_in_the_plan_task_is_timed_as_the_apply_phase() {
+        assert_eq!(task_phase("Plan"), Some("plan"));
+        assert_eq!(task_phase("Apply"), Some("apply"));
+        assert_eq!(task_phase("Apply In Plan Task"), Some("apply"));
+        assert_eq!(task_phase("Request Approval"), None);
     }
 
     #[test]
