@@ -1,6 +1,6 @@
-//! The plan task that stays up for its unit's approved apply: after a plan
-//! that needs an apply, terra-run creates a queue of its own, answers the plan
-//! with the queue's URL, and waits there for the state machine's Apply job
+//! The plan task that stays up for its unit's approved apply: terra-run
+//! creates a queue of its own while it plans, answers a plan that needs an
+//! apply with the queue's URL (any other plan deletes the queue), and waits there for the state machine's Apply job
 //! (`live_ci_workflow::ApplyJob`) while the voters decide. It then applies in
 //! this same task, so the apply costs no new task start (a Fargate start is
 //! tens of seconds; here it is LocalStack's `ecs:runTask` submission and a
@@ -59,13 +59,26 @@ pub async fn terra_run_handing_off<
     let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
         return terra_run(config, repo, logs_url, ports).await.map(drop);
     };
-    let open = |_: &PlanResult| open_queue(handoff.queue, handoff.wait, config);
-    let TerraRunResult::Plan(plan) = terra_run_with(config, repo, logs_url, ports, open).await?
-    else {
-        return Ok(());
+    // The queue is created while the plan runs, so the plan's answer does not
+    // wait for it; a plan that fails or needs no apply deletes it again.
+    let created = tokio::sync::OnceCell::new();
+    let create = || open_queue(handoff.queue, handoff.wait, config);
+    let offer = |_: &PlanResult| async { created.get_or_init(create).await.clone() };
+    let (_, planned) = tokio::join!(
+        created.get_or_init(create),
+        terra_run_with(config, repo, logs_url, ports, offer)
+    );
+    let offered = match &planned {
+        Ok(TerraRunResult::Plan(plan)) => plan.apply_queue_url.clone(),
+        _ => None,
     };
-    let Some(url) = plan.apply_queue_url else {
-        return Ok(());
+    let Some(url) = offered else {
+        if let Some(Some(unused)) = created.get() {
+            if let Err(e) = handoff.queue.delete(unused).await {
+                tracing::warn!(error = %e, queue = %unused, "deleting the unused apply queue");
+            }
+        }
+        return planned.map(drop);
     };
     let started = Instant::now();
     let job = wait_for_apply(&handoff, ports.metadb, config, &url).await;
