@@ -73,10 +73,10 @@ pub async fn terra_run_handing_off<
         _ => None,
     };
     let Some(url) = offered else {
-        if let Some(Some(unused)) = created.get() {
-            if let Err(e) = handoff.queue.delete(unused).await {
-                tracing::warn!(error = %e, queue = %unused, "deleting the unused apply queue");
-            }
+        if let Some(Some(unused)) = created.get()
+            && let Err(e) = handoff.queue.delete(unused).await
+        {
+            tracing::warn!(error = %e, queue = %unused, "deleting the unused apply queue");
         }
         return planned.map(drop);
     };
