@@ -74,13 +74,36 @@ pub async fn terra_run_handing_off<
     let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
         return terra_run(config, repo, logs_url, ports).await.map(drop);
     };
-    let open = |_: &PlanResult| open_queue(&handoff, config);
-    let TerraRunResult::Plan(plan) = terra_run_with(config, repo, logs_url, ports, open).await?
-    else {
-        return Ok(());
+    // The queue is created while the plan runs, so the plan's answer does not
+    // wait for it; a plan that fails or needs no apply deletes it again.
+    let created = tokio::sync::OnceCell::new();
+    let create = || open_queue(handoff.queue, handoff.wait, config);
+    // Offered only once no process of the plan is left (called when none of
+    // this task's commands runs any more); otherwise the unused queue is
+    // deleted below and a new task applies.
+    let offer = |_: &PlanResult| async {
+        if let Err(refusal) = handoff.leftovers.clear().await {
+            tracing::warn!(execution_id = %config.execution_id,
+                "not waiting for the apply: {refusal}; a new task will apply");
+            return None;
+        }
+        created.get_or_init(create).await.clone()
     };
-    let Some(url) = plan.apply_queue_url else {
-        return Ok(());
+    let (_, planned) = tokio::join!(
+        created.get_or_init(create),
+        terra_run_with(config, repo, logs_url, ports, offer)
+    );
+    let offered = match &planned {
+        Ok(TerraRunResult::Plan(plan)) => plan.apply_queue_url.clone(),
+        _ => None,
+    };
+    let Some(url) = offered else {
+        if let Some(Some(unused)) = created.get()
+            && let Err(e) = handoff.queue.delete(unused).await
+        {
+            tracing::warn!(error = %e, queue = %unused, "deleting the unused apply queue");
+        }
+        return planned.map(drop);
     };
     let started = Instant::now();
     let job = wait_for_apply(&handoff, ports, config, &url).await;
@@ -114,19 +137,12 @@ pub fn queue_name(prefix: &str, plan_task_token: &str) -> String {
     format!("{prefix}{}", &digest[..24])
 }
 
-/// Creates this task's queue; `None` (a new task will apply) when it cannot,
-/// or when the plan left a process behind (killed first: no process of the
-/// plan may share the task with the apply's credentials).
+/// Creates this task's queue; `None` (a new task will apply) when it cannot.
 async fn open_queue<Q: ApplyQueue>(
-    handoff: &Handoff<'_, Q>,
+    queue: &Q,
+    wait: &ApplyWait,
     config: &TerraRunConfig,
 ) -> Option<String> {
-    let (queue, wait) = (handoff.queue, handoff.wait);
-    if let Err(refusal) = handoff.leftovers.clear().await {
-        tracing::warn!(execution_id = %config.execution_id,
-            "not waiting for the apply: {refusal}; a new task will apply");
-        return None;
-    }
     let name = queue_name(&wait.queue_prefix, &config.task_token);
     // Kept past the wait, so a job sent at its very end is not dropped by SQS
     // before the deletion makes the send fail.

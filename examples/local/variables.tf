@@ -140,3 +140,9 @@ variable "max_parallel" {
   type        = number
   default     = 4
 }
+
+variable "apply_wait_seconds" {
+  description = "How long a plan task waits to apply its own approved plan (0: every apply in a new task; make bench-pipeline compares both)."
+  type        = number
+  default     = 3600
+}

@@ -411,13 +411,11 @@ async fn a_plan_that_leaves_a_process_behind_gets_no_hand_off_and_the_process_is
         started.elapsed() < Duration::from_secs(20),
         "the task did not wait for an apply"
     );
-    let queues = sqs()
-        .list_queues()
-        .queue_name_prefix(&wait.queue_prefix)
-        .send()
-        .await
-        .unwrap();
-    assert!(queues.queue_urls().is_empty(), "{queues:?}");
+    assert_eq!(
+        queues(&wait).await,
+        Vec::<String>::new(),
+        "the queue created while planning is deleted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,4 +428,40 @@ async fn a_plan_task_without_a_hand_off_names_no_queue() {
     };
     let plan: serde_json::Value = serde_json::from_str(output).unwrap();
     assert!(plan.get("apply_queue_url").is_none(), "{plan}");
+}
+
+/// The queues whose names start with the wait's prefix.
+async fn queues(wait: &ApplyWait) -> Vec<String> {
+    sqs()
+        .list_queues()
+        .queue_name_prefix(&wait.queue_prefix)
+        .send()
+        .await
+        .unwrap()
+        .queue_urls()
+        .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_plan_deletes_the_queue_it_created_while_planning() {
+    if !alone_in_process("apply_handoff::a_failed_plan_deletes_the_queue_it_created_while_planning")
+    {
+        return;
+    }
+    let t = task().await;
+    let mut config = t.config();
+    config.command = Some("echo 'the plan broke' >&2; exit 3".into());
+    let wait = wait(120);
+    let started = Instant::now();
+    let err = t.run(&config, Some(&wait)).await.unwrap_err();
+    assert!(err.to_string().contains("exit"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "a failed plan does not wait for an apply"
+    );
+    let Sent::Failure { token, .. } = &t.tokens.take()[0] else {
+        panic!("the plan was answered as a success")
+    };
+    assert_eq!(token, "token-1");
+    assert_eq!(queues(&wait).await, Vec::<String>::new());
 }

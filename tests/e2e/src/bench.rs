@@ -69,6 +69,68 @@ pub struct Figures {
     pub states: BTreeMap<String, StateSamples>,
     /// terra-run phase → its steps, from the tasks' timelines.
     pub tasks: BTreeMap<String, PhaseSteps>,
+    /// Each execution's time split by who spends it.
+    pub splits: Vec<UnitSplit>,
+}
+
+/// Where one execution's time (Step Functions start → end) goes (ms). The
+/// parts add up to the whole, so their means over the units do too.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UnitSplit {
+    pub total: f64,
+    /// The unit's plan and apply commands (the `terraform command finished` lines).
+    pub terraform: f64,
+    /// live-ci's own code in the tasks: process start → token answered, less terraform.
+    pub task_code: f64,
+    /// Getting a task running and its answer back: state entered → process
+    /// started, token answered → state exited (the local cloud's ECS, or the
+    /// apply job's trip through the plan task's queue).
+    pub task_dispatch: f64,
+    /// Request Approval, entered → exited: the SNS publish, approval-request and
+    /// its mail, the voter (who here clicks at once), approval-response twice
+    /// (the confirmation page and the vote).
+    pub approval: f64,
+    /// The rest: the state machine between its task states.
+    pub transitions: f64,
+}
+
+/// Splits one execution: its Step Functions time, its task states, the
+/// timelines of its tasks by phase, its terraform time.
+pub fn split_execution(
+    total_ms: f64,
+    terraform_ms: f64,
+    states: &[StateTime],
+    timeline: impl Fn(&str) -> Option<TaskTimeline>,
+) -> UnitSplit {
+    let mut split = UnitSplit {
+        total: total_ms,
+        terraform: terraform_ms,
+        ..UnitSplit::default()
+    };
+    let mut task_spans = 0.0;
+    for st in states {
+        if st.state == live_ci_workflow::outcome::state::REQUEST_APPROVAL {
+            split.approval += st.total_ms;
+            continue;
+        }
+        let Some(phase) = task_phase(&st.state) else {
+            continue;
+        };
+        let span = timeline(phase)
+            .and_then(|t| Some(t.at("answered")? - t.started_ms))
+            .filter(|span| *span <= st.total_ms)
+            .unwrap_or(0.0);
+        task_spans += span;
+        split.task_dispatch += st.total_ms - span;
+    }
+    split.task_code = task_spans - terraform_ms;
+    split.transitions = total_ms - task_spans - split.task_dispatch - split.approval;
+    split
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 { 0.0 } else { sum / n as f64 }
 }
 
 /// One task state's times over the executions of a run (ms).
@@ -127,6 +189,18 @@ pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
     out
 }
 
+/// The terra-run phase a task state runs: an apply handed to the waiting plan
+/// task is timed like one in a new task, its "launch" being the job's trip
+/// through the queue (sent → picked up).
+pub fn task_phase(state: &str) -> Option<&'static str> {
+    use live_ci_workflow::outcome::state::{APPLY, APPLY_IN_PLAN_TASK, PLAN};
+    match state {
+        PLAN => Some("plan"),
+        APPLY | APPLY_IN_PLAN_TASK => Some("apply"),
+        _ => None,
+    }
+}
+
 impl Figures {
     /// (makespan − critical path of terraform time) / units on that path.
     pub fn overhead_per_unit_ms(&self) -> f64 {
@@ -178,6 +252,18 @@ impl Figures {
             percentile(&self.finish_latency_ms, 50.0) / 1e3,
             percentile(&self.finish_latency_ms, 95.0) / 1e3,
             self.finish_latency_ms.len()
+        );
+        let part = |f: fn(&UnitSplit) -> f64| mean(self.splits.iter().map(f)) / 1e3;
+        let _ = writeln!(
+            out,
+            "  per unit mean                {:>9.2} s = terraform {:.2} + task code {:.2} + task dispatch {:.2} + approval {:.2} + transitions {:.2}   (execution start -> end, n={})",
+            part(|u| u.total),
+            part(|u| u.terraform),
+            part(|u| u.task_code),
+            part(|u| u.task_dispatch),
+            part(|u| u.approval),
+            part(|u| u.transitions),
+            self.splits.len()
         );
         for (state, samples) in &self.states {
             let _ = writeln!(
@@ -731,14 +817,17 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
     let sfn = sfn_client(cloud.endpoint());
     let mut execs = Vec::with_capacity(rows.len());
     let mut states: BTreeMap<String, StateSamples> = BTreeMap::new();
+    let mut splits = Vec::with_capacity(rows.len());
     for r in rows {
         let id: String = r.get(0);
         let arn: Option<String> = r.get(3);
+        let mut exec_states = Vec::new();
         if let Some(arn) = &arn {
-            for t in state_times(&execution_history(&sfn, arn).await?) {
-                let phase = t.state.to_lowercase();
-                if let Some(timeline) = timelines.get(&(id.clone(), phase.clone())) {
-                    tasks.entry(phase).or_default().add(
+            exec_states = state_times(&execution_history(&sfn, arn).await?);
+            for t in exec_states.clone() {
+                let phase = task_phase(&t.state);
+                if let Some(timeline) = phase.and_then(|p| timelines.get(&(id.clone(), p.into()))) {
+                    tasks.entry(timeline.phase.clone()).or_default().add(
                         timeline,
                         t.submitted_at_ms,
                         Some(t.exited_at_ms),
@@ -760,6 +849,14 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
         };
         let sfn_start_ms = described.as_ref().map(|d| epoch_ms(d.start_date()));
         let sfn_stop_ms = described.as_ref().and_then(|d| d.stop_date()).map(epoch_ms);
+        if let (Some(start), Some(stop)) = (sfn_start_ms, sfn_stop_ms) {
+            splits.push(split_execution(
+                stop - start,
+                tf.get(&id).copied().unwrap_or(0.0),
+                &exec_states,
+                |phase| timelines.get(&(id.clone(), phase.to_string())).cloned(),
+            ));
+        }
         execs.push(ExecTiming {
             terraform_ms: tf.get(&id).copied().unwrap_or(0.0),
             depends_on: depends.remove(&id).unwrap_or_default(),
@@ -797,6 +894,7 @@ pub async fn run_case(cloud: &Cloud, case: Case, pr_number: u64) -> Result<Figur
         lambda_ms,
         states,
         tasks,
+        splits,
     })
 }
 
@@ -927,6 +1025,63 @@ mod tests {
         ];
         assert_eq!(terraform_times(&logs).get("x1"), Some(&1500.0));
         assert_eq!(lambda_durations(&logs)["trigger-sf"], vec![12.5]);
+    }
+
+    #[test]
+    fn an_executions_time_splits_into_parts_that_add_up() {
+        let state = |name: &str, entered: f64, exited: f64| StateTime {
+            state: name.into(),
+            total_ms: exited - entered,
+            to_submitted_ms: Some(100.0),
+            submitted_at_ms: Some(entered + 100.0),
+            exited_at_ms: exited,
+        };
+        let states = vec![
+            state("Plan", 0.0, 1000.0),
+            state("Request Approval", 1100.0, 2000.0),
+            state("Apply In Plan Task", 2050.0, 2700.0),
+        ];
+        let timeline = |phase: &str| {
+            let (started, answered) = match phase {
+                "plan" => (300.0, 900.0),
+                _ => (2100.0, 2600.0),
+            };
+            Some(TaskTimeline {
+                execution_id: "x".into(),
+                phase: phase.into(),
+                started_ms: started,
+                marks: vec![("answered".into(), answered - started)],
+            })
+        };
+        let split = split_execution(2800.0, 400.0, &states, timeline);
+        assert_eq!(split.total, 2800.0);
+        assert_eq!(split.terraform, 400.0);
+        // plan 600 + apply 500 in the tasks, less terraform's 400
+        assert_eq!(split.task_code, 700.0);
+        // plan 1000 - 600, apply 650 - 500
+        assert_eq!(split.task_dispatch, 550.0);
+        assert_eq!(split.approval, 900.0);
+        assert_eq!(split.transitions, 250.0);
+        assert_eq!(
+            split.terraform
+                + split.task_code
+                + split.task_dispatch
+                + split.approval
+                + split.transitions,
+            split.total
+        );
+        // A task without its timeline counts whole as dispatch.
+        let untimed = split_execution(2800.0, 0.0, &states, |_| None);
+        assert_eq!(untimed.task_dispatch, 1650.0);
+        assert_eq!(untimed.task_code, 0.0);
+    }
+
+    #[test]
+    fn an_apply_in_the_plan_task_is_timed_as_the_apply_phase() {
+        assert_eq!(task_phase("Plan"), Some("plan"));
+        assert_eq!(task_phase("Apply"), Some("apply"));
+        assert_eq!(task_phase("Apply In Plan Task"), Some("apply"));
+        assert_eq!(task_phase("Request Approval"), None);
     }
 
     #[test]

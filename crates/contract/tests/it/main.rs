@@ -2,4 +2,5 @@
 //! crate, each former `tests/*.rs` a module.
 
 mod docs;
+mod local_deployment;
 mod module_contract;

@@ -207,7 +207,7 @@ fn task_job(
 /// its key.
 const RUNTIME_STATEMENTS: &[&str] = &["OwnLogs", "Tracing", "DeadLetters", "DeadLettersKey"];
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 

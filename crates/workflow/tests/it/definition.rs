@@ -71,7 +71,6 @@ fn every_state_is_reachable_and_every_task_catches() {
         state::PLAN,
         state::REQUEST_APPROVAL,
         state::APPROVAL_RESULTS,
-        state::APPLY_WHERE,
         state::APPLY_IN_PLAN_TASK,
         state::APPLY,
         state::SUCCESS,

@@ -321,7 +321,6 @@ async fn approved_deployments_apply_and_succeed() {
             state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
-            state::APPLY_WHERE,
             state::APPLY,
             state::SUCCESS
         ]
@@ -380,7 +379,6 @@ async fn an_approved_apply_goes_to_the_waiting_plan_tasks_queue() {
             state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
-            state::APPLY_WHERE,
             state::APPLY_IN_PLAN_TASK,
             state::SUCCESS
         ]
@@ -405,7 +403,6 @@ async fn an_apply_whose_plan_task_is_gone_goes_to_a_new_task() {
             state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
-            state::APPLY_WHERE,
             state::APPLY_IN_PLAN_TASK,
             state::APPLY,
             state::SUCCESS
@@ -457,7 +454,6 @@ async fn an_apply_the_plan_task_refuses_goes_to_a_new_task() {
             state::PLAN_CHANGES,
             state::REQUEST_APPROVAL,
             state::APPROVAL_RESULTS,
-            state::APPLY_WHERE,
             state::APPLY_IN_PLAN_TASK,
             state::APPLY,
             state::SUCCESS
