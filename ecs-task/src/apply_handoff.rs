@@ -22,6 +22,7 @@
 //!   which sends that apply to a new task, and the wait goes on. A body that
 //!   is no job has no token to answer: it is logged and the wait goes on, so
 //!   no message can end the wait early or start an apply.
+//! - A task stopped with SIGTERM (ECS's StopTask) deletes its queue first.
 //! - The wait ends when the execution ends without an apply (rejected, timed
 //!   out, stopped: the metadb record leaves `running`) or after
 //!   `APPLY_WAIT_SECONDS`. The queue is deleted then, so a later send fails and
@@ -40,7 +41,7 @@ use live_ci_workflow::payload::{ApplyJob, HANDOFF_REFUSED, PlanResult, decode};
 
 use crate::checkout::Repo;
 use crate::config::{ApplyWait, PhaseInput, TerraRunConfig};
-use crate::error::Result;
+use crate::error::{Result, TaskError};
 use crate::leftovers::Subreaper;
 use crate::terra_run::{TerraRunPorts, TerraRunResult, terra_run, terra_run_with};
 use crate::timeline;
@@ -74,9 +75,59 @@ pub async fn terra_run_handing_off<
     let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
         return terra_run(config, repo, logs_url, ports).await.map(drop);
     };
+    let created = tokio::sync::OnceCell::new();
+    // ECS stops a task with SIGTERM (StopTask, a scale-in; SIGKILL follows):
+    // a queue left by a killed task would stay until SQS drops it as inactive,
+    // after about 30 days. Listened to before any command runs.
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .inspect_err(|e| {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM: a stopped task leaves its apply queue");
+        });
+    let handing_off = hand_off(config, repo, logs_url, ports, &handoff, &created);
+    let Ok(mut terminate) = terminate else {
+        return handing_off.await;
+    };
+    tokio::select! {
+        done = handing_off => done,
+        _ = terminate.recv() => {
+            // The command, if one runs, is killed as the future is dropped.
+            let queue = match created.get() {
+                Some(queue) => queue.clone(),
+                // Its creation may be under way: CreateQueue of the same name
+                // and attributes answers the same queue.
+                None => open_queue(handoff.queue, handoff.wait, config).await,
+            };
+            if let Some(url) = queue {
+                match handoff.queue.delete(&url).await {
+                    Ok(()) => tracing::info!(queue = %url, "stopped (SIGTERM): the apply queue is deleted"),
+                    // Already deleted when the wait had ended.
+                    Err(e) => tracing::info!(error = %e, queue = %url, "stopped (SIGTERM): deleting the apply queue"),
+                }
+            }
+            Err(TaskError::Terminated)
+        }
+    }
+}
+
+/// The plan, the wait and the apply of [`terra_run_handing_off`]; `created`
+/// holds the queue once it was asked for.
+async fn hand_off<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+    Q: ApplyQueue,
+>(
+    config: &TerraRunConfig,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    handoff: &Handoff<'_, Q>,
+    created: &tokio::sync::OnceCell<Option<String>>,
+) -> Result<()> {
     // The queue is created while the plan runs, so the plan's answer does not
     // wait for it; a plan that fails or needs no apply deletes it again.
-    let created = tokio::sync::OnceCell::new();
     let create = || open_queue(handoff.queue, handoff.wait, config);
     // Offered only once no process of the plan is left (called when none of
     // this task's commands runs any more); otherwise the unused queue is
@@ -106,7 +157,7 @@ pub async fn terra_run_handing_off<
         return planned.map(drop);
     };
     let started = Instant::now();
-    let job = wait_for_apply(&handoff, ports, config, &url).await;
+    let job = wait_for_apply(handoff, ports, config, &url).await;
     // Whatever the wait's end, nothing more is sent to this task.
     if let Err(e) = handoff.queue.delete(&url).await {
         tracing::warn!(error = %e, queue = %url, "deleting the apply queue");

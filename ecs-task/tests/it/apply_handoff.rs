@@ -430,6 +430,45 @@ async fn a_plan_task_without_a_hand_off_names_no_queue() {
     assert!(plan.get("apply_queue_url").is_none(), "{plan}");
 }
 
+/// ECS stops a task with SIGTERM: the plan task waiting for its apply
+/// deletes its queue and ends, so no queue of a stopped task is left for
+/// SQS's 30-day clean-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_task_stopped_with_sigterm_while_waiting_deletes_its_queue() {
+    if !alone_in_process(
+        "apply_handoff::a_plan_task_stopped_with_sigterm_while_waiting_deletes_its_queue",
+    ) {
+        return;
+    }
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(120);
+    let started = Instant::now();
+    let (done, url) = tokio::join!(t.run(&config, Some(&wait)), async {
+        let url = plan_answer(&t.tokens).await.apply_queue_url.unwrap();
+        assert!(queue_exists(&url).await, "the task waits on its queue");
+        // This process is the task: ECS's StopTask, sent to it.
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        url
+    });
+    let err = done.unwrap_err();
+    assert!(matches!(err, TaskError::Terminated), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it did not wait out its 120 s"
+    );
+    assert!(
+        !queue_exists(&url).await,
+        "the stopped task deletes its queue"
+    );
+    assert_eq!(queues(&wait).await, Vec::<String>::new());
+    assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
+}
+
 /// The queues whose names start with the wait's prefix.
 async fn queues(wait: &ApplyWait) -> Vec<String> {
     sqs()
