@@ -1,6 +1,6 @@
-//! The plan task that stays up for its unit's approved apply: after a plan
-//! that needs an apply, terra-run creates a queue of its own, answers the plan
-//! with the queue's URL, and waits there for the state machine's Apply job
+//! The plan task that stays up for its unit's approved apply: terra-run
+//! creates a queue of its own while it plans, answers a plan that needs an
+//! apply with the queue's URL (any other plan deletes the queue), and waits there for the state machine's Apply job
 //! (`live_ci_workflow::ApplyJob`) while the voters decide. It then applies in
 //! this same task, so the apply costs no new task start (a Fargate start is
 //! tens of seconds; here it is LocalStack's `ecs:runTask` submission and a
