@@ -5,14 +5,15 @@ use serde::Deserialize;
 
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, ExecutionStore, NewApprovalRequest, RequestStored, TokenDelivery,
+    ApprovalRecord, ApprovalStore, Ballot, ExecutionStore, NewApprovalRequest, RequestStored,
+    TokenDelivery, VoteView, Voted,
 };
 
 use crate::error::{MetadbError, Result};
 use crate::sql::approval_statements as q;
 use crate::sql::statements as votes;
 use crate::sql::{Param, Sql};
-use crate::store::{Store, decode_first};
+use crate::store::{Store, decode, decode_first};
 
 #[derive(Deserialize)]
 struct VoteContext {
@@ -217,5 +218,36 @@ impl<S: Sql> ApprovalStore for Store<S> {
             Some("reject") => Some(Vote::Reject),
             _ => None,
         })
+    }
+
+    async fn vote_view(&self, execution_id: &str) -> Result<Option<VoteView>> {
+        let rows = self
+            .sql()
+            .query(q::VOTE_VIEW, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        decode_first(q::VOTE_VIEW, &rows)
+    }
+
+    async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>> {
+        // Not retried: a vote whose answer was lost may have taken the
+        // hand-over, and a retry would then show it as someone else's.
+        let rows = self
+            .sql()
+            .query(
+                q::VOTE,
+                &[
+                    ("execution_id", Param::text(ballot.execution_id)),
+                    ("voter", Param::text(ballot.voter)),
+                    ("vote", Param::text(ballot.vote.as_str())),
+                    ("task_token_hash", Param::text(ballot.task_token_hash)),
+                    ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
+                ],
+            )
+            .await?;
+        // SQL NULL: no execution has the id.
+        match rows.first().map(String::as_str) {
+            None | Some("") => Ok(None),
+            Some(row) => decode(q::VOTE, row).map(Some),
+        }
     }
 }

@@ -10,8 +10,8 @@ use live_ci_aws::sdk::kms;
 use live_ci_core::approval::{LinkKey, task_token_hash};
 use live_ci_core::deploy::{ExecutionRecord, RunId, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, Email, ExecutionStore, Mailer, NewApprovalRequest,
-    RequestStored, RunStore, TaskTokens, TokenDelivery,
+    ApprovalRecord, ApprovalStore, Ballot, Email, ExecutionStore, Mailer, NewApprovalRequest,
+    RequestStored, RunStore, TaskTokens, TokenDelivery, VoteView, Voted,
 };
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
@@ -315,5 +315,13 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
 
     async fn decide(&self, execution_id: &str) -> Result<Option<Vote>, S::Error> {
         self.0.decide(execution_id).await
+    }
+
+    async fn vote_view(&self, execution_id: &str) -> Result<Option<VoteView>, S::Error> {
+        self.0.vote_view(execution_id).await
+    }
+
+    async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>, S::Error> {
+        self.0.vote(ballot).await
     }
 }

@@ -11,7 +11,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 use super::TokenDelivery;
-use crate::deploy::{ExecutionRecord, Tally, UnixMillis, Vote, VoteOutcome};
+use crate::deploy::{ExecutionRecord, ExecutionStatus, Tally, UnixMillis, Vote, VoteOutcome};
 
 /// An approval request as `approval_request` stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +73,62 @@ pub enum RequestStored {
     Decided,
     /// No such execution in the metadb.
     UnknownExecution,
+}
+
+/// What a vote link's page shows and is checked against, read at once: the
+/// execution, its approval request (`None` when none was stored) and the
+/// votes so far.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct VoteView {
+    pub execution: ExecutionRecord,
+    pub approval: Option<ApprovalRecord>,
+    pub tally: Tally,
+}
+
+/// One voter's vote, as a signed link submits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ballot<'a> {
+    pub execution_id: &'a str,
+    pub voter: &'a str,
+    pub vote: Vote,
+    /// The task token hash the link carries (lowercase hex): a link of an
+    /// older request of the execution records nothing.
+    pub task_token_hash: &'a str,
+    /// How long a hand-over may take before another caller retries it (see
+    /// [`ApprovalStore::claim_decision_delivery`]).
+    pub lease_secs: u32,
+}
+
+/// What [`ApprovalStore::vote`] did.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Voted {
+    /// The execution, its request and tally as they were before the vote.
+    pub view: VoteView,
+    /// `None` when the view refused the vote and nothing changed: the voter
+    /// is not one of the execution's, no request is stored, the link's task
+    /// token hash is not the stored one, or voting is closed (undecided, and
+    /// the request has no ciphertext or the execution no longer runs).
+    #[serde(default)]
+    pub cast: Option<Cast>,
+}
+
+/// A vote the view let through, and what followed from it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Cast {
+    /// False when the execution was decided or had ended: the vote is not
+    /// counted.
+    pub recorded: bool,
+    /// The execution's status after the vote.
+    pub status: ExecutionStatus,
+    /// The execution's decision after the vote (this vote's, or an earlier).
+    pub decision: Option<Vote>,
+    /// The votes after this one.
+    pub tally: Tally,
+    /// This caller took the hand-over of the decision and must send it.
+    pub claimed: bool,
+    /// The request after the claim: the task token to send, or what became of
+    /// the hand-over so far.
+    pub approval: Option<ApprovalRecord>,
 }
 
 /// Durable state of e-mail approvals and votes. Implemented by
@@ -160,4 +216,20 @@ pub trait ApprovalStore: Send + Sync {
         &self,
         execution_id: &str,
     ) -> impl Future<Output = Result<Option<Vote>, Self::Error>> + Send;
+
+    /// What a vote link's page shows, in one read; `None` for an unknown
+    /// execution.
+    fn vote_view(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<VoteView>, Self::Error>> + Send;
+
+    /// A voter's vote in one step, serialized with the execution's other
+    /// votes: checks the ballot against the view, records the vote, decides
+    /// ([`Self::decide`]) and, once decided, tries the hand-over
+    /// ([`Self::claim_decision_delivery`]). `None` for an unknown execution.
+    fn vote(
+        &self,
+        ballot: &Ballot<'_>,
+    ) -> impl Future<Output = Result<Option<Voted>, Self::Error>> + Send;
 }

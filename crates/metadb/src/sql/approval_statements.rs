@@ -1,5 +1,5 @@
 //! The statements of the approval store (`0002_approvals.sql`, the task token
-//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`), in the same
+//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`, a vote in one call since `0013_vote.sql`), in the same
 //! dialect as [`super::statements`]: `:name` parameters, one JSON text column.
 
 /// Stores an approval request and says what it did: `unknown` (no such
@@ -51,19 +51,24 @@ VALUES (:execution_id, :task_token_hash, :voter, :message_id)
 ON CONFLICT DO NOTHING
 RETURNING voter";
 
-/// The hand-over of a decided execution's task token. Concurrent callers
-/// queue on the row lock and re-check the WHERE clause against the winner's
-/// update, so exactly one gets a row; a claim older than the lease (its
-/// caller died mid-send) may be taken again.
+/// The hand-over of a decided execution's task token
+/// (`live_ci_claim_delivery`, migration 0013): a row for exactly one caller; a
+/// claim older than the lease (its caller died mid-send) may be taken again.
 pub const CLAIM_DECISION_DELIVERY: &str = "\
-UPDATE approval_requests a SET delivery_claimed_at = clock_timestamp()
-FROM executions e
-WHERE a.execution_id = :execution_id AND e.execution_id = a.execution_id
-  AND e.decision IS NOT NULL AND a.decision_sent_at IS NULL
-  AND (a.delivery_claimed_at IS NULL
-       OR a.delivery_claimed_at < clock_timestamp()
-                                  - make_interval(secs => CAST(:lease_secs AS double precision)))
-RETURNING a.execution_id";
+SELECT c FROM live_ci_claim_delivery(CAST(:execution_id AS text),
+                                     CAST(:lease_secs AS double precision)) AS c
+WHERE c IS NOT NULL";
+
+/// What a vote link's page shows, in one read (`live_ci_vote_view`, 0013).
+pub const VOTE_VIEW: &str = "\
+SELECT live_ci_vote_view(e)::text FROM executions e WHERE e.execution_id = :execution_id";
+
+/// A voter's POST in one round trip (`live_ci_vote`, migration 0013): checks,
+/// records the vote, decides, tallies and claims the hand-over of a decision,
+/// under the execution's row lock.
+pub const VOTE: &str = "\
+SELECT live_ci_vote(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
+                    CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision))";
 
 pub const RECORD_DECISION_DELIVERY: &str = "\
 UPDATE approval_requests
