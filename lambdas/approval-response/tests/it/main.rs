@@ -7,3 +7,4 @@ mod responder;
 mod round_trips;
 mod server;
 mod ses_localstack;
+mod vote_race;
