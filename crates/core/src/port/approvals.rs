@@ -75,6 +75,18 @@ pub enum RequestStored {
     UnknownExecution,
 }
 
+/// What storing an approval request did, with what mailing its voters needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    pub stored: RequestStored,
+    /// The stored request's expiry (the new one, or the earlier one for a
+    /// repeated delivery): every link of one request expires together.
+    /// `None` for an unknown execution.
+    pub expires_at: Option<UnixMillis>,
+    /// The voters already mailed links for this task token.
+    pub mailed: Vec<String>,
+}
+
 /// What a vote link's page shows and is checked against, read at once: the
 /// execution, its approval request (`None` when none was stored) and the
 /// votes so far.
@@ -146,6 +158,13 @@ pub trait ApprovalStore: Send + Sync {
         request: &NewApprovalRequest,
     ) -> impl Future<Output = Result<RequestStored, Self::Error>> + Send;
 
+    /// [`Self::store_approval_request`], answering also what mailing needs
+    /// ([`Self::mailed_voters`] and the stored expiry), in one step.
+    fn store_approval_request_for_mail(
+        &self,
+        request: &NewApprovalRequest,
+    ) -> impl Future<Output = Result<StoredRequest, Self::Error>> + Send;
+
     fn approval_request(
         &self,
         execution_id: &str,
@@ -167,6 +186,15 @@ pub trait ApprovalStore: Send + Sync {
         voter: &str,
         message_id: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// [`Self::record_mailed`] for several `(voter, message_id)` at once;
+    /// returns the voters not recorded before.
+    fn record_mails(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+        mails: &[(String, String)],
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
 
     /// Takes the hand-over of the decided execution's task token: true for
     /// exactly one caller while no delivery is recorded and no other claim is

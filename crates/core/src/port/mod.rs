@@ -30,7 +30,8 @@ mod workflow;
 
 pub use apply_queue::ApplyQueue;
 pub use approvals::{
-    ApprovalRecord, ApprovalStore, Ballot, Cast, NewApprovalRequest, RequestStored, VoteView, Voted,
+    ApprovalRecord, ApprovalStore, Ballot, Cast, NewApprovalRequest, RequestStored, StoredRequest,
+    VoteView, Voted,
 };
 pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};

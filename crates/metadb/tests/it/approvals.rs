@@ -342,3 +342,89 @@ async fn an_unknown_delivery_outcome_is_refused() {
     );
     t.drop_db().await;
 }
+
+/// approval_request's one round trip before mailing: the store answers with
+/// the stored expiry (a repeated delivery keeps the first one, so every link
+/// of a request expires together) and the voters already mailed for that
+/// token; the mails of one invocation are recorded in one call, each once.
+#[tokio::test]
+async fn storing_a_request_answers_its_expiry_and_who_was_mailed() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let r = db
+        .create_run(&run("c1", 4, vec![exec("a", "dev", &[])]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    let unknown = db
+        .store_approval_request_for_mail(&request("nope", "t1"))
+        .await
+        .unwrap();
+    assert_eq!(unknown.stored, RequestStored::UnknownExecution);
+    assert_eq!((unknown.expires_at, unknown.mailed.len()), (None, 0));
+
+    let first = db
+        .store_approval_request_for_mail(&request("a", "t1"))
+        .await
+        .unwrap();
+    assert_eq!(first.stored, RequestStored::Stored);
+    assert_eq!(first.expires_at, Some(4_102_444_800_000));
+    assert!(first.mailed.is_empty());
+    let mails = |voters: &[&str]| -> Vec<(String, String)> {
+        voters
+            .iter()
+            .map(|v| (v.to_string(), format!("message-to-{v}")))
+            .collect()
+    };
+    assert_eq!(
+        db.record_mails(
+            "a",
+            "hash-of-t1",
+            &mails(&["b@example.com", "a@example.com"])
+        )
+        .await
+        .unwrap()
+        .len(),
+        2
+    );
+    // Recorded once: a repeat records only who is new.
+    assert_eq!(
+        db.record_mails(
+            "a",
+            "hash-of-t1",
+            &mails(&["a@example.com", "c@example.com"])
+        )
+        .await
+        .unwrap(),
+        ["c@example.com"]
+    );
+    assert!(
+        db.record_mails("a", "hash-of-t1", &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let mut repeat = request("a", "t1");
+    repeat.expires_at += 60_000;
+    let again = db.store_approval_request_for_mail(&repeat).await.unwrap();
+    assert_eq!(again.stored, RequestStored::Repeated);
+    assert_eq!(again.expires_at, Some(4_102_444_800_000));
+    assert_eq!(
+        again.mailed,
+        ["a@example.com", "b@example.com", "c@example.com"]
+    );
+    assert_eq!(
+        again.mailed,
+        db.mailed_voters("a", "hash-of-t1").await.unwrap()
+    );
+
+    // A new token: its own expiry, nobody mailed for it yet.
+    let mut newer = request("a", "t2");
+    newer.expires_at += 120_000;
+    let replaced = db.store_approval_request_for_mail(&newer).await.unwrap();
+    assert_eq!(replaced.stored, RequestStored::Stored);
+    assert_eq!(replaced.expires_at, Some(4_102_444_920_000));
+    assert!(replaced.mailed.is_empty());
+    t.drop_db().await;
+}
