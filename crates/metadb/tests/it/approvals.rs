@@ -428,3 +428,144 @@ async fn storing_a_request_answers_its_expiry_and_who_was_mailed() {
     assert!(replaced.mailed.is_empty());
     t.drop_db().await;
 }
+
+/// A vote in one call (`live_ci_vote`), with what a page needs read in one
+/// (`live_ci_vote_view`): a link of another token or a stranger records
+/// nothing; the vote that reaches the threshold decides and takes the
+/// hand-over with the token to send; later votes are not counted and take it
+/// only once the lease has passed, never after a delivery is recorded.
+pub(crate) async fn a_vote_decides_and_takes_the_hand_over_once<S>(db: &S, prefix: &str)
+where
+    S: ApprovalStore + RunStore + ExecutionStore,
+    <S as ApprovalStore>::Error: std::fmt::Debug,
+    <S as RunStore>::Error: std::fmt::Debug,
+{
+    use live_ci_core::port::Ballot;
+    let id = format!("{prefix}-vote");
+    let mut e = exec(&id, "dev", &[]);
+    e.voters = vec!["a@example.com".into(), "b@example.com".into()];
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db
+        .create_run(&run(&format!("{prefix}-c"), 4, vec![e]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let ballot = |voter, hash, lease_secs| Ballot {
+        execution_id: &id,
+        voter,
+        vote: Vote::Approve,
+        task_token_hash: hash,
+        lease_secs,
+    };
+
+    let view = db.vote_view(&id).await.unwrap().unwrap();
+    assert_eq!(view.execution.execution_id, id);
+    assert_eq!(view.approval.unwrap().task_token_hash, "hash-of-t1");
+    assert!(view.tally.approval_voters.is_empty());
+    assert!(db.vote_view("nope").await.unwrap().is_none());
+    assert!(
+        db.vote(&Ballot {
+            execution_id: "nope",
+            ..ballot("a@example.com", "hash-of-t1", 30)
+        })
+        .await
+        .unwrap()
+        .is_none()
+    );
+    // Refused by the view: nothing recorded.
+    for refused in [
+        ballot("a@example.com", "hash-of-t0", 30),
+        ballot("z@example.com", "hash-of-t1", 30),
+    ] {
+        let voted = db.vote(&refused).await.unwrap().unwrap();
+        assert!(voted.cast.is_none(), "{refused:?}");
+    }
+    assert!(
+        db.tally(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .approval_voters
+            .is_empty()
+    );
+
+    let first = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(first.recorded && !first.claimed);
+    assert_eq!(first.decision, None);
+    assert_eq!(first.tally.approval_voters, ["a@example.com"]);
+
+    let second = db
+        .vote(&ballot("b@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.view.tally.approval_voters, ["a@example.com"]);
+    let second = second.cast.unwrap();
+    assert!(second.recorded && second.claimed);
+    assert_eq!(second.decision, Some(Vote::Approve));
+    assert_eq!(
+        second.tally.approval_voters,
+        ["a@example.com", "b@example.com"]
+    );
+    let approval = second.approval.unwrap();
+    assert_eq!(
+        approval.task_token_ciphertext.as_deref(),
+        Some("ciphertext-of-t1")
+    );
+    assert!(approval.delivery_claimed_at.is_some());
+
+    // After the decision: not counted; the hand-over is held for its lease.
+    let late = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(!late.recorded && !late.claimed);
+    assert_eq!(late.decision, Some(Vote::Approve));
+    // A sender that died: the next vote after the lease takes it again.
+    let retry = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 0))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(retry.claimed);
+    assert!(
+        db.record_decision_delivery(&id, &TokenDelivery::Delivered)
+            .await
+            .unwrap()
+    );
+    let delivered = db
+        .vote(&ballot("b@example.com", "hash-of-t1", 0))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(!delivered.claimed);
+    assert_eq!(
+        delivered.approval.unwrap().delivery,
+        Some(TokenDelivery::Delivered)
+    );
+}
+
+#[tokio::test]
+async fn a_vote_decides_and_takes_the_hand_over_once_in_one_call() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    a_vote_decides_and_takes_the_hand_over_once(&db, "pv").await;
+    t.drop_db().await;
+}
