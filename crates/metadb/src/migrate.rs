@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0011_checkout_cache",
         sql: include_str!("../migrations/0011_checkout_cache.sql"),
     },
+    Migration {
+        version: 13,
+        name: "0013_vote",
+        sql: include_str!("../migrations/0013_vote.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.
