@@ -76,9 +76,9 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0011_checkout_cache.sql"),
     },
     Migration {
-        version: 13,
-        name: "0013_vote",
-        sql: include_str!("../migrations/0013_vote.sql"),
+        version: 12,
+        name: "0012_vote",
+        sql: include_str!("../migrations/0012_vote.sql"),
     },
 ];
 

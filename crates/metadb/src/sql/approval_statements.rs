@@ -1,5 +1,5 @@
 //! The statements of the approval store (`0002_approvals.sql`, the task token
-//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`, a vote in one call since `0013_vote.sql`), in the same
+//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`, a vote in one call since `0012_vote.sql`), in the same
 //! dialect as [`super::statements`]: `:name` parameters, one JSON text column.
 
 /// Stores an approval request and says what it did, with what mailing needs,
@@ -70,18 +70,18 @@ ON CONFLICT DO NOTHING
 RETURNING voter";
 
 /// The hand-over of a decided execution's task token
-/// (`live_ci_claim_delivery`, migration 0013): a row for exactly one caller; a
+/// (`live_ci_claim_delivery`, migration 0012): a row for exactly one caller; a
 /// claim older than the lease (its caller died mid-send) may be taken again.
 pub const CLAIM_DECISION_DELIVERY: &str = "\
 SELECT c FROM live_ci_claim_delivery(CAST(:execution_id AS text),
                                      CAST(:lease_secs AS double precision)) AS c
 WHERE c IS NOT NULL";
 
-/// What a vote link's page shows, in one read (`live_ci_vote_view`, 0013).
+/// What a vote link's page shows, in one read (`live_ci_vote_view`, 0012).
 pub const VOTE_VIEW: &str = "\
 SELECT live_ci_vote_view(e)::text FROM executions e WHERE e.execution_id = :execution_id";
 
-/// A voter's POST in one round trip (`live_ci_vote`, migration 0013): checks,
+/// A voter's POST in one round trip (`live_ci_vote`, migration 0012): checks,
 /// records the vote, decides, tallies and claims the hand-over of a decision,
 /// under the execution's row lock.
 pub const VOTE: &str = "\

@@ -245,11 +245,11 @@ pub const VOTE_CONTEXT: &str = "\
 SELECT json_build_object('status', status, 'decision', decision, 'is_voter', voters ? :voter)::text
 FROM executions WHERE execution_id = :execution_id";
 
-/// The votes and thresholds (`live_ci_tally_json`, migration 0013).
+/// The votes and thresholds (`live_ci_tally_json`, migration 0012).
 pub const TALLY: &str = "\
 SELECT live_ci_tally_json(e)::text FROM executions e WHERE e.execution_id = :execution_id";
 
-/// The one-time decision (`live_ci_decide`, migration 0013): only the caller
+/// The one-time decision (`live_ci_decide`, migration 0012): only the caller
 /// whose update flips `decision` from NULL gets it back (SQL NULL, an empty
 /// row, for everyone else). Rejection wins when both thresholds are met.
 pub const DECIDE: &str = "SELECT live_ci_decide(CAST(:execution_id AS text))";
