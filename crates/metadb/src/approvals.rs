@@ -5,14 +5,23 @@ use serde::Deserialize;
 
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, ExecutionStore, NewApprovalRequest, RequestStored, TokenDelivery,
+    ApprovalRecord, ApprovalStore, Ballot, ExecutionStore, NewApprovalRequest, RequestStored,
+    StoredRequest, TokenDelivery, VoteView, Voted,
 };
 
 use crate::error::{MetadbError, Result};
 use crate::sql::approval_statements as q;
 use crate::sql::statements as votes;
 use crate::sql::{Param, Sql};
-use crate::store::{Store, decode_first};
+use crate::store::{Store, decode, decode_first};
+
+/// `STORE_APPROVAL_REQUEST`'s answer.
+#[derive(Deserialize)]
+struct StoreRow {
+    stored: String,
+    expires_at: Option<i64>,
+    mailed: Vec<String>,
+}
 
 #[derive(Deserialize)]
 struct VoteContext {
@@ -29,6 +38,13 @@ impl<S: Sql> ApprovalStore for Store<S> {
     type Error = MetadbError;
 
     async fn store_approval_request(&self, r: &NewApprovalRequest) -> Result<RequestStored> {
+        Ok(self.store_approval_request_for_mail(r).await?.stored)
+    }
+
+    async fn store_approval_request_for_mail(
+        &self,
+        r: &NewApprovalRequest,
+    ) -> Result<StoredRequest> {
         let rows = self
             .sql()
             .query(
@@ -50,16 +66,28 @@ impl<S: Sql> ApprovalStore for Store<S> {
                 ],
             )
             .await?;
-        match rows.first().map(String::as_str) {
-            Some("stored") => Ok(RequestStored::Stored),
-            Some("repeated") => Ok(RequestStored::Repeated),
-            Some("decided") => Ok(RequestStored::Decided),
-            Some("unknown") => Ok(RequestStored::UnknownExecution),
-            other => Err(MetadbError::Decode {
+        let row: StoreRow =
+            decode_first(q::STORE_APPROVAL_REQUEST, &rows)?.ok_or_else(|| MetadbError::Decode {
                 statement: first_line(q::STORE_APPROVAL_REQUEST),
-                message: format!("unexpected answer {other:?}"),
-            }),
-        }
+                message: "no row".into(),
+            })?;
+        let stored = match row.stored.as_str() {
+            "stored" => RequestStored::Stored,
+            "repeated" => RequestStored::Repeated,
+            "decided" => RequestStored::Decided,
+            "unknown" => RequestStored::UnknownExecution,
+            other => {
+                return Err(MetadbError::Decode {
+                    statement: first_line(q::STORE_APPROVAL_REQUEST),
+                    message: format!("unexpected answer {other:?}"),
+                });
+            }
+        };
+        Ok(StoredRequest {
+            stored,
+            expires_at: row.expires_at,
+            mailed: row.mailed,
+        })
     }
 
     async fn approval_request(&self, execution_id: &str) -> Result<Option<ApprovalRecord>> {
@@ -116,6 +144,36 @@ impl<S: Sql> ApprovalStore for Store<S> {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn record_mails(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+        mails: &[(String, String)],
+    ) -> Result<Vec<String>> {
+        if mails.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mails: Vec<serde_json::Value> = mails
+            .iter()
+            .map(
+                |(voter, message_id)| serde_json::json!({"voter": voter, "message_id": message_id}),
+            )
+            .collect();
+        self.sql()
+            .query(
+                q::RECORD_MAILS,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("task_token_hash", Param::text(task_token_hash)),
+                    (
+                        "mails",
+                        Param::text(serde_json::Value::Array(mails).to_string()),
+                    ),
+                ],
+            )
+            .await
     }
 
     async fn claim_decision_delivery(&self, execution_id: &str, lease_secs: u32) -> Result<bool> {
@@ -217,5 +275,36 @@ impl<S: Sql> ApprovalStore for Store<S> {
             Some("reject") => Some(Vote::Reject),
             _ => None,
         })
+    }
+
+    async fn vote_view(&self, execution_id: &str) -> Result<Option<VoteView>> {
+        let rows = self
+            .sql()
+            .query(q::VOTE_VIEW, &[("execution_id", Param::text(execution_id))])
+            .await?;
+        decode_first(q::VOTE_VIEW, &rows)
+    }
+
+    async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>> {
+        // Not retried: a vote whose answer was lost may have taken the
+        // hand-over, and a retry would then show it as someone else's.
+        let rows = self
+            .sql()
+            .query(
+                q::VOTE,
+                &[
+                    ("execution_id", Param::text(ballot.execution_id)),
+                    ("voter", Param::text(ballot.voter)),
+                    ("vote", Param::text(ballot.vote.as_str())),
+                    ("task_token_hash", Param::text(ballot.task_token_hash)),
+                    ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
+                ],
+            )
+            .await?;
+        // SQL NULL: no execution has the id.
+        match rows.first().map(String::as_str) {
+            None | Some("") => Ok(None),
+            Some(row) => decode(q::VOTE, row).map(Some),
+        }
     }
 }

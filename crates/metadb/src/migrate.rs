@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0011_checkout_cache",
         sql: include_str!("../migrations/0011_checkout_cache.sql"),
     },
+    Migration {
+        version: 12,
+        name: "0012_vote",
+        sql: include_str!("../migrations/0012_vote.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -10,8 +10,8 @@ use live_ci_aws::sdk::kms;
 use live_ci_core::approval::{LinkKey, task_token_hash};
 use live_ci_core::deploy::{ExecutionRecord, RunId, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, Email, ExecutionStore, Mailer, NewApprovalRequest,
-    RequestStored, RunStore, TaskTokens, TokenDelivery,
+    ApprovalRecord, ApprovalStore, Ballot, Email, ExecutionStore, Mailer, NewApprovalRequest,
+    RequestStored, RunStore, StoredRequest, TaskTokens, TokenDelivery, VoteView, Voted,
 };
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
@@ -250,11 +250,27 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
         self.0.store_approval_request(request).await
     }
 
+    async fn store_approval_request_for_mail(
+        &self,
+        request: &NewApprovalRequest,
+    ) -> Result<StoredRequest, S::Error> {
+        self.0.store_approval_request_for_mail(request).await
+    }
+
     async fn approval_request(
         &self,
         execution_id: &str,
     ) -> Result<Option<ApprovalRecord>, S::Error> {
         self.0.approval_request(execution_id).await
+    }
+
+    async fn record_mails(
+        &self,
+        execution_id: &str,
+        hash: &str,
+        mails: &[(String, String)],
+    ) -> Result<Vec<String>, S::Error> {
+        self.0.record_mails(execution_id, hash, mails).await
     }
 
     async fn mailed_voters(&self, execution_id: &str, hash: &str) -> Result<Vec<String>, S::Error> {
@@ -315,5 +331,13 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
 
     async fn decide(&self, execution_id: &str) -> Result<Option<Vote>, S::Error> {
         self.0.decide(execution_id).await
+    }
+
+    async fn vote_view(&self, execution_id: &str) -> Result<Option<VoteView>, S::Error> {
+        self.0.vote_view(execution_id).await
+    }
+
+    async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>, S::Error> {
+        self.0.vote(ballot).await
     }
 }

@@ -4,9 +4,10 @@
 //! each voter not yet mailed for this task token.
 //!
 //! Delivery is at-least-once at the edge only: a repeated SNS delivery mails
-//! nobody already recorded as mailed, but a crash between SES accepting a
-//! mail and the metadb recording it (or two deliveries racing) can mail that
-//! voter twice. Both mails carry valid links for the same vote, so a second
+//! nobody already recorded as mailed, but a crash between SES accepting the
+//! mails and the metadb recording them (once, after the last send: every
+//! metadb call is a round trip on the unit's path), or two deliveries racing,
+//! can mail a voter twice. Both mails carry valid links for the same vote, so a second
 //! copy is harmless; a missed mail would not be.
 
 use aws_lambda_events::event::sns::SnsEvent;
@@ -200,9 +201,11 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 execution: e.execution_id.clone(),
                 source,
             })?;
+        // One round trip before the first mail: the store answers with the
+        // stored expiry and who was mailed already.
         let stored = self
             .store
-            .store_approval_request(&NewApprovalRequest {
+            .store_approval_request_for_mail(&NewApprovalRequest {
                 execution_id: e.execution_id.clone(),
                 sfn_execution_arn: request.sfn_execution_arn.clone(),
                 task_token_ciphertext: ciphertext,
@@ -222,7 +225,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
             already_mailed: Vec::new(),
             decided: false,
         };
-        match stored {
+        match stored.stored {
             RequestStored::UnknownExecution => {
                 return Err(RequestError::UnknownExecution(e.execution_id.clone()));
             }
@@ -234,18 +237,14 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
         }
         // A repeated delivery signs with the stored expiry, so every link of
         // one request expires together with the state's timeout.
-        let record = self
-            .store
-            .approval_request(&e.execution_id)
-            .await
-            .port("metadb")?
+        let expires_at = stored
+            .expires_at
             .ok_or_else(|| RequestError::UnknownExecution(e.execution_id.clone()))?;
-        let expires_at = u64::try_from(record.expires_at / 1000).unwrap_or(0);
-        let mailed = self
-            .store
-            .mailed_voters(&e.execution_id, &hash_hex)
-            .await
-            .port("metadb")?;
+        let expires_at = u64::try_from(expires_at / 1000).unwrap_or(0);
+        let mailed = stored.mailed;
+        // Recorded together after the sends: one round trip instead of one
+        // per voter between the mails.
+        let mut sent = Vec::new();
         let mut failures = Vec::new();
         let mut kind = ErrorKind::Permanent;
         for voter in &e.voters {
@@ -258,10 +257,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
             let email = self.email(request, voter, hash, expires_at)?;
             match self.mailer.send(&email).await {
                 Ok(message_id) => {
-                    self.store
-                        .record_mailed(&e.execution_id, &hash_hex, voter, &message_id)
-                        .await
-                        .port("metadb")?;
+                    sent.push((voter.clone(), message_id));
                     report.mailed.push(voter.clone());
                 }
                 Err(err) => {
@@ -271,6 +267,12 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                     failures.push(format!("{voter:?}: {err}"));
                 }
             }
+        }
+        if !sent.is_empty() {
+            self.store
+                .record_mails(&e.execution_id, &hash_hex, &sent)
+                .await
+                .port("metadb")?;
         }
         if failures.is_empty() {
             Ok(report)

@@ -24,12 +24,18 @@
 //! flips the execution's decision once, and the delivery claim in the
 //! approval store lets one caller send it (a caller that died mid-send is
 //! replaced after the lease, by the next POST of any voter).
+//!
+//! Each metadb call is a Data API round trip on the unit's path, so a GET is
+//! one read ([`ApprovalStore::vote_view`]) and a POST one call before
+//! `SendTaskSuccess` ([`ApprovalStore::vote`]: the store applies the same
+//! refusals as [`ApprovalResponder`] before it records anything), plus the
+//! record of the delivery after it.
 
 use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
-use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
+use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote};
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, ErrorKind, PortError, PortResultExt, TaskTokens, TokenCipher,
-    TokenDelivery,
+    ApprovalRecord, ApprovalStore, Ballot, Cast, ErrorKind, PortError, PortResultExt, TaskTokens,
+    TokenCipher, TokenDelivery, VoteView,
 };
 use live_ci_workflow::{ApprovalDecision, Decision};
 
@@ -136,6 +142,8 @@ struct Context {
     token: String,
     execution: ExecutionRecord,
     approval: ApprovalRecord,
+    /// The votes as read with the execution.
+    tally: Tally,
     now_ms: i64,
 }
 
@@ -147,6 +155,7 @@ impl Context {
             link: self.link.clone(),
             token: self.token.clone(),
             execution: self.execution.clone(),
+            tally: self.tally.clone(),
             now_ms: self.now_ms,
         }
     }
@@ -245,9 +254,9 @@ where
                 "This address needs the link from your approval e-mail (parameter t is missing).",
             );
         };
-        let answer = match self.context(token, now_ms).await {
-            Ok(ctx) if post => self.vote(&ctx).await,
-            Ok(ctx) => self.show(&ctx).await,
+        let answer = match self.verify(&token, now_ms) {
+            Ok(link) if post => self.vote(link, token, now_ms).await,
+            Ok(link) => self.show(link, token, now_ms).await,
             Err(stop) => Err(stop),
         };
         let mut resp = match answer {
@@ -260,37 +269,47 @@ where
         resp
     }
 
-    /// Verifies the link and loads what it refers to; every refusal is a page.
-    async fn context(&self, token: String, now_ms: i64) -> Result<Context, Stop> {
+    /// Verifies the link's signature and expiry; every refusal is a page.
+    fn verify(&self, token: &str, now_ms: i64) -> Result<VoteLink, Stop> {
         let now = u64::try_from(now_ms / 1000).unwrap_or(0);
-        let link = match self.key.verify(&token, now) {
-            Ok(link) => link,
-            Err(LinkError::Expired { expired_at }) => {
-                return Err(Stop::Page(message(
-                    403,
-                    "Link expired",
-                    "bad",
-                    &format!(
-                        "This vote link expired at {}; the approval timeout has passed.",
-                        live_ci_core::approval::format_utc(expired_at)
-                    ),
-                )));
-            }
+        match self.key.verify(token, now) {
+            Ok(link) => Ok(link),
+            Err(LinkError::Expired { expired_at }) => Err(Stop::Page(message(
+                403,
+                "Link expired",
+                "bad",
+                &format!(
+                    "This vote link expired at {}; the approval timeout has passed.",
+                    live_ci_core::approval::format_utc(expired_at)
+                ),
+            ))),
             Err(err) => {
                 tracing::warn!(error = %err, "refused vote link");
-                return Err(Stop::Page(message(
+                Err(Stop::Page(message(
                     403,
                     "Invalid link",
                     "bad",
                     "This vote link is not valid. Use the link from your approval e-mail exactly as sent.",
-                )));
+                )))
             }
-        };
-        let Some(execution) = self
-            .db
-            .approval_execution(&link.execution_id)
-            .await
-            .port("metadb")?
+        }
+    }
+
+    /// Checks a verified link against what it refers to (`None`: an unknown
+    /// execution); every refusal is a page. The store's `vote` refuses the
+    /// same links before it records anything.
+    fn context(
+        &self,
+        link: VoteLink,
+        token: String,
+        view: Option<VoteView>,
+        now_ms: i64,
+    ) -> Result<Context, Stop> {
+        let Some(VoteView {
+            execution,
+            approval,
+            tally,
+        }) = view
         else {
             return Err(Stop::Page(message(
                 404,
@@ -310,11 +329,6 @@ where
                 ),
             )));
         }
-        let approval = self
-            .db
-            .approval_request(&link.execution_id)
-            .await
-            .port("metadb")?;
         let Some(approval) = approval else {
             return Err(Stop::Page(message(
                 410,
@@ -336,6 +350,7 @@ where
             token,
             execution,
             approval,
+            tally,
             now_ms,
         })
     }
@@ -370,37 +385,22 @@ where
         None
     }
 
-    async fn tally(&self, ctx: &Context) -> Result<Tally, Stop> {
-        let tally = self
-            .db
-            .tally(&ctx.execution.execution_id)
-            .await
-            .port("metadb")?;
-        tally.ok_or_else(|| {
-            Stop::Page(message(
-                404,
-                "Unknown deployment",
-                "bad",
-                "The deployment disappeared.",
-            ))
-        })
-    }
-
     /// GET: the confirmation page; changes nothing.
-    async fn show(&self, ctx: &Context) -> Result<PageResponse, Stop> {
-        if let Some(resp) = self.closed(ctx) {
+    async fn show(&self, link: VoteLink, token: String, now_ms: i64) -> Result<PageResponse, Stop> {
+        let view = self.db.vote_view(&link.execution_id).await.port("metadb")?;
+        let ctx = self.context(link, token, view, now_ms)?;
+        if let Some(resp) = self.closed(&ctx) {
             return Ok(resp);
         }
-        let tally = self.tally(ctx).await?;
         if let Some(decision) = ctx.execution.decision {
-            return Ok(self.decided_page(ctx, &tally, decision, 410));
+            return Ok(self.decided_page(&ctx, &ctx.tally, decision, 410));
         }
         Ok(respond(
             200,
             page::confirm(
                 &ctx.execution,
                 &ctx.approval,
-                &tally,
+                &ctx.tally,
                 &ctx.link.voter,
                 ctx.link.vote,
                 &ctx.token,
@@ -409,77 +409,65 @@ where
     }
 
     /// POST: record the vote, decide, hand the decision over.
-    async fn vote(&self, ctx: &Context) -> Result<PageResponse, Stop> {
-        if let Some(resp) = self.closed(ctx) {
-            return Ok(resp);
-        }
-        let id = &ctx.execution.execution_id;
-        let outcome = self
+    async fn vote(&self, link: VoteLink, token: String, now_ms: i64) -> Result<PageResponse, Stop> {
+        let hash = link.task_token_hash_hex();
+        let voted = self
             .db
-            .cast_vote(id, &ctx.link.voter, ctx.link.vote)
+            .vote(&Ballot {
+                execution_id: &link.execution_id,
+                voter: &link.voter,
+                vote: link.vote,
+                task_token_hash: &hash,
+                lease_secs: DELIVERY_LEASE_SECS,
+            })
             .await
             .port("metadb")?;
-        let recorded = match outcome {
-            VoteOutcome::Recorded(_) => true,
-            VoteOutcome::NotAVoter => {
-                return Ok(message(
-                    403,
-                    "Not a voter",
-                    "bad",
-                    "You are not one of the voters of this deployment.",
-                ));
-            }
-            VoteOutcome::UnknownExecution => {
-                return Ok(message(
-                    404,
-                    "Unknown deployment",
-                    "bad",
-                    "No such execution.",
-                ));
-            }
-            VoteOutcome::Closed {
-                decision: None,
-                status,
-            } => {
+        let (view, cast) = match voted {
+            Some(voted) => (Some(voted.view), voted.cast),
+            None => (None, None),
+        };
+        let ctx = self.context(link, token, view, now_ms)?;
+        if let Some(resp) = self.closed(&ctx) {
+            return Ok(resp);
+        }
+        let Some(cast) = cast else {
+            // The store refused what the view above let through: it read the
+            // same row under its lock, so this is a store that disagrees.
+            tracing::error!(execution = %ctx.execution.execution_id, "the store refused a vote the page accepts");
+            return Ok(message(
+                410,
+                "Not awaiting approval",
+                "warn",
+                "This deployment is not waiting for approval.",
+            ));
+        };
+        let Some(decision) = cast.decision else {
+            if !cast.recorded {
                 return Ok(message(
                     410,
                     "Not awaiting approval",
                     "warn",
                     &format!(
                         "This deployment is no longer waiting for approval (it is {}).",
-                        status.as_str()
+                        cast.status.as_str()
                     ),
                 ));
             }
-            // Decided already: this vote is not counted, but a decision
-            // whose hand-over failed is retried here.
-            VoteOutcome::Closed {
-                decision: Some(_), ..
-            } => false,
-        };
-        let decision = match self.db.decide(id).await.port("metadb")? {
-            Some(d) => Some(d),
-            None => {
-                let execution = self.db.approval_execution(id).await.port("metadb")?;
-                execution.and_then(|e| e.decision)
-            }
-        };
-        let tally = self.tally(ctx).await?;
-        let Some(decision) = decision else {
             return Ok(respond(
                 200,
                 page::recorded(
                     &ctx.execution,
                     &ctx.approval,
-                    &tally,
+                    &cast.tally,
                     &ctx.link.voter,
                     ctx.link.vote,
                 ),
             ));
         };
-        // A vote that came after the decision gets 410: it changed nothing.
-        let status = if recorded { 200 } else { 410 };
-        self.deliver(ctx, &tally, decision, status).await
+        // A vote that came after the decision gets 410: it changed nothing;
+        // a decision whose hand-over failed is retried here all the same.
+        let status = if cast.recorded { 200 } else { 410 };
+        self.deliver(&ctx, cast, decision, status).await
     }
 
     /// Sends the decision if this caller wins the hand-over, then says what
@@ -487,21 +475,18 @@ where
     async fn deliver(
         &self,
         ctx: &Context,
-        tally: &Tally,
+        cast: Cast,
         decision: Vote,
         status: u16,
     ) -> Result<PageResponse, Stop> {
         let id = &ctx.execution.execution_id;
-        let claimed = self
-            .db
-            .claim_decision_delivery(id, DELIVERY_LEASE_SECS)
-            .await
-            .port("metadb")?;
-        if !claimed {
+        let tally = &cast.tally;
+        // The request as it is after the claim: with a newer task token if a
+        // newer request replaced it, or with the delivery someone else made.
+        let current = cast.approval.unwrap_or_else(|| ctx.approval.clone());
+        if !cast.claimed {
             // Someone else sends (or sent) it: show what is known.
-            let approval = self.db.approval_request(id).await.port("metadb")?;
-            let ctx = ctx.with_approval(approval.unwrap_or_else(|| ctx.approval.clone()));
-            return Ok(self.decided_page(&ctx, tally, decision, status));
+            return Ok(self.decided_page(&ctx.with_approval(current), tally, decision, status));
         }
         let payload = ApprovalDecision {
             decision: match decision {
@@ -523,9 +508,6 @@ where
                 ));
             }
         };
-        // The task token is read fresh: a newer request may have replaced it.
-        let current = self.db.approval_request(id).await.port("metadb")?;
-        let current = current.unwrap_or_else(|| ctx.approval.clone());
         let token = match self.task_token(&current).await {
             Ok(token) => token,
             Err(problem) => {

@@ -421,12 +421,48 @@ fn epoch_ms(t: &aws_sdk_sfn::primitives::DateTime) -> f64 {
     t.secs() as f64 * 1e3 + f64::from(t.subsec_nanos()) / 1e6
 }
 
-/// The local cloud's floor: wall time of an execution of a one-state machine
-/// whose `waitForTaskToken` task (an SQS message) is answered at once.
-pub async fn floor(endpoint: &str, samples: usize) -> Result<Vec<f64>> {
+/// A floor machine: `tasks` `waitForTaskToken` tasks (SQS messages to
+/// `queue_url`), each but the last followed by a Choice on its answer, as a
+/// unit's Plan, Request Approval and Apply are.
+pub fn floor_definition(queue_url: &str, tasks: usize) -> serde_json::Value {
+    let mut states = serde_json::Map::new();
+    for i in 0..tasks {
+        let mut task = serde_json::json!({
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
+            "ResultPath": format!("$.task{i}"),
+            "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Stop"}],
+        });
+        if i + 1 == tasks {
+            task["End"] = true.into();
+        } else {
+            task["Next"] = format!("Choice {i}").into();
+            states.insert(
+                format!("Choice {i}"),
+                serde_json::json!({
+                    "Type": "Choice",
+                    "Choices": [{
+                        "Variable": format!("$.task{i}.go"),
+                        "IsPresent": true,
+                        "Next": format!("Task {}", i + 1),
+                    }],
+                    "Default": "Stop",
+                }),
+            );
+        }
+        states.insert(format!("Task {i}"), task);
+    }
+    states.insert("Stop".into(), serde_json::json!({"Type": "Fail"}));
+    serde_json::json!({"StartAt": "Task 0", "States": states})
+}
+
+/// The local cloud's floor: wall time of an execution of a [`floor_definition`]
+/// machine whose tasks are each answered at once.
+pub async fn floor(endpoint: &str, samples: usize, tasks: usize) -> Result<Vec<f64>> {
     let sqs = sqs_client(endpoint);
     let sfn = sfn_client(endpoint);
-    let name = format!("live-ci-bench-floor-{}", std::process::id());
+    let name = format!("live-ci-bench-floor-{tasks}-{}", std::process::id());
     let queue_url = sqs
         .create_queue()
         .queue_name(&name)
@@ -436,15 +472,7 @@ pub async fn floor(endpoint: &str, samples: usize) -> Result<Vec<f64>> {
         .queue_url()
         .unwrap_or_default()
         .to_string();
-    let definition = serde_json::json!({
-        "StartAt": "Wait",
-        "States": {"Wait": {
-            "Type": "Task",
-            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
-            "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
-            "End": true
-        }}
-    });
+    let definition = floor_definition(&queue_url, tasks);
     let machine = sfn
         .create_state_machine()
         .name(&name)
@@ -468,42 +496,44 @@ pub async fn floor(endpoint: &str, samples: usize) -> Result<Vec<f64>> {
             .map_err(|e| aws_err("states StartExecution", e))?
             .execution_arn()
             .to_string();
-        let token = loop {
-            if t.elapsed() > Duration::from_secs(60) {
-                return Err(E2eError::Timeout {
-                    what: "the floor execution's SQS message".into(),
-                    secs: 60,
-                });
-            }
-            let got = sqs
-                .receive_message()
-                .queue_url(&queue_url)
-                .wait_time_seconds(1)
+        for _ in 0..tasks {
+            let token = loop {
+                if t.elapsed() > Duration::from_secs(60) {
+                    return Err(E2eError::Timeout {
+                        what: "the floor execution's SQS message".into(),
+                        secs: 60,
+                    });
+                }
+                let got = sqs
+                    .receive_message()
+                    .queue_url(&queue_url)
+                    .wait_time_seconds(1)
+                    .send()
+                    .await
+                    .map_err(|e| aws_err("sqs ReceiveMessage", e))?;
+                if let Some(m) = got.messages().first() {
+                    let body: serde_json::Value =
+                        serde_json::from_str(m.body().unwrap_or("{}")).unwrap_or_default();
+                    if let Some(handle) = m.receipt_handle() {
+                        let _ = sqs
+                            .delete_message()
+                            .queue_url(&queue_url)
+                            .receipt_handle(handle)
+                            .send()
+                            .await;
+                    }
+                    if let Some(token) = body["token"].as_str() {
+                        break token.to_string();
+                    }
+                }
+            };
+            sfn.send_task_success()
+                .task_token(token)
+                .output(r#"{"go": true}"#)
                 .send()
                 .await
-                .map_err(|e| aws_err("sqs ReceiveMessage", e))?;
-            if let Some(m) = got.messages().first() {
-                let body: serde_json::Value =
-                    serde_json::from_str(m.body().unwrap_or("{}")).unwrap_or_default();
-                if let Some(handle) = m.receipt_handle() {
-                    let _ = sqs
-                        .delete_message()
-                        .queue_url(&queue_url)
-                        .receipt_handle(handle)
-                        .send()
-                        .await;
-                }
-                if let Some(token) = body["token"].as_str() {
-                    break token.to_string();
-                }
-            }
-        };
-        sfn.send_task_success()
-            .task_token(token)
-            .output("{}")
-            .send()
-            .await
-            .map_err(|e| aws_err("states SendTaskSuccess", e))?;
+                .map_err(|e| aws_err("states SendTaskSuccess", e))?;
+        }
         loop {
             let d = sfn
                 .describe_execution()
@@ -1025,6 +1055,22 @@ mod tests {
         ];
         assert_eq!(terraform_times(&logs).get("x1"), Some(&1500.0));
         assert_eq!(lambda_durations(&logs)["trigger-sf"], vec![12.5]);
+    }
+
+    #[test]
+    fn the_unit_shaped_floor_chains_three_tasks_through_choices() {
+        let doc = floor_definition("http://q", 3);
+        let names = live_ci_workflow::asl::check(&doc.to_string()).unwrap();
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            ["Choice 0", "Choice 1", "Stop", "Task 0", "Task 1", "Task 2"]
+        );
+        assert_eq!(doc["States"]["Task 0"]["Next"], "Choice 0");
+        assert_eq!(doc["States"]["Choice 1"]["Choices"][0]["Next"], "Task 2");
+        assert_eq!(doc["States"]["Task 2"]["End"], true);
+        let one = floor_definition("http://q", 1);
+        assert_eq!(one["States"]["Task 0"]["End"], true);
+        assert_eq!(one["States"].as_object().unwrap().len(), 2);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 use super::TokenDelivery;
-use crate::deploy::{ExecutionRecord, Tally, UnixMillis, Vote, VoteOutcome};
+use crate::deploy::{ExecutionRecord, ExecutionStatus, Tally, UnixMillis, Vote, VoteOutcome};
 
 /// An approval request as `approval_request` stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +75,74 @@ pub enum RequestStored {
     UnknownExecution,
 }
 
+/// What storing an approval request did, with what mailing its voters needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    pub stored: RequestStored,
+    /// The stored request's expiry (the new one, or the earlier one for a
+    /// repeated delivery): every link of one request expires together.
+    /// `None` for an unknown execution.
+    pub expires_at: Option<UnixMillis>,
+    /// The voters already mailed links for this task token.
+    pub mailed: Vec<String>,
+}
+
+/// What a vote link's page shows and is checked against, read at once: the
+/// execution, its approval request (`None` when none was stored) and the
+/// votes so far.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct VoteView {
+    pub execution: ExecutionRecord,
+    pub approval: Option<ApprovalRecord>,
+    pub tally: Tally,
+}
+
+/// One voter's vote, as a signed link submits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ballot<'a> {
+    pub execution_id: &'a str,
+    pub voter: &'a str,
+    pub vote: Vote,
+    /// The task token hash the link carries (lowercase hex): a link of an
+    /// older request of the execution records nothing.
+    pub task_token_hash: &'a str,
+    /// How long a hand-over may take before another caller retries it (see
+    /// [`ApprovalStore::claim_decision_delivery`]).
+    pub lease_secs: u32,
+}
+
+/// What [`ApprovalStore::vote`] did.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Voted {
+    /// The execution, its request and tally as they were before the vote.
+    pub view: VoteView,
+    /// `None` when the view refused the vote and nothing changed: the voter
+    /// is not one of the execution's, no request is stored, the link's task
+    /// token hash is not the stored one, or voting is closed (undecided, and
+    /// the request has no ciphertext or the execution no longer runs).
+    #[serde(default)]
+    pub cast: Option<Cast>,
+}
+
+/// A vote the view let through, and what followed from it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Cast {
+    /// False when the execution was decided or had ended: the vote is not
+    /// counted.
+    pub recorded: bool,
+    /// The execution's status after the vote.
+    pub status: ExecutionStatus,
+    /// The execution's decision after the vote (this vote's, or an earlier).
+    pub decision: Option<Vote>,
+    /// The votes after this one.
+    pub tally: Tally,
+    /// This caller took the hand-over of the decision and must send it.
+    pub claimed: bool,
+    /// The request after the claim: the task token to send, or what became of
+    /// the hand-over so far.
+    pub approval: Option<ApprovalRecord>,
+}
+
 /// Durable state of e-mail approvals and votes. Implemented by
 /// `live-ci-metadb`'s adapters in the same SQL text as the
 /// [`super::RunStore`], [`super::ExecutionStore`] and [`super::SweepStore`]
@@ -89,6 +157,13 @@ pub trait ApprovalStore: Send + Sync {
         &self,
         request: &NewApprovalRequest,
     ) -> impl Future<Output = Result<RequestStored, Self::Error>> + Send;
+
+    /// [`Self::store_approval_request`], answering also what mailing needs
+    /// ([`Self::mailed_voters`] and the stored expiry), in one step.
+    fn store_approval_request_for_mail(
+        &self,
+        request: &NewApprovalRequest,
+    ) -> impl Future<Output = Result<StoredRequest, Self::Error>> + Send;
 
     fn approval_request(
         &self,
@@ -111,6 +186,15 @@ pub trait ApprovalStore: Send + Sync {
         voter: &str,
         message_id: &str,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// [`Self::record_mailed`] for several `(voter, message_id)` at once;
+    /// returns the voters not recorded before.
+    fn record_mails(
+        &self,
+        execution_id: &str,
+        task_token_hash: &str,
+        mails: &[(String, String)],
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
 
     /// Takes the hand-over of the decided execution's task token: true for
     /// exactly one caller while no delivery is recorded and no other claim is
@@ -160,4 +244,20 @@ pub trait ApprovalStore: Send + Sync {
         &self,
         execution_id: &str,
     ) -> impl Future<Output = Result<Option<Vote>, Self::Error>> + Send;
+
+    /// What a vote link's page shows, in one read; `None` for an unknown
+    /// execution.
+    fn vote_view(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<VoteView>, Self::Error>> + Send;
+
+    /// A voter's vote in one step, serialized with the execution's other
+    /// votes: checks the ballot against the view, records the vote, decides
+    /// ([`Self::decide`]) and, once decided, tries the hand-over
+    /// ([`Self::claim_decision_delivery`]). `None` for an unknown execution.
+    fn vote(
+        &self,
+        ballot: &Ballot<'_>,
+    ) -> impl Future<Output = Result<Option<Voted>, Self::Error>> + Send;
 }

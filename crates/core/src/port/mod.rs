@@ -29,7 +29,10 @@ mod tree;
 mod workflow;
 
 pub use apply_queue::ApplyQueue;
-pub use approvals::{ApprovalRecord, ApprovalStore, NewApprovalRequest, RequestStored};
+pub use approvals::{
+    ApprovalRecord, ApprovalStore, Ballot, Cast, NewApprovalRequest, RequestStored, StoredRequest,
+    VoteView, Voted,
+};
 pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};

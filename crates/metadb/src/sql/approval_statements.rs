@@ -1,17 +1,21 @@
 //! The statements of the approval store (`0002_approvals.sql`, the task token
-//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`), in the same
+//! encrypted since `0006_token_cipher.sql`, the plan's words since `0007_plan_summary.sql`, a vote in one call since `0012_vote.sql`), in the same
 //! dialect as [`super::statements`]: `:name` parameters, one JSON text column.
 
-/// Stores an approval request and says what it did: `unknown` (no such
-/// execution), `stored` (new, or a new task token replacing one whose decision
-/// was not handed over), `decided` (hand-over taken: nothing changes) or
-/// `repeated` (the same token again). `prev` reads the row as it was before
+/// Stores an approval request and says what it did, with what mailing needs,
+/// in one round trip: {"stored": `unknown` (no such execution), `stored` (new,
+/// or a new task token replacing one whose decision was not handed over),
+/// `decided` (hand-over taken: nothing changes) or `repeated` (the same token
+/// again), "expires_at" (the stored request's, in Unix ms: the new one when
+/// stored, the earlier one when repeated), "mailed" (the voters already mailed
+/// for this task token)}. `prev` and the mails are read as they were before
 /// the upsert (one snapshot for the whole statement).
 pub const STORE_APPROVAL_REQUEST: &str = "\
 WITH e AS (
     SELECT execution_id FROM executions WHERE execution_id = :execution_id
 ), prev AS (
-    SELECT decision_sent_at IS NOT NULL OR delivery_claimed_at IS NOT NULL AS decided
+    SELECT decision_sent_at IS NOT NULL OR delivery_claimed_at IS NOT NULL AS decided,
+           live_ci_ms(expires_at) AS expires_at
     FROM approval_requests WHERE execution_id = :execution_id
 ), up AS (
     INSERT INTO approval_requests (execution_id, sfn_execution_arn, task_token_ciphertext,
@@ -31,12 +35,17 @@ WITH e AS (
     WHERE approval_requests.task_token_hash <> excluded.task_token_hash
       AND approval_requests.decision_sent_at IS NULL
       AND approval_requests.delivery_claimed_at IS NULL
-    RETURNING execution_id
+    RETURNING execution_id, live_ci_ms(expires_at) AS expires_at
 )
-SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM e) THEN 'unknown'
-            WHEN EXISTS (SELECT 1 FROM up) THEN 'stored'
-            WHEN coalesce((SELECT decided FROM prev), false) THEN 'decided'
-            ELSE 'repeated' END";
+SELECT json_build_object(
+    'stored', CASE WHEN NOT EXISTS (SELECT 1 FROM e) THEN 'unknown'
+                   WHEN EXISTS (SELECT 1 FROM up) THEN 'stored'
+                   WHEN coalesce((SELECT decided FROM prev), false) THEN 'decided'
+                   ELSE 'repeated' END,
+    'expires_at', coalesce((SELECT expires_at FROM up), (SELECT expires_at FROM prev)),
+    'mailed', coalesce((SELECT json_agg(m.voter ORDER BY m.voter) FROM approval_mails m
+                        WHERE m.execution_id = :execution_id
+                          AND m.task_token_hash = :task_token_hash), '[]'))::text";
 
 pub const APPROVAL_REQUEST: &str = "\
 SELECT live_ci_approval_json(a) FROM approval_requests a WHERE a.execution_id = :execution_id";
@@ -51,19 +60,33 @@ VALUES (:execution_id, :task_token_hash, :voter, :message_id)
 ON CONFLICT DO NOTHING
 RETURNING voter";
 
-/// The hand-over of a decided execution's task token. Concurrent callers
-/// queue on the row lock and re-check the WHERE clause against the winner's
-/// update, so exactly one gets a row; a claim older than the lease (its
-/// caller died mid-send) may be taken again.
+/// [`RECORD_MAILED`] for several voters at once: `:mails` is a JSON array of
+/// {"voter", "message_id"}; returns the voters not recorded before.
+pub const RECORD_MAILS: &str = "\
+INSERT INTO approval_mails (execution_id, task_token_hash, voter, message_id)
+SELECT :execution_id, :task_token_hash, m.voter, m.message_id
+FROM jsonb_to_recordset(CAST(:mails AS jsonb)) AS m(voter text, message_id text)
+ON CONFLICT DO NOTHING
+RETURNING voter";
+
+/// The hand-over of a decided execution's task token
+/// (`live_ci_claim_delivery`, migration 0012): a row for exactly one caller; a
+/// claim older than the lease (its caller died mid-send) may be taken again.
 pub const CLAIM_DECISION_DELIVERY: &str = "\
-UPDATE approval_requests a SET delivery_claimed_at = clock_timestamp()
-FROM executions e
-WHERE a.execution_id = :execution_id AND e.execution_id = a.execution_id
-  AND e.decision IS NOT NULL AND a.decision_sent_at IS NULL
-  AND (a.delivery_claimed_at IS NULL
-       OR a.delivery_claimed_at < clock_timestamp()
-                                  - make_interval(secs => CAST(:lease_secs AS double precision)))
-RETURNING a.execution_id";
+SELECT c FROM live_ci_claim_delivery(CAST(:execution_id AS text),
+                                     CAST(:lease_secs AS double precision)) AS c
+WHERE c IS NOT NULL";
+
+/// What a vote link's page shows, in one read (`live_ci_vote_view`, 0012).
+pub const VOTE_VIEW: &str = "\
+SELECT live_ci_vote_view(e)::text FROM executions e WHERE e.execution_id = :execution_id";
+
+/// A voter's POST in one round trip (`live_ci_vote`, migration 0012): checks,
+/// records the vote, decides, tallies and claims the hand-over of a decision,
+/// under the execution's row lock.
+pub const VOTE: &str = "\
+SELECT live_ci_vote(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
+                    CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision))";
 
 pub const RECORD_DECISION_DELIVERY: &str = "\
 UPDATE approval_requests

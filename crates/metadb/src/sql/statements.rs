@@ -245,33 +245,14 @@ pub const VOTE_CONTEXT: &str = "\
 SELECT json_build_object('status', status, 'decision', decision, 'is_voter', voters ? :voter)::text
 FROM executions WHERE execution_id = :execution_id";
 
+/// The votes and thresholds (`live_ci_tally_json`, migration 0012).
 pub const TALLY: &str = "\
-SELECT json_build_object(
-    'approval_voters', coalesce((SELECT json_agg(v.voter ORDER BY v.voter) FROM votes v
-                                 WHERE v.execution = e.id AND v.vote = 'approve'), '[]'),
-    'rejection_voters', coalesce((SELECT json_agg(v.voter ORDER BY v.voter) FROM votes v
-                                  WHERE v.execution = e.id AND v.vote = 'reject'), '[]'),
-    'min_approval_count', e.min_approval_count,
-    'min_rejection_count', e.min_rejection_count,
-    'decision', e.decision)::text
-FROM executions e WHERE e.execution_id = :execution_id";
+SELECT live_ci_tally_json(e)::text FROM executions e WHERE e.execution_id = :execution_id";
 
-/// The one-time decision: only the caller whose update flips `decision` from
-/// NULL gets a row back. Rejection wins when both thresholds are met.
-pub const DECIDE: &str = "\
-WITH t AS (
-    SELECT e.id,
-           (SELECT count(*) FROM votes v WHERE v.execution = e.id AND v.vote = 'approve') AS approvals,
-           (SELECT count(*) FROM votes v WHERE v.execution = e.id AND v.vote = 'reject') AS rejections
-    FROM executions e WHERE e.execution_id = :execution_id
-)
-UPDATE executions e
-SET decision = CASE WHEN t.rejections >= e.min_rejection_count THEN 'reject' ELSE 'approve' END,
-    updated_at = clock_timestamp()
-FROM t
-WHERE e.id = t.id AND e.decision IS NULL AND e.status = 'running'
-  AND (t.rejections >= e.min_rejection_count OR t.approvals >= e.min_approval_count)
-RETURNING e.decision";
+/// The one-time decision (`live_ci_decide`, migration 0012): only the caller
+/// whose update flips `decision` from NULL gets it back (SQL NULL, an empty
+/// row, for everyone else). Rejection wins when both thresholds are met.
+pub const DECIDE: &str = "SELECT live_ci_decide(CAST(:execution_id AS text))";
 
 pub const UPSERT_ACCOUNTS: &str = "\
 INSERT INTO accounts (name, path, dependencies, voters, min_approval_count, min_rejection_count,

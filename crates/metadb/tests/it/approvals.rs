@@ -342,3 +342,230 @@ async fn an_unknown_delivery_outcome_is_refused() {
     );
     t.drop_db().await;
 }
+
+/// approval_request's one round trip before mailing: the store answers with
+/// the stored expiry (a repeated delivery keeps the first one, so every link
+/// of a request expires together) and the voters already mailed for that
+/// token; the mails of one invocation are recorded in one call, each once.
+#[tokio::test]
+async fn storing_a_request_answers_its_expiry_and_who_was_mailed() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let r = db
+        .create_run(&run("c1", 4, vec![exec("a", "dev", &[])]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    let unknown = db
+        .store_approval_request_for_mail(&request("nope", "t1"))
+        .await
+        .unwrap();
+    assert_eq!(unknown.stored, RequestStored::UnknownExecution);
+    assert_eq!((unknown.expires_at, unknown.mailed.len()), (None, 0));
+
+    let first = db
+        .store_approval_request_for_mail(&request("a", "t1"))
+        .await
+        .unwrap();
+    assert_eq!(first.stored, RequestStored::Stored);
+    assert_eq!(first.expires_at, Some(4_102_444_800_000));
+    assert!(first.mailed.is_empty());
+    let mails = |voters: &[&str]| -> Vec<(String, String)> {
+        voters
+            .iter()
+            .map(|v| (v.to_string(), format!("message-to-{v}")))
+            .collect()
+    };
+    assert_eq!(
+        db.record_mails(
+            "a",
+            "hash-of-t1",
+            &mails(&["b@example.com", "a@example.com"])
+        )
+        .await
+        .unwrap()
+        .len(),
+        2
+    );
+    // Recorded once: a repeat records only who is new.
+    assert_eq!(
+        db.record_mails(
+            "a",
+            "hash-of-t1",
+            &mails(&["a@example.com", "c@example.com"])
+        )
+        .await
+        .unwrap(),
+        ["c@example.com"]
+    );
+    assert!(
+        db.record_mails("a", "hash-of-t1", &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let mut repeat = request("a", "t1");
+    repeat.expires_at += 60_000;
+    let again = db.store_approval_request_for_mail(&repeat).await.unwrap();
+    assert_eq!(again.stored, RequestStored::Repeated);
+    assert_eq!(again.expires_at, Some(4_102_444_800_000));
+    assert_eq!(
+        again.mailed,
+        ["a@example.com", "b@example.com", "c@example.com"]
+    );
+    assert_eq!(
+        again.mailed,
+        db.mailed_voters("a", "hash-of-t1").await.unwrap()
+    );
+
+    // A new token: its own expiry, nobody mailed for it yet.
+    let mut newer = request("a", "t2");
+    newer.expires_at += 120_000;
+    let replaced = db.store_approval_request_for_mail(&newer).await.unwrap();
+    assert_eq!(replaced.stored, RequestStored::Stored);
+    assert_eq!(replaced.expires_at, Some(4_102_444_920_000));
+    assert!(replaced.mailed.is_empty());
+    t.drop_db().await;
+}
+
+/// A vote in one call (`live_ci_vote`), with what a page needs read in one
+/// (`live_ci_vote_view`): a link of another token or a stranger records
+/// nothing; the vote that reaches the threshold decides and takes the
+/// hand-over with the token to send; later votes are not counted and take it
+/// only once the lease has passed, never after a delivery is recorded.
+pub(crate) async fn a_vote_decides_and_takes_the_hand_over_once<S>(db: &S, prefix: &str)
+where
+    S: ApprovalStore + RunStore + ExecutionStore,
+    <S as ApprovalStore>::Error: std::fmt::Debug,
+    <S as RunStore>::Error: std::fmt::Debug,
+{
+    use live_ci_core::port::Ballot;
+    let id = format!("{prefix}-vote");
+    let mut e = exec(&id, "dev", &[]);
+    e.voters = vec!["a@example.com".into(), "b@example.com".into()];
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db
+        .create_run(&run(&format!("{prefix}-c"), 4, vec![e]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let ballot = |voter, hash, lease_secs| Ballot {
+        execution_id: &id,
+        voter,
+        vote: Vote::Approve,
+        task_token_hash: hash,
+        lease_secs,
+    };
+
+    let view = db.vote_view(&id).await.unwrap().unwrap();
+    assert_eq!(view.execution.execution_id, id);
+    assert_eq!(view.approval.unwrap().task_token_hash, "hash-of-t1");
+    assert!(view.tally.approval_voters.is_empty());
+    assert!(db.vote_view("nope").await.unwrap().is_none());
+    assert!(
+        db.vote(&Ballot {
+            execution_id: "nope",
+            ..ballot("a@example.com", "hash-of-t1", 30)
+        })
+        .await
+        .unwrap()
+        .is_none()
+    );
+    // Refused by the view: nothing recorded.
+    for refused in [
+        ballot("a@example.com", "hash-of-t0", 30),
+        ballot("z@example.com", "hash-of-t1", 30),
+    ] {
+        let voted = db.vote(&refused).await.unwrap().unwrap();
+        assert!(voted.cast.is_none(), "{refused:?}");
+    }
+    assert!(
+        db.tally(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .approval_voters
+            .is_empty()
+    );
+
+    let first = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(first.recorded && !first.claimed);
+    assert_eq!(first.decision, None);
+    assert_eq!(first.tally.approval_voters, ["a@example.com"]);
+
+    let second = db
+        .vote(&ballot("b@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.view.tally.approval_voters, ["a@example.com"]);
+    let second = second.cast.unwrap();
+    assert!(second.recorded && second.claimed);
+    assert_eq!(second.decision, Some(Vote::Approve));
+    assert_eq!(
+        second.tally.approval_voters,
+        ["a@example.com", "b@example.com"]
+    );
+    let approval = second.approval.unwrap();
+    assert_eq!(
+        approval.task_token_ciphertext.as_deref(),
+        Some("ciphertext-of-t1")
+    );
+    assert!(approval.delivery_claimed_at.is_some());
+
+    // After the decision: not counted; the hand-over is held for its lease.
+    let late = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 30))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(!late.recorded && !late.claimed);
+    assert_eq!(late.decision, Some(Vote::Approve));
+    // A sender that died: the next vote after the lease takes it again.
+    let retry = db
+        .vote(&ballot("a@example.com", "hash-of-t1", 0))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(retry.claimed);
+    assert!(
+        db.record_decision_delivery(&id, &TokenDelivery::Delivered)
+            .await
+            .unwrap()
+    );
+    let delivered = db
+        .vote(&ballot("b@example.com", "hash-of-t1", 0))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(!delivered.claimed);
+    assert_eq!(
+        delivered.approval.unwrap().delivery,
+        Some(TokenDelivery::Delivered)
+    );
+}
+
+#[tokio::test]
+async fn a_vote_decides_and_takes_the_hand_over_once_in_one_call() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    a_vote_decides_and_takes_the_hand_over_once(&db, "pv").await;
+    t.drop_db().await;
+}

@@ -132,3 +132,12 @@ async fn concurrent_settles_through_the_data_api_claim_within_the_free_slots() {
     let db = std::sync::Arc::new(data_api_metadb().await);
     crate::settle::concurrent_settles_claim_within_the_free_slots(db, "dc").await;
 }
+
+/// A vote and a vote page in one call each through the Data API: the same
+/// cases as against PostgreSQL (`approvals.rs`), the functions' JSON through
+/// rds-data.
+#[tokio::test]
+async fn a_vote_decides_and_takes_the_hand_over_once_through_the_data_api() {
+    let db = data_api_metadb().await;
+    crate::approvals::a_vote_decides_and_takes_the_hand_over_once(&db, "dv").await;
+}

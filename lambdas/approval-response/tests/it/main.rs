@@ -4,5 +4,7 @@
 mod approval_store_only;
 mod browser;
 mod responder;
+mod round_trips;
 mod server;
 mod ses_localstack;
+mod vote_race;

@@ -74,9 +74,16 @@ async fn main() -> anyhow::Result<()> {
             "apply_wait_seconds: {} (LIVE_CI_APPLY_WAIT_SECONDS; 0: every apply in a new task)",
             std::env::var("LIVE_CI_APPLY_WAIT_SECONDS").unwrap_or_else(|_| "3600".into())
         );
-        let f = floor(cloud.endpoint(), args.floor_samples).await?;
+        let f = floor(cloud.endpoint(), args.floor_samples, 1).await?;
         println!(
             "floor: one waitForTaskToken task answered at once: p50 {:.2} s  p95 {:.2} s  (n={})",
+            percentile(&f, 50.0) / 1e3,
+            percentile(&f, 95.0) / 1e3,
+            f.len()
+        );
+        let f = floor(cloud.endpoint(), args.floor_samples, 3).await?;
+        println!(
+            "floor, unit-shaped: three waitForTaskToken tasks, a Choice after each but the last, each answered at once: p50 {:.2} s  p95 {:.2} s  (n={})",
             percentile(&f, 50.0) / 1e3,
             percentile(&f, 95.0) / 1e3,
             f.len()
