@@ -349,7 +349,7 @@ async fn an_approved_apply_goes_to_the_waiting_plan_tasks_queue() {
     assert!(request.plan.apply_queue_url.is_some());
     d.approve_with(&request.task_token, decision(Decision::Approve))
         .await;
-    let body = receive_one(&d.cloud.sqs, &queue_url).await;
+    let body = receive_one(&d.cloud.sqs, &queue_url, &execution).await;
     let job: ApplyJob = serde_json::from_str(&body).unwrap();
     assert_eq!(job.execution_id, "run-1-c8c5-dev-baz-729");
     assert_eq!(job.plan_artifact, request.plan.plan_artifact);
@@ -438,7 +438,8 @@ async fn an_apply_the_plan_task_refuses_goes_to_a_new_task() {
     let request = d.approval_request().await;
     d.approve_with(&request.task_token, decision(Decision::Approve))
         .await;
-    let job: ApplyJob = serde_json::from_str(&receive_one(&d.cloud.sqs, &queue_url).await).unwrap();
+    let job: ApplyJob =
+        serde_json::from_str(&receive_one(&d.cloud.sqs, &queue_url, &execution).await).unwrap();
     let sent = d
         .tokens()
         .send_failure(&job.task_token, HANDOFF_REFUSED, "refused by the plan task")
@@ -467,7 +468,11 @@ async fn an_apply_the_plan_task_refuses_goes_to_a_new_task() {
     assert_eq!(output["apply"]["new_resources"][0], "null_resource.this");
 }
 
-async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {
+/// The job the state machine sent for `execution`, taken off the queue. The
+/// queue's name is fixed by the mock config, so an earlier run against the same
+/// LocalStack may have left jobs of its own executions there: those are
+/// taken off too and skipped.
+async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str, execution: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         let out = sqs
@@ -477,11 +482,21 @@ async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {
             .send()
             .await
             .unwrap();
-        if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
-            return m.body.unwrap();
+        for m in out.messages.unwrap_or_default() {
+            sqs.delete_message()
+                .queue_url(queue_url)
+                .receipt_handle(m.receipt_handle.unwrap())
+                .send()
+                .await
+                .unwrap();
+            let body = m.body.unwrap();
+            let job: Value = serde_json::from_str(&body).unwrap();
+            if job["sfn_execution_arn"] == execution {
+                return body;
+            }
         }
     }
-    panic!("no message on {queue_url}");
+    panic!("no job of {execution} on {queue_url}");
 }
 
 /// terra-run's `skip_apply` (a plan that changes nothing): the execution
