@@ -11,6 +11,18 @@
 //!   new apply task: the metadb record, the apply role of the unit's account,
 //!   the approved plan's digest and version.
 //! - A job is taken off the queue before it is worked on: taken at most once.
+//! - No process of the plan is left when the task offers to wait: it is the
+//!   child subreaper of its commands and kills whatever they left
+//!   (`crate::leftovers`), and then offers no queue, so a new task applies.
+//!   Otherwise a detached process of the repository's plan code could read
+//!   the apply command's environment (the apply role's credentials).
+//! - Anyone allowed to send to the queue is untrusted: a job of another
+//!   execution, or of this one before its voters approved it (the metadb's
+//!   decision), is refused: its token is failed with `LiveCi.HandoffRefused`,
+//!   which sends that apply to a new task, and the wait goes on. A body that
+//!   is no job has no token to answer: it is logged and the wait goes on, so
+//!   no message can end the wait early or start an apply.
+//! - A task stopped with SIGTERM (ECS's StopTask) deletes its queue first.
 //! - The wait ends when the execution ends without an apply (rejected, timed
 //!   out, stopped: the metadb record leaves `running`) or after
 //!   `APPLY_WAIT_SECONDS`. The queue is deleted then, so a later send fails and
@@ -20,16 +32,17 @@
 
 use std::time::{Duration, Instant};
 
-use live_ci_core::deploy::ExecutionStatus;
+use live_ci_core::deploy::{ExecutionStatus, Vote};
 use live_ci_core::port::{
     ApplyQueue, ArtifactStore, ExecutionStore, GitHost, PortResultExt, RoleAssumer, RunStore,
     TaskTokens, sha256_hex,
 };
-use live_ci_workflow::payload::{ApplyJob, PlanResult, decode};
+use live_ci_workflow::payload::{ApplyJob, HANDOFF_REFUSED, PlanResult, decode};
 
 use crate::checkout::Repo;
 use crate::config::{ApplyWait, PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
+use crate::leftovers::Subreaper;
 use crate::terra_run::{TerraRunPorts, TerraRunResult, terra_run, terra_run_with};
 use crate::timeline;
 
@@ -38,6 +51,9 @@ use crate::timeline;
 pub struct Handoff<'a, Q> {
     pub queue: &'a Q,
     pub wait: &'a ApplyWait,
+    /// This process as the parent of whatever the plan left behind: the
+    /// queue is offered only when nothing is.
+    pub leftovers: &'a Subreaper,
 }
 
 /// terra-run for the state machine: the phase the environment names; after a
@@ -59,11 +75,71 @@ pub async fn terra_run_handing_off<
     let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
         return terra_run(config, repo, logs_url, ports).await.map(drop);
     };
+    let created = tokio::sync::OnceCell::new();
+    // ECS stops a task with SIGTERM (StopTask, a scale-in; SIGKILL follows):
+    // a queue left by a killed task would stay until SQS drops it as inactive,
+    // after about 30 days. Listened to before any command runs.
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .inspect_err(|e| {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM: a stopped task leaves its apply queue");
+        });
+    let handing_off = hand_off(config, repo, logs_url, ports, &handoff, &created);
+    let Ok(mut terminate) = terminate else {
+        return handing_off.await;
+    };
+    tokio::select! {
+        done = handing_off => done,
+        _ = terminate.recv() => {
+            // The command, if one runs, is killed as the future is dropped.
+            let queue = match created.get() {
+                Some(queue) => queue.clone(),
+                // Its creation may be under way: CreateQueue of the same name
+                // and attributes answers the same queue.
+                None => open_queue(handoff.queue, handoff.wait, config).await,
+            };
+            if let Some(url) = queue {
+                match handoff.queue.delete(&url).await {
+                    Ok(()) => tracing::info!(queue = %url, "stopped (SIGTERM): the apply queue is deleted"),
+                    // Already deleted when the wait had ended.
+                    Err(e) => tracing::info!(error = %e, queue = %url, "stopped (SIGTERM): deleting the apply queue"),
+                }
+            }
+            Err(TaskError::Terminated)
+        }
+    }
+}
+
+/// The plan, the wait and the apply of [`terra_run_handing_off`]; `created`
+/// holds the queue once it was asked for.
+async fn hand_off<
+    M: RunStore + ExecutionStore,
+    A: ArtifactStore,
+    T: TaskTokens,
+    G: GitHost,
+    R: RoleAssumer,
+    Q: ApplyQueue,
+>(
+    config: &TerraRunConfig,
+    repo: &Repo,
+    logs_url: Option<&str>,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    handoff: &Handoff<'_, Q>,
+    created: &tokio::sync::OnceCell<Option<String>>,
+) -> Result<()> {
     // The queue is created while the plan runs, so the plan's answer does not
     // wait for it; a plan that fails or needs no apply deletes it again.
-    let created = tokio::sync::OnceCell::new();
     let create = || open_queue(handoff.queue, handoff.wait, config);
-    let offer = |_: &PlanResult| async { created.get_or_init(create).await.clone() };
+    // Offered only once no process of the plan is left (called when none of
+    // this task's commands runs any more); otherwise the unused queue is
+    // deleted below and a new task applies.
+    let offer = |_: &PlanResult| async {
+        if let Err(refusal) = handoff.leftovers.clear().await {
+            tracing::warn!(execution_id = %config.execution_id,
+                "not waiting for the apply: {refusal}; a new task will apply");
+            return None;
+        }
+        created.get_or_init(create).await.clone()
+    };
     let (_, planned) = tokio::join!(
         created.get_or_init(create),
         terra_run_with(config, repo, logs_url, ports, offer)
@@ -81,7 +157,7 @@ pub async fn terra_run_handing_off<
         return planned.map(drop);
     };
     let started = Instant::now();
-    let job = wait_for_apply(&handoff, ports.metadb, config, &url).await;
+    let job = wait_for_apply(handoff, ports, config, &url).await;
     // Whatever the wait's end, nothing more is sent to this task.
     if let Err(e) = handoff.queue.delete(&url).await {
         tracing::warn!(error = %e, queue = %url, "deleting the apply queue");
@@ -137,11 +213,12 @@ async fn open_queue<Q: ApplyQueue>(
     }
 }
 
-/// Waits for this execution's apply job: `None` when the execution ended
-/// without one or the wait ran out.
-async fn wait_for_apply<M: ExecutionStore, Q: ApplyQueue>(
+/// Waits for this execution's approved apply job: `None` when the execution
+/// ended without one or the wait ran out. Any other message is refused (see
+/// the module's notes) and the wait goes on.
+async fn wait_for_apply<M: ExecutionStore, A, T: TaskTokens, G, R, Q: ApplyQueue>(
     handoff: &Handoff<'_, Q>,
-    metadb: &M,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
     config: &TerraRunConfig,
     url: &str,
 ) -> Result<Option<ApplyJob>> {
@@ -152,28 +229,50 @@ async fn wait_for_apply<M: ExecutionStore, Q: ApplyQueue>(
             return Ok(None);
         }
         let wait = u32::try_from(left.min(handoff.wait.poll_seconds.max(1))).unwrap_or(1);
-        if let Some(body) = handoff.queue.take(url, wait).await.port("apply queue")? {
-            let job: ApplyJob = decode("apply job", &body).map_err(|e| TaskError::Handoff {
-                queue: url.to_string(),
-                message: e.to_string(),
-            })?;
-            if job.execution_id != config.execution_id {
-                return Err(TaskError::Handoff {
-                    queue: url.to_string(),
-                    message: format!(
-                        "a job for execution {:?} reached the queue of {:?}; refusing it",
-                        job.execution_id, config.execution_id
-                    ),
-                });
-            }
-            return Ok(Some(job));
-        }
-        let record = metadb
+        let body = handoff.queue.take(url, wait).await.port("apply queue")?;
+        let record = ports
+            .metadb
             .execution(&config.execution_id)
             .await
             .port("metadb")?;
-        if record.is_none_or(|r| r.status != ExecutionStatus::Running) {
+        let Some(record) = record.filter(|r| r.status == ExecutionStatus::Running) else {
             return Ok(None);
+        };
+        let Some(body) = body else {
+            continue;
+        };
+        let job: ApplyJob = match decode("apply job", &body) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::warn!(queue = %url, error = %e,
+                    "a message that is no apply job reached the apply queue: ignored, still waiting");
+                continue;
+            }
+        };
+        let refusal = if job.execution_id != config.execution_id {
+            format!(
+                "a job for execution {:?} reached the apply queue of {:?}",
+                job.execution_id, config.execution_id
+            )
+        } else if record.decision != Some(Vote::Approve) {
+            format!(
+                "the voters have not approved execution {:?} (decision {:?})",
+                config.execution_id,
+                record.decision.map(Vote::as_str)
+            )
+        } else {
+            return Ok(Some(job));
+        };
+        let cause = format!("{refusal}: the plan task refuses it; a new task applies instead");
+        tracing::warn!(queue = %url, "{cause}");
+        // Its Apply In Plan Task goes to a new task now, not at its heartbeat.
+        match ports
+            .tokens
+            .send_failure(&job.task_token, HANDOFF_REFUSED, &cause)
+            .await
+        {
+            Ok(delivery) => tracing::info!(?delivery, "answered the refused job"),
+            Err(e) => tracing::warn!(error = %e, "answering the refused job"),
         }
     }
 }

@@ -55,8 +55,9 @@ pub enum TaskError {
     CachedCheckout { key: String, message: String },
     #[error("assuming role {role_arn:?}: {message}")]
     AssumeRole { role_arn: String, message: String },
-    #[error("apply queue {queue:?}: {message}")]
-    Handoff { queue: String, message: String },
+    /// SIGTERM (ECS's StopTask) reached a plan task that waits for its apply.
+    #[error("stopped by SIGTERM; the task's apply queue is deleted")]
+    Terminated,
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
     #[error("{unit}: {message}")]

@@ -13,6 +13,7 @@ pub mod config;
 pub mod create_deploy_stack;
 pub mod error;
 pub mod git_ssh;
+pub mod leftovers;
 pub mod logs;
 pub mod plans;
 pub mod pr_plan;

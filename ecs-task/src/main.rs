@@ -16,6 +16,7 @@ use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
+use live_ci_task::leftovers::Subreaper;
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::open_metadb;
 use live_ci_task::terra_run::TerraRunPorts;
@@ -201,6 +202,12 @@ async fn run<G: GitHost>(
             apply_wait,
             ..
         } => {
+            // Before any command runs: whatever the plan orphans is re-parented
+            // to this process, where the hand-off's guard finds it.
+            let leftovers = apply_wait.as_ref().map(|_| Subreaper::adopt());
+            if let Some(why) = leftovers.as_ref().and_then(Subreaper::refused) {
+                tracing::warn!("{why}: this task will not wait for its apply");
+            }
             let metadb = opened(metadb)?;
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
@@ -213,10 +220,14 @@ async fn run<G: GitHost>(
                 statuses: Statuses::new(github, *switches),
             };
             let queue = SqsApplyQueue::new(live_ci_aws::sdk::sqs::Client::new(aws));
-            let handoff = apply_wait.as_ref().map(|wait| Handoff {
-                queue: &queue,
-                wait,
-            });
+            let handoff = apply_wait
+                .as_ref()
+                .zip(leftovers.as_ref())
+                .map(|(wait, leftovers)| Handoff {
+                    queue: &queue,
+                    wait,
+                    leftovers,
+                });
             terra_run_handing_off(job, repo, logs_url, &ports, handoff).await?;
         }
         Config::PrPlan { job } => {

@@ -15,7 +15,7 @@ pub use error::{Result, WorkflowError};
 pub use outcome::Outcome;
 pub use payload::{
     Action, ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, ExecutionStatus,
-    PlanResult, SfnInput,
+    HANDOFF_REFUSED, PlanResult, SfnInput,
 };
 pub use render::{placeholders, render};
 pub use sfn::{SfnEngine, SfnTaskTokens};

@@ -119,6 +119,12 @@ pub struct ApplyJob {
     pub plan_artifact: String,
 }
 
+/// The error a plan task answers an [`ApplyJob`] it will not apply with (a job
+/// of another execution, or one not yet approved): `Apply In Plan Task`'s
+/// Catch sends the apply to a new task (`Apply`), where every check runs
+/// again, instead of the execution waiting out the state's heartbeat.
+pub const HANDOFF_REFUSED: &str = "LiveCi.HandoffRefused";
+
 // Like the approval request's, the token completes a state: never in a log.
 impl std::fmt::Debug for ApplyJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,22 +1,26 @@
 //! The plan task that waits for its approved apply: real SQS queues in
 //! LocalStack (the test sends the `ApplyJob` as the state machine's
 //! `sqs:sendMessage.waitForTaskToken` does), real terraform, git and
-//! PostgreSQL, and a recording task-token port.
+//! PostgreSQL, and a recording task-token port. A test whose task offers to
+//! wait runs alone in its own process (`support::alone_in_process`): the
+//! task's guard kills every child of its process once the plan is done.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use live_ci_aws::{S3ArtifactStore, SqsApplyQueue};
-use live_ci_core::deploy::Outcome;
-use live_ci_core::port::ExecutionStore;
+use live_ci_core::deploy::{Outcome, Vote};
+use live_ci_core::port::{ApprovalStore, ExecutionStore};
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
 use live_ci_task::checkout::Repo;
 use live_ci_task::config::ApplyWait;
+use live_ci_task::leftovers::Subreaper;
 use live_ci_task::terra_run::TerraRunPorts;
 use live_ci_task::{TaskError, TerraRunConfig};
-use live_ci_workflow::{ApplyJob, ApplyResult, PlanResult};
+use live_ci_workflow::{ApplyJob, ApplyResult, HANDOFF_REFUSED, PlanResult};
 
+use crate::support::alone_in_process;
 use crate::support::fakes::{RecordingTokens, Sent};
 use crate::terra_run::{Setup, env, s3_client, setup};
 
@@ -57,8 +61,12 @@ async fn queue_exists(url: &str) -> bool {
 }
 
 fn job(execution_id: &str, plan: &PlanResult) -> String {
+    job_with_token(execution_id, "apply-token", plan)
+}
+
+fn job_with_token(execution_id: &str, token: &str, plan: &PlanResult) -> String {
     serde_json::to_string(&ApplyJob {
-        task_token: "apply-token".into(),
+        task_token: token.into(),
         execution_id: execution_id.into(),
         sfn_execution_arn: format!("arn:aws:states:us-east-1:000000000000:execution:m:{ID}"),
         plan_artifact: plan.plan_artifact.clone(),
@@ -109,16 +117,38 @@ impl Task {
             clone_url: self.s.clone_url.clone(),
             token: None,
         };
-        let handoff = wait.map(|wait| Handoff {
-            queue: &self.queue,
-            wait,
+        // Before any command runs, as `main` does.
+        let leftovers = wait.map(|_| Subreaper::adopt());
+        let handoff = wait.zip(leftovers.as_ref()).map(|(wait, leftovers)| {
+            assert_eq!(leftovers.refused(), None);
+            Handoff {
+                queue: &self.queue,
+                wait,
+                leftovers,
+            }
         });
         terra_run_handing_off(config, &repo, None, &ports, handoff).await
+    }
+
+    /// The voters approve the execution, as approval-response records it.
+    async fn approve(&self) {
+        for voter in ["a@example.com", "b@example.com"] {
+            self.s
+                .metadb
+                .cast_vote(ID, voter, Vote::Approve)
+                .await
+                .unwrap();
+        }
+        assert_eq!(self.s.metadb.decide(ID).await.unwrap(), Some(Vote::Approve));
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_task_applies_the_approved_plan_sent_to_its_queue() {
+    if !alone_in_process("apply_handoff::the_plan_task_applies_the_approved_plan_sent_to_its_queue")
+    {
+        return;
+    }
     let t = task().await;
     let config = t.config();
     let wait = wait(120);
@@ -133,6 +163,7 @@ async fn the_plan_task_applies_the_approved_plan_sent_to_its_queue() {
             !t.s.tf.state_file("dev/app").exists(),
             "nothing is applied before the job"
         );
+        t.approve().await;
         sqs()
             .send_message()
             .queue_url(&url)
@@ -167,6 +198,11 @@ async fn the_plan_task_applies_the_approved_plan_sent_to_its_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_task_stops_waiting_when_its_execution_ends_without_an_apply() {
+    if !alone_in_process(
+        "apply_handoff::the_plan_task_stops_waiting_when_its_execution_ends_without_an_apply",
+    ) {
+        return;
+    }
     let t = task().await;
     let config = t.config();
     let wait = wait(120);
@@ -192,6 +228,11 @@ async fn the_plan_task_stops_waiting_when_its_execution_ends_without_an_apply() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_task_gives_up_after_its_wait_and_deletes_its_queue() {
+    if !alone_in_process(
+        "apply_handoff::the_plan_task_gives_up_after_its_wait_and_deletes_its_queue",
+    ) {
+        return;
+    }
     let t = task().await;
     let config = t.config();
     let wait = wait(3);
@@ -217,30 +258,163 @@ async fn the_plan_task_gives_up_after_its_wait_and_deletes_its_queue() {
     assert!(!t.s.tf.state_file("dev/app").exists());
 }
 
+/// The failures the task has sent so far, once there are `n`.
+async fn failures(tokens: &RecordingTokens, n: usize) -> Vec<(String, String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let failed: Vec<_> = tokens
+            .sent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|s| match s {
+                Sent::Failure {
+                    token,
+                    error,
+                    cause,
+                } => Some((token.clone(), error.clone(), cause.clone())),
+                Sent::Success { .. } => None,
+            })
+            .collect();
+        if failed.len() >= n {
+            return failed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} failures not sent: {failed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whoever can send to the queue is not trusted: a body that is no job, a job
+/// of another execution and this execution's job before its voters approved
+/// it apply nothing and do not end the wait; each job is answered at once
+/// with `LiveCi.HandoffRefused` (its state then goes to a new task instead of
+/// waiting out its heartbeat). The approved job that follows is applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_plan_task_refuses_another_executions_job() {
+async fn the_plan_task_refuses_jobs_it_must_not_apply_answers_them_and_waits_on() {
+    if !alone_in_process(
+        "apply_handoff::the_plan_task_refuses_jobs_it_must_not_apply_answers_them_and_waits_on",
+    ) {
+        return;
+    }
     let t = task().await;
     let config = t.config();
     let wait = wait(120);
     let (done, ()) = tokio::join!(t.run(&config, Some(&wait)), async {
         let plan = plan_answer(&t.tokens).await;
+        let url = plan.apply_queue_url.clone().unwrap();
+        for body in [
+            "{\"not\": \"a job\"}".to_string(),
+            job_with_token("run-7-y-dev-app-002", "foreign-token", &plan),
+            job_with_token(ID, "early-token", &plan),
+        ] {
+            sqs()
+                .send_message()
+                .queue_url(&url)
+                .message_body(body)
+                .send()
+                .await
+                .unwrap();
+        }
+        let failed = failures(&t.tokens, 2).await;
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        let (tokens, errors): (Vec<_>, Vec<_>) = failed
+            .iter()
+            .map(|(token, error, _)| (token.as_str(), error.as_str()))
+            .unzip();
+        assert_eq!(tokens, ["foreign-token", "early-token"]);
+        assert_eq!(errors, [HANDOFF_REFUSED, HANDOFF_REFUSED]);
+        assert!(
+            failed[0].2.contains("run-7-y-dev-app-002"),
+            "the cause names the other execution: {}",
+            failed[0].2
+        );
+        assert!(
+            failed[1].2.contains("not approved"),
+            "the cause says why: {}",
+            failed[1].2
+        );
+        assert!(
+            !t.s.tf.state_file("dev/app").exists(),
+            "nothing was applied"
+        );
+        assert!(queue_exists(&url).await, "the task still waits");
+        t.approve().await;
         sqs()
             .send_message()
-            .queue_url(plan.apply_queue_url.as_deref().unwrap())
-            .message_body(job("run-7-y-dev-app-002", &plan))
+            .queue_url(&url)
+            .message_body(job(ID, &plan))
             .send()
             .await
             .unwrap();
     });
-    let err = done.unwrap_err();
+    done.unwrap();
+    let sent = t.tokens.take();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    let Sent::Success { token, .. } = &sent[3] else {
+        panic!("the approved apply failed: {sent:?}")
+    };
+    assert_eq!(token, "apply-token");
     assert!(
-        matches!(&err, TaskError::Handoff { message, .. } if message.contains("run-7-y-dev-app-002")),
-        "{err}"
+        t.s.tf.state_file("dev/app").exists(),
+        "the approved job applied"
     );
-    assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
+}
+
+/// The guard: a plan that leaves a process behind (detached with `setsid`,
+/// its output closed, as a `data "external"` program could) gets no hand-off:
+/// the leftover is killed, the plan's answer names no queue (a new task
+/// applies, in a container the leftover never shared) and the task does not
+/// wait. The clean plan of the test above it does name one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_that_leaves_a_process_behind_gets_no_hand_off_and_the_process_is_killed() {
+    if !alone_in_process(
+        "apply_handoff::a_plan_that_leaves_a_process_behind_gets_no_hand_off_and_the_process_is_killed",
+    ) {
+        return;
+    }
+    let t = task().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("leftover.pid");
+    let mut config = t.config();
+    config.command = Some(format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 & {}",
+        pid_file.display(),
+        t.s.tf.plan
+    ));
+    let wait = wait(30);
+    let started = Instant::now();
+    t.run(&config, Some(&wait)).await.unwrap();
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if alive {
+        // Not left to outlive a failing test.
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+    }
+    assert!(!alive, "the leftover (pid {pid}) still runs");
+    let sent = t.tokens.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let Sent::Success { output, .. } = &sent[0] else {
+        panic!("the plan failed: {sent:?}")
+    };
+    let plan: serde_json::Value = serde_json::from_str(output).unwrap();
+    assert!(plan.get("apply_queue_url").is_none(), "{plan}");
+    assert_eq!(plan["to_add"], 1, "{plan}");
     assert!(
-        !t.s.tf.state_file("dev/app").exists(),
-        "nothing was applied"
+        started.elapsed() < Duration::from_secs(20),
+        "the task did not wait for an apply"
+    );
+    assert_eq!(
+        queues(&wait).await,
+        Vec::<String>::new(),
+        "the queue created while planning is deleted"
     );
 }
 
@@ -254,6 +428,45 @@ async fn a_plan_task_without_a_hand_off_names_no_queue() {
     };
     let plan: serde_json::Value = serde_json::from_str(output).unwrap();
     assert!(plan.get("apply_queue_url").is_none(), "{plan}");
+}
+
+/// ECS stops a task with SIGTERM: the plan task waiting for its apply
+/// deletes its queue and ends, so no queue of a stopped task is left for
+/// SQS's 30-day clean-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_task_stopped_with_sigterm_while_waiting_deletes_its_queue() {
+    if !alone_in_process(
+        "apply_handoff::a_plan_task_stopped_with_sigterm_while_waiting_deletes_its_queue",
+    ) {
+        return;
+    }
+    let t = task().await;
+    let config = t.config();
+    let wait = wait(120);
+    let started = Instant::now();
+    let (done, url) = tokio::join!(t.run(&config, Some(&wait)), async {
+        let url = plan_answer(&t.tokens).await.apply_queue_url.unwrap();
+        assert!(queue_exists(&url).await, "the task waits on its queue");
+        // This process is the task: ECS's StopTask, sent to it.
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        url
+    });
+    let err = done.unwrap_err();
+    assert!(matches!(err, TaskError::Terminated), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it did not wait out its 120 s"
+    );
+    assert!(
+        !queue_exists(&url).await,
+        "the stopped task deletes its queue"
+    );
+    assert_eq!(queues(&wait).await, Vec::<String>::new());
+    assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
 }
 
 /// The queues whose names start with the wait's prefix.
@@ -270,6 +483,10 @@ async fn queues(wait: &ApplyWait) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_plan_deletes_the_queue_it_created_while_planning() {
+    if !alone_in_process("apply_handoff::a_failed_plan_deletes_the_queue_it_created_while_planning")
+    {
+        return;
+    }
     let t = task().await;
     let mut config = t.config();
     config.command = Some("echo 'the plan broke' >&2; exit 3".into());

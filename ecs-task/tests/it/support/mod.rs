@@ -29,3 +29,32 @@ pub fn sts() -> live_ci_aws::StsRoleAssumer {
         &live_ci_testkit::aws::sdk_config(),
     ))
 }
+
+/// Whether the calling test runs its body in this process. A test whose task
+/// waits for its apply makes its process the child subreaper and kills every
+/// child that process has when the plan is done (`live_ci_task::leftovers`):
+/// beside other tests it would take their commands for leftovers. So the
+/// harness's call runs the same test again, alone, in a new process of this
+/// test binary, asserts that it passed, and returns false; in that process it
+/// returns true. `test` is the test's full name, e.g. `apply_handoff::name`.
+pub fn alone_in_process(test: &str) -> bool {
+    const ALONE: &str = "LIVE_CI_TEST_ALONE";
+    if std::env::var(ALONE).as_deref() == Ok(test) {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads", "1"])
+        .env(ALONE, test)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{test} alone in its process: {}",
+        out.status
+    );
+    false
+}
