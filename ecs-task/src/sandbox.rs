@@ -4,6 +4,7 @@
 //! temporary credentials instead of anything the task itself holds.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use live_ci_core::child_env::child_env;
 use live_ci_core::port::{RoleAssumer, TemporaryCredentials, session_name};
@@ -52,4 +53,67 @@ pub fn env_for(
     extra: &[(String, String)],
 ) -> Vec<(String, String)> {
     child_env(std::env::vars(), credentials, extra)
+}
+
+/// A home, a temporary directory and a provider plugin cache of the command's
+/// own, created under `scratch` (a phase's scratch directory, deleted with its
+/// checkout), as child environment entries that override the task's.
+///
+/// Why: a plan task that goes on to apply runs both phases in one container
+/// as one user. Code the plan runs (under the read-only plan role) could plant
+/// a CLI configuration with `dev_overrides`, a provider in the shared plugin
+/// cache, or a git configuration in the task's home; the apply, under the apply
+/// role, would then run it. Each phase reading only directories created for it
+/// (with unpredictable names, after every process of the plan is gone) keeps
+/// what the plan wrote away from the apply, as a new task's fresh container did.
+pub fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
+    let home = scratch.join("home");
+    let cache = home.join(".terraform.d").join("plugin-cache");
+    let tmp = scratch.join("tmp");
+    for dir in [&cache, &tmp] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| TaskError::Io(format!("creating {:?}: {e}", dir.display())))?;
+    }
+    let path = |p: &Path| p.display().to_string();
+    Ok(vec![
+        ("HOME".into(), path(&home)),
+        ("TMPDIR".into(), path(&tmp)),
+        ("TF_PLUGIN_CACHE_DIR".into(), path(&cache)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn private_dirs_are_made_under_the_scratch_and_override_the_tasks() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = private_dirs(scratch.path()).unwrap();
+        let env = child_env(
+            [
+                ("HOME".to_string(), "/home/live-ci".to_string()),
+                (
+                    "TF_PLUGIN_CACHE_DIR".to_string(),
+                    "/home/live-ci/.terraform.d/plugin-cache".to_string(),
+                ),
+            ],
+            None,
+            &dirs,
+        );
+        let last = |name: &str| {
+            env.iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| PathBuf::from(v))
+                .unwrap()
+        };
+        for name in ["HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR"] {
+            let dir = last(name);
+            assert!(dir.starts_with(scratch.path()), "{name}={dir:?}");
+            assert!(dir.is_dir(), "{name}={dir:?} was created");
+        }
+    }
 }

@@ -278,6 +278,7 @@ async fn phase<
         config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),
     )?);
+    extra.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
     let env = sandbox::env_for(credentials.as_ref(), &extra);
     let command = with_plan_file(&command, phase, &plan_file_str);
     let logs_url = logs_url.unwrap_or_default().to_string();

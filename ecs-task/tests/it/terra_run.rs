@@ -428,6 +428,55 @@ async fn failures_reach_the_token_with_the_commands_output() {
     s.db.drop_db().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_phase_runs_with_a_home_tmpdir_and_plugin_cache_of_its_own_then_gone() {
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    };
+    let seen = tempfile::tempdir().unwrap();
+    let report = seen.path().join("dirs");
+    // What a plan's code could do: read where it runs and plant a file there
+    // for whatever runs next (harmless here: were the protection gone, it
+    // would land in this machine's real home).
+    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    config.command = Some(format!(
+        "printf '%s\\n' \"$HOME\" \"$TMPDIR\" \"$TF_PLUGIN_CACHE_DIR\" > {report:?} && \
+         echo planted > \"$HOME/.live-ci-test-planted\" && exit 1"
+    ));
+    terra_run(&config, &repo, None, &ports).await.unwrap_err();
+    assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
+    let dirs: Vec<std::path::PathBuf> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(Into::into)
+        .collect();
+    assert_eq!(dirs.len(), 3, "{dirs:?}");
+    let task_home = std::env::var("HOME").unwrap_or_default();
+    for dir in &dirs {
+        assert_ne!(dir.as_os_str(), task_home.as_str(), "{dirs:?}");
+        assert!(
+            dir.starts_with(std::env::temp_dir())
+                && dir.to_string_lossy().contains("live-ci-task-"),
+            "in the phase's scratch: {dir:?}"
+        );
+        assert!(!dir.exists(), "deleted with the phase: {dir:?}");
+    }
+    assert!(dirs[2].starts_with(&dirs[0]), "the cache is in the home");
+    s.db.drop_db().await;
+}
+
 /// Plans both executions into `bucket` and returns their artifact URIs.
 async fn plan_both<M: RunStore + ExecutionStore, R: live_ci_core::port::RoleAssumer>(
     s: &Setup,
