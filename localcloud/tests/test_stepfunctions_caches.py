@@ -1,11 +1,14 @@
 """The Step Functions interpreter's caches (live_ci_localcloud.stepfunctions): a JSONPath
-expression is parsed once and still reads each execution's own data; an assumed-role
-client is reused per service, region and role only, and rebuilt once stale; the running
-cloud has them installed."""
+expression and a definition are parsed once and still evaluate each execution's own
+data, also concurrently; an assumed-role client is reused per service, region and role
+only, and rebuilt once stale; the running cloud has them installed."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -76,6 +79,71 @@ def test_assumed_role_clients_are_reused_per_service_region_and_role_until_stale
     ]
 
 
+def test_a_definition_is_parsed_once_per_text() -> None:
+    parsed: list[str] = []
+
+    def parse(definition: str) -> tuple[object, object]:
+        parsed.append(definition)
+        return (object(), None)
+
+    entrypoint = stepfunctions.cached_entrypoint(parse)
+
+    def worker(definition: str) -> SimpleNamespace:
+        details = SimpleNamespace(state_machine_details=SimpleNamespace(definition=definition))
+        return SimpleNamespace(_evaluation_details=details)
+
+    first = entrypoint(worker('{"StartAt": "A"}'))
+    assert entrypoint(worker('{"StartAt": "A"}')) is first
+    assert entrypoint(worker('{"StartAt": "B"}')) is not first
+    assert parsed == ['{"StartAt": "A"}', '{"StartAt": "B"}']
+
+
+def test_concurrent_executions_of_one_definition_each_compute_their_own_output(
+    aws: Callable[[str], Any], role_arn: str, unique: str
+) -> None:
+    # One parsed Program, JSONPaths and a Choice evaluated by several executions at once.
+    definition = {
+        "StartAt": "Shape",
+        "States": {
+            "Shape": {
+                "Type": "Pass",
+                "Parameters": {"unit.$": "$.unit", "double.$": "States.MathAdd($.n, $.n)", "n.$": "$.n"},
+                "Next": "Big",
+            },
+            "Big": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.n", "NumericGreaterThan": 2, "Next": "Large"}],
+                "Default": "Small",
+            },
+            "Large": {"Type": "Pass", "Result": "large", "ResultPath": "$.size", "End": True},
+            "Small": {"Type": "Pass", "Result": "small", "ResultPath": "$.size", "End": True},
+        },
+    }
+    sfn = aws("stepfunctions")
+    machine = sfn.create_state_machine(name=unique, definition=json.dumps(definition), roleArn=role_arn)[
+        "stateMachineArn"
+    ]
+    runs = {
+        sfn.start_execution(stateMachineArn=machine, name=f"{unique}-{n}", input=json.dumps({"unit": f"u{n}", "n": n}))[
+            "executionArn"
+        ]: n
+        for n in range(6)
+    }
+    deadline = time.monotonic() + 30
+    outputs: dict[int, Any] = {}
+    while len(outputs) < len(runs) and time.monotonic() < deadline:
+        for arn, n in runs.items():
+            described = sfn.describe_execution(executionArn=arn)
+            if described["status"] == "SUCCEEDED":
+                outputs[n] = json.loads(described["output"])
+            else:
+                assert described["status"] == "RUNNING", described
+        time.sleep(0.1)
+    assert outputs == {
+        n: {"unit": f"u{n}", "double": 2 * n, "n": n, "size": "large" if n > 2 else "small"} for n in range(6)
+    }
+
+
 def test_install_reaches_every_integration_that_assumes_the_role_and_every_parser() -> None:
     stepfunctions.install()
     from localstack.services.stepfunctions.asl.component.common.path import result_path
@@ -90,6 +158,9 @@ def test_install_reaches_every_integration_that_assumes_the_role_and_every_parse
         assert isinstance(module.boto_client_for, stepfunctions.ClientCache), module.__name__
     for module in (json_path, result_path):
         assert hasattr(module.parse, "cache_info"), module.__name__
+    from localstack.services.stepfunctions.backend.execution_worker import ExecutionWorker
+
+    assert hasattr(ExecutionWorker._get_evaluation_entrypoint, "cache_info")
 
 
 def test_the_running_cloud_installed_the_caches_at_start() -> None:

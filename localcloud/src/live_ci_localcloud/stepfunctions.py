@@ -1,4 +1,4 @@
-"""Two caches for LocalStack's Step Functions interpreter, installed at start-up, so the
+"""Caches for LocalStack's Step Functions interpreter, installed at start-up, so the
 local cloud's own cost per state stops dominating the pipeline benchmark.
 
 Profiled with py-spy during `make bench-pipeline` (20 units, max_parallel 4), LocalStack
@@ -10,11 +10,15 @@ spent, per task state and before the service call was even made:
 - ~100 ms per task state waiting for an `sts:AssumeRole` of the state machine's role
   (`boto_client_for` → `connect_to.with_assumed_role`) through LocalStack's own
   gateway, then building a new botocore client.
+- ~70 ms of CPU per execution parsing the whole definition with ANTLR before its first
+  state (`ExecutionWorker._get_evaluation_entrypoint`).
 
-Neither cache changes what an execution computes: a parsed JSONPath expression is an
-immutable tree (its `find` reads the data it is given), and an assumed-role client is
-keyed by everything that chose it (service, region, role) and rebuilt after a while,
-well within the assumed credentials' one-hour life.
+None of the caches changes what an execution computes: a parsed JSONPath expression is
+an immutable tree (its `find` reads the data it is given); a parsed definition's
+`Program` keeps its state in the `Environment` each evaluation gets, which is how
+LocalStack itself runs one `Program` in many threads for a Map state's iterations; and
+an assumed-role client is keyed by everything that chose it (service, region, role)
+and rebuilt after a while, well within the assumed credentials' one-hour life.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ LOG = logging.getLogger(__name__)
 # Distinct JSONPath strings in a deployment are few (the state machine's text); the
 # bound only guards against a pathological definition.
 PARSE_CACHE_SIZE = 4096
+# Definitions: one per state machine version in use.
+PROGRAM_CACHE_SIZE = 64
 # Assumed-role credentials live an hour; a client is rebuilt well before that.
 CLIENT_TTL_SECONDS = 600.0
 
@@ -43,6 +49,7 @@ _PARSE_MODULES = (
 )
 _BOTO_CLIENT_MODULE = "localstack.services.stepfunctions.asl.utils.boto_client"
 _ASL_PACKAGE = "localstack.services.stepfunctions.asl"
+_EXECUTION_WORKER_MODULE = "localstack.services.stepfunctions.backend.execution_worker"
 _installed = False
 
 
@@ -77,6 +84,17 @@ class ClientCache:
         return client
 
 
+def cached_entrypoint(parse: Callable[[str], tuple[Any, ...]]) -> Callable[[Any], Any]:
+    """An `ExecutionWorker._get_evaluation_entrypoint` that parses each definition text once."""
+    program = functools.lru_cache(maxsize=PROGRAM_CACHE_SIZE)(lambda definition: parse(definition)[0])
+
+    def entrypoint(worker: Any) -> Any:
+        return program(worker._evaluation_details.state_machine_details.definition)
+
+    entrypoint.cache_info = program.cache_info  # type: ignore[attr-defined]
+    return entrypoint
+
+
 def install() -> None:
     """Replaces the interpreter's JSONPath `parse` and `boto_client_for` with cached ones
     in every module that imported them (they are bound by name at import, so the whole
@@ -90,6 +108,10 @@ def install() -> None:
     for name in _PARSE_MODULES:
         module = importlib.import_module(name)
         module.parse = cached_parser(module.parse)  # type: ignore[attr-defined]
+    worker = importlib.import_module(_EXECUTION_WORKER_MODULE)
+    worker.ExecutionWorker._get_evaluation_entrypoint = cached_entrypoint(  # type: ignore[method-assign]
+        worker.AmazonStateLanguageParser.parse
+    )
     boto_client = importlib.import_module(_BOTO_CLIENT_MODULE)
     original = boto_client.boto_client_for
     cache = ClientCache(original)
@@ -105,7 +127,7 @@ def install() -> None:
             module.boto_client_for = cache  # type: ignore[attr-defined]
             replaced.append(name)
     _installed = True
-    LOG.info("live-ci: step functions caches installed (jsonpath parsers; clients in %d modules)", len(replaced))
+    LOG.info("live-ci: step functions caches installed (jsonpath parsers, definitions; clients in %d modules)", len(replaced))
 
 
 @hooks.on_infra_start()
