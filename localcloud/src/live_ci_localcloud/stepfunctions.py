@@ -63,7 +63,9 @@ def cached_parser(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 class ClientCache:
     """Assumed-role clients by (service, region, role), each kept for `ttl` seconds."""
 
-    def __init__(self, make: Callable[..., Any], ttl: float = CLIENT_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, make: Callable[..., Any], ttl: float = CLIENT_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.make = make
         self.ttl = ttl
         self.clock = clock
@@ -127,7 +129,9 @@ def install() -> None:
             module.boto_client_for = cache  # type: ignore[attr-defined]
             replaced.append(name)
     _installed = True
-    LOG.info("live-ci: step functions caches installed (jsonpath parsers, definitions; clients in %d modules)", len(replaced))
+    LOG.info(
+        "live-ci: step functions caches installed (jsonpath parsers, definitions; clients in %d modules)", len(replaced)
+    )
 
 
 @hooks.on_infra_start()
