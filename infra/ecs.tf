@@ -136,6 +136,10 @@ resource "aws_ecs_task_definition" "this" {
       local.task_user_secrets,
     )
     readonlyRootFilesystem = false
+    # StopTask (or a Spot reclaim) sends SIGTERM, then SIGKILL after this: the
+    # most Fargate allows, so an interrupted terraform can finish what is in
+    # flight, write its state and release its lock (ecs-task/src/run.rs).
+    stopTimeout = 120
     logConfiguration = {
       logDriver = "awslogs"
       options = {

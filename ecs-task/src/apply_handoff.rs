@@ -87,10 +87,10 @@ pub async fn terra_run_handing_off<
     let Ok(mut terminate) = terminate else {
         return handing_off.await;
     };
+    let mut handing_off = std::pin::pin!(handing_off);
     tokio::select! {
-        done = handing_off => done,
+        done = &mut handing_off => done,
         _ = terminate.recv() => {
-            // The command, if one runs, is killed as the future is dropped.
             let queue = match created.get() {
                 Some(queue) => queue.clone(),
                 // Its creation may be under way: CreateQueue of the same name
@@ -104,6 +104,17 @@ pub async fn terra_run_handing_off<
                     Err(e) => tracing::info!(error = %e, queue = %url, "stopped (SIGTERM): deleting the apply queue"),
                 }
             }
+            if crate::run::commands_running() {
+                // The running plan or apply got SIGINT from `run::run`: let it
+                // stop cleanly (ECS's SIGKILL bounds this). It ends the hand-off
+                // with its own error, answered on its token.
+                return match handing_off.await {
+                    Err(e @ TaskError::Interrupted { .. }) => Err(e),
+                    _ => Err(TaskError::Terminated),
+                };
+            }
+            // Nothing runs: the wait for a job is dropped, so no job taken
+            // after the stop starts an apply.
             Err(TaskError::Terminated)
         }
     }

@@ -58,6 +58,10 @@ pub enum TaskError {
     /// SIGTERM (ECS's StopTask) reached a plan task that waits for its apply.
     #[error("stopped by SIGTERM; the task's apply queue is deleted")]
     Terminated,
+    /// SIGTERM (ECS's StopTask, a Spot reclaim) reached the task while its
+    /// command ran; the command was interrupted and stopped by itself.
+    #[error("{command:?} was interrupted: the task was stopped (SIGTERM) while it ran{}", code.map_or_else(String::new, |c| format!("; it exited with code {c}")))]
+    Interrupted { command: String, code: Option<i32> },
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
     #[error("{unit}: {message}")]
@@ -96,6 +100,7 @@ impl TaskError {
             TaskError::PlanArtifact { .. } => "PlanArtifact",
             TaskError::CachedCheckout { .. } => "CheckoutArchive",
             TaskError::Config(_) => "Config",
+            TaskError::Interrupted { .. } => "Interrupted",
             _ => "TaskFailed",
         }
     }

@@ -2,10 +2,17 @@
 //! configuration, and `terraform init && terraform plan` must be expressible),
 //! streaming its output to our stdout (CloudWatch in AWS) while keeping it for
 //! the summary line, and calling back periodically while it runs (heartbeats).
+//!
+//! A task stopped by ECS (StopTask, a Fargate Spot reclaim) gets SIGTERM, then
+//! SIGKILL after the container's stop timeout. A running command is asked to
+//! stop as Ctrl-C would ask it: SIGINT to its process group, so terraform
+//! finishes what is in flight, writes its state and releases its lock instead
+//! of dying mid-apply; its end is reported as [`Finished::interrupted`].
 
 use std::future::Future;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -22,6 +29,33 @@ pub struct Finished {
     pub output: String,
     /// How long the command ran (the terraform time `make bench-pipeline` sums).
     pub elapsed: Duration,
+    /// The task got SIGTERM while the command ran and passed it on as SIGINT.
+    pub interrupted: bool,
+}
+
+/// Commands of [`run`] running in this process now.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a command of [`run`] runs now: after SIGTERM, the caller lets it
+/// stop by itself rather than dropping it (which would SIGKILL its shell).
+pub fn commands_running() -> bool {
+    RUNNING.load(Ordering::SeqCst) > 0
+}
+
+/// Counts one running command while alive.
+struct Running;
+
+impl Running {
+    fn start() -> Self {
+        RUNNING.fetch_add(1, Ordering::SeqCst);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Finished {
@@ -60,6 +94,13 @@ where
     Fut: Future<Output = Tick>,
 {
     let started = std::time::Instant::now();
+    // Listened to before the spawn, so no SIGTERM falls between the two.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .inspect_err(|e| {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM: a stopped task kills its command");
+        })
+        .ok();
+    let running = Running::start();
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -103,6 +144,7 @@ where
     let mut interval = tokio::time::interval(every);
     interval.tick().await;
     let mut stopped = false;
+    let mut interrupted = false;
     loop {
         tokio::select! {
             line = rx.recv() => match line {
@@ -125,6 +167,10 @@ where
                     let _ = child.start_kill();
                 }
             }
+            Some(()) = async { terminate.as_mut()?.recv().await }, if !interrupted && !stopped => {
+                interrupted = true;
+                interrupt(child.id(), command);
+            }
         }
     }
     for p in pumps {
@@ -134,11 +180,53 @@ where
         command: command.to_string(),
         message: e.to_string(),
     })?;
+    drop(running);
     Ok(Finished {
         code: if stopped { None } else { status.code() },
         output,
         elapsed: started.elapsed(),
+        interrupted,
     })
+}
+
+/// SIGINT to the command's process group (the shell leads it): once only, as
+/// a second interrupt makes terraform exit at once.
+fn interrupt(pid: Option<u32>, command: &str) {
+    let Some(pid) = pid else {
+        return;
+    };
+    match signal_group(pid) {
+        Ok(()) => {
+            tracing::warn!(
+                command,
+                "SIGTERM: the command is asked to stop (SIGINT to its process group)"
+            );
+            println!(
+                "live-ci: the task is being stopped (SIGTERM): interrupting {command:?} so it can stop cleanly"
+            );
+        }
+        Err(e) => tracing::warn!(error = %e, command, "SIGTERM: interrupting the command"),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn signal_group(pid: u32) -> std::io::Result<()> {
+    let group = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other(format!("pid {pid:?}")))?;
+    Ok(rustix::process::kill_process_group(
+        group,
+        rustix::process::Signal::INT,
+    )?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn signal_group(pid: u32) -> std::io::Result<()> {
+    std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pid}")])
+        .status()
+        .map(drop)
 }
 
 /// Like [`run`] without a callback.
@@ -193,6 +281,7 @@ pub async fn capture(
             code: out.status.code(),
             output: stderr,
             elapsed: started.elapsed(),
+            interrupted: false,
         },
         String::from_utf8_lossy(&out.stdout).into_owned(),
     ))

@@ -664,6 +664,12 @@ async fn run_with_heartbeat<T: TaskTokens>(
         },
     )
     .await?;
+    if finished.interrupted {
+        return Err(TaskError::Interrupted {
+            command: command.to_string(),
+            code: finished.code,
+        });
+    }
     if finished.code.is_none() {
         return Err(TaskError::Tokens(format!(
             "{command:?} was stopped: the state machine no longer waits for this task"

@@ -3,6 +3,8 @@
 //! metadb, saved plans in LocalStack S3, and a recording task-token port.
 #![allow(clippy::unwrap_used)]
 
+use std::time::Duration;
+
 use crate::support;
 
 use live_ci_aws::S3ArtifactStore;
@@ -835,5 +837,87 @@ async fn the_answer_does_not_wait_for_the_final_status() {
         panic!("expected the failure to reach the token")
     };
     assert_eq!(error, "CommandFailed");
+    s.db.drop_db().await;
+}
+
+/// ECS stops a task with SIGTERM, then SIGKILL after the stop timeout: the
+/// running command is asked to stop as Ctrl-C asks (SIGINT to its process
+/// group), runs its own clean-up (terraform: state written, lock released),
+/// and the token names the interruption. Alone in its process: the SIGTERM is
+/// sent to this test process, which is the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_so() {
+    if !support::alone_in_process(
+        "terra_run::a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_so",
+    ) {
+        return;
+    }
+    let s = setup().await;
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    };
+    let marks = tempfile::tempdir().unwrap();
+    let started = marks.path().join("started");
+    let cleaned = marks.path().join("cleaned");
+    let script = marks.path().join("terraform-like.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "trap 'echo state-saved > {cleaned:?}; exit 130' INT\ntouch {started:?}\n\
+             while :; do sleep 0.1; done\n"
+        ),
+    )
+    .unwrap();
+    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    config.command = Some(format!("sh {script:?}"));
+    let stop = async {
+        for _ in 0..1200 {
+            if started.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(started.exists(), "the command never started");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    let (done, ()) = tokio::join!(
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            terra_run(&config, &repo, None, &ports)
+        ),
+        stop
+    );
+    let err = done
+        .expect("the command stopped by itself, long before a SIGKILL would come")
+        .unwrap_err();
+    // The shell running the template may die of the SIGINT itself (no code).
+    assert!(matches!(err, TaskError::Interrupted { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&cleaned).unwrap().trim(),
+        "state-saved",
+        "the command's own clean-up ran"
+    );
+    match only_sent(&tokens) {
+        Sent::Failure { error, cause, .. } => {
+            assert_eq!(error, "Interrupted");
+            assert!(cause.contains("SIGTERM"), "{cause}");
+        }
+        other => panic!("{other:?}"),
+    }
     s.db.drop_db().await;
 }
