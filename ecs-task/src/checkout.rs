@@ -66,8 +66,11 @@ impl Checkout {
         crate::timeline::mark("unpack");
         // The packer checks the commit out detached, so `.git/HEAD` names it;
         // read there, not by two git processes on every unit's path.
-        let (git, head) = GitCli::open_detached(&dir)
-            .map_err(|e| bad(format!("the unpacked checkout has no commit checked out: {e}")))?;
+        let (git, head) = GitCli::open_detached(&dir).map_err(|e| {
+            bad(format!(
+                "the unpacked checkout has no commit checked out: {e}"
+            ))
+        })?;
         if head != commit {
             return Err(bad(format!(
                 "holds commit {head}, not the run's commit {commit}; nothing was run"

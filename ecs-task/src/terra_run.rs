@@ -411,23 +411,36 @@ async fn prepare<M: RunStore, A: ArtifactStore, T, G, R: RoleAssumer>(
                 .base_sha
         }
     };
-    let checkout = check_out(ports.artifacts, repo, record, &source).await?;
-    timeline::mark("checkout");
-    let unit_dir = checkout.dir().join(record.cfg_path.as_str());
-    if !unit_dir.is_dir() {
-        return Err(TaskError::Unit {
-            unit: record.cfg_path.to_string(),
-            message: format!("no such directory at commit {source:?}"),
-        });
-    }
-    let role = unit_role(config, record, phase)?;
-    let credentials = sandbox::assume(
-        ports.roles,
-        role,
-        &format!("{}-{}", phase.as_str(), record.execution_id),
-    )
-    .await?;
-    timeline::mark("role");
+    let checked_out = async {
+        let checkout = check_out(ports.artifacts, repo, record, &source).await?;
+        timeline::mark("checkout");
+        let unit_dir = checkout.dir().join(record.cfg_path.as_str());
+        if !unit_dir.is_dir() {
+            return Err(TaskError::Unit {
+                unit: record.cfg_path.to_string(),
+                message: format!("no such directory at commit {source:?}"),
+            });
+        }
+        Ok((checkout, unit_dir))
+    };
+    // The role (an STS round trip) needs only the record: it is assumed
+    // while the checkout is made instead of after it. Nothing is handed the
+    // credentials before both succeed, and a failed checkout still wins over
+    // a refused role, as when they ran one after the other.
+    let assumed = async {
+        let role = unit_role(config, record, phase)?;
+        let credentials = sandbox::assume(
+            ports.roles,
+            role,
+            &format!("{}-{}", phase.as_str(), record.execution_id),
+        )
+        .await;
+        timeline::mark("role");
+        credentials
+    };
+    let (checked_out, credentials) = tokio::join!(checked_out, assumed);
+    let (checkout, unit_dir) = checked_out?;
+    let credentials = credentials?;
     Ok(Prepared {
         checkout,
         unit_dir,

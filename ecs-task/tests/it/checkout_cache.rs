@@ -819,8 +819,28 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
                     && (phase == "plan" || stdout.contains("recorded for rollback")),
                 "{phase}: {stdout}\n{stderr}"
             );
+            let marks = timeline(&stderr);
+            // Spans that concurrent steps cannot blur: the record read to the
+            // checkout and the role both ready, and the whole task.
+            let ready = ["checkout", "role"]
+                .iter()
+                .filter_map(|n| at(&marks, n))
+                .max()
+                .unwrap();
+            for (span, ms) in [
+                (
+                    "= execution..checkout+role",
+                    ready - at(&marks, "execution").unwrap(),
+                ),
+                ("= start..answered", at(&marks, "answered").unwrap()),
+            ] {
+                steps
+                    .entry((phase.to_string(), span.to_string()))
+                    .or_default()
+                    .push(ms);
+            }
             let mut previous = 0;
-            for (name, at) in timeline(&stderr) {
+            for (name, at) in marks {
                 steps
                     .entry((phase.to_string(), name))
                     .or_default()
