@@ -78,13 +78,19 @@ pub async fn terra_run<
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
-    terra_run_with(config, repo, logs_url, ports, |_| std::future::ready(None)).await
+    terra_run_with(config, repo, logs_url, ports, None, |_| {
+        std::future::ready(None)
+    })
+    .await
 }
 
 /// [`terra_run`], where a plan that needs an apply first asks `apply_queue`
 /// for the queue this task will wait on for it: its URL goes out with the
 /// plan's answer (`PlanResult::apply_queue_url`), so the state machine sends
-/// the approved apply there instead of starting a new task.
+/// the approved apply there instead of starting a new task. `prefetched` is
+/// the execution's record when the task's start read it already
+/// (`crate::startup::open_metadb_reading`); without it (or for another
+/// execution) the record is read here.
 pub(crate) async fn terra_run_with<
     M: RunStore + ExecutionStore,
     A: ArtifactStore,
@@ -98,11 +104,12 @@ pub(crate) async fn terra_run_with<
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    prefetched: Option<ExecutionRecord>,
     apply_queue: F,
 ) -> Result<TerraRunResult> {
     let token = config.task_token.clone();
     let mut unit = None;
-    let mut outcome = phase(config, repo, logs_url, ports, &token, &mut unit).await;
+    let mut outcome = phase(config, repo, logs_url, ports, &token, prefetched, &mut unit).await;
     if let Ok(TerraRunResult::Plan(plan)) = &mut outcome
         && !plan.skip_apply
     {
@@ -199,16 +206,20 @@ async fn phase<
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     token: &str,
+    prefetched: Option<ExecutionRecord>,
     unit: &mut Option<(String, RepoPath)>,
 ) -> Result<TerraRunResult> {
     let phase = config.phase.phase();
     let execution_id = &config.execution_id;
-    let record = ports
-        .metadb
-        .execution(execution_id)
-        .await
-        .port("metadb")?
-        .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?;
+    let record = match prefetched.filter(|r| r.execution_id == *execution_id) {
+        Some(record) => record,
+        None => ports
+            .metadb
+            .execution(execution_id)
+            .await
+            .port("metadb")?
+            .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?,
+    };
     timeline::mark("execution");
     // The record is the truth; the state machine passes the same command.
     let command = config.command.clone().unwrap_or_else(|| match phase {

@@ -611,7 +611,12 @@ async fn a_missing_packed_checkout_falls_back_to_the_fetch_and_the_unit_deploys(
 /// The task's environment as the module gives it (terraform's offline mirror
 /// included), for the real binary.
 fn task_binary(env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
+    task_binary_at(env!("CARGO_BIN_EXE_live-ci-task"), env)
+}
+
+/// [`task_binary`] with another build of the binary (for the measurement).
+fn task_binary_at(program: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(program);
     cmd.arg("terra-run").env_clear();
     for (k, v) in std::env::vars() {
         if k == "PATH" || k == "HOME" || k.starts_with("TF_") {
@@ -745,6 +750,8 @@ async fn the_task_timeline_shows_a_fetch_without_a_packed_checkout_and_an_unpack
 /// `make bench-pipeline` splits them) per phase. By hand:
 /// `LIVE_CI_MEASURE_RUNS=10 cargo test -p live-ci-task --test it measure_ -- --ignored --nocapture`
 /// (with the Makefile's test environment: PostgreSQL and LocalStack).
+/// `LIVE_CI_MEASURE_BINS=/a/live-ci-task:/b/live-ci-task` compares builds on
+/// a shared machine: each round runs every one of them in turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run by hand"]
 async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
@@ -800,8 +807,16 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
     );
     let id = execution.execution_id.as_str();
     let artifact = format!("s3://{plans}/{}", plan_key(id, &commit));
+    let bins: Vec<String> = std::env::var("LIVE_CI_MEASURE_BINS")
+        .map(|b| b.split(':').map(str::to_string).collect())
+        .unwrap_or_else(|_| vec![env!("CARGO_BIN_EXE_live-ci-task").to_string()]);
     let mut steps: std::collections::BTreeMap<(String, String), Vec<u64>> = Default::default();
-    for _ in 0..runs {
+    for (_, (b, bin)) in (0..runs).flat_map(|r| bins.iter().enumerate().map(move |b| (r, b))) {
+        let tag = if bins.len() > 1 {
+            format!("bin{b} ")
+        } else {
+            String::new()
+        };
         for (phase, artifact) in [("plan", None), ("apply", Some(artifact.as_str()))] {
             let mut env = vec![
                 ("METADB_URL", db.url.as_str()),
@@ -811,12 +826,14 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
                 ("LIVE_CI_PHASE", phase),
             ];
             env.extend(artifact.map(|a| ("LIVE_CI_PLAN_ARTIFACT", a)));
-            let out = task_binary(&env).output().unwrap();
+            let out = task_binary_at(bin, &env).output().unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
+            let phase = format!("{tag}{phase}");
+            let phase = phase.as_str();
             assert!(
                 stdout.contains("unpacked from the run's packed checkout")
-                    && (phase == "plan" || stdout.contains("recorded for rollback")),
+                    && (phase.ends_with("plan") || stdout.contains("recorded for rollback")),
                 "{phase}: {stdout}\n{stderr}"
             );
             let marks = timeline(&stderr);
