@@ -9,8 +9,7 @@ use live_ci_metadb::{AnyMetadb, MetadbConfig, Sql, Store};
 
 use crate::error::{Result, TaskError};
 
-/// Connections per task: a subcommand runs its metadb calls one after another
-/// (terra-run's start reads its record beside the schema check).
+/// Connections per task: a subcommand runs its metadb calls one after another.
 const CONNECTIONS: usize = 2;
 
 /// The migrated metadb (`pr-plan` has none unless one is configured: it runs a
@@ -21,19 +20,27 @@ pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> 
     Ok(metadb)
 }
 
-/// [`open_metadb`] for terra-run, which reads its execution's record next:
-/// the record is read at the same time as the schema is checked, so a task
-/// start costs one metadb round trip fewer (a Data API call, twice per unit).
-/// The record is kept only when the schema was already current: a read that
-/// raced a migration is dropped (`None`), as is a failed one, and terra-run
-/// reads it again, then reporting any error itself.
+/// [`open_metadb`] for terra-run, which reads its execution's record next.
+/// Through the Data API the record is read at the same time as the schema is
+/// checked, so a task start costs one Data API round trip fewer (twice per
+/// unit). A direct connection reads it after the check, on the same
+/// connection: a second connection's TLS handshake would cost more than the
+/// query it overlaps. The record is kept only when the schema was already
+/// current: a read that raced a migration is dropped (`None`), as is a failed
+/// one, and terra-run reads it again, then reporting any error itself.
 pub async fn open_metadb_reading(
     config: &MetadbConfig,
     aws: &aws_config::SdkConfig,
     execution_id: &str,
 ) -> Result<(AnyMetadb, Option<ExecutionRecord>)> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
-    let record = read_while_migrating(&metadb, execution_id).await?;
+    let record = match config {
+        MetadbConfig::DataApi { .. } => read_while_migrating(&metadb, execution_id).await?,
+        MetadbConfig::Postgres { .. } => {
+            migrated(metadb.migrate().await)?;
+            metadb.execution(execution_id).await.ok().flatten()
+        }
+    };
     Ok((metadb, record))
 }
 

@@ -752,6 +752,8 @@ async fn the_task_timeline_shows_a_fetch_without_a_packed_checkout_and_an_unpack
 /// (with the Makefile's test environment: PostgreSQL and LocalStack).
 /// `LIVE_CI_MEASURE_BINS=/a/live-ci-task:/b/live-ci-task` compares builds on
 /// a shared machine: each round runs every one of them in turn.
+/// `LIVE_CI_MEASURE_DATA_API=1` has the tasks reach the metadb through the
+/// local cloud's RDS Data API (the module's default) instead of `METADB_URL`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run by hand"]
 async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
@@ -807,6 +809,27 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
     );
     let id = execution.execution_id.as_str();
     let artifact = format!("s3://{plans}/{}", plan_key(id, &commit));
+    let cluster = match std::env::var("LIVE_CI_MEASURE_DATA_API").as_deref() {
+        Ok("1") => Some(
+            live_ci_testkit::data_api::create_cluster(
+                &localstack_endpoint().unwrap(),
+                &unique("measure"),
+                &db.name,
+                "liveci_master",
+            )
+            .await
+            .unwrap(),
+        ),
+        _ => None,
+    };
+    let metadb_env: Vec<(&str, &str)> = match &cluster {
+        Some(c) => vec![
+            ("METADB_CLUSTER_ARN", c.cluster_arn.as_str()),
+            ("METADB_SECRET_ARN", c.secret_arn.as_str()),
+            ("METADB_NAME", c.database.as_str()),
+        ],
+        None => vec![("METADB_URL", db.url.as_str())],
+    };
     let bins: Vec<String> = std::env::var("LIVE_CI_MEASURE_BINS")
         .map(|b| b.split(':').map(str::to_string).collect())
         .unwrap_or_else(|_| vec![env!("CARGO_BIN_EXE_live-ci-task").to_string()]);
@@ -818,13 +841,13 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
             String::new()
         };
         for (phase, artifact) in [("plan", None), ("apply", Some(artifact.as_str()))] {
-            let mut env = vec![
-                ("METADB_URL", db.url.as_str()),
+            let mut env = metadb_env.clone();
+            env.extend([
                 ("PLAN_BUCKET", plans.as_str()),
                 ("REPO_CLONE_URL", url.as_str()),
                 ("LIVE_CI_EXECUTION_ID", id),
                 ("LIVE_CI_PHASE", phase),
-            ];
+            ]);
             env.extend(artifact.map(|a| ("LIVE_CI_PLAN_ARTIFACT", a)));
             let out = task_binary_at(bin, &env).output().unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout);
