@@ -1,0 +1,139 @@
+"""Caches for LocalStack's Step Functions interpreter, installed at start-up, so the
+local cloud's own cost per state stops dominating the pipeline benchmark.
+
+Profiled with py-spy during `make bench-pipeline` (20 units, max_parallel 4), LocalStack
+spent, per task state and before the service call was even made:
+- ~8 s of CPU per run building JSONPath parsers: `jsonpath_ng.parse` generates its
+  LALR tables with ply on every call, and LocalStack parses every `.$` parameter,
+  InputPath/ResultPath and Choice variable on every evaluation. In the single Python
+  process (one GIL) that CPU delays every other request the cloud serves.
+- ~100 ms per task state waiting for an `sts:AssumeRole` of the state machine's role
+  (`boto_client_for` → `connect_to.with_assumed_role`) through LocalStack's own
+  gateway, then building a new botocore client.
+- ~70 ms of CPU per execution parsing the whole definition with ANTLR before its first
+  state (`ExecutionWorker._get_evaluation_entrypoint`).
+
+None of the caches changes what an execution computes: a parsed JSONPath expression is
+an immutable tree (its `find` reads the data it is given); a parsed definition's
+`Program` keeps its state in the `Environment` each evaluation gets, which is how
+LocalStack itself runs one `Program` in many threads for a Map state's iterations; and
+an assumed-role client is keyed by everything that chose it (service, region, role)
+and rebuilt after a while, well within the assumed credentials' one-hour life.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from localstack.runtime import hooks
+
+LOG = logging.getLogger(__name__)
+
+# Distinct JSONPath strings in a deployment are few (the state machine's text); the
+# bound only guards against a pathological definition.
+PARSE_CACHE_SIZE = 4096
+# Definitions: one per state machine version in use.
+PROGRAM_CACHE_SIZE = 64
+# Assumed-role credentials live an hour; a client is rebuilt well before that.
+CLIENT_TTL_SECONDS = 600.0
+
+_PARSE_MODULES = (
+    "localstack.services.stepfunctions.asl.utils.json_path",
+    "localstack.services.stepfunctions.asl.component.common.path.result_path",
+)
+_BOTO_CLIENT_MODULE = "localstack.services.stepfunctions.asl.utils.boto_client"
+_ASL_PACKAGE = "localstack.services.stepfunctions.asl"
+_EXECUTION_WORKER_MODULE = "localstack.services.stepfunctions.backend.execution_worker"
+_installed = False
+
+
+def cached_parser(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse` memoised by its expression string."""
+    cached = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(parse)
+    functools.update_wrapper(cached, parse)
+    return cached
+
+
+class ClientCache:
+    """Assumed-role clients by (service, region, role), each kept for `ttl` seconds."""
+
+    def __init__(
+        self, make: Callable[..., Any], ttl: float = CLIENT_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.make = make
+        self.ttl = ttl
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.clients: dict[tuple[str, str, str | None], tuple[float, Any]] = {}
+
+    def __call__(self, service: str, region: str, state_credentials: Any) -> Any:
+        key = (service, region, getattr(state_credentials, "role_arn", None))
+        now = self.clock()
+        with self.lock:
+            hit = self.clients.get(key)
+            if hit is not None and now - hit[0] < self.ttl:
+                return hit[1]
+        # Made outside the lock: an AssumeRole is a request to this same process.
+        client = self.make(service=service, region=region, state_credentials=state_credentials)
+        with self.lock:
+            self.clients[key] = (now, client)
+        return client
+
+
+def cached_entrypoint(parse: Callable[[str], tuple[Any, ...]]) -> Callable[[Any], Any]:
+    """An `ExecutionWorker._get_evaluation_entrypoint` that parses each definition text once."""
+    program = functools.lru_cache(maxsize=PROGRAM_CACHE_SIZE)(lambda definition: parse(definition)[0])
+
+    def entrypoint(worker: Any) -> Any:
+        return program(worker._evaluation_details.state_machine_details.definition)
+
+    entrypoint.cache_info = program.cache_info  # type: ignore[attr-defined]
+    return entrypoint
+
+
+def install() -> None:
+    """Replaces the interpreter's JSONPath `parse` and `boto_client_for` with cached ones
+    in every module that imported them (they are bound by name at import, so the whole
+    interpreter is imported first)."""
+    global _installed
+    if _installed:
+        return
+    import importlib
+    import pkgutil
+
+    for name in _PARSE_MODULES:
+        module = importlib.import_module(name)
+        module.parse = cached_parser(module.parse)  # type: ignore[attr-defined]
+    worker = importlib.import_module(_EXECUTION_WORKER_MODULE)
+    worker.ExecutionWorker._get_evaluation_entrypoint = cached_entrypoint(  # type: ignore[method-assign]
+        worker.AmazonStateLanguageParser.parse
+    )
+    boto_client = importlib.import_module(_BOTO_CLIENT_MODULE)
+    original = boto_client.boto_client_for
+    cache = ClientCache(original)
+    asl = importlib.import_module(_ASL_PACKAGE)
+    for info in pkgutil.walk_packages(asl.__path__, prefix=f"{_ASL_PACKAGE}."):
+        try:
+            importlib.import_module(info.name)
+        except Exception as e:  # noqa: BLE001 - an unloadable module cannot call the client either
+            LOG.debug("live-ci: not importing %s: %s", info.name, e)
+    replaced = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith(_ASL_PACKAGE) and getattr(module, "boto_client_for", None) is original:
+            module.boto_client_for = cache  # type: ignore[attr-defined]
+            replaced.append(name)
+    _installed = True
+    LOG.info(
+        "live-ci: step functions caches installed (jsonpath parsers, definitions; clients in %d modules)", len(replaced)
+    )
+
+
+@hooks.on_infra_start()
+def cache_parsers_and_clients() -> None:
+    install()
