@@ -24,7 +24,7 @@ use live_ci_core::port::{
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
-    with_plan_file,
+    resources_of_providers_in_state, with_plan_file,
 };
 use live_ci_workflow::payload::{ApplyResult, PlanResult};
 use serde::Serialize;
@@ -710,31 +710,40 @@ async fn record_new_resources<M: ExecutionStore>(
         return Ok(Vec::new());
     }
     let program = program_of(apply_command).unwrap_or("terraform");
-    let out = Command::new(program)
-        .args(["show", "-json", "-no-color"])
-        .current_dir(unit_dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .await
-        .map_err(|e| TaskError::Spawn {
-            command: format!("{program} show -json"),
-            message: e.to_string(),
-        })?;
-    if !out.status.success() {
-        return Err(TaskError::CommandFailed {
-            command: format!("{program} show -json"),
-            dir: unit_dir.display().to_string(),
-            code: format!("{}", out.status),
-            tail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    let resources =
-        resources_of_providers(&String::from_utf8_lossy(&out.stdout), &record.new_providers)
-            .map_err(|message| TaskError::Unit {
-                unit: record.cfg_path.to_string(),
-                message,
-            })?;
+    // `state pull` prints the state as stored without starting a provider;
+    // `show -json` starts every provider in the state for its schema (with
+    // the aws provider 2.9 s against 0.7 s here). Whatever the pull does not
+    // give in a form read exactly as terraform prints addresses falls back to
+    // `show -json`, which stays the reference.
+    let pulled = match tool_output(program, &["state", "pull"], unit_dir, env).await {
+        Ok(out) if out.status.success() => resources_of_providers_in_state(
+            &String::from_utf8_lossy(&out.stdout),
+            &record.new_providers,
+        )
+        .ok()
+        .flatten(),
+        _ => None,
+    };
+    let resources = match pulled {
+        Some(resources) => resources,
+        None => {
+            tracing::info!(execution_id = %record.execution_id, "the pulled state is not read here: asking show -json");
+            let out = tool_output(program, &["show", "-json", "-no-color"], unit_dir, env).await?;
+            if !out.status.success() {
+                return Err(TaskError::CommandFailed {
+                    command: format!("{program} show -json"),
+                    dir: unit_dir.display().to_string(),
+                    code: format!("{}", out.status),
+                    tail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            resources_of_providers(&String::from_utf8_lossy(&out.stdout), &record.new_providers)
+                .map_err(|message| TaskError::Unit {
+                    unit: record.cfg_path.to_string(),
+                    message,
+                })?
+        }
+    };
     let stored = metadb
         .record_new_resources(&record.execution_id, &resources)
         .await
@@ -756,4 +765,24 @@ async fn record_new_resources<M: ExecutionStore>(
         }
     );
     Ok(resources)
+}
+
+/// `program args…` in the unit directory with the command's environment.
+async fn tool_output(
+    program: &str,
+    args: &[&str],
+    unit_dir: &Path,
+    env: &[(String, String)],
+) -> Result<std::process::Output> {
+    Command::new(program)
+        .args(args)
+        .current_dir(unit_dir)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .await
+        .map_err(|e| TaskError::Spawn {
+            command: format!("{program} {}", args.join(" ")),
+            message: e.to_string(),
+        })
 }
