@@ -61,8 +61,8 @@ async fn main() -> anyhow::Result<()> {
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
     // The start's independent reads go at once (the token, the log link, the
     // metadb and a terra-run's status switches): each is a round trip or a
-    // connection, and a task starts twice per unit.
-    // terra-run reads its execution's record beside the schema check.
+    // connection, and a task starts twice per unit. terra-run also reads its
+    // execution's record there, beside the metadb's schema check.
     let open = async {
         match &config {
             Config::CreateDeployStack { metadb, .. } => {
