@@ -32,7 +32,7 @@
 
 use std::time::{Duration, Instant};
 
-use live_ci_core::deploy::{ExecutionStatus, Vote};
+use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Vote};
 use live_ci_core::port::{
     ApplyQueue, ArtifactStore, ExecutionStore, GitHost, PortResultExt, RoleAssumer, RunStore,
     TaskTokens, sha256_hex,
@@ -70,10 +70,15 @@ pub async fn terra_run_handing_off<
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    prefetched: Option<ExecutionRecord>,
     handoff: Option<Handoff<'_, Q>>,
 ) -> Result<()> {
     let Some(handoff) = handoff.filter(|_| config.phase == PhaseInput::Plan) else {
-        return terra_run(config, repo, logs_url, ports).await.map(drop);
+        return terra_run_with(config, repo, logs_url, ports, prefetched, |_| {
+            std::future::ready(None)
+        })
+        .await
+        .map(drop);
     };
     let created = tokio::sync::OnceCell::new();
     // ECS stops a task with SIGTERM (StopTask, a scale-in; SIGKILL follows):
@@ -83,7 +88,9 @@ pub async fn terra_run_handing_off<
         .inspect_err(|e| {
             tracing::warn!(error = %e, "cannot listen for SIGTERM: a stopped task leaves its apply queue");
         });
-    let handing_off = hand_off(config, repo, logs_url, ports, &handoff, &created);
+    let handing_off = hand_off(
+        config, repo, logs_url, ports, prefetched, &handoff, &created,
+    );
     let Ok(mut terminate) = terminate else {
         return handing_off.await;
     };
@@ -134,6 +141,7 @@ async fn hand_off<
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    prefetched: Option<ExecutionRecord>,
     handoff: &Handoff<'_, Q>,
     created: &tokio::sync::OnceCell<Option<String>>,
 ) -> Result<()> {
@@ -153,7 +161,7 @@ async fn hand_off<
     };
     let (_, planned) = tokio::join!(
         created.get_or_init(create),
-        terra_run_with(config, repo, logs_url, ports, offer)
+        terra_run_with(config, repo, logs_url, ports, prefetched, offer)
     );
     let offered = match &planned {
         Ok(TerraRunResult::Plan(plan)) => plan.apply_queue_url.clone(),

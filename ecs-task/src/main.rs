@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SqsApplyQueue, SsmParamStore, StsRoleAssumer};
+use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskTokens;
@@ -18,7 +19,7 @@ use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::leftovers::Subreaper;
 use live_ci_task::pr_plan::pr_plan;
-use live_ci_task::startup::open_metadb;
+use live_ci_task::startup::{open_metadb, open_metadb_reading};
 use live_ci_task::terra_run::TerraRunPorts;
 use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, timeline};
 use live_ci_workflow::SfnTaskTokens;
@@ -60,11 +61,15 @@ async fn main() -> anyhow::Result<()> {
     let params = SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(&aws));
     // The start's independent reads go at once (the token, the log link, the
     // metadb and a terra-run's status switches): each is a round trip or a
-    // connection, and a task starts twice per unit.
+    // connection, and a task starts twice per unit. terra-run also reads its
+    // execution's record there, beside the metadb's schema check.
     let open = async {
         match &config {
-            Config::CreateDeployStack { metadb, .. } | Config::TerraRun { metadb, .. } => {
-                Some(open_metadb(metadb, &aws).await)
+            Config::CreateDeployStack { metadb, .. } => {
+                Some(open_metadb(metadb, &aws).await.map(|m| (m, None)))
+            }
+            Config::TerraRun { metadb, job, .. } => {
+                Some(open_metadb_reading(metadb, &aws, &job.execution_id).await)
             }
             Config::PrPlan { .. } | Config::Contract => None,
         }
@@ -92,8 +97,8 @@ async fn main() -> anyhow::Result<()> {
     let (token, logs_url, metadb, switches) =
         tokio::join!(read_token, logs::logs_url(common), open, switches);
     let token = token?;
-    let metadb = match metadb.transpose() {
-        Ok(metadb) => metadb,
+    let (metadb, record) = match metadb.transpose() {
+        Ok(opened) => opened.map_or((None, None), |(m, record)| (Some(m), record)),
         Err(e) => {
             // A terra-run that cannot reach the metadb says so now, by its
             // kind (a retryable one is retried by the state machine), rather
@@ -125,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
         repo,
         logs_url,
         metadb,
+        record,
         switches,
     };
     // Without a GitHub token statuses go to a host that posts nothing.
@@ -153,6 +159,8 @@ struct Clients {
     logs_url: Option<String>,
     /// Opened at start for the subcommands that use one.
     metadb: Option<AnyMetadb>,
+    /// A terra-run's execution record, when read at start.
+    record: Option<ExecutionRecord>,
     /// A terra-run's commit-status switches, read at start.
     switches: CommitStatusConfig,
 }
@@ -170,6 +178,7 @@ async fn run<G: GitHost>(
         repo,
         logs_url,
         metadb,
+        record,
         switches,
     } = clients;
     let logs_url = logs_url.as_deref();
@@ -228,7 +237,7 @@ async fn run<G: GitHost>(
                     wait,
                     leftovers,
                 });
-            terra_run_handing_off(job, repo, logs_url, &ports, handoff).await?;
+            terra_run_handing_off(job, repo, logs_url, &ports, record.clone(), handoff).await?;
         }
         Config::PrPlan { job } => {
             let statuses = Statuses::new(github, status_config(common, params).await?);

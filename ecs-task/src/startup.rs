@@ -3,8 +3,9 @@
 //! the migrations' advisory lock, so the first task after an apply or an upgrade
 //! migrates and concurrent tasks wait for it instead of failing on a missing table.
 
-use live_ci_core::port::PortResultExt;
-use live_ci_metadb::{AnyMetadb, MetadbConfig};
+use live_ci_core::deploy::ExecutionRecord;
+use live_ci_core::port::{ExecutionStore, PortResultExt};
+use live_ci_metadb::{AnyMetadb, MetadbConfig, Sql, Store};
 
 use crate::error::{Result, TaskError};
 
@@ -15,15 +16,57 @@ const CONNECTIONS: usize = 2;
 /// pull request's code).
 pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> Result<AnyMetadb> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
-    let applied = metadb
-        .migrate()
-        .await
-        .port("metadb")
-        .map_err(TaskError::Migrate)?;
+    migrated(metadb.migrate().await)?;
+    Ok(metadb)
+}
+
+/// [`open_metadb`] for terra-run, which reads its execution's record next.
+/// Through the Data API the record is read at the same time as the schema is
+/// checked, so a task start costs one Data API round trip fewer (twice per
+/// unit). A direct connection reads it after the check, on the same
+/// connection: a second connection's TLS handshake would cost more than the
+/// query it overlaps. The record is kept only when the schema was already
+/// current: a read that raced a migration is dropped (`None`), as is a failed
+/// one, and terra-run reads it again, then reporting any error itself.
+pub async fn open_metadb_reading(
+    config: &MetadbConfig,
+    aws: &aws_config::SdkConfig,
+    execution_id: &str,
+) -> Result<(AnyMetadb, Option<ExecutionRecord>)> {
+    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
+    let record = match config {
+        MetadbConfig::DataApi { .. } => read_while_migrating(&metadb, execution_id).await?,
+        MetadbConfig::Postgres { .. } => {
+            migrated(metadb.migrate().await)?;
+            metadb.execution(execution_id).await.ok().flatten()
+        }
+    };
+    Ok((metadb, record))
+}
+
+/// The migration and the record read of [`open_metadb_reading`], on any store.
+pub async fn read_while_migrating<S: Sql + Send + Sync>(
+    metadb: &Store<S>,
+    execution_id: &str,
+) -> Result<Option<ExecutionRecord>>
+where
+    Store<S>: ExecutionStore,
+{
+    let (applied, record) = tokio::join!(metadb.migrate(), metadb.execution(execution_id));
+    let applied = migrated(applied)?;
+    Ok(if applied.is_empty() {
+        record.ok().flatten()
+    } else {
+        None
+    })
+}
+
+fn migrated(applied: live_ci_metadb::Result<Vec<u32>>) -> Result<Vec<u32>> {
+    let applied = applied.port("metadb").map_err(TaskError::Migrate)?;
     if applied.is_empty() {
         tracing::debug!("metadb schema up to date");
     } else {
         tracing::info!(?applied, "applied metadb migrations");
     }
-    Ok(metadb)
+    Ok(applied)
 }

@@ -243,6 +243,86 @@ pub fn resources_of_providers(
     Ok(out)
 }
 
+/// The addresses of the resources of `providers` in a state as `terraform
+/// state pull` prints it (format version 4), child modules included, data
+/// sources left out: the same list [`resources_of_providers`] reads from
+/// `terraform show -json`, which must start every provider in the state for
+/// its schema (seconds for a large one) where `state pull` starts none.
+/// `Ok(None)` for what this does not read as terraform would print it
+/// (another format version, a provider it cannot parse, an instance key that
+/// needs more than plain quoting): the caller asks `show -json` then.
+pub fn resources_of_providers_in_state(
+    state_json: &str,
+    providers: &[String],
+) -> Result<Option<Vec<String>>, String> {
+    let value: serde_json::Value = serde_json::from_str(state_json.trim())
+        .map_err(|e| format!("terraform state pull output is not json: {e}"))?;
+    if value.get("version").and_then(serde_json::Value::as_u64) != Some(4) {
+        return Ok(None);
+    }
+    let wanted: BTreeSet<String> = providers.iter().map(|p| provider_address(p)).collect();
+    let mut out = Vec::new();
+    let resources = value.get("resources").and_then(|r| r.as_array());
+    for r in resources.into_iter().flatten() {
+        let text = |k: &str| r.get(k).and_then(|v| v.as_str());
+        if text("mode") != Some("managed") {
+            continue;
+        }
+        let (Some(provider), Some(kind), Some(name)) = (
+            text("provider").and_then(provider_of_config),
+            text("type"),
+            text("name"),
+        ) else {
+            return Ok(None);
+        };
+        if !wanted.contains(&provider_address(provider)) {
+            continue;
+        }
+        let base = match text("module") {
+            Some(module) => format!("{module}.{kind}.{name}"),
+            None => format!("{kind}.{name}"),
+        };
+        let instances = r.get("instances").and_then(|i| i.as_array());
+        for instance in instances.into_iter().flatten() {
+            let key = match instance.get("index_key") {
+                None | Some(serde_json::Value::Null) => String::new(),
+                Some(serde_json::Value::Number(n)) if n.is_u64() => format!("[{n}]"),
+                Some(serde_json::Value::String(k)) => match quoted_key(k) {
+                    Some(quoted) => format!("[{quoted}]"),
+                    None => return Ok(None),
+                },
+                Some(_) => return Ok(None),
+            };
+            out.push(format!("{base}{key}"));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(Some(out))
+}
+
+/// The provider source in a state's provider configuration address
+/// (`provider["registry.terraform.io/hashicorp/aws"]`, maybe `.alias`).
+fn provider_of_config(config: &str) -> Option<&str> {
+    let rest = config.split_once("provider[\"")?.1;
+    Some(rest.split_once("\"]")?.0)
+}
+
+/// A string instance key quoted as terraform prints it in an address, for
+/// the keys where that is plain: printable ASCII, with `"` and `\` escaped
+/// and no template introducer (`${`, `%{`, which terraform doubles). `None`
+/// for any other key.
+fn quoted_key(key: &str) -> Option<String> {
+    if key.contains("${") || key.contains("%{") || !key.bytes().all(|b| (b' '..=b'~').contains(&b))
+    {
+        return None;
+    }
+    Some(format!(
+        "\"{}\"",
+        key.replace('\\', "\\\\").replace('"', "\\\"")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +391,52 @@ mod tests {
             Vec::<String>::new()
         );
         assert!(resources_of_providers("nope", &[]).is_err());
+    }
+
+    #[test]
+    fn resources_of_new_providers_come_from_the_pulled_state() {
+        let state = r#"{"version":4,"resources":[
+            {"mode":"managed","type":"terraform_data","name":"a","provider":"provider[\"terraform.io/builtin/terraform\"]",
+             "instances":[{"attributes":{}}]},
+            {"mode":"managed","type":"terraform_data","name":"n","provider":"provider[\"terraform.io/builtin/terraform\"]",
+             "each":"list","instances":[{"index_key":0},{"index_key":1}]},
+            {"mode":"managed","type":"terraform_data","name":"k","provider":"provider[\"terraform.io/builtin/terraform\"].alias",
+             "each":"map","instances":[{"index_key":"x"},{"index_key":"q\"b\\s"}]},
+            {"module":"module.m[\"one\"]","mode":"managed","type":"terraform_data","name":"d",
+             "provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{},{"deposed":"00ab"}]},
+            {"mode":"managed","type":"aws_s3_bucket","name":"b","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]",
+             "instances":[{}]},
+            {"mode":"data","type":"terraform_remote_state","name":"c","provider":"provider[\"terraform.io/builtin/terraform\"]",
+             "instances":[{}]}]}"#;
+        assert_eq!(
+            resources_of_providers_in_state(state, &["terraform".into()]).unwrap(),
+            Some(vec![
+                "module.m[\"one\"].terraform_data.d".to_string(),
+                "terraform_data.a".into(),
+                "terraform_data.k[\"q\\\"b\\\\s\"]".into(),
+                "terraform_data.k[\"x\"]".into(),
+                "terraform_data.n[0]".into(),
+                "terraform_data.n[1]".into(),
+            ])
+        );
+        assert_eq!(
+            resources_of_providers_in_state(state, &["aws".into()]).unwrap(),
+            Some(vec!["aws_s3_bucket.b".to_string()])
+        );
+        // What it does not read as terraform prints it goes to `show -json`.
+        let unread = [
+            r#"{"version":3,"modules":[]}"#,
+            r#"{"version":4,"resources":[{"mode":"managed","type":"t","name":"n","provider":"aws","instances":[{}]}]}"#,
+            r#"{"version":4,"resources":[{"mode":"managed","type":"terraform_data","name":"n","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"index_key":"a${b}"}]}]}"#,
+            r#"{"version":4,"resources":[{"mode":"managed","type":"terraform_data","name":"n","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"index_key":"é"}]}]}"#,
+        ];
+        for state in unread {
+            assert_eq!(
+                resources_of_providers_in_state(state, &["terraform".into()]).unwrap(),
+                None,
+                "{state}"
+            );
+        }
+        assert!(resources_of_providers_in_state("", &[]).is_err());
     }
 }

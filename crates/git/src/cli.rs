@@ -28,6 +28,56 @@ impl GitCli {
         Ok(GitCli { dir: top })
     }
 
+    /// Opens the checkout whose top directory is `dir` and answers the commit
+    /// its detached HEAD names, reading `.git` itself instead of running git:
+    /// for terra-run's unpacked checkouts, where the two `git rev-parse`
+    /// processes of [`GitCli::open`] and [`GitCli::resolve`] were most of the
+    /// time after the unpack, on every unit's path. Only the layout a
+    /// one-commit checkout has is accepted: `.git` a directory holding
+    /// `objects` and `refs` (what git itself requires of a repository), and
+    /// `.git/HEAD` a regular file holding a full object id. A symbolic HEAD
+    /// (a branch), a `.git` file or link pointing elsewhere, or anything else
+    /// is refused, naming the path and what was found.
+    pub fn open_detached(dir: impl Into<PathBuf>) -> Result<(Self, String), GitError> {
+        let dir = dir.into();
+        let refuse = |path: &Path, message: String| GitError::NotACheckout {
+            path: path.display().to_string(),
+            message,
+        };
+        // What `git rev-parse --show-toplevel` answers: the real path.
+        let top = std::fs::canonicalize(&dir).map_err(|e| refuse(&dir, unreadable(&e)))?;
+        let git_dir = top.join(".git");
+        let kind = |path: &Path| {
+            std::fs::symlink_metadata(path)
+                .map(|m| m.file_type())
+                .map_err(|e| refuse(path, unreadable(&e)))
+        };
+        for path in [&git_dir, &git_dir.join("objects"), &git_dir.join("refs")] {
+            if !kind(path)?.is_dir() {
+                return Err(refuse(path, "is not a directory".into()));
+            }
+        }
+        let head_path = git_dir.join("HEAD");
+        if !kind(&head_path)?.is_file() {
+            return Err(refuse(&head_path, "is not a regular file".into()));
+        }
+        let head = std::fs::read(&head_path).map_err(|e| refuse(&head_path, unreadable(&e)))?;
+        let id = head.strip_suffix(b"\n").unwrap_or(&head);
+        let is_full_id = matches!(id.len(), 40 | 64)
+            && id
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+        if !is_full_id {
+            let shown: String = String::from_utf8_lossy(&head).chars().take(80).collect();
+            return Err(refuse(
+                &head_path,
+                format!("holds {shown:?}, not a detached commit id"),
+            ));
+        }
+        let id = String::from_utf8_lossy(id).into_owned();
+        Ok((GitCli { dir: top }, id))
+    }
+
     /// The work tree's top directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -118,6 +168,10 @@ impl GitCli {
         changes.dedup();
         Ok(changes)
     }
+}
+
+fn unreadable(e: &std::io::Error) -> String {
+    format!("cannot be read: {e}")
 }
 
 fn split_z(bytes: &[u8]) -> Result<Vec<&str>, GitError> {

@@ -15,6 +15,8 @@ pub enum GitError {
         args: String,
         stderr: String,
     },
+    #[error("not a checkout with a detached head: {path:?} {message}")]
+    NotACheckout { path: String, message: String },
     #[error("unknown revision {0:?}")]
     UnknownRevision(String),
     #[error("git printed a path that is not valid UTF-8 in {0:?}")]

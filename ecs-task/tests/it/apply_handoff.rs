@@ -127,7 +127,7 @@ impl Task {
                 leftovers,
             }
         });
-        terra_run_handing_off(config, &repo, None, &ports, handoff).await
+        terra_run_handing_off(config, &repo, None, &ports, None, handoff).await
     }
 
     /// The voters approve the execution, as approval-response records it.

@@ -475,6 +475,117 @@ async fn an_archive_with_an_escaping_entry_is_refused_and_writes_nothing_outside
     db.drop_db().await;
 }
 
+/// An archive whose digest is the recorded one but whose `.git` does not name
+/// the run's commit as its detached HEAD is refused and nothing runs: another
+/// commit checked out, a HEAD that names a branch (even one at the run's
+/// commit: the packer always detaches), a HEAD that is a link, and no `.git`.
+/// terra-run reads `.git/HEAD` itself (no git process), so each layout is
+/// recorded as the run's checkout (as if the packer or the record had been
+/// subverted) and only that check stands in the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
+    let client = s3_client();
+    let bucket = bucket(&client, "head").await;
+    let store = S3ArtifactStore::new(client, &bucket);
+    let d = deployed(&store).await;
+    let original = store
+        .get(&d.execution.checkout.as_ref().unwrap().key)
+        .await
+        .unwrap()
+        .unwrap();
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    let work = tempfile::tempdir().unwrap();
+    type Change = Box<dyn Fn(&std::path::Path)>;
+    let head_of = |tree: &std::path::Path| tree.join(".git/HEAD");
+    let cases: Vec<(&str, &str, Change)> = vec![
+        (
+            "another commit",
+            "not the run's commit",
+            Box::new(move |tree| std::fs::write(head_of(tree), format!("{other}\n")).unwrap()),
+        ),
+        (
+            "a branch at the run's commit",
+            "not a detached commit id",
+            Box::new({
+                let commit = d.commit.clone();
+                move |tree| {
+                    std::fs::create_dir_all(tree.join(".git/refs/heads")).unwrap();
+                    std::fs::write(tree.join(".git/refs/heads/main"), format!("{commit}\n"))
+                        .unwrap();
+                    std::fs::write(head_of(tree), "ref: refs/heads/main\n").unwrap();
+                }
+            }),
+        ),
+        (
+            "a link",
+            "is not a regular file",
+            Box::new({
+                let commit = d.commit.clone();
+                move |tree| {
+                    std::fs::write(tree.join("id"), format!("{commit}\n")).unwrap();
+                    std::fs::remove_file(head_of(tree)).unwrap();
+                    std::os::unix::fs::symlink("../id", head_of(tree)).unwrap();
+                }
+            }),
+        ),
+        (
+            "no .git",
+            "cannot be read",
+            Box::new(|tree| std::fs::remove_dir_all(tree.join(".git")).unwrap()),
+        ),
+    ];
+    let tokens = RecordingTokens::default();
+    let sts = support::sts();
+    for (i, (case, why, change)) in cases.iter().enumerate() {
+        // A database of its own per case: a run per commit.
+        let db = TestDb::new().await;
+        let metadb = db.metadb(2).await;
+        let ports = TerraRunPorts {
+            metadb: &metadb,
+            artifacts: &store,
+            tokens: &tokens,
+            roles: &sts,
+            statuses: Statuses::new(&d.github, Default::default()),
+        };
+        let tree = work.path().join(format!("tree-{i}"));
+        live_ci_task::checkout_cache::unpack(&original, &tree).unwrap();
+        change(&tree);
+        let bytes = live_ci_task::checkout_cache::pack(&tree).unwrap();
+        let packed = CachedCheckout::of(&d.commit, &bytes);
+        store.put(&packed.key, bytes).await.unwrap();
+        let id = format!("run-7-head{i}-dev-app-00{i}");
+        let mut e = exec(&id, "dev", &[]);
+        e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
+        let mut r = run(&d.commit, 1, vec![e]);
+        r.checkout = Some(packed.clone());
+        metadb.create_run(&r).await.unwrap();
+        let marker = work.path().join(format!("ran-{i}"));
+        let mut config = phase(&id, "plan", None, &d.url);
+        config.command = Some(format!("touch {}; {}", marker.display(), d.tf.plan));
+        let repo = Repo {
+            clone_url: d.url.clone(),
+            token: None,
+        };
+        let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
+        assert!(
+            matches!(err, TaskError::CachedCheckout { .. }),
+            "{case}: {err}"
+        );
+        let sent = tokens.take();
+        let [Sent::Failure { error, cause, .. }] = sent.as_slice() else {
+            panic!("{case}: expected one failure: {sent:?}")
+        };
+        assert_eq!(error, "CheckoutArchive", "{case}");
+        assert!(
+            cause.contains(&packed.key) && cause.contains(why),
+            "{case}: {cause}"
+        );
+        assert!(!marker.exists(), "{case}: the command ran");
+        db.drop_db().await;
+    }
+    d.db.drop_db().await;
+}
+
 /// The run's object is gone (expired, deleted): terra-run warns and fetches
 /// the commit from the repository, and the unit still deploys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -500,7 +611,12 @@ async fn a_missing_packed_checkout_falls_back_to_the_fetch_and_the_unit_deploys(
 /// The task's environment as the module gives it (terraform's offline mirror
 /// included), for the real binary.
 fn task_binary(env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
+    task_binary_at(env!("CARGO_BIN_EXE_live-ci-task"), env)
+}
+
+/// [`task_binary`] with another build of the binary (for the measurement).
+fn task_binary_at(program: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(program);
     cmd.arg("terra-run").env_clear();
     for (k, v) in std::env::vars() {
         if k == "PATH" || k == "HOME" || k.starts_with("TF_") {
@@ -625,4 +741,163 @@ async fn the_task_timeline_shows_a_fetch_without_a_packed_checkout_and_an_unpack
         d.db.drop_db().await;
     }
     eprintln!("task timeline, plan phase: {}", results.join("; "));
+}
+
+/// Not a check but the measurement of issue 17's "task code": the real binary
+/// plans then applies a new unit (so its apply records new provider
+/// resources) from the run's packed checkout, `LIVE_CI_MEASURE_RUNS` times
+/// (default 10), and prints each step's median (ms from the previous mark, as
+/// `make bench-pipeline` splits them) per phase. By hand:
+/// `LIVE_CI_MEASURE_RUNS=10 cargo test -p live-ci-task --test it measure_ -- --ignored --nocapture`
+/// (with the Makefile's test environment: PostgreSQL and LocalStack).
+/// `LIVE_CI_MEASURE_BINS=/a/live-ci-task:/b/live-ci-task` compares builds on
+/// a shared machine: each round runs every one of them in turn.
+/// `LIVE_CI_MEASURE_DATA_API=1` has the tasks reach the metadb through the
+/// local cloud's RDS Data API (the module's default) instead of `METADB_URL`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
+    let runs: usize = std::env::var("LIVE_CI_MEASURE_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
+    let client = s3_client();
+    let plans = bucket(&client, "measure").await;
+    let store = S3ArtifactStore::new(client, &plans);
+    let repo = GitRepo::new();
+    repo.write("README.md", "docs\n");
+    repo.commit("base");
+    repo.unit("dev/app", "1", &[]);
+    let commit = repo.commit("add dev/app");
+    let url = repo.url();
+    let tf = TfTemplates::new("");
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let (params, github, invoker) = (
+        MemoryParams::default(),
+        RecordingGitHost::default(),
+        RecordingInvoker::default(),
+    );
+    let sts = support::sts();
+    let report = create_deploy_stack(
+        &merge_config(&url, &commit, &tf),
+        &Repo {
+            clone_url: url.clone(),
+            token: None,
+        },
+        None,
+        &DeployPorts {
+            metadb: &metadb,
+            params: &params,
+            github: &github,
+            invoker: &invoker,
+            roles: &sts,
+            artifacts: &store,
+        },
+    )
+    .await
+    .unwrap();
+    let mut claimed = metadb
+        .claim_ready(report.run_id.unwrap(), 10)
+        .await
+        .unwrap();
+    let execution = claimed.remove(0);
+    assert!(execution.checkout.is_some());
+    assert!(
+        !execution.new_providers.is_empty(),
+        "a new unit's apply records its resources"
+    );
+    let id = execution.execution_id.as_str();
+    let artifact = format!("s3://{plans}/{}", plan_key(id, &commit));
+    let cluster = match std::env::var("LIVE_CI_MEASURE_DATA_API").as_deref() {
+        Ok("1") => Some(
+            live_ci_testkit::data_api::create_cluster(
+                &localstack_endpoint().unwrap(),
+                &unique("measure"),
+                &db.name,
+                "liveci_master",
+            )
+            .await
+            .unwrap(),
+        ),
+        _ => None,
+    };
+    let metadb_env: Vec<(&str, &str)> = match &cluster {
+        Some(c) => vec![
+            ("METADB_CLUSTER_ARN", c.cluster_arn.as_str()),
+            ("METADB_SECRET_ARN", c.secret_arn.as_str()),
+            ("METADB_NAME", c.database.as_str()),
+        ],
+        None => vec![("METADB_URL", db.url.as_str())],
+    };
+    let bins: Vec<String> = std::env::var("LIVE_CI_MEASURE_BINS")
+        .map(|b| b.split(':').map(str::to_string).collect())
+        .unwrap_or_else(|_| vec![env!("CARGO_BIN_EXE_live-ci-task").to_string()]);
+    let mut steps: std::collections::BTreeMap<(String, String), Vec<u64>> = Default::default();
+    for (_, (b, bin)) in (0..runs).flat_map(|r| bins.iter().enumerate().map(move |b| (r, b))) {
+        let tag = if bins.len() > 1 {
+            format!("bin{b} ")
+        } else {
+            String::new()
+        };
+        for (phase, artifact) in [("plan", None), ("apply", Some(artifact.as_str()))] {
+            let mut env = metadb_env.clone();
+            env.extend([
+                ("PLAN_BUCKET", plans.as_str()),
+                ("REPO_CLONE_URL", url.as_str()),
+                ("LIVE_CI_EXECUTION_ID", id),
+                ("LIVE_CI_PHASE", phase),
+            ]);
+            env.extend(artifact.map(|a| ("LIVE_CI_PLAN_ARTIFACT", a)));
+            let out = task_binary_at(bin, &env).output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let phase = format!("{tag}{phase}");
+            let phase = phase.as_str();
+            assert!(
+                stdout.contains("unpacked from the run's packed checkout")
+                    && (phase.ends_with("plan") || stdout.contains("recorded for rollback")),
+                "{phase}: {stdout}\n{stderr}"
+            );
+            let marks = timeline(&stderr);
+            // Spans that concurrent steps cannot blur: the record read to the
+            // checkout and the role both ready, and the whole task.
+            let ready = ["checkout", "role"]
+                .iter()
+                .filter_map(|n| at(&marks, n))
+                .max()
+                .unwrap();
+            for (span, ms) in [
+                (
+                    "= execution..checkout+role",
+                    ready - at(&marks, "execution").unwrap(),
+                ),
+                ("= start..answered", at(&marks, "answered").unwrap()),
+            ] {
+                steps
+                    .entry((phase.to_string(), span.to_string()))
+                    .or_default()
+                    .push(ms);
+            }
+            let mut previous = 0;
+            for (name, at) in marks {
+                steps
+                    .entry((phase.to_string(), name))
+                    .or_default()
+                    .push(at - previous);
+                previous = at;
+            }
+        }
+    }
+    for ((phase, name), mut ms) in steps {
+        ms.sort_unstable();
+        eprintln!(
+            "{phase} {name}: p50 {} ms (min {}, max {}, n {})",
+            ms[ms.len() / 2],
+            ms[0],
+            ms[ms.len() - 1],
+            ms.len()
+        );
+    }
+    db.drop_db().await;
 }

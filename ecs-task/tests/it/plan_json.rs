@@ -177,3 +177,44 @@ async fn a_missing_plan_file_fails_naming_the_command() {
         .unwrap_err();
     assert!(err.to_string().contains("not a plan"), "{err}");
 }
+
+/// The rollback record read from `terraform state pull` (terra-run's fast
+/// path) lists exactly what `terraform show -json` lists, for a state with
+/// counted and keyed instances (a key with a quote and a backslash) and a
+/// keyed child module.
+#[test]
+fn the_pulled_states_resources_are_those_show_json_lists() {
+    use live_ci_core::terraform::{resources_of_providers, resources_of_providers_in_state};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("child")).unwrap();
+    std::fs::write(
+        d.join("child/main.tf"),
+        "resource \"terraform_data\" \"inner\" {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("main.tf"),
+        r#"
+resource "terraform_data" "single" {}
+resource "terraform_data" "counted" { count = 2 }
+resource "terraform_data" "keyed" {
+  for_each = toset(["plain", "q\"b\\s", "with space"])
+}
+module "child" {
+  source   = "./child"
+  for_each = toset(["one", "two"])
+}
+"#,
+    )
+    .unwrap();
+    terraform(d, &["init", "-input=false", "-no-color"]);
+    terraform(d, &["apply", "-input=false", "-no-color", "-auto-approve"]);
+    let providers = vec!["terraform.io/builtin/terraform".to_string()];
+    let shown =
+        resources_of_providers(&terraform(d, &["show", "-json", "-no-color"]), &providers).unwrap();
+    assert_eq!(shown.len(), 8, "{shown:?}");
+    let pulled =
+        resources_of_providers_in_state(&terraform(d, &["state", "pull"]), &providers).unwrap();
+    assert_eq!(pulled, Some(shown));
+}

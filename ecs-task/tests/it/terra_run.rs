@@ -840,6 +840,96 @@ async fn the_answer_does_not_wait_for_the_final_status() {
     s.db.drop_db().await;
 }
 
+/// terra-run's start reads the execution's record beside the schema check
+/// (`startup::read_while_migrating`, one metadb round trip fewer per task).
+/// The record is kept only when no migration ran: one read while the schema
+/// was one migration behind is dropped, and terra-run reads it again. terra-run
+/// then uses the record it is handed only when it is its own execution's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_record_read_at_start_is_used_only_when_no_migration_ran_and_it_is_this_executions() {
+    use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
+    use live_ci_task::startup::read_while_migrating;
+
+    let s = setup().await;
+    let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
+    let read = read_while_migrating(&s.metadb, id1).await.unwrap();
+    assert!(read.is_some());
+    assert_eq!(read, s.metadb.execution(id1).await.unwrap());
+    assert_eq!(
+        read_while_migrating(&s.metadb, "run-9-z-dev-nope-009")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // The schema one migration behind (0012 adds functions only, so the
+    // record itself still reads): the read beside the migration is dropped.
+    live_ci_metadb::connect(&s.db.url)
+        .await
+        .unwrap()
+        .batch_execute(
+            "DROP FUNCTION live_ci_vote, live_ci_vote_view, live_ci_decide, \
+             live_ci_claim_delivery, live_ci_tally_json; \
+             DELETE FROM schema_migrations WHERE version = 12",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        read_while_migrating(&s.metadb, id1).await.unwrap(),
+        None,
+        "a record read while migrating is not trusted"
+    );
+    assert_eq!(
+        s.metadb.migrate().await.unwrap(),
+        Vec::<u32>::new(),
+        "the start migrated"
+    );
+
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    };
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let marks = tempfile::tempdir().unwrap();
+    let handed = |id: &str, marker: &str| {
+        let mut record = read.clone().unwrap();
+        record.execution_id = id.to_string();
+        record.plan_command = format!(
+            "touch {}; {}",
+            marks.path().join(marker).display(),
+            record.plan_command
+        );
+        record
+    };
+    for (record, marker, used) in [
+        (handed(id1, "own"), "own", true),
+        (handed(id2, "other"), "other", false),
+    ] {
+        terra_run_handing_off(
+            &env(id1, "plan", None, &s.clone_url),
+            &repo,
+            None,
+            &ports,
+            Some(record),
+            None::<Handoff<'_, live_ci_aws::SqsApplyQueue>>,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
+        assert_eq!(marks.path().join(marker).exists(), used, "{marker}");
+    }
+    s.db.drop_db().await;
+}
+
 /// ECS stops a task with SIGTERM, then SIGKILL after the stop timeout: the
 /// running command is asked to stop as Ctrl-C asks (SIGINT to its process
 /// group), runs its own clean-up (terraform: state written, lock released),

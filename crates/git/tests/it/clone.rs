@@ -114,3 +114,29 @@ fn fetch_commit_checks_out_one_commit_without_its_history() {
         "{err}"
     );
 }
+
+#[test]
+fn open_detached_reads_what_git_resolves_and_refuses_a_branch_head() {
+    let origin = tempfile::tempdir().unwrap();
+    let o = origin.path();
+    git(o, &["init", "-q", "-b", "main"]);
+    let first = commit(o, "a.txt", "1", "first");
+    commit(o, "a.txt", "2", "second");
+    let dest = tempfile::tempdir().unwrap();
+    let dir = dest.path().join("r");
+    let fetched = GitCli::fetch_commit(o.to_str().unwrap(), &dir, &first, None).unwrap();
+    let (opened, head) = GitCli::open_detached(&dir).unwrap();
+    assert_eq!(head, fetched.resolve("HEAD").unwrap());
+    assert_eq!(head, first);
+    assert_eq!(opened.dir(), fetched.dir(), "the top git itself names");
+
+    // The origin's HEAD names its branch: git resolves it, this refuses it.
+    let err = GitCli::open_detached(o).unwrap_err();
+    assert!(
+        matches!(&err, GitError::NotACheckout { path, message }
+            if path.ends_with(".git/HEAD") && message.contains("ref: refs/heads/main")),
+        "{err}"
+    );
+    let err = GitCli::open_detached(dest.path()).unwrap_err();
+    assert!(err.to_string().contains(".git"), "{err}");
+}
