@@ -361,18 +361,32 @@ async fn phase<
         Some(bytes) => {
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
-            let finished =
-                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await?;
+            let ran =
+                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await;
             timeline::mark("terraform");
+            // An apply that failed or was interrupted may have created part of
+            // its resources first: they are recorded as a successful apply's
+            // are, so the run's rollback destroys them too
+            // (`deploy::rollback::plan_rollbacks` takes failed applies).
+            let finished = match ran {
+                Ok(finished) => finished,
+                Err(e @ TaskError::Interrupted { .. }) => {
+                    record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
             log_command_time(&record, phase, &finished);
             if finished.code != Some(0) {
                 if is_stale_plan(&finished.output) {
+                    // Refused before it changed anything.
                     let artifact = match &config.phase {
                         PhaseInput::Apply { plan_artifact } => plan_artifact.clone(),
                         PhaseInput::Plan => String::new(),
                     };
                     return Err(TaskError::StalePlan { artifact });
                 }
+                record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
             let counts = parse_apply_summary(&finished.output).unwrap_or_default();
@@ -700,6 +714,23 @@ async fn run_with_heartbeat<T: TaskTokens>(
         )));
     }
     Ok(finished)
+}
+
+/// [`record_new_resources`] after an apply that did not succeed: the apply's
+/// own failure is what the token reports, so a failure to record is logged.
+async fn record_partial<M: ExecutionStore>(
+    metadb: &M,
+    record: &ExecutionRecord,
+    apply_command: &str,
+    unit_dir: &Path,
+    env: &[(String, String)],
+) {
+    if let Err(e) = record_new_resources(metadb, record, apply_command, unit_dir, env).await {
+        tracing::warn!(execution_id = %record.execution_id, error = %e, "recording a failed apply's new resources");
+        println!(
+            "live-ci: warning: what this failed apply created could not be recorded for rollback: {e}"
+        );
+    }
 }
 
 /// After an apply: the resources of the unit's new providers, from `show -json`

@@ -33,7 +33,7 @@ pub(crate) struct Setup {
     _repo: GitRepo,
     pub(crate) tf: TfTemplates,
     pub(crate) metadb: PgMetadb,
-    db: TestDb,
+    pub(crate) db: TestDb,
     pub(crate) clone_url: String,
     commits: [String; 2],
 }
@@ -1009,5 +1009,74 @@ async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_s
         }
         other => panic!("{other:?}"),
     }
+    s.db.drop_db().await;
+}
+
+/// An apply that fails after it created resources (here the command creates
+/// the unit's resource, then exits 7 from a trap, as a failing second
+/// resource or hook would) records them like a successful apply: the run's rollback
+/// (`plan_rollbacks` takes failed applies) destroys them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_apply_still_records_what_it_created_for_rollback() {
+    let s = setup().await;
+    let bucket = live_ci_testkit::unique("plans").to_lowercase();
+    let client = s3_client();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let store = S3ArtifactStore::new(client, &bucket);
+    let tokens = RecordingTokens::default();
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts: &store,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    };
+    let id = "run-7-x-dev-app-001";
+    terra_run(&env(id, "plan", None, &s.clone_url), &repo, None, &ports)
+        .await
+        .unwrap();
+    let Sent::Success { output, .. } = only_sent(&tokens) else {
+        panic!("plan failed")
+    };
+    let artifact = serde_json::from_str::<Value>(&output).unwrap()["plan_artifact"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    live_ci_metadb::connect(&s.db.url)
+        .await
+        .unwrap()
+        .execute(
+            "UPDATE executions SET apply_command = 'trap ''exit 7'' EXIT; ' || apply_command \
+             WHERE execution_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+
+    let err = terra_run(
+        &env(id, "apply", Some(&artifact), &s.clone_url),
+        &repo,
+        None,
+        &ports,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
+    let Sent::Failure { error, .. } = only_sent(&tokens) else {
+        panic!("expected the failure to reach the token")
+    };
+    assert_eq!(error, "CommandFailed");
+    assert!(s.tf.state_file("dev/app").exists(), "the apply created it");
+    let record = s.metadb.execution(id).await.unwrap().unwrap();
+    assert_eq!(
+        record.new_resources,
+        vec!["terraform_data.this".to_string()],
+        "recorded for the rollback"
+    );
     s.db.drop_db().await;
 }
