@@ -159,17 +159,14 @@ where
                 if tick().await == Tick::Stop {
                     stopped = true;
                     if let Some(pid) = child.id() {
-                        let _ = Command::new("kill")
-                            .args(["-TERM", "--", &format!("-{pid}")])
-                            .status()
-                            .await;
+                        let _ = signal_group(pid, "TERM").await;
                     }
                     let _ = child.start_kill();
                 }
             }
             Some(()) = async { terminate.as_mut()?.recv().await }, if !interrupted && !stopped => {
                 interrupted = true;
-                interrupt(child.id(), command);
+                interrupt(child.id(), command).await;
             }
         }
     }
@@ -191,11 +188,11 @@ where
 
 /// SIGINT to the command's process group (the shell leads it): once only, as
 /// a second interrupt makes terraform exit at once.
-fn interrupt(pid: Option<u32>, command: &str) {
+async fn interrupt(pid: Option<u32>, command: &str) {
     let Some(pid) = pid else {
         return;
     };
-    match signal_group(pid) {
+    match signal_group(pid, "INT").await {
         Ok(()) => {
             tracing::warn!(
                 command,
@@ -209,24 +206,20 @@ fn interrupt(pid: Option<u32>, command: &str) {
     }
 }
 
-#[cfg(target_os = "linux")]
-fn signal_group(pid: u32) -> std::io::Result<()> {
-    let group = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-        .ok_or_else(|| std::io::Error::other(format!("pid {pid:?}")))?;
-    Ok(rustix::process::kill_process_group(
-        group,
-        rustix::process::Signal::INT,
-    )?)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn signal_group(pid: u32) -> std::io::Result<()> {
-    std::process::Command::new("kill")
-        .args(["-INT", "--", &format!("-{pid}")])
+/// Sends `signal` (as `kill` names it, e.g. `INT`) to the process group that
+/// `pid` leads: the shell and everything it started.
+async fn signal_group(pid: u32, signal: &str) -> std::io::Result<()> {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &format!("-{pid}")])
         .status()
-        .map(drop)
+        .await?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "\"kill -{signal} -- -{pid}\" answered {status}"
+        )))
+    }
 }
 
 /// Like [`run`] without a callback.

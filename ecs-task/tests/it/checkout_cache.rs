@@ -66,6 +66,12 @@ async fn deployed<A: ArtifactStore>(store: &A) -> Deployed {
     repo.commit("base");
     repo.unit("dev/app", "2", &[]);
     let commit = repo.commit("change dev/app");
+    merged(store, repo, commit).await
+}
+
+/// `repo`'s `commit` merged through create-deploy-stack with `store` for the
+/// packed checkout; its one execution claimed.
+async fn merged<A: ArtifactStore>(store: &A, repo: GitRepo, commit: String) -> Deployed {
     let url = repo.url();
     let tf = TfTemplates::new("");
     let db = TestDb::new().await;
@@ -769,39 +775,14 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
     repo.commit("base");
     repo.unit("dev/app", "1", &[]);
     let commit = repo.commit("add dev/app");
-    let url = repo.url();
-    let tf = TfTemplates::new("");
-    let db = TestDb::new().await;
-    let metadb = db.metadb(2).await;
-    let (params, github, invoker) = (
-        MemoryParams::default(),
-        RecordingGitHost::default(),
-        RecordingInvoker::default(),
-    );
-    let sts = support::sts();
-    let report = create_deploy_stack(
-        &merge_config(&url, &commit, &tf),
-        &Repo {
-            clone_url: url.clone(),
-            token: None,
-        },
-        None,
-        &DeployPorts {
-            metadb: &metadb,
-            params: &params,
-            github: &github,
-            invoker: &invoker,
-            roles: &sts,
-            artifacts: &store,
-        },
-    )
-    .await
-    .unwrap();
-    let mut claimed = metadb
-        .claim_ready(report.run_id.unwrap(), 10)
-        .await
-        .unwrap();
-    let execution = claimed.remove(0);
+    // The repository stays alive (`_repo`) while the tasks run.
+    let Deployed {
+        repo: _repo,
+        url,
+        db,
+        execution,
+        ..
+    } = merged(&store, repo, commit.clone()).await;
     assert!(execution.checkout.is_some());
     assert!(
         !execution.new_providers.is_empty(),

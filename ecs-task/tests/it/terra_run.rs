@@ -38,6 +38,23 @@ pub(crate) struct Setup {
     commits: [String; 2],
 }
 
+/// Ports on the setup's metadb, with `artifacts`, `tokens` and `roles`, and
+/// no commit statuses.
+fn ports_without_github<'a, A, R>(
+    s: &'a Setup,
+    artifacts: &'a A,
+    tokens: &'a RecordingTokens,
+    roles: &'a R,
+) -> TerraRunPorts<'a, PgMetadb, A, RecordingTokens, NoGitHost, R> {
+    TerraRunPorts {
+        metadb: &s.metadb,
+        artifacts,
+        tokens,
+        roles,
+        statuses: Statuses::new(&NoGitHost, Default::default()),
+    }
+}
+
 /// One unit, two commits, a run at each (the second queues behind the
 /// first), each with one execution of the unit.
 pub(crate) async fn setup() -> Setup {
@@ -381,13 +398,7 @@ async fn failures_reach_the_token_with_the_commands_output() {
         token: None,
     };
     let sts = support::sts();
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &artifacts,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     // A failing command: the failure names the command and carries its last lines.
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
     config.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
@@ -440,13 +451,7 @@ async fn each_phase_runs_with_a_home_tmpdir_and_plugin_cache_of_its_own_then_gon
         token: None,
     };
     let sts = support::sts();
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &artifacts,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     let seen = tempfile::tempdir().unwrap();
     let report = seen.path().join("dirs");
     // What a plan's code could do: read where it runs and plant a file there
@@ -668,13 +673,7 @@ async fn another_accounts_role_is_refused() {
         clone_url: s.clone_url.clone(),
         token: None,
     };
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &artifacts,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     let id = "run-7-x-dev-app-001";
     let mut config = env(id, "plan", None, &s.clone_url);
     config.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
@@ -888,13 +887,7 @@ async fn the_record_read_at_start_is_used_only_when_no_migration_ran_and_it_is_t
     let tokens = RecordingTokens::default();
     let artifacts = MemArtifacts::default();
     let sts = support::sts();
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &artifacts,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     let repo = Repo {
         clone_url: s.clone_url.clone(),
         token: None,
@@ -950,13 +943,7 @@ async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_s
         token: None,
     };
     let sts = support::sts();
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &artifacts,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     let marks = tempfile::tempdir().unwrap();
     let started = marks.path().join("started");
     let cleaned = marks.path().join("cleaned");
@@ -1029,13 +1016,7 @@ async fn a_failed_apply_still_records_what_it_created_for_rollback() {
         token: None,
     };
     let sts = support::sts();
-    let ports = TerraRunPorts {
-        metadb: &s.metadb,
-        artifacts: &store,
-        tokens: &tokens,
-        roles: &sts,
-        statuses: Statuses::new(&NoGitHost, Default::default()),
-    };
+    let ports = ports_without_github(&s, &store, &tokens, &sts);
     let id = "run-7-x-dev-app-001";
     terra_run(&env(id, "plan", None, &s.clone_url), &repo, None, &ports)
         .await
