@@ -469,6 +469,89 @@ async fn a_plan_task_stopped_with_sigterm_while_waiting_deletes_its_queue() {
     assert_eq!(t.tokens.take().len(), 1, "only the plan was answered");
 }
 
+/// ECS stops a plan task while it runs the handed-off apply: the apply is not
+/// dropped (that SIGKILLs its shell and orphans terraform) but interrupted
+/// with SIGINT and let stop by itself; the apply's token says so. The
+/// terraform-like apply traps the interrupt and writes its "state".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_task_stopped_while_it_applies_lets_the_apply_stop_cleanly() {
+    if !alone_in_process(
+        "apply_handoff::a_plan_task_stopped_while_it_applies_lets_the_apply_stop_cleanly",
+    ) {
+        return;
+    }
+    let t = task().await;
+    let marks = tempfile::tempdir().unwrap();
+    let started = marks.path().join("started");
+    let cleaned = marks.path().join("cleaned");
+    let slow = format!(
+        "trap 'echo state-saved > {cleaned:?}; exit 130' INT; touch {started:?}; \
+         while :; do sleep 0.1; done; "
+    );
+    live_ci_metadb::connect(&t.s.db.url)
+        .await
+        .unwrap()
+        .execute(
+            "UPDATE executions SET apply_command = $1 || apply_command WHERE execution_id = $2",
+            &[&slow, &ID],
+        )
+        .await
+        .unwrap();
+    let config = t.config();
+    let wait = wait(120);
+    let (done, url) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(60), t.run(&config, Some(&wait))),
+        async {
+            let plan = plan_answer(&t.tokens).await;
+            let url = plan.apply_queue_url.clone().unwrap();
+            t.approve().await;
+            sqs()
+                .send_message()
+                .queue_url(&url)
+                .message_body(job(ID, &plan))
+                .send()
+                .await
+                .unwrap();
+            for _ in 0..1200 {
+                if started.exists() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(started.exists(), "the apply never started");
+            // This process is the task: ECS's StopTask, sent to it.
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &std::process::id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            url
+        }
+    );
+    let err = done
+        .expect("the apply stopped by itself, long before a SIGKILL would come")
+        .unwrap_err();
+    assert!(matches!(err, TaskError::Interrupted { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&cleaned).unwrap().trim(),
+        "state-saved",
+        "the apply's own clean-up ran"
+    );
+    let sent = t.tokens.take();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let Sent::Failure { token, error, .. } = &sent[1] else {
+        panic!("the apply was not reported failed: {sent:?}")
+    };
+    assert_eq!(
+        (token.as_str(), error.as_str()),
+        ("apply-token", "Interrupted")
+    );
+    assert!(
+        !queue_exists(&url).await,
+        "the stopped task deletes its queue"
+    );
+}
+
 /// The queues whose names start with the wait's prefix.
 async fn queues(wait: &ApplyWait) -> Vec<String> {
     sqs()
