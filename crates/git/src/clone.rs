@@ -97,9 +97,23 @@ impl GitCli {
             source,
         })?;
         git(dest, &["init", "--quiet"], None)?;
+        // The fetched pack is kept as it came (unpackLimit 1), not exploded
+        // into one loose file per object below git's default of 100: every
+        // terra-run of the run unpacks this `.git` (`checkout_cache`), and a
+        // file created costs more there than the bytes do.
         let fetched = git(
             dest,
-            &["fetch", "--quiet", "--no-tags", "--depth", "1", url, commit],
+            &[
+                "-c",
+                "fetch.unpackLimit=1",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--depth",
+                "1",
+                url,
+                commit,
+            ],
             token,
         );
         if fetched.is_err() {

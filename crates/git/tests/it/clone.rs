@@ -104,6 +104,22 @@ fn fetch_commit_checks_out_one_commit_without_its_history() {
         repo.resolve(&first).is_err(),
         "older commits are not fetched"
     );
+    // The objects stay in the fetched pack, not one loose file each: every
+    // terra-run unpacks this `.git` from the run's packed checkout.
+    let objects = dir.join(".git/objects");
+    let mut loose = Vec::new();
+    for entry in std::fs::read_dir(&objects).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name != "pack" && name != "info" {
+            loose.push(name);
+        }
+    }
+    assert!(loose.is_empty(), "loose object directories: {loose:?}");
+    let packs = std::fs::read_dir(objects.join("pack"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
+        .count();
+    assert_eq!(packs, 1);
 
     // A commit the remote does not have: the full clone's clear error.
     let missing = "0123456789abcdef0123456789abcdef01234567";
