@@ -208,7 +208,7 @@ start() {
     cd "$state"
     # LOCALSTACK_HOST: URLs it hands out (queue URLs, Function URLs) carry the
     # port it really listens on. No SQS metrics: they go to localhost:4566.
-    exec env GATEWAY_LISTEN="127.0.0.1:$use_port" GATEWAY_SERVER=hypercorn \
+    exec env GATEWAY_LISTEN="127.0.0.1:$use_port" GATEWAY_SERVER=live-ci-twisted \
       LOCALSTACK_HOST="localhost.localstack.cloud:$use_port" SQS_DISABLE_CLOUDWATCH_METRICS=1 \
       DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 \
       LOCALSTACK_VOLUME_DIR="$state/volume" CONFIG_DIR="$state/config" \
