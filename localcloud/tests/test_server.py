@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import http.client
 import socket
+
+import pytest
 from urllib.parse import urlparse
 
 
@@ -54,3 +56,27 @@ def test_the_cloud_is_served_by_twisted_and_keeps_the_connection(endpoint: str) 
         assert sock is not None and connection.sock is sock, "the second request needed a new connection"
     finally:
         connection.close()
+
+
+def test_a_content_type_is_parsed_once_and_still_parsed_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    from twisted.web import http
+
+    from live_ci_localcloud import server
+
+    parsed: list[str] = []
+    real = http.EmailMessage
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __setitem__(self, name: str, value: str) -> None:
+            parsed.append(value)
+            super().__setitem__(name, value)
+
+    monkeypatch.setattr(http, "EmailMessage", Counting)
+    monkeypatch.setattr(http, "_parseContentType", http._parseContentType)
+    server.cache_content_type_parsing()
+    server.cache_content_type_parsing()  # idempotent: not cached twice over
+
+    for _ in range(3):
+        assert http._parseContentType(b"application/x-amz-json-1.0; charset=utf-8") == b"application/x-amz-json-1.0"
+        assert http._parseContentType(b"Application/JSON") == b"application/json"
+    assert parsed == ["application/x-amz-json-1.0; charset=utf-8", "Application/JSON"]
