@@ -163,6 +163,26 @@ def test_install_reaches_every_integration_that_assumes_the_role_and_every_parse
     assert hasattr(ExecutionWorker._get_evaluation_entrypoint, "cache_info")
 
 
+def test_the_definition_parsed_when_a_state_machine_is_created_serves_its_executions() -> None:
+    stepfunctions.install()
+    from localstack.services.stepfunctions.asl.parse.asl_parser import AmazonStateLanguageParser
+    from localstack.services.stepfunctions.asl.static_analyser.static_analyser import StaticAnalyser
+    from localstack.services.stepfunctions.backend import execution_worker
+
+    definition = json.dumps({"StartAt": "Only", "States": {"Only": {"Type": "Pass", "Comment": str(time.time())}}})
+
+    class Walk(StaticAnalyser):
+        pass
+
+    Walk().analyse(definition)  # as CreateStateMachine validates it
+    parse = AmazonStateLanguageParser.parse
+    before = parse.cache_info()
+    program, _tree = execution_worker.AmazonStateLanguageParser.parse(definition)
+    after = parse.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    assert parse(definition)[0] is program
+
+
 def test_the_running_cloud_installed_the_caches_at_start() -> None:
     # The hook runs inside LocalStack's process; its start-up log is the evidence.
     state = os.environ.get("LIVE_CI_LOCALCLOUD_DIR")

@@ -50,6 +50,7 @@ _PARSE_MODULES = (
 _BOTO_CLIENT_MODULE = "localstack.services.stepfunctions.asl.utils.boto_client"
 _ASL_PACKAGE = "localstack.services.stepfunctions.asl"
 _EXECUTION_WORKER_MODULE = "localstack.services.stepfunctions.backend.execution_worker"
+_ASL_PARSER_MODULE = "localstack.services.stepfunctions.asl.parse.asl_parser"
 _installed = False
 
 
@@ -110,6 +111,11 @@ def install() -> None:
     for name in _PARSE_MODULES:
         module = importlib.import_module(name)
         module.parse = cached_parser(module.parse)  # type: ignore[attr-defined]
+    # CreateStateMachine's validation parses the definition (its static analysers
+    # walk the parse tree, read only): memoised by text, that parse is the one the
+    # first executions use, instead of each of a run's first wave parsing it again.
+    parser = importlib.import_module(_ASL_PARSER_MODULE).AmazonStateLanguageParser
+    parser.parse = staticmethod(cached_parser(parser.parse))
     worker = importlib.import_module(_EXECUTION_WORKER_MODULE)
     worker.ExecutionWorker._get_evaluation_entrypoint = cached_entrypoint(  # type: ignore[method-assign]
         worker.AmazonStateLanguageParser.parse
