@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,29 @@ def test_assumed_role_clients_are_reused_per_service_region_and_role_until_stale
         ("sqs", "us-east-1", "arn:aws:iam::111111111111:role/live-ci-sfn"),
         ("ecs", "us-east-1", "arn:aws:iam::111111111111:role/live-ci-sfn"),
     ]
+
+
+def test_concurrent_first_calls_make_one_client() -> None:
+    made: list[str] = []
+    release = threading.Event()
+
+    def make(*, service: str, region: str, state_credentials: Any) -> object:
+        made.append(service)
+        release.wait(5)
+        return object()
+
+    cache = stepfunctions.ClientCache(make)
+    role = SimpleNamespace(role_arn="arn:aws:iam::111111111111:role/live-ci-sfn")
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(cache("ecs", "us-east-1", role))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert made == ["ecs"]
+    assert len(got) == 4 and all(client is got[0] for client in got)
 
 
 def test_a_definition_is_parsed_once_per_text() -> None:

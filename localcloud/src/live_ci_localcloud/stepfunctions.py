@@ -72,18 +72,32 @@ class ClientCache:
         self.clock = clock
         self.lock = threading.Lock()
         self.clients: dict[tuple[str, str, str | None], tuple[float, Any]] = {}
+        # One maker per key: a run's first executions start together, and each
+        # would otherwise assume the role and build the same client at once.
+        self.making: dict[tuple[str, str, str | None], threading.Lock] = {}
+
+    def _fresh(self, key: tuple[str, str, str | None]) -> Any:
+        with self.lock:
+            hit = self.clients.get(key)
+            if hit is not None and self.clock() - hit[0] < self.ttl:
+                return hit[1]
+            return None
 
     def __call__(self, service: str, region: str, state_credentials: Any) -> Any:
         key = (service, region, getattr(state_credentials, "role_arn", None))
-        now = self.clock()
+        client = self._fresh(key)
+        if client is not None:
+            return client
         with self.lock:
-            hit = self.clients.get(key)
-            if hit is not None and now - hit[0] < self.ttl:
-                return hit[1]
-        # Made outside the lock: an AssumeRole is a request to this same process.
-        client = self.make(service=service, region=region, state_credentials=state_credentials)
-        with self.lock:
-            self.clients[key] = (now, client)
+            making = self.making.setdefault(key, threading.Lock())
+        # Made outside the cache's lock: an AssumeRole is a request to this same process.
+        with making:
+            client = self._fresh(key)
+            if client is None:
+                now = self.clock()
+                client = self.make(service=service, region=region, state_credentials=state_credentials)
+                with self.lock:
+                    self.clients[key] = (now, client)
         return client
 
 
