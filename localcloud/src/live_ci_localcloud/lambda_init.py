@@ -19,26 +19,22 @@ LocalStack stops the environment (SIGTERM) or dies (parent-pid watch).
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import fcntl
-import http.client
 import json
 import math
 import os
 import queue
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import termios
 import threading
 import time
-import urllib.parse
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from live_ci_localcloud.supervise import exit_status, kill_group, spawn_group, watch_parent
@@ -53,26 +49,23 @@ def log(message: str) -> None:
     print(f"[live-ci init] {message}", file=sys.stderr, flush=True)
 
 
-@dataclass
 class Invocation:
-    request_id: str
-    function_arn: str
-    payload: bytes
-    trace_id: str
-    received: float = field(default_factory=time.monotonic)
-    deadline_ms: int = 0
-    done: bool = False
+    # A plain class, not a dataclass: `dataclasses` imports `inspect` and `tokenize`,
+    # about 10 ms of every environment's cold start.
+    def __init__(self, *, request_id: str, function_arn: str, payload: bytes, trace_id: str) -> None:
+        self.request_id = request_id
+        self.function_arn = function_arn
+        self.payload = payload
+        self.trace_id = trace_id
+        self.received = time.monotonic()
+        self.deadline_ms = 0
+        self.done = False
 
 
 class Init:
     def __init__(self, *, endpoint: str, env_id: str, task_root: str, timeout: float) -> None:
         self.endpoint = endpoint.rstrip("/")
-        callback = urllib.parse.urlsplit(self.endpoint)
-        if callback.scheme != "http" or not callback.hostname:
-            raise ValueError(f"the executor endpoint {endpoint!r} is not an http:// URL")
-        self.callback_host = callback.hostname
-        self.callback_port = callback.port or 80
-        self.callback_path = callback.path
+        self.callback_host, self.callback_port, self.callback_path = split_http_url(endpoint)
         self.env_id = env_id
         self.task_root = task_root
         self.timeout = timeout
@@ -92,19 +85,16 @@ class Init:
     # --- callbacks to LocalStack -------------------------------------------------
 
     def post(self, path: str, body: bytes, content_type: str = "application/json") -> None:
-        # http.client straight to LocalStack's loopback port: urllib's build_opener
-        # makes an HTTPS handler whose SSL context loads every system CA certificate
-        # (tens of ms of CPU per callback, two callbacks per invocation), and it would
-        # go through a proxy from the environment.
+        # Straight to LocalStack's loopback port, one connection per callback: urllib's
+        # build_opener made an HTTPS handler whose SSL context loaded every system CA
+        # certificate (tens of ms of CPU per callback, two callbacks per invocation)
+        # and would go through a proxy from the environment; http.client would cost
+        # every environment's cold start its imports (see `read_request`).
         try:
-            connection = http.client.HTTPConnection(self.callback_host, self.callback_port, timeout=30)
-            try:
-                connection.request(
-                    "POST", f"{self.callback_path}{path}", body=body, headers={"Content-Type": content_type}
-                )
-                connection.getresponse().read()
-            finally:
-                connection.close()
+            target = f"{self.callback_path}{path}"
+            status = post_http(self.callback_host, self.callback_port, target, body, content_type)
+            if not 200 <= status < 300:
+                log(f"callback {path} answered {status}")
         except Exception as e:  # noqa: BLE001 - report and carry on, LocalStack times the env out
             log(f"callback {path} failed: {e}")
 
@@ -301,91 +291,215 @@ class Init:
             kill_group(self.runtime, grace=1.0)
 
 
-def make_handler(init: Init) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class BadRequest(Exception):
+    pass
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-            pass  # one line per request would drown the function's own output
 
-        def _body(self) -> bytes:
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
+def split_http_url(url: str) -> tuple[str, int, str]:
+    """(host, port, path) of an http:// URL with an explicit host."""
+    rest = url.rstrip("/")
+    if not rest.startswith("http://"):
+        raise ValueError(f"the executor endpoint {url!r} is not an http:// URL")
+    authority, _, path = rest[len("http://") :].partition("/")
+    host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "80")
+    if not host or not port.isdigit():
+        raise ValueError(f"the executor endpoint {url!r} has no host and port")
+    return host, int(port), f"/{path}" if path else ""
 
-        def _reply(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-            if self.path == f"{RUNTIME_PREFIX}/invocation/next":
-                invocation = init.next_invocation()
-                if invocation is None:
-                    self._reply(HTTPStatus.GONE)
+def post_http(host: str, port: int, path: str, body: bytes, content_type: str) -> int:
+    """POSTs `body` with `Connection: close` and returns the answer's status code."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((host, port), timeout=30) as connection:
+        connection.sendall(head.encode("latin-1") + body)
+        answer = bytearray()
+        while chunk := connection.recv(65536):
+            answer += chunk
+    status_line = bytes(answer).split(b"\r\n", 1)[0].split()
+    if len(status_line) < 2 or not status_line[1].isdigit():
+        raise OSError(f"not an HTTP answer: {bytes(answer[:80])!r}")
+    return int(status_line[1])
+
+
+MAX_LINE = 65536
+
+
+def read_request(rfile: Any) -> tuple[str, str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request from `rfile`: method, path, headers (lower-case names) and
+    body (Content-Length or chunked); None at the end of the connection. Written by
+    hand: `http.server` and `http.client` import the `email` package, about 40 ms of
+    every environment's cold start, for a server whose only clients are the
+    function's runtime and LocalStack's executor."""
+    line = rfile.readline(MAX_LINE + 1)
+    while line in (b"\r\n", b"\n"):  # tolerated between requests (RFC 9112 2.2)
+        line = rfile.readline(MAX_LINE + 1)
+    if not line:
+        return None
+    parts = line.decode("latin-1").split()
+    if len(parts) != 3 or len(line) > MAX_LINE or not parts[2].startswith("HTTP/1."):
+        raise BadRequest(f"bad request line {line[:80]!r}")
+    method, path, _version = parts
+    headers: dict[str, str] = {}
+    while True:
+        header = rfile.readline(MAX_LINE + 1)
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, colon, value = header.decode("latin-1").partition(":")
+        if not colon or len(header) > MAX_LINE:
+            raise BadRequest(f"bad header line {header[:80]!r}")
+        headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = bytearray()
+        while True:
+            size_line = rfile.readline(MAX_LINE + 1).split(b";", 1)[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise BadRequest(f"bad chunk size {size_line[:20]!r}") from None
+            if size == 0:
+                while rfile.readline(MAX_LINE + 1) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                break
+            body += rfile.read(size)
+            rfile.readline(MAX_LINE + 1)
+        return method, path, headers, bytes(body)
+    length = headers.get("content-length", "0") or "0"
+    if not length.isdigit():
+        raise BadRequest(f"bad Content-Length {length!r}")
+    return method, path, headers, rfile.read(int(length)) if int(length) else b""
+
+
+def write_response(wfile: Any, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    lines.append(f"Content-Length: {len(body)}")
+    wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+    wfile.flush()
+
+
+def respond(
+    init: Init, method: str, path: str, headers: dict[str, str], body: bytes
+) -> tuple[int, bytes, dict[str, str]]:
+    """The Runtime API's and the executor's answer to one request."""
+    json_headers = {"Content-Type": "application/json"}
+    if method == "GET":
+        if path != f"{RUNTIME_PREFIX}/invocation/next":
+            return HTTPStatus.NOT_FOUND, b"", {}
+        invocation = init.next_invocation()
+        if invocation is None:
+            return HTTPStatus.GONE, b"", {}
+        return (
+            HTTPStatus.OK,
+            invocation.payload,
+            {
+                "Content-Type": "application/json",
+                "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
+                "Lambda-Runtime-Deadline-Ms": str(invocation.deadline_ms),
+                "Lambda-Runtime-Invoked-Function-Arn": invocation.function_arn,
+                "Lambda-Runtime-Trace-Id": invocation.trace_id,
+            },
+        )
+    if method != "POST":
+        return HTTPStatus.NOT_FOUND, b"", {}
+    parts = path.split("/")
+    if path == "/invoke":
+        init.enqueue(json.loads(body))
+        return HTTPStatus.OK, b"", {}
+    if path.startswith(f"{RUNTIME_PREFIX}/invocation/") and len(parts) == 6:
+        request_id, what = parts[4], parts[5]
+        if what not in ("response", "error"):
+            return HTTPStatus.NOT_FOUND, b"", {}
+        if what == "error" and not body:
+            error_type = headers.get("lambda-runtime-function-error-type", "Unhandled")
+            body = Init._error_body(error_type, error_type)
+        if init.finish(request_id, body, error=what == "error"):
+            return HTTPStatus.ACCEPTED, b'{"status":"OK"}', json_headers
+        return (
+            HTTPStatus.BAD_REQUEST,
+            b'{"errorType":"InvalidRequestID","errorMessage":"unknown or finished request"}',
+            json_headers,
+        )
+    if path == f"{RUNTIME_PREFIX}/init/error":
+        init.init_failed = True
+        init.status("error", body or b"{}")
+        return HTTPStatus.ACCEPTED, b'{"status":"OK"}', json_headers
+    # Includes the Extensions and Telemetry APIs, which are not emulated.
+    return HTTPStatus.NOT_FOUND, b"", {}
+
+
+def make_handler(init: Init) -> type[socketserver.StreamRequestHandler]:
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            # HTTP/1.1: the connection stays for the next request until the client
+            # closes it or asks to.
+            while True:
+                try:
+                    request = read_request(self.rfile)
+                except BadRequest as e:
+                    log(f"runtime api: {e}")
+                    write_response(self.wfile, HTTPStatus.BAD_REQUEST, b"", {"Connection": "close"})
                     return
-                headers = {
-                    "Content-Type": "application/json",
-                    "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
-                    "Lambda-Runtime-Deadline-Ms": str(invocation.deadline_ms),
-                    "Lambda-Runtime-Invoked-Function-Arn": invocation.function_arn,
-                    "Lambda-Runtime-Trace-Id": invocation.trace_id,
-                }
-                self._reply(HTTPStatus.OK, invocation.payload, headers)
-                return
-            self._reply(HTTPStatus.NOT_FOUND)
-
-        def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-            body = self._body()
-            parts = self.path.split("/")
-            if self.path == "/invoke":
-                init.enqueue(json.loads(body))
-                self._reply(HTTPStatus.OK)
-            elif self.path.startswith(f"{RUNTIME_PREFIX}/invocation/") and len(parts) == 6:
-                request_id, what = parts[4], parts[5]
-                if what not in ("response", "error"):
-                    self._reply(HTTPStatus.NOT_FOUND)
+                except OSError:
                     return
-                if what == "error" and not body:
-                    error_type = self.headers.get("Lambda-Runtime-Function-Error-Type", "Unhandled")
-                    body = Init._error_body(error_type, error_type)
-                if init.finish(request_id, body, error=what == "error"):
-                    self._reply(HTTPStatus.ACCEPTED, b'{"status":"OK"}', {"Content-Type": "application/json"})
-                else:
-                    self._reply(
-                        HTTPStatus.BAD_REQUEST,
-                        b'{"errorType":"InvalidRequestID","errorMessage":"unknown or finished request"}',
-                        {"Content-Type": "application/json"},
-                    )
-            elif self.path == f"{RUNTIME_PREFIX}/init/error":
-                init.init_failed = True
-                init.status("error", body or b"{}")
-                self._reply(HTTPStatus.ACCEPTED, b'{"status":"OK"}', {"Content-Type": "application/json"})
-            else:
-                # Includes the Extensions and Telemetry APIs, which are not emulated.
-                self._reply(HTTPStatus.NOT_FOUND)
+                if request is None:
+                    return
+                method, path, headers, body = request
+                status, answer, answer_headers = respond(init, method, path, headers, body)
+                try:
+                    write_response(self.wfile, status, answer, answer_headers)
+                except OSError:
+                    return
+                if headers.get("connection", "").lower() == "close":
+                    return
 
     return Handler
 
 
-def main(args: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--listen-fd", type=int, required=True, help="inherited listening socket")
-    parser.add_argument("--parent-pid", type=int, required=True)
-    parser.add_argument("--endpoint", required=True, help="LocalStack's executor endpoint for this env")
-    parser.add_argument("--env-id", required=True)
-    parser.add_argument("--task-root", required=True)
-    parser.add_argument("--timeout", type=float, required=True, help="the function's timeout (s)")
-    opts = parser.parse_args(args)
+class RuntimeApiServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
 
-    init = Init(endpoint=opts.endpoint, env_id=opts.env_id, task_root=opts.task_root, timeout=opts.timeout)
-    sock = socket.socket(fileno=opts.listen_fd)
-    server = ThreadingHTTPServer(sock.getsockname(), make_handler(init), bind_and_activate=False)
+
+# Every option is required and takes a value: --listen-fd (the inherited listening
+# socket), --parent-pid, --endpoint (LocalStack's executor endpoint for this env),
+# --env-id, --task-root, --timeout (the function's, in seconds).
+OPTIONS = ("listen-fd", "parent-pid", "endpoint", "env-id", "task-root", "timeout")
+
+
+def parse_options(args: list[str]) -> dict[str, str]:
+    """The init's options. Parsed by hand, not with argparse (about 9 ms of every
+    environment's cold start for six fixed options); a bad command line is the
+    executor's bug, reported with the option it concerns."""
+    values: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        flag = rest.pop(0)
+        name = flag[2:] if flag.startswith("--") else ""
+        if name not in OPTIONS:
+            raise SystemExit(f"lambda_init: unknown argument {flag!r}")
+        if not rest:
+            raise SystemExit(f"lambda_init: {flag} needs a value")
+        values[name] = rest.pop(0)
+    missing = [f"--{name}" for name in OPTIONS if name not in values]
+    if missing:
+        raise SystemExit(f"lambda_init: missing {', '.join(missing)}")
+    return values
+
+
+def main(args: list[str] | None = None) -> int:
+    opts = parse_options(sys.argv[1:] if args is None else args)
+    try:
+        listen_fd, parent_pid, timeout = int(opts["listen-fd"]), int(opts["parent-pid"]), float(opts["timeout"])
+    except ValueError as e:
+        raise SystemExit(f"lambda_init: {e}") from e
+
+    init = Init(endpoint=opts["endpoint"], env_id=opts["env-id"], task_root=opts["task-root"], timeout=timeout)
+    sock = socket.socket(fileno=listen_fd)
+    server = RuntimeApiServer(sock.getsockname(), make_handler(init), bind_and_activate=False)
     server.socket.close()
     server.socket = sock
-    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
 
     def stop(*_: object) -> None:
@@ -393,7 +507,7 @@ def main(args: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    watch_parent(opts.parent_pid, stop)
+    watch_parent(parent_pid, stop)
     host, port = sock.getsockname()[:2]
     init.run_runtime(f"{host}:{port}")
     # After an init failure, stay up until LocalStack stops the environment, so its

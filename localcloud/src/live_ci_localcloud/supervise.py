@@ -14,7 +14,6 @@ the exit code is the program's (128+N when it died of signal N, like Docker).
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import os
 import signal
@@ -110,6 +109,9 @@ def exit_status(returncode: int) -> int:
 
 
 def main(args: Sequence[str] | None = None) -> int:
+    # Imported here: the Lambda init imports this module for its helpers only.
+    import argparse
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
