@@ -108,18 +108,25 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def main(args: Sequence[str] | None = None) -> int:
-    # Imported here: the Lambda init imports this module for its helpers only.
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--parent-pid", type=int, required=True)
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    opts = parser.parse_args(args)
-    command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
+def parse_command_line(args: Sequence[str]) -> tuple[int, list[str]]:
+    """`--parent-pid PID [--] CMD ARGS...`, parsed by hand: argparse is about 9 ms of
+    every ECS task's launch, which this process is on the path of."""
+    rest = list(args)
+    if len(rest) < 2 or rest[0] != "--parent-pid":
+        raise SystemExit("supervise: usage: --parent-pid PID [--] CMD ARGS...")
+    if not rest[1].isdigit():
+        raise SystemExit(f"supervise: --parent-pid {rest[1]!r} is not a process id")
+    parent_pid, command = int(rest[1]), rest[2:]
+    if command[:1] == ["--"]:
+        command = command[1:]
     if not command:
-        parser.error("no command given")
-    if os.getppid() != opts.parent_pid:
+        raise SystemExit("supervise: no command given")
+    return parent_pid, command
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    parent_pid, command = parse_command_line(sys.argv[1:] if args is None else args)
+    if os.getppid() != parent_pid:
         return 137  # the parent died before we got going
     try:
         child = spawn_group(command)
@@ -136,7 +143,7 @@ def main(args: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    watch_parent(opts.parent_pid, stop)
+    watch_parent(parent_pid, stop)
     returncode = child.wait()
     # Leftover grandchildren (e.g. a background job of a shell script) go too.
     _signal_group(child.pid, signal.SIGKILL)
