@@ -22,7 +22,8 @@ use live_ci_workflow::{ApplyJob, ApplyResult, HANDOFF_REFUSED, PlanResult};
 
 use crate::support::alone_in_process;
 use crate::support::fakes::{RecordingTokens, Sent};
-use crate::terra_run::{Setup, env, s3_client, setup};
+use crate::support::{new_bucket, s3_client};
+use crate::terra_run::{Setup, env, setup};
 
 const ID: &str = "run-7-x-dev-app-001";
 
@@ -83,9 +84,8 @@ struct Task {
 }
 
 async fn task() -> Task {
-    let bucket = live_ci_testkit::unique("plans").to_lowercase();
     let client = s3_client();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let bucket = new_bucket(&client, "plans").await;
     Task {
         s: setup().await,
         store: S3ArtifactStore::new(client, &bucket),
@@ -512,19 +512,7 @@ async fn a_plan_task_stopped_while_it_applies_lets_the_apply_stop_cleanly() {
                 .send()
                 .await
                 .unwrap();
-            for _ in 0..1200 {
-                if started.exists() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            assert!(started.exists(), "the apply never started");
-            // This process is the task: ECS's StopTask, sent to it.
-            let sent = std::process::Command::new("kill")
-                .args(["-TERM", &std::process::id().to_string()])
-                .status()
-                .unwrap();
-            assert!(sent.success());
+            crate::support::stop_this_task_once_started(&started).await;
             url
         }
     );

@@ -19,30 +19,16 @@ use live_ci_metadb::PgMetadb;
 use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_task::{CreateDeployStackConfig, TaskError, TerraRunConfig, checkout::Repo};
-use live_ci_testkit::aws::sdk_config;
 use live_ci_testkit::{localstack_endpoint, unique};
 use serde_json::Value;
 use support::fakes::{MemoryParams, RecordingGitHost, RecordingInvoker, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
+use support::{new_bucket, s3_client};
 
 const DEV_ONLY: &str = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
   "min_approval_count": 1, "min_rejection_count": 1,
   "plan_role_arn": "arn:aws:iam::222222222222:role/plan", "apply_role_arn": "arn:aws:iam::222222222222:role/apply"}]"#;
-
-/// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
-fn s3_client() -> aws_sdk_s3::Client {
-    let conf = aws_sdk_s3::config::Builder::from(&sdk_config())
-        .force_path_style(true)
-        .build();
-    aws_sdk_s3::Client::from_conf(conf)
-}
-
-async fn bucket(client: &aws_sdk_s3::Client, prefix: &str) -> String {
-    let bucket = unique(prefix).to_lowercase();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
-    bucket
-}
 
 /// A trunk whose last commit changes `dev/app`, merged through
 /// create-deploy-stack with `store` for the packed checkout; the run's one
@@ -196,7 +182,7 @@ async fn plan_and_apply<A: ArtifactStore>(d: &Deployed, store: &A, url: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_deploy_stack_records_the_runs_checkout_and_the_claim_carries_it() {
     let client = s3_client();
-    let bucket = bucket(&client, "cds-checkout").await;
+    let bucket = new_bucket(&client, "cds-checkout").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let d = deployed(&store).await;
     let run = d.metadb.run(d.run_id).await.unwrap().unwrap();
@@ -268,7 +254,7 @@ async fn create_deploy_stack_records_the_runs_checkout_and_the_claim_carries_it(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_with_a_packed_checkout_plans_and_applies_without_the_repository() {
     let client = s3_client();
-    let bucket = bucket(&client, "no-repo").await;
+    let bucket = new_bucket(&client, "no-repo").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let mut d = deployed(&store).await;
     assert!(d.execution.checkout.is_some());
@@ -286,7 +272,7 @@ async fn a_run_with_a_packed_checkout_plans_and_applies_without_the_repository()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tampered_packed_checkout_fails_the_token_and_runs_nothing() {
     let client = s3_client();
-    let bucket = bucket(&client, "tampered").await;
+    let bucket = new_bucket(&client, "tampered").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let d = deployed(&store).await;
     let packed = d.execution.checkout.clone().unwrap();
@@ -373,7 +359,7 @@ fn raw_entry(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_with_an_escaping_entry_is_refused_and_writes_nothing_outside() {
     let client = s3_client();
-    let bucket = bucket(&client, "escape").await;
+    let bucket = new_bucket(&client, "escape").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let db = TestDb::new().await;
     let metadb = db.metadb(2).await;
@@ -491,7 +477,7 @@ async fn an_archive_with_an_escaping_entry_is_refused_and_writes_nothing_outside
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
     let client = s3_client();
-    let bucket = bucket(&client, "head").await;
+    let bucket = new_bucket(&client, "head").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let d = deployed(&store).await;
     let original = store
@@ -597,7 +583,7 @@ async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_packed_checkout_falls_back_to_the_fetch_and_the_unit_deploys() {
     let client = s3_client();
-    let bucket = bucket(&client, "missing").await;
+    let bucket = new_bucket(&client, "missing").await;
     let store = S3ArtifactStore::new(client.clone(), &bucket);
     let d = deployed(&store).await;
     let packed = d.execution.checkout.clone().unwrap();
@@ -688,7 +674,7 @@ fn at(marks: &[(String, u64)], name: &str) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_timeline_shows_a_fetch_without_a_packed_checkout_and_an_unpack_with_one() {
     let client = s3_client();
-    let plans = bucket(&client, "timeline").await;
+    let plans = new_bucket(&client, "timeline").await;
     let store = S3ArtifactStore::new(client.clone(), &plans);
     let unstored = S3ArtifactStore::new(client, unique("no-such-bucket").to_lowercase());
     let mut results = Vec::new();
@@ -768,7 +754,7 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(10);
     let client = s3_client();
-    let plans = bucket(&client, "measure").await;
+    let plans = new_bucket(&client, "measure").await;
     let store = S3ArtifactStore::new(client, &plans);
     let repo = GitRepo::new();
     repo.write("README.md", "docs\n");

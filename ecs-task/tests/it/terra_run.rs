@@ -20,14 +20,7 @@ use serde_json::Value;
 use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
 use support::pg::{TestDb, exec, run};
 use support::repo::{GitRepo, TfTemplates};
-
-/// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
-pub(crate) fn s3_client() -> aws_sdk_s3::Client {
-    let conf = aws_sdk_s3::config::Builder::from(&live_ci_testkit::aws::sdk_config())
-        .force_path_style(true)
-        .build();
-    aws_sdk_s3::Client::from_conf(conf)
-}
+use support::{new_bucket, s3_client};
 
 pub(crate) struct Setup {
     _repo: GitRepo,
@@ -127,9 +120,8 @@ fn only_sent(tokens: &RecordingTokens) -> Sent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     let s = setup().await;
-    let bucket = live_ci_testkit::unique("plans").to_lowercase();
     let client = s3_client();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let bucket = new_bucket(&client, "plans").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let tokens = RecordingTokens::default();
     let github = RecordingGitHost::default();
@@ -512,8 +504,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     let s = setup().await;
     let client = s3_client();
     // Unversioned: the key alone finds whatever was written last.
-    let bucket = live_ci_testkit::unique("swap").to_lowercase();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let bucket = new_bucket(&client, "swap").await;
     let store = S3ArtifactStore::new(client.clone(), &bucket);
     let tokens = RecordingTokens::default();
     let github = RecordingGitHost::default();
@@ -570,8 +561,7 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
 async fn a_versioned_plan_is_read_at_its_recorded_version() {
     let s = setup().await;
     let client = s3_client();
-    let bucket = live_ci_testkit::unique("pinned").to_lowercase();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let bucket = new_bucket(&client, "pinned").await;
     client
         .put_bucket_versioning()
         .bucket(&bucket)
@@ -958,20 +948,7 @@ async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_s
     .unwrap();
     let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
     config.command = Some(format!("sh {script:?}"));
-    let stop = async {
-        for _ in 0..1200 {
-            if started.exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(started.exists(), "the command never started");
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &std::process::id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
+    let stop = support::stop_this_task_once_started(&started);
     let (done, ()) = tokio::join!(
         tokio::time::timeout(
             Duration::from_secs(60),
@@ -1006,9 +983,8 @@ async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_apply_still_records_what_it_created_for_rollback() {
     let s = setup().await;
-    let bucket = live_ci_testkit::unique("plans").to_lowercase();
     let client = s3_client();
-    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    let bucket = new_bucket(&client, "plans").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let tokens = RecordingTokens::default();
     let repo = Repo {

@@ -7,6 +7,8 @@ pub use live_ci_testkit::pg;
 pub mod repo;
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
 
 use live_ci_task::FromLookup;
 
@@ -57,4 +59,36 @@ pub fn alone_in_process(test: &str) -> bool {
         out.status
     );
     false
+}
+
+/// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
+pub fn s3_client() -> aws_sdk_s3::Client {
+    let conf = aws_sdk_s3::config::Builder::from(&live_ci_testkit::aws::sdk_config())
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+/// A new bucket named after `prefix`, unversioned.
+pub async fn new_bucket(client: &aws_sdk_s3::Client, prefix: &str) -> String {
+    let bucket = live_ci_testkit::unique(prefix).to_lowercase();
+    client.create_bucket().bucket(&bucket).send().await.unwrap();
+    bucket
+}
+
+/// ECS's StopTask, sent to this process (the task) once the command under
+/// test has written `started`: SIGTERM, as ECS sends before its SIGKILL.
+pub async fn stop_this_task_once_started(started: &Path) {
+    for _ in 0..1200 {
+        if started.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(started.exists(), "the command never started");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &std::process::id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
 }
