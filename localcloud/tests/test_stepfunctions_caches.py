@@ -104,22 +104,22 @@ def test_concurrent_first_calls_make_one_client() -> None:
 
 
 def test_a_definition_is_parsed_once_per_text() -> None:
-    parsed: list[str] = []
-
-    def parse(definition: str) -> tuple[object, object]:
-        parsed.append(definition)
-        return (object(), None)
-
-    entrypoint = stepfunctions.cached_entrypoint(parse)
+    stepfunctions.install()
+    from localstack.services.stepfunctions.asl.parse.asl_parser import AmazonStateLanguageParser
+    from localstack.services.stepfunctions.backend.execution_worker import ExecutionWorker
 
     def worker(definition: str) -> SimpleNamespace:
         details = SimpleNamespace(state_machine_details=SimpleNamespace(definition=definition))
         return SimpleNamespace(_evaluation_details=details)
 
-    first = entrypoint(worker('{"StartAt": "A"}'))
-    assert entrypoint(worker('{"StartAt": "A"}')) is first
-    assert entrypoint(worker('{"StartAt": "B"}')) is not first
-    assert parsed == ['{"StartAt": "A"}', '{"StartAt": "B"}']
+    stamp = str(time.time())
+    a = json.dumps({"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True, "Comment": stamp}}})
+    b = json.dumps({"StartAt": "B", "States": {"B": {"Type": "Pass", "End": True, "Comment": stamp}}})
+    before = AmazonStateLanguageParser.parse.cache_info().misses
+    first = ExecutionWorker._get_evaluation_entrypoint(worker(a))
+    assert ExecutionWorker._get_evaluation_entrypoint(worker(a)) is first
+    assert ExecutionWorker._get_evaluation_entrypoint(worker(b)) is not first
+    assert AmazonStateLanguageParser.parse.cache_info().misses == before + 2
 
 
 def test_concurrent_executions_of_one_definition_each_compute_their_own_output(
@@ -182,9 +182,9 @@ def test_install_reaches_every_integration_that_assumes_the_role_and_every_parse
         assert isinstance(module.boto_client_for, stepfunctions.ClientCache), module.__name__
     for module in (json_path, result_path):
         assert hasattr(module.parse, "cache_info"), module.__name__
-    from localstack.services.stepfunctions.backend.execution_worker import ExecutionWorker
+    from localstack.services.stepfunctions.asl.parse.asl_parser import AmazonStateLanguageParser
 
-    assert hasattr(ExecutionWorker._get_evaluation_entrypoint, "cache_info")
+    assert hasattr(AmazonStateLanguageParser.parse, "cache_info")
 
 
 def test_the_definition_parsed_when_a_state_machine_is_created_serves_its_executions() -> None:

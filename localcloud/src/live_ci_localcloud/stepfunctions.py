@@ -49,14 +49,13 @@ _PARSE_MODULES = (
 )
 _BOTO_CLIENT_MODULE = "localstack.services.stepfunctions.asl.utils.boto_client"
 _ASL_PACKAGE = "localstack.services.stepfunctions.asl"
-_EXECUTION_WORKER_MODULE = "localstack.services.stepfunctions.backend.execution_worker"
 _ASL_PARSER_MODULE = "localstack.services.stepfunctions.asl.parse.asl_parser"
 _installed = False
 
 
-def cached_parser(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`parse` memoised by its expression string."""
-    cached = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(parse)
+def cached_parser(parse: Callable[[str], Any], size: int = PARSE_CACHE_SIZE) -> Callable[[str], Any]:
+    """`parse` memoised by the text it parses."""
+    cached = functools.lru_cache(maxsize=size)(parse)
     functools.update_wrapper(cached, parse)
     return cached
 
@@ -101,17 +100,6 @@ class ClientCache:
         return client
 
 
-def cached_entrypoint(parse: Callable[[str], tuple[Any, ...]]) -> Callable[[Any], Any]:
-    """An `ExecutionWorker._get_evaluation_entrypoint` that parses each definition text once."""
-    program = functools.lru_cache(maxsize=PROGRAM_CACHE_SIZE)(lambda definition: parse(definition)[0])
-
-    def entrypoint(worker: Any) -> Any:
-        return program(worker._evaluation_details.state_machine_details.definition)
-
-    entrypoint.cache_info = program.cache_info  # type: ignore[attr-defined]
-    return entrypoint
-
-
 def install() -> None:
     """Replaces the interpreter's JSONPath `parse` and `boto_client_for` with cached ones
     in every module that imported them (they are bound by name at import, so the whole
@@ -125,15 +113,12 @@ def install() -> None:
     for name in _PARSE_MODULES:
         module = importlib.import_module(name)
         module.parse = cached_parser(module.parse)  # type: ignore[attr-defined]
-    # CreateStateMachine's validation parses the definition (its static analysers
-    # walk the parse tree, read only): memoised by text, that parse is the one the
-    # first executions use, instead of each of a run's first wave parsing it again.
+    # The definition parser, memoised by text, on its class: every execution's
+    # entrypoint (`ExecutionWorker._get_evaluation_entrypoint`) and CreateStateMachine's
+    # validation (its static analysers walk the parse tree, read only) call it there,
+    # so a run's first executions find the definition parsed at creation.
     parser = importlib.import_module(_ASL_PARSER_MODULE).AmazonStateLanguageParser
-    parser.parse = staticmethod(cached_parser(parser.parse))
-    worker = importlib.import_module(_EXECUTION_WORKER_MODULE)
-    worker.ExecutionWorker._get_evaluation_entrypoint = cached_entrypoint(  # type: ignore[method-assign]
-        worker.AmazonStateLanguageParser.parse
-    )
+    parser.parse = staticmethod(cached_parser(parser.parse, PROGRAM_CACHE_SIZE))
     boto_client = importlib.import_module(_BOTO_CLIENT_MODULE)
     original = boto_client.boto_client_for
     cache = ClientCache(original)
