@@ -257,19 +257,36 @@ def test_step_functions_run_task_wait_for_task_token(
     }
     # What the execution and the task need, as in AWS (and enforced when IAM is).
     machine_arn = f"arn:aws:states:us-east-1:000000000000:stateMachine:{unique}"
-    sfn_trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
-    sfn_role = aws("iam").create_role(RoleName=f"{unique}-sfn", AssumeRolePolicyDocument=json.dumps(sfn_trust))["Role"]["Arn"]
+    sfn_trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    sfn_role = aws("iam").create_role(RoleName=f"{unique}-sfn", AssumeRolePolicyDocument=json.dumps(sfn_trust))["Role"][
+        "Arn"
+    ]
     allow = [
         {"Effect": "Allow", "Action": "ecs:RunTask", "Resource": definition_arn.rsplit(":", 1)[0] + ":*"},
         {"Effect": "Allow", "Action": "iam:PassRole", "Resource": task_role},
         # Step Functions watches (and on a timeout stops) the task it started.
         {"Effect": "Allow", "Action": ["ecs:DescribeTasks", "ecs:StopTask"], "Resource": "*"},
     ]
-    aws("iam").put_role_policy(RoleName=f"{unique}-sfn", PolicyName="run", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": allow}))
+    aws("iam").put_role_policy(
+        RoleName=f"{unique}-sfn",
+        PolicyName="run",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": allow}),
+    )
     answer = [{"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": machine_arn}]
-    aws("iam").put_role_policy(RoleName=task_role.rsplit("/", 1)[-1], PolicyName=unique, PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": answer}))
+    aws("iam").put_role_policy(
+        RoleName=task_role.rsplit("/", 1)[-1],
+        PolicyName=unique,
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": answer}),
+    )
     sfn = aws("stepfunctions")
-    machine = sfn.create_state_machine(name=unique, definition=json.dumps(definition), roleArn=sfn_role)["stateMachineArn"]
+    machine = sfn.create_state_machine(name=unique, definition=json.dumps(definition), roleArn=sfn_role)[
+        "stateMachineArn"
+    ]
     assert machine == machine_arn
     execution = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"unit": "dev/vpc"}))["executionArn"]
 

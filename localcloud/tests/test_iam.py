@@ -17,7 +17,9 @@ from botocore.exceptions import ClientError
 ACCOUNT = "000000000000"
 TRUST = {
     "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"}],
+    "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"}
+    ],
 }
 
 
@@ -63,7 +65,9 @@ def test_identity_policy_allows_its_parameter_and_the_rest_is_denied_as_ssm_does
     aws("ssm").put_parameter(Name=f"/{unique}/allowed", Value="a", Type="String")
     aws("ssm").put_parameter(Name=f"/{unique}/other", Value="b", Type="String")
     allowed = f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/{unique}/allowed"
-    client = as_role({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": allowed}]})
+    client = as_role(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": allowed}]}
+    )
     before = stats(endpoint)
     assert client("ssm").get_parameter(Name=f"/{unique}/allowed")["Parameter"]["Value"] == "a"
     error = denied(lambda: client("ssm").get_parameter(Name=f"/{unique}/other"))
@@ -88,12 +92,25 @@ def test_query_and_rest_xml_services_answer_access_denied_403(
     aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
 ) -> None:
     aws("s3").create_bucket(Bucket=unique)
-    client = as_role({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{unique}/in/*"}]})
+    client = as_role(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{unique}/in/*"}],
+        }
+    )
     client("s3").put_object(Bucket=unique, Key="in/a", Body=b"x")
     error = denied(lambda: client("s3").put_object(Bucket=unique, Key="out/a", Body=b"x"))
-    assert (error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]) == ("AccessDenied", 403)
-    error = denied(lambda: client("sts").assume_role(RoleArn=f"arn:aws:iam::{ACCOUNT}:role/{unique}", RoleSessionName="again"))
-    assert (error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]) == ("AccessDenied", 403)
+    assert (error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]) == (
+        "AccessDenied",
+        403,
+    )
+    error = denied(
+        lambda: client("sts").assume_role(RoleArn=f"arn:aws:iam::{ACCOUNT}:role/{unique}", RoleSessionName="again")
+    )
+    assert (error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]) == (
+        "AccessDenied",
+        403,
+    )
     assert "sts:AssumeRole" in error.response["Error"]["Message"]
 
 
@@ -113,8 +130,20 @@ def test_a_kms_key_policy_that_does_not_name_the_role_or_delegate_denies(
     policy = {
         "Version": "2012-10-17",
         "Statement": [
-            {"Sid": "Admin", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": ["kms:Describe*", "kms:PutKeyPolicy"], "Resource": "*"},
-            {"Sid": "RoleEncrypts", "Effect": "Allow", "Principal": {"AWS": role_arn}, "Action": "kms:Encrypt", "Resource": "*"},
+            {
+                "Sid": "Admin",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                "Action": ["kms:Describe*", "kms:PutKeyPolicy"],
+                "Resource": "*",
+            },
+            {
+                "Sid": "RoleEncrypts",
+                "Effect": "Allow",
+                "Principal": {"AWS": role_arn},
+                "Action": "kms:Encrypt",
+                "Resource": "*",
+            },
         ],
     }
     key = aws("kms").create_key(Policy=json.dumps(policy))["KeyMetadata"]["Arn"]

@@ -51,7 +51,12 @@ def test_an_explicit_deny_wins_over_any_allow() -> None:
     policy = identity(
         READ_PARAM,
         {"Effect": "Allow", "Action": "ssm:*", "Resource": "*"},
-        {"Sid": "NoSecrets", "Effect": "Deny", "Action": "ssm:GetParameter", "Resource": "arn:aws:ssm:*:*:parameter/live-ci/*"},
+        {
+            "Sid": "NoSecrets",
+            "Effect": "Deny",
+            "Action": "ssm:GetParameter",
+            "Resource": "arn:aws:ssm:*:*:parameter/live-ci/*",
+        },
     )
     decision = evaluate(request("ssm:GetParameter", PARAM), policy)
     assert not decision.allowed
@@ -68,7 +73,11 @@ def test_not_action_allows_everything_but_the_named_actions() -> None:
 
 def test_not_resource_and_wildcard_resources() -> None:
     logs = identity(
-        {"Effect": "Allow", "Action": "logs:PutLogEvents", "Resource": f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/live-ci/lambda/receiver:*"}
+        {
+            "Effect": "Allow",
+            "Action": "logs:PutLogEvents",
+            "Resource": f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/live-ci/lambda/receiver:*",
+        }
     )
     stream = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/live-ci/lambda/receiver:log-stream:2026/11/26/[$LATEST]abc"
     assert evaluate(request("logs:PutLogEvents", stream), logs).allowed
@@ -101,28 +110,46 @@ def test_a_condition_must_hold_ecs_cluster_and_passed_to_service() -> None:
     assert not evaluate(request("ecs:RunTask", run, **{"ecs:cluster": cluster + "-other"}), policy).allowed
     assert not evaluate(request("ecs:RunTask", run), policy).allowed  # key missing: the condition fails
     pass_role = f"arn:aws:iam::{ACCOUNT}:role/live-ci-task-pr-plan"
-    assert evaluate(request("iam:PassRole", pass_role, **{"iam:PassedToService": "ecs-tasks.amazonaws.com"}), policy).allowed
-    assert not evaluate(request("iam:PassRole", pass_role, **{"iam:PassedToService": "lambda.amazonaws.com"}), policy).allowed
+    assert evaluate(
+        request("iam:PassRole", pass_role, **{"iam:PassedToService": "ecs-tasks.amazonaws.com"}), policy
+    ).allowed
+    assert not evaluate(
+        request("iam:PassRole", pass_role, **{"iam:PassedToService": "lambda.amazonaws.com"}), policy
+    ).allowed
 
 
 def test_condition_operators_for_missing_keys_and_sets() -> None:
     # ForAllValues holds for no values at all (why the task-token key also says Null=false).
     assert condition_holds("ForAllValues:StringEquals", "kms:EncryptionContextKeys", ["live-ci:execution-id"], {})
     assert condition_holds(
-        "ForAllValues:StringEquals", "kms:EncryptionContextKeys", ["live-ci:execution-id"],
+        "ForAllValues:StringEquals",
+        "kms:EncryptionContextKeys",
+        ["live-ci:execution-id"],
         {"kms:EncryptionContextKeys": ["live-ci:execution-id"]},
     )
     assert not condition_holds(
-        "ForAllValues:StringEquals", "kms:EncryptionContextKeys", ["live-ci:execution-id"],
+        "ForAllValues:StringEquals",
+        "kms:EncryptionContextKeys",
+        ["live-ci:execution-id"],
         {"kms:EncryptionContextKeys": ["live-ci:execution-id", "other"]},
     )
     assert not condition_holds("Null", "kms:EncryptionContext:live-ci:execution-id", ["false"], {})
-    assert condition_holds("Null", "kms:EncryptionContext:live-ci:execution-id", ["false"], {"kms:EncryptionContext:live-ci:execution-id": "x"})
+    assert condition_holds(
+        "Null",
+        "kms:EncryptionContext:live-ci:execution-id",
+        ["false"],
+        {"kms:EncryptionContext:live-ci:execution-id": "x"},
+    )
     assert condition_holds("StringNotEquals", "aws:SourceVpc", ["vpc-1"], {})  # negated: a missing key holds
     assert condition_holds("StringEqualsIfExists", "aws:SourceVpc", ["vpc-1"], {})
     assert not condition_holds("StringEquals", "aws:SourceVpc", ["vpc-1"], {})
     assert condition_holds("Bool", "aws:SecureTransport", ["false"], {"aws:SecureTransport": False})
-    assert condition_holds("ArnLike", "kms:EncryptionContext:aws:logs:arn", ["arn:aws:logs:us-east-1:1:log-group:/live-ci/*"], {"kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-east-1:1:log-group:/live-ci/x"})
+    assert condition_holds(
+        "ArnLike",
+        "kms:EncryptionContext:aws:logs:arn",
+        ["arn:aws:logs:us-east-1:1:log-group:/live-ci/*"],
+        {"kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-east-1:1:log-group:/live-ci/x"},
+    )
     assert condition_holds("StringEquals", "SES:FromAddress", ["ci@example.com"], {"ses:FromAddress": "ci@example.com"})
 
 
@@ -161,22 +188,44 @@ def test_kms_requires_the_key_policy_to_allow() -> None:
     # An identity policy allowing kms:* on every key does not reach a key whose policy
     # neither names the role nor delegates the action to the account.
     admin = identity({"Effect": "Allow", "Action": "kms:*", "Resource": "*"})
-    decrypt = request("kms:Decrypt", TOKEN_KEY, **{"kms:EncryptionContextKeys": ["live-ci:execution-id"], "kms:EncryptionContext:live-ci:execution-id": "e"})
+    decrypt = request(
+        "kms:Decrypt",
+        TOKEN_KEY,
+        **{"kms:EncryptionContextKeys": ["live-ci:execution-id"], "kms:EncryptionContext:live-ci:execution-id": "e"},
+    )
     decision = evaluate(decrypt, admin, task_token_key_policy(), key_policy=True)
     assert not decision.allowed
     assert decision.reason == "no resource-based policy allows the kms:Decrypt action"
     # The key policy names the role: allowed with no identity policy at all, in the right context only.
-    encrypt = request("kms:Encrypt", TOKEN_KEY, **{"kms:EncryptionContextKeys": ["live-ci:execution-id"], "kms:EncryptionContext:live-ci:execution-id": "e"})
+    encrypt = request(
+        "kms:Encrypt",
+        TOKEN_KEY,
+        **{"kms:EncryptionContextKeys": ["live-ci:execution-id"], "kms:EncryptionContext:live-ci:execution-id": "e"},
+    )
     allowed = evaluate(encrypt, [], task_token_key_policy(), key_policy=True)
     assert allowed.allowed
     assert [s.sid for s in allowed.allowing] == ["ApprovalRequestEncrypts"]
     assert not evaluate(request("kms:Encrypt", TOKEN_KEY), [], task_token_key_policy(), key_policy=True).allowed
     # A key delegating to the account: the identity policy decides.
     delegating = parse_policy(
-        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "kms:*", "Resource": "*"}]},
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                }
+            ]
+        },
         f"key-policy {KEY}",
     )
-    assert evaluate(request("kms:Decrypt", KEY), identity({"Effect": "Allow", "Action": "kms:Decrypt", "Resource": KEY}), delegating, key_policy=True).allowed
+    assert evaluate(
+        request("kms:Decrypt", KEY),
+        identity({"Effect": "Allow", "Action": "kms:Decrypt", "Resource": KEY}),
+        delegating,
+        key_policy=True,
+    ).allowed
     refused = evaluate(request("kms:Decrypt", KEY), [], delegating, key_policy=True)
     assert not refused.allowed
     assert refused.reason == "no identity-based policy allows the kms:Decrypt action"
@@ -205,21 +254,43 @@ def plans_bucket_policy() -> list:
 
 
 def test_s3_bucket_policy_deny_applies_and_identity_allows() -> None:
-    policy = identity({"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "arn:aws:s3:::plans/plans/*"})
+    policy = identity(
+        {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "arn:aws:s3:::plans/plans/*"}
+    )
     obj = "arn:aws:s3:::plans/plans/run/unit.tfplan"
-    assert evaluate(request("s3:GetObject", obj, **{"aws:SecureTransport": "true"}), policy, plans_bucket_policy()).allowed
+    assert evaluate(
+        request("s3:GetObject", obj, **{"aws:SecureTransport": "true"}), policy, plans_bucket_policy()
+    ).allowed
     insecure = evaluate(request("s3:GetObject", obj, **{"aws:SecureTransport": "false"}), policy, plans_bucket_policy())
     assert not insecure.allowed
     assert insecure.reason == "with an explicit deny in a resource-based policy"
     # A bucket policy naming the role allows without an identity policy (same account).
     granting = parse_policy(
-        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": ROLE}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::plans/*"}]},
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": ROLE},
+                    "Action": "s3:GetObject",
+                    "Resource": "arn:aws:s3:::plans/*",
+                }
+            ]
+        },
         "bucket-policy plans",
     )
     assert evaluate(request("s3:GetObject", obj), [], granting).allowed
     # One naming the account only delegates to IAM.
     account = parse_policy(
-        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::plans/*"}]},
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": ACCOUNT},
+                    "Action": "s3:GetObject",
+                    "Resource": "arn:aws:s3:::plans/*",
+                }
+            ]
+        },
         "bucket-policy plans",
     )
     assert not evaluate(request("s3:GetObject", obj), [], account).allowed

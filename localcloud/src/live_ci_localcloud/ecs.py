@@ -117,7 +117,10 @@ class TaskCredentials:
         """The role's credentials (AccessKeyId, SecretAccessKey, SessionToken, Expiration)."""
         with self.lock:
             current = self.current
-            if current is None or (current["Expiration"] - datetime.now(UTC)).total_seconds() < CREDENTIALS_REFRESH_SECONDS:
+            if (
+                current is None
+                or (current["Expiration"] - datetime.now(UTC)).total_seconds() < CREDENTIALS_REFRESH_SECONDS
+            ):
                 # The account's own key: ECS assumes the role, not the task.
                 sts = connect_to(
                     region_name=self.region,

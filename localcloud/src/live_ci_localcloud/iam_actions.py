@@ -130,7 +130,9 @@ def _ssm_parameter(call: Call, name: str) -> Any:
     from moto.ssm.models import ssm_backends
 
     try:
-        return ssm_backends[call.account][call.region].get_parameter(name.split(":parameter", 1)[-1] if name.startswith("arn:") else name)
+        return ssm_backends[call.account][call.region].get_parameter(
+            name.split(":parameter", 1)[-1] if name.startswith("arn:") else name
+        )
     except Exception:  # noqa: BLE001 - a missing parameter: the service answers that itself
         return None
 
@@ -149,7 +151,9 @@ def ssm_ops(call: Call) -> list[Check]:
                 checks.append(Check(f"ssm:{call.operation}", arn, dict(call.global_context)))
                 param = _ssm_parameter(call, name)
                 if p.get("WithDecryption") and param is not None and param.type == "SecureString":
-                    checks.append(kms_check(call, "kms:Decrypt", param.keyid or "alias/aws/ssm", {"PARAMETER_ARN": arn}))
+                    checks.append(
+                        kms_check(call, "kms:Decrypt", param.keyid or "alias/aws/ssm", {"PARAMETER_ARN": arn})
+                    )
             return checks
         case "PutParameter":
             # SAR: PutParameter — parameter*; a SecureString is encrypted with the caller's kms:Encrypt.
@@ -330,7 +334,9 @@ def states_ops(call: Call) -> list[Check]:
             # the state machine whose task the token is (the module grants them on its
             # state machine ARN); NOT verified against the SAR page in this environment.
             return [
-                Check(f"states:{call.operation}", _state_machine_of_token(call, p["taskToken"]), dict(call.global_context))
+                Check(
+                    f"states:{call.operation}", _state_machine_of_token(call, p["taskToken"]), dict(call.global_context)
+                )
             ]
     raise Unmapped
 
@@ -432,7 +438,9 @@ def secretsmanager_ops(call: Call) -> list[Check]:
     if call.operation != "GetSecretValue":
         raise Unmapped
     # SAR list_awssecretsmanager: GetSecretValue — Secret*.
-    return [Check("secretsmanager:GetSecretValue", _secret_arn(call, call.params["SecretId"]), dict(call.global_context))]
+    return [
+        Check("secretsmanager:GetSecretValue", _secret_arn(call, call.params["SecretId"]), dict(call.global_context))
+    ]
 
 
 # ---------------------------------------------------------------- STS, SES v2, Logs
@@ -458,7 +466,9 @@ def sts_ops(call: Call) -> list[Check]:
     # SAR: AssumeRole — role*. The role's trust policy is its resource policy: naming
     # the caller's role allows on its own, naming the account delegates to IAM.
     role = call.params["RoleArn"]
-    return [Check("sts:AssumeRole", role, dict(call.global_context), _role_trust_policy(role), True, f"trust-policy {role}")]
+    return [
+        Check("sts:AssumeRole", role, dict(call.global_context), _role_trust_policy(role), True, f"trust-policy {role}")
+    ]
 
 
 def sesv2_ops(call: Call) -> list[Check]:
@@ -472,7 +482,9 @@ def sesv2_ops(call: Call) -> list[Check]:
     context = {**call.global_context, "ses:FromAddress": address}
     checks = [Check("ses:SendEmail", _arn("ses", call, f"identity/{address}"), context)]
     if p.get("ConfigurationSetName"):
-        checks.append(Check("ses:SendEmail", _arn("ses", call, f"configuration-set/{p['ConfigurationSetName']}"), dict(context)))
+        checks.append(
+            Check("ses:SendEmail", _arn("ses", call, f"configuration-set/{p['ConfigurationSetName']}"), dict(context))
+        )
     return checks
 
 

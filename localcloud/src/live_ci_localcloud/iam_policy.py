@@ -99,7 +99,7 @@ def _principals(value: Any, where: str) -> Mapping[str, tuple[str, ...]] | str |
         return "*"
     if isinstance(value, dict):
         return {kind: _strings(v, f"{where}.{kind}") for kind, v in value.items()}
-    raise PolicyError(f"{where}: expected \"*\" or an object, got {value!r}")
+    raise PolicyError(f'{where}: expected "*" or an object, got {value!r}')
 
 
 def parse_policy(document: str | Mapping[str, Any], source: str) -> list[Statement]:
