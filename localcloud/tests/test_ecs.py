@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -113,7 +115,8 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
             "EXIT_CODE": "3",
             "METADATA_OUT": str(tmp_path / "metadata.json"),
             "CREDENTIALS_OUT": str(tmp_path / "credentials.json"),
-            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY",
+            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY "
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
         },
         ["terra-run", "--unit", "dev/vpc app"],
     )
@@ -123,6 +126,8 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
     assert task["stopCode"] == "EssentialContainerExited"
     assert task["stoppedReason"] == "Essential container in task exited"
     recorded = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    credentials_uri = recorded.pop("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+    assert credentials_uri.startswith(f"{endpoint}/_live_ci/ecs-credentials/")
     assert recorded == {
         "ARGS": "terra-run --unit dev/vpc app",
         "FROM_DEFINITION": "definition",
@@ -160,6 +165,10 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
         aws_session_token=credentials["Token"],
     ).get_caller_identity()
     assert identity["Arn"] == f"arn:aws:sts::000000000000:assumed-role/{task_role.rsplit('/', 1)[-1]}/{task_id}"
+    # The stopped task's secret no longer answers.
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(credentials_uri)
+    assert gone.value.code == 404
 
 
 def test_a_task_without_a_task_role_gets_no_credentials(
@@ -183,9 +192,6 @@ def test_a_task_without_a_task_role_gets_no_credentials(
 
 
 def test_the_credentials_endpoint_answers_only_a_running_tasks_secret(endpoint: str) -> None:
-    import urllib.error
-    import urllib.request
-
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{endpoint}/_live_ci/ecs-credentials/not-a-task-secret")
     assert refused.value.code == 404

@@ -50,8 +50,14 @@ class Stats:
             self.denied = 0
             self.unmapped: Counter[str] = Counter()
             self.denials: deque[dict[str, str]] = deque(maxlen=500)
-            # statement label -> [requests it allowed, requests it alone allowed]
+            # statement label -> [requests it allowed, requests it alone allowed]; every
+            # statement of a policy the evaluator read is here, so 0 means "allowed nothing".
             self.statements: dict[str, list[int]] = {}
+
+    def know(self, statements: Any) -> None:
+        with self.lock:
+            for st in statements:
+                self.statements.setdefault(st.label, [0, 0])
 
     def allow(self, allowing: list[iam_policy.Statement]) -> None:
         with self.lock:
@@ -164,6 +170,17 @@ def authorise(context: Any) -> None:
         STATS.deny(role_arn, f"{service}:{operation}", "?", message)
         LOG.warning("IAM: %s", message)
         raise denial_error(context, message) from None
+    except (KeyError, TypeError, ValueError, iam_policy.PolicyError) as e:
+        # A request the table cannot read, or a policy the evaluator cannot: refused
+        # (never allowed unchecked), naming why.
+        message = (
+            f"User: {session.arn} is not authorized to perform: {service}:{operation} because the local "
+            f"cloud could not evaluate it: {type(e).__name__}: {e}"
+        )
+        STATS.deny(role_arn, f"{service}:{operation}", "?", message)
+        LOG.exception("IAM: %s", message)
+        raise denial_error(context, message) from None
+    STATS.know(identity)
     for check in checks:
         request = iam_policy.Request(
             principal_arn=session.arn,
@@ -176,6 +193,8 @@ def authorise(context: Any) -> None:
         resource_statements = (
             list(_parsed(check.resource_policy, check.policy_source)) if check.resource_policy else None
         )
+        if resource_statements:
+            STATS.know(resource_statements)
         decision = iam_policy.evaluate(request, identity, resource_statements, key_policy=check.must_allow)
         if not decision.allowed:
             message = decision.message(request)
