@@ -155,3 +155,44 @@ def test_a_kms_key_policy_that_does_not_name_the_role_or_delegate_denies(
     )
     # The administrator's keys still decrypt (not evaluated).
     assert aws("kms").decrypt(CiphertextBlob=blob)["Plaintext"] == b"token"
+
+
+def test_a_function_logs_into_its_own_group_with_only_stream_and_put_rights(
+    aws: Callable[[str], Any], unique: str
+) -> None:
+    # The module's Lambda roles (OwnLogs): CreateLogStream and PutLogEvents on their
+    # pre-created group, no CreateLogGroup; AWS delivers their logs all the same.
+    from test_lambda import create_function, invoke, zipped
+
+    from conftest import FIXTURES, wait_for
+
+    group = f"/live-ci-smoke/lambda/{unique}"
+    aws("logs").create_log_group(logGroupName=group)
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    role = aws("iam").create_role(RoleName=unique, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    own_logs = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:{group}:*",
+            }
+        ],
+    }
+    aws("iam").put_role_policy(RoleName=unique, PolicyName="own-logs", PolicyDocument=json.dumps(own_logs))
+    bootstrap = zipped({"bootstrap": (FIXTURES / "bootstrap").read_text()})
+    create_function(aws, unique, role, bootstrap, Timeout=5, LoggingConfig={"LogFormat": "Text", "LogGroup": group})
+    marker = f"own-group-{unique}"
+    invoke(aws, unique, {"marker": marker})
+
+    def found() -> list[str]:
+        events = aws("logs").filter_log_events(logGroupName=group, filterPattern=marker)["events"]
+        return [e["message"] for e in events]
+
+    assert any(marker in m for m in wait_for("the function's output in its own group", found))

@@ -26,7 +26,7 @@ from typing import Any
 
 from localstack.runtime import hooks
 
-from live_ci_localcloud import iam_actions, iam_policy
+from live_ci_localcloud import iam_actions, iam_policy, lambda_logs
 
 LOG = logging.getLogger(__name__)
 ENV = "LIVE_CI_IAM_ENFORCE"
@@ -237,6 +237,8 @@ def install() -> None:
 
     handlers.serve_custom_service_request_handlers.append(handler)
     ROUTER.add(StatsEndpoint())
+    # Lambda's log delivery must not need more than AWS's does (see lambda_logs.py).
+    lambda_logs.patch()
     _installed = True
     LOG.info("live-ci IAM enforcement %s", "on" if enabled() else "off (set LIVE_CI_IAM_ENFORCE=1)")
 
