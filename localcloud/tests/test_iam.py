@@ -114,11 +114,31 @@ def test_query_and_rest_xml_services_answer_access_denied_403(
     assert "sts:AssumeRole" in error.response["Error"]["Message"]
 
 
-def test_an_unmapped_operation_is_refused_naming_it(as_role: Callable[[dict[str, Any]], Callable[[str], Any]]) -> None:
-    client = as_role({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+def test_an_operation_outside_the_table_needs_a_grant_on_every_resource(
+    as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str, endpoint: str
+) -> None:
+    scoped = f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/{unique}/*"
+    client = as_role(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "ssm:DescribeParameters", "Resource": scoped}],
+        }
+    )
     error = denied(lambda: client("ssm").describe_parameters())
-    assert "ssm:DescribeParameters" in error.response["Error"]["Message"]
-    assert "no IAM mapping" in error.response["Error"]["Message"]
+    assert error.response["Error"]["Message"].endswith(
+        "ssm:DescribeParameters on resource: * because no identity-based policy allows the "
+        "ssm:DescribeParameters action"
+    )
+    assert stats(endpoint)["unmapped"]["ssm:DescribeParameters"] >= 1
+
+
+def test_an_operation_outside_the_table_is_allowed_by_a_wildcard_grant(
+    as_role: Callable[[dict[str, Any]], Callable[[str], Any]],
+) -> None:
+    client = as_role(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:Describe*", "Resource": "*"}]}
+    )
+    client("ssm").describe_parameters()
 
 
 def test_a_kms_key_policy_that_does_not_name_the_role_or_delegate_denies(
@@ -196,3 +216,55 @@ def test_a_function_logs_into_its_own_group_with_only_stream_and_put_rights(
         return [e["message"] for e in events]
 
     assert any(marker in m for m in wait_for("the function's output in its own group", found))
+
+
+def test_a_secure_string_is_decrypted_with_the_callers_kms_decrypt(
+    aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
+) -> None:
+    delegating = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ],
+    }
+    key = aws("kms").create_key(Policy=json.dumps(delegating))["KeyMetadata"]["Arn"]
+    aws("ssm").put_parameter(Name=f"/{unique}/secret", Value="s3cret", Type="SecureString", KeyId=key)
+    param = f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/{unique}/secret"
+    read = {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": param}
+    client = as_role({"Version": "2012-10-17", "Statement": [read]})
+    error = denied(lambda: client("ssm").get_parameter(Name=f"/{unique}/secret", WithDecryption=True))
+    assert error.response["Error"]["Code"] == "AccessDeniedException"
+    assert f"kms:Decrypt on resource: {key} because no identity-based policy" in error.response["Error"]["Message"]
+    # Without decryption SSM does not call KMS.
+    assert client("ssm").get_parameter(Name=f"/{unique}/secret")["Parameter"]["Type"] == "SecureString"
+
+
+def test_the_parameters_key_use_allowed_decrypts(
+    aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
+) -> None:
+    delegating = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ],
+    }
+    key = aws("kms").create_key(Policy=json.dumps(delegating))["KeyMetadata"]["Arn"]
+    aws("ssm").put_parameter(Name=f"/{unique}/secret", Value="s3cret", Type="SecureString", KeyId=key)
+    param = f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/{unique}/secret"
+    statements = [
+        {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": param},
+        {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key},
+    ]
+    client = as_role({"Version": "2012-10-17", "Statement": statements})
+    value = client("ssm").get_parameter(Name=f"/{unique}/secret", WithDecryption=True)["Parameter"]["Value"]
+    assert value == "s3cret"

@@ -301,3 +301,21 @@ def test_a_policy_the_evaluator_cannot_read_is_an_error_naming_it() -> None:
         parse_policy({"Statement": [{"Effect": "Permit", "Action": "*", "Resource": "*"}]}, "role/x inline y")
     with pytest.raises(PolicyError, match="not JSON"):
         parse_policy("{", "role/x inline y")
+
+
+def test_a_role_of_another_account_needs_its_trust_policy_and_the_callers_iam() -> None:
+    target = "arn:aws:iam::111111111111:role/live-ci-plan"
+    trust = parse_policy(
+        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": ROLE}, "Action": "sts:AssumeRole"}]},
+        f"trust-policy {target}",
+    )
+    may_assume = identity({"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": target})
+    assume = request("sts:AssumeRole", target)
+    assert evaluate(assume, may_assume, trust, key_policy=True, owner_account="111111111111").allowed
+    # Trust alone is not enough across accounts (it is within one).
+    refused = evaluate(assume, [], trust, key_policy=True, owner_account="111111111111")
+    assert refused.reason == "no identity-based policy allows the sts:AssumeRole action"
+    assert evaluate(assume, [], trust, key_policy=True, owner_account=ACCOUNT).allowed
+    # No trust policy naming the caller (or a role that does not exist): denied.
+    missing = evaluate(assume, may_assume, None, key_policy=True, owner_account="111111111111")
+    assert missing.reason == "no resource-based policy allows the sts:AssumeRole action"

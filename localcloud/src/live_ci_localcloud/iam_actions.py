@@ -6,8 +6,9 @@ topic, bucket or SecureString; iam:PassRole for RunTask; the Data API's secret).
 
 Every entry cites the Service Authorization Reference page ("SAR <page>",
 https://docs.aws.amazon.com/service-authorization/latest/reference/<page>.html) it
-follows. An operation that is not here is refused when IAM is enforced (rather than
-allowed unchecked), naming the operation, so a gap shows at once.
+follows. An operation that is not here is authorised as `<prefix>:<Operation>` on
+"*" (iam_enforce.py), which only a statement granting every resource allows; such
+calls are counted at /_live_ci/iam/stats ("unmapped").
 
 Resource lookups read LocalStack's own stores (imported when first needed): they are
 internals of the pinned localstack-core, like the rest of the plugin.
@@ -38,6 +39,9 @@ class Check:
     # KMS key policies and role trust policies must allow (see iam_policy.evaluate).
     must_allow: bool = False
     policy_source: str = ""
+    # The account owning the resource, when it may differ from the caller's (a role
+    # of a target account): then both accounts' policies must allow.
+    owner_account: str | None = None
 
 
 @dataclass
@@ -150,7 +154,7 @@ def ssm_ops(call: Call) -> list[Check]:
                 arn = ssm_parameter_arn(call, name)
                 checks.append(Check(f"ssm:{call.operation}", arn, dict(call.global_context)))
                 param = _ssm_parameter(call, name)
-                if p.get("WithDecryption") and param is not None and param.type == "SecureString":
+                if p.get("WithDecryption") and param is not None and param.parameter_type == "SecureString":
                     checks.append(
                         kms_check(call, "kms:Decrypt", param.keyid or "alias/aws/ssm", {"PARAMETER_ARN": arn})
                     )
@@ -162,7 +166,7 @@ def ssm_ops(call: Call) -> list[Check]:
             param_type = p.get("Type")
             existing = _ssm_parameter(call, p["Name"])
             if param_type is None and existing is not None:
-                param_type = existing.type
+                param_type = existing.parameter_type
             if param_type == "SecureString":
                 key = p.get("KeyId") or (existing.keyid if existing is not None else None) or "alias/aws/ssm"
                 checks.append(kms_check(call, "kms:Encrypt", key, {"PARAMETER_ARN": arn}))
@@ -465,10 +469,11 @@ def sts_ops(call: Call) -> list[Check]:
         raise Unmapped
     # SAR: AssumeRole — role*. The role's trust policy is its resource policy: naming
     # the caller's role allows on its own, naming the account delegates to IAM.
+    # A role of another account: its trust policy and the caller's IAM must both allow.
     role = call.params["RoleArn"]
-    return [
-        Check("sts:AssumeRole", role, dict(call.global_context), _role_trust_policy(role), True, f"trust-policy {role}")
-    ]
+    owner = role.split(":")[4] if role.count(":") >= 5 else None
+    trust = _role_trust_policy(role)
+    return [Check("sts:AssumeRole", role, dict(call.global_context), trust, True, f"trust-policy {role}", owner)]
 
 
 def sesv2_ops(call: Call) -> list[Check]:

@@ -316,9 +316,12 @@ def evaluate(
     resource: Sequence[Statement] | None = None,
     *,
     key_policy: bool = False,
+    owner_account: str | None = None,
 ) -> Decision:
     """The decision for `request`. `resource` is the resource's policy (None when it has
-    none); `key_policy` marks it a KMS key policy (which must allow)."""
+    none); `key_policy` marks it a KMS key policy (which must allow). A resource of
+    another account (`owner_account`) needs both: the caller's identity policy and
+    the resource's policy naming the caller (its role, session or account)."""
     identity_allows: list[Statement] = []
     denies: list[tuple[Statement, str]] = []
     for st in identity:
@@ -343,6 +346,12 @@ def evaluate(
         kind = denies[0][1]
         article = "an" if kind == IDENTITY else "a"
         return Decision(False, f"with an explicit deny in {article} {kind} policy", denying=[d for d, _ in denies])
+    if owner_account is not None and owner_account != request.account_id:
+        if not (resource_direct or resource_account):
+            return Decision(False, f"no {RESOURCE} policy allows the {request.action} action")
+        if not identity_allows:
+            return Decision(False, f"no {IDENTITY} policy allows the {request.action} action")
+        return Decision(True, allowing=identity_allows + resource_direct + resource_account)
     if key_policy:
         if resource_direct:
             return Decision(True, allowing=resource_direct + (identity_allows if resource_account else []))

@@ -174,6 +174,21 @@ async fn demo(started: Instant, was_up: bool) -> anyhow::Result<()> {
             None => "released".into(),
         }
     );
+    let iam = cloud.iam_stats(&http).await?;
+    if iam.enforced {
+        println!(
+            "IAM (enforced by the local cloud): {} requests authorised, {} denied",
+            iam.authorised, iam.denied
+        );
+        for denial in &iam.denials {
+            println!(
+                "  denied: {}",
+                denial.get("message").map_or("", String::as_str)
+            );
+        }
+    } else {
+        println!("IAM: not enforced (LIVE_CI_IAM_ENFORCE is not 1)");
+    }
     println!("demo finished in {:.0?}", started.elapsed());
     anyhow::ensure!(outcome.run.status == "succeeded", "the run did not succeed");
     Ok(())
