@@ -44,10 +44,10 @@ plugin_stamp="$venv/.live-ci-localcloud.sha256"
 # LIVE_CI_LOCALCLOUD_OWNER, which every process it starts carries.
 plugin_state="$state/localcloud"
 image_map="${LIVE_CI_LOCAL_IMAGE_MAP:-$work/localcloud/image-map.json}"
-# LIVE_CI_IAM_ENFORCE=1: requests signed with credentials the local cloud issued for a
-# role are authorised as AWS would (localcloud/README.md, "IAM"); a running instance
-# started with the other setting is restarted.
-iam_enforce="${LIVE_CI_IAM_ENFORCE:-0}"
+# LIVE_CI_IAM_ENFORCE (default 1): requests signed with credentials the local cloud
+# issued for a role are authorised as AWS would (localcloud/README.md, "IAM"); 0 turns
+# it off. A running instance started with the other setting is restarted.
+iam_enforce="${LIVE_CI_IAM_ENFORCE:-1}"
 
 log() { printf 'localstack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
