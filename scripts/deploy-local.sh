@@ -2,8 +2,9 @@
 # Deploys live-ci (the infra/ module, through examples/local) into the local cloud:
 # packages the debug binaries as Lambda zips whose bootstrap is a small wrapper,
 # points the ECS task image at target/debug/live-ci-task, migrates the local
-# metadb and runs `terraform apply`. Idempotent: a second run applies no change
-# unless an input changed.
+# metadb and runs `terraform apply`, then creates the target accounts' plan and apply
+# roles trusting the task roles (scripts/target-account-roles.py: the local cloud
+# enforces IAM). Idempotent: a second run applies no change unless an input changed.
 #
 #   scripts/deploy-local.sh apply     build, package, migrate, apply; print the outputs as JSON
 #   scripts/deploy-local.sh destroy   terraform destroy of examples/local
