@@ -2,8 +2,9 @@
 # Deploys live-ci (the infra/ module, through examples/local) into the local cloud:
 # packages the debug binaries as Lambda zips whose bootstrap is a small wrapper,
 # points the ECS task image at target/debug/live-ci-task, migrates the local
-# metadb and runs `terraform apply`. Idempotent: a second run applies no change
-# unless an input changed.
+# metadb and runs `terraform apply`, then creates the target accounts' plan and apply
+# roles trusting the task roles (scripts/target-account-roles.py: the local cloud
+# enforces IAM). Idempotent: a second run applies no change unless an input changed.
 #
 #   scripts/deploy-local.sh apply     build, package, migrate, apply; print the outputs as JSON
 #   scripts/deploy-local.sh destroy   terraform destroy of examples/local
@@ -188,7 +189,14 @@ EOF
   log "terraform apply (about 90 s the first time)"
   "${tf[@]}" apply -input=false -no-color -auto-approve -state="$deploy/terraform.tfstate" \
     -var-file="$deploy/local.tfvars.json" >&2
-  "${tf[@]}" output -json -state="$deploy/terraform.tfstate"
+  local outputs
+  outputs="$("${tf[@]}" output -json -state="$deploy/terraform.tfstate")"
+  # The target accounts' plan/apply roles, trusting this deployment's task roles (the
+  # local cloud's IAM refuses an AssumeRole its trust policy does not allow).
+  "$work/venv/bin/python" "$root/scripts/target-account-roles.py" "$AWS_ENDPOINT_URL" \
+    "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" \
+    "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["task_role_arns"]["value"]))')" >&2
+  printf '%s\n' "$outputs"
 }
 
 destroy() {

@@ -44,6 +44,10 @@ plugin_stamp="$venv/.live-ci-localcloud.sha256"
 # LIVE_CI_LOCALCLOUD_OWNER, which every process it starts carries.
 plugin_state="$state/localcloud"
 image_map="${LIVE_CI_LOCAL_IMAGE_MAP:-$work/localcloud/image-map.json}"
+# LIVE_CI_IAM_ENFORCE (default 1): requests signed with credentials the local cloud
+# issued for a role are authorised as AWS would (localcloud/README.md, "IAM"); 0 turns
+# it off. A running instance started with the other setting is restarted.
+iam_enforce="${LIVE_CI_IAM_ENFORCE:-1}"
 
 log() { printf 'localstack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -130,7 +134,7 @@ free_port() {
 checksum() { sha256sum "$1" | cut -d' ' -f1; }
 
 # What a running instance was started with: the mock config and the plugin sources.
-config_sum() { printf '%s %s %s\n' "$(checksum "$mock_src")" "$(plugin_hash)" "$image_map"; }
+config_sum() { printf '%s %s %s %s\n' "$(checksum "$mock_src")" "$(plugin_hash)" "$image_map" "$iam_enforce"; }
 
 # Processes the plugin started for this instance (Lambda inits and runtimes, ECS
 # tasks), found by the variable they carry. They watch LocalStack's pid and exit
@@ -215,7 +219,7 @@ start() {
       HOME="$state/home" TMPDIR="$state/tmp" SFN_MOCK_CONFIG="$mock" \
       LAMBDA_RUNTIME_EXECUTOR=live-ci-process LIVE_CI_LOCALCLOUD_DIR="$plugin_state" \
       LIVE_CI_LOCALCLOUD_OWNER="$plugin_state" LIVE_CI_LOCAL_IMAGE_MAP="$image_map" \
-      LIVE_CI_PG_URL_FILE="$work/pg/url" \
+      LIVE_CI_PG_URL_FILE="$work/pg/url" LIVE_CI_IAM_ENFORCE="$iam_enforce" \
       setsid "$venv/bin/python" -m localstack.runtime.main
   ) >"$state/log" 2>&1 </dev/null 9>&- &
   pid=$!

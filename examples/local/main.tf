@@ -19,9 +19,11 @@ provider "aws" {
   access_key                  = "test"
   secret_key                  = "test"
   skip_credentials_validation = true
-  skip_requesting_account_id  = true
-  skip_metadata_api_check     = true
-  s3_use_path_style           = true
+  # The provider asks STS for the account, as in AWS: the ARNs it builds itself (the
+  # SES identity's, which the approval-request policy names) carry it, and the local
+  # cloud's IAM compares them with the requests' ARNs.
+  skip_metadata_api_check = true
+  s3_use_path_style       = true
 
   # Every service the module touches, at LocalStack.
   endpoints {

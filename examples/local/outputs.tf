@@ -27,3 +27,8 @@ output "ecs_cluster_arn" {
   description = "The ECS cluster."
   value       = module.live_ci.ecs_cluster_arn
 }
+
+output "task_role_arns" {
+  description = "The ECS task roles by subcommand: what the target accounts' plan and apply roles trust (scripts/target-account-roles.py)."
+  value       = module.live_ci.task_role_arns
+}

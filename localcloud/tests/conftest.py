@@ -65,7 +65,21 @@ def role_arn(aws: Callable[[str], Any]) -> str:
             {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
         ],
     }
-    return aws("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    arn = aws("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    # What AWSLambdaBasicExecutionRole grants: Lambda writes a function's logs as its
+    # role (enforced when IAM is).
+    logs = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": "*",
+            }
+        ],
+    }
+    aws("iam").put_role_policy(RoleName=name, PolicyName="basic-execution", PolicyDocument=json.dumps(logs))
+    return arn
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ the one Step Functions' `ecs:runTask[.sync|.waitForTaskToken]` makes) the agent 
 the task's first container as a process:
 - argv: the image's executable (see `images.py`), or the container's `entryPoint`,
   followed by the override's command or else the container's command;
-- environment: a few host variables, AWS endpoint/credentials/region for LocalStack,
-  `ECS_CONTAINER_METADATA_URI_V4` (a task metadata endpoint v4 served by LocalStack:
+- environment: a few host variables, AWS endpoint and region for LocalStack, the task
+  role's credentials as Fargate serves them (a container credentials endpoint, see
+  `TaskCredentials`), `ECS_CONTAINER_METADATA_URI_V4` (a task metadata endpoint v4 served by LocalStack:
   `${uri}` the container, `${uri}/task` the task, with its awslogs stream), then the
   container's environment, then the override's (later wins);
 - output: `<state>/ecs-tasks/<task-id>.log`, and the CloudWatch Logs group/stream of
@@ -23,6 +24,7 @@ import copy
 import json
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -53,6 +55,11 @@ LOG = logging.getLogger(__name__)
 INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
 # The task metadata endpoint v4 (ECS_CONTAINER_METADATA_URI_V4), served by LocalStack.
 METADATA_PREFIX = "/_live_ci/ecs-metadata"
+# The container credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI), served by LocalStack.
+CREDENTIALS_PREFIX = "/_live_ci/ecs-credentials"
+# Credentials are assumed again when less than this is left of their life (the SDKs
+# refresh about 5 minutes before expiry; they get a fresh hour then).
+CREDENTIALS_REFRESH_SECONDS = 900
 LOG_FLUSH_SECONDS = 1.0
 LOG_BATCH_LINES = 500
 
@@ -86,6 +93,56 @@ def patch_moto() -> None:
     _PATCHED = True
 
 
+class TaskCredentials:
+    """A role's credentials for one task, as ECS issues them: assumed through the local
+    cloud's STS (session name: the task id, as ECS names it), so every request signed
+    with them is that role's (and evaluated as such when IAM is enforced).
+
+    Fargate serves the task role's credentials at 169.254.170.2 under a secret path it
+    puts in AWS_CONTAINER_CREDENTIALS_RELATIVE_URI. That address is not reachable here,
+    so the task gets the equivalent the SDKs accept on loopback:
+    AWS_CONTAINER_CREDENTIALS_FULL_URI = http://127.0.0.1:<port>/_live_ci/ecs-credentials/<secret>,
+    the secret being 256 random bits, like the relative URI a per-task secret path."""
+
+    def __init__(self, account_id: str, region: str, role_arn: str, session_name: str) -> None:
+        self.account_id = account_id
+        self.region = region
+        self.role_arn = role_arn
+        self.session_name = session_name
+        self.token = secrets.token_urlsafe(32)
+        self.lock = threading.Lock()
+        self.current: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        """The role's credentials (AccessKeyId, SecretAccessKey, SessionToken, Expiration)."""
+        with self.lock:
+            current = self.current
+            if (
+                current is None
+                or (current["Expiration"] - datetime.now(UTC)).total_seconds() < CREDENTIALS_REFRESH_SECONDS
+            ):
+                # The account's own key: ECS assumes the role, not the task.
+                sts = connect_to(
+                    region_name=self.region,
+                    aws_access_key_id=self.account_id,
+                    aws_secret_access_key=INTERNAL_AWS_SECRET_ACCESS_KEY,
+                ).sts.request_metadata(service_principal="ecs-tasks")
+                current = sts.assume_role(RoleArn=self.role_arn, RoleSessionName=self.session_name)["Credentials"]
+                self.current = current
+            return current
+
+    def endpoint_document(self) -> dict[str, Any]:
+        """The container credentials endpoint's answer, as the SDKs read it."""
+        credentials = self.get()
+        return {
+            "AccessKeyId": credentials["AccessKeyId"],
+            "SecretAccessKey": credentials["SecretAccessKey"],
+            "Token": credentials["SessionToken"],
+            "Expiration": credentials["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "RoleArn": self.role_arn,
+        }
+
+
 class TaskProcess:
     """One running task: the supervised process, its log pump and its status."""
 
@@ -99,6 +156,18 @@ class TaskProcess:
         self.task_definition = backend.describe_task_definition(task.task_definition_arn)
         self.container = self.task_definition.container_definitions[0]
         self.cloudwatch = self.cloudwatch_target(self.container, self.container.get("name", ""))
+        # The roles ECS issues credentials for: the task's own (the override's, else the
+        # definition's) and the execution role (what the agent does for the task: logs).
+        task_role = self.task.overrides.get("taskRoleArn") or getattr(self.task_definition, "task_role_arn", None)
+        execution_role = self.task.overrides.get("executionRoleArn") or getattr(
+            self.task_definition, "execution_role_arn", None
+        )
+        self.task_credentials = (
+            TaskCredentials(backend.account_id, task.region_name, task_role, task.id) if task_role else None
+        )
+        self.execution_credentials = (
+            TaskCredentials(backend.account_id, task.region_name, execution_role, task.id) if execution_role else None
+        )
 
     def start(self) -> None:
         container = self.container
@@ -134,11 +203,8 @@ class TaskProcess:
     def aws_env(self) -> dict[str, str]:
         region = self.task.region_name
         port = config.GATEWAY_LISTEN[0].port
-        return {
+        env = {
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-            # LocalStack takes a 12-digit access key id as the account id.
-            "AWS_ACCESS_KEY_ID": self.backend.account_id,
-            "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
             # As on Fargate: the task finds its own ARN, cluster and log stream here.
@@ -146,6 +212,14 @@ class TaskProcess:
             "ECS_TASK_ARN": self.task.task_arn,
             "ECS_CLUSTER": self.task.cluster_name,
         }
+        # As on Fargate: no key in the environment; a task without a task role has no
+        # credentials at all.
+        if self.task_credentials is not None:
+            self.agent.credentials[self.task_credentials.token] = self.task_credentials
+            env["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = (
+                f"http://127.0.0.1:{port}{CREDENTIALS_PREFIX}/{self.task_credentials.token}"
+            )
+        return env
 
     def work_dir(self) -> str:
         path = state_dir() / "ecs-tasks" / self.task.id
@@ -238,15 +312,30 @@ class TaskProcess:
         if self.cloudwatch is None:
             return None
         group, stream, region = self.cloudwatch
-        client = connect_to(
-            region_name=region,
-            aws_access_key_id=self.backend.account_id,
-            aws_secret_access_key=INTERNAL_AWS_SECRET_ACCESS_KEY,
-        ).logs
-        try:
-            client.create_log_group(logGroupName=group)
-        except client.exceptions.ResourceAlreadyExistsException:
-            pass
+        if self.execution_credentials is not None:
+            # The awslogs driver writes as the task's execution role.
+            credentials = self.execution_credentials.get()
+            client = connect_to(
+                region_name=region,
+                aws_access_key_id=credentials["AccessKeyId"],
+                aws_secret_access_key=credentials["SecretAccessKey"],
+                aws_session_token=credentials["SessionToken"],
+            ).logs
+        else:
+            # No execution role (Fargate would refuse awslogs then): the account's key.
+            client = connect_to(
+                region_name=region,
+                aws_access_key_id=self.backend.account_id,
+                aws_secret_access_key=INTERNAL_AWS_SECRET_ACCESS_KEY,
+            ).logs
+        options = (self.container.get("logConfiguration") or {}).get("options") or {}
+        # As the awslogs driver: the group is created only when asked (awslogs-create-group),
+        # which needs logs:CreateLogGroup; else it must exist.
+        if str(options.get("awslogs-create-group", "")).lower() == "true" or self.execution_credentials is None:
+            try:
+                client.create_log_group(logGroupName=group)
+            except client.exceptions.ResourceAlreadyExistsException:
+                pass
         try:
             client.create_log_stream(logGroupName=group, logStreamName=stream)
         except client.exceptions.ResourceAlreadyExistsException:
@@ -281,6 +370,9 @@ class TaskProcess:
         self.task.last_status = "STOPPED"
         LOG.info("ECS task %s stopped: exit code %s (%s)", self.task.id, exit_code, reason)
         self.agent.forget(self.task.task_arn)
+        if self.task_credentials is not None:
+            # The endpoint stops answering for a stopped task, as on Fargate.
+            self.agent.credentials.pop(self.task_credentials.token, None)
 
     def stop(self, reason: str) -> None:
         self.stop_reason = reason
@@ -325,7 +417,16 @@ class EcsAgent(ServiceLifecycleHook):
         self.tasks: dict[str, TaskProcess] = {}
         # Every task started since LocalStack started, by task id, for the metadata endpoint.
         self.started: dict[str, TaskProcess] = {}
+        # The container credentials endpoint's secrets, of running tasks only.
+        self.credentials: dict[str, TaskCredentials] = {}
         ROUTER.add(self)
+
+    @route(f"{CREDENTIALS_PREFIX}/<token>", methods=["GET"])
+    def get_task_credentials(self, request: Request, token: str) -> Response:
+        credentials = self.credentials.get(token)
+        if credentials is None:
+            return Response(status=404)
+        return Response(json.dumps(credentials.endpoint_document()), mimetype="application/json")
 
     @route(f"{METADATA_PREFIX}/<task_id>", methods=["GET"])
     def get_container_metadata(self, request: Request, task_id: str) -> Response:

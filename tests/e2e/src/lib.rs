@@ -181,6 +181,52 @@ impl Cloud {
     }
 }
 
+/// What the local cloud's IAM enforcement decided (`GET /_live_ci/iam/stats`,
+/// localcloud/README.md "IAM").
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct IamStats {
+    pub enforced: bool,
+    pub authorised: u64,
+    pub denied: u64,
+    /// Each denial: `role`, `action`, `resource`, `message`.
+    pub denials: Vec<BTreeMap<String, String>>,
+    /// Per statement: the requests it allowed, and allowed alone.
+    pub statements: BTreeMap<String, StatementUse>,
+}
+
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+pub struct StatementUse {
+    pub allowed: u64,
+    pub sole: u64,
+}
+
+impl Cloud {
+    /// The IAM enforcement's counts since the cloud started.
+    pub async fn iam_stats(&self, http: &reqwest::Client) -> Result<IamStats> {
+        let url = format!(
+            "{}/_live_ci/iam/stats",
+            self.endpoint().trim_end_matches('/')
+        );
+        let http_error = |e: reqwest::Error| E2eError::Http {
+            what: url.clone(),
+            detail: e.to_string(),
+        };
+        let body = http
+            .get(&url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(http_error)?
+            .text()
+            .await
+            .map_err(http_error)?;
+        serde_json::from_str(&body).map_err(|e| E2eError::Parse {
+            what: url.clone(),
+            detail: format!("{e}: {body}"),
+        })
+    }
+}
+
 /// The webhook secret, token and vote key of the local deployment.
 pub const WEBHOOK_SECRET: &str = "local-webhook-secret-for-the-local-cloud";
 /// The sample repository's name, as the webhook fixture and the module know it.

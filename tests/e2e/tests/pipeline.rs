@@ -43,6 +43,8 @@ struct Env {
     serial: tokio::sync::Mutex<()>,
     first_run: tokio::sync::OnceCell<Result<(serde_json::Value, Outcome, Merge), String>>,
     http: reqwest::Client,
+    /// The local cloud's IAM denials counted before this binary's deployment.
+    iam_denied_before: u64,
 }
 
 static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
@@ -79,15 +81,18 @@ fn setup() -> anyhow::Result<Env> {
         )
         .await?;
         cloud.clear_mailbox(&reqwest::Client::new()).await?;
-        anyhow::Ok((github, repo, first, cloud, deployment))
+        // Denials before the pipeline ran (a cloud that kept running) are not its own.
+        let iam_denied_before = cloud.iam_stats(&reqwest::Client::new()).await?.denied;
+        anyhow::Ok((github, repo, first, cloud, deployment, iam_denied_before))
     })?;
-    let (github, repo, first, cloud, deployment) = env;
+    let (github, repo, first, cloud, deployment, iam_denied_before) = env;
     eprintln!(
         "e2e setup (cloud + terraform apply): {:?}",
         started.elapsed()
     );
     Ok(Env {
         rt,
+        iam_denied_before,
         github,
         cloud,
         deployment,
@@ -331,6 +336,30 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 started.elapsed(),
                 outcome.elapsed
             );
+
+            // Under the local cloud's IAM enforcement (localcloud/README.md "IAM")
+            // the whole run was authorised: every role's policies allowed what it did.
+            let iam = env.cloud.iam_stats(&env.http).await?;
+            if iam.enforced {
+                eprintln!(
+                    "IAM: {} requests authorised, {} denied",
+                    iam.authorised, iam.denied
+                );
+                assert!(iam.authorised > 0, "no request was evaluated: {iam:?}");
+                // Least privilege, measured (infra/README.md): statements that allowed
+                // nothing, and statements never the only one to allow a request.
+                for (statement, used) in &iam.statements {
+                    if used.allowed == 0 {
+                        eprintln!("IAM: allowed nothing: {statement}");
+                    } else if used.sole == 0 {
+                        eprintln!("IAM: never the only one to allow: {statement}");
+                    }
+                }
+                let new = usize::try_from(iam.denied.saturating_sub(env.iam_denied_before))
+                    .unwrap_or(usize::MAX);
+                let denials = &iam.denials[iam.denials.len().saturating_sub(new)..];
+                assert!(denials.is_empty(), "denied: {denials:#?}");
+            }
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));

@@ -43,6 +43,8 @@ async fn demo(started: Instant, was_up: bool) -> anyhow::Result<()> {
     step("starting the local cloud (PostgreSQL + LocalStack with the live-ci plugin)");
     let cloud = Cloud::up(true).await?;
     eprintln!("    LocalStack at {}", cloud.endpoint());
+    // The IAM counts are the cloud's since it started: the demo reports its own.
+    let iam_before = cloud.iam_stats(&reqwest::Client::new()).await?;
 
     step("building the sample live repository (examples/live-repo) with its merged pull request");
     let (repo, mut merge) = SampleRepo::build(&work_dir().join("demo/live-repo")).await?;
@@ -174,6 +176,23 @@ async fn demo(started: Instant, was_up: bool) -> anyhow::Result<()> {
             None => "released".into(),
         }
     );
+    let iam = cloud.iam_stats(&http).await?;
+    if iam.enforced {
+        let denied = iam.denied.saturating_sub(iam_before.denied);
+        println!(
+            "IAM (enforced by the local cloud): {} requests authorised, {denied} denied",
+            iam.authorised.saturating_sub(iam_before.authorised),
+        );
+        let new = usize::try_from(denied).unwrap_or(usize::MAX);
+        for denial in &iam.denials[iam.denials.len().saturating_sub(new)..] {
+            println!(
+                "  denied: {}",
+                denial.get("message").map_or("", String::as_str)
+            );
+        }
+    } else {
+        println!("IAM: not enforced (LIVE_CI_IAM_ENFORCE is 0)");
+    }
     println!("demo finished in {:.0?}", started.elapsed());
     anyhow::ensure!(outcome.run.status == "succeeded", "the run did not succeed");
     Ok(())
