@@ -7,10 +7,10 @@ locals {
   task_env = merge(
     # Direct connections get METADB_URL as a secret (local.task_secrets) instead.
     local.metadb_direct ? {} : local.metadb_data_api_env,
+    local.github_env,
     {
       REPO_FULL_NAME               = var.repo_full_name
       GITHUB_API_URL               = var.github_api_url
-      GITHUB_TOKEN_SSM_KEY         = local.ssm_names.github_token
       TRUNK_BRANCH                 = var.trunk_branch
       FILE_PATH_PATTERN            = var.file_path_pattern
       MERGE_LOCK_SSM_KEY           = local.ssm_names.merge_lock

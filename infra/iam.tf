@@ -121,7 +121,7 @@ data "aws_iam_policy_document" "receiver" {
     actions = ["ssm:GetParameter"]
     resources = [
       local.ssm_arn.webhook_secret,
-      local.ssm_arn.github_token,
+      local.ssm_arn[local.github_secret],
       local.ssm_arn.merge_lock,
       local.ssm_arn.commit_status_config,
     ]
@@ -189,7 +189,7 @@ data "aws_iam_policy_document" "trigger_sf" {
   statement {
     sid       = "ReadGithubTokenAndStatusConfig"
     actions   = ["ssm:GetParameter"]
-    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+    resources = [local.ssm_arn[local.github_secret], local.ssm_arn.commit_status_config]
   }
 
   # The sweep reads the mirror back and rewrites it when it differs from the metadb.
@@ -379,7 +379,7 @@ data "aws_iam_policy_document" "task_pr_plan" {
   statement {
     sid       = "ReadParameters"
     actions   = ["ssm:GetParameter"]
-    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+    resources = [local.ssm_arn[local.github_secret], local.ssm_arn.commit_status_config]
   }
 
   statement {
@@ -401,7 +401,7 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
   statement {
     sid       = "ReadParameters"
     actions   = ["ssm:GetParameter"]
-    resources = [local.ssm_arn.github_token, local.ssm_arn.merge_lock, local.ssm_arn.commit_status_config]
+    resources = [local.ssm_arn[local.github_secret], local.ssm_arn.merge_lock, local.ssm_arn.commit_status_config]
   }
 
   statement {
@@ -449,7 +449,7 @@ data "aws_iam_policy_document" "task_terra_run" {
   statement {
     sid       = "ReadParameters"
     actions   = ["ssm:GetParameter"]
-    resources = [local.ssm_arn.github_token, local.ssm_arn.commit_status_config]
+    resources = [local.ssm_arn[local.github_secret], local.ssm_arn.commit_status_config]
   }
 
   # SecureString parameters and the saved plans are encrypted with the key.

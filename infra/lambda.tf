@@ -8,13 +8,12 @@ locals {
   function_names = { for n in local.lambda_names : n => "${var.name}-${n}" }
 
   # The metadb: a "locked" merge lock parameter is confirmed against its row.
-  receiver_env = merge(local.metadb_data_api_env, {
+  receiver_env = merge(local.metadb_data_api_env, local.github_env, {
     REPO_FULL_NAME                          = var.repo_full_name
     TRUNK_BRANCH                            = var.trunk_branch
     FILE_PATH_PATTERN                       = var.file_path_pattern
     GITHUB_API_URL                          = var.github_api_url
     GITHUB_WEBHOOK_SECRET_SSM_KEY           = local.ssm_names.webhook_secret
-    GITHUB_TOKEN_SSM_KEY                    = local.ssm_names.github_token
     MERGE_LOCK_SSM_KEY                      = local.ssm_names.merge_lock
     COMMIT_STATUS_CONFIG_SSM_KEY            = local.ssm_names.commit_status_config
     PR_PLAN_AUTHOR_ASSOCIATIONS             = jsonencode(var.pr_plan_author_associations)
@@ -33,17 +32,16 @@ locals {
     RUST_LOG                                = var.log_level
   })
 
-  trigger_sf_env = merge(local.metadb_data_api_env, {
-    STATE_MACHINE_ARN    = aws_sfn_state_machine.deployment.arn
-    MERGE_LOCK_SSM_KEY   = local.ssm_names.merge_lock
-    GITHUB_TOKEN_SSM_KEY = local.ssm_names.github_token
-    REPO_FULL_NAME       = var.repo_full_name
-    GITHUB_API_URL       = var.github_api_url
-    TRUNK_BRANCH         = var.trunk_branch
-    FILE_PATH_PATTERN    = var.file_path_pattern
-    STALE_CLAIM_SECONDS  = tostring(var.stale_claim_seconds)
-    MAX_START_ATTEMPTS   = tostring(var.max_start_attempts)
-    RUST_LOG             = var.log_level
+  trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, {
+    STATE_MACHINE_ARN   = aws_sfn_state_machine.deployment.arn
+    MERGE_LOCK_SSM_KEY  = local.ssm_names.merge_lock
+    REPO_FULL_NAME      = var.repo_full_name
+    GITHUB_API_URL      = var.github_api_url
+    TRUNK_BRANCH        = var.trunk_branch
+    FILE_PATH_PATTERN   = var.file_path_pattern
+    STALE_CLAIM_SECONDS = tostring(var.stale_claim_seconds)
+    MAX_START_ATTEMPTS  = tostring(var.max_start_attempts)
+    RUST_LOG            = var.log_level
     # Its `Apply` switch turns trigger_sf's per-unit statuses off.
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
     # The sweep launches create-deploy-stack for a trunk head no webhook announced.

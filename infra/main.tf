@@ -41,8 +41,23 @@ locals {
     commit_status_config = "${local.ssm_prefix}/commit-status-config"
     webhook_secret       = "${local.ssm_prefix}/github-webhook-secret"
     github_token         = "${local.ssm_prefix}/github-token"
-    vote_link_key        = "${local.ssm_prefix}/vote-link-key"
-    metadb_url           = "${local.ssm_prefix}/metadb-url"
+    # Only with github_app: the App's private key (PEM), set by hand in SSM.
+    github_app_private_key = "${local.ssm_prefix}/github-app-private-key"
+    vote_link_key          = "${local.ssm_prefix}/vote-link-key"
+    metadb_url             = "${local.ssm_prefix}/metadb-url"
+  }
+
+  # GitHub: a token (github_token) or a GitHub App (github_app), never both
+  # (the precondition on the merge lock parameter). The binaries read the
+  # variables of one or the other (live_ci_github::GitHubAuth).
+  github_app    = var.github_app != null
+  github_secret = local.github_app ? "github_app_private_key" : "github_token"
+  github_env = local.github_app ? {
+    GITHUB_APP_ID                  = tostring(var.github_app.id)
+    GITHUB_APP_INSTALLATION_ID     = tostring(var.github_app.installation_id)
+    GITHUB_APP_PRIVATE_KEY_SSM_KEY = local.ssm_names.github_app_private_key
+    } : {
+    GITHUB_TOKEN_SSM_KEY = local.ssm_names.github_token
   }
 
   plan_bucket_name = coalesce(var.plan_bucket_name, "${var.name}-plans-${local.account_id}-${local.region}")

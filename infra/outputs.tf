@@ -19,8 +19,13 @@ output "github_webhook_secret_generated" {
 }
 
 output "github_token_ssm_parameter_name" {
-  description = "SSM SecureString holding the GitHub token."
-  value       = local.ssm_names.github_token
+  description = "SSM SecureString holding the GitHub token; null with github_app."
+  value       = local.github_app ? null : local.ssm_names.github_token
+}
+
+output "github_app_private_key_ssm_parameter_name" {
+  description = "With github_app: the SSM SecureString to put the App's private key (PEM) into; null otherwise."
+  value       = local.github_app ? local.ssm_names.github_app_private_key : null
 }
 
 output "vote_link_key_ssm_parameter_name" {

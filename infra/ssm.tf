@@ -14,6 +14,13 @@ resource "aws_ssm_parameter" "merge_lock" {
   # The pipeline owns the value after creation.
   lifecycle {
     ignore_changes = [value]
+
+    # Here because every deployment has this resource and Terraform 1.5 has
+    # no validation across variables.
+    precondition {
+      condition     = !(local.github_app && nonsensitive(var.github_token != null))
+      error_message = "github_token and github_app are both set: live-ci authenticates to GitHub with one of them (set github_token = null to use the App)."
+    }
   }
 }
 
@@ -41,10 +48,12 @@ locals {
   }
   # Whether a value was given is not itself secret; for_each refuses sensitive keys.
   secret_given = { for k, v in local.secret_values : k => nonsensitive(v != null) }
+  # With a GitHub App there is no token parameter (the binaries read the key's).
+  secret_kept = { for k, given in local.secret_given : k => given if !(k == "github_token" && local.github_app) }
 }
 
 resource "aws_ssm_parameter" "secret" {
-  for_each = toset([for k, given in local.secret_given : k if given])
+  for_each = toset([for k, given in local.secret_kept : k if given])
 
   name        = local.ssm_names[each.key]
   description = "live-ci: ${local.secret_descriptions[each.key]}"
@@ -82,10 +91,28 @@ resource "aws_ssm_parameter" "webhook_secret_generated" {
 }
 
 resource "aws_ssm_parameter" "secret_placeholder" {
-  for_each = toset([for k, given in local.secret_given : k if !given && k != "webhook_secret"])
+  for_each = toset([for k, given in local.secret_kept : k if !given && k != "webhook_secret"])
 
   name        = local.ssm_names[each.key]
   description = "live-ci: ${local.secret_descriptions[each.key]} (set the value in SSM)"
+  type        = "SecureString"
+  key_id      = local.kms_key_arn
+  value       = "unset"
+  tags        = local.tags
+
+  lifecycle {
+    ignore_changes = [value]
+  }
+}
+
+# The GitHub App's private key: a placeholder the operator replaces with the
+# App's PEM key in SSM (`aws ssm put-parameter --overwrite --type SecureString`);
+# Terraform never sees the key.
+resource "aws_ssm_parameter" "github_app_private_key" {
+  count = local.github_app ? 1 : 0
+
+  name        = local.ssm_names.github_app_private_key
+  description = "live-ci: GitHub App private key, PEM (set the value in SSM)"
   type        = "SecureString"
   key_id      = local.kms_key_arn
   value       = "unset"

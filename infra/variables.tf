@@ -343,10 +343,28 @@ variable "github_webhook_secret" {
 }
 
 variable "github_token" {
-  description = "GitHub token with repo:status and pull request comment rights. Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  description = "GitHub token with repo:status and pull request comment rights. Null leaves a placeholder that you set in SSM (Terraform then ignores the value). Must be null with github_app."
   type        = string
   default     = null
   sensitive   = true
+}
+
+variable "github_app" {
+  description = "Authenticate as a GitHub App instead of with github_token: the App's id and the id of its installation on the live repository's owner. The App's private key (PEM) goes into the SecureString parameter named by the github_app_private_key_ssm_parameter_name output, which the module creates with a placeholder and whose value it ignores (the key never enters the Terraform state). Each job then gets its own installation token, limited to the live repository and to that job's permissions (README: GitHub setup)."
+  type = object({
+    id              = number
+    installation_id = number
+  })
+  default = null
+
+  validation {
+    condition = var.github_app == null || try(
+      var.github_app.id >= 1 && floor(var.github_app.id) == var.github_app.id &&
+      var.github_app.installation_id >= 1 && floor(var.github_app.installation_id) == var.github_app.installation_id,
+      false
+    )
+    error_message = "github_app: id and installation_id must be whole numbers, at least 1."
+  }
 }
 
 variable "vote_link_key" {

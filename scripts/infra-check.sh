@@ -38,6 +38,11 @@ for dir in infra infra/examples/complete examples/local; do
   step "$dir validated in $(($(date +%s) - start)) s"
 done
 
+# The module's own tests (infra/tests/*.tftest.hcl): plans against a mocked
+# AWS provider, no account and no network.
+step "terraform test infra"
+terraform -chdir=infra test -no-color
+
 # checkov from PyPI into a project venv, once (pyenv's 3.12 is the one it was
 # tried with; 3.13 next).
 if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION" ]; then

@@ -9,6 +9,7 @@ use live_ci_core::terraform::{
     CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, DEFAULT_SHOW_COMMAND, Phase,
 };
 use live_ci_core::webhook::FilePattern;
+use live_ci_github::GitHubAuth;
 use live_ci_metadb::MetadbConfig;
 use live_ci_workflow::payload::task_env;
 
@@ -19,7 +20,10 @@ pub const ENV_VARS: &[&str] = &[
     "REPO_FULL_NAME",
     "REPO_CLONE_URL",
     "GITHUB_API_URL",
-    "GITHUB_TOKEN_SSM_KEY",
+    live_ci_github::TOKEN_PARAM,
+    live_ci_github::APP_ID,
+    live_ci_github::APP_INSTALLATION_ID,
+    live_ci_github::APP_PRIVATE_KEY_PARAM,
     "TRUNK_BRANCH",
     "FILE_PATH_PATTERN",
     "MERGE_LOCK_SSM_KEY",
@@ -282,8 +286,9 @@ pub struct Common {
     /// What to clone: `REPO_CLONE_URL`, else the GitHub URL of the repository.
     pub clone_url: String,
     pub github_api_url: String,
-    /// Without it, no commit statuses or comments are posted and clones are anonymous.
-    pub github_token_param: Option<String>,
+    /// A token or a GitHub App (`live_ci_github::GitHubAuth`). Without one, no
+    /// commit statuses or comments are posted and clones are anonymous.
+    pub github: Option<GitHubAuth>,
     pub trunk_branch: String,
     pub file_pattern: FilePattern,
     pub commit_status_config_param: Option<String>,
@@ -350,11 +355,19 @@ impl FromLookup for Common {
         let allow_destroy = check.keep(allow_destroy);
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
+        let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
+            // An App's token is limited to the repository by name.
+            Some(GitHubAuth::App { .. }) if repository.is_none() => {
+                Err(ConfigError::Missing("REPO_FULL_NAME"))
+            }
+            auth => Ok(auth),
+        });
+        let github = check.keep(github);
         Some(Common {
             repository,
             clone_url: clone_url?,
             github_api_url,
-            github_token_param: check.opt("GITHUB_TOKEN_SSM_KEY"),
+            github: github?,
             trunk_branch: check.env.or("TRUNK_BRANCH", "main"),
             file_pattern: file_pattern?,
             commit_status_config_param: check.opt("COMMIT_STATUS_CONFIG_SSM_KEY"),
@@ -675,13 +688,20 @@ mod tests {
     #[test]
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
-        // Every variable set, so every optional branch is taken; then again
-        // without METADB_URL, for the Data API branch, and with the plan phase.
-        let lookup = |without: &'static str, phase: &'static str| {
+        // Every variable set but the GitHub App's (a token and an App at
+        // once is refused), so every optional branch is taken; then again
+        // without METADB_URL and the token, for the Data API and App
+        // branches, and with the plan phase.
+        const APP: &[&str] = &[
+            live_ci_github::APP_ID,
+            live_ci_github::APP_INSTALLATION_ID,
+            live_ci_github::APP_PRIVATE_KEY_PARAM,
+        ];
+        let lookup = |without: &'static [&'static str], phase: &'static str| {
             let read = &read;
             move |k: &str| {
                 read.borrow_mut().insert(k.to_string());
-                if k == without {
+                if without.contains(&k) {
                     return None;
                 }
                 Some(match k {
@@ -694,6 +714,7 @@ mod tests {
                     "FILE_PATH_PATTERN" => r"\.tf$".into(),
                     "PLAN_COMMAND" => "terraform plan".into(),
                     "APPLY_COMMAND" => "terraform apply {plan_file}".into(),
+                    "GITHUB_APP_ID" | "GITHUB_APP_INSTALLATION_ID" => "7".into(),
                     _ => format!("value-of-{k}"),
                 })
             }
@@ -703,9 +724,17 @@ mod tests {
             TaskCommand::TerraRun,
             TaskCommand::PrPlan,
         ] {
-            let config = Config::from_lookup(command, lookup("none", "apply")).unwrap();
+            let config = Config::from_lookup(command, lookup(APP, "apply")).unwrap();
             assert_eq!(config.common().unwrap().scan_type, ScanType::Plan);
-            let data_api = Config::from_lookup(command, lookup("METADB_URL", "plan")).unwrap();
+            let data_api = Config::from_lookup(
+                command,
+                lookup(&["METADB_URL", live_ci_github::TOKEN_PARAM], "plan"),
+            )
+            .unwrap();
+            assert!(matches!(
+                data_api.common().unwrap().github,
+                Some(GitHubAuth::App { app_id: 7, .. })
+            ));
             if let Config::TerraRun { metadb, job, .. } = data_api {
                 assert!(matches!(metadb, MetadbConfig::DataApi { .. }));
                 assert_eq!(job.phase, PhaseInput::Plan);

@@ -6,12 +6,11 @@ use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SqsApplyQueue, SsmParamStore, StsRoleAssumer};
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::GitHost;
-use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskTokens;
 use live_ci_core::settings::ConfigError;
 use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{Credentials, GitHubClient, Job};
 use live_ci_metadb::AnyMetadb;
 use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
 use live_ci_task::checkout::Repo;
@@ -84,19 +83,10 @@ async fn main() -> anyhow::Result<()> {
             _ => CommitStatusConfig::default(),
         }
     };
-    let read_token = async {
-        match &common.github_token_param {
-            Some(param) => params
-                .get(param)
-                .await
-                .map(Some)
-                .context("reading the github token"),
-            None => Ok(None),
-        }
-    };
-    let (token, logs_url, metadb, switches) =
-        tokio::join!(read_token, logs::logs_url(common), open, switches);
-    let token = token?;
+    let connect = github_client(&config, common, &params);
+    let (github, logs_url, metadb, switches) =
+        tokio::join!(connect, logs::logs_url(common), open, switches);
+    let (github, token) = github?;
     let (metadb, record) = match metadb.transpose() {
         Ok(opened) => opened.map_or((None, None), |(m, record)| (Some(m), record)),
         Err(e) => {
@@ -110,15 +100,6 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     timeline::mark("clients");
-    let github = match (&token, &common.repository) {
-        (Some(token), Some(repository)) => Some(GitHubClient::new(GitHubConfig {
-            api_base: common.github_api_url.clone(),
-            repository: repository.clone(),
-            token: token.clone(),
-            retry: RetryPolicy::default(),
-        })?),
-        _ => None,
-    };
     let repo = Repo {
         clone_url: common.clone_url.clone(),
         token,
@@ -138,6 +119,43 @@ async fn main() -> anyhow::Result<()> {
         Some(github) => run(&config, common, &clients, github).await,
         None => run(&config, common, &clients, &NoGitHost).await,
     }
+}
+
+/// The subcommand's GitHub client (`live_ci_github::connect`, as the Lambdas
+/// build theirs) and the token its clones use: the static token, or the job's
+/// installation token. Without a repository a static token only clones.
+async fn github_client(
+    config: &Config,
+    common: &Common,
+    params: &SsmParamStore,
+) -> anyhow::Result<(Option<GitHubClient>, Option<String>)> {
+    let job = match config {
+        Config::CreateDeployStack { .. } => Job::CreateDeployStack,
+        Config::TerraRun { .. } => Job::TerraRun,
+        Config::PrPlan { .. } | Config::Contract => Job::PrPlan,
+    };
+    let Some(auth) = &common.github else {
+        return Ok((None, None));
+    };
+    let Some(repository) = &common.repository else {
+        return match auth.credentials(params).await? {
+            Credentials::Token(token) => Ok((None, Some(token))),
+            Credentials::App(_) => anyhow::bail!("a github app needs REPO_FULL_NAME"),
+        };
+    };
+    let github = live_ci_github::connect(auth, params, &common.github_api_url, repository, job)
+        .await
+        .context("connecting to github")?;
+    // Not fatal: a terra-run may unpack the run's packed checkout and never
+    // clone, and statuses are advisory; a clone without it fails by itself.
+    let token = match github.git_token().await {
+        Ok(token) => Some(token),
+        Err(e) => {
+            tracing::warn!(error = %e, "no github token for cloning");
+            None
+        }
+    };
+    Ok((Some(github), token))
 }
 
 /// Fails a terra-run's task token with a start-up failure (its configuration

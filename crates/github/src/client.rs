@@ -1,6 +1,7 @@
 //! The REST client: one authenticated request path with retries, `Link`-header
 //! pagination, and the [`GitHost`] operations live-ci needs.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use live_ci_core::status::{CommitStatus, PullRequest};
@@ -15,40 +16,38 @@ use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::app::AppAuth;
+use crate::auth::Credentials;
 use crate::error::GitHubError;
+use crate::permissions::{CLONE, Job, required};
 use crate::retry::{RetryPolicy, retry_delay};
 
 const PER_PAGE: u32 = 100;
 
-/// Where and as whom to call GitHub.
-#[derive(Clone)]
+/// Where, as whom and for which job to call GitHub.
+#[derive(Debug, Clone)]
 pub struct GitHubConfig {
     /// `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise.
     pub api_base: String,
     /// `owner/name`.
     pub repository: String,
-    pub token: String,
+    /// A token, or a GitHub App (redacted in `Debug`).
+    pub credentials: Credentials,
+    /// The job whose permissions bound every request (`crate::permissions`).
+    pub job: Job,
     pub retry: RetryPolicy,
 }
 
-impl std::fmt::Debug for GitHubConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitHubConfig")
-            .field("api_base", &self.api_base)
-            .field("repository", &self.repository)
-            .field("token", &"<redacted>")
-            .field("retry", &self.retry)
-            .finish()
-    }
-}
-
-/// A GitHub REST client for one repository.
+/// A GitHub REST client for one repository and one job.
 #[derive(Debug, Clone)]
 pub struct GitHubClient {
     http: reqwest::Client,
     base: String,
     repo: String,
     config: GitHubConfig,
+    /// With App credentials: the signing key and the job's cached token,
+    /// shared by the client's clones.
+    app: Option<Arc<AppAuth>>,
 }
 
 impl GitHubClient {
@@ -79,25 +78,167 @@ impl GitHubClient {
                 path: base.clone(),
                 source,
             })?;
+        let app = match &config.credentials {
+            Credentials::Token(_) => None,
+            Credentials::App(app) => {
+                let name = config.repository.split_once('/').map_or("", |(_, n)| n);
+                Some(Arc::new(AppAuth::new(app, name, config.job)?))
+            }
+        };
         Ok(GitHubClient {
             http,
             repo: config.repository.clone(),
             base,
             config,
+            app,
         })
+    }
+
+    /// The token to clone the live repository with over HTTPS: the static
+    /// token, or the job's installation token (refused to a job without
+    /// contents: read).
+    pub async fn git_token(&self) -> Result<String, GitHubError> {
+        if !self.config.job.allows(CLONE) {
+            return Err(GitHubError::NotPermitted {
+                job: self.config.job,
+                method: "git clone".into(),
+                path: self.repo.clone(),
+                needs: Some(CLONE),
+            });
+        }
+        match (&self.app, &self.config.credentials) {
+            (Some(app), _) => self.installation_token(app).await,
+            (None, Credentials::Token(token)) => Ok(token.clone()),
+            (None, Credentials::App(_)) => Err(GitHubError::BaseUrl {
+                url: self.base.clone(),
+                reason: "app credentials without an app client".into(),
+            }),
+        }
+    }
+
+    /// The App's bot login, `<app-slug>[bot]` (`GET /app` with the App's JWT):
+    /// the author of everything an App-authenticated live-ci writes.
+    pub async fn app_bot_login(&self) -> Result<String, GitHubError> {
+        let Some(app) = &self.app else {
+            return Err(GitHubError::BaseUrl {
+                url: self.base.clone(),
+                reason: "the app's bot login needs github app credentials".into(),
+            });
+        };
+        let jwt = app.jwt()?;
+        let url = format!("{}/app", self.base);
+        let (value, _) = self
+            .send_as(Method::GET, &url, None, &format!("Bearer {jwt}"))
+            .await
+            .map_err(|e| app.wrap("reading the app", e))?;
+        let slug = value
+            .get("slug")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| app.error("GET /app: the answer has no slug".into()))?;
+        Ok(format!("{slug}[bot]"))
+    }
+
+    /// The job's installation token, from the cache or a new exchange.
+    async fn installation_token(&self, app: &AppAuth) -> Result<String, GitHubError> {
+        app.get_or_fetch(|| async {
+            let jwt = app.jwt()?;
+            let url = format!("{}{}", self.base, app.access_tokens_path());
+            let (value, _) = self
+                .send_as(
+                    Method::POST,
+                    &url,
+                    Some(app.request_body()),
+                    &format!("Bearer {jwt}"),
+                )
+                .await
+                .map_err(|e| app.wrap("cannot get an installation token", e))?;
+            Ok(value)
+        })
+        .await
+    }
+
+    /// Refuses a request outside the job's permissions before it is sent.
+    fn permit(&self, method: &Method, path: &str) -> Result<(), GitHubError> {
+        let path_only = path.split('?').next().unwrap_or(path);
+        let in_repo = path_only
+            .strip_prefix(&format!("/repos/{}/", self.repo))
+            .or_else(|| {
+                let rest = path_only.strip_prefix("/repositories/")?;
+                let (id, rest) = rest.split_once('/')?;
+                id.chars().all(|c| c.is_ascii_digit()).then_some(rest)
+            });
+        let needs = in_repo.and_then(|rest| required(method, rest));
+        match needs {
+            Some(grant) if self.config.job.allows(grant) => Ok(()),
+            _ => Err(GitHubError::NotPermitted {
+                job: self.config.job,
+                method: method.to_string(),
+                path: path.to_string(),
+                needs,
+            }),
+        }
     }
 
     fn repo_url(&self, rest: &str) -> String {
         format!("{}/repos/{}/{}", self.base, self.repo, rest)
     }
 
-    /// Sends one request, retrying as the policy allows; returns the decoded
-    /// body (JSON `null` for an empty one) and the headers.
+    /// Sends one request within the job's permissions, as the configured
+    /// credentials; with an App, a 401 fetches a new installation token and
+    /// tries once more.
     async fn send(
         &self,
         method: Method,
         url: &str,
         body: Option<&Value>,
+    ) -> Result<(Value, HeaderMap), GitHubError> {
+        let path = url.strip_prefix(&self.base).unwrap_or(url);
+        self.permit(&method, path)?;
+        let app = match (&self.app, &self.config.credentials) {
+            (Some(app), _) => app,
+            (None, Credentials::Token(token)) => {
+                return self
+                    .send_as(method, url, body, &format!("Bearer {token}"))
+                    .await;
+            }
+            (None, Credentials::App(_)) => {
+                return Err(GitHubError::BaseUrl {
+                    url: self.base.clone(),
+                    reason: "app credentials without an app client".into(),
+                });
+            }
+        };
+        let token = self.installation_token(app).await?;
+        match self
+            .send_as(method.clone(), url, body, &format!("Bearer {token}"))
+            .await
+        {
+            Err(GitHubError::Status { status: 401, .. }) => {
+                // Revoked or expired early: one new token, then give up.
+                app.invalidate(&token).await;
+                let token = self.installation_token(app).await?;
+                self.send_as(method, url, body, &format!("Bearer {token}"))
+                    .await
+                    .map_err(|e| match e {
+                        GitHubError::Status { status: 401, .. } => {
+                            app.wrap("github refused a fresh installation token", e)
+                        }
+                        other => other,
+                    })
+            }
+            other => other,
+        }
+    }
+
+    /// Sends one request with `authorization`, retrying as the policy allows;
+    /// returns the decoded body (JSON `null` for an empty one) and the headers.
+    async fn send_as(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+        authorization: &str,
     ) -> Result<(Value, HeaderMap), GitHubError> {
         let path = url.strip_prefix(&self.base).unwrap_or(url).to_string();
         let mut attempt = 0u32;
@@ -107,7 +248,7 @@ impl GitHubClient {
                 .http
                 .request(method.clone(), url)
                 .header(ACCEPT, "application/vnd.github+json")
-                .header(AUTHORIZATION, format!("Bearer {}", self.config.token))
+                .header(AUTHORIZATION, authorization)
                 .header("X-GitHub-Api-Version", "2022-11-28")
                 .header(USER_AGENT, "live-ci");
             if let Some(b) = body {

@@ -2,6 +2,8 @@
 
 use live_ci_core::port::{Classify, ErrorKind};
 
+use crate::permissions::{Grant, Job};
+
 /// What can go wrong calling GitHub. Messages name the request and the status.
 #[derive(Debug, thiserror::Error)]
 pub enum GitHubError {
@@ -33,6 +35,42 @@ pub enum GitHubError {
         path: String,
         message: String,
     },
+    /// A request outside the job's permissions (`crate::permissions`), refused
+    /// before it is sent.
+    #[error("{job} may not {method} {path}: {}", needs_text(.needs, *.job))]
+    NotPermitted {
+        job: Job,
+        method: String,
+        path: String,
+        needs: Option<Grant>,
+    },
+    /// The GitHub App could not authenticate: its key, the token exchange, or
+    /// GitHub refusing a fresh installation token.
+    #[error("github app {app_id}, installation {installation_id}: {message}")]
+    App {
+        app_id: u64,
+        installation_id: u64,
+        message: String,
+        /// The cause was GitHub unreachable or overloaded (worth a retry).
+        retryable: bool,
+    },
+    /// A credential's parameter could not be read.
+    #[error("reading parameter {name:?}: {message}")]
+    Param {
+        name: String,
+        message: String,
+        retryable: bool,
+    },
+}
+
+fn needs_text(needs: &Option<Grant>, job: Job) -> String {
+    match needs {
+        Some((permission, access)) => format!(
+            "it needs {permission}: {access}, which is not in {job}'s permissions (crates/github/src/permissions.rs)"
+        ),
+        None => "no github permission is known for this request (crates/github/src/permissions.rs)"
+            .to_string(),
+    }
 }
 
 impl Classify for GitHubError {
@@ -50,6 +88,7 @@ impl Classify for GitHubError {
                     || *status == 429
                     || (*status == 403 && message.to_lowercase().contains("rate limit"))
             }
+            GitHubError::App { retryable, .. } | GitHubError::Param { retryable, .. } => *retryable,
             _ => false,
         };
         if retryable {

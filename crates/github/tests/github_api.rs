@@ -11,16 +11,23 @@ use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
 use live_ci_core::webhook::{PullRequestHead, RepoPermission};
-use live_ci_github::{GitHubClient, GitHubConfig, GitHubError, RetryPolicy};
+use live_ci_github::{Credentials, GitHubClient, GitHubConfig, GitHubError, Job, RetryPolicy};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+/// pr-plan's client: its permissions cover every call but a collaborator's
+/// permission (the receiver's).
 fn client(server: &MockServer, prefix: &str) -> GitHubClient {
+    client_for(server, prefix, Job::PrPlan)
+}
+
+fn client_for(server: &MockServer, prefix: &str, job: Job) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
         api_base: format!("{}{prefix}", server.uri()),
         repository: "acme/live".into(),
-        token: "ghs_secret".into(),
+        credentials: Credentials::Token("ghs_secret".into()),
+        job,
         retry: RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(5),
@@ -334,7 +341,7 @@ async fn a_commenters_permission_is_one_exact_get_and_a_stranger_has_none() {
         .expect(1)
         .mount(&server)
         .await;
-    let c = client(&server, "/api/v3");
+    let c = client_for(&server, "/api/v3", Job::Receiver);
     assert_eq!(
         c.permission("octo-lead").await.unwrap(),
         RepoPermission::Admin
@@ -396,7 +403,8 @@ fn bad_configuration_is_named() {
     let cfg = |base: &str, repo: &str| GitHubConfig {
         api_base: base.into(),
         repository: repo.into(),
-        token: "t".into(),
+        credentials: Credentials::Token("t".into()),
+        job: Job::TerraRun,
         retry: RetryPolicy::default(),
     };
     let err = GitHubClient::new(cfg("https://api.github.com", "acme")).unwrap_err();

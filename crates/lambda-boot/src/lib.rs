@@ -11,7 +11,7 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_aws::SsmParamStore;
 use live_ci_core::approval::LinkKey;
 use live_ci_core::port::ParamStore;
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{GitHubAuth, GitHubClient, Job};
 use live_ci_metadb::{AnyMetadb, MetadbConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -107,20 +107,16 @@ impl Boot {
         Ok(AnyMetadb::from_config(config, &self.aws, connections)?)
     }
 
-    /// The GitHub client of `repository`, its token read from `token_param`.
+    /// `job`'s GitHub client of `repository`, authenticated as `auth` says
+    /// (`live_ci_github::connect`, which the task uses too).
     pub async fn github(
         &self,
-        token_param: &str,
+        auth: &GitHubAuth,
         api_url: &str,
         repository: &str,
+        job: Job,
     ) -> Result<GitHubClient, BootError> {
-        let token = self.param(token_param).await?;
-        Ok(GitHubClient::new(GitHubConfig {
-            api_base: api_url.to_string(),
-            repository: repository.to_string(),
-            token,
-            retry: RetryPolicy::default(),
-        })?)
+        Ok(live_ci_github::connect(auth, &self.params(), api_url, repository, job).await?)
     }
 }
 

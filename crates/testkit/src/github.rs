@@ -2,9 +2,9 @@
 //! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
 //! pull-request files, open pull requests, one pull request, a collaborator's
-//! permission, issue comments, a branch's head), keeps what they
-//! wrote, and answers anything else with 404 so an unexpected call fails the
-//! caller loudly. Built on wiremock's server, which records every request for
+//! permission, issue comments, a branch's head) and a GitHub App's token
+//! exchange, keeps what they wrote, and answers anything else with 404 so an
+//! unexpected call fails the caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
 
 use std::collections::BTreeMap;
@@ -56,6 +56,20 @@ struct State {
     next_comment: u64,
     /// branch → head commit; other branches are 404.
     branches: BTreeMap<String, String>,
+    /// Installation tokens handed out, in order.
+    app_tokens: Vec<AppToken>,
+}
+
+/// One `POST /app/installations/{id}/access_tokens` and what it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppToken {
+    pub installation_id: String,
+    /// The App's JWT (the request's bearer).
+    pub jwt: String,
+    /// The request's body: `repositories` and `permissions`.
+    pub request: Value,
+    /// The installation token answered.
+    pub token: String,
 }
 
 /// The running fake; dropping it stops the server.
@@ -136,6 +150,11 @@ impl FakeGitHub {
             .collect()
     }
 
+    /// Every installation token a GitHub App asked for, in order.
+    pub fn app_tokens(&self) -> Vec<AppToken> {
+        lock(&self.state).app_tokens.clone()
+    }
+
     /// Every request received, for exact assertions.
     pub async fn requests(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
@@ -156,9 +175,69 @@ fn not_found(what: &str) -> ResponseTemplate {
     ResponseTemplate::new(404).set_body_json(json!({ "message": format!("Not Found: {what}") }))
 }
 
+impl Api {
+    /// A GitHub App's token exchange: an installation token valid for an hour
+    /// (the fake checks no signature; tests verify the recorded JWT).
+    fn access_token(&self, installation_id: &str, request: &Request) -> ResponseTemplate {
+        let jwt = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default()
+            .to_owned();
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let mut state = lock(&self.state);
+        let token = format!("ghs_fake-installation-token-{}", state.app_tokens.len() + 1);
+        state.app_tokens.push(AppToken {
+            installation_id: installation_id.to_owned(),
+            jwt,
+            request: body.clone(),
+            token: token.clone(),
+        });
+        let expires = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            + 3600;
+        ResponseTemplate::new(201).set_body_json(json!({
+            "token": token,
+            "expires_at": rfc3339(expires),
+            "permissions": body["permissions"],
+            "repository_selection": "selected",
+        }))
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time (days to a civil date: Howard
+/// Hinnant's algorithm), the form of GitHub's `expires_at`.
+fn rfc3339(unix: u64) -> String {
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
 impl Respond for Api {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let path = request.url.path();
+        if let ("POST", ["", "app", "installations", id, "access_tokens"]) = (
+            request.method.as_str(),
+            path.split('/').collect::<Vec<_>>().as_slice(),
+        ) {
+            return self.access_token(id, request);
+        }
         let Some(rest) = path.strip_prefix(&self.prefix) else {
             return not_found(path);
         };

@@ -5,7 +5,7 @@
 use live_ci_core::status::{CommitStatus, StatusState};
 
 use live_ci_core::port::GitHost;
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{AppCredentials, Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 
 #[tokio::test]
@@ -21,7 +21,8 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
     let client = GitHubClient::new(GitHubConfig {
         api_base: fake.url(),
         repository: "acme/live".into(),
-        token: "t".into(),
+        credentials: Credentials::Token("t".into()),
+        job: Job::PrPlan,
         retry: RetryPolicy::default(),
     })
     .unwrap();
@@ -65,4 +66,54 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
             .iter()
             .all(|r| r.headers.get("authorization").is_some())
     );
+}
+
+/// A GitHub App's client gets its installation token from the fake, which
+/// records the exchange; what it then writes carries that token.
+#[tokio::test]
+async fn a_github_app_gets_an_installation_token_and_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("test-only-app-key.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["genrsa", "-traditional", "-out"])
+        .arg(&key)
+        .arg("2048")
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let fake = FakeGitHub::start("acme/live").await;
+    let client = GitHubClient::new(GitHubConfig {
+        api_base: fake.url(),
+        repository: "acme/live".into(),
+        credentials: Credentials::App(AppCredentials {
+            app_id: 12,
+            installation_id: 34,
+            private_key_pem: std::fs::read_to_string(&key).unwrap(),
+        }),
+        job: Job::TerraRun,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let status = CommitStatus::new("abc", StatusState::Success, "live-ci: x", "done");
+    client.set_status(&status).await.unwrap();
+    client.set_status(&status).await.unwrap();
+    let tokens = fake.app_tokens();
+    assert_eq!(tokens.len(), 1, "one exchange, then the cached token");
+    assert_eq!(tokens[0].installation_id, "34");
+    assert_eq!(
+        tokens[0].request,
+        serde_json::json!({
+            "repositories": ["live"],
+            "permissions": {"contents": "read", "statuses": "write"},
+        })
+    );
+    let bearers: Vec<String> = fake
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.url.path().starts_with("/repos/"))
+        .map(|r| r.headers["authorization"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(bearers, vec![format!("Bearer {}", tokens[0].token); 2]);
+    assert_eq!(fake.statuses().len(), 2);
 }

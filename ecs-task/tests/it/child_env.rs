@@ -26,7 +26,7 @@ const CONTAINER_URI: &str = "/v2/credentials/child-must-never-see";
 const CONTAINER_AUTH: &str = "container-auth-child-must-never-see";
 
 /// The task's environment as Fargate and the module would give it, plus `more`.
-fn task(sub: &str, env: &[(&str, String)]) -> Command {
+pub(crate) fn task(sub: &str, env: &[(&str, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
     cmd.arg(sub).env_clear();
     // What a shell and terraform need (TF_CLI_CONFIG_FILE: the offline mirror).
@@ -50,7 +50,7 @@ fn task(sub: &str, env: &[(&str, String)]) -> Command {
     cmd
 }
 
-async fn github_token_param() -> String {
+pub(crate) async fn github_token_param() -> String {
     let name = format!("/{}/github-token", unique("child"));
     let ssm = live_ci_aws::sdk::ssm::Client::from_conf(live_ci_aws::sdk::ssm::Config::from(
         &sdk_config(),
@@ -65,7 +65,7 @@ async fn github_token_param() -> String {
     name
 }
 
-fn dump(path: &Path) -> BTreeMap<String, String> {
+pub(crate) fn dump(path: &Path) -> BTreeMap<String, String> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("the plan command wrote no dump at {}: {e}", path.display()))
         .split('\0')
@@ -76,7 +76,7 @@ fn dump(path: &Path) -> BTreeMap<String, String> {
 
 /// The dump holds none of the task's secrets (by name or by value) and the
 /// role's own temporary credentials.
-fn assert_only_what_terraform_needs(env: &BTreeMap<String, String>, secrets: &[&str]) {
+pub(crate) fn assert_only_what_terraform_needs(env: &BTreeMap<String, String>, secrets: &[&str]) {
     for name in [
         "GITHUB_TOKEN_SSM_KEY",
         "METADB_URL",

@@ -6,6 +6,7 @@ mod binary;
 mod checkout_cache;
 mod child_env;
 mod create_deploy_stack;
+mod github_app;
 mod migrate_at_start;
 mod plan_json;
 mod pr_plan;

@@ -38,13 +38,15 @@ pub struct HandlerConfig {
 pub struct Config {
     pub handler: HandlerConfig,
     pub github_api_url: String,
-    pub github_token_param: String,
+    /// A token or a GitHub App (`live_ci_github::GitHubAuth`); one is required.
+    pub github: GitHubAuth,
     pub ecs: EcsConfig,
     /// Where a "locked" merge lock parameter is confirmed (the lock row).
     pub metadb: MetadbConfig,
 }
 
 pub use live_ci_core::settings::ConfigError;
+use live_ci_github::GitHubAuth;
 
 /// Every environment variable [`Config::from_lookup`] reads (`AWS_REGION` is set
 /// by the Lambda runtime; the others by the Terraform module's `receiver_env`).
@@ -54,7 +56,10 @@ pub const ENV_VARS: &[&str] = &[
     "FILE_PATH_PATTERN",
     "GITHUB_API_URL",
     "GITHUB_WEBHOOK_SECRET_SSM_KEY",
-    "GITHUB_TOKEN_SSM_KEY",
+    live_ci_github::TOKEN_PARAM,
+    live_ci_github::APP_ID,
+    live_ci_github::APP_INSTALLATION_ID,
+    live_ci_github::APP_PRIVATE_KEY_PARAM,
     "MERGE_LOCK_SSM_KEY",
     "COMMIT_STATUS_CONFIG_SSM_KEY",
     "MAX_BODY_BYTES",
@@ -131,7 +136,8 @@ impl Config {
                 secret_retry: SECRET_RETRY,
             },
             github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
-            github_token_param: req("GITHUB_TOKEN_SSM_KEY")?,
+            github: GitHubAuth::from_settings(&env)?
+                .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
             ecs: EcsConfig::from_settings(&env, &[TaskKind::PrPlan, TaskKind::CreateDeployStack])?,
             metadb: MetadbConfig::from_settings(&env)?,
         })
@@ -147,15 +153,34 @@ mod tests {
     fn reads_exactly_the_declared_variables() {
         // Unset: the recording lookup's "1" is no JSON list of associations.
         // Both metadb branches: the URL, and the Data API without it.
+        // Both GitHub branches: a token, and an App without it.
         let lookup = RecordingLookup::without(&["PR_PLAN_AUTHOR_ASSOCIATIONS"]);
-        Config::from_lookup(|k| lookup.get(k)).unwrap();
-        let data_api = RecordingLookup::without(&["PR_PLAN_AUTHOR_ASSOCIATIONS", "METADB_URL"]);
+        // Both set is refused; the refusal still reads every variable.
+        Config::from_lookup(|k| lookup.get(k)).unwrap_err();
+        let token = RecordingLookup::without(&[
+            "PR_PLAN_AUTHOR_ASSOCIATIONS",
+            live_ci_github::APP_ID,
+            live_ci_github::APP_INSTALLATION_ID,
+            live_ci_github::APP_PRIVATE_KEY_PARAM,
+        ]);
+        let c = Config::from_lookup(|k| token.get(k)).unwrap();
+        assert!(matches!(c.github, GitHubAuth::Token { .. }));
+        let data_api = RecordingLookup::without(&[
+            "PR_PLAN_AUTHOR_ASSOCIATIONS",
+            "METADB_URL",
+            live_ci_github::TOKEN_PARAM,
+        ]);
         let c = Config::from_lookup(|k| data_api.get(k)).unwrap();
         assert!(matches!(c.metadb, MetadbConfig::DataApi { .. }));
+        assert!(matches!(c.github, GitHubAuth::App { app_id: 1, .. }));
         let declared: std::collections::BTreeSet<String> =
             ENV_VARS.iter().map(|s| s.to_string()).collect();
-        let asked: std::collections::BTreeSet<String> =
-            lookup.asked().union(&data_api.asked()).cloned().collect();
+        let asked: std::collections::BTreeSet<String> = lookup
+            .asked()
+            .union(&data_api.asked())
+            .cloned()
+            .chain(token.asked())
+            .collect();
         assert_eq!(asked, declared, "ENV_VARS is out of date");
     }
 
@@ -164,6 +189,7 @@ mod tests {
         let lookup = RecordingLookup::without(&[
             "CREATE_DEPLOY_STACK_LOG_GROUP",
             "PR_PLAN_AUTHOR_ASSOCIATIONS",
+            live_ci_github::TOKEN_PARAM,
         ]);
         let err = Config::from_lookup(|k| lookup.get(k)).unwrap_err();
         assert_eq!(err, ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP"));

@@ -5,6 +5,7 @@
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_aws::{EcsTaskLauncher, sdk};
+use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_receiver::{Config, MetadbLock, Receiver, from_function_url, to_function_url};
 
@@ -15,9 +16,10 @@ async fn main() -> anyhow::Result<()> {
     let repository = &config.handler.repository;
     let github = boot
         .github(
-            &config.github_token_param,
+            &config.github,
             &config.github_api_url,
             repository,
+            Job::Receiver,
         )
         .await?;
     let launcher = EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), config.ecs.clone());

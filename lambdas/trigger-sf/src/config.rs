@@ -53,8 +53,9 @@ pub struct Config {
     pub handler: HandlerConfig,
     pub state_machine_arn: String,
     pub metadb: MetadbConfig,
-    /// Without a token parameter no merge lock statuses are posted.
-    pub github_token_param: Option<String>,
+    /// Without a token or App (`live_ci_github::GitHubAuth`) no merge lock
+    /// statuses are posted.
+    pub github: Option<GitHubAuth>,
     pub github_api_url: String,
     pub repository: Option<String>,
     /// Where the sweep launches create-deploy-stack for a trunk head the
@@ -69,6 +70,7 @@ pub struct Config {
 pub const TRUNK_SWEEP_COOLDOWN_SECS: u32 = 900;
 
 pub use live_ci_core::settings::ConfigError;
+use live_ci_github::GitHubAuth;
 
 /// Every environment variable [`Config::from_lookup`] reads: `METADB_URL` or
 /// the three Data API variables, the rest as the Terraform module's
@@ -83,7 +85,10 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
-    "GITHUB_TOKEN_SSM_KEY",
+    live_ci_github::TOKEN_PARAM,
+    live_ci_github::APP_ID,
+    live_ci_github::APP_INSTALLATION_ID,
+    live_ci_github::APP_PRIVATE_KEY_PARAM,
     "REPO_FULL_NAME",
     "STATE_MACHINE_ARN",
     "GITHUB_API_URL",
@@ -149,9 +154,9 @@ impl Config {
         }
         handler.commit_status_config_param = opt("COMMIT_STATUS_CONFIG_SSM_KEY");
         let metadb = MetadbConfig::from_settings(&env)?;
-        let github_token_param = opt("GITHUB_TOKEN_SSM_KEY");
+        let github = GitHubAuth::from_settings(&env)?;
         let repository = opt("REPO_FULL_NAME");
-        if github_token_param.is_some() && repository.is_none() {
+        if github.is_some() && repository.is_none() {
             return Err(ConfigError::Missing("REPO_FULL_NAME"));
         }
         let ecs = match opt("ECS_CLUSTER_ARN") {
@@ -163,8 +168,8 @@ impl Config {
         };
         // The trunk head comes from GitHub: a cluster without a token is a
         // half-configured sweep, refused rather than silently skipped.
-        if ecs.is_some() && github_token_param.is_none() {
-            return Err(ConfigError::Missing("GITHUB_TOKEN_SSM_KEY"));
+        if ecs.is_some() && github.is_none() {
+            return Err(ConfigError::Missing(live_ci_github::TOKEN_PARAM));
         }
         let trunk_sweep_cooldown_secs =
             env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS)?;
@@ -174,7 +179,7 @@ impl Config {
             trunk_sweep_cooldown_secs,
             state_machine_arn: req("STATE_MACHINE_ARN")?,
             metadb,
-            github_token_param,
+            github,
             github_api_url: opt("GITHUB_API_URL")
                 .unwrap_or_else(|| "https://api.github.com".into()),
             repository,
@@ -190,12 +195,22 @@ mod tests {
 
     #[test]
     fn reads_exactly_the_declared_variables() {
-        // Both metadb branches: the URL, and the Data API without it.
-        let direct = RecordingLookup::without(&[]);
-        Config::from_lookup(|k| direct.get(k)).unwrap();
-        let data_api = RecordingLookup::without(&["METADB_URL"]);
+        // Both metadb branches: the URL, and the Data API without it; both
+        // GitHub branches: a token, and an App without it.
+        let direct = RecordingLookup::without(&[
+            live_ci_github::APP_ID,
+            live_ci_github::APP_INSTALLATION_ID,
+            live_ci_github::APP_PRIVATE_KEY_PARAM,
+        ]);
+        let c = Config::from_lookup(|k| direct.get(k)).unwrap();
+        assert!(matches!(c.github, Some(GitHubAuth::Token { .. })));
+        let data_api = RecordingLookup::without(&["METADB_URL", live_ci_github::TOKEN_PARAM]);
         let c = Config::from_lookup(|k| data_api.get(k)).unwrap();
         assert!(matches!(c.metadb, MetadbConfig::DataApi { .. }));
+        assert!(matches!(c.github, Some(GitHubAuth::App { .. })));
+        // A token and an App at once is refused.
+        let both = RecordingLookup::without(&[]);
+        Config::from_lookup(|k| both.get(k)).unwrap_err();
         let asked: BTreeSet<String> = direct.asked().union(&data_api.asked()).cloned().collect();
         let declared: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
         assert_eq!(asked, declared, "ENV_VARS is out of date");
@@ -226,7 +241,7 @@ mod tests {
                 url: "postgres://x".into()
             }
         );
-        assert!(c.github_token_param.is_none());
+        assert!(c.github.is_none());
         let err = Config::from_lookup(lookup(&[
             ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
             ("STATE_MACHINE_ARN", "arn:sm"),

@@ -9,6 +9,7 @@ use live_ci_core::port::GitHost;
 use live_ci_core::port::{ExecutionStore, RunStore, SweepStore, WorkflowEngine};
 use live_ci_core::port::{ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
+use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
 use live_ci_workflow::SfnEngine;
@@ -23,11 +24,13 @@ async fn main() -> anyhow::Result<()> {
     );
     let metadb = boot.metadb(&config.metadb, 2)?;
     let (handler, params) = (config.handler, boot.params());
-    let (Some(param), Some(repo)) = (&config.github_token_param, &config.repository) else {
+    let (Some(auth), Some(repo)) = (&config.github, &config.repository) else {
         // No GitHub token: no statuses, and no trunk head to sweep.
         return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)).await;
     };
-    let github = boot.github(param, &config.github_api_url, repo).await?;
+    let github = boot
+        .github(auth, &config.github_api_url, repo, Job::TriggerSf)
+        .await?;
     let trunk = config.ecs.map(|ecs| TrunkSweep {
         head: github.clone(),
         launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs),

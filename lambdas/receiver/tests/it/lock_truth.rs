@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use live_ci_core::port::RunStore;
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_metadb::PgMetadb;
 use live_ci_receiver::{
     HandlerConfig, MetadbLock, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest,
@@ -40,7 +40,8 @@ async fn receiver(server: &MockServer, mirrored: &str, metadb: PgMetadb) -> Chec
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
         repository: "acme/infrastructure-live".into(),
-        token: "ghs_token".into(),
+        credentials: Credentials::Token("ghs_token".into()),
+        job: Job::Receiver,
         retry: RetryPolicy {
             max_attempts: 1,
             base_delay: Duration::from_millis(1),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use live_ci_core::task::{TaskKind, TaskSpec};
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_receiver::{
     Config, ConfigError, HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest,
 };
@@ -62,7 +62,8 @@ async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
         repository: "acme/infrastructure-live".into(),
-        token: "ghs_token".into(),
+        credentials: Credentials::Token("ghs_token".into()),
+        job: Job::Receiver,
         retry: RetryPolicy {
             max_attempts: 2,
             base_delay: Duration::from_millis(1),

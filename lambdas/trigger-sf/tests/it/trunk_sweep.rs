@@ -16,7 +16,7 @@ use live_ci_core::port::{ExecutionDescription, RunStore, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::task::{TaskKind, TaskSpec, env};
 use live_ci_core::webhook::FilePattern;
-use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
+use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_metadb::PgMetadb;
 use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf, TrunkLaunch, TrunkSweep};
 use serde_json::json;
@@ -56,7 +56,8 @@ fn github(server: &MockServer) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
         repository: "acme/live".into(),
-        token: "ghs_secret".into(),
+        credentials: Credentials::Token("ghs_secret".into()),
+        job: Job::TriggerSf,
         retry: RetryPolicy {
             max_attempts: 2,
             base_delay: Duration::from_millis(5),

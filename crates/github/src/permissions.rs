@@ -1,0 +1,228 @@
+//! What each live-ci job may do on GitHub: one table of GitHub permissions per
+//! job, and the permission every request the client sends needs. A GitHub App
+//! asks for an installation token with exactly its job's set; whatever the
+//! credentials, the client refuses a request its job's set does not cover, so a
+//! handler that starts calling something new fails in the tests that run it
+//! (and in `infra/README.md`'s table) instead of widening a token silently.
+
+use std::fmt;
+
+use reqwest::Method;
+use serde_json::{Map, Value};
+
+/// A live-ci program that talks to GitHub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Job {
+    Receiver,
+    TriggerSf,
+    PrPlan,
+    CreateDeployStack,
+    TerraRun,
+}
+
+/// A GitHub App repository permission, by the name GitHub's API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Permission {
+    Contents,
+    Metadata,
+    PullRequests,
+    Statuses,
+}
+
+/// The level of a permission; `Write` includes `Read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// One permission at one level.
+pub type Grant = (Permission, Access);
+
+use Access::{Read, Write};
+use Permission::{Contents, Metadata, PullRequests, Statuses};
+
+/// Every job's permissions, the only place they are written. Why each:
+/// - receiver: the merge lock status (statuses), the pull request, its files
+///   and the open ones (pull requests: read), a commenter's permission on the
+///   repository for `/live-ci plan` (metadata: read).
+/// - trigger-sf: per-unit and merge lock statuses, the open pull requests and
+///   their files, and the trunk's head (`GET branches/…`: contents: read).
+/// - pr-plan: clones the head (contents: read), a status per unit, and writes
+///   its one plan comment (pull requests: write).
+/// - create-deploy-stack: clones the merge commit, the run's statuses, and the
+///   merge lock status on every open pull request.
+/// - terra-run: clones the unit's commit (when no packed checkout is stored)
+///   and posts the unit's status.
+pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
+    (
+        Job::Receiver,
+        &[(Metadata, Read), (PullRequests, Read), (Statuses, Write)],
+    ),
+    (
+        Job::TriggerSf,
+        &[(Contents, Read), (PullRequests, Read), (Statuses, Write)],
+    ),
+    (
+        Job::PrPlan,
+        &[(Contents, Read), (PullRequests, Write), (Statuses, Write)],
+    ),
+    (
+        Job::CreateDeployStack,
+        &[(Contents, Read), (PullRequests, Read), (Statuses, Write)],
+    ),
+    (Job::TerraRun, &[(Contents, Read), (Statuses, Write)]),
+];
+
+/// What cloning the live repository over HTTPS with the job's token needs.
+pub const CLONE: Grant = (Contents, Read);
+
+impl Job {
+    /// Every job, in the table's order.
+    pub const ALL: [Job; 5] = [
+        Job::Receiver,
+        Job::TriggerSf,
+        Job::PrPlan,
+        Job::CreateDeployStack,
+        Job::TerraRun,
+    ];
+
+    /// The job's name as the module and the logs spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::Receiver => "receiver",
+            Job::TriggerSf => "trigger-sf",
+            Job::PrPlan => "pr-plan",
+            Job::CreateDeployStack => "create-deploy-stack",
+            Job::TerraRun => "terra-run",
+        }
+    }
+
+    /// The job's row of [`JOB_PERMISSIONS`].
+    pub fn permissions(self) -> &'static [Grant] {
+        JOB_PERMISSIONS
+            .iter()
+            .find(|(job, _)| *job == self)
+            .map_or(&[], |(_, grants)| *grants)
+    }
+
+    /// Whether the job's set covers `needed` (a write grant covers a read).
+    pub fn allows(self, needed: Grant) -> bool {
+        self.permissions()
+            .iter()
+            .any(|(p, a)| *p == needed.0 && *a >= needed.1)
+    }
+
+    /// The `permissions` object of an installation token request:
+    /// `{"contents": "read", "statuses": "write", …}`.
+    pub fn token_permissions(self) -> Map<String, Value> {
+        self.permissions()
+            .iter()
+            .map(|(p, a)| (p.to_string(), Value::String(a.to_string())))
+            .collect()
+    }
+}
+
+impl fmt::Display for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Contents => "contents",
+            Metadata => "metadata",
+            PullRequests => "pull_requests",
+            Statuses => "statuses",
+        })
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Read => "read",
+            Write => "write",
+        })
+    }
+}
+
+/// The permission a request to the repository needs, from its method and its
+/// path below `/repos/{owner}/{name}/` (or `/repositories/{id}/`, where
+/// GitHub's pagination links point), query removed. `None`: a request this
+/// table does not know, which the client refuses (fail closed: a new call is
+/// added here, with its permission, before any job may make it).
+pub fn required(method: &Method, path: &str) -> Option<Grant> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let grant = match (method.as_str(), segments.as_slice()) {
+        ("POST", ["statuses", sha]) if !sha.is_empty() => (Statuses, Write),
+        ("GET", ["pulls"]) | ("GET", ["pulls", _]) | ("GET", ["pulls", _, "files"]) => {
+            (PullRequests, Read)
+        }
+        // A pull request's conversation comments are issue comments; GitHub
+        // lets a pull-requests permission read and write them.
+        ("GET", ["issues", _, "comments"]) => (PullRequests, Read),
+        ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
+            (PullRequests, Write)
+        }
+        ("GET", ["collaborators", _, "permission"]) => (Metadata, Read),
+        ("GET", ["branches", rest @ ..]) if !rest.is_empty() => (Contents, Read),
+        _ => return None,
+    };
+    Some(grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_job_has_one_row_and_a_write_covers_a_read() {
+        for job in Job::ALL {
+            let rows = JOB_PERMISSIONS.iter().filter(|(j, _)| *j == job).count();
+            assert_eq!(rows, 1, "{job}");
+        }
+        assert!(Job::PrPlan.allows((PullRequests, Read)));
+        assert!(!Job::TerraRun.allows((PullRequests, Read)));
+        assert!(!Job::Receiver.allows(CLONE));
+        assert!(!Job::CreateDeployStack.allows((PullRequests, Write)));
+    }
+
+    #[test]
+    fn requests_map_to_their_permission_and_unknown_ones_to_none() {
+        let get = Method::GET;
+        assert_eq!(
+            required(&Method::POST, "statuses/abc"),
+            Some((Statuses, Write))
+        );
+        assert_eq!(required(&get, "pulls/3/files"), Some((PullRequests, Read)));
+        assert_eq!(required(&get, "pulls"), Some((PullRequests, Read)));
+        assert_eq!(
+            required(&Method::PATCH, "issues/comments/9"),
+            Some((PullRequests, Write))
+        );
+        assert_eq!(
+            required(&get, "collaborators/octo/permission"),
+            Some((Metadata, Read))
+        );
+        assert_eq!(
+            required(&get, "branches/release/v1"),
+            Some((Contents, Read))
+        );
+        assert_eq!(required(&Method::DELETE, "issues/comments/9"), None);
+        assert_eq!(required(&Method::PUT, "contents/README.md"), None);
+        assert_eq!(required(&Method::POST, "statuses/"), None);
+        assert_eq!(required(&get, "hooks"), None);
+    }
+
+    #[test]
+    fn a_token_request_names_exactly_the_jobs_permissions() {
+        let body = Value::Object(Job::TerraRun.token_permissions());
+        assert_eq!(
+            body,
+            serde_json::json!({"contents": "read", "statuses": "write"})
+        );
+    }
+}
