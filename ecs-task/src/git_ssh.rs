@@ -53,6 +53,12 @@ pub fn child_env(key: Option<&SshKey>, dir: &Path) -> Result<Vec<(String, String
         ));
     }
     std::fs::create_dir_all(dir).map_err(|source| TaskError::file("creating", dir, source))?;
+    // The task's alone: the child user may not pass through it.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| TaskError::file("protecting", dir, source))?;
+    }
     let path = dir.join("git_ssh_key");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -26,7 +26,7 @@ const CONTAINER_URI: &str = "/v2/credentials/child-must-never-see";
 const CONTAINER_AUTH: &str = "container-auth-child-must-never-see";
 
 /// The task's environment as Fargate and the module would give it, plus `more`.
-fn task(sub: &str, env: &[(&str, String)]) -> Command {
+pub(crate) fn task(sub: &str, env: &[(&str, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_live-ci-task"));
     cmd.arg(sub).env_clear();
     // What a shell and terraform need (TF_CLI_CONFIG_FILE: the offline mirror).

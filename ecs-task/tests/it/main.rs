@@ -9,6 +9,7 @@ mod create_deploy_stack;
 mod migrate_at_start;
 mod plan_json;
 mod pr_plan;
+mod sandbox;
 mod support;
 mod task_tokens;
 mod terra_run;
