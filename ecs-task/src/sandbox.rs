@@ -420,6 +420,83 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_child_user_is_both_ids_or_neither_and_never_root() {
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(ChildUser::from_settings(None, None).unwrap(), None);
+        assert_eq!(
+            ChildUser::from_settings(some("10002"), some(" 10003 ")).unwrap(),
+            Some(ChildUser {
+                uid: 10002,
+                gid: 10003
+            })
+        );
+        for (uid, gid, says) in [
+            (
+                some("0"),
+                some("10002"),
+                "LIVE_CI_CHILD_UID=\"0\": must not be 0 (root)",
+            ),
+            (
+                some("10002"),
+                some("0"),
+                "LIVE_CI_CHILD_GID=\"0\": must not be 0 (root)",
+            ),
+            (
+                some("live-ci"),
+                some("10002"),
+                "LIVE_CI_CHILD_UID=\"live-ci\": not a numeric id",
+            ),
+            (
+                some("10002"),
+                None,
+                "LIVE_CI_CHILD_UID=\"10002\": LIVE_CI_CHILD_GID must be set with it",
+            ),
+            (
+                None,
+                some("10002"),
+                "LIVE_CI_CHILD_GID=\"10002\": LIVE_CI_CHILD_UID must be set with it",
+            ),
+        ] {
+            let err = ChildUser::from_settings(uid, gid).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+    }
+
+    /// The saved plan comes from repository code: a link to the task's own
+    /// files, a FIFO that would block the read, a hard link or an oversized
+    /// file is refused, never read.
+    #[test]
+    fn a_file_of_the_child_is_read_as_untrusted_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("unit.tfplan");
+        std::fs::write(&plan, b"plan").unwrap();
+        assert_eq!(read_child_file(&plan, 4).unwrap(), b"plan");
+        let err = read_child_file(&plan, 3).unwrap_err().to_string();
+        assert!(err.contains("more than the 3 read back"), "{err}");
+
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, b"the task's").unwrap();
+        let link = dir.path().join("link.tfplan");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let err = read_child_file(&link, 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("symbolic link: not followed"), "{err}");
+
+        let hard = dir.path().join("hard.tfplan");
+        std::fs::hard_link(&secret, &hard).unwrap();
+        let err = read_child_file(&hard, 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("2 names (a hard link)"), "{err}");
+
+        let fifo = dir.path().join("fifo.tfplan");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read_child_file(&fifo, 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    #[test]
     fn private_dirs_are_made_under_the_scratch_and_override_the_tasks() {
         let scratch = tempfile::tempdir().unwrap();
         let dirs = private_dirs(scratch.path()).unwrap();

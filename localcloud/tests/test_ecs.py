@@ -100,7 +100,8 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
             "OUT_FILE": str(out),
             "EXIT_CODE": "3",
             "METADATA_OUT": str(tmp_path / "metadata.json"),
-            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID",
+            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID UID "
+            "LIVE_CI_CHILD_UID",
         },
         ["terra-run", "--unit", "dev/vpc app"],
     )
@@ -117,6 +118,9 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "000000000000",
+        # As Fargate runs the image's USER: not root; and the image's child user.
+        "UID": "10001",
+        "LIVE_CI_CHILD_UID": "10002",
     }
     task_id = task_arn.rsplit("/", 1)[-1]
     events = aws("logs").get_log_events(logGroupName="/live-ci/smoke", logStreamName=f"smoke/terra-run/{task_id}")[

@@ -192,7 +192,7 @@ async fn plan_with_probe(
         env.push(("LIVE_CI_CHILD_UID", CHILD_UID.to_string()));
         env.push(("LIVE_CI_CHILD_GID", CHILD_UID.to_string()));
     }
-    let mut cmd = task("terra-run", &env);
+    let cmd = task("terra-run", &env);
     // As the local cloud's ECS agent starts a task (and as the image's file
     // capabilities would): uid TASK_UID, a member of the child's group,
     // holding only what starting and stopping the child needs.

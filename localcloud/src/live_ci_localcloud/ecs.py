@@ -191,8 +191,10 @@ class TaskProcess:
             f.write("[safe]\n\tdirectory = *\n")
         os.chown(gitconfig, TASK_UID, TASK_UID)
         # A temporary directory of the task's own, as a container's /tmp: the child
-        # user passes through it to the checkouts the task shares with it.
-        tmp = f"{home}.tmp"
+        # user passes through it to the checkouts the task shares with it. Short, in
+        # LocalStack's own temporary directory: terraform's providers listen on unix
+        # sockets made there, whose paths may not exceed 107 bytes.
+        tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ecs-{os.path.basename(home)[:8]}")
         os.makedirs(tmp, exist_ok=True)
         os.chown(tmp, TASK_UID, TASK_UID)
         os.chmod(tmp, 0o711)
