@@ -5,7 +5,8 @@ in DescribeTasks and their output in CloudWatch Logs."""
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -100,8 +101,7 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
             "OUT_FILE": str(out),
             "EXIT_CODE": "3",
             "METADATA_OUT": str(tmp_path / "metadata.json"),
-            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID UID "
-            "LIVE_CI_CHILD_UID",
+            "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID UID LIVE_CI_CHILD_UID",
         },
         ["terra-run", "--unit", "dev/vpc app"],
     )
@@ -159,8 +159,14 @@ def test_step_functions_run_task_wait_for_task_token(
     aws: Callable[[str], Any], cluster: str, image_map: Callable[[str, list[str]], None], unique: str
 ) -> None:
     image = "live-ci-smoke-sfn-task"
-    # The venv's python has boto3: it stands in for the ecs-task binary's SDK.
-    image_map(image, [sys.executable, str(FIXTURES / "task_success.py")])
+    # boto3 stands in for the ecs-task binary's SDK. The task runs as the image's user
+    # (uid 10001), who cannot reach this venv's interpreter (pyenv's, under root's
+    # home): the system's python3 runs it with the venv's pure-Python packages.
+    system_python = shutil.which("python3", path="/usr/bin:/bin")
+    if system_python is None:
+        pytest.fail("no /usr/bin/python3 for the ECS task user to run the stand-in task with")
+    packages = sysconfig.get_paths()["purelib"]
+    image_map(image, ["/usr/bin/env", f"PYTHONPATH={packages}", system_python, str(FIXTURES / "task_success.py")])
     definition_arn = aws("ecs").register_task_definition(
         family="smoke-sfn",
         networkMode="awsvpc",
