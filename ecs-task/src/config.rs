@@ -699,6 +699,7 @@ mod tests {
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER"
                     | "APPLY_WAIT_SECONDS" => "3".to_string(),
+                    "LIVE_CI_CHILD_UID" | "LIVE_CI_CHILD_GID" => "10002".to_string(),
                     "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),
