@@ -222,6 +222,13 @@ async fn plan_with_probe(
         stdout.contains("live-ci: plan saved to"),
         "the plan ran as the child: {stdout}\n{stderr}"
     );
+    if child {
+        // Said, not silently broken: the child cannot use the deploy key.
+        assert!(
+            stdout.contains("the commands run as the child user, which cannot read the key"),
+            "{stdout}"
+        );
+    }
     assert!(
         metadb.saved_plan(&id).await.unwrap().is_some(),
         "the task recorded the child's plan"
