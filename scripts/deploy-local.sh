@@ -140,6 +140,9 @@ apply() {
     *) die "LIVE_CI_ALLOW_DESTROY must be true or false, not \"$allow_destroy\"" ;;
   esac
   mkdir -p "$state_dir"
+  # The units' state stands for a remote backend that the commands' own user (the
+  # task image's child user, not root) writes to: anyone may add to it, as in /tmp.
+  chmod 1777 "$state_dir"
   if [ "${LIVE_CI_SKIP_BUILD:-0}" != 1 ]; then
     log "cargo build ($profile binaries)"
     # shellcheck disable=SC2086 # an empty flag is no argument

@@ -76,6 +76,7 @@ impl Checkout {
                 "holds commit {head}, not the run's commit {commit}; nothing was run"
             )));
         }
+        crate::sandbox::share_checkout(&dir)?;
         Ok(Checkout {
             scratch,
             git,
@@ -90,6 +91,7 @@ impl Checkout {
         let scratch = scratch()?;
         let git = check_out(&scratch.path().join("repo"))?;
         let commit = git.resolve(commit)?;
+        crate::sandbox::share_checkout(git.dir())?;
         Ok(Checkout {
             scratch,
             git,
@@ -108,9 +110,13 @@ impl Checkout {
     }
 }
 
+/// A new scratch directory (`0700`): with a child user, its group may pass
+/// through to the checkout and the directories made for it, nothing more.
 fn scratch() -> Result<TempDir> {
-    tempfile::Builder::new()
+    let scratch = tempfile::Builder::new()
         .prefix("live-ci-task-")
         .tempdir()
-        .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))
+        .map_err(|e| TaskError::Io(format!("cannot create a scratch directory: {e}")))?;
+    crate::sandbox::pass_through(scratch.path())?;
+    Ok(scratch)
 }

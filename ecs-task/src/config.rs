@@ -35,6 +35,8 @@ pub const ENV_VARS: &[&str] = &[
     "SHOW_COMMAND",
     "SKIP_UNCHANGED",
     crate::git_ssh::ENV,
+    crate::sandbox::CHILD_UID,
+    crate::sandbox::CHILD_GID,
     "MAX_PARALLEL",
     "FAIL_FAST",
     "ALLOW_DESTROY",
@@ -301,6 +303,10 @@ pub struct Common {
     pub skip_unchanged: bool,
     /// The deploy key for `git::ssh://` module sources (`GIT_SSH_KEY`, an ECS secret).
     pub git_ssh_key: Option<crate::git_ssh::SshKey>,
+    /// The unprivileged uid/gid repository code runs as (`LIVE_CI_CHILD_UID`,
+    /// `LIVE_CI_CHILD_GID`; the image sets both): `None` runs it as the task's
+    /// own user.
+    pub child_user: Option<crate::sandbox::ChildUser>,
     pub max_parallel: u32,
     pub fail_fast: bool,
     /// Units a merge removes are destroyed (from the range's start, dependents
@@ -363,6 +369,11 @@ impl FromLookup for Common {
             auth => Ok(auth),
         });
         let github = check.keep(github);
+        let child_user = crate::sandbox::ChildUser::from_settings(
+            check.opt(crate::sandbox::CHILD_UID),
+            check.opt(crate::sandbox::CHILD_GID),
+        );
+        let child_user = check.keep(child_user);
         Some(Common {
             repository,
             clone_url: clone_url?,
@@ -379,6 +390,7 @@ impl FromLookup for Common {
             git_ssh_key: check
                 .opt(crate::git_ssh::ENV)
                 .map(crate::git_ssh::SshKey::new),
+            child_user: child_user?,
             max_parallel: max_parallel?,
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
@@ -707,6 +719,7 @@ mod tests {
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER"
                     | "APPLY_WAIT_SECONDS" => "3".to_string(),
+                    "LIVE_CI_CHILD_UID" | "LIVE_CI_CHILD_GID" => "10002".to_string(),
                     "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),
                     "SCAN_TYPE" => "plan".into(),

@@ -596,13 +596,16 @@ async fn plan_scan<R: RoleAssumer>(
     roles: &R,
 ) -> Result<Affected> {
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
+    // The plans write their files here, as the child user.
     let scratch = checkout.scratch_file("scan");
-    std::fs::create_dir_all(&scratch)
-        .map_err(|source| TaskError::file("creating", &scratch, source))?;
+    sandbox::child_dirs(&[&scratch])?;
     let mut env = vec![(
         "LIVE_CI_REPO_DIR".to_string(),
         checkout.dir().display().to_string(),
     )];
+    // A home, temporary directory and plugin cache of the plans' own, not
+    // the task's (which the child user cannot reach).
+    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
     env.extend(crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
         &checkout.scratch_file("ssh"),

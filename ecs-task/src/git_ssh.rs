@@ -53,6 +53,12 @@ pub fn child_env(key: Option<&SshKey>, dir: &Path) -> Result<Vec<(String, String
         ));
     }
     std::fs::create_dir_all(dir).map_err(|source| TaskError::file("creating", dir, source))?;
+    // The task's alone: the child user may not pass through it.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| TaskError::file("protecting", dir, source))?;
+    }
     let path = dir.join("git_ssh_key");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -68,6 +74,17 @@ pub fn child_env(key: Option<&SshKey>, dir: &Path) -> Result<Vec<(String, String
     // ssh needs the final newline that secret stores tend to strip.
     file.write_all(format!("{key}\n").as_bytes())
         .map_err(|source| TaskError::file("writing", &path, source))?;
+    if crate::sandbox::child_user().is_some() {
+        // The key file is the task's alone: the child user cannot read it, so
+        // ssh in the child cannot use it yet (an agent it may use without
+        // reading the key is still to do). Said, not silently broken.
+        tracing::warn!(
+            "GIT_SSH_KEY is set, but git::ssh module sources cannot use it under the child user"
+        );
+        println!(
+            "live-ci: warning: GIT_SSH_KEY is set, but the commands run as the child user, which cannot read the key: git::ssh:// module sources will fail to clone"
+        );
+    }
     let command = format!(
         "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new -o BatchMode=yes",
         shell_quote(&path.display().to_string())

@@ -20,12 +20,33 @@ use live_ci_task::leftovers::Subreaper;
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::{open_metadb, open_metadb_reading};
 use live_ci_task::terra_run::TerraRunPorts;
-use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, timeline};
+use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, sandbox, timeline};
 use live_ci_workflow::SfnTaskTokens;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before anything else (before any secret is read or any child started):
+    // no process of this uid may read this one's memory or environment
+    // (`/proc/<pid>/environ`) or ptrace it.
+    sandbox::forbid_dumps().context("making the task non-dumpable (PR_SET_DUMPABLE 0)")?;
     timeline::start();
+    let cli = Cli::parse();
+    // Every variable the subcommand needs is checked before anything is done.
+    let config = Config::from_env(cli.command);
+    // While this process has one thread: what its children inherit.
+    let child_user = config
+        .as_ref()
+        .ok()
+        .and_then(Config::common)
+        .and_then(|c| c.child_user);
+    sandbox::harden_process(child_user).context("hardening the task before any child")?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?
+        .block_on(task_main(config))
+}
+
+async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -33,9 +54,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    // Every variable the subcommand needs is checked before anything is done.
-    let config = match Config::from_env(cli.command) {
+    let config = match config {
         Ok(config) => config,
         Err(errors) => {
             if let Some(token) = &errors.task_token {
@@ -48,6 +67,16 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     timeline::mark("config");
+    if let Some(common) = config.common()
+        && let Err(e) = sandbox::run_children_as(common.child_user)
+    {
+        // Every command of repository code runs as that user, or none runs.
+        if let Config::TerraRun { job, .. } = &config {
+            let aws = aws_config::load_from_env().await;
+            answer_token(&aws, &job.task_token, e.name(), &e.to_string()).await;
+        }
+        return Err(e).context("the child user");
+    }
     let Some(common) = config.common() else {
         println!(
             "{}",

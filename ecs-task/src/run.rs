@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::Command;
 
 use crate::error::{Result, TaskError};
 
@@ -101,12 +100,10 @@ where
         })
         .ok();
     let running = Running::start();
-    let mut child = Command::new("sh")
+    // As the child user (crate::sandbox::command), with exactly `env`.
+    let mut child = crate::sandbox::command("sh", dir, env)
         .arg("-c")
         .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -207,19 +204,22 @@ async fn interrupt(pid: Option<u32>, command: &str) {
 }
 
 /// Sends `signal` (as `kill` names it, e.g. `INT`) to the process group that
-/// `pid` leads: the shell and everything it started.
+/// `pid` leads: the shell and everything it started. Sent by this process
+/// itself: the command may run as the child user, which only a process
+/// holding `CAP_KILL` (this one, not a program it starts) may signal.
 async fn signal_group(pid: u32, signal: &str) -> std::io::Result<()> {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), "--", &format!("-{pid}")])
-        .status()
-        .await?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!(
-            "\"kill -{signal} -- -{pid}\" answered {status}"
-        )))
-    }
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let sig = match signal {
+        "INT" => Signal::INT,
+        "TERM" => Signal::TERM,
+        _ => Signal::KILL,
+    };
+    let group = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other(format!("no such process group {pid}")))?;
+    kill_process_group(group, sig)
+        .map_err(|e| std::io::Error::other(format!("signal {signal} to process group {pid}: {e}")))
 }
 
 /// Like [`run`] without a callback.
@@ -250,13 +250,10 @@ pub async fn capture(
     prefix: &str,
 ) -> Result<(Finished, String)> {
     let started = std::time::Instant::now();
-    let out = Command::new("sh")
+    // The child user and the whole environment, as for `run`.
+    let out = crate::sandbox::command("sh", dir, env)
         .arg("-c")
         .arg(command)
-        .current_dir(dir)
-        // The whole environment, as for `run` (crate::sandbox::env_for).
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()

@@ -28,7 +28,6 @@ use live_ci_core::terraform::{
 };
 use live_ci_workflow::payload::{ApplyResult, PlanResult};
 use serde::Serialize;
-use tokio::process::Command;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
@@ -275,7 +274,10 @@ async fn phase<
         unit_dir,
         credentials,
     } = prepared?;
-    let plan_file = checkout.scratch_file("unit.tfplan");
+    // In a directory of the child's: the plan command writes the file there.
+    let out_dir = checkout.scratch_file("out");
+    sandbox::child_dirs(&[&out_dir])?;
+    let plan_file = out_dir.join("unit.tfplan");
     let plan_file_str = plan_file.display().to_string();
     let mut extra = vec![
         (
@@ -302,19 +304,18 @@ async fn phase<
             if finished.code != Some(0) {
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
-            if !plan_file.is_file() {
-                return Err(TaskError::PlanArtifact {
+            // Written by repository code: read as untrusted input (no link
+            // followed, a size cap).
+            let bytes = sandbox::read_child_file(&plan_file, sandbox::MAX_CHILD_FILE_BYTES)
+                .map_err(|e| TaskError::PlanArtifact {
                     artifact: plan_file_str.clone(),
-                    message: "the plan command saved no plan; the template must write {plan_file}"
-                        .into(),
-                });
-            }
-            let bytes = std::fs::read(&plan_file).map_err(|e| TaskError::PlanArtifact {
-                artifact: plan_file_str.clone(),
-                message: format!(
-                    "the plan command saved no plan ({e}); the template must write {{plan_file}}"
-                ),
-            })?;
+                    message: if e.kind() == std::io::ErrorKind::NotFound {
+                        "the plan command saved no plan; the template must write {plan_file}"
+                            .to_string()
+                    } else {
+                        format!("the saved plan is refused: {e}")
+                    },
+                })?;
             // The summary (a `show` process) and the plan's storage (S3, then
             // the metadb) are independent: they go at once.
             let describe = async {
@@ -361,6 +362,13 @@ async fn phase<
         Some(bytes) => {
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
+            // Readable by the child's group (the apply reads it), whatever
+            // the task's umask; not writable by it.
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&plan_file, std::fs::Permissions::from_mode(0o640))
+                    .map_err(|e| TaskError::Io(format!("sharing {plan_file_str:?}: {e}")))?;
+            }
             let ran =
                 run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await;
             timeline::mark("terraform");
@@ -811,11 +819,10 @@ async fn tool_output(
     unit_dir: &Path,
     env: &[(String, String)],
 ) -> Result<std::process::Output> {
-    Command::new(program)
+    // Repository code too (the providers `show -json` starts): the child user.
+    sandbox::command(program, unit_dir, env)
         .args(args)
-        .current_dir(unit_dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(std::process::Stdio::null())
         .output()
         .await
         .map_err(|e| TaskError::Spawn {

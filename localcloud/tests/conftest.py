@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -49,6 +51,17 @@ def aws(endpoint: str) -> Callable[[str], Any]:
         return clients[service]
 
     return client
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A directory the tests' ECS tasks may write in: they run as the image's user
+    (uid 10001, as on Fargate), and pytest's own temporary directories are root's
+    alone. Anyone may add to it, as in /tmp."""
+    path = Path(tempfile.mkdtemp(prefix="live-ci-smoke-"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

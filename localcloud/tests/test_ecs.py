@@ -5,7 +5,8 @@ in DescribeTasks and their output in CloudWatch Logs."""
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+import sysconfig
 import time
 import urllib.error
 import urllib.request
@@ -116,7 +117,7 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
             "METADATA_OUT": str(tmp_path / "metadata.json"),
             "CREDENTIALS_OUT": str(tmp_path / "credentials.json"),
             "RECORD": "FROM_DEFINITION OVERRIDDEN AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY "
-            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI UID LIVE_CI_CHILD_UID",
         },
         ["terra-run", "--unit", "dev/vpc app"],
     )
@@ -137,6 +138,9 @@ def test_run_task_runs_the_process_with_merged_command_and_environment(
         # As on Fargate: no key in the environment, the task role's from the endpoint.
         "AWS_ACCESS_KEY_ID": "",
         "AWS_SECRET_ACCESS_KEY": "",
+        # As Fargate runs the image's USER: not root; and the image's child user.
+        "UID": "10001",
+        "LIVE_CI_CHILD_UID": "10002",
     }
     task_id = task_arn.rsplit("/", 1)[-1]
     events = aws("logs").get_log_events(logGroupName="/live-ci/smoke", logStreamName=f"smoke/terra-run/{task_id}")[
@@ -218,8 +222,14 @@ def test_step_functions_run_task_wait_for_task_token(
     aws: Callable[[str], Any], cluster: str, image_map: Callable[[str, list[str]], None], unique: str, task_role: str
 ) -> None:
     image = "live-ci-smoke-sfn-task"
-    # The venv's python has boto3: it stands in for the ecs-task binary's SDK.
-    image_map(image, [sys.executable, str(FIXTURES / "task_success.py")])
+    # boto3 stands in for the ecs-task binary's SDK. The task runs as the image's user
+    # (uid 10001), who cannot reach this venv's interpreter (pyenv's, under root's
+    # home): the system's python3 runs it with the venv's pure-Python packages.
+    system_python = shutil.which("python3", path="/usr/bin:/bin")
+    if system_python is None:
+        pytest.fail("no /usr/bin/python3 for the ECS task user to run the stand-in task with")
+    packages = sysconfig.get_paths()["purelib"]
+    image_map(image, ["/usr/bin/env", f"PYTHONPATH={packages}", system_python, str(FIXTURES / "task_success.py")])
     definition_arn = aws("ecs").register_task_definition(
         family="smoke-sfn",
         # Its SDK finds the task role's credentials (the container credentials endpoint).

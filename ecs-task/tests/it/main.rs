@@ -10,6 +10,7 @@ mod github_app;
 mod migrate_at_start;
 mod plan_json;
 mod pr_plan;
+mod sandbox;
 mod support;
 mod task_tokens;
 mod terra_run;

@@ -15,6 +15,13 @@ the task's first container as a process:
   the container's `awslogs` configuration (`<prefix>/<container>/<task-id>`);
 - status: RUNNING while the process runs, then STOPPED with the container's exit
   code (DescribeTasks, and so `.sync` integrations, see it). StopTask stops it.
+- user: as Fargate honours the image's `USER`, the task runs as the image's
+  non-root uid (`TASK_UID`), holding only the capabilities the image's binary gets
+  from its file capabilities (`CAP_SETUID`, `CAP_SETGID`, `CAP_KILL`: it starts
+  repository code as the image's child user, `CHILD_UID`, whose group it is a
+  member of), through `setpriv` (util-linux); its home is its work directory. The
+  image's `LIVE_CI_CHILD_UID` / `LIVE_CI_CHILD_GID` come first in its environment.
+  A LocalStack that is not root cannot switch users: tasks then run as its user.
 moto models one container per task, so only the first container definition runs.
 """
 
@@ -60,6 +67,11 @@ CREDENTIALS_PREFIX = "/_live_ci/ecs-credentials"
 # Credentials are assumed again when less than this is left of their life (the SDKs
 # refresh about 5 minutes before expiry; they get a fresh hour then).
 CREDENTIALS_REFRESH_SECONDS = 900
+# The task image's users (ecs-task/Dockerfile): `USER live-ci` and the child user.
+TASK_UID = 10001
+CHILD_UID = 10002
+# What the image's binary holds through its file capabilities.
+TASK_CAPS = "+setuid,+setgid,+kill"
 LOG_FLUSH_SECONDS = 1.0
 LOG_BATCH_LINES = 500
 
@@ -175,6 +187,8 @@ class TaskProcess:
         override = next((o for o in self.task.overrides.get("containerOverrides", []) if o.get("name") == name), {})
         command = override.get("command") or container.get("command") or []
         env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
+        # The image's own environment (ecs-task/Dockerfile's ENV).
+        env.update({"LIVE_CI_CHILD_UID": str(CHILD_UID), "LIVE_CI_CHILD_GID": str(CHILD_UID)})
         env.update(self.aws_env())
         for source in (container.get("environment") or [], override.get("environment") or []):
             env.update({item["name"]: str(item.get("value", "")) for item in source})
@@ -186,13 +200,16 @@ class TaskProcess:
             self.log_path.write_text(f"live-ci local cloud: {e}\n")
             self.finished(exit_code=None, reason=f"CannotPullContainerError: {e}")
             return
+        work_dir = self.work_dir()
+        argv = self.as_task_user(argv, env, work_dir)
         LOG.info("ECS task %s: running %s", self.task.id, argv)
         self.set_running()
-        # The supervisor ties the task's process tree to LocalStack's life.
+        # The supervisor ties the task's process tree to LocalStack's life; it stays
+        # LocalStack's user, so it can stop the task whatever the task's user.
         self.process = subprocess.Popen(
             [sys.executable, "-m", "live_ci_localcloud.supervise", "--parent-pid", str(os.getpid()), "--", *argv],
             env=env,
-            cwd=self.work_dir(),
+            cwd=work_dir,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -224,7 +241,49 @@ class TaskProcess:
     def work_dir(self) -> str:
         path = state_dir() / "ecs-tasks" / self.task.id
         path.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            # The task's own (its home, as /home/live-ci is in the image).
+            os.chown(path, TASK_UID, TASK_UID)
+            path.chmod(0o700)
         return str(path)
+
+    @staticmethod
+    def as_task_user(argv: list[str], env: dict[str, str], home: str) -> list[str]:
+        """argv run as the image's user: uid and gid TASK_UID, a member of the child's
+        group, with the image binary's capabilities as ambient ones (so they survive
+        the exec of an unmarked binary), the parent-death signal set again after the
+        user change (which clears it)."""
+        if os.geteuid() != 0:
+            LOG.warning("LocalStack is not root: ECS tasks run as its own user, not uid %s", TASK_UID)
+            return argv
+        env["HOME"] = home
+        # The repositories the local cloud's tasks clone are local paths of LocalStack's
+        # user, which git refuses to read for another owner ("dubious ownership"); in
+        # AWS they come over HTTPS, where git makes no such check.
+        gitconfig = os.path.join(home, ".gitconfig")
+        with open(gitconfig, "w") as f:
+            f.write("[safe]\n\tdirectory = *\n")
+        os.chown(gitconfig, TASK_UID, TASK_UID)
+        # A temporary directory of the task's own, as a container's /tmp: the child
+        # user passes through it to the checkouts the task shares with it. Short, in
+        # LocalStack's own temporary directory: terraform's providers listen on unix
+        # sockets made there, whose paths may not exceed 107 bytes.
+        tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ecs-{os.path.basename(home)[:8]}")
+        os.makedirs(tmp, exist_ok=True)
+        os.chown(tmp, TASK_UID, TASK_UID)
+        os.chmod(tmp, 0o711)
+        env["TMPDIR"] = tmp
+        return [
+            "setpriv",
+            f"--reuid={TASK_UID}",
+            f"--regid={TASK_UID}",
+            f"--groups={CHILD_UID}",
+            f"--inh-caps={TASK_CAPS}",
+            f"--ambient-caps={TASK_CAPS}",
+            "--pdeathsig=KILL",
+            "--",
+            *argv,
+        ]
 
     def cloudwatch_target(self, container: dict[str, Any], name: str) -> tuple[str, str, str] | None:
         log_config = container.get("logConfiguration") or {}

@@ -72,6 +72,14 @@ const TASK_DEFAULTS: &[(&str, &str)] = &[
         "the 60 s default is well under the states' heartbeat",
     ),
     ("AWS_REGION", "set by Fargate"),
+    (
+        "LIVE_CI_CHILD_UID",
+        "set by the task image (ecs-task/Dockerfile's ENV), with the user it names",
+    ),
+    (
+        "LIVE_CI_CHILD_GID",
+        "set by the task image (ecs-task/Dockerfile's ENV), with the group it names",
+    ),
     ("ECS_CONTAINER_METADATA_URI_V4", "set by Fargate"),
     (live_ci_core::task::env::PR_NUMBER, BY_RECEIVER),
     (live_ci_core::task::env::COMMIT, BY_RECEIVER),
