@@ -1,6 +1,7 @@
 //! The REST client: one authenticated request path with retries, `Link`-header
 //! pagination, and the [`GitHost`] operations live-ci needs.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use live_ci_core::status::{CommitStatus, PullRequest};
@@ -49,6 +50,8 @@ pub struct GitHubClient {
     base: String,
     repo: String,
     config: GitHubConfig,
+    /// Who the token acts as, looked up once per client (clones share it).
+    bot_login: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl GitHubClient {
@@ -84,7 +87,25 @@ impl GitHubClient {
             repo: config.repository.clone(),
             base,
             config,
+            bot_login: Arc::default(),
         })
+    }
+
+    /// The login this client's comments are made by: with a token,
+    /// `GET /user` (once per client; a failure is not cached). The one place
+    /// the client's identity comes from, so another kind of authentication
+    /// (a GitHub App, whose comments come from `<app-slug>[bot]`) supplies
+    /// its own here.
+    pub async fn bot_login(&self) -> Result<String, GitHubError> {
+        self.bot_login
+            .get_or_try_init(|| async {
+                let url = format!("{}/user", self.base);
+                let (value, _) = self.send(Method::GET, &url, None).await?;
+                let user: CommentUser = self.decode(&url, value)?;
+                Ok(user.login)
+            })
+            .await
+            .cloned()
     }
 
     fn repo_url(&self, rest: &str) -> String {
@@ -265,6 +286,14 @@ struct CommentEntry {
     id: u64,
     #[serde(default)]
     body: String,
+    /// Null for a deleted ("ghost") account.
+    #[serde(default)]
+    user: Option<CommentUser>,
+}
+
+#[derive(Deserialize)]
+struct CommentUser {
+    login: String,
 }
 
 impl GitHost for GitHubClient {
@@ -333,11 +362,19 @@ impl GitHost for GitHubClient {
         } else {
             format!("{marker}\n{body}")
         };
+        // Only the bot's own comment is ever edited: anyone can write the
+        // marker into a comment of theirs, and an edit would then put the
+        // bot's words under their name (or theirs under the bot's summary).
+        let me = self.bot_login().await?;
         let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
         let mut existing = None;
         for item in self.get_all(url.clone()).await? {
             let c: CommentEntry = self.decode(&url, item)?;
-            if c.body.contains(marker) {
+            let mine = c
+                .user
+                .as_ref()
+                .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
+            if mine && c.body.contains(marker) {
                 existing = Some(c.id);
                 break;
             }
@@ -372,6 +409,10 @@ struct PullDetail {
 
 impl PullRequestAuthority for GitHubClient {
     type Error = GitHubError;
+
+    async fn bot_login(&self) -> Result<String, GitHubError> {
+        GitHubClient::bot_login(self).await
+    }
 
     /// `GET /repos/{owner}/{repo}/collaborators/{user}/permission`. GitHub
     /// answers 404 for a user who is no collaborator at all: no permission.

@@ -47,6 +47,8 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
     fake.close_pull_request(42);
     assert!(client.open_pull_requests("main").await.unwrap().is_empty());
 
+    // someone else's comment carrying the marker is left alone
+    let planted = fake.add_comment(42, "mallory", "<!-- m -->\n/live-ci plan");
     client
         .upsert_comment(42, "<!-- m -->", "one")
         .await
@@ -56,8 +58,17 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
         .await
         .unwrap();
     let comments = fake.comments(42);
-    assert_eq!(comments.len(), 1, "updated, not duplicated");
-    assert!(comments[0].body.ends_with("two"), "{comments:?}");
+    assert_eq!(comments.len(), 2, "updated, not duplicated");
+    assert_eq!(
+        (
+            comments[0].id,
+            comments[0].login.as_str(),
+            comments[0].body.as_str()
+        ),
+        (planted, "mallory", "<!-- m -->\n/live-ci plan")
+    );
+    assert_eq!(comments[1].login, FakeGitHub::BOT_LOGIN);
+    assert!(comments[1].body.ends_with("two"), "{comments:?}");
 
     let requests = fake.requests().await;
     assert!(

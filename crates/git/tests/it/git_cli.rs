@@ -154,7 +154,11 @@ fn control_characters_in_paths_are_refused_at_discovery_naming_the_path() {
         assert!(!err.contains('\n'), "{err:?}");
     };
     expect(g.tree_at(Some("evil")).err().unwrap().to_string());
-    expect(g.changed_files("main", Some("evil")).unwrap_err().to_string());
+    expect(
+        g.changed_files("main", Some("evil"))
+            .unwrap_err()
+            .to_string(),
+    );
     // the working tree (checked out at the hostile commit)
     let err = g.tree_at(None).unwrap().files().unwrap_err().to_string();
     assert!(
