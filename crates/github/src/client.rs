@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use live_ci_core::status::{CommitStatus, PullRequest};
 
-use live_ci_core::port::BranchHead;
+use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
@@ -483,6 +483,40 @@ impl BranchHead for GitHubClient {
         let entry: BranchEntry = self.decode(&url, value)?;
         Ok(entry.commit.sha)
     }
+
+    /// `GET /repos/{owner}/{repo}/commits/{sha}/pulls` (all pages).
+    async fn commit_pull_requests(&self, sha: &str) -> Result<Vec<CommitPullRequest>, GitHubError> {
+        // The commit goes into the URL path: a full commit id only.
+        if sha.len() != 40 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(GitHubError::Commit(sha.to_string()));
+        }
+        let url = self.repo_url(&format!("commits/{sha}/pulls?per_page={PER_PAGE}"));
+        let mut pulls = Vec::new();
+        for item in self.get_all(url.clone()).await? {
+            let entry: CommitPullEntry = self.decode(&url, item)?;
+            pulls.push(CommitPullRequest {
+                number: entry.number,
+                merged_at: entry.merged_at,
+                merge_commit_sha: entry.merge_commit_sha,
+                base_ref: entry.base.name,
+                base_sha: entry.base.sha,
+                head_ref: entry.head.name,
+                head_sha: entry.head.sha,
+            });
+        }
+        Ok(pulls)
+    }
+}
+
+#[derive(Deserialize)]
+struct CommitPullEntry {
+    number: u64,
+    #[serde(default)]
+    merged_at: Option<String>,
+    #[serde(default)]
+    merge_commit_sha: Option<String>,
+    head: RefEntry,
+    base: RefEntry,
 }
 
 #[cfg(test)]

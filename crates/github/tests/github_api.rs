@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use live_ci_core::status::{CommitStatus, PullRequest, StatusState};
 
-use live_ci_core::port::BranchHead;
+use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
@@ -567,4 +567,62 @@ async fn the_trunk_head_is_one_exact_branch_get() {
         err.contains("branches/gone") && err.contains("404"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_commits_pull_requests_are_one_exact_get_and_the_sha_is_checked() {
+    let server = MockServer::start().await;
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/acme/live/commits/{sha}/pulls")))
+        .and(query_param("per_page", "100"))
+        .and(header("authorization", "Bearer ghs_secret"))
+        .and(header("accept", "application/vnd.github+json"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{
+            "number": 42, "state": "closed", "title": "x",
+            "merged_at": "2026-11-26T05:00:00Z", "merge_commit_sha": sha,
+            "head": {"ref": "feature/x", "sha": "5555555555555555555555555555555555555555", "repo": null},
+            "base": {"ref": "main", "sha": "6666666666666666666666666666666666666666"}
+        }, {
+            "number": 43, "state": "open", "merged_at": null, "merge_commit_sha": null,
+            "head": {"ref": "wip", "sha": sha},
+            "base": {"ref": "main", "sha": "6666666666666666666666666666666666666666"}
+        }])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = client(&server, "");
+    let pulls = github.commit_pull_requests(sha).await.unwrap();
+    assert_eq!(
+        pulls,
+        [
+            CommitPullRequest {
+                number: 42,
+                merged_at: Some("2026-11-26T05:00:00Z".into()),
+                merge_commit_sha: Some(sha.into()),
+                base_ref: "main".into(),
+                base_sha: "6666666666666666666666666666666666666666".into(),
+                head_ref: "feature/x".into(),
+                head_sha: "5555555555555555555555555555555555555555".into(),
+            },
+            CommitPullRequest {
+                number: 43,
+                merged_at: None,
+                merge_commit_sha: None,
+                base_ref: "main".into(),
+                base_sha: "6666666666666666666666666666666666666666".into(),
+                head_ref: "wip".into(),
+                head_sha: sha.into(),
+            },
+        ]
+    );
+    // Anything but a full commit id is refused before any call.
+    for bad in ["6dcb09b", "../pulls", "", &format!("{sha}/x")] {
+        let err = github.commit_pull_requests(bad).await.unwrap_err();
+        assert!(
+            matches!(&err, GitHubError::Commit(b) if b == bad),
+            "{bad:?}: {err}"
+        );
+    }
+    server.verify().await;
 }

@@ -4,9 +4,9 @@
 
 use live_ci_core::status::{CommitStatus, StatusState};
 
-use live_ci_core::port::GitHost;
+use live_ci_core::port::{BranchHead, GitHost, merge_that_produced};
 use live_ci_github::{GitHubClient, GitHubConfig, RetryPolicy};
-use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest, MergedPull};
 
 #[tokio::test]
 async fn statuses_files_pull_requests_and_comments_round_trip() {
@@ -69,6 +69,30 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
     );
     assert_eq!(comments[1].login, FakeGitHub::BOT_LOGIN);
     assert!(comments[1].body.ends_with("two"), "{comments:?}");
+
+    // the merged pull request of a merge commit; none for a direct push
+    let merge = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    fake.add_merged_pull_request(MergedPull {
+        number: 42,
+        merge_commit_sha: merge.into(),
+        base_ref: "main".into(),
+        base_sha: "b".into(),
+        head_ref: "feature".into(),
+        head_sha: "abc".into(),
+    });
+    let pulls = client.commit_pull_requests(merge).await.unwrap();
+    assert_eq!(
+        merge_that_produced(merge, &pulls).map(|p| p.number),
+        Some(42)
+    );
+    let pushed = "1111111111111111111111111111111111111111";
+    assert!(
+        client
+            .commit_pull_requests(pushed)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let requests = fake.requests().await;
     assert!(
