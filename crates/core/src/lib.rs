@@ -13,6 +13,7 @@ pub mod merge_lock;
 pub mod operate;
 pub mod path;
 pub mod port;
+pub mod redact;
 pub mod scheduler;
 pub mod settings;
 pub mod status;
