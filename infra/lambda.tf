@@ -46,6 +46,7 @@ locals {
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
     # The sweep launches create-deploy-stack for a trunk head no webhook announced.
     TRUNK_SWEEP_COOLDOWN_SECONDS            = tostring(var.trunk_sweep_cooldown_seconds)
+    DEPLOY_DIRECT_PUSHES                    = tostring(var.deploy_direct_pushes)
     ECS_CLUSTER_ARN                         = aws_ecs_cluster.this.arn
     ECS_SUBNET_IDS                          = join(",", var.subnet_ids)
     ECS_SECURITY_GROUP_IDS                  = join(",", var.security_group_ids)

@@ -315,6 +315,12 @@ variable "trunk_sweep_cooldown_seconds" {
   }
 }
 
+variable "deploy_direct_pushes" {
+  description = "Let the sweep deploy a trunk head that no merged pull request produced (a direct push, run as PR 0). Off: such a head is not deployed and gets a failing live-ci: deploy status saying why."
+  type        = bool
+  default     = false
+}
+
 variable "max_start_attempts" {
   description = "Failed StartExecution calls of one unit before trigger-sf fails it with the error as its reason (instead of retrying forever)."
   type        = number

@@ -7,6 +7,7 @@
 
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
+use live_ci_core::escape::markdown;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
@@ -110,9 +111,9 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                 &e.to_string(),
             ));
             format!(
-                "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: `{}`\n",
-                short(&commit),
-                e.to_string().replace('`', "'")
+                "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: {}\n",
+                markdown::code(short(&commit)),
+                markdown::code(&e.to_string())
             )
         }
     };
@@ -229,7 +230,7 @@ pub fn not_destroyed_text(units: &[RepoPath]) -> String {
 fn unit_list(units: &[RepoPath]) -> String {
     units
         .iter()
-        .map(|u| format!("`{u}`"))
+        .map(|u| markdown::code(u.display()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -238,11 +239,13 @@ fn short(commit: &str) -> &str {
     commit.get(..7).unwrap_or(commit)
 }
 
-/// The summary comment: one row per unit.
+/// The summary comment: one row per unit. Everything from the repository
+/// (unit paths, error text, warnings) is a code span ([`markdown`]): the bot's
+/// comment shows it, and can never be made to say or ask anything else.
 pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> String {
     let mut body = format!(
         "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
-        short(commit)
+        markdown::code(short(commit))
     );
     if report.plans.is_empty() && report.destroyed_on_merge.is_empty() {
         body.push_str("No Terragrunt unit is affected.\n");
@@ -253,21 +256,21 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         for p in &report.plans {
             match &p.outcome {
                 Ok(o) => body.push_str(&format!(
-                    "| `{}` | {} | {} | {} | {} |\n",
-                    p.path,
+                    "| {} | {} | {} | {} | {} |\n",
+                    markdown::cell(p.path.display()),
                     if o.summary.has_resource_changes() {
                         "changes".to_string()
                     } else {
-                        o.summary.describe()
+                        markdown::cell(&o.summary.describe())
                     },
                     o.counts.add,
                     o.counts.change,
                     o.counts.destroy
                 )),
                 Err(e) => body.push_str(&format!(
-                    "| `{}` | failed: {} | - | - | - |\n",
-                    p.path,
-                    e.lines().next().unwrap_or("").replace('|', "\\|")
+                    "| {} | failed: {} | - | - | - |\n",
+                    markdown::cell(p.path.display()),
+                    markdown::cell(e.lines().next().unwrap_or(""))
                 )),
             }
         }
@@ -285,7 +288,7 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         ));
     }
     for w in &report.warnings {
-        body.push_str(&format!("\n> {w}\n"));
+        body.push_str(&format!("\n> {}\n", markdown::code(w)));
     }
     if let Some(url) = logs_url {
         body.push_str(&format!("\n[Plan logs]({url})\n"));

@@ -15,7 +15,9 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use std::collections::VecDeque;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 use crate::error::{Result, TaskError};
 
@@ -30,6 +32,59 @@ pub struct Finished {
     pub elapsed: Duration,
     /// The task got SIGTERM while the command ran and passed it on as SIGINT.
     pub interrupted: bool,
+}
+
+/// The longest line kept whole: a longer one (no newline for megabytes) is
+/// cut into lines of this size, so one line never takes unbounded memory.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// How much output [`Finished::output`] keeps: the last lines up to this size
+/// (the summary and the errors are at the end); the earlier ones are counted
+/// and named in a first line, never kept, so a child printing without end
+/// cannot exhaust the task's memory. Every line still streams to stdout.
+pub const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Lines in flight between the pipes' readers and the collector: a child
+/// faster than our stdout waits on its pipe instead of filling memory.
+const LINES_IN_FLIGHT: usize = 256;
+
+/// The last [`MAX_OUTPUT_BYTES`] of a command's output, and a count of the rest.
+#[derive(Debug, Default)]
+struct Tail {
+    lines: VecDeque<String>,
+    bytes: usize,
+    dropped_lines: u64,
+    dropped_bytes: u64,
+}
+
+impl Tail {
+    fn push(&mut self, line: String) {
+        self.bytes += line.len() + 1;
+        self.lines.push_back(line);
+        while self.bytes > MAX_OUTPUT_BYTES {
+            let Some(old) = self.lines.pop_front() else {
+                break;
+            };
+            self.bytes -= old.len() + 1;
+            self.dropped_lines += 1;
+            self.dropped_bytes += old.len() as u64 + 1;
+        }
+    }
+
+    fn into_output(self) -> String {
+        let mut out = String::with_capacity(self.bytes + 100);
+        if self.dropped_lines > 0 {
+            out.push_str(&format!(
+                "[live-ci: {} earlier line(s), {} bytes, not kept; the task's log has them]\n",
+                self.dropped_lines, self.dropped_bytes
+            ));
+        }
+        for line in self.lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// Commands of [`run`] running in this process now.
@@ -115,15 +170,30 @@ where
             command: command.to_string(),
             message: format!("in {:?}: {e}", dir.display().to_string()),
         })?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
     fn pump(
         reader: impl AsyncRead + Unpin + Send + 'static,
-        tx: tokio::sync::mpsc::UnboundedSender<String>,
+        tx: tokio::sync::mpsc::Sender<String>,
     ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            let mut lines = BufReader::new(reader).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tx.send(line).is_err() {
+            let mut reader = BufReader::new(reader);
+            let mut buf = Vec::with_capacity(1024);
+            loop {
+                buf.clear();
+                // At most MAX_LINE_BYTES per read: a longer line arrives in pieces.
+                let mut limited = (&mut reader).take(MAX_LINE_BYTES as u64);
+                match limited.read_until(b'\n', &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if buf.ends_with(b"\n") {
+                    buf.pop();
+                    if buf.ends_with(b"\r") {
+                        buf.pop();
+                    }
+                }
+                let line = String::from_utf8_lossy(&buf).into_owned();
+                if tx.send(line).await.is_err() {
                     break;
                 }
             }
@@ -137,7 +207,7 @@ where
         pumps.push(pump(err, tx.clone()));
     }
     drop(tx);
-    let mut output = String::new();
+    let mut output = Tail::default();
     let mut interval = tokio::time::interval(every);
     interval.tick().await;
     let mut stopped = false;
@@ -147,8 +217,7 @@ where
             line = rx.recv() => match line {
                 Some(line) => {
                     println!("{prefix}{line}");
-                    output.push_str(&line);
-                    output.push('\n');
+                    output.push(line);
                 }
                 None => break,
             },
@@ -177,7 +246,7 @@ where
     drop(running);
     Ok(Finished {
         code: if stopped { None } else { status.code() },
-        output,
+        output: output.into_output(),
         elapsed: started.elapsed(),
         interrupted,
     })
@@ -313,6 +382,65 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(f.output, "unset\n");
+    }
+
+    /// A child printing without end (one 3 MB line without a newline, then
+    /// 12 MB of lines) leaves at most MAX_OUTPUT_BYTES in memory: the last
+    /// lines, whole, behind a first line that counts the rest.
+    #[tokio::test]
+    async fn output_is_kept_up_to_a_cap_and_the_rest_summarised() {
+        let dir = std::env::temp_dir();
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let f = run_quietly(
+            "head -c 3000000 /dev/zero | tr '\\0' a; echo; \
+             yes 0123456789012345678901234567890123456789 | head -n 300000; echo the end",
+            &dir,
+            &env,
+            "",
+        )
+        .await
+        .unwrap();
+        assert_eq!(f.code, Some(0));
+        assert!(
+            f.output.len() <= MAX_OUTPUT_BYTES + 200,
+            "{}",
+            f.output.len()
+        );
+        assert!(
+            f.output.len() > MAX_OUTPUT_BYTES - 1000,
+            "{}",
+            f.output.len()
+        );
+        let first = f.output.lines().next().unwrap();
+        assert!(
+            first.starts_with("[live-ci: ")
+                && first.ends_with(" not kept; the task's log has them]"),
+            "{first}"
+        );
+        assert!(
+            f.output
+                .ends_with("0123456789012345678901234567890123456789\nthe end\n")
+        );
+        // no kept line is longer than the line cap
+        assert!(f.output.lines().all(|l| l.len() <= MAX_LINE_BYTES));
+        assert_eq!(f.tail(1), "the end");
+    }
+
+    /// A line longer than the cap arrives in pieces of the cap, nothing lost.
+    #[tokio::test]
+    async fn a_line_longer_than_the_cap_is_cut_not_lost() {
+        let dir = std::env::temp_dir();
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let f = run_quietly(
+            &format!("head -c {} /dev/zero | tr '\\0' b", MAX_LINE_BYTES * 2 + 10),
+            &dir,
+            &env,
+            "",
+        )
+        .await
+        .unwrap();
+        let lens: Vec<usize> = f.output.lines().map(str::len).collect();
+        assert_eq!(lens, [MAX_LINE_BYTES, MAX_LINE_BYTES, 10]);
     }
 
     #[tokio::test]

@@ -1,5 +1,9 @@
 //! Repository-relative paths: the one spelling of a file or unit used everywhere
-//! (forward slashes, no `./`, no `..`, the root is the empty path).
+//! (forward slashes, no `./`, no `..`, the root is the empty path). A path
+//! holds no control character and no bidirectional-text control: unit paths
+//! reach PR comments, commit statuses, mail subjects, logs and terminals, where
+//! a newline would start a chat-ops command and a bidi override would show
+//! another name than the real one.
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,6 +33,7 @@ impl RepoPath {
     /// Joins a relative path onto this one, normalizing. An absolute `rel` is an
     /// error: callers turn absolute filesystem paths into repo paths themselves.
     pub fn join(&self, rel: &str) -> Result<Self> {
+        refuse_unsafe_chars(rel)?;
         if rel.starts_with('/') {
             return Err(CoreError::InvalidPath {
                 path: rel.to_string(),
@@ -95,7 +100,18 @@ impl RepoPath {
                 && (self.0.len() == dir.0.len() || self.0.as_bytes()[dir.0.len()] == b'/'))
     }
 
-    /// `dir/name` without re-normalizing (`name` must be a single plain component).
+    /// `dir/name` for a name read from a directory listing: refused, naming
+    /// the path, when `name` holds a character no repository path may hold.
+    pub fn checked_child(&self, name: &str) -> Result<RepoPath> {
+        refuse_unsafe_chars(name).map_err(|_| CoreError::InvalidPath {
+            path: self.child(name).0.to_string(),
+            reason: UNSAFE_REASON.into(),
+        })?;
+        Ok(self.child(name))
+    }
+
+    /// `dir/name` without re-normalizing (`name` must be a single plain
+    /// component the caller spelled, e.g. `terragrunt.hcl`).
     pub fn child(&self, name: &str) -> RepoPath {
         if self.0.is_empty() {
             RepoPath(Arc::from(name))
@@ -108,6 +124,41 @@ impl RepoPath {
     pub fn display(&self) -> &str {
         if self.0.is_empty() { "." } else { &self.0 }
     }
+}
+
+const UNSAFE_REASON: &str = "holds a control or bidirectional-text character (a unit path \
+     is shown in comments, statuses, mails and terminals)";
+
+/// Whether a character may not appear in a repository path: every control
+/// character (`char::is_control`: C0, DEL, C1 — newline, CR, tab, NUL, ESC),
+/// the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+/// U+2066–U+2069), the bidi marks (U+200E, U+200F, U+061C) and the Unicode
+/// line and paragraph separators (U+2028, U+2029), which some renderers break
+/// lines at.
+pub fn is_unsafe_path_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{061C}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
+/// The error for a path holding an unsafe character; the path is quoted with
+/// `{:?}` by the error's message, so the character shows escaped.
+fn refuse_unsafe_chars(raw: &str) -> Result<()> {
+    if raw.chars().any(is_unsafe_path_char) {
+        return Err(CoreError::InvalidPath {
+            path: raw.to_string(),
+            reason: UNSAFE_REASON.into(),
+        });
+    }
+    Ok(())
 }
 
 impl fmt::Display for RepoPath {
@@ -145,6 +196,49 @@ mod tests {
         assert_eq!(RepoPath::new(".").unwrap().as_str(), "");
         assert!(RepoPath::new("a/../..").is_err());
         assert!(RepoPath::new("/abs").is_err());
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_refused_naming_the_path() {
+        for bad in [
+            "x\n/live-ci plan\ny",
+            "a\rb",
+            "a\tb",
+            "a\0b",
+            "a\u{1b}[31mb",
+            "a\u{7f}",
+            "a\u{85}b",
+            "a\u{202E}b",
+            "a\u{202A}b",
+            "a\u{2066}b",
+            "a\u{2069}b",
+            "a\u{2028}b",
+        ] {
+            let err = RepoPath::new(bad).unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with(&format!("invalid path {bad:?}: holds a control")),
+                "{msg}"
+            );
+            assert!(!msg.contains(['\n', '\r', '\u{1b}', '\u{202E}']), "{msg:?}");
+            assert!(RepoPath::root().join(bad).is_err());
+            assert!(RepoPath::root().checked_child(bad).is_err());
+            // serde refuses it too: records carry paths between the jobs
+            assert!(serde_json::from_value::<RepoPath>(serde_json::json!(bad)).is_err());
+        }
+        let err = RepoPath::new("dev")
+            .unwrap()
+            .checked_child("vpc\n/live-ci plan")
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid path \"dev/vpc\\n/live-ci plan\": "),
+            "{err}"
+        );
+        // what people name directories stays valid
+        for good in ["dev/us-east-1/vpc", "a b/c-d_e.f", "café/ünït", "a`b|c"] {
+            assert!(RepoPath::new(good).is_ok(), "{good}");
+        }
     }
 
     #[test]

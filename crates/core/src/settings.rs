@@ -127,7 +127,7 @@ impl RecordingLookup {
 
     // Flags are the names `Settings::flag` reads; they are few and end alike.
     fn is_flag(name: &str) -> bool {
-        name.ends_with("_ASSIGN_PUBLIC_IP") || name == "FAIL_FAST"
+        name.ends_with("_ASSIGN_PUBLIC_IP") || matches!(name, "FAIL_FAST" | "DEPLOY_DIRECT_PUSHES")
     }
 
     /// The names asked so far.

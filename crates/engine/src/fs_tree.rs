@@ -36,10 +36,10 @@ impl FsTree {
             let ft = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
             if ft.is_dir() {
                 if !is_skipped_dir(&name) {
-                    subdirs.push(dir.child(&name));
+                    subdirs.push(dir.checked_child(&name)?);
                 }
             } else if ft.is_file() || ft.is_symlink() {
-                files.push(dir.child(&name));
+                files.push(dir.checked_child(&name)?);
             }
         }
         // Subtrees in parallel: a live repo of 10,000 units is mostly directories.

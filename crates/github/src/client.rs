@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use live_ci_core::status::{CommitStatus, PullRequest};
 
-use live_ci_core::port::BranchHead;
+use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
@@ -48,6 +48,8 @@ pub struct GitHubClient {
     /// With App credentials: the signing key and the job's cached token,
     /// shared by the client's clones.
     app: Option<Arc<AppAuth>>,
+    /// Who the client acts as, looked up once per client (clones share it).
+    bot_login: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl GitHubClient {
@@ -91,6 +93,7 @@ impl GitHubClient {
             base,
             config,
             app,
+            bot_login: Arc::default(),
         })
     }
 
@@ -178,6 +181,34 @@ impl GitHubClient {
                 needs,
             }),
         }
+    }
+
+    /// The login this client's comments are made by, looked up once per
+    /// client (a failure is not cached): with a GitHub App its bot,
+    /// `<app-slug>[bot]` ([`Self::app_bot_login`]); with a token, `GET /user`.
+    /// `/user` is outside the repository, so it is not one of the per-job
+    /// repository permissions: it is sent with the token directly.
+    pub async fn bot_login(&self) -> Result<String, GitHubError> {
+        self.bot_login
+            .get_or_try_init(|| async {
+                if self.app.is_some() {
+                    return self.app_bot_login().await;
+                }
+                let Credentials::Token(token) = &self.config.credentials else {
+                    return Err(GitHubError::BaseUrl {
+                        url: self.base.clone(),
+                        reason: "app credentials without an app client".into(),
+                    });
+                };
+                let url = format!("{}/user", self.base);
+                let (value, _) = self
+                    .send_as(Method::GET, &url, None, &format!("Bearer {token}"))
+                    .await?;
+                let user: CommentUser = self.decode(&url, value)?;
+                Ok(user.login)
+            })
+            .await
+            .cloned()
     }
 
     fn repo_url(&self, rest: &str) -> String {
@@ -406,6 +437,14 @@ struct CommentEntry {
     id: u64,
     #[serde(default)]
     body: String,
+    /// Null for a deleted ("ghost") account.
+    #[serde(default)]
+    user: Option<CommentUser>,
+}
+
+#[derive(Deserialize)]
+struct CommentUser {
+    login: String,
 }
 
 impl GitHost for GitHubClient {
@@ -474,11 +513,19 @@ impl GitHost for GitHubClient {
         } else {
             format!("{marker}\n{body}")
         };
+        // Only the bot's own comment is ever edited: anyone can write the
+        // marker into a comment of theirs, and an edit would then put the
+        // bot's words under their name (or theirs under the bot's summary).
+        let me = self.bot_login().await?;
         let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
         let mut existing = None;
         for item in self.get_all(url.clone()).await? {
             let c: CommentEntry = self.decode(&url, item)?;
-            if c.body.contains(marker) {
+            let mine = c
+                .user
+                .as_ref()
+                .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
+            if mine && c.body.contains(marker) {
                 existing = Some(c.id);
                 break;
             }
@@ -513,6 +560,10 @@ struct PullDetail {
 
 impl PullRequestAuthority for GitHubClient {
     type Error = GitHubError;
+
+    async fn bot_login(&self) -> Result<String, GitHubError> {
+        GitHubClient::bot_login(self).await
+    }
 
     /// `GET /repos/{owner}/{repo}/collaborators/{user}/permission`. GitHub
     /// answers 404 for a user who is no collaborator at all: no permission.
@@ -583,6 +634,40 @@ impl BranchHead for GitHubClient {
         let entry: BranchEntry = self.decode(&url, value)?;
         Ok(entry.commit.sha)
     }
+
+    /// `GET /repos/{owner}/{repo}/commits/{sha}/pulls` (all pages).
+    async fn commit_pull_requests(&self, sha: &str) -> Result<Vec<CommitPullRequest>, GitHubError> {
+        // The commit goes into the URL path: a full commit id only.
+        if sha.len() != 40 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(GitHubError::Commit(sha.to_string()));
+        }
+        let url = self.repo_url(&format!("commits/{sha}/pulls?per_page={PER_PAGE}"));
+        let mut pulls = Vec::new();
+        for item in self.get_all(url.clone()).await? {
+            let entry: CommitPullEntry = self.decode(&url, item)?;
+            pulls.push(CommitPullRequest {
+                number: entry.number,
+                merged_at: entry.merged_at,
+                merge_commit_sha: entry.merge_commit_sha,
+                base_ref: entry.base.name,
+                base_sha: entry.base.sha,
+                head_ref: entry.head.name,
+                head_sha: entry.head.sha,
+            });
+        }
+        Ok(pulls)
+    }
+}
+
+#[derive(Deserialize)]
+struct CommitPullEntry {
+    number: u64,
+    #[serde(default)]
+    merged_at: Option<String>,
+    #[serde(default)]
+    merge_commit_sha: Option<String>,
+    head: RefEntry,
+    base: RefEntry,
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ pub enum GitHubError {
     Login(String),
     #[error("invalid branch name {0:?}")]
     Branch(String),
+    #[error("invalid commit {0:?}: expected 40 hex digits")]
+    Commit(String),
     #[error("{method} {path}: {source}")]
     Transport {
         method: String,

@@ -167,6 +167,10 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
             (PullRequests, Write)
         }
+        // The pull requests that produced a commit (the trunk sweep's "was
+        // this head merged?"). Not checked against GitHub's permission pages:
+        // trigger-sf holds contents: read too, should it need that instead.
+        ("GET", ["commits", sha, "pulls"]) if !sha.is_empty() => (PullRequests, Read),
         ("GET", ["collaborators", _, "permission"]) => (Metadata, Read),
         ("GET", ["branches", rest @ ..]) if !rest.is_empty() => (Contents, Read),
         _ => return None,
@@ -199,6 +203,13 @@ mod tests {
         );
         assert_eq!(required(&get, "pulls/3/files"), Some((PullRequests, Read)));
         assert_eq!(required(&get, "pulls"), Some((PullRequests, Read)));
+        assert_eq!(
+            required(
+                &get,
+                "commits/6dcb09b5b57875f334f61aebed695e2e4193db5e/pulls"
+            ),
+            Some((PullRequests, Read))
+        );
         assert_eq!(
             required(&Method::PATCH, "issues/comments/9"),
             Some((PullRequests, Write))

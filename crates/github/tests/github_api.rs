@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use live_ci_core::status::{CommitStatus, PullRequest, StatusState};
 
-use live_ci_core::port::BranchHead;
+use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
@@ -257,14 +257,32 @@ async fn open_pull_requests_against_the_trunk() {
     );
 }
 
+/// `GET /user` answering `login`, expected `times` times.
+async fn whoami(server: &MockServer, login: &str, times: u64) {
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .and(header("authorization", "Bearer ghs_secret"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"login": login, "id": 1, "type": "User"})),
+        )
+        .expect(times)
+        .mount(server)
+        .await;
+}
+
 #[tokio::test]
 async fn plan_comment_is_created_once_then_updated_in_place() {
     let marker = "<!-- live-ci:plan -->";
     // First push: no comment carries the marker yet → one POST.
     let server = MockServer::start().await;
+    whoami(&server, "live-ci-bot", 1).await;
     Mock::given(method("GET"))
         .and(path("/repos/acme/live/issues/3/comments"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"id": 10, "body": "lgtm"}])))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!([{"id": 10, "body": "lgtm", "user": {"login": "octo-lead"}}])),
+        )
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -283,11 +301,12 @@ async fn plan_comment_is_created_once_then_updated_in_place() {
 
     // Next push: the marked comment exists → PATCH it, no new comment.
     let server = MockServer::start().await;
+    whoami(&server, "live-ci-bot", 1).await;
     Mock::given(method("GET"))
         .and(path("/repos/acme/live/issues/3/comments"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!([
-            {"id": 10, "body": "lgtm"},
-            {"id": 11, "body": format!("{marker}\nold table")}
+            {"id": 10, "body": "lgtm", "user": {"login": "octo-lead"}},
+            {"id": 11, "body": format!("{marker}\nold table"), "user": {"login": "Live-CI-Bot"}}
         ])))
         .mount(&server)
         .await;
@@ -295,7 +314,7 @@ async fn plan_comment_is_created_once_then_updated_in_place() {
         .and(path("/repos/acme/live/issues/comments/11"))
         .and(body_json(json!({"body": format!("{marker}\nnew table")})))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": 11})))
-        .expect(1)
+        .expect(2)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -303,10 +322,110 @@ async fn plan_comment_is_created_once_then_updated_in_place() {
         .expect(0)
         .mount(&server)
         .await;
+    let github = client(&server, "");
+    github.upsert_comment(3, marker, "new table").await.unwrap();
+    // the identity is looked up once per client, clones included
+    github
+        .clone()
+        .upsert_comment(3, marker, "new table")
+        .await
+        .unwrap();
+}
+
+/// Anyone can write the marker into a comment of theirs: the summary is looked
+/// up among the bot's own comments only, so someone else's marked comment
+/// (even the first one) is never edited under the bot's name.
+#[tokio::test]
+async fn only_the_bots_own_marked_comment_is_edited() {
+    let marker = "<!-- live-ci:plan -->";
+    let server = MockServer::start().await;
+    whoami(&server, "live-ci-bot", 1).await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"id": 7, "body": format!("{marker}\n/live-ci plan"), "user": {"login": "mallory"}},
+            {"id": 8, "body": format!("{marker}\nghost"), "user": null},
+            {"id": 9, "body": format!("{marker}\nold table"), "user": {"login": "live-ci-bot"}}
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path("/repos/acme/live/issues/comments/9"))
+        .and(body_json(json!({"body": format!("{marker}\nnew table")})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": 9})))
+        .expect(1)
+        .mount(&server)
+        .await;
     client(&server, "")
         .upsert_comment(3, marker, "new table")
         .await
         .unwrap();
+    assert_eq!(
+        requests(&server).await,
+        [
+            "GET /user",
+            "GET /repos/acme/live/issues/3/comments?per_page=100",
+            "PATCH /repos/acme/live/issues/comments/9",
+        ]
+    );
+
+    // Only someone else's marked comment: a new one of the bot's own.
+    let server = MockServer::start().await;
+    whoami(&server, "live-ci-bot", 1).await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"id": 7, "body": format!("{marker}\n/live-ci plan"), "user": {"login": "mallory"}}
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .and(body_json(json!({"body": format!("{marker}\nnew table")})))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 12})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    client(&server, "")
+        .upsert_comment(3, marker, "new table")
+        .await
+        .unwrap();
+
+    // Who the bot is cannot be learnt: nothing is written.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"})),
+        )
+        .mount(&server)
+        .await;
+    let err = client(&server, "")
+        .upsert_comment(3, marker, "new table")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "GET /user: github answered 401: Bad credentials");
+    assert_eq!(requests(&server).await, ["GET /user"]);
+}
+
+/// "METHOD path?query" of every request the server saw, in order.
+async fn requests(server: &MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| match r.url.query() {
+            Some(q) => format!("{} {}?{q}", r.method, r.url.path()),
+            None => format!("{} {}", r.method, r.url.path()),
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -456,4 +575,62 @@ async fn the_trunk_head_is_one_exact_branch_get() {
         err.contains("branches/gone") && err.contains("404"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_commits_pull_requests_are_one_exact_get_and_the_sha_is_checked() {
+    let server = MockServer::start().await;
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/acme/live/commits/{sha}/pulls")))
+        .and(query_param("per_page", "100"))
+        .and(header("authorization", "Bearer ghs_secret"))
+        .and(header("accept", "application/vnd.github+json"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{
+            "number": 42, "state": "closed", "title": "x",
+            "merged_at": "2026-11-26T05:00:00Z", "merge_commit_sha": sha,
+            "head": {"ref": "feature/x", "sha": "5555555555555555555555555555555555555555", "repo": null},
+            "base": {"ref": "main", "sha": "6666666666666666666666666666666666666666"}
+        }, {
+            "number": 43, "state": "open", "merged_at": null, "merge_commit_sha": null,
+            "head": {"ref": "wip", "sha": sha},
+            "base": {"ref": "main", "sha": "6666666666666666666666666666666666666666"}
+        }])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = client(&server, "");
+    let pulls = github.commit_pull_requests(sha).await.unwrap();
+    assert_eq!(
+        pulls,
+        [
+            CommitPullRequest {
+                number: 42,
+                merged_at: Some("2026-11-26T05:00:00Z".into()),
+                merge_commit_sha: Some(sha.into()),
+                base_ref: "main".into(),
+                base_sha: "6666666666666666666666666666666666666666".into(),
+                head_ref: "feature/x".into(),
+                head_sha: "5555555555555555555555555555555555555555".into(),
+            },
+            CommitPullRequest {
+                number: 43,
+                merged_at: None,
+                merge_commit_sha: None,
+                base_ref: "main".into(),
+                base_sha: "6666666666666666666666666666666666666666".into(),
+                head_ref: "wip".into(),
+                head_sha: sha.into(),
+            },
+        ]
+    );
+    // Anything but a full commit id is refused before any call.
+    for bad in ["6dcb09b", "../pulls", "", &format!("{sha}/x")] {
+        let err = github.commit_pull_requests(bad).await.unwrap_err();
+        assert!(
+            matches!(&err, GitHubError::Commit(b) if b == bad),
+            "{bad:?}: {err}"
+        );
+    }
+    server.verify().await;
 }

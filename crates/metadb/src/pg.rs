@@ -216,5 +216,9 @@ mod tests {
             "postgres://me:***@db:5432/x"
         );
         assert_eq!(redact("postgres://me@db/x"), "postgres://me@db/x");
+        assert_eq!(
+            redact("postgres://db/x?user=me&password=secret"),
+            "postgres://db/x?user=me&password=***"
+        );
     }
 }

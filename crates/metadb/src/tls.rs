@@ -138,18 +138,10 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Hides a password in a URL quoted by an error message.
+/// Hides the credentials of a URL quoted by an error message (`user:pass@`,
+/// `?password=`, …): [`live_ci_core::redact::url`].
 pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
+    live_ci_core::redact::url(url)
 }
 
 /// `url` with its database replaced, its parameters (TLS settings) kept.

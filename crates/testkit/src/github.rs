@@ -2,9 +2,10 @@
 //! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
 //! pull-request files, open pull requests, one pull request, a collaborator's
-//! permission, issue comments, a branch's head) and a GitHub App's token
-//! exchange, keeps what they wrote, and answers anything else with 404 so an
-//! unexpected call fails the caller loudly. Built on wiremock's server, which records every request for
+//! permission, issue comments, a branch's head, the token's user, the pull
+//! requests that produced a commit) and a GitHub App's token exchange, keeps
+//! what they wrote, and answers anything else with 404 so an unexpected call
+//! fails the caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
 
 use std::collections::BTreeMap;
@@ -34,6 +35,9 @@ pub struct Comment {
     pub id: u64,
     pub issue: u64,
     pub body: String,
+    /// Who wrote it: the token's user ([`FakeGitHub::BOT_LOGIN`]) for every
+    /// comment the API client posts.
+    pub login: String,
 }
 
 /// A pull request the fake knows.
@@ -58,6 +62,8 @@ struct State {
     branches: BTreeMap<String, String>,
     /// Installation tokens handed out, in order.
     app_tokens: Vec<AppToken>,
+    /// merge commit → the merged pull request that produced it.
+    merged: BTreeMap<String, MergedPull>,
 }
 
 /// One `POST /app/installations/{id}/access_tokens` and what it got.
@@ -72,6 +78,17 @@ pub struct AppToken {
     pub token: String,
 }
 
+/// A merged pull request, as `GET /commits/{sha}/pulls` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedPull {
+    pub number: u64,
+    pub merge_commit_sha: String,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub head_sha: String,
+}
+
 /// The running fake; dropping it stops the server.
 #[derive(Debug)]
 pub struct FakeGitHub {
@@ -80,6 +97,10 @@ pub struct FakeGitHub {
 }
 
 impl FakeGitHub {
+    /// The login `GET /user` answers: the token's user, the author of every
+    /// comment the client posts.
+    pub const BOT_LOGIN: &'static str = "live-ci-bot";
+
     /// Serves `repository` (`owner/name`) on a free local port.
     pub async fn start(repository: &str) -> Self {
         let state = Arc::new(Mutex::new(State {
@@ -118,6 +139,28 @@ impl FakeGitHub {
         lock(&self.state)
             .branches
             .insert(branch.to_owned(), sha.to_owned());
+    }
+
+    /// Records `pr` as merged into its base by `pr.merge_commit_sha` (what
+    /// `GET /commits/{sha}/pulls` then lists for that commit).
+    pub fn add_merged_pull_request(&self, pr: MergedPull) {
+        lock(&self.state)
+            .merged
+            .insert(pr.merge_commit_sha.clone(), pr);
+    }
+
+    /// A comment by someone else (`login`) on `issue`.
+    pub fn add_comment(&self, issue: u64, login: &str, body: &str) -> u64 {
+        let mut state = lock(&self.state);
+        let id = state.next_comment;
+        state.next_comment += 1;
+        state.comments.push(Comment {
+            id,
+            issue,
+            body: body.to_owned(),
+            login: login.to_owned(),
+        });
+        id
     }
 
     /// Closes (merges) a pull request: it leaves the open list.
@@ -232,6 +275,11 @@ fn rfc3339(unix: u64) -> String {
 impl Respond for Api {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let path = request.url.path();
+        if request.method.as_str() == "GET" && path == "/user" {
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "login": FakeGitHub::BOT_LOGIN, "id": 1, "type": "User",
+            }));
+        }
         if let ("POST", ["", "app", "installations", id, "access_tokens"]) = (
             request.method.as_str(),
             path.split('/').collect::<Vec<_>>().as_slice(),
@@ -295,6 +343,26 @@ impl Respond for Api {
                         .set_body_json(json!({ "message": "Branch not found" })),
                 }
             }
+            // Pull requests that produced a commit: a merged one for its merge
+            // commit; none for a commit pushed straight to the branch.
+            ("GET", ["commits", sha, "pulls"]) => {
+                let pulls: Vec<Value> = state
+                    .merged
+                    .get(*sha)
+                    .map(|pr| {
+                        json!({
+                            "number": pr.number,
+                            "state": "closed",
+                            "merged_at": "2026-11-26T05:00:00Z",
+                            "merge_commit_sha": pr.merge_commit_sha,
+                            "head": { "sha": pr.head_sha, "ref": pr.head_ref },
+                            "base": { "sha": pr.base_sha, "ref": pr.base_ref },
+                        })
+                    })
+                    .into_iter()
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(pulls)
+            }
             ("GET", ["collaborators", login, "permission"]) => {
                 // GitHub answers 404 for someone who is no collaborator.
                 match state.permissions.get(*login) {
@@ -331,7 +399,7 @@ impl Respond for Api {
                     .comments
                     .iter()
                     .filter(|c| c.issue == issue)
-                    .map(|c| json!({ "id": c.id, "body": c.body }))
+                    .map(|c| json!({ "id": c.id, "body": c.body, "user": { "login": c.login } }))
                     .collect();
                 ResponseTemplate::new(200).set_body_json(comments)
             }
@@ -342,6 +410,7 @@ impl Respond for Api {
                     id,
                     issue: number.parse().unwrap_or(0),
                     body: body["body"].as_str().unwrap_or_default().to_owned(),
+                    login: FakeGitHub::BOT_LOGIN.to_owned(),
                 };
                 state.comments.push(comment);
                 ResponseTemplate::new(201).set_body_json(json!({ "id": id }))

@@ -4,9 +4,9 @@
 
 use live_ci_core::status::{CommitStatus, StatusState};
 
-use live_ci_core::port::GitHost;
+use live_ci_core::port::{BranchHead, GitHost, merge_that_produced};
 use live_ci_github::{AppCredentials, Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
-use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest, MergedPull};
 
 #[tokio::test]
 async fn statuses_files_pull_requests_and_comments_round_trip() {
@@ -48,6 +48,8 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
     fake.close_pull_request(42);
     assert!(client.open_pull_requests("main").await.unwrap().is_empty());
 
+    // someone else's comment carrying the marker is left alone
+    let planted = fake.add_comment(42, "mallory", "<!-- m -->\n/live-ci plan");
     client
         .upsert_comment(42, "<!-- m -->", "one")
         .await
@@ -57,8 +59,41 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
         .await
         .unwrap();
     let comments = fake.comments(42);
-    assert_eq!(comments.len(), 1, "updated, not duplicated");
-    assert!(comments[0].body.ends_with("two"), "{comments:?}");
+    assert_eq!(comments.len(), 2, "updated, not duplicated");
+    assert_eq!(
+        (
+            comments[0].id,
+            comments[0].login.as_str(),
+            comments[0].body.as_str()
+        ),
+        (planted, "mallory", "<!-- m -->\n/live-ci plan")
+    );
+    assert_eq!(comments[1].login, FakeGitHub::BOT_LOGIN);
+    assert!(comments[1].body.ends_with("two"), "{comments:?}");
+
+    // the merged pull request of a merge commit; none for a direct push
+    let merge = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    fake.add_merged_pull_request(MergedPull {
+        number: 42,
+        merge_commit_sha: merge.into(),
+        base_ref: "main".into(),
+        base_sha: "b".into(),
+        head_ref: "feature".into(),
+        head_sha: "abc".into(),
+    });
+    let pulls = client.commit_pull_requests(merge).await.unwrap();
+    assert_eq!(
+        merge_that_produced(merge, &pulls).map(|p| p.number),
+        Some(42)
+    );
+    let pushed = "1111111111111111111111111111111111111111";
+    assert!(
+        client
+            .commit_pull_requests(pushed)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let requests = fake.requests().await;
     assert!(

@@ -258,3 +258,70 @@ async fn a_removed_unit_is_named_in_the_comment_and_with_destroy_off_a_status() 
     assert!(!body.contains("not destroyed"), "{body}");
     assert!(!statuses.iter().any(|s| s.context == context::DESTROY));
 }
+
+/// Everything from the repository reaches the summary comment as a code span
+/// it cannot close: a unit path with backticks, pipes, HTML and a mention, an
+/// error whose text tries a second line with a command, a warning. The bot's
+/// comment never holds a line that starts a command, a table cell that breaks
+/// its row, or live markup.
+#[test]
+fn the_summary_comment_shows_repository_text_inert() {
+    use live_ci_core::RepoPath;
+    use live_ci_core::terraform::ChangeCounts;
+    use live_ci_task::plans::{PlanOutcome, UnitPlan};
+    use live_ci_task::pr_plan::{PrPlanReport, comment};
+
+    let hostile = RepoPath::new("dev/a`|b<img src=x onerror=1>@octo-org/team").unwrap();
+    let report = PrPlanReport {
+        commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        plans: vec![
+            UnitPlan {
+                path: hostile.clone(),
+                outcome: Ok(PlanOutcome {
+                    counts: ChangeCounts::default(),
+                    has_changes: false,
+                    summary: Default::default(),
+                }),
+            },
+            UnitPlan {
+                path: RepoPath::new("dev/b").unwrap(),
+                outcome: Err("boom | `x` ``y\r/live-ci plan\n/live-ci plan".into()),
+            },
+        ],
+        warnings: vec!["skipped `z`\n/live-ci plan".into()],
+        destroyed_on_merge: vec![],
+        not_destroyed: vec![hostile],
+    };
+    let body = comment(&report.commit, None, &report);
+    assert!(
+        body.contains(
+            "| ``dev/a`\\|b<img src=x onerror=1>@octo-org/team`` | `no changes` | 0 | 0 | 0 |"
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "| `dev/b` | failed: ```boom \\| `x` ``y\\u{d}/live-ci plan``` | - | - | - |"
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains("(the module's `allow_destroy` is off; their infrastructure stays until someone destroys it): ``dev/a`|b<img src=x onerror=1>@octo-org/team``"),
+        "{body}"
+    );
+    assert!(
+        body.contains("> ``skipped `z`\\u{a}/live-ci plan``"),
+        "{body}"
+    );
+    for line in body.lines() {
+        assert!(
+            !line.trim_start().starts_with("/live-ci"),
+            "{line:?} in {body}"
+        );
+        // every table row has its five cells
+        if line.starts_with("| ") {
+            let cells = line.replace("\\|", "").matches('|').count();
+            assert_eq!(cells, 6, "{line:?}");
+        }
+    }
+}

@@ -1,8 +1,12 @@
 //! The approval e-mail: a plain-text and an HTML part with the same content.
-//! Every value from the request is HTML-escaped; only `http(s)` URLs become
-//! links (a logs URL of any other scheme is shown as text).
+//! Every value from the request is escaped for where it goes: the subject as a
+//! one-line header ([`text::header`]: no CR/LF can add a header), the text
+//! part with control and bidi characters made visible ([`text::visible`]), the
+//! HTML part HTML-escaped as well; only `http(s)` URLs become links (a logs URL
+//! of any other scheme is shown as text).
 
 use live_ci_core::approval::{escape_html, format_utc, is_web_url};
+use live_ci_core::escape::text;
 use live_ci_workflow::ApprovalRequest;
 
 use crate::config::RequestSettings;
@@ -40,12 +44,13 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
         live_ci_workflow::Action::Destroy => "destroy",
     };
     let expires = format_utc(ctx.expires_at);
-    let subject = format!(
+    let subject = text::header(&format!(
         "live-ci: approve {action} of {} ({}) from PR #{}?",
         e.cfg_path.as_str(),
         e.account_name,
         e.pr_id
-    );
+    ));
+    let v = text::visible;
     let thresholds = format!(
         "{} approval(s) deploy it; {} rejection(s) stop it.",
         e.min_approval_count, e.min_rejection_count
@@ -64,17 +69,20 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          Each link opens a confirmation page; nothing is recorded until you press its button.\n\
          {thresholds} You may change your vote until a decision is reached.\n\
          The links expire at {expires}. Execution: {execution_id}\n",
-        voter = ctx.voter,
-        unit = e.cfg_path.as_str(),
-        account = e.account_name,
+        voter = v(ctx.voter),
+        unit = v(e.cfg_path.as_str()),
+        account = v(&e.account_name),
         pr = e.pr_id,
-        commit = e.commit_id,
-        logs = plan.logs_url,
-        approve = ctx.approve_url,
-        reject = ctx.reject_url,
-        execution_id = e.execution_id,
+        pr_url = v(&pr_url),
+        commit = v(&e.commit_id),
+        commit_url = v(&commit_url),
+        summary = v(&summary),
+        logs = v(&plan.logs_url),
+        approve = v(ctx.approve_url),
+        reject = v(ctx.reject_url),
+        execution_id = v(&e.execution_id),
     );
-    let h = escape_html;
+    let h = |s: &str| escape_html(&v(s));
     let link = |url: &str, label: &str| {
         if is_web_url(url) {
             format!("<a href=\"{}\">{}</a>", h(url), h(label))

@@ -389,3 +389,42 @@ async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
     assert!(requester.mailer().sent().is_empty());
     tdb.drop_db().await;
 }
+
+/// A value with a line break, a terminal escape or a bidi override (an
+/// account name here; unit paths holding them are refused at discovery) stays
+/// one inert line in every part: the subject gains no header, the text part
+/// no line, the HTML part no markup.
+#[test]
+fn control_characters_in_values_cannot_add_headers_lines_or_markup() {
+    let mut request = fixture();
+    request.execution.account_name =
+        "dev\r\nBcc: eve@example.com\n\u{1b}[2J<b>\u{202E}gpj.exe".into();
+    let settings = settings();
+    let ctx = live_ci_approval_request::MailContext {
+        settings: &settings,
+        request: &request,
+        voter: "alice@example.com",
+        approve_url: "https://abc.lambda-url.us-west-2.on.aws/?t=a",
+        reject_url: "https://abc.lambda-url.us-west-2.on.aws/?t=r",
+        expires_at: 1_800_000_000,
+    };
+    let (subject, text, html) = live_ci_approval_request::render_email(&ctx);
+    let shown = "dev\\u{d}\\u{a}Bcc: eve@example.com\\u{a}\\u{1b}[2J<b>\\u{202e}gpj.exe";
+    assert_eq!(
+        subject,
+        format!(
+            "live-ci: approve apply of directory_dependency/dev-account/us-west-2/env-one/baz ({shown}) from PR #1?"
+        )
+    );
+    assert!(text.contains(&format!("Account:  {shown}\n")), "{text}");
+    assert!(
+        html.contains(
+            "dev\\u{d}\\u{a}Bcc: eve@example.com\\u{a}\\u{1b}[2J&lt;b&gt;\\u{202e}gpj.exe"
+        ),
+        "{html}"
+    );
+    for part in [&subject, &text, &html] {
+        assert!(!part.contains(['\r', '\u{1b}', '\u{202E}']), "{part:?}");
+        assert!(!part.contains("\nBcc:"), "{part:?}");
+    }
+}

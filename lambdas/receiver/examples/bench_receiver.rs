@@ -61,6 +61,9 @@ impl GitHost for Host {
 // The synchronize fixture is a trusted author's branch: no permission look-ups.
 impl PullRequestAuthority for Host {
     type Error = Never;
+    async fn bot_login(&self) -> Result<String, Never> {
+        Ok("live-ci-bot".into())
+    }
     async fn permission(&self, _: &str) -> Result<RepoPermission, Never> {
         Ok(RepoPermission::None)
     }

@@ -222,12 +222,26 @@ where
                 json!({"ignored": format!("delivery {delivery:?} was already handled")}),
             );
         }
+        // Only comments can be commands, and only others' comments: who the
+        // bot is matters for them alone (one look-up per container).
+        let bot_login = if event == "issue_comment" {
+            match self.github.bot_login().await.port("github") {
+                Ok(login) => Some(login),
+                Err(e) => {
+                    tracing::error!(error = %e, delivery, "reading the bot's own login");
+                    return reply(500, json!({"error": e.to_string()}));
+                }
+            }
+        } else {
+            None
+        };
         let routed = match route(
             event,
             &req.body,
             &self.config.trunk_branch,
             Some(&self.config.repository),
             &self.config.trust,
+            bot_login.as_deref(),
         ) {
             Ok(r) => r,
             Err(e @ WebhookError::MalformedPayload { .. }) => {
@@ -442,7 +456,7 @@ where
             )}));
         }
         if let Some(pin) = pinned_sha
-            && !pr.head_sha.starts_with(pin)
+            && !pr.head_sha.eq_ignore_ascii_case(pin)
         {
             return Ok(json!({"ignored": format!(
                 "pull request #{number}'s head is {} now, not the reviewed {pin}; comment again to plan it",

@@ -64,6 +64,9 @@ pub struct Config {
     /// A head is launched at most once per this many seconds
     /// (`TRUNK_SWEEP_COOLDOWN_SECONDS`): longer than create-deploy-stack takes.
     pub trunk_sweep_cooldown_secs: u32,
+    /// Deploy trunk heads no merged pull request produced
+    /// (`DEPLOY_DIRECT_PUSHES`, the module's `deploy_direct_pushes`).
+    pub deploy_direct_pushes: bool,
 }
 
 /// The default cool-down between two launches for the same trunk head.
@@ -94,6 +97,7 @@ pub const ENV_VARS: &[&str] = &[
     "GITHUB_API_URL",
     "COMMIT_STATUS_CONFIG_SSM_KEY",
     "TRUNK_SWEEP_COOLDOWN_SECONDS",
+    "DEPLOY_DIRECT_PUSHES",
     "AWS_REGION",
     "ECS_CLUSTER_ARN",
     "ECS_SUBNET_IDS",
@@ -173,10 +177,12 @@ impl Config {
         }
         let trunk_sweep_cooldown_secs =
             env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS)?;
+        let deploy_direct_pushes = env.flag("DEPLOY_DIRECT_PUSHES", false)?;
         Ok(Config {
             handler,
             ecs,
             trunk_sweep_cooldown_secs,
+            deploy_direct_pushes,
             state_machine_arn: req("STATE_MACHINE_ARN")?,
             metadb,
             github,
@@ -242,6 +248,10 @@ mod tests {
             }
         );
         assert!(c.github.is_none());
+        assert!(
+            !c.deploy_direct_pushes,
+            "direct pushes are not deployed by default"
+        );
         let err = Config::from_lookup(lookup(&[
             ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
             ("STATE_MACHINE_ARN", "arn:sm"),

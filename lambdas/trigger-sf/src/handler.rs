@@ -7,10 +7,10 @@ use live_ci_core::deploy::{
 };
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::operate::StartFailure;
-use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskLauncher;
+use live_ci_core::port::{BranchHead, merge_that_produced};
 use live_ci_core::port::{
     ErrorKind, ExecutionStore, PortError, PortResultExt, RunStore, SweepStore, WorkflowEngine,
 };
@@ -86,6 +86,9 @@ pub struct Report {
     /// create-deploy-stack launched by the sweep for a trunk head the metadb
     /// did not know (a merge whose webhook was lost).
     pub trunk_launch: Option<TrunkLaunch>,
+    /// A trunk head no merged pull request produced (a direct push), not
+    /// deployed: its commit got a failure status saying why.
+    pub direct_push: Option<String>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
     /// Commit statuses to post once the invocation's metadb and Step Functions
@@ -99,6 +102,9 @@ pub struct Report {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrunkLaunch {
     pub commit: String,
+    /// The merged pull request that produced the head (`None` only for a
+    /// direct push deployed under `deploy_direct_pushes`).
+    pub pull_request: Option<u64>,
     /// The how-manieth launch for this commit (one per cool-down).
     pub attempt: u32,
     pub task_arn: String,
@@ -107,12 +113,25 @@ pub struct TrunkLaunch {
 /// The sweep's trunk check: the trunk head from the git host, and the
 /// launcher that starts create-deploy-stack for a head the metadb does not
 /// know, at most once per `cooldown_secs` per head (a slow create-deploy-stack
-/// is not launched twice).
+/// is not launched twice). Only a head a merged pull request produced is
+/// deployed, with that pull request's number, unless `deploy_direct_pushes`.
 #[derive(Debug)]
 pub struct TrunkSweep<H, L> {
     pub head: H,
     pub launcher: L,
     pub cooldown_secs: u32,
+    /// Deploy a trunk head pushed directly (no merged pull request), as
+    /// run PR 0 (the module's `deploy_direct_pushes`, off by default).
+    pub deploy_direct_pushes: bool,
+}
+
+/// The failure status of a trunk head that is not deployed because no merged
+/// pull request produced it.
+pub fn direct_push_description(branch: &str) -> String {
+    format!(
+        "not deployed: pushed to {branch} directly, not merged from a pull request \
+         (deploy_direct_pushes is off)"
+    )
 }
 
 /// The type of a handler without the trunk check (it has no value).
@@ -123,6 +142,13 @@ impl BranchHead for NoTrunkSweep {
     type Error = std::convert::Infallible;
 
     async fn branch_head(&self, _branch: &str) -> Result<String, Self::Error> {
+        match *self {}
+    }
+
+    async fn commit_pull_requests(
+        &self,
+        _sha: &str,
+    ) -> Result<Vec<live_ci_core::port::CommitPullRequest>, Self::Error> {
         match *self {}
     }
 }
@@ -904,12 +930,41 @@ where
         else {
             return Ok(());
         };
-        tracing::warn!(%branch, %head, attempt, "trunk head unknown to the metadb; launching create-deploy-stack");
-        let spec = create_deploy_stack_spec(&head, None, &format!("sweep-{head}-{attempt}"));
+        // Only merges deploy: the merge is the human gate (reviews, required
+        // checks, the merge lock); a push straight to the trunk passed none.
+        let merged = match trunk.head.commit_pull_requests(&head).await {
+            Ok(pulls) => merge_that_produced(&head, &pulls),
+            Err(e) => {
+                // The claim stands: asked again after the cool-down.
+                tracing::warn!(%head, error = %e, "reading the pull request of the trunk head");
+                report
+                    .warnings
+                    .push(format!("pull requests of trunk head {head}: {e}"));
+                return Ok(());
+            }
+        };
+        if merged.is_none() && !trunk.deploy_direct_pushes {
+            tracing::warn!(%branch, %head, "trunk head is a direct push; not deployed");
+            let statuses = self.statuses(report).await;
+            let status = CommitStatus::new(
+                &head,
+                StatusState::Failure,
+                context::DEPLOY,
+                &direct_push_description(branch),
+            );
+            Self::queue(&statuses, Check::Always, status, report);
+            report.direct_push = Some(head);
+            return Ok(());
+        }
+        tracing::warn!(%branch, %head, attempt, pull_request = ?merged.as_ref().map(|p| p.number),
+            "trunk head unknown to the metadb; launching create-deploy-stack");
+        let spec =
+            create_deploy_stack_spec(&head, merged.as_ref(), &format!("sweep-{head}-{attempt}"));
         match trunk.launcher.start(&spec).await {
             Ok(started) => {
                 report.trunk_launch = Some(TrunkLaunch {
                     commit: head,
+                    pull_request: merged.map(|p| p.number),
                     attempt,
                     task_arn: started.task_arn,
                 });

@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
         head: github.clone(),
         launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs),
         cooldown_secs: config.trunk_sweep_cooldown_secs,
+        deploy_direct_pushes: config.deploy_direct_pushes,
     });
     let handler = TriggerSf::new(handler, metadb, engine, params, github);
     match trunk {

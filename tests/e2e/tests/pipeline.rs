@@ -19,7 +19,7 @@ use live_ci_e2e::vote::Vote;
 use live_ci_e2e::{
     Cloud, Deployment, Merge, REPO_FULL_NAME, repo_root, send_merge_webhook, send_webhook, work_dir,
 };
-use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
+use live_ci_testkit::github::{FakeGitHub, FakePullRequest, MergedPull};
 
 /// How long one scenario's run may take (several runs queue behind each other).
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
@@ -150,6 +150,15 @@ impl Env {
             base: "main".into(),
             files,
             open: false,
+        });
+        // What GitHub answers the sweep for the merge commit: only merges deploy.
+        self.github.add_merged_pull_request(MergedPull {
+            number: merge.number,
+            merge_commit_sha: merge.merge_commit.clone(),
+            base_ref: "main".into(),
+            base_sha: merge.base_sha.clone(),
+            head_ref: merge.head_ref.clone(),
+            head_sha: merge.head_sha.clone(),
         });
         Ok(())
     }
@@ -900,6 +909,7 @@ fn a_merge_whose_webhook_was_lost_is_deployed_by_the_sweep() {
             let launched = &report["trunk_launch"];
             if !launched.is_null() {
                 assert_eq!(launched["commit"], lost.merge_commit.as_str(), "{report}");
+                assert_eq!(launched["pull_request"], lost.number, "{report}");
             }
             let created = wait_for(Duration::from_secs(300), || async {
                 Ok(!db.runs(&lost.merge_commit).await?.is_empty())

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use live_ci_core::deploy::{Action, ExecutionRecord, ExecutionStatus, RunRecord, RunStatus};
+use live_ci_core::escape::text;
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::AnyMetadb;
 
@@ -138,7 +139,10 @@ fn sorted(executions: &[ExecutionRecord]) -> Vec<&ExecutionRecord> {
     sorted
 }
 
-/// The run as a header, a progress bar and one line per unit.
+/// The run as a header, a progress bar and one line per unit. Values from the
+/// metadb (unit paths, account names, failure reasons with a child's output)
+/// are [`text::visible`]: an escape sequence in them can neither clear nor
+/// redraw the operator's terminal, nor a newline forge a row.
 pub fn render(run: &RunRecord, executions: &[ExecutionRecord]) -> String {
     let count = |s: ExecutionStatus| executions.iter().filter(|e| e.status == s).count();
     let total = executions.len();
@@ -149,7 +153,7 @@ pub fn render(run: &RunRecord, executions: &[ExecutionRecord]) -> String {
         "run {} · PR #{} · commit {} · {}\n[{}{}] {done}/{total} ({percent}%) · {} running · {} waiting · {} succeeded · {} failed · {} aborted\n\n",
         run.run_id,
         run.pr_id,
-        run.commit_id.chars().take(12).collect::<String>(),
+        text::visible(&run.commit_id.chars().take(12).collect::<String>()),
         run.status.as_str(),
         "#".repeat(filled),
         "-".repeat(BAR - filled),
@@ -168,11 +172,11 @@ pub fn render(run: &RunRecord, executions: &[ExecutionRecord]) -> String {
                 action_name(e.action).to_owned()
             };
             [
-                e.cfg_path.as_str().to_owned(),
-                e.account_name.clone(),
+                text::visible(e.cfg_path.as_str()),
+                text::visible(&e.account_name),
                 action,
                 e.status.as_str().to_owned(),
-                e.status_reason.clone().unwrap_or_default(),
+                text::visible(e.status_reason.as_deref().unwrap_or_default()),
             ]
         })
         .collect();

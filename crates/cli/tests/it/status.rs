@@ -86,3 +86,37 @@ async fn shows_a_runs_units_with_progress() {
     assert!(err.contains("the metadb has no run 999999"), "{err}");
     t.drop_db().await;
 }
+
+/// A failure reason carries a child's output (terraform's colours, or a
+/// hostile unit's escape sequences): `status` shows it as visible escapes, so
+/// it can neither clear nor redraw the operator's terminal, nor add a row.
+#[tokio::test]
+async fn escape_sequences_and_newlines_in_values_are_shown_not_obeyed() {
+    let t = TestDb::new().await;
+    let db = t.metadb(1).await;
+    let created = db
+        .create_run(&run("c0ffee", 4, vec![exec("a", "dev", &[])]))
+        .await
+        .unwrap();
+    db.claim_ready(created.run_id, 10).await.unwrap();
+    db.record_finished(
+        "a",
+        Outcome::Failed,
+        Some("apply failed: \u{1b}[31mboom\u{1b}[0m\ndev/x  succeeded\u{1b}[2J\u{202E}"),
+    )
+    .await
+    .unwrap();
+    let out = status(&t.url, &["--run", &created.run_id.to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(['\u{1b}', '\u{202E}']), "{text:?}");
+    let a = text.lines().find(|l| l.starts_with("dev/a ")).unwrap();
+    assert!(
+        a.ends_with(
+            "apply failed: \\u{1b}[31mboom\\u{1b}[0m\\u{a}dev/x  succeeded\\u{1b}[2J\\u{202e}"
+        ),
+        "{a}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("dev/x")), "{text}");
+    t.drop_db().await;
+}

@@ -1,9 +1,11 @@
 //! The git host's ports (GitHub in production): commit statuses, pull-request
-//! files and comments, open pull requests, and where a branch points.
+//! files and comments, open pull requests, where a branch points and which
+//! merged pull request produced a commit.
 
 use std::future::Future;
 
 use crate::status::{CommitStatus, PullRequest};
+use crate::task::MergedPullRequest;
 
 /// The git host. Implemented by the GitHub adapter (`live-ci-github`) and by
 /// recording fakes in tests.
@@ -38,13 +40,94 @@ pub trait GitHost: Send + Sync {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
-/// Where a branch of the repository points now. Implemented by the GitHub
-/// adapter; the sweep compares the trunk's head with what the metadb knows, so
-/// a merge whose webhook was lost is still deployed.
+/// Where a branch of the repository points now, and what put it there.
+/// Implemented by the GitHub adapter; the sweep compares the trunk's head with
+/// what the metadb knows, so a merge whose webhook was lost is still deployed
+/// (and only a merge: a head no merged pull request produced is not).
 pub trait BranchHead: Send + Sync {
     type Error: super::Classify;
 
     /// The commit `branch` points at.
     fn branch_head(&self, branch: &str)
     -> impl Future<Output = Result<String, Self::Error>> + Send;
+
+    /// The pull requests the host associates with commit `sha` (GitHub's
+    /// `GET /repos/{owner}/{repo}/commits/{sha}/pulls`): for a commit on the
+    /// default branch, the merged one that introduced it.
+    fn commit_pull_requests(
+        &self,
+        sha: &str,
+    ) -> impl Future<Output = Result<Vec<CommitPullRequest>, Self::Error>> + Send;
+}
+
+/// A pull request associated with a commit, as the git host lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitPullRequest {
+    pub number: u64,
+    /// When it was merged; `None` while open or when closed unmerged.
+    pub merged_at: Option<String>,
+    /// The commit its merge made on the base (merge, squash or last rebased
+    /// commit); GitHub fills it for open pull requests too (a test merge).
+    pub merge_commit_sha: Option<String>,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub head_sha: String,
+}
+
+/// The merged pull request that produced commit `sha`: merged, and whose merge
+/// commit is `sha` itself (a commit merely contained in a pull request, or
+/// its test merge while open, is not). `None`: `sha` came from a direct push.
+pub fn merge_that_produced(sha: &str, pulls: &[CommitPullRequest]) -> Option<MergedPullRequest> {
+    pulls
+        .iter()
+        .find(|p| {
+            p.merged_at.as_deref().is_some_and(|m| !m.is_empty())
+                && p.merge_commit_sha
+                    .as_deref()
+                    .is_some_and(|m| m.eq_ignore_ascii_case(sha))
+        })
+        .map(|p| MergedPullRequest {
+            number: p.number,
+            base_ref: p.base_ref.clone(),
+            base_sha: p.base_sha.clone(),
+            head_ref: p.head_ref.clone(),
+            head_sha: p.head_sha.clone(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pull(number: u64, merged: bool, merge_commit: &str) -> CommitPullRequest {
+        CommitPullRequest {
+            number,
+            merged_at: merged.then(|| "2026-11-26T05:00:00Z".to_string()),
+            merge_commit_sha: Some(merge_commit.to_string()),
+            base_ref: "main".into(),
+            base_sha: "b".into(),
+            head_ref: format!("pr-{number}"),
+            head_sha: "h".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_merged_pull_request_whose_merge_commit_is_the_head_produced_it() {
+        let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+        let found = merge_that_produced(
+            sha,
+            &[
+                pull(1, true, "1111"),
+                pull(2, false, sha),
+                pull(3, true, sha),
+            ],
+        )
+        .unwrap();
+        assert_eq!((found.number, found.head_ref.as_str()), (3, "pr-3"));
+        // a pull request that contains the commit, one not merged, none at all
+        assert_eq!(merge_that_produced(sha, &[pull(1, true, "1111")]), None);
+        assert_eq!(merge_that_produced(sha, &[pull(2, false, sha)]), None);
+        assert_eq!(merge_that_produced(sha, &[]), None);
+    }
 }

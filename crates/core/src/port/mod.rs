@@ -38,7 +38,7 @@ pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
-pub use git_host::{BranchHead, GitHost};
+pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use params::ParamStore;

@@ -1,5 +1,6 @@
 //! The git host's answers the receiver needs before acting on a maintainer's
-//! `/plan` command: the commenter's permission and the pull request's head.
+//! `/plan` command: who the bot itself is, the commenter's permission and the
+//! pull request's head.
 
 use std::future::Future;
 
@@ -9,6 +10,10 @@ use crate::webhook::{PullRequestHead, RepoPermission};
 /// Implemented by the GitHub adapter (`live-ci-github`).
 pub trait PullRequestAuthority: Send + Sync {
     type Error: super::Classify;
+
+    /// The login live-ci's own comments are made by (a token's user, or an
+    /// App's `<slug>[bot]`): its comments are never commands.
+    fn bot_login(&self) -> impl Future<Output = Result<String, Self::Error>> + Send;
 
     /// `user`'s permission on the repository.
     fn permission(

@@ -50,6 +50,9 @@ pub struct RefPayload {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct UserPayload {
     pub login: String,
+    /// `User`, `Bot` (a GitHub App or other bot account), `Organization`.
+    #[serde(rename = "type", default)]
+    pub kind: String,
 }
 
 /// An `issue_comment` delivery (pull requests are issues to GitHub: their

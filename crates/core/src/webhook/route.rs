@@ -42,8 +42,8 @@ pub enum Route {
     },
     /// A `/live-ci plan` comment on a pull request by someone who may have write
     /// access: the receiver checks `commenter`'s permission through the API,
-    /// then plans the pull request's current head (which must start with
-    /// `pinned_sha` when the comment names one).
+    /// then plans the pull request's current head (which must be `pinned_sha`
+    /// when the comment names one).
     PlanRequested {
         number: u64,
         commenter: String,
@@ -65,13 +65,17 @@ pub fn not_planned_description(why: &str) -> String {
 /// Routes a delivery by its `X-GitHub-Event` name and verified body. Only pull
 /// requests into `trunk` of `repository` (when given) do anything; `trust` says
 /// whose pull requests are planned without a maintainer's command. Merged pull
-/// requests always deploy: the merge is the human gate.
+/// requests always deploy: the merge is the human gate. `bot_login` is the
+/// login live-ci's own comments are made by (the git host's
+/// `PullRequestAuthority::bot_login`): its comments are never commands, so
+/// nothing it writes (a summary naming a hostile unit path) can ask for a plan.
 pub fn route(
     event: &str,
     body: &[u8],
     trunk: &str,
     repository: Option<&str>,
     trust: &TrustPolicy,
+    bot_login: Option<&str>,
 ) -> Result<Route, WebhookError> {
     let malformed = |e: serde_json::Error| WebhookError::MalformedPayload {
         event: event.to_string(),
@@ -159,7 +163,7 @@ pub fn route(
         }
         "issue_comment" => {
             let ev: IssueCommentEvent = serde_json::from_slice(body).map_err(malformed)?;
-            route_comment(&ev, repository)
+            route_comment(&ev, repository, bot_login)
         }
         other => {
             // Still require JSON: a garbled body is a client error whatever the event.
@@ -169,7 +173,11 @@ pub fn route(
     }
 }
 
-fn route_comment(ev: &IssueCommentEvent, repository: Option<&str>) -> Result<Route, WebhookError> {
+fn route_comment(
+    ev: &IssueCommentEvent,
+    repository: Option<&str>,
+    bot_login: Option<&str>,
+) -> Result<Route, WebhookError> {
     let number = ev.issue.number;
     if let Some(repo) = repository
         && !ev.repository.full_name.eq_ignore_ascii_case(repo)
@@ -190,9 +198,25 @@ fn route_comment(ev: &IssueCommentEvent, repository: Option<&str>) -> Result<Rou
             "issue #{number} is not a pull request"
         )));
     }
+    let author = &ev.comment.user;
+    // GitHub logins are case-insensitive.
+    if bot_login.is_some_and(|bot| author.login.eq_ignore_ascii_case(bot)) {
+        return Ok(Route::Ignore(format!(
+            "the comment on pull request #{number} is live-ci's own ({:?})",
+            author.login
+        )));
+    }
+    // Apps (live-ci's own when it runs as one) and other bot accounts: a bot
+    // commenting is never a maintainer asking.
+    if author.kind.eq_ignore_ascii_case("Bot") {
+        return Ok(Route::Ignore(format!(
+            "the comment on pull request #{number} is by the bot {:?}",
+            author.login
+        )));
+    }
     let Some(request) = plan_request(&ev.comment.body) else {
         return Ok(Route::Ignore(format!(
-            "the comment on pull request #{number} holds no {:?} command",
+            "the comment on pull request #{number} does not start with a {:?} line",
             super::trust::PLAN_COMMAND
         )));
     };
@@ -258,11 +282,18 @@ mod tests {
     #[test]
     fn other_events_need_json_too() {
         assert!(matches!(
-            route("push", b"not json", "main", None, &TrustPolicy::default()),
+            route(
+                "push",
+                b"not json",
+                "main",
+                None,
+                &TrustPolicy::default(),
+                None
+            ),
             Err(WebhookError::MalformedPayload { .. })
         ));
         assert_eq!(
-            route("issues", b"{}", "main", None, &TrustPolicy::default()).unwrap(),
+            route("issues", b"{}", "main", None, &TrustPolicy::default(), None).unwrap(),
             Route::Ignore("event \"issues\" is not handled".into())
         );
     }

@@ -107,35 +107,36 @@ pub fn untrusted_reason(
     ))
 }
 
-/// A `/live-ci plan` request read from a comment: the command on a line of its
-/// own, optionally pinned to the head commit the maintainer reviewed
-/// (`/live-ci plan 1a2b3c4`), so a push after the review is not planned.
+/// A `/live-ci plan` request read from a comment: the command alone on the
+/// comment's first line, optionally pinned to the full 40-hex head commit the
+/// maintainer reviewed (`/live-ci plan 1a2b…`), so a push after the review is
+/// not planned. A command further down is not one: a comment that quotes or
+/// embeds text (a plan summary listing a unit named `x\n/live-ci plan`, a
+/// reply quoting a command) must not become a request, and a prefix pin could
+/// be matched by a commit the author crafted to share it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanRequest {
     pub pinned_sha: Option<String>,
 }
 
-/// The plan request in a comment's body, if any.
+/// The plan request in a comment's body, if any: its first line (surrounding
+/// whitespace aside) is the command, alone or with one full commit id.
 pub fn plan_request(body: &str) -> Option<PlanRequest> {
-    body.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix(PLAN_COMMAND)?;
-        let mut words = rest.split_whitespace();
-        match (words.next(), words.next()) {
-            (None, _) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
-                Some(PlanRequest { pinned_sha: None })
-            }
-            (Some(sha), None)
-                if rest.starts_with(char::is_whitespace)
-                    && (7..=40).contains(&sha.len())
-                    && sha.chars().all(|c| c.is_ascii_hexdigit()) =>
-            {
-                Some(PlanRequest {
-                    pinned_sha: Some(sha.to_ascii_lowercase()),
-                })
-            }
-            _ => None,
+    let line = body.split('\n').next()?;
+    let rest = line.trim().strip_prefix(PLAN_COMMAND)?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let mut words = rest.split_whitespace();
+    match (words.next(), words.next()) {
+        (None, _) => Some(PlanRequest { pinned_sha: None }),
+        (Some(sha), None) if sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit()) => {
+            Some(PlanRequest {
+                pinned_sha: Some(sha.to_ascii_lowercase()),
+            })
         }
-    })
+        _ => None,
+    }
 }
 
 /// Whether a commenter's association can come with write access at all (the
@@ -230,15 +231,20 @@ mod tests {
     }
 
     #[test]
-    fn plan_requests_are_whole_lines() {
+    fn plan_requests_are_the_whole_first_line_with_a_full_sha() {
+        const SHA: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
         assert_eq!(
             plan_request("/live-ci plan"),
             Some(PlanRequest { pinned_sha: None })
         );
         assert_eq!(
-            plan_request("LGTM\r\n  /live-ci plan 1A2B3C4d  \nthanks"),
+            plan_request("  /live-ci plan  \r\nthanks"),
+            Some(PlanRequest { pinned_sha: None })
+        );
+        assert_eq!(
+            plan_request(&format!("/live-ci plan {}\r\nreviewed", SHA.to_uppercase())),
             Some(PlanRequest {
-                pinned_sha: Some("1a2b3c4d".into())
+                pinned_sha: Some(SHA.into())
             })
         );
         for no in [
@@ -248,6 +254,14 @@ mod tests {
             "/live-ci plan abc",
             "please /live-ci plan",
             "",
+            // not alone on the first line
+            "LGTM\r\n  /live-ci plan\nthanks",
+            "<!-- live-ci:pr-plan -->\n| `x` |\n/live-ci plan\n",
+            // a pin is the full commit id, never a prefix
+            "/live-ci plan e4d1a9c",
+            "/live-ci plan e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f16",
+            "/live-ci plan e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f1611",
+            "/live-ci plan g4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161",
         ] {
             assert_eq!(plan_request(no), None, "{no:?}");
         }

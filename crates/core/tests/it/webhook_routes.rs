@@ -22,8 +22,11 @@ fn route(
     trunk: &str,
     repository: Option<&str>,
 ) -> Result<Route, WebhookError> {
-    route_with(event, body, trunk, repository, &TrustPolicy::default())
+    route_with(event, body, trunk, repository, &TrustPolicy::default(), BOT)
 }
+
+/// The login live-ci's own comments are made by, in these tests.
+const BOT: Option<&str> = Some("live-ci-bot");
 
 fn edited(file: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_slice(&fixture(file)).unwrap();
@@ -122,6 +125,7 @@ fn only_configured_author_associations_are_planned() {
         "main",
         REPO,
         &owners,
+        BOT,
     )
     .unwrap();
     assert!(matches!(r, Route::NotPlanned { number: 42, .. }), "{r:?}");
@@ -144,11 +148,15 @@ fn a_maintainers_plan_comment_asks_for_a_plan() {
         }
     );
     let pinned = edited("issue_comment_plan.json", |v| {
-        v["comment"]["body"] = "reviewed, looks safe\n/live-ci plan E4D1A9C".into();
+        v["comment"]["body"] = format!(
+            "/live-ci plan {}\nreviewed, looks safe",
+            FORK_HEAD.to_uppercase()
+        )
+        .into();
     });
     assert!(matches!(
         route("issue_comment", &pinned, "main", REPO).unwrap(),
-        Route::PlanRequested { pinned_sha: Some(s), .. } if s == "e4d1a9c"
+        Route::PlanRequested { pinned_sha: Some(s), .. } if s == FORK_HEAD
     ));
     let ignored = |edit: &dyn Fn(&mut serde_json::Value)| {
         let body = edited("issue_comment_plan.json", edit);
@@ -173,8 +181,20 @@ fn a_maintainers_plan_comment_asks_for_a_plan() {
     );
     assert_eq!(
         ignored(&|v| v["comment"]["body"] = "please plan this".into()),
-        "the comment on pull request #43 holds no \"/live-ci plan\" command"
+        "the comment on pull request #43 does not start with a \"/live-ci plan\" line"
     );
+    // the command must be alone on the first line; a pin is the full commit id
+    for body in [
+        "reviewed, looks safe\n/live-ci plan".to_string(),
+        "/live-ci plan E4D1A9C".to_string(),
+        format!("/live-ci plan {FORK_HEAD} please"),
+    ] {
+        assert_eq!(
+            ignored(&|v| v["comment"]["body"] = body.clone().into()),
+            "the comment on pull request #43 does not start with a \"/live-ci plan\" line",
+            "{body:?}"
+        );
+    }
     assert!(
         ignored(&|v| v["repository"]["full_name"] = "acme/other".into())
             .contains("is not the configured")
@@ -185,6 +205,55 @@ fn a_maintainers_plan_comment_asks_for_a_plan() {
             .starts_with("malformed \"issue_comment\" payload"),
         "{err}"
     );
+}
+
+/// live-ci's own summary comment, naming a unit whose path smuggles a command
+/// (`x\n/live-ci plan\ny`, were such a path accepted), never asks for a plan:
+/// the bot's comments are ignored by login, any bot's by the payload's user
+/// type, whatever their body says.
+#[test]
+fn the_bots_own_comments_are_never_commands() {
+    let by = |login: &str, kind: &str| {
+        let body = edited("issue_comment_plan.json", |v| {
+            v["comment"]["user"]["login"] = login.into();
+            v["comment"]["user"]["type"] = kind.into();
+            v["comment"]["body"] = "/live-ci plan".into();
+        });
+        route("issue_comment", &body, "main", REPO).unwrap()
+    };
+    assert_eq!(
+        by("live-ci-bot", "User"),
+        Route::Ignore("the comment on pull request #43 is live-ci's own (\"live-ci-bot\")".into())
+    );
+    assert_eq!(
+        by("Live-CI-Bot", "User"),
+        Route::Ignore("the comment on pull request #43 is live-ci's own (\"Live-CI-Bot\")".into())
+    );
+    assert_eq!(
+        by("live-ci[bot]", "Bot"),
+        Route::Ignore("the comment on pull request #43 is by the bot \"live-ci[bot]\"".into())
+    );
+    // the same comment by a maintainer is a request
+    assert!(matches!(
+        by("octo-lead", "User"),
+        Route::PlanRequested { .. }
+    ));
+    // and without a known bot login, only the user type protects
+    let body = edited("issue_comment_plan.json", |v| {
+        v["comment"]["user"]["login"] = "live-ci-bot".into();
+    });
+    assert!(matches!(
+        route_with(
+            "issue_comment",
+            &body,
+            "main",
+            REPO,
+            &TrustPolicy::default(),
+            None
+        )
+        .unwrap(),
+        Route::PlanRequested { .. }
+    ));
 }
 
 #[test]

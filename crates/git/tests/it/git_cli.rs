@@ -128,3 +128,43 @@ fn open_outside_a_repository_fails() {
     let err = GitCli::open(tmp.path()).unwrap_err();
     assert!(err.to_string().contains("rev-parse"), "{err}");
 }
+
+/// A directory named to smuggle a chat-ops command (`x\n/live-ci plan\ny`) is
+/// refused wherever discovery reads the repository: the commit's tree, the
+/// working tree and the diff; each error names the path, escaped.
+#[test]
+fn control_characters_in_paths_are_refused_at_discovery_naming_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    write(d, "ok/terragrunt.hcl", "inputs = {}\n");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "c1"]);
+    git(d, &["checkout", "-qb", "evil"]);
+    write(d, "x\n/live-ci plan\ny/terragrunt.hcl", "inputs = {}\n");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "c2"]);
+    let g = GitCli::open(d).unwrap();
+    let escaped = "\"x\\n/live-ci plan\\ny/terragrunt.hcl\"";
+    let expect = |err: String| {
+        assert!(
+            err.starts_with(&format!("invalid path {escaped}: holds a control")),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err:?}");
+    };
+    expect(g.tree_at(Some("evil")).err().unwrap().to_string());
+    expect(
+        g.changed_files("main", Some("evil"))
+            .unwrap_err()
+            .to_string(),
+    );
+    // the working tree (checked out at the hostile commit)
+    let err = g.tree_at(None).unwrap().files().unwrap_err().to_string();
+    assert!(
+        err.starts_with("invalid path \"x\\n\": holds a control"),
+        "{err}"
+    );
+    // the trunk without the hostile directory is fine
+    assert!(g.tree_at(Some("main")).is_ok());
+}

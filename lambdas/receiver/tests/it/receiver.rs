@@ -653,8 +653,20 @@ async fn an_untrusted_authors_branch_is_not_planned_either() {
     assert!(launched(&h).is_empty());
 }
 
+/// `GET /user`: the login live-ci's own comments are made by.
+async fn bot_is(server: &MockServer, login: &str) {
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"login": login, "type": "User"})),
+        )
+        .mount(server)
+        .await;
+}
+
 /// The GitHub calls of a maintainer's `/live-ci plan` on fork PR #43.
 async fn fork_pull_request_43(server: &MockServer, permission: &str, head: &str) {
+    bot_is(server, "live-ci-bot").await;
     Mock::given(method("GET"))
         .and(path(
             "/repos/acme/infrastructure-live/collaborators/octo-lead/permission",
@@ -716,6 +728,7 @@ async fn a_maintainers_plan_comment_plans_the_fork_head_after_checking_the_permi
     assert_eq!(
         requests_summary(&h.server.received_requests().await.unwrap()),
         [
+            "GET /user",
             "GET /repos/acme/infrastructure-live/collaborators/octo-lead/permission",
             "GET /repos/acme/infrastructure-live/pulls/43",
             "GET /repos/acme/infrastructure-live/pulls/43/files",
@@ -759,7 +772,10 @@ async fn a_plan_comment_without_write_permission_or_for_a_moved_head_plans_nothi
     );
     assert_eq!(
         requests_summary(&h.server.received_requests().await.unwrap()),
-        ["GET /repos/acme/infrastructure-live/collaborators/octo-lead/permission"]
+        [
+            "GET /user",
+            "GET /repos/acme/infrastructure-live/collaborators/octo-lead/permission"
+        ]
     );
     assert!(launched(&h).is_empty());
 
@@ -772,7 +788,7 @@ async fn a_plan_comment_without_write_permission_or_for_a_moved_head_plans_nothi
     )
     .await;
     let mut body: Value = serde_json::from_slice(&fixture("issue_comment_plan.json")).unwrap();
-    body["comment"]["body"] = format!("/live-ci plan {}", &FORK_HEAD[..12]).into();
+    body["comment"]["body"] = format!("/live-ci plan {FORK_HEAD}").into();
     let r = h
         .receiver
         .handle(&signed(
@@ -786,7 +802,89 @@ async fn a_plan_comment_without_write_permission_or_for_a_moved_head_plans_nothi
         r.body["ignored"]
             .as_str()
             .unwrap()
-            .contains("not the reviewed e4d1a9c07b3f"),
+            .contains(&format!("not the reviewed {FORK_HEAD}")),
+        "{}",
+        r.body
+    );
+    assert!(launched(&h).is_empty());
+
+    // A prefix of the head is no pin at all: the comment is no command.
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    body["comment"]["body"] = format!("/live-ci plan {}", &FORK_HEAD[..12]).into();
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-prefix",
+            serde_json::to_vec(&body).unwrap(),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["ignored"],
+        "the comment on pull request #43 does not start with a \"/live-ci plan\" line"
+    );
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        ["GET /user"]
+    );
+    assert!(launched(&h).is_empty());
+}
+
+/// live-ci's own comment (its token has write access) is never a command:
+/// the receiver learns its login once and ignores it before any permission
+/// look-up; a failing look-up of who the bot is answers 500 (redelivered).
+#[tokio::test]
+async fn the_bots_own_comment_plans_nothing() {
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    let mut body: Value = serde_json::from_slice(&fixture("issue_comment_plan.json")).unwrap();
+    body["comment"]["user"]["login"] = "live-ci-bot".into();
+    for delivery in ["d-bot-1", "d-bot-2"] {
+        let r = h
+            .receiver
+            .handle(&signed(
+                "issue_comment",
+                delivery,
+                serde_json::to_vec(&body).unwrap(),
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.body["ignored"],
+            "the comment on pull request #43 is live-ci's own (\"live-ci-bot\")"
+        );
+    }
+    // one look-up for the warm container, nothing else
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        ["GET /user"]
+    );
+    assert!(launched(&h).is_empty());
+
+    let h = harness("none", "{}").await;
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"})),
+        )
+        .mount(&h.server)
+        .await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-who",
+            fixture("issue_comment_plan.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("GET /user: github answered 401"),
         "{}",
         r.body
     );

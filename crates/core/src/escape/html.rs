@@ -1,5 +1,5 @@
-//! HTML escaping for mails and pages. A tiny function instead of a crate: the
-//! five characters below are all that matters in text and quoted attribute
+//! HTML (mails, the vote pages): escaping and which URLs may become links.
+//! A tiny function instead of a crate: the five characters below are all that matters in text and quoted attribute
 //! values, which is the only way values reach our markup.
 
 /// `s` with `& < > " '` replaced by entities, safe inside element text and
