@@ -516,10 +516,13 @@ impl GitHost for GitHubClient {
         // Only the bot's own comment is ever edited: anyone can write the
         // marker into a comment of theirs, and an edit would then put the
         // bot's words under their name (or theirs under the bot's summary).
-        let me = self.bot_login().await?;
+        // The list first: a job without the permission is refused before
+        // anything (the bot's login included) is asked of GitHub.
         let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
+        let comments = self.get_all(url.clone()).await?;
+        let me = self.bot_login().await?;
         let mut existing = None;
-        for item in self.get_all(url.clone()).await? {
+        for item in comments {
             let c: CommentEntry = self.decode(&url, item)?;
             let mine = c
                 .user

@@ -363,8 +363,8 @@ async fn only_the_bots_own_marked_comment_is_edited() {
     assert_eq!(
         requests(&server).await,
         [
-            "GET /user",
             "GET /repos/acme/live/issues/3/comments?per_page=100",
+            "GET /user",
             "PATCH /repos/acme/live/issues/comments/9",
         ]
     );
@@ -399,6 +399,13 @@ async fn only_the_bots_own_marked_comment_is_edited() {
     // Who the bot is cannot be learnt: nothing is written.
     let server = MockServer::start().await;
     Mock::given(method("GET"))
+        .and(path("/repos/acme/live/issues/3/comments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"id": 9, "body": format!("{marker}\nold table"), "user": {"login": "live-ci-bot"}}
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
         .and(path("/user"))
         .respond_with(
             ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"})),
@@ -411,7 +418,13 @@ async fn only_the_bots_own_marked_comment_is_edited() {
         .unwrap_err()
         .to_string();
     assert_eq!(err, "GET /user: github answered 401: Bad credentials");
-    assert_eq!(requests(&server).await, ["GET /user"]);
+    assert_eq!(
+        requests(&server).await,
+        [
+            "GET /repos/acme/live/issues/3/comments?per_page=100",
+            "GET /user"
+        ]
+    );
 }
 
 /// "METHOD path?query" of every request the server saw, in order.
