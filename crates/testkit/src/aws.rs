@@ -9,7 +9,7 @@ use crate::{localstack_endpoint, unique};
 /// The region every test client and resource uses.
 pub const REGION: &str = "us-east-1";
 
-/// The execution role of test state machines (LocalStack checks only its form).
+/// The execution role of test state machines ([`state_machine`] creates it).
 pub const SFN_ROLE: &str = "arn:aws:iam::000000000000:role/live-ci-sfn";
 
 /// The SDK configuration of the project's LocalStack, for any service's
@@ -39,9 +39,41 @@ pub fn sfn_client() -> aws_sdk_sfn::Client {
     aws_sdk_sfn::Client::new(&sdk_config())
 }
 
+/// The test state machines' execution role, created once per LocalStack: the
+/// local cloud evaluates IAM as AWS does, so the service integrations the
+/// tests' definitions call (SQS, SNS, ECS, Lambda) are allowed to it, and it
+/// trusts Step Functions. An existing role is kept.
+async fn ensure_sfn_role() {
+    let iam = aws_sdk_iam::Client::new(&sdk_config());
+    let name = SFN_ROLE.rsplit('/').next().unwrap_or("live-ci-sfn");
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"states.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    if let Err(e) = iam
+        .create_role()
+        .role_name(name)
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+    {
+        let exists = e
+            .as_service_error()
+            .is_some_and(|s| s.is_entity_already_exists_exception());
+        assert!(exists, "create role {name}: {e:?}");
+    }
+    // Test resources have unique names: the integrations are allowed on any.
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["sqs:SendMessage","sns:Publish","ecs:RunTask","ecs:StopTask","ecs:DescribeTasks","iam:PassRole","lambda:InvokeFunction","kms:GenerateDataKey","kms:Decrypt","events:PutTargets","events:PutRule","events:DescribeRule"],"Resource":"*"}]}"#;
+    iam.put_role_policy()
+        .role_name(name)
+        .policy_name("test-integrations")
+        .policy_document(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put role policy {name}: {e:?}"));
+}
+
 /// Creates a state machine named `prefix`-unique with `definition` (ASL JSON)
 /// and returns its ARN.
 pub async fn state_machine(sfn: &aws_sdk_sfn::Client, prefix: &str, definition: &str) -> String {
+    ensure_sfn_role().await;
     sfn.create_state_machine()
         .name(unique(prefix))
         .definition(definition)

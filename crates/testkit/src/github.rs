@@ -100,6 +100,9 @@ impl FakeGitHub {
     /// The login `GET /user` answers: the token's user, the author of every
     /// comment the client posts.
     pub const BOT_LOGIN: &'static str = "live-ci-bot";
+    /// The App's slug `GET /app` answers; comments posted with one of the
+    /// fake's installation tokens are by `<slug>[bot]`, as on GitHub.
+    pub const APP_SLUG: &'static str = "live-ci";
 
     /// Serves `repository` (`owner/name`) on a free local port.
     pub async fn start(repository: &str) -> Self {
@@ -280,6 +283,10 @@ impl Respond for Api {
                 "login": FakeGitHub::BOT_LOGIN, "id": 1, "type": "User",
             }));
         }
+        if request.method.as_str() == "GET" && path == "/app" {
+            return ResponseTemplate::new(200)
+                .set_body_json(json!({ "slug": FakeGitHub::APP_SLUG, "id": 1 }));
+        }
         if let ("POST", ["", "app", "installations", id, "access_tokens"]) = (
             request.method.as_str(),
             path.split('/').collect::<Vec<_>>().as_slice(),
@@ -404,13 +411,24 @@ impl Respond for Api {
                 ResponseTemplate::new(200).set_body_json(comments)
             }
             ("POST", ["issues", number, "comments"]) => {
+                let bearer = request
+                    .headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .unwrap_or_default();
+                let author = if state.app_tokens.iter().any(|t| t.token == bearer) {
+                    format!("{}[bot]", FakeGitHub::APP_SLUG)
+                } else {
+                    FakeGitHub::BOT_LOGIN.to_owned()
+                };
                 let id = state.next_comment;
                 state.next_comment += 1;
                 let comment = Comment {
                     id,
                     issue: number.parse().unwrap_or(0),
                     body: body["body"].as_str().unwrap_or_default().to_owned(),
-                    login: FakeGitHub::BOT_LOGIN.to_owned(),
+                    login: author,
                 };
                 state.comments.push(comment);
                 ResponseTemplate::new(201).set_body_json(json!({ "id": id }))
