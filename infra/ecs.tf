@@ -34,10 +34,7 @@ locals {
     for kind, _ in local.task_kinds : kind => merge(local.task_env, {
       LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
       LOG_STREAM_PREFIX = local.task_log_stream_prefix
-      }, kind == "terra-run" ? {
-      APPLY_QUEUE_PREFIX = local.apply_queue_prefix
-      APPLY_WAIT_SECONDS = tostring(var.apply_wait_seconds)
-    } : {})
+    })
   }
 
   # Injected by ECS from SSM at start: never plain text in the task definition.
@@ -104,9 +101,12 @@ resource "aws_ecs_task_definition" "this" {
   network_mode             = "awsvpc"
   cpu                      = tostring(each.value.cpu)
   memory                   = tostring(each.value.memory)
-  task_role_arn            = aws_iam_role.task[each.key].arn
-  execution_role_arn       = aws_iam_role.task_execution.arn
-  tags                     = local.tags
+  # terra-run has no role of its own: the state machine names its account's
+  # role of the phase for each task (overrides.taskRoleArn, iam.tf
+  # terra_run_roles), so a task started without one gets no credentials.
+  task_role_arn      = each.key == "terra-run" ? null : aws_iam_role.task[each.key].arn
+  execution_role_arn = aws_iam_role.task_execution.arn
+  tags               = local.tags
 
   runtime_platform {
     operating_system_family = "LINUX"

@@ -18,14 +18,6 @@ locals {
   state_machine_execs_arn = "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${var.name}-deployment:*"
 
   metadb_secret_arn = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
-
-  # The queues plan tasks create to wait for their approved applies
-  # (apply_wait_seconds): the task creates, reads and deletes its own; the
-  # state machine sends to it.
-  apply_queue_prefix = "${var.name}-apply-"
-  apply_queue_arn    = "arn:${local.partition}:sqs:${local.region}:${local.account_id}:${local.apply_queue_prefix}*"
-
-  account_role_arns = distinct(flatten([for a in var.account_parent_cfg : [a.plan_role_arn, a.apply_role_arn]]))
 }
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -357,19 +349,36 @@ resource "aws_iam_role_policy" "lambda" {
 
 ################################################################################
 # ECS: one task role per job (each allowed only what its subcommand calls:
-# crates/contract checks both ways) and the execution role (image pull, logs,
-# injected secrets)
+# crates/contract checks both ways), terra-run's per account and phase, and
+# the execution role (image pull, logs, injected secrets)
 ################################################################################
 
 locals {
-  plan_role_arns  = distinct([for a in var.account_parent_cfg : a.plan_role_arn])
-  apply_role_arns = distinct([for a in var.account_parent_cfg : a.apply_role_arn])
+  plan_role_arns = distinct([for a in var.account_parent_cfg : a.plan_role_arn])
+
+  # pr-plan and create-deploy-stack: one role each. terra-run has none of
+  # its own (its task definition names no role): the state machine runs each
+  # phase with the unit account's role of that phase (terra_run_roles).
+  job_task_roles = { for k, v in local.task_kinds : k => v if k != "terra-run" }
 
   task_policies = {
     "pr-plan"             = data.aws_iam_policy_document.task_pr_plan.json
     "create-deploy-stack" = data.aws_iam_policy_document.task_create_deploy_stack.json
-    "terra-run"           = data.aws_iam_policy_document.task_terra_run.json
   }
+
+  # terra-run's task roles: for each account, one for the plan phase that may
+  # assume only that account's plan role, and one for the apply phase that
+  # may assume only its apply role. IAM, not the task's code, then decides
+  # which account role a task can reach: a plan task (running the merged
+  # code's plan) holds no apply power, and no task reaches another account.
+  # Named <name>-<phase>-<account>: the state machine builds the ARN from the
+  # execution's account_name (terra_run_role_arn_prefix), and its PassRole
+  # allows exactly these roles.
+  terra_run_roles = merge([for a in var.account_parent_cfg : {
+    "plan-${a.name}"  = { account = a.name, phase = "plan", assume = a.plan_role_arn }
+    "apply-${a.name}" = { account = a.name, phase = "apply", assume = a.apply_role_arn }
+  }]...)
+  terra_run_role_arn_prefix = "arn:${local.partition}:iam::${local.account_id}:role/${var.name}-"
 }
 
 # pr-plan runs a pull request's code (through terraform): its role reads the
@@ -443,7 +452,12 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
   }
 }
 
+# One document per account and phase (local.terra_run_roles): the same
+# rights but for the saved plans (a plan writes them, an apply reads them)
+# and the one account role it may assume.
 data "aws_iam_policy_document" "task_terra_run" {
+  for_each = local.terra_run_roles
+
   source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api.json]
 
   statement {
@@ -459,11 +473,24 @@ data "aws_iam_policy_document" "task_terra_run" {
     resources = [local.kms_key_arn]
   }
 
-  # Plans are read back at the version the plan task recorded.
-  statement {
-    sid       = "SavedPlans"
-    actions   = ["s3:PutObject", "s3:GetObject", "s3:GetObjectVersion"]
-    resources = ["${aws_s3_bucket.plans.arn}/plans/*"]
+  # A plan uploads its saved plan; an apply reads it back at the version the
+  # plan task recorded (and cannot write one).
+  dynamic "statement" {
+    for_each = each.value.phase == "plan" ? [1] : []
+    content {
+      sid       = "SavePlans"
+      actions   = ["s3:PutObject"]
+      resources = ["${aws_s3_bucket.plans.arn}/plans/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.value.phase == "apply" ? [1] : []
+    content {
+      sid       = "ReadSavedPlans"
+      actions   = ["s3:GetObject", "s3:GetObjectVersion"]
+      resources = ["${aws_s3_bucket.plans.arn}/plans/*"]
+    }
   }
 
   # The run's packed checkout: read only (create-deploy-stack writes it, and
@@ -480,24 +507,41 @@ data "aws_iam_policy_document" "task_terra_run" {
     resources = [local.state_machine_arn]
   }
 
-  # A plan task waiting for its approved apply, on a queue of its own.
+  # The one account role of this account and phase: the plan phase's role
+  # cannot assume an apply role, and no role another account's.
   statement {
-    sid       = "ApplyQueues"
-    actions   = ["sqs:CreateQueue", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteQueue"]
-    resources = [local.apply_queue_arn]
-  }
-
-  # Plans and applies as the accounts' own roles; terra-run assumes only the
-  # role of the unit's account in the metadb record (checked in Rust).
-  statement {
-    sid       = "AssumeAccountRoles"
+    sid       = "AssumeAccountRole"
     actions   = ["sts:AssumeRole"]
-    resources = local.account_role_arns
+    resources = [each.value.assume]
   }
 }
 
+resource "aws_iam_role" "terra_run" {
+  for_each = local.terra_run_roles
+
+  name               = "${var.name}-${each.key}"
+  description        = "live-ci terra-run, ${each.value.phase} phase of account ${each.value.account}"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+  tags               = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = can(regex("^[A-Za-z0-9+=,.@_-]+$", each.value.account)) && length("${var.name}-${each.key}") <= 64
+      error_message = "account_parent_cfg: account ${jsonencode(each.value.account)} names the terra-run task role ${jsonencode("${var.name}-${each.key}")}: an IAM role name takes letters, digits and +=,.@_- and at most 64 characters."
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "terra_run" {
+  for_each = local.terra_run_roles
+
+  name   = "terra-run-${each.value.phase}"
+  role   = aws_iam_role.terra_run[each.key].id
+  policy = data.aws_iam_policy_document.task_terra_run[each.key].json
+}
+
 resource "aws_iam_role" "task" {
-  for_each = local.task_kinds
+  for_each = local.job_task_roles
 
   name               = "${var.name}-task-${each.key}"
   description        = "live-ci ECS task ${each.key}"
@@ -506,22 +550,11 @@ resource "aws_iam_role" "task" {
 }
 
 resource "aws_iam_role_policy" "task" {
-  for_each = local.task_kinds
+  for_each = local.job_task_roles
 
   name   = "task-${each.key}"
   role   = aws_iam_role.task[each.key].id
   policy = local.task_policies[each.key]
-}
-
-# The one shared role of earlier versions becomes terra-run's.
-moved {
-  from = aws_iam_role.task
-  to   = aws_iam_role.task["terra-run"]
-}
-
-moved {
-  from = aws_iam_role_policy.task
-  to   = aws_iam_role_policy.task["terra-run"]
 }
 
 data "aws_iam_policy_document" "task_execution" {
@@ -621,22 +654,17 @@ data "aws_iam_policy_document" "state_machine" {
     resources = ["arn:${local.partition}:ecs:${local.region}:${local.account_id}:task/${aws_ecs_cluster.this.name}/*"]
   }
 
+  # Exactly the per-account terra-run roles (each phase's task runs as its
+  # account's role of that phase: overrides.taskRoleArn) and the execution role.
   statement {
     sid       = "PassTaskRoles"
     actions   = ["iam:PassRole"]
-    resources = [aws_iam_role.task["terra-run"].arn, aws_iam_role.task_execution.arn]
+    resources = concat([for r in aws_iam_role.terra_run : r.arn], [aws_iam_role.task_execution.arn])
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"
       values   = ["ecs-tasks.amazonaws.com"]
     }
-  }
-
-  # Apply In Plan Task: the approved apply, to the waiting plan task's queue.
-  statement {
-    sid       = "SendApplyJobs"
-    actions   = ["sqs:SendMessage"]
-    resources = [local.apply_queue_arn]
   }
 
   statement {

@@ -84,8 +84,16 @@ output "ecs_cluster_arn" {
 }
 
 output "task_role_arns" {
-  description = "ECS task role ARNs by subcommand (pr-plan, create-deploy-stack, terra-run): the principals the target accounts' plan and apply roles must trust (see the README)."
+  description = "ECS task role ARNs of pr-plan and create-deploy-stack: the principals (with terra_run_role_arns' plan roles) the target accounts' plan roles must trust (see the README). terra-run's are per account: terra_run_role_arns."
   value       = { for k, v in aws_iam_role.task : k => v.arn }
+}
+
+output "terra_run_role_arns" {
+  description = "terra-run's task roles by account name: { plan = ..., apply = ... }. An account's plan role must trust its plan entry (and the task_role_arns); its apply role only its apply entry (see the README)."
+  value = { for a in var.account_parent_cfg : a.name => {
+    plan  = aws_iam_role.terra_run["plan-${a.name}"].arn
+    apply = aws_iam_role.terra_run["apply-${a.name}"].arn
+  } }
 }
 
 output "task_definition_arns" {

@@ -23,6 +23,7 @@ resource "aws_sfn_state_machine" "deployment" {
     ecs_cluster_arn               = aws_ecs_cluster.this.arn
     terra_run_task_definition_arn = aws_ecs_task_definition.this["terra-run"].arn
     terra_run_container_name      = "terra-run"
+    terra_run_role_arn_prefix     = local.terra_run_role_arn_prefix
     subnet_ids                    = jsonencode(var.subnet_ids)
     security_group_ids            = jsonencode(var.security_group_ids)
     assign_public_ip              = var.assign_public_ip ? "ENABLED" : "DISABLED"

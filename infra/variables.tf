@@ -270,9 +270,9 @@ variable "task_heartbeat_seconds" {
 }
 
 variable "apply_wait_seconds" {
-  description = "How long a terra-run plan task stays up after a plan that needs an apply, waiting on a queue of its own for the voters' approval, to apply in the same task instead of starting a new one (a Fargate start per unit saved). 0 starts a new task for every apply. An approval after the wait starts a new task as before."
+  description = "Deprecated and ignored: every apply runs in a new terra-run task with the account's apply-phase role (a plan task never waits for its apply). Still accepted so that configurations setting it keep planning; it will be removed."
   type        = number
-  default     = 3600
+  default     = 0
 
   validation {
     condition     = var.apply_wait_seconds >= 0 && var.apply_wait_seconds <= 86400

@@ -24,7 +24,6 @@
 #                          BENCH_PROFILE=release)
 #   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
 #   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
-#   LIVE_CI_APPLY_WAIT_SECONDS [3600]  the module's apply_wait_seconds (0: every apply in a new task)
 #   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
 #                          examples/live-repo/accounts.json
 #   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
@@ -178,7 +177,6 @@ apply() {
   "metadb_connection": "$metadb_connection",
   "metadb_name": "$metadb_name",
   "max_parallel": ${LIVE_CI_MAX_PARALLEL:-4},
-  "apply_wait_seconds": ${LIVE_CI_APPLY_WAIT_SECONDS:-3600},
   "account_parent_cfg": $(if [ -n "${LIVE_CI_ACCOUNTS_FILE:-}" ]; then cat "$LIVE_CI_ACCOUNTS_FILE"; else echo null; fi),
   "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
   "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
@@ -198,7 +196,8 @@ EOF
   # local cloud's IAM refuses an AssumeRole its trust policy does not allow).
   "$work/venv/bin/python" "$root/scripts/target-account-roles.py" "$AWS_ENDPOINT_URL" \
     "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" \
-    "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["task_role_arns"]["value"]))')" >&2
+    "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["task_role_arns"]["value"]))')" \
+    "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["terra_run_role_arns"]["value"]))')" >&2
   printf '%s\n' "$outputs"
 }
 

@@ -42,8 +42,6 @@ pub const ENV_VARS: &[&str] = &[
     "ALLOW_DESTROY",
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
-    "APPLY_QUEUE_PREFIX",
-    "APPLY_WAIT_SECONDS",
     "LOG_GROUP",
     "LOG_STREAM_PREFIX",
     "HEARTBEAT_SECONDS",
@@ -115,10 +113,6 @@ pub const TERRA_RUN_AWS_ACTIONS: &[&str] = &[
     "states:SendTaskFailure",
     "states:SendTaskHeartbeat",
     "sts:AssumeRole",
-    "sqs:CreateQueue",
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:DeleteQueue",
     METADB_ACTIONS[0],
     METADB_ACTIONS[1],
     METADB_ACTIONS[2],
@@ -147,10 +141,6 @@ pub const AWS_ACTIONS: &[&str] = &[
     "s3:GetObject",
     "s3:GetObjectVersion",
     "lambda:InvokeFunction",
-    "sqs:CreateQueue",
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:DeleteQueue",
     METADB_ACTIONS[0],
     METADB_ACTIONS[1],
     METADB_ACTIONS[2],
@@ -531,35 +521,6 @@ impl FromLookup for TerraRunConfig {
     }
 }
 
-/// A plan task that stays up after its plan, for the approved apply of the
-/// same unit (`APPLY_WAIT_SECONDS` of the module, 0 = never): the apply then
-/// needs no new task. It waits on its own queue, named from
-/// `APPLY_QUEUE_PREFIX`, which the module's IAM scopes the task's rights to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApplyWait {
-    pub queue_prefix: String,
-    pub seconds: u64,
-    /// How long one receive waits (SQS's longest, 20 s): also how often the
-    /// wait reads the execution's record to stop once it ended.
-    pub poll_seconds: u64,
-}
-
-impl ApplyWait {
-    /// `None` inside when off (no prefix, or 0 seconds).
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Option<Self>> {
-        let seconds = check.env.number("APPLY_WAIT_SECONDS", 0u64);
-        let seconds = check.keep(seconds)?;
-        let Some(queue_prefix) = check.opt("APPLY_QUEUE_PREFIX") else {
-            return Some(None);
-        };
-        Some((seconds > 0).then_some(ApplyWait {
-            queue_prefix,
-            seconds,
-            poll_seconds: 20,
-        }))
-    }
-}
-
 /// `pr-plan`: the plans of a pull request's affected units.
 #[derive(Debug, Clone)]
 pub struct PrPlanConfig {
@@ -605,8 +566,6 @@ pub enum Config {
         metadb: MetadbConfig,
         plan_bucket: String,
         job: TerraRunConfig,
-        /// Whether and how long a plan task stays up to apply its own plan.
-        apply_wait: Option<ApplyWait>,
     },
     /// pr-plan runs a pull request's code: it never opens the metadb (its
     /// role has no `rds-data` actions and no secret of it), whatever
@@ -644,13 +603,11 @@ impl Config {
                 let job = TerraRunConfig::read(&mut check);
                 let metadb = check.metadb();
                 let plan_bucket = check.req("PLAN_BUCKET");
-                let apply_wait = ApplyWait::read(&mut check);
                 (|| {
                     Some(Config::TerraRun {
                         metadb: metadb?,
                         plan_bucket: plan_bucket?,
                         job: job?,
-                        apply_wait: apply_wait?,
                     })
                 })()
             }
@@ -718,7 +675,7 @@ mod tests {
                 }
                 Some(match k {
                     "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER"
-                    | "APPLY_WAIT_SECONDS" => "3".to_string(),
+=> "3".to_string(),
                     "LIVE_CI_CHILD_UID" | "LIVE_CI_CHILD_GID" => "10002".to_string(),
                     "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),

@@ -55,9 +55,15 @@ pub enum TaskError {
     CachedCheckout { key: String, message: String },
     #[error("assuming role {role_arn:?}: {message}")]
     AssumeRole { role_arn: String, message: String },
-    /// SIGTERM (ECS's StopTask) reached a plan task that waits for its apply.
-    #[error("stopped by SIGTERM; the task's apply queue is deleted")]
-    Terminated,
+    /// An apply the metadb does not authorise (not approved at its
+    /// threshold, rejected, aborted, superseded), or a state machine input
+    /// asking for another command than the record's: nothing was run.
+    #[error("refusing to {phase} execution {execution_id:?}: {reason}; nothing was run")]
+    Refused {
+        phase: &'static str,
+        execution_id: String,
+        reason: String,
+    },
     /// SIGTERM (ECS's StopTask, a Spot reclaim) reached the task while its
     /// command ran; the command was interrupted and stopped by itself.
     #[error("{command:?} was interrupted: the task was stopped (SIGTERM) while it ran{}", code.map_or_else(String::new, |c| format!("; it exited with code {c}")))]
@@ -101,6 +107,7 @@ impl TaskError {
             TaskError::CachedCheckout { .. } => "CheckoutArchive",
             TaskError::Config(_) => "Config",
             TaskError::Interrupted { .. } => "Interrupted",
+            TaskError::Refused { .. } => "Refused",
             _ => "TaskFailed",
         }
     }

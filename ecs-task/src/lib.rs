@@ -1,11 +1,10 @@
 //! The live-ci ECS task: `create-deploy-stack` (a merged pull request → a run
 //! of executions in the metadb, handed to `trigger_sf`), `terra-run` (one plan
-//! or apply of one unit for the state machine; a plan task may stay up for the
-//! unit's approved apply, `apply_handoff`) and `pr-plan` (plans of the units
+//! or apply of one unit for the state machine, each phase in a task of its own
+//! with the phase's own task role) and `pr-plan` (plans of the units
 //! a pull request affects, reported on the pull request). The handlers take the
 //! core's ports, so tests and AWS run the same code; `main.rs` only wires.
 
-pub mod apply_handoff;
 pub mod checkout;
 pub mod checkout_cache;
 pub mod cli;
@@ -13,7 +12,6 @@ pub mod config;
 pub mod create_deploy_stack;
 pub mod error;
 pub mod git_ssh;
-pub mod leftovers;
 pub mod logs;
 pub mod plans;
 pub mod pr_plan;
@@ -24,7 +22,7 @@ pub mod terra_run;
 pub mod timeline;
 
 pub use config::{
-    AWS_ACTIONS, ApplyWait, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
+    AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
     CreateDeployStackConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS, PR_PLAN_AWS_ACTIONS,
     PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
 };

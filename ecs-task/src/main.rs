@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SqsApplyQueue, SsmParamStore, StsRoleAssumer};
+use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::TaskTokens;
@@ -12,14 +12,12 @@ use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{Credentials, GitHubClient, Job};
 use live_ci_metadb::AnyMetadb;
-use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
-use live_ci_task::leftovers::Subreaper;
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::{open_metadb, open_metadb_reading};
-use live_ci_task::terra_run::TerraRunPorts;
+use live_ci_task::terra_run::{TerraRunPorts, terra_run_with};
 use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, sandbox, timeline};
 use live_ci_workflow::SfnTaskTokens;
 
@@ -253,17 +251,8 @@ async fn run<G: GitHost>(
             );
         }
         Config::TerraRun {
-            plan_bucket,
-            job,
-            apply_wait,
-            ..
+            plan_bucket, job, ..
         } => {
-            // Before any command runs: whatever the plan orphans is re-parented
-            // to this process, where the hand-off's guard finds it.
-            let leftovers = apply_wait.as_ref().map(|_| Subreaper::adopt());
-            if let Some(why) = leftovers.as_ref().and_then(Subreaper::refused) {
-                tracing::warn!("{why}: this task will not wait for its apply");
-            }
             let metadb = opened(metadb)?;
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
@@ -275,16 +264,7 @@ async fn run<G: GitHost>(
                 roles,
                 statuses: Statuses::new(github, *switches),
             };
-            let queue = SqsApplyQueue::new(live_ci_aws::sdk::sqs::Client::new(aws));
-            let handoff = apply_wait
-                .as_ref()
-                .zip(leftovers.as_ref())
-                .map(|(wait, leftovers)| Handoff {
-                    queue: &queue,
-                    wait,
-                    leftovers,
-                });
-            terra_run_handing_off(job, repo, logs_url, &ports, record.clone(), handoff).await?;
+            terra_run_with(job, repo, logs_url, &ports, record.clone()).await?;
         }
         Config::PrPlan { job } => {
             let statuses = Statuses::new(github, status_config(common, params).await?);

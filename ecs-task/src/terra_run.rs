@@ -77,43 +77,28 @@ pub async fn terra_run<
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
 ) -> Result<TerraRunResult> {
-    terra_run_with(config, repo, logs_url, ports, None, |_| {
-        std::future::ready(None)
-    })
-    .await
+    terra_run_with(config, repo, logs_url, ports, None).await
 }
 
-/// [`terra_run`], where a plan that needs an apply first asks `apply_queue`
-/// for the queue this task will wait on for it: its URL goes out with the
-/// plan's answer (`PlanResult::apply_queue_url`), so the state machine sends
-/// the approved apply there instead of starting a new task. `prefetched` is
-/// the execution's record when the task's start read it already
-/// (`crate::startup::open_metadb_reading`); without it (or for another
+/// [`terra_run`] with the execution's record when the task's start read it
+/// already (`crate::startup::open_metadb_reading`); without it (or for another
 /// execution) the record is read here.
-pub(crate) async fn terra_run_with<
+pub async fn terra_run_with<
     M: RunStore + ExecutionStore,
     A: ArtifactStore,
     T: TaskTokens,
     G: GitHost,
     R: RoleAssumer,
-    F: FnOnce(&PlanResult) -> Fut,
-    Fut: std::future::Future<Output = Option<String>>,
 >(
     config: &TerraRunConfig,
     repo: &Repo,
     logs_url: Option<&str>,
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     prefetched: Option<ExecutionRecord>,
-    apply_queue: F,
 ) -> Result<TerraRunResult> {
     let token = config.task_token.clone();
     let mut unit = None;
-    let mut outcome = phase(config, repo, logs_url, ports, &token, prefetched, &mut unit).await;
-    if let Ok(TerraRunResult::Plan(plan)) = &mut outcome
-        && !plan.skip_apply
-    {
-        plan.apply_queue_url = apply_queue(plan).await;
-    }
+    let outcome = phase(config, repo, logs_url, ports, &token, prefetched, &mut unit).await;
     let status = async {
         let Some((commit, cfg_path)) = &unit else {
             return;
@@ -220,12 +205,27 @@ async fn phase<
             .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?,
     };
     timeline::mark("execution");
-    // The record is the truth; the state machine passes the same command.
-    let command = config.command.clone().unwrap_or_else(|| match phase {
-        Phase::Plan => record.plan_command.clone(),
-        Phase::Apply => record.apply_command.clone(),
-    });
     *unit = Some((record.commit_id.clone(), record.cfg_path.clone()));
+    let command = unit_command(config, &record, phase)?;
+    if phase == Phase::Apply {
+        // Only what the metadb approved is applied, whatever the execution's
+        // input says: the voters' decision at its threshold, on a running
+        // execution of a running run (`ExecutionRecord::apply_refusal`).
+        let run = ports
+            .metadb
+            .run(record.run_id)
+            .await
+            .port("metadb")?
+            .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?;
+        if let Some(reason) = record.apply_refusal(run.status) {
+            return Err(TaskError::Refused {
+                phase: phase.as_str(),
+                execution_id: record.execution_id.clone(),
+                reason,
+            });
+        }
+        timeline::mark("authorised");
+    }
     println!(
         "live-ci terra-run {}: execution {:?}, unit {:?}, commit {}",
         phase.as_str(),
@@ -345,7 +345,6 @@ async fn phase<
                 skip_apply: config.common.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
-                apply_queue_url: None,
             };
             println!(
                 "live-ci: plan saved to {} ({}){}",
@@ -639,6 +638,28 @@ async fn store_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
         });
     }
     Ok(())
+}
+
+/// The command of this phase, from the metadb record: the state machine's
+/// `LIVE_CI_COMMAND` may only repeat it, so a tampered execution input cannot
+/// run another command (with the account's role) than the one recorded when
+/// the run was created.
+fn unit_command(config: &TerraRunConfig, record: &ExecutionRecord, phase: Phase) -> Result<String> {
+    let recorded = match phase {
+        Phase::Plan => &record.plan_command,
+        Phase::Apply => &record.apply_command,
+    };
+    match config.command.as_deref().filter(|c| !c.is_empty()) {
+        Some(asked) if asked != recorded => Err(TaskError::Refused {
+            phase: phase.as_str(),
+            execution_id: record.execution_id.clone(),
+            reason: format!(
+                "LIVE_CI_COMMAND {asked:?} is not the recorded {} command {recorded:?}",
+                phase.as_str()
+            ),
+        }),
+        _ => Ok(recorded.clone()),
+    }
 }
 
 /// The role of the unit's own account for this phase, from the metadb record:

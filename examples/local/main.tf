@@ -89,7 +89,6 @@ module "live_ci" {
   task_heartbeat_seconds   = 120
   retry_interval_seconds   = 1
   max_parallel             = var.max_parallel
-  apply_wait_seconds       = var.apply_wait_seconds
   # Locally a sweep every minute recovers lost claims quickly.
   sweep_schedule_expression = "rate(1 minute)"
   stale_claim_seconds       = 60

@@ -141,8 +141,3 @@ variable "max_parallel" {
   default     = 4
 }
 
-variable "apply_wait_seconds" {
-  description = "How long a plan task waits to apply its own approved plan (0: every apply in a new task; make bench-pipeline compares both)."
-  type        = number
-  default     = 3600
-}

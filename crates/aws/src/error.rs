@@ -27,13 +27,6 @@ pub enum AwsError {
         #[source]
         message: Failure,
     },
-    #[error("sqs {operation} {queue:?}: {message}")]
-    Sqs {
-        operation: &'static str,
-        queue: String,
-        #[source]
-        message: Failure,
-    },
     #[error("lambda invoke {function:?}: {message}")]
     Lambda {
         function: String,
@@ -71,7 +64,6 @@ impl Classify for AwsError {
             AwsError::Ssm { message, .. }
             | AwsError::Ecs { message, .. }
             | AwsError::S3 { message, .. }
-            | AwsError::Sqs { message, .. }
             | AwsError::Lambda { message, .. }
             | AwsError::Ses { message, .. }
             | AwsError::Sts { message, .. }

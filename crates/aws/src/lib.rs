@@ -1,9 +1,8 @@
 //! AWS adapters of the core's ports: SSM Parameter Store ([`SsmParamStore`]),
 //! ECS Fargate tasks ([`EcsTaskLauncher`]), S3 saved plans ([`S3ArtifactStore`])
 //! Lambda invokes ([`LambdaInvoker`]), SES v2 mail ([`SesMailer`]), STS
-//! role assumption ([`StsRoleAssumer`]), KMS task-token encryption
-//! ([`KmsTokenCipher`]) and SQS apply hand-offs ([`SqsApplyQueue`]). Endpoints
-//! come from the SDK's usual
+//! role assumption ([`StsRoleAssumer`]) and KMS task-token encryption
+//! ([`KmsTokenCipher`]). Endpoints come from the SDK's usual
 //! configuration (`AWS_ENDPOINT_URL` points them at LocalStack locally).
 
 mod ecs;
@@ -13,7 +12,6 @@ mod lambda;
 pub mod runtime;
 mod s3;
 mod ses;
-mod sqs;
 mod ssm;
 mod sts;
 
@@ -23,7 +21,6 @@ pub use kms::KmsTokenCipher;
 pub use lambda::LambdaInvoker;
 pub use s3::S3ArtifactStore;
 pub use ses::SesMailer;
-pub use sqs::SqsApplyQueue;
 pub use ssm::SsmParamStore;
 pub use sts::StsRoleAssumer;
 
@@ -35,7 +32,6 @@ pub mod sdk {
     pub use aws_sdk_lambda as lambda;
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_sesv2 as sesv2;
-    pub use aws_sdk_sqs as sqs;
     pub use aws_sdk_ssm as ssm;
     pub use aws_sdk_sts as sts;
 }

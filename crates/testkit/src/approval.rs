@@ -118,7 +118,6 @@ pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalReques
             skip_apply: false,
             plan_artifact: format!("s3://artifacts/{}/plan.tfplan", record.execution_id),
             logs_url: "https://console.aws.amazon.com/cloudwatch/home#logs/terra-run".into(),
-            apply_queue_url: None,
         },
     }
 }

@@ -14,8 +14,8 @@ pub mod vars;
 pub use error::{Result, WorkflowError};
 pub use outcome::Outcome;
 pub use payload::{
-    Action, ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, ExecutionStatus,
-    HANDOFF_REFUSED, PlanResult, SfnInput,
+    Action, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, ExecutionStatus, PlanResult,
+    SfnInput,
 };
 pub use render::{placeholders, render};
 pub use sfn::{SfnEngine, SfnTaskTokens};

@@ -11,7 +11,6 @@ pub mod state {
     pub const NO_CHANGES: &str = "No Changes";
     pub const REQUEST_APPROVAL: &str = "Request Approval";
     pub const APPROVAL_RESULTS: &str = "Approval Results";
-    pub const APPLY_IN_PLAN_TASK: &str = "Apply In Plan Task";
     pub const APPLY: &str = "Apply";
     pub const SUCCESS: &str = "Success";
     pub const REJECT: &str = "Reject";

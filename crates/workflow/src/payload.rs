@@ -7,7 +7,6 @@
 //! | `terra-run plan` → SendTaskSuccess | [`PlanResult`], at `$.plan` |
 //! | state machine → SNS → `approval_request` | [`ApprovalRequest`] |
 //! | `approval_response` → SendTaskSuccess | [`ApprovalDecision`], at `$.approval` |
-//! | state machine → SQS → the waiting plan task | [`ApplyJob`] |
 //! | `terra-run apply` → SendTaskSuccess | [`ApplyResult`], at `$.apply` |
 //!
 //! A rejection may also arrive as SendTaskFailure with error [`crate::outcome::REJECTED`].
@@ -50,11 +49,6 @@ pub struct PlanResult {
     pub plan_artifact: String,
     /// The CloudWatch log stream of the plan, linked from e-mails and statuses.
     pub logs_url: String,
-    /// The queue of the plan task that stays up to apply this plan once it is
-    /// approved ([`ApplyJob`]); absent, a new task applies it. Absent rather
-    /// than null: the state machine branches on whether the field is present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub apply_queue_url: Option<String>,
 }
 
 impl PlanResult {
@@ -102,37 +96,6 @@ impl std::fmt::Debug for ApprovalRequest {
             .field("sfn_execution_arn", &self.sfn_execution_arn)
             .field("execution", &self.execution)
             .field("plan", &self.plan)
-            .finish()
-    }
-}
-
-/// The approved apply, sent by the state machine to the waiting plan task's
-/// queue (`PlanResult::apply_queue_url`): what the apply phase's container
-/// overrides carry when a new task applies it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApplyJob {
-    /// The Apply state's token: the job's answer, heartbeat and failure.
-    pub task_token: String,
-    pub execution_id: String,
-    pub sfn_execution_arn: String,
-    /// The [`PlanResult::plan_artifact`] the voters approved.
-    pub plan_artifact: String,
-}
-
-/// The error a plan task answers an [`ApplyJob`] it will not apply with (a job
-/// of another execution, or one not yet approved): `Apply In Plan Task`'s
-/// Catch sends the apply to a new task (`Apply`), where every check runs
-/// again, instead of the execution waiting out the state's heartbeat.
-pub const HANDOFF_REFUSED: &str = "LiveCi.HandoffRefused";
-
-// Like the approval request's, the token completes a state: never in a log.
-impl std::fmt::Debug for ApplyJob {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApplyJob")
-            .field("task_token", &"<redacted>")
-            .field("execution_id", &self.execution_id)
-            .field("sfn_execution_arn", &self.sfn_execution_arn)
-            .field("plan_artifact", &self.plan_artifact)
             .finish()
     }
 }

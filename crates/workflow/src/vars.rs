@@ -22,6 +22,11 @@ pub struct DeploymentVars {
     /// The container of that task definition whose command and environment the
     /// state machine overrides.
     pub terra_run_container_name: String,
+    /// The ARN prefix of the per-account terra-run task roles: Plan runs its
+    /// task as `<prefix>plan-<account_name>` and Apply as
+    /// `<prefix>apply-<account_name>` (ECS `overrides.taskRoleArn`), so IAM,
+    /// not the task, decides which account role each phase may assume.
+    pub terra_run_role_arn_prefix: String,
     pub subnet_ids: Vec<String>,
     pub security_group_ids: Vec<String>,
     pub assign_public_ip: bool,
@@ -59,6 +64,22 @@ impl DeploymentVars {
             &self.terra_run_task_definition_arn,
         )?;
         string("terra_run_container_name", &self.terra_run_container_name)?;
+        // It sits inside a States.Format string: no quote, brace or backslash
+        // may reach it (an IAM ARN has none).
+        let prefix = &self.terra_run_role_arn_prefix;
+        if !(prefix.starts_with("arn:")
+            && prefix.contains(":role/")
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ":/+=,.@_-".contains(c)))
+        {
+            return Err(invalid(
+                "terra_run_role_arn_prefix",
+                prefix,
+                "must be an IAM role ARN prefix (arn:…:role/…, no quotes or braces)",
+            ));
+        }
+        string("terra_run_role_arn_prefix", prefix)?;
         string("approval_topic_arn", &self.approval_topic_arn)?;
         let public_ip = if self.assign_public_ip {
             "ENABLED"

@@ -158,6 +158,7 @@ async fn plan_and_apply<A: ArtifactStore>(d: &Deployed, store: &A, url: &str) {
     let plan: Value = serde_json::from_str(output).unwrap();
     assert_eq!(plan["to_add"].as_u64(), Some(1), "{plan}");
     let artifact = plan["plan_artifact"].as_str().unwrap().to_string();
+    support::approve(&d.db.url, &d.metadb, id).await;
     terra_run(
         &phase(id, "apply", Some(&artifact), url),
         &repo,
@@ -299,8 +300,14 @@ async fn a_tampered_packed_checkout_fails_the_token_and_runs_nothing() {
     };
     let marker = work.path().join("plan-ran");
     let id = &d.execution.execution_id;
-    let mut config = phase(id, "plan", None, &d.url);
-    config.command = Some(format!("touch {}; {}", marker.display(), d.tf.plan));
+    let config = phase(id, "plan", None, &d.url);
+    support::record_command(
+        &d.db.url,
+        id,
+        "plan",
+        &format!("touch {}; {}", marker.display(), d.tf.plan),
+    )
+    .await;
     let repo = Repo {
         clone_url: d.url.clone(),
         token: None,
@@ -422,14 +429,14 @@ async fn an_archive_with_an_escaping_entry_is_refused_and_writes_nothing_outside
         let packed = CachedCheckout::of(&commit, &bytes);
         store.put(&packed.key, bytes).await.unwrap();
         let id = format!("run-7-esc{i}-dev-app-00{i}");
+        let marker = outside.path().join(format!("ran-{i}"));
         let mut e = exec(&id, "dev", &[]);
         e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
+        e.plan_command = format!("touch {}", marker.display());
         let mut r = run(&commit, 1, vec![e]);
         r.checkout = Some(packed.clone());
         metadb.create_run(&r).await.unwrap();
-        let marker = outside.path().join(format!("ran-{i}"));
-        let mut config = phase(&id, "plan", None, "/nonexistent/live-ci-repo");
-        config.command = Some(format!("touch {}", marker.display()));
+        let config = phase(&id, "plan", None, "/nonexistent/live-ci-repo");
         let err = terra_run(
             &config,
             &Repo {
@@ -546,14 +553,14 @@ async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
         let packed = CachedCheckout::of(&d.commit, &bytes);
         store.put(&packed.key, bytes).await.unwrap();
         let id = format!("run-7-head{i}-dev-app-00{i}");
+        let marker = work.path().join(format!("ran-{i}"));
         let mut e = exec(&id, "dev", &[]);
         e.cfg_path = live_ci_core::RepoPath::new("dev/app").unwrap();
+        e.plan_command = format!("touch {}; {}", marker.display(), d.tf.plan);
         let mut r = run(&d.commit, 1, vec![e]);
         r.checkout = Some(packed.clone());
         metadb.create_run(&r).await.unwrap();
-        let marker = work.path().join(format!("ran-{i}"));
-        let mut config = phase(&id, "plan", None, &d.url);
-        config.command = Some(format!("touch {}; {}", marker.display(), d.tf.plan));
+        let config = phase(&id, "plan", None, &d.url);
         let repo = Repo {
             clone_url: d.url.clone(),
             token: None,
@@ -766,9 +773,12 @@ async fn measure_the_task_timeline_of_a_new_units_plan_and_apply() {
         repo: _repo,
         url,
         db,
+        metadb,
         execution,
         ..
     } = merged(&store, repo, commit.clone()).await;
+    // Every apply below is of this approved execution.
+    support::approve(&db.url, &metadb, &execution.execution_id).await;
     assert!(execution.checkout.is_some());
     assert!(
         !execution.new_providers.is_empty(),

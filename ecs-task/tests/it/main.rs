@@ -1,7 +1,6 @@
 //! The integration tests of the ECS task: its subcommands against real terraform, git, PostgreSQL and LocalStack: one test binary (one link) for the
 //! crate, each former `tests/*.rs` a module.
 
-mod apply_handoff;
 mod binary;
 mod checkout_cache;
 mod child_env;

@@ -159,7 +159,13 @@ async fn the_plan_result_completes_a_waiting_state_and_a_failure_fails_it() {
     let (arn, token) = waiting_execution(&c).await;
     let mut config = config.clone();
     config.task_token = token;
-    config.command = Some("echo 'Error: no credentials'; exit 1".into());
+    support::record_command(
+        &db.url,
+        "run-7-abcd-dev-app-001",
+        "plan",
+        "echo 'Error: no credentials'; exit 1",
+    )
+    .await;
     terra_run(&config, &clone, None, &ports).await.unwrap_err();
     let out = ended(&c, &arn).await;
     assert_eq!(out.status, ExecutionStatus::Failed);

@@ -185,6 +185,8 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         "a plan changes no state"
     );
 
+    // The voters approve the first execution (real votes in the metadb).
+    support::approve(&s.db.url, &s.metadb, id1).await;
     // An apply refuses another execution's plan before running anything.
     let err = terra_run(
         &env(id1, "apply", Some(&artifacts[1]), &s.clone_url),
@@ -230,7 +232,9 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
         vec!["terraform_data.this".to_string()]
     );
 
-    // The second plan was made before the first apply: it is stale.
+    // The second plan was made before the first apply: it is stale. (Its run
+    // starts once the first is done, and its voters approve it.)
+    support::approve(&s.db.url, &s.metadb, id2).await;
     let err = terra_run(
         &env(id2, "apply", Some(&artifacts[1]), &s.clone_url),
         &repo,
@@ -337,6 +341,7 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
     let first = plan_output(&env(id1, "plan", None, &s.clone_url)).await;
     assert_eq!(first["to_add"], 1);
     assert_eq!(first["skip_apply"], false, "a plan with changes is applied");
+    support::approve(&s.db.url, &s.metadb, id1).await;
     terra_run(
         &env(
             id1,
@@ -392,8 +397,14 @@ async fn failures_reach_the_token_with_the_commands_output() {
     let sts = support::sts();
     let ports = ports_without_github(&s, &artifacts, &tokens, &sts);
     // A failing command: the failure names the command and carries its last lines.
-    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.command = Some("echo 'Error: Invalid provider configuration'; exit 1".into());
+    let config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    support::record_command(
+        &s.db.url,
+        "run-7-x-dev-app-001",
+        "plan",
+        "echo 'Error: Invalid provider configuration'; exit 1",
+    )
+    .await;
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::CommandFailed { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -415,7 +426,8 @@ async fn failures_reach_the_token_with_the_commands_output() {
     assert!(err.to_string().contains("\"run-7-nope-001\""), "{err}");
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
 
-    // Apply without a saved plan: a clear error, nothing applied.
+    // Apply without a saved plan (approved): a clear error, nothing applied.
+    support::approve(&s.db.url, &s.metadb, "run-7-x-dev-app-001").await;
     let key = plan_key("run-7-x-dev-app-001", &s.commits[0]);
     let config = env(
         "run-7-x-dev-app-001",
@@ -449,11 +461,17 @@ async fn each_phase_runs_with_a_home_tmpdir_and_plugin_cache_of_its_own_then_gon
     // What a plan's code could do: read where it runs and plant a file there
     // for whatever runs next (harmless here: were the protection gone, it
     // would land in this machine's real home).
-    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.command = Some(format!(
-        "printf '%s\\n' \"$HOME\" \"$TMPDIR\" \"$TF_PLUGIN_CACHE_DIR\" > {report:?} && \
-         echo planted > \"$HOME/.live-ci-test-planted\" && exit 1"
-    ));
+    let config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    support::record_command(
+        &s.db.url,
+        "run-7-x-dev-app-001",
+        "plan",
+        &format!(
+            "printf '%s\\n' \"$HOME\" \"$TMPDIR\" \"$TF_PLUGIN_CACHE_DIR\" > {report:?} && \
+             echo planted > \"$HOME/.live-ci-test-planted\" && exit 1"
+        ),
+    )
+    .await;
     terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(only_sent(&tokens), Sent::Failure { .. }));
     let dirs: Vec<std::path::PathBuf> = std::fs::read_to_string(&report)
@@ -538,8 +556,15 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     assert_ne!(other, approved);
     store.put(&key1, other).await.unwrap();
     let marker = s.tf.state.path().join("apply-ran");
-    let mut config = env(id1, "apply", Some(&store.uri(&key1)), &s.clone_url);
-    config.command = Some(format!("touch {}; {}", marker.display(), s.tf.apply));
+    let config = env(id1, "apply", Some(&store.uri(&key1)), &s.clone_url);
+    support::record_command(
+        &s.db.url,
+        id1,
+        "apply",
+        &format!("touch {}; {}", marker.display(), s.tf.apply),
+    )
+    .await;
+    support::approve(&s.db.url, &s.metadb, id1).await;
     let err = terra_run(&config, &repo, None, &ports).await.unwrap_err();
     assert!(matches!(err, TaskError::PlanArtifact { .. }), "{err}");
     let Sent::Failure { error, cause, .. } = only_sent(&tokens) else {
@@ -599,6 +624,7 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
     // A newer object at the key: garbage that no hash could match.
     let newer = store.put(&key1, b"not a plan".to_vec()).await.unwrap();
     assert!(newer.is_some_and(|v| v != version));
+    support::approve(&s.db.url, &s.metadb, id1).await;
     terra_run(
         &env(id1, "apply", Some(&artifacts[0]), &s.clone_url),
         &repo,
@@ -633,6 +659,7 @@ async fn a_versioned_plan_is_read_at_its_recorded_version() {
         .await
         .unwrap();
     store.put(&key2, b"replacement".to_vec()).await.unwrap();
+    support::approve(&s.db.url, &s.metadb, id2).await;
     let err = terra_run(
         &env(id2, "apply", Some(&artifacts[1]), &s.clone_url),
         &repo,
@@ -683,6 +710,150 @@ async fn another_accounts_role_is_refused() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "arn:aws:iam::111111111111:role/plan");
     assert_eq!(calls[0].1, format!("live-ci-plan-{id}"));
+    s.db.drop_db().await;
+}
+
+/// The apply is the approved apply: an apply task started with a forged input
+/// — another command, another role, an execution its voters rejected, one
+/// not (yet) approved, one whose run was superseded or that was aborted —
+/// applies nothing (the apply command, which would leave a marker, never
+/// runs; the unit's state is never written; no role is assumed) and its
+/// failure says why. Then the same execution, approved, applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_with_a_forged_input_applies_nothing_and_says_why() {
+    let s = setup().await;
+    let client = s3_client();
+    let bucket = new_bucket(&client, "forged").await;
+    let store = S3ArtifactStore::new(client, &bucket);
+    let tokens = RecordingTokens::default();
+    let sts = support::fakes::RecordingRoles::new(support::sts());
+    let repo = Repo {
+        clone_url: s.clone_url.clone(),
+        token: None,
+    };
+    let ports = ports_without_github(&s, &store, &tokens, &sts);
+    let id = "run-7-x-dev-app-001";
+    terra_run(&env(id, "plan", None, &s.clone_url), &repo, None, &ports)
+        .await
+        .unwrap();
+    let Sent::Success { output, .. } = only_sent(&tokens) else {
+        panic!("plan failed")
+    };
+    let artifact = serde_json::from_str::<Value>(&output).unwrap()["plan_artifact"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let marker = s.tf.state.path().join("apply-ran");
+    support::record_command(
+        &s.db.url,
+        id,
+        "apply",
+        &format!("touch {}; {}", marker.display(), s.tf.apply),
+    )
+    .await;
+    let planned_roles = sts.calls().len();
+    let sql = |statement: &'static str| {
+        let url = s.db.url.clone();
+        async move {
+            live_ci_metadb::connect(&url)
+                .await
+                .unwrap()
+                .execute(statement, &[&id])
+                .await
+                .unwrap();
+        }
+    };
+    let refused = |config: TerraRunConfig, why: &'static str| {
+        let (repo, ports, tokens, marker, s) = (&repo, &ports, &tokens, &marker, &s);
+        async move {
+            let err = terra_run(&config, repo, None, ports).await.unwrap_err();
+            let Sent::Failure { error, cause, .. } = only_sent(tokens) else {
+                panic!("expected a failure")
+            };
+            assert!(cause.contains(why), "{why}: {cause}");
+            assert!(!marker.exists(), "{why}: the apply command never ran");
+            assert!(!s.tf.state_file("dev/app").exists(), "{why}: nothing applied");
+            (err, error)
+        }
+    };
+    let apply = || env(id, "apply", Some(&artifact), &s.clone_url);
+
+    // Not approved yet: one vote of the two needed.
+    live_ci_core::port::ApprovalStore::cast_vote(
+        &s.metadb,
+        id,
+        "a@example.com",
+        live_ci_core::deploy::Vote::Approve,
+    )
+    .await
+    .unwrap();
+    let (err, name) = refused(
+        apply(),
+        "is not approved: 1 of the 2 approvals it needs are recorded (decision None)",
+    )
+    .await;
+    assert!(matches!(err, TaskError::Refused { .. }), "{err}");
+    assert_eq!(name, "Refused");
+    // A decision written without the votes to reach it.
+    sql("UPDATE executions SET decision = 'approve' WHERE execution_id = $1").await;
+    refused(
+        apply(),
+        "1 of the 2 approvals it needs are recorded (decision Some(\"approve\"))",
+    )
+    .await;
+    // Rejected by its voters.
+    sql("UPDATE executions SET decision = NULL WHERE execution_id = $1").await;
+    live_ci_core::port::ApprovalStore::cast_vote(
+        &s.metadb,
+        id,
+        "c@example.com",
+        live_ci_core::deploy::Vote::Reject,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        live_ci_core::port::ApprovalStore::decide(&s.metadb, id)
+            .await
+            .unwrap(),
+        Some(live_ci_core::deploy::Vote::Reject)
+    );
+    refused(apply(), "was rejected by its voters").await;
+    sql("DELETE FROM votes WHERE execution_id = $1").await;
+    sql("UPDATE executions SET decision = NULL WHERE execution_id = $1").await;
+
+    // Approved now; but the input asks for another command, or another role.
+    support::approve(&s.db.url, &s.metadb, id).await;
+    let mut other_command = apply();
+    other_command.command = Some("terraform destroy -auto-approve".into());
+    refused(
+        other_command,
+        "LIVE_CI_COMMAND \"terraform destroy -auto-approve\" is not the recorded apply command",
+    )
+    .await;
+    let mut other_role = apply();
+    other_role.role_arn = Some("arn:aws:iam::999999999999:role/apply".into());
+    refused(
+        other_role,
+        "\"arn:aws:iam::999999999999:role/apply\" is not the apply role",
+    )
+    .await;
+    // Its run superseded, then the execution aborted.
+    sql("UPDATE runs SET status = 'superseded' WHERE run_id = (SELECT run_id FROM executions WHERE execution_id = $1)").await;
+    refused(apply(), "is superseded, not running").await;
+    sql("UPDATE runs SET status = 'running' WHERE run_id = (SELECT run_id FROM executions WHERE execution_id = $1)").await;
+    sql("UPDATE executions SET status = 'aborted' WHERE execution_id = $1").await;
+    refused(apply(), "is aborted, not running").await;
+    assert_eq!(
+        sts.calls().len(),
+        planned_roles,
+        "no role was assumed for a refused apply"
+    );
+
+    // The approved, running execution with the record's command applies.
+    sql("UPDATE executions SET status = 'running' WHERE execution_id = $1").await;
+    terra_run(&apply(), &repo, None, &ports).await.unwrap();
+    assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
+    assert!(marker.exists() && s.tf.state_file("dev/app").exists());
     s.db.drop_db().await;
 }
 
@@ -811,8 +982,14 @@ async fn the_answer_does_not_wait_for_the_final_status() {
         roles: &sts,
         statuses: Statuses::new(&github, Default::default()),
     };
-    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.command = Some("echo 'Error: quota exceeded'; exit 1".into());
+    let config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    support::record_command(
+        &s.db.url,
+        "run-7-x-dev-app-001",
+        "plan",
+        "echo 'Error: quota exceeded'; exit 1",
+    )
+    .await;
     let ran = tokio::time::timeout(
         std::time::Duration::from_secs(10),
         terra_run(&config, &repo, None, &ports),
@@ -836,8 +1013,8 @@ async fn the_answer_does_not_wait_for_the_final_status() {
 /// then uses the record it is handed only when it is its own execution's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_record_read_at_start_is_used_only_when_no_migration_ran_and_it_is_this_executions() {
-    use live_ci_task::apply_handoff::{Handoff, terra_run_handing_off};
     use live_ci_task::startup::read_while_migrating;
+    use live_ci_task::terra_run::terra_run_with;
 
     let s = setup().await;
     let (id1, id2) = ("run-7-x-dev-app-001", "run-7-y-dev-app-002");
@@ -897,16 +1074,12 @@ async fn the_record_read_at_start_is_used_only_when_no_migration_ran_and_it_is_t
         (handed(id1, "own"), "own", true),
         (handed(id2, "other"), "other", false),
     ] {
-        terra_run_handing_off(
-            &env(id1, "plan", None, &s.clone_url),
-            &repo,
-            None,
-            &ports,
-            Some(record),
-            None::<Handoff<'_, live_ci_aws::SqsApplyQueue>>,
-        )
-        .await
-        .unwrap();
+        // The handed record's command is its own: the input names none.
+        let mut config = env(id1, "plan", None, &s.clone_url);
+        config.command = None;
+        terra_run_with(&config, &repo, None, &ports, Some(record))
+            .await
+            .unwrap();
         assert!(matches!(only_sent(&tokens), Sent::Success { .. }));
         assert_eq!(marks.path().join(marker).exists(), used, "{marker}");
     }
@@ -946,8 +1119,14 @@ async fn a_task_stopped_while_its_command_runs_interrupts_the_command_and_says_s
         ),
     )
     .unwrap();
-    let mut config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
-    config.command = Some(format!("sh {script:?}"));
+    let config = env("run-7-x-dev-app-001", "plan", None, &s.clone_url);
+    support::record_command(
+        &s.db.url,
+        "run-7-x-dev-app-001",
+        "plan",
+        &format!("sh {script:?}"),
+    )
+    .await;
     let stop = support::stop_this_task_once_started(&started);
     let (done, ()) = tokio::join!(
         tokio::time::timeout(
@@ -1015,6 +1194,7 @@ async fn a_failed_apply_still_records_what_it_created_for_rollback() {
         .await
         .unwrap();
 
+    support::approve(&s.db.url, &s.metadb, id).await;
     let err = terra_run(
         &env(id, "apply", Some(&artifact), &s.clone_url),
         &repo,

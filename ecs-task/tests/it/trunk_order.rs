@@ -515,6 +515,7 @@ async fn with_allow_destroy_a_removed_unit_is_destroyed_from_the_range_start() {
     let plan: Value = serde_json::from_str(output).unwrap();
     assert_eq!(plan["to_destroy"].as_u64(), Some(1), "{plan}");
     let artifact = plan["plan_artifact"].as_str().unwrap().to_string();
+    support::approve(&db.url, &metadb, &e.execution_id).await;
     terra_run(&task("apply", Some(artifact)), &repo, None, &ports)
         .await
         .unwrap();

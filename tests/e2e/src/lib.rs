@@ -242,6 +242,8 @@ pub struct Deployment {
     pub metadb_url: String,
     /// Where the sample units' terraform state lives: `<dir>/<commit>/<cfg_path with _>.tfstate`.
     pub state_dir: PathBuf,
+    /// Every output of the module (`terraform output -json`), e.g. the task roles.
+    pub outputs: Value,
 }
 
 impl Deployment {
@@ -316,6 +318,7 @@ impl Deployment {
             state_machine_arn: get("state_machine_arn")?,
             metadb_url: metadb_url.to_string(),
             state_dir,
+            outputs,
         })
     }
 }

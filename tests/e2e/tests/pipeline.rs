@@ -8,8 +8,11 @@
 //! Needs `scripts/local-cloud.sh` to be able to start (as in `make test`) and
 //! the workspace's debug binaries (`make test` builds them first).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use anyhow::Context;
 
 use live_ci_e2e::observe::{
     ExecutionRow, Metadb, Outcome, drive, sfn_statuses, sfn_times, tf_resources,
@@ -366,9 +369,248 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 }
                 let new = usize::try_from(iam.denied.saturating_sub(env.iam_denied_before))
                     .unwrap_or(usize::MAX);
-                let denials = &iam.denials[iam.denials.len().saturating_sub(new)..];
+                // The role probe's denials are deliberate (its session name says so).
+                let denials: Vec<_> = iam.denials[iam.denials.len().saturating_sub(new)..]
+                    .iter()
+                    .filter(|d| !d.values().any(|v| v.contains(PROBE_SESSION)))
+                    .collect();
                 assert!(denials.is_empty(), "denied: {denials:#?}");
             }
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// The STS session name of the role probe below: its denials are the test's.
+const PROBE_SESSION: &str = "live-ci-e2e-probe";
+
+/// Every `sts:AssumeRole` resource `document` (a policy JSON) allows.
+fn assume_role_grants(document: &serde_json::Value) -> BTreeSet<String> {
+    let list = |v: &serde_json::Value| -> Vec<String> {
+        match v {
+            serde_json::Value::String(s) => vec![s.clone()],
+            serde_json::Value::Array(a) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let statements = match &document["Statement"] {
+        serde_json::Value::Array(a) => a.clone(),
+        one => vec![one.clone()],
+    };
+    let covers = |pattern: &str| {
+        let p = pattern.to_ascii_lowercase();
+        p == "*" || p == "sts:*" || p == "sts:assumerole" || p == "sts:assume*"
+    };
+    statements
+        .iter()
+        .filter(|st| st["Effect"] == "Allow")
+        .filter(|st| {
+            list(&st["Action"]).iter().any(|a| covers(a))
+                || (!st["NotAction"].is_null() && !list(&st["NotAction"]).iter().any(|a| covers(a)))
+        })
+        .flat_map(|st| list(&st["Resource"]))
+        .collect()
+}
+
+/// Issue 27 item 2: IAM, not the task's code, decides which account role a
+/// job may assume. From the policies as terraform rendered them into the
+/// local cloud's IAM (every inline and attached policy of every role of the
+/// deployment): each account's plan-phase terra-run role may assume exactly
+/// that account's plan role, its apply-phase role exactly its apply role,
+/// pr-plan exactly the plan roles, create-deploy-stack (`scan_type = graph`)
+/// and every other role none; so an account's apply role is assumable by its
+/// apply-phase role alone. Then, under the local cloud's IAM enforcement, a
+/// real STS call with a plan-phase role's credentials: the account's apply
+/// role and another account's plan role are denied with AWS's message naming
+/// the role, the action and the resource; its own plan role is assumed.
+#[test]
+fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let d = &env.deployment;
+            let name = d
+                .state_machine_arn
+                .rsplit(':')
+                .next()
+                .and_then(|n| n.strip_suffix("-deployment"))
+                .context("the state machine is <name>-deployment")?
+                .to_string();
+            let accounts: Vec<serde_json::Value> = serde_json::from_str(
+                &std::fs::read_to_string(repo_root().join("examples/live-repo/accounts.json"))?,
+            )?;
+            let key = env
+                .cloud
+                .env
+                .get("AWS_ACCESS_KEY_ID")
+                .cloned()
+                .unwrap_or_else(|| "test".into());
+            let secret = env
+                .cloud
+                .env
+                .get("AWS_SECRET_ACCESS_KEY")
+                .cloned()
+                .unwrap_or_else(|| "test".into());
+            let creds = |k: &str, s: &str, t: Option<String>| {
+                aws_sdk_sts::config::Credentials::new(k, s, t, None, "e2e")
+            };
+            let iam = aws_sdk_iam::Client::from_conf(
+                aws_sdk_iam::Config::builder()
+                    .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
+                    .endpoint_url(env.cloud.endpoint())
+                    .region(aws_sdk_iam::config::Region::new("us-east-1"))
+                    .credentials_provider(creds(&key, &secret, None))
+                    .build(),
+            );
+            let sts_as = |c: aws_sdk_sts::config::Credentials| {
+                aws_sdk_sts::Client::from_conf(
+                    aws_sdk_sts::Config::builder()
+                        .behavior_version(aws_sdk_sts::config::BehaviorVersion::latest())
+                        .endpoint_url(env.cloud.endpoint())
+                        .region(aws_sdk_sts::config::Region::new("us-east-1"))
+                        .credentials_provider(c)
+                        .build(),
+                )
+            };
+            let decode = |text: &str| -> anyhow::Result<serde_json::Value> {
+                let text = if text.trim_start().starts_with('{') {
+                    text.to_string()
+                } else {
+                    form_urlencoded::parse(format!("d={text}").as_bytes())
+                        .next()
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap_or_default()
+                };
+                Ok(serde_json::from_str(&text)?)
+            };
+
+            // The rendered policies, per role of this deployment.
+            let mut grants: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            let roles = iam.list_roles().max_items(1000).send().await?;
+            for role in roles.roles() {
+                let role_name = role.role_name();
+                if !role_name.starts_with(&format!("{name}-")) {
+                    continue;
+                }
+                let mut granted = BTreeSet::new();
+                let inline = iam.list_role_policies().role_name(role_name).send().await?;
+                for policy in inline.policy_names() {
+                    let doc = iam
+                        .get_role_policy()
+                        .role_name(role_name)
+                        .policy_name(policy)
+                        .send()
+                        .await?;
+                    granted.extend(assume_role_grants(&decode(doc.policy_document())?));
+                }
+                let attached = iam
+                    .list_attached_role_policies()
+                    .role_name(role_name)
+                    .send()
+                    .await?;
+                for policy in attached.attached_policies() {
+                    let arn = policy.policy_arn().unwrap_or_default();
+                    let meta = iam.get_policy().policy_arn(arn).send().await?;
+                    let version = meta
+                        .policy()
+                        .and_then(|p| p.default_version_id())
+                        .unwrap_or("v1");
+                    let doc = iam
+                        .get_policy_version()
+                        .policy_arn(arn)
+                        .version_id(version)
+                        .send()
+                        .await?;
+                    let text = doc
+                        .policy_version()
+                        .and_then(|v| v.document())
+                        .unwrap_or("{}");
+                    granted.extend(assume_role_grants(&decode(text)?));
+                }
+                grants.insert(role_name.to_string(), granted);
+            }
+            let field = |a: &serde_json::Value, f: &str| a[f].as_str().unwrap_or_default().to_string();
+            let mut expected: BTreeMap<String, BTreeSet<String>> = grants
+                .keys()
+                .map(|k| (k.clone(), BTreeSet::new()))
+                .collect();
+            for a in &accounts {
+                let account = field(a, "name");
+                expected.insert(
+                    format!("{name}-plan-{account}"),
+                    BTreeSet::from([field(a, "plan_role_arn")]),
+                );
+                expected.insert(
+                    format!("{name}-apply-{account}"),
+                    BTreeSet::from([field(a, "apply_role_arn")]),
+                );
+            }
+            expected.insert(
+                format!("{name}-task-pr-plan"),
+                accounts.iter().map(|a| field(a, "plan_role_arn")).collect(),
+            );
+            assert_eq!(grants, expected, "sts:AssumeRole resources per role");
+            for a in &accounts {
+                let apply = field(a, "apply_role_arn");
+                let who: Vec<&String> = grants
+                    .iter()
+                    .filter(|(_, g)| g.contains(&apply))
+                    .map(|(r, _)| r)
+                    .collect();
+                assert_eq!(
+                    who,
+                    [&format!("{name}-apply-{}", field(a, "name"))],
+                    "who may assume {apply}"
+                );
+            }
+
+            // A real STS call as the plan-phase task role of the second account.
+            let (dev, other) = (&accounts[1], &accounts[0]);
+            let task_role = d.outputs["terra_run_role_arns"]["value"][field(dev, "name")]["plan"]
+                .as_str()
+                .context("terra_run_role_arns output")?
+                .to_string();
+            let admin = sts_as(creds(&key, &secret, None));
+            let session = admin
+                .assume_role()
+                .role_arn(&task_role)
+                .role_session_name(PROBE_SESSION)
+                .send()
+                .await?;
+            let c = session.credentials().context("the task role's credentials")?;
+            let as_plan_task = sts_as(creds(
+                c.access_key_id(),
+                c.secret_access_key(),
+                Some(c.session_token().to_string()),
+            ));
+            for target in [field(dev, "apply_role_arn"), field(other, "plan_role_arn")] {
+                let err = as_plan_task
+                    .assume_role()
+                    .role_arn(&target)
+                    .role_session_name(PROBE_SESSION)
+                    .send()
+                    .await
+                    .expect_err("the plan-phase role must not assume it");
+                let message = format!("{}", aws_sdk_sts::error::DisplayErrorContext(&err));
+                assert!(
+                    message.contains("AccessDenied")
+                        && message.contains(&format!("assumed-role/{name}-plan-{}/", field(dev, "name")))
+                        && message.contains(&format!(
+                            "is not authorized to perform: sts:AssumeRole on resource: {target}"
+                        )),
+                    "{target}: {message}"
+                );
+            }
+            as_plan_task
+                .assume_role()
+                .role_arn(field(dev, "plan_role_arn"))
+                .role_session_name(PROBE_SESSION)
+                .send()
+                .await
+                .context("the plan-phase role assumes its account's plan role")?;
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));

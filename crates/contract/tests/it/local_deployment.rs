@@ -28,7 +28,7 @@ fn every_setting_deploy_local_writes_reaches_the_module() {
     let script = std::fs::read_to_string(root.join("scripts/deploy-local.sh")).unwrap();
     let written = tfvars_keys(&script);
     assert!(
-        written.contains("max_parallel") && written.contains("apply_wait_seconds"),
+        written.contains("max_parallel") && written.contains("allow_destroy"),
         "the heredoc parse found {written:?}"
     );
     let example = Module::load(root.join("examples/local")).unwrap_or_else(|e| panic!("{e}"));

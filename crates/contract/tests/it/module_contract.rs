@@ -32,6 +32,10 @@ enum EnvSource {
 enum Attachment {
     /// `local.<map>["<key>"]` is `data.aws_iam_policy_document.<doc>.json`.
     LocalMapEntry(&'static str, &'static str),
+    /// `resource "aws_iam_role_policy" "<name>"`'s `policy` is
+    /// `data.aws_iam_policy_document.<doc>[each.key].json` (one document per
+    /// role of a `for_each`).
+    PerRoleResource(&'static str),
 }
 
 struct Binary {
@@ -182,11 +186,16 @@ fn binaries() -> Vec<Binary> {
             live_ci_task::CREATE_DEPLOY_STACK_AWS_ACTIONS,
             "task_create_deploy_stack",
         ),
-        task_job(
-            "terra-run",
-            live_ci_task::TERRA_RUN_AWS_ACTIONS,
-            "task_terra_run",
-        ),
+        // terra-run: one role per account and phase, each with its own
+        // document (infra/iam.tf terra_run_roles).
+        Binary {
+            attachment: Attachment::PerRoleResource("terra_run"),
+            ..task_job(
+                "terra-run",
+                live_ci_task::TERRA_RUN_AWS_ACTIONS,
+                "task_terra_run",
+            )
+        },
     ]
 }
 
@@ -371,6 +380,20 @@ fn each_role_gets_the_document_the_contract_checks() {
                     .unwrap_or_else(|| panic!("local.{map} has no {key:?}"));
                 format_expr(value)
             }
+            Attachment::PerRoleResource(name) => {
+                let attach = m.block("resource", &["aws_iam_role_policy", name]).unwrap();
+                let policy = format_expr(m.attr(attach, &["policy"]).unwrap().item);
+                assert_eq!(
+                    policy.trim(),
+                    format!(
+                        "data.aws_iam_policy_document.{}[each.key].json",
+                        b.policy_document
+                    ),
+                    "{}: role policy",
+                    b.name
+                );
+                continue;
+            }
         };
         assert_eq!(got.trim(), want, "{}: role policy", b.name);
     }
@@ -390,7 +413,11 @@ fn each_role_gets_the_document_the_contract_checks() {
         .block("resource", &["aws_ecs_task_definition", "this"])
         .unwrap();
     let role = format_expr(m.attr(def, &["task_role_arn"]).unwrap().item);
-    assert_eq!(role.trim(), "aws_iam_role.task[each.key].arn");
+    assert_eq!(
+        role.trim(),
+        "each.key == \"terra-run\" ? null : aws_iam_role.task[each.key].arn",
+        "terra-run's definition names no role: the state machine names the phase's"
+    );
 }
 
 #[test]
@@ -458,6 +485,7 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
         ecs_cluster_arn: "c".into(),
         terra_run_task_definition_arn: "t".into(),
         terra_run_container_name: "terra-run".into(),
+        terra_run_role_arn_prefix: "arn:aws:iam::1:role/x-".into(),
         subnet_ids: vec!["s".into()],
         security_group_ids: vec!["g".into()],
         assign_public_ip: false,

@@ -297,6 +297,63 @@ pub struct ExecutionRecord {
 }
 
 impl ExecutionRecord {
+    /// Why this execution may not be applied now (`None`: it may), from the
+    /// metadb alone: the execution and its run (`run_status`) are running —
+    /// not aborted, failed, finished or superseded — and its voters approved
+    /// it at its threshold. The decision is recomputed from the recorded votes
+    /// of its own voters, so a `decision` column set by hand (or a vote from
+    /// someone who is not a voter) does not approve it. terra-run asks this
+    /// before it applies: nothing in the state machine's input can stand in
+    /// for the voters.
+    pub fn apply_refusal(&self, run_status: RunStatus) -> Option<String> {
+        let id = &self.execution_id;
+        if self.status != ExecutionStatus::Running {
+            return Some(format!(
+                "execution {id:?} is {}, not running",
+                self.status.as_str()
+            ));
+        }
+        if run_status != RunStatus::Running {
+            return Some(format!(
+                "the run #{} of execution {id:?} is {}, not running",
+                self.run_id,
+                run_status.as_str()
+            ));
+        }
+        let of_voters = |votes: &[String]| -> Vec<String> {
+            let mut counted: Vec<String> = votes
+                .iter()
+                .filter(|v| self.voters.contains(v))
+                .cloned()
+                .collect();
+            counted.sort();
+            counted.dedup();
+            counted
+        };
+        let tally = Tally {
+            approval_voters: of_voters(&self.approval_voters),
+            rejection_voters: of_voters(&self.rejection_voters),
+            min_approval_count: self.min_approval_count,
+            min_rejection_count: self.min_rejection_count,
+            decision: self.decision,
+        };
+        match (self.decision, tally.reached()) {
+            (Some(Vote::Approve), Some(Vote::Approve)) => None,
+            (decision, Some(Vote::Reject)) | (decision @ Some(Vote::Reject), _) => Some(format!(
+                "execution {id:?} was rejected by its voters (decision {:?}, {} of {} rejections needed)",
+                decision.map(Vote::as_str),
+                tally.rejection_voters.len(),
+                self.min_rejection_count
+            )),
+            (decision, _) => Some(format!(
+                "execution {id:?} is not approved: {} of the {} approvals it needs are recorded (decision {:?})",
+                tally.approval_voters.len(),
+                self.min_approval_count,
+                decision.map(Vote::as_str)
+            )),
+        }
+    }
+
     /// The Step Function input for this execution.
     pub fn sfn_input(&self) -> SfnInput {
         SfnInput {
@@ -576,6 +633,95 @@ mod tests {
         assert_eq!(
             keys(&serde_json::to_string_pretty(&input).unwrap()),
             expected
+        );
+    }
+
+    fn approved_record() -> ExecutionRecord {
+        let voters: Vec<String> = ["a@x", "b@x", "c@x"].map(String::from).to_vec();
+        ExecutionRecord {
+            run_id: 3,
+            execution_id: "run-3-x".into(),
+            is_rollback: false,
+            pr_id: 7,
+            commit_id: "abcd".into(),
+            base_ref: "main".into(),
+            head_ref: "feature".into(),
+            cfg_path: RepoPath::new("dev/app").unwrap(),
+            cfg_deps: Vec::new(),
+            action: Action::Apply,
+            status: ExecutionStatus::Running,
+            status_reason: None,
+            plan_command: "plan".into(),
+            apply_command: "apply".into(),
+            new_providers: Vec::new(),
+            new_resources: Vec::new(),
+            account_name: "dev".into(),
+            account_path: "dev".into(),
+            account_deps: Vec::new(),
+            approval_voters: voters[..2].to_vec(),
+            voters,
+            min_approval_count: 2,
+            rejection_voters: Vec::new(),
+            min_rejection_count: 1,
+            plan_role_arn: "arn:plan".into(),
+            apply_role_arn: "arn:apply".into(),
+            priority: 1.0,
+            wait_for: Vec::new(),
+            wait_accounts: Vec::new(),
+            sfn_execution_arn: None,
+            decision: Some(Vote::Approve),
+            checkout: None,
+            created_at: 0,
+            claimed_at: None,
+            finished_at: None,
+            updated_at: 0,
+        }
+    }
+
+    /// Each way an execution may not be applied is refused with its reason;
+    /// only a running execution of a running run, approved by enough of its
+    /// own voters, passes.
+    #[test]
+    fn only_an_approved_running_execution_may_be_applied() {
+        let ok = approved_record();
+        assert_eq!(ok.apply_refusal(RunStatus::Running), None);
+        let refusal = |change: &dyn Fn(&mut ExecutionRecord), run: RunStatus| {
+            let mut e = approved_record();
+            change(&mut e);
+            e.apply_refusal(run).expect("refused")
+        };
+        let none = |_: &mut ExecutionRecord| {};
+        assert_eq!(
+            refusal(&none, RunStatus::Superseded),
+            "the run #3 of execution \"run-3-x\" is superseded, not running"
+        );
+        assert_eq!(
+            refusal(&|e| e.status = ExecutionStatus::Aborted, RunStatus::Running),
+            "execution \"run-3-x\" is aborted, not running"
+        );
+        assert_eq!(
+            refusal(
+                &|e| {
+                    e.decision = Some(Vote::Reject);
+                    e.rejection_voters = vec!["c@x".into()];
+                },
+                RunStatus::Running
+            ),
+            "execution \"run-3-x\" was rejected by its voters (decision Some(\"reject\"), 1 of 1 rejections needed)"
+        );
+        // No decision recorded, though the votes would reach one.
+        assert!(
+            refusal(&|e| e.decision = None, RunStatus::Running)
+                .contains("is not approved: 2 of the 2 approvals it needs are recorded (decision None)")
+        );
+        // A decision set by hand, below the threshold; votes of non-voters and
+        // repeated votes do not count.
+        assert!(
+            refusal(
+                &|e| e.approval_voters = vec!["a@x".into(), "a@x".into(), "mallory@x".into()],
+                RunStatus::Running
+            )
+            .contains("1 of the 2 approvals it needs are recorded (decision Some(\"approve\"))")
         );
     }
 

@@ -9,7 +9,6 @@
 //! [`RunControl`] (the operator's commands). `live-ci-metadb`'s adapters
 //! implement all of them over one SQL text.
 
-mod apply_queue;
 mod approvals;
 mod artifact;
 mod cipher;
@@ -28,7 +27,6 @@ mod task;
 mod tree;
 mod workflow;
 
-pub use apply_queue::ApplyQueue;
 pub use approvals::{
     ApprovalRecord, ApprovalStore, Ballot, Cast, NewApprovalRequest, RequestStored, StoredRequest,
     VoteView, Voted,

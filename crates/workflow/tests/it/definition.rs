@@ -19,6 +19,7 @@ fn vars() -> DeploymentVars {
         terra_run_task_definition_arn:
             "arn:aws:ecs:us-west-2:111111111111:task-definition/live-ci-terra-run:3".into(),
         terra_run_container_name: "terra-run".into(),
+        terra_run_role_arn_prefix: "arn:aws:iam::111111111111:role/live-ci-".into(),
         subnet_ids: vec!["subnet-0a".into(), "subnet-0b".into()],
         security_group_ids: vec!["sg-01".into()],
         assign_public_ip: false,
@@ -71,7 +72,6 @@ fn every_state_is_reachable_and_every_task_catches() {
         state::PLAN,
         state::REQUEST_APPROVAL,
         state::APPROVAL_RESULTS,
-        state::APPLY_IN_PLAN_TASK,
         state::APPLY,
         state::SUCCESS,
         state::REJECT,
@@ -143,6 +143,40 @@ fn task_overrides_set_exactly_the_documented_environment() {
             "arn:aws:states:::ecs:runTask.waitForTaskToken"
         );
     }
+}
+
+/// Each phase's task runs as its account's role of that phase (ECS's
+/// `overrides.taskRoleArn`), named from the execution's `account_name`; no
+/// other state starts a task, so no task holds an apply-phase role during a
+/// plan.
+#[test]
+fn each_phase_runs_as_its_accounts_task_role_of_that_phase() {
+    let doc = rendered();
+    for (st, phase) in [(state::PLAN, "plan"), (state::APPLY, "apply")] {
+        assert_eq!(
+            doc["States"][st]["Parameters"]["Overrides"]["TaskRoleArn.$"],
+            format!(
+                "States.Format('arn:aws:iam::111111111111:role/live-ci-{phase}-{{}}', $.account_name)"
+            ),
+            "{st}"
+        );
+    }
+    let runs_tasks: Vec<&String> = doc["States"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, st)| {
+            st["Resource"]
+                .as_str()
+                .is_some_and(|r| r.contains(":ecs:") || r.contains(":sqs:"))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(runs_tasks, [state::APPLY, state::PLAN]);
+    let mut v = vars();
+    v.terra_run_role_arn_prefix = "arn:aws:iam::1:role/x', $.other)".into();
+    let err = v.render_deployment().unwrap_err().to_string();
+    assert!(err.contains("terra_run_role_arn_prefix"), "{err}");
 }
 
 #[test]

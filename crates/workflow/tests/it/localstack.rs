@@ -13,8 +13,8 @@ use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_testkit::unique;
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
-    ApplyJob, ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars,
-    HANDOFF_REFUSED, Outcome, PlanResult, SfnInput, SfnTaskTokens,
+    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars,
+    Outcome, PlanResult, SfnInput, SfnTaskTokens,
 };
 use serde_json::{Value, json};
 
@@ -91,6 +91,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
         terra_run_task_definition_arn:
             "arn:aws:ecs:us-east-1:000000000000:task-definition/live-ci-terra-run:1".into(),
         terra_run_container_name: "terra-run".into(),
+        terra_run_role_arn_prefix: "arn:aws:iam::000000000000:role/live-ci-".into(),
         subnet_ids: vec!["subnet-0a".into()],
         security_group_ids: vec!["sg-01".into()],
         assign_public_ip: false,
@@ -327,177 +328,6 @@ async fn approved_deployments_apply_and_succeed() {
     );
 }
 
-/// A plan task that waits for its apply (`apply_queue_url` in its result):
-/// the approved apply goes to that queue as an `ApplyJob` whose token the task
-/// answers, and no new task is started.
-#[tokio::test]
-async fn an_approved_apply_goes_to_the_waiting_plan_tasks_queue() {
-    let d = deployment("live-ci-test-handoff", 60).await;
-    // The queue the mocked plan names (its URL is in the mock config).
-    let queue_url = d
-        .cloud
-        .sqs
-        .create_queue()
-        .queue_name("live-ci-test-apply-handoff")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let execution = d.start("Handoff").await;
-    let request = d.approval_request().await;
-    assert!(request.plan.apply_queue_url.is_some());
-    d.approve_with(&request.task_token, decision(Decision::Approve))
-        .await;
-    let body = receive_one(&d.cloud.sqs, &queue_url, &execution).await;
-    let job: ApplyJob = serde_json::from_str(&body).unwrap();
-    assert_eq!(job.execution_id, "run-1-c8c5-dev-baz-729");
-    assert_eq!(job.plan_artifact, request.plan.plan_artifact);
-    assert_eq!(job.sfn_execution_arn, execution);
-    let applied = ApplyResult {
-        execution_id: job.execution_id.clone(),
-        added: 1,
-        changed: 0,
-        destroyed: 0,
-        new_resources: vec![],
-        logs_url: request.plan.logs_url.clone(),
-    };
-    let sent = d
-        .tokens()
-        .send_success(&job.task_token, &serde_json::to_string(&applied).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(sent, TokenDelivery::Delivered);
-    let (outcome, output) = d.finished(&execution).await;
-    assert_eq!(outcome, Outcome::Succeeded);
-    let apply: ApplyResult = serde_json::from_value(output.unwrap()["apply"].clone()).unwrap();
-    assert_eq!(apply, applied);
-    assert_eq!(
-        d.path(&execution).await,
-        [
-            state::PLAN,
-            state::PLAN_CHANGES,
-            state::REQUEST_APPROVAL,
-            state::APPROVAL_RESULTS,
-            state::APPLY_IN_PLAN_TASK,
-            state::SUCCESS
-        ]
-    );
-}
-
-/// The plan task stopped waiting and deleted its queue: the send fails and a
-/// new task applies (the mocked Apply), instead of the execution failing.
-#[tokio::test]
-async fn an_apply_whose_plan_task_is_gone_goes_to_a_new_task() {
-    let d = deployment("live-ci-test-handoff-gone", 60).await;
-    let execution = d.start("HandoffGone").await;
-    let request = d.approval_request().await;
-    d.approve_with(&request.task_token, decision(Decision::Approve))
-        .await;
-    let (outcome, output) = d.finished(&execution).await;
-    assert_eq!(outcome, Outcome::Succeeded, "{output:?}");
-    assert_eq!(
-        d.path(&execution).await,
-        [
-            state::PLAN,
-            state::PLAN_CHANGES,
-            state::REQUEST_APPROVAL,
-            state::APPROVAL_RESULTS,
-            state::APPLY_IN_PLAN_TASK,
-            state::APPLY,
-            state::SUCCESS
-        ]
-    );
-    let output = output.unwrap();
-    assert_eq!(output["apply"]["new_resources"][0], "null_resource.this");
-    assert!(
-        output["handoff_error"]["Error"].as_str().is_some(),
-        "{output}"
-    );
-}
-
-/// The plan task refused the job sent to its queue (another execution's, or
-/// one the voters have not approved): it fails the job's token with
-/// `LiveCi.HandoffRefused` and a new task applies (the mocked Apply) at once,
-/// instead of the execution failing or waiting out the heartbeat.
-#[tokio::test]
-async fn an_apply_the_plan_task_refuses_goes_to_a_new_task() {
-    let d = deployment("live-ci-test-handoff-refused", 60).await;
-    // The queue the mocked plan names (its URL is in the mock config).
-    let queue_url = d
-        .cloud
-        .sqs
-        .create_queue()
-        .queue_name("live-ci-test-apply-refused")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let execution = d.start("HandoffRefused").await;
-    let request = d.approval_request().await;
-    d.approve_with(&request.task_token, decision(Decision::Approve))
-        .await;
-    let job: ApplyJob =
-        serde_json::from_str(&receive_one(&d.cloud.sqs, &queue_url, &execution).await).unwrap();
-    let sent = d
-        .tokens()
-        .send_failure(&job.task_token, HANDOFF_REFUSED, "refused by the plan task")
-        .await
-        .unwrap();
-    assert_eq!(sent, TokenDelivery::Delivered);
-    let (outcome, output) = d.finished(&execution).await;
-    assert_eq!(outcome, Outcome::Succeeded, "{output:?}");
-    assert_eq!(
-        d.path(&execution).await,
-        [
-            state::PLAN,
-            state::PLAN_CHANGES,
-            state::REQUEST_APPROVAL,
-            state::APPROVAL_RESULTS,
-            state::APPLY_IN_PLAN_TASK,
-            state::APPLY,
-            state::SUCCESS
-        ]
-    );
-    let output = output.unwrap();
-    assert_eq!(
-        output["handoff_error"]["Error"], HANDOFF_REFUSED,
-        "{output}"
-    );
-    assert_eq!(output["apply"]["new_resources"][0], "null_resource.this");
-}
-
-/// The job the state machine sent for `execution`, taken off the queue. The
-/// queue's name is fixed by the mock config, so an earlier run against the same
-/// LocalStack may have left jobs of its own executions there: those are
-/// taken off too and skipped.
-async fn receive_one(sqs: &aws_sdk_sqs::Client, queue_url: &str, execution: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        let out = sqs
-            .receive_message()
-            .queue_url(queue_url)
-            .wait_time_seconds(2)
-            .send()
-            .await
-            .unwrap();
-        for m in out.messages.unwrap_or_default() {
-            sqs.delete_message()
-                .queue_url(queue_url)
-                .receipt_handle(m.receipt_handle.unwrap())
-                .send()
-                .await
-                .unwrap();
-            let body = m.body.unwrap();
-            let job: Value = serde_json::from_str(&body).unwrap();
-            if job["sfn_execution_arn"] == execution {
-                return body;
-            }
-        }
-    }
-    panic!("no job of {execution} on {queue_url}");
-}
 
 /// terra-run's `skip_apply` (a plan that changes nothing): the execution
 /// succeeds at No Changes without publishing an approval request or applying,

@@ -32,13 +32,12 @@ pub fn sts() -> live_ci_aws::StsRoleAssumer {
     ))
 }
 
-/// Whether the calling test runs its body in this process. A test whose task
-/// waits for its apply makes its process the child subreaper and kills every
-/// child that process has when the plan is done (`live_ci_task::leftovers`):
-/// beside other tests it would take their commands for leftovers. So the
-/// harness's call runs the same test again, alone, in a new process of this
-/// test binary, asserts that it passed, and returns false; in that process it
-/// returns true. `test` is the test's full name, e.g. `apply_handoff::name`.
+/// Whether the calling test runs its body in this process. A test that
+/// signals its own process (the task's SIGTERM) would reach the other tests'
+/// commands too. So the harness's call runs the same test again, alone, in a
+/// new process of this test binary, asserts that it passed, and returns
+/// false; in that process it returns true. `test` is the test's full name,
+/// e.g. `terra_run::name`.
 pub fn alone_in_process(test: &str) -> bool {
     const ALONE: &str = "LIVE_CI_TEST_ALONE";
     if std::env::var(ALONE).as_deref() == Ok(test) {
@@ -91,4 +90,63 @@ pub async fn stop_this_task_once_started(started: &Path) {
         .status()
         .unwrap();
     assert!(sent.success());
+}
+
+/// Makes `command` the execution's recorded `plan_command` or
+/// `apply_command` (`phase`): terra-run runs only the record's command, and
+/// refuses a `LIVE_CI_COMMAND` that differs from it.
+pub async fn record_command(db_url: &str, id: &str, phase: &str, command: &str) {
+    let column = match phase {
+        "plan" => "plan_command",
+        "apply" => "apply_command",
+        other => panic!("no phase {other:?}"),
+    };
+    let updated = live_ci_metadb::connect(db_url)
+        .await
+        .unwrap()
+        .execute(
+            &format!("UPDATE executions SET {column} = $2 WHERE execution_id = $1"),
+            &[&id, &command],
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated, 1, "execution {id:?}");
+}
+
+/// The execution approved by its voters as the approval path records it
+/// (`cast_vote` of enough voters, then `decide`), after it was started: its
+/// run becomes the running one (any other running run has finished) and the
+/// execution running, as when the state machine reaches Apply. terra-run
+/// applies nothing without this (`ExecutionRecord::apply_refusal`).
+pub async fn approve(db_url: &str, metadb: &live_ci_metadb::PgMetadb, id: &str) {
+    use live_ci_core::deploy::Vote;
+    use live_ci_core::port::ApprovalStore;
+    let client = live_ci_metadb::connect(db_url).await.unwrap();
+    client
+        .batch_execute(&format!(
+            "UPDATE runs SET status = 'succeeded', finished_at = now() \
+               WHERE status = 'running' AND run_id <> \
+                 (SELECT run_id FROM executions WHERE execution_id = '{id}'); \
+             UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()) \
+               WHERE run_id = (SELECT run_id FROM executions WHERE execution_id = '{id}'); \
+             UPDATE executions SET status = 'running', claimed_at = coalesce(claimed_at, now()) \
+               WHERE execution_id = '{id}' AND status = 'waiting'"
+        ))
+        .await
+        .unwrap();
+    let record = live_ci_core::port::ExecutionStore::execution(metadb, id)
+        .await
+        .unwrap()
+        .unwrap();
+    if record.decision == Some(Vote::Approve) {
+        return;
+    }
+    for voter in record
+        .voters
+        .iter()
+        .take(record.min_approval_count as usize)
+    {
+        metadb.cast_vote(id, voter, Vote::Approve).await.unwrap();
+    }
+    assert_eq!(metadb.decide(id).await.unwrap(), Some(Vote::Approve));
 }

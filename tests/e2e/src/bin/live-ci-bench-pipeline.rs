@@ -70,10 +70,6 @@ async fn main() -> anyhow::Result<()> {
             "binaries: {} (LIVE_CI_PROFILE)",
             std::env::var("LIVE_CI_PROFILE").unwrap_or_else(|_| "debug".into())
         );
-        println!(
-            "apply_wait_seconds: {} (LIVE_CI_APPLY_WAIT_SECONDS; 0: every apply in a new task)",
-            std::env::var("LIVE_CI_APPLY_WAIT_SECONDS").unwrap_or_else(|_| "3600".into())
-        );
         let f = floor(cloud.endpoint(), args.floor_samples, 1).await?;
         println!(
             "floor: one waitForTaskToken task answered at once: p50 {:.2} s  p95 {:.2} s  (n={})",
