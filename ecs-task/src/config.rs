@@ -674,8 +674,7 @@ mod tests {
                     return None;
                 }
                 Some(match k {
-                    "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER"
-=> "3".to_string(),
+                    "MAX_PARALLEL" | "HEARTBEAT_SECONDS" | "LIVE_CI_PR_NUMBER" => "3".to_string(),
                     "LIVE_CI_CHILD_UID" | "LIVE_CI_CHILD_GID" => "10002".to_string(),
                     "FAIL_FAST" | "SKIP_UNCHANGED" | "ALLOW_DESTROY" => "true".into(),
                     "SHOW_COMMAND" => "terraform show -json {plan_file}".into(),

@@ -3,10 +3,14 @@
 //! command in the unit directory with heartbeats, and answers the task token:
 //! `PlanResult` / `ApplyResult` on success, the error otherwise. A plan is saved
 //! to the plan store keyed by execution and commit, its SHA-256 and object
-//! version recorded in the metadb; an apply downloads exactly that version,
-//! refuses any other content, applies it, then records the resources of the
-//! unit's new providers. The command runs as the unit's own account role,
-//! assumed here, with an allow-listed environment (`crate::sandbox`). The
+//! version recorded in the metadb; an apply runs only when the metadb records
+//! the voters' approval of a running execution of a running run
+//! (`ExecutionRecord::apply_refusal`), downloads exactly that version, refuses
+//! any other content, applies it, then records the resources of the unit's new
+//! providers. Both phases run only the record's command and role: the state
+//! machine's input may repeat them, never replace them. The command runs as
+//! the unit's own account role, assumed here, with an allow-listed
+//! environment (`crate::sandbox`). The
 //! checkout is the run's packed checkout when create-deploy-stack stored one
 //! (its digest checked against the record), else a fetch of the commit.
 
@@ -216,7 +220,11 @@ async fn phase<
             .run(record.run_id)
             .await
             .port("metadb")?
-            .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?;
+            .ok_or_else(|| TaskError::Refused {
+                phase: phase.as_str(),
+                execution_id: record.execution_id.clone(),
+                reason: format!("its run #{} is not in the metadb", record.run_id),
+            })?;
         if let Some(reason) = record.apply_refusal(run.status) {
             return Err(TaskError::Refused {
                 phase: phase.as_str(),

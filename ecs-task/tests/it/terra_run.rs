@@ -772,7 +772,10 @@ async fn an_apply_with_a_forged_input_applies_nothing_and_says_why() {
             };
             assert!(cause.contains(why), "{why}: {cause}");
             assert!(!marker.exists(), "{why}: the apply command never ran");
-            assert!(!s.tf.state_file("dev/app").exists(), "{why}: nothing applied");
+            assert!(
+                !s.tf.state_file("dev/app").exists(),
+                "{why}: nothing applied"
+            );
             (err, error)
         }
     };
@@ -818,7 +821,8 @@ async fn an_apply_with_a_forged_input_applies_nothing_and_says_why() {
         Some(live_ci_core::deploy::Vote::Reject)
     );
     refused(apply(), "was rejected by its voters").await;
-    sql("DELETE FROM votes WHERE execution_id = $1").await;
+    sql("DELETE FROM votes WHERE execution = (SELECT id FROM executions WHERE execution_id = $1)")
+        .await;
     sql("UPDATE executions SET decision = NULL WHERE execution_id = $1").await;
 
     // Approved now; but the input asks for another command, or another role.

@@ -439,9 +439,9 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 .and_then(|n| n.strip_suffix("-deployment"))
                 .context("the state machine is <name>-deployment")?
                 .to_string();
-            let accounts: Vec<serde_json::Value> = serde_json::from_str(
-                &std::fs::read_to_string(repo_root().join("examples/live-repo/accounts.json"))?,
-            )?;
+            let accounts: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(
+                repo_root().join("examples/live-repo/accounts.json"),
+            )?)?;
             let key = env
                 .cloud
                 .env
@@ -532,7 +532,8 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 }
                 grants.insert(role_name.to_string(), granted);
             }
-            let field = |a: &serde_json::Value, f: &str| a[f].as_str().unwrap_or_default().to_string();
+            let field =
+                |a: &serde_json::Value, f: &str| a[f].as_str().unwrap_or_default().to_string();
             let mut expected: BTreeMap<String, BTreeSet<String>> = grants
                 .keys()
                 .map(|k| (k.clone(), BTreeSet::new()))
@@ -580,7 +581,9 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 .role_session_name(PROBE_SESSION)
                 .send()
                 .await?;
-            let c = session.credentials().context("the task role's credentials")?;
+            let c = session
+                .credentials()
+                .context("the task role's credentials")?;
             let as_plan_task = sts_as(creds(
                 c.access_key_id(),
                 c.secret_access_key(),
@@ -597,7 +600,8 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 let message = format!("{}", aws_sdk_sts::error::DisplayErrorContext(&err));
                 assert!(
                     message.contains("AccessDenied")
-                        && message.contains(&format!("assumed-role/{name}-plan-{}/", field(dev, "name")))
+                        && message
+                            .contains(&format!("assumed-role/{name}-plan-{}/", field(dev, "name")))
                         && message.contains(&format!(
                             "is not authorized to perform: sts:AssumeRole on resource: {target}"
                         )),

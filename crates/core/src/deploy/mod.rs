@@ -711,8 +711,9 @@ mod tests {
         );
         // No decision recorded, though the votes would reach one.
         assert!(
-            refusal(&|e| e.decision = None, RunStatus::Running)
-                .contains("is not approved: 2 of the 2 approvals it needs are recorded (decision None)")
+            refusal(&|e| e.decision = None, RunStatus::Running).contains(
+                "is not approved: 2 of the 2 approvals it needs are recorded (decision None)"
+            )
         );
         // A decision set by hand, below the threshold; votes of non-voters and
         // repeated votes do not count.

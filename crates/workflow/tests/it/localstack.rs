@@ -13,8 +13,8 @@ use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_testkit::unique;
 use live_ci_workflow::outcome::{FailedStep, state};
 use live_ci_workflow::{
-    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars,
-    Outcome, PlanResult, SfnInput, SfnTaskTokens,
+    ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
+    SfnInput, SfnTaskTokens,
 };
 use serde_json::{Value, json};
 
@@ -327,7 +327,6 @@ async fn approved_deployments_apply_and_succeed() {
         ]
     );
 }
-
 
 /// terra-run's `skip_apply` (a plan that changes nothing): the execution
 /// succeeds at No Changes without publishing an approval request or applying,
