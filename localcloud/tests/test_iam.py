@@ -268,3 +268,53 @@ def test_the_parameters_key_use_allowed_decrypts(
     client = as_role({"Version": "2012-10-17", "Statement": statements})
     value = client("ssm").get_parameter(Name=f"/{unique}/secret", WithDecryption=True)["Parameter"]["Value"]
     assert value == "s3cret"
+
+
+def test_run_task_needs_pass_role_on_the_task_role_its_overrides_name(
+    aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
+) -> None:
+    """ECS RunTask with overrides.taskRoleArn (how the state machine picks terra-run's
+    per-account role) needs iam:PassRole on that role, as AWS requires: a caller
+    allowed to pass one role is denied another, naming iam:PassRole and the role."""
+    cluster = aws("ecs").create_cluster(clusterName=unique)["cluster"]["clusterArn"]
+    definition = aws("ecs").register_task_definition(
+        family=unique,
+        networkMode="awsvpc",
+        requiresCompatibilities=["FARGATE"],
+        cpu="256",
+        memory="512",
+        containerDefinitions=[{"name": "c", "image": "live-ci-no-such-image:1", "essential": True}],
+    )["taskDefinition"]["taskDefinitionArn"]
+    passable, other = (
+        aws("iam").create_role(RoleName=f"{unique}-{n}", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+        for n in ("a", "b")
+    )
+    client = as_role(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": "ecs:RunTask", "Resource": definition.rsplit(":", 1)[0] + ":*"},
+                {
+                    "Effect": "Allow",
+                    "Action": "iam:PassRole",
+                    "Resource": passable,
+                    "Condition": {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+                },
+            ],
+        }
+    )
+
+    def run(role: str) -> Any:
+        return client("ecs").run_task(
+            cluster=cluster,
+            taskDefinition=definition,
+            launchType="FARGATE",
+            networkConfiguration={"awsvpcConfiguration": {"subnets": ["subnet-1"]}},
+            overrides={"taskRoleArn": role},
+        )
+
+    error = denied(lambda: run(other))
+    message = error.response["Error"]["Message"]
+    assert "iam:PassRole" in message and other in message, message
+    started = run(passable)
+    assert "tasks" in started, started
