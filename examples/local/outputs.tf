@@ -29,6 +29,11 @@ output "ecs_cluster_arn" {
 }
 
 output "task_role_arns" {
-  description = "The ECS task roles by subcommand: what the target accounts' plan and apply roles trust (scripts/target-account-roles.py)."
+  description = "The pr-plan and create-deploy-stack task roles: what the target accounts' plan roles trust (scripts/target-account-roles.py)."
   value       = module.live_ci.task_role_arns
+}
+
+output "terra_run_role_arns" {
+  description = "terra-run's task roles by account, { plan, apply }: an account's plan role trusts its plan entry, its apply role only its apply entry (scripts/target-account-roles.py)."
+  value       = module.live_ci.terra_run_role_arns
 }

@@ -189,14 +189,12 @@ pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
     out
 }
 
-/// The terra-run phase a task state runs: an apply handed to the waiting plan
-/// task is timed like one in a new task, its "launch" being the job's trip
-/// through the queue (sent → picked up).
+/// The terra-run phase a task state runs (each phase is a task of its own).
 pub fn task_phase(state: &str) -> Option<&'static str> {
-    use live_ci_workflow::outcome::state::{APPLY, APPLY_IN_PLAN_TASK, PLAN};
+    use live_ci_workflow::outcome::state::{APPLY, PLAN};
     match state {
         PLAN => Some("plan"),
-        APPLY | APPLY_IN_PLAN_TASK => Some("apply"),
+        APPLY => Some("apply"),
         _ => None,
     }
 }
@@ -1091,7 +1089,7 @@ mod tests {
         let states = vec![
             state("Plan", 0.0, 1000.0),
             state("Request Approval", 1100.0, 2000.0),
-            state("Apply In Plan Task", 2050.0, 2700.0),
+            state("Apply", 2050.0, 2700.0),
         ];
         let timeline = |phase: &str| {
             let (started, answered) = match phase {
@@ -1129,10 +1127,9 @@ mod tests {
     }
 
     #[test]
-    fn an_apply_in_the_plan_task_is_timed_as_the_apply_phase() {
+    fn each_task_state_is_timed_as_its_phase() {
         assert_eq!(task_phase("Plan"), Some("plan"));
         assert_eq!(task_phase("Apply"), Some("apply"));
-        assert_eq!(task_phase("Apply In Plan Task"), Some("apply"));
         assert_eq!(task_phase("Request Approval"), None);
     }
 
