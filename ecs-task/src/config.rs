@@ -821,14 +821,10 @@ mod tests {
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
         // Every variable set but the GitHub App's (a token and an App at
-        // once is refused), so every optional branch is taken; then again
-        // without METADB_URL and the token, for the Data API and App
-        // branches, and with the plan phase.
-        const APP: &[&str] = &[
-            live_ci_github::APP_ID,
-            live_ci_github::APP_INSTALLATION_ID,
-            live_ci_github::APP_PRIVATE_KEY_PARAM,
-        ];
+        // once is refused) and the module sources (an App's only), so every
+        // optional branch is taken; then again without METADB_URL and the
+        // token, for the Data API, App and module-source branches, and with
+        // the plan phase.
         let lookup = |without: &'static [&'static str], phase: &'static str| {
             let read = &read;
             move |k: &str| {
@@ -861,7 +857,6 @@ mod tests {
             TaskCommand::TerraRun,
             TaskCommand::PrPlan,
         ] {
-            // A token gives repository code no module-source token.
             const TOKEN: &[&str] = &[
                 live_ci_github::APP_ID,
                 live_ci_github::APP_INSTALLATION_ID,

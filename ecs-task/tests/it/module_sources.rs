@@ -218,9 +218,11 @@ async fn a_plan_not_of_a_trusted_head_gets_no_module_token_and_the_clone_fails_c
         ),
         "{stdout}"
     );
+    // git's own error (terraform wraps its lines).
     assert!(
-        stdout.contains("terminal prompts disabled"),
-        "git's own error: {stdout}"
+        stdout.contains("fatal: could not read Username for")
+            && stdout.contains("terminal prompts"),
+        "{stdout}"
     );
     // Only pr-plan's own token was asked for; git was turned away.
     let tokens = s.github.app_tokens();
