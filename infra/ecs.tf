@@ -8,6 +8,7 @@ locals {
     # Direct connections get METADB_URL as a secret (local.task_secrets) instead.
     local.metadb_direct ? {} : local.metadb_data_api_env,
     local.github_env,
+    local.module_sources_env,
     {
       REPO_FULL_NAME               = var.repo_full_name
       GITHUB_API_URL               = var.github_api_url

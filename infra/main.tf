@@ -60,6 +60,13 @@ locals {
     GITHUB_TOKEN_SSM_KEY = local.ssm_names.github_token
   }
 
+  # Private module sources over HTTPS (GitHub App only; see outputs.tf's
+  # precondition): what the tasks read (live-ci-task's config.rs).
+  module_sources_env = length(var.module_source_repositories) > 0 ? {
+    MODULE_SOURCE_REPOSITORIES = join(",", var.module_source_repositories)
+    MODULE_SOURCES_FOR_FORKS   = tostring(var.module_sources_for_forks)
+  } : {}
+
   plan_bucket_name = coalesce(var.plan_bucket_name, "${var.name}-plans-${local.account_id}-${local.region}")
 
   metadb_direct = var.metadb_connection == "direct"

@@ -26,6 +26,18 @@ output "github_token_ssm_parameter_name" {
 output "github_app_private_key_ssm_parameter_name" {
   description = "With github_app: the SSM SecureString to put the App's private key (PEM) into; null otherwise."
   value       = local.github_app ? local.ssm_names.github_app_private_key : null
+
+  # Here because Terraform 1.5 has no validation across variables.
+  precondition {
+    condition     = length(var.module_source_repositories) == 0 || local.github_app
+    error_message = "module_source_repositories needs github_app: a personal github_token is never given to the code terraform runs."
+  }
+  precondition {
+    condition = alltrue([
+      for r in var.module_source_repositories : lower(split("/", r)[0]) == lower(split("/", var.repo_full_name)[0])
+    ])
+    error_message = "module_source_repositories: every repository must belong to the owner of repo_full_name, where the github_app is installed (an installation token reads only its own owner's repositories)."
+  }
 }
 
 output "vote_link_key_ssm_parameter_name" {

@@ -373,6 +373,23 @@ variable "github_app" {
   }
 }
 
+variable "module_source_repositories" {
+  description = "Repositories (owner/name, all of the owner github_app is installed on) that terraform and terragrunt may read private git::https:// module sources from. Needs github_app: the tasks that run repository code then ask for a second installation token, contents: read on exactly these, and give it to terraform through a git credential file only the child user can read (README: Private module sources). Empty: no token (a personal github_token is never given to repository code)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for r in var.module_source_repositories : can(regex("^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", r))])
+    error_message = "module_source_repositories: each must look like owner/name."
+  }
+}
+
+variable "module_sources_for_forks" {
+  description = "Give the module_source_repositories token to a maintainer's /live-ci plan of a fork's (or an untrusted author's) pull request too. False: only merged code and trusted authors' branches get it; such a plan's private module sources fail to clone."
+  type        = bool
+  default     = false
+}
+
 variable "vote_link_key" {
   description = "Key that signs the approve/reject links of the e-mails (at least 32 characters). Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
   type        = string

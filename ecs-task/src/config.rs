@@ -58,6 +58,10 @@ pub const ENV_VARS: &[&str] = &[
     task::BASE_SHA,
     task::HEAD_SHA,
     task::DELIVERY_ID,
+    task::HEAD_TRUSTED,
+    MODULE_SOURCE_REPOSITORIES,
+    MODULE_SOURCES_GIT_URL,
+    MODULE_SOURCES_FOR_FORKS,
     task_env::PHASE,
     task_env::TASK_TOKEN,
     task_env::EXECUTION_ID,
@@ -271,6 +275,92 @@ pub trait FromLookup: Sized {
     }
 }
 
+/// The repositories terraform may read private module sources from
+/// (`owner/name`, comma-separated; the module's `module_source_repositories`).
+pub const MODULE_SOURCE_REPOSITORIES: &str = "MODULE_SOURCE_REPOSITORIES";
+/// The git host the module-source token is for: scheme, host and port.
+/// Default: the web host of `GITHUB_API_URL` (github.com, or a GitHub
+/// Enterprise host).
+pub const MODULE_SOURCES_GIT_URL: &str = "MODULE_SOURCES_GIT_URL";
+/// `true`: a maintainer's `/live-ci plan` of a fork's (or an untrusted
+/// author's) code gets the module-source token too (default false).
+pub const MODULE_SOURCES_FOR_FORKS: &str = "MODULE_SOURCES_FOR_FORKS";
+
+/// Private module sources over HTTPS (`crate::git_credentials`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSources {
+    /// `owner/name`, each of the live repository's owner.
+    pub repositories: Vec<String>,
+    /// Scheme, host and port of the git host.
+    pub git_url: String,
+    pub for_forks: bool,
+}
+
+/// Reads [`ModuleSources`]: only with a GitHub App (a personal token is never
+/// given to repository code), and only repositories of the live
+/// repository's owner (the installation's).
+fn module_sources<F: Fn(&str) -> Option<String>>(
+    check: &mut Check<F>,
+    repository: Option<&str>,
+    api_url: &str,
+    app: bool,
+) -> Option<Option<ModuleSources>> {
+    let for_forks = check.env.flag(MODULE_SOURCES_FOR_FORKS, false);
+    let for_forks = check.keep(for_forks);
+    let git_url = check
+        .opt(MODULE_SOURCES_GIT_URL)
+        .unwrap_or_else(|| github_web_url(api_url));
+    let Some(list) = check.opt(MODULE_SOURCE_REPOSITORIES) else {
+        return Some(None);
+    };
+    let invalid = |reason: String| ConfigError::Invalid {
+        name: MODULE_SOURCE_REPOSITORIES,
+        value: list.clone(),
+        reason,
+    };
+    let owner = repository
+        .and_then(|r| r.split_once('/'))
+        .map_or("", |(o, _)| o);
+    let repositories: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
+        .collect();
+    let read = if !app {
+        Err(invalid(
+            "needs a github app (GITHUB_APP_ID): a personal token is never given to repository code"
+                .into(),
+        ))
+    } else if repositories.is_empty() {
+        Err(invalid("lists no repository".into()))
+    } else if let Some(bad) = repositories.iter().find(|r| {
+        !r.split_once('/').is_some_and(|(o, n)| {
+            o.eq_ignore_ascii_case(owner)
+                && !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        })
+    }) {
+        Err(invalid(format!(
+            "{bad:?} is not a repository of {owner:?}, the owner the github app is installed on"
+        )))
+    } else if !(git_url.starts_with("https://") || git_url.starts_with("http://")) {
+        Err(ConfigError::Invalid {
+            name: MODULE_SOURCES_GIT_URL,
+            value: git_url.clone(),
+            reason: "not an http(s) url".into(),
+        })
+    } else {
+        Ok(ModuleSources {
+            repositories,
+            git_url,
+            for_forks: for_forks.unwrap_or(false),
+        })
+    };
+    check.keep(read).map(Some)
+}
+
 /// Settings every subcommand shares; each has a default or is optional.
 #[derive(Debug, Clone)]
 pub struct Common {
@@ -307,6 +397,8 @@ pub struct Common {
     pub heartbeat_seconds: u64,
     pub region: Option<String>,
     pub ecs_metadata_uri: Option<String>,
+    /// Private module sources over HTTPS, when configured (GitHub App only).
+    pub module_sources: Option<ModuleSources>,
 }
 
 impl FromLookup for Common {
@@ -359,6 +451,8 @@ impl FromLookup for Common {
             auth => Ok(auth),
         });
         let github = check.keep(github);
+        let app = matches!(github, Some(Some(GitHubAuth::App { .. })));
+        let module_sources = module_sources(check, repository.as_deref(), &github_api_url, app);
         let child_user = crate::sandbox::ChildUser::from_settings(
             check.opt(crate::sandbox::CHILD_UID),
             check.opt(crate::sandbox::CHILD_GID),
@@ -389,6 +483,7 @@ impl FromLookup for Common {
             heartbeat_seconds: heartbeat_seconds?,
             region: check.opt("AWS_REGION"),
             ecs_metadata_uri: check.opt("ECS_CONTAINER_METADATA_URI_V4"),
+            module_sources: module_sources?,
         })
     }
 }
@@ -530,6 +625,9 @@ pub struct PrPlanConfig {
     pub base_ref: String,
     /// Without it, every unit plans with the task's own credentials.
     pub accounts_json: Option<String>,
+    /// The receiver started this plan for a trusted head by itself
+    /// (`LIVE_CI_HEAD_TRUSTED`), not for a maintainer's `/live-ci plan`.
+    pub head_trusted: bool,
 }
 
 impl FromLookup for PrPlanConfig {
@@ -547,6 +645,9 @@ impl FromLookup for PrPlanConfig {
             commit: commit?,
             base_ref: base_ref?,
             accounts_json: check.opt("ACCOUNT_PARENT_CFG"),
+            head_trusted: check
+                .opt(task::HEAD_TRUSTED)
+                .is_some_and(|v| v.trim() == "true"),
         })
     }
 }
@@ -639,13 +740,32 @@ impl Config {
 /// The HTTPS clone URL of `owner/name` on github.com or a GitHub Enterprise
 /// server (`https://HOST/api/v3` → `https://HOST/owner/name.git`).
 pub fn github_clone_url(api_url: &str, repository: &str) -> String {
+    format!("{}/{repository}.git", github_web_url(api_url))
+}
+
+/// The web (and git) host of a GitHub API: github.com for api.github.com,
+/// `https://HOST` for GitHub Enterprise's `https://HOST/api/v3`.
+pub fn github_web_url(api_url: &str) -> String {
     let api = api_url.trim_end_matches('/');
-    let host = if api == "https://api.github.com" {
+    if api == "https://api.github.com" {
         "https://github.com".to_string()
     } else {
         api.trim_end_matches("/api/v3").to_string()
-    };
-    format!("{host}/{repository}.git")
+    }
+}
+
+impl Config {
+    /// The private module sources this subcommand's repository code may
+    /// read: create-deploy-stack and terra-run run merged code; pr-plan a
+    /// trusted head's, or a fork's only with `MODULE_SOURCES_FOR_FORKS`.
+    pub fn module_sources(&self) -> Option<&ModuleSources> {
+        let sources = self.common()?.module_sources.as_ref()?;
+        match self {
+            Config::CreateDeployStack { .. } | Config::TerraRun { .. } => Some(sources),
+            Config::PrPlan { job } => (job.head_trusted || sources.for_forks).then_some(sources),
+            Config::Contract => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -658,14 +778,10 @@ mod tests {
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
         // Every variable set but the GitHub App's (a token and an App at
-        // once is refused), so every optional branch is taken; then again
-        // without METADB_URL and the token, for the Data API and App
-        // branches, and with the plan phase.
-        const APP: &[&str] = &[
-            live_ci_github::APP_ID,
-            live_ci_github::APP_INSTALLATION_ID,
-            live_ci_github::APP_PRIVATE_KEY_PARAM,
-        ];
+        // once is refused) and the module sources (an App's only), so every
+        // optional branch is taken; then again without METADB_URL and the
+        // token, for the Data API, App and module-source branches, and with
+        // the plan phase.
         let lookup = |without: &'static [&'static str], phase: &'static str| {
             let read = &read;
             move |k: &str| {
@@ -684,6 +800,10 @@ mod tests {
                     "PLAN_COMMAND" => "terraform plan".into(),
                     "APPLY_COMMAND" => "terraform apply {plan_file}".into(),
                     "GITHUB_APP_ID" | "GITHUB_APP_INSTALLATION_ID" => "7".into(),
+                    "REPO_FULL_NAME" => "acme/live".into(),
+                    "MODULE_SOURCE_REPOSITORIES" => "acme/modules, acme/shared".into(),
+                    "MODULE_SOURCES_GIT_URL" => "https://git.example.com".into(),
+                    "MODULE_SOURCES_FOR_FORKS" => "true".into(),
                     _ => format!("value-of-{k}"),
                 })
             }
@@ -693,7 +813,13 @@ mod tests {
             TaskCommand::TerraRun,
             TaskCommand::PrPlan,
         ] {
-            let config = Config::from_lookup(command, lookup(APP, "apply")).unwrap();
+            const TOKEN: &[&str] = &[
+                live_ci_github::APP_ID,
+                live_ci_github::APP_INSTALLATION_ID,
+                live_ci_github::APP_PRIVATE_KEY_PARAM,
+                MODULE_SOURCE_REPOSITORIES,
+            ];
+            let config = Config::from_lookup(command, lookup(TOKEN, "apply")).unwrap();
             assert_eq!(config.common().unwrap().scan_type, ScanType::Plan);
             let data_api = Config::from_lookup(
                 command,
@@ -704,6 +830,10 @@ mod tests {
                 data_api.common().unwrap().github,
                 Some(GitHubAuth::App { app_id: 7, .. })
             ));
+            assert_eq!(
+                data_api.module_sources().map(|m| m.repositories.clone()),
+                Some(vec!["acme/modules".to_string(), "acme/shared".to_string()])
+            );
             if let Config::TerraRun { metadb, job, .. } = data_api {
                 assert!(matches!(metadb, MetadbConfig::DataApi { .. }));
                 assert_eq!(job.phase, PhaseInput::Plan);
@@ -879,6 +1009,58 @@ mod tests {
         let mut all = vec![("REPO_FULL_NAME", "acme/live")];
         all.extend_from_slice(pairs);
         Common::from_lookup(lookup(&all))
+    }
+
+    #[test]
+    fn module_sources_need_an_app_and_the_installations_owner() {
+        let app = [
+            ("GITHUB_APP_ID", "12"),
+            ("GITHUB_APP_INSTALLATION_ID", "34"),
+            ("GITHUB_APP_PRIVATE_KEY_SSM_KEY", "/k"),
+        ];
+        let with = |extra: &[(&str, &str)], app_too: bool| {
+            let mut pairs: Vec<(&str, &str)> = if app_too { app.to_vec() } else { vec![] };
+            pairs.extend_from_slice(extra);
+            common(&pairs)
+        };
+        let c = with(&[(MODULE_SOURCE_REPOSITORIES, "acme/modules")], true).unwrap();
+        assert_eq!(
+            c.module_sources,
+            Some(ModuleSources {
+                repositories: vec!["acme/modules".into()],
+                git_url: "https://github.com".into(),
+                for_forks: false,
+            })
+        );
+        let ghe = with(
+            &[
+                (MODULE_SOURCE_REPOSITORIES, "acme/modules"),
+                ("GITHUB_API_URL", "https://ghe.example.com/api/v3"),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            ghe.module_sources.unwrap().git_url,
+            "https://ghe.example.com"
+        );
+        assert_eq!(with(&[], true).unwrap().module_sources, None);
+        let err =
+            |extra: &[(&str, &str)], app_too: bool| with(extra, app_too).unwrap_err().to_string();
+        assert_eq!(
+            err(
+                &[
+                    (MODULE_SOURCE_REPOSITORIES, "acme/modules"),
+                    ("GITHUB_TOKEN_SSM_KEY", "/t")
+                ],
+                false
+            ),
+            "environment variable MODULE_SOURCE_REPOSITORIES=\"acme/modules\": needs a github app (GITHUB_APP_ID): a personal token is never given to repository code"
+        );
+        assert_eq!(
+            err(&[(MODULE_SOURCE_REPOSITORIES, "acme/modules,evil/x")], true),
+            "environment variable MODULE_SOURCE_REPOSITORIES=\"acme/modules,evil/x\": \"evil/x\" is not a repository of \"acme\", the owner the github app is installed on"
+        );
     }
 
     #[test]

@@ -18,7 +18,9 @@ use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::{open_metadb, open_metadb_reading};
 use live_ci_task::terra_run::{TerraRunPorts, terra_run_with};
-use live_ci_task::{AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, logs, sandbox, timeline};
+use live_ci_task::{
+    AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, git_credentials, logs, sandbox, timeline,
+};
 use live_ci_workflow::SfnTaskTokens;
 
 fn main() -> anyhow::Result<()> {
@@ -114,6 +116,7 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
     let (github, logs_url, metadb, switches) =
         tokio::join!(connect, logs::logs_url(common), open, switches);
     let (github, token) = github?;
+    module_sources(&config, common, github.as_ref()).await;
     let (metadb, record) = match metadb.transpose() {
         Ok(opened) => opened.map_or((None, None), |(m, record)| (Some(m), record)),
         Err(e) => {
@@ -183,6 +186,37 @@ async fn github_client(
         }
     };
     Ok((Some(github), token))
+}
+
+/// Gives this subcommand's repository code the private module sources'
+/// token, if the module lists any and the subcommand may
+/// (`Config::module_sources`), kept fresh for the task's lifetime. Without
+/// one, the clones of private sources fail with git's own error: said here.
+async fn module_sources(config: &Config, common: &Common, github: Option<&GitHubClient>) {
+    let Some(listed) = &common.module_sources else {
+        return;
+    };
+    let (Some(sources), Some(github)) = (config.module_sources(), github) else {
+        println!(
+            "live-ci: private module sources ({}) get no token in this plan: it is not a trusted head's (module_sources_for_forks is off)",
+            listed.repositories.join(", ")
+        );
+        return;
+    };
+    let github = github.clone();
+    let repositories = sources.repositories.clone();
+    let fetched = git_credentials::keep_fresh(sources.git_url.clone(), move || {
+        let github = github.clone();
+        let repositories = repositories.clone();
+        async move { github.module_source_token(&repositories).await }
+    })
+    .await;
+    if let Err(e) = fetched {
+        tracing::warn!(error = %e, "no token for the private module sources");
+        println!(
+            "live-ci: warning: no token for the private module sources ({e}): cloning them will fail"
+        );
+    }
 }
 
 /// Fails a terra-run's task token with a start-up failure (its configuration

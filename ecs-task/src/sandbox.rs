@@ -397,19 +397,28 @@ pub fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
     let cache = terraform_d.join("plugin-cache");
     let tmp = scratch.join("tmp");
     child_dirs(&[scratch, &home, &terraform_d, &cache, &tmp])?;
+    let mut gitconfig = String::new();
     if child_user().is_some() {
         // The checkout belongs to the task, and git refuses a repository of
         // another owner ("dubious ownership"); the child's own git (a
         // template's `git rev-parse`, a module source) may read it.
+        gitconfig.push_str("[safe]\n\tdirectory = *\n");
+    }
+    // Private module sources over HTTPS: the module-source token, if the
+    // task holds one for this job (crate::git_credentials).
+    gitconfig.push_str(&crate::git_credentials::install(&home)?);
+    if !gitconfig.is_empty() {
         let config = home.join(".gitconfig");
-        std::fs::write(&config, "[safe]\n\tdirectory = *\n")
-            .map_err(|e| TaskError::file("writing", &config, e))?;
+        std::fs::write(&config, gitconfig).map_err(|e| TaskError::file("writing", &config, e))?;
     }
     let path = |p: &Path| p.display().to_string();
     Ok(vec![
         ("HOME".into(), path(&home)),
         ("TMPDIR".into(), path(&tmp)),
         ("TF_PLUGIN_CACHE_DIR".into(), path(&cache)),
+        // A source git cannot read fails with git's own error instead of
+        // waiting for a password nobody types.
+        ("GIT_TERMINAL_PROMPT".into(), "0".into()),
     ])
 }
 

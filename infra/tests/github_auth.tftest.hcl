@@ -97,3 +97,40 @@ run "an_app_id_that_is_no_whole_number_is_refused" {
   }
   expect_failures = [var.github_app]
 }
+
+run "module_sources_reach_the_tasks_with_an_app" {
+  command = plan
+  variables {
+    github_app                 = { id = 12, installation_id = 34 }
+    module_source_repositories = ["acme/modules", "Acme/shared"]
+  }
+  assert {
+    condition     = local.task_env.MODULE_SOURCE_REPOSITORIES == "acme/modules,Acme/shared" && local.task_env.MODULE_SOURCES_FOR_FORKS == "false"
+    error_message = "the tasks get the module sources, forks off by default"
+  }
+}
+
+run "module_sources_with_a_token_are_refused" {
+  command = plan
+  variables {
+    module_source_repositories = ["acme/modules"]
+  }
+  expect_failures = [output.github_app_private_key_ssm_parameter_name]
+}
+
+run "module_sources_of_another_owner_are_refused" {
+  command = plan
+  variables {
+    github_app                 = { id = 12, installation_id = 34 }
+    module_source_repositories = ["evil/modules"]
+  }
+  expect_failures = [output.github_app_private_key_ssm_parameter_name]
+}
+
+run "no_module_sources_no_variables" {
+  command = plan
+  assert {
+    condition     = !contains(keys(local.task_env), "MODULE_SOURCE_REPOSITORIES")
+    error_message = "nothing configured, nothing passed"
+  }
+}

@@ -39,6 +39,11 @@ pub mod env {
     pub const HEAD_SHA: &str = "LIVE_CI_HEAD_SHA";
     /// The GitHub delivery that asked for the task (for tracing a run to its webhook).
     pub const DELIVERY_ID: &str = "LIVE_CI_DELIVERY_ID";
+    /// `true` when the receiver started pr-plan by itself for a branch of the
+    /// live repository by a trusted author; unset for a maintainer's
+    /// `/live-ci plan` (a fork's or an untrusted author's code). Only a
+    /// trusted head gets private module sources' token by default.
+    pub const HEAD_TRUSTED: &str = "LIVE_CI_HEAD_TRUSTED";
 }
 
 /// One task to start.

@@ -92,6 +92,21 @@ impl AppAuth {
         repository_name: &str,
         job: Job,
     ) -> Result<Self, GitHubError> {
+        Self::with_request(
+            credentials,
+            json!({
+                "repositories": [repository_name],
+                "permissions": job.token_permissions(),
+            }),
+        )
+    }
+
+    /// The App's auth for tokens asked for with `request` (`repositories`
+    /// and `permissions`), cached apart from the job's own.
+    pub(crate) fn with_request(
+        credentials: &AppCredentials,
+        request: Value,
+    ) -> Result<Self, GitHubError> {
         let key =
             EncodingKey::from_rsa_pem(credentials.private_key_pem.as_bytes()).map_err(|e| {
                 GitHubError::App {
@@ -105,10 +120,7 @@ impl AppAuth {
             app_id: credentials.app_id,
             installation_id: credentials.installation_id,
             key,
-            request: json!({
-                "repositories": [repository_name],
-                "permissions": job.token_permissions(),
-            }),
+            request,
             cache: Mutex::new(None),
         })
     }

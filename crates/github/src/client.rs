@@ -50,6 +50,9 @@ pub struct GitHubClient {
     app: Option<Arc<AppAuth>>,
     /// Who the client acts as, looked up once per client (clones share it).
     bot_login: Arc<tokio::sync::OnceCell<String>>,
+    /// With App credentials, once asked for: the module-source token's own
+    /// auth and cache (apart from the job's token).
+    module_sources: Arc<tokio::sync::OnceCell<Arc<AppAuth>>>,
 }
 
 impl GitHubClient {
@@ -94,6 +97,7 @@ impl GitHubClient {
             config,
             app,
             bot_login: Arc::default(),
+            module_sources: Arc::default(),
         })
     }
 
@@ -117,6 +121,64 @@ impl GitHubClient {
                 reason: "app credentials without an app client".into(),
             }),
         }
+    }
+
+    /// A token for terraform's private module sources, apart from the
+    /// job's own: `contents: read` on exactly `repositories` (`owner/name`,
+    /// each of the live repository's owner, whose installation the App is),
+    /// nothing else. Cached and refreshed like the job's token; the first
+    /// call's repositories are the client's for good.
+    ///
+    /// Refused with a personal token (it is never given to repository code:
+    /// it can do everything the token's owner can) and to a job that runs no
+    /// repository code.
+    pub async fn module_source_token(
+        &self,
+        repositories: &[String],
+    ) -> Result<String, GitHubError> {
+        let refuse = |m: String| Err(GitHubError::ModuleSources(m));
+        if !self.config.job.runs_repository_code() {
+            return refuse(format!("{} runs no repository code", self.config.job));
+        }
+        let Credentials::App(credentials) = &self.config.credentials else {
+            return refuse(
+                "needs github app credentials: a personal token is never given to repository code"
+                    .into(),
+            );
+        };
+        let owner = self.repo.split_once('/').map_or("", |(o, _)| o);
+        let mut names = Vec::new();
+        for full in repositories {
+            match full.split_once('/') {
+                Some((o, n))
+                    if o.eq_ignore_ascii_case(owner) && !n.is_empty() && !n.contains('/') =>
+                {
+                    names.push(n.to_string());
+                }
+                _ => {
+                    return refuse(format!(
+                        "{full:?} is not a repository of {owner:?} (the app's installation reads only its own owner's)"
+                    ));
+                }
+            }
+        }
+        if names.is_empty() {
+            return refuse("no repository is listed".into());
+        }
+        let auth = self
+            .module_sources
+            .get_or_try_init(|| async {
+                AppAuth::with_request(
+                    credentials,
+                    json!({
+                        "repositories": names,
+                        "permissions": Job::module_source_permissions(),
+                    }),
+                )
+                .map(Arc::new)
+            })
+            .await?;
+        self.installation_token(auth).await
     }
 
     /// The App's bot login, `<app-slug>[bot]` (`GET /app` with the App's JWT):

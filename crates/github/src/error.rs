@@ -56,6 +56,11 @@ pub enum GitHubError {
         /// The cause was GitHub unreachable or overloaded (worth a retry).
         retryable: bool,
     },
+    /// A module-source token that may not be asked for: with a personal
+    /// token (never given to repository code), from a job that runs none, or
+    /// for a repository of another owner than the App's installation.
+    #[error("module source token: {0}")]
+    ModuleSources(String),
     /// A credential's parameter could not be read.
     #[error("reading parameter {name:?}: {message}")]
     Param {

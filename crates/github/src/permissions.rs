@@ -77,6 +77,10 @@ pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
 /// What cloning the live repository over HTTPS with the job's token needs.
 pub const CLONE: Grant = (Contents, Read);
 
+/// The whole of a module-source token ([`Job::module_source_permissions`]):
+/// reading the listed repositories' code, nothing else.
+pub const MODULE_SOURCES: Grant = (Contents, Read);
+
 impl Job {
     /// Every job, in the table's order.
     pub const ALL: [Job; 5] = [
@@ -111,6 +115,22 @@ impl Job {
         self.permissions()
             .iter()
             .any(|(p, a)| *p == needed.0 && *a >= needed.1)
+    }
+
+    /// Whether the job runs repository code (terraform, terragrunt), and so
+    /// may ask for a separate token for private module sources: pr-plan,
+    /// create-deploy-stack (a plan scan) and terra-run. The Lambdas never.
+    pub fn runs_repository_code(self) -> bool {
+        matches!(self, Job::PrPlan | Job::CreateDeployStack | Job::TerraRun)
+    }
+
+    /// The `permissions` object of a module-source token request:
+    /// `{"contents": "read"}` ([`MODULE_SOURCES`]).
+    pub fn module_source_permissions() -> Map<String, Value> {
+        let (p, a) = MODULE_SOURCES;
+        [(p.to_string(), Value::String(a.to_string()))]
+            .into_iter()
+            .collect()
     }
 
     /// The `permissions` object of an installation token request:

@@ -437,3 +437,71 @@ fn a_key_that_is_no_rsa_pem_is_refused_at_start_without_echoing_it() {
     );
     assert!(!err.contains("unset-secret-placeholder"), "{err}");
 }
+
+/// The module-source token is a second exchange, apart from the job's token:
+/// `contents: read` on exactly the listed repositories (by name), cached.
+#[tokio::test]
+async fn the_module_source_token_reads_exactly_the_listed_repositories() {
+    let key = TestKey::generate();
+    let server = MockServer::start().await;
+    mount_tokens(&server, &["ghs_job", "ghs_modules"], 3600).await;
+    mount_status(&server, "ghs_job", 201).await;
+    let github = app_client(&server, &key, Job::TerraRun);
+    github.set_status(&status()).await.unwrap();
+    let repos = vec!["acme/modules".to_string(), "Acme/shared-tf".to_string()];
+    assert_eq!(
+        github.module_source_token(&repos).await.unwrap(),
+        "ghs_modules"
+    );
+    assert_eq!(
+        github.module_source_token(&repos).await.unwrap(),
+        "ghs_modules"
+    );
+    let exchange = exchanges(&server).await;
+    assert_eq!(exchange.len(), 2, "the job's, then one for the modules");
+    let body: Value = serde_json::from_slice(&exchange[1].body).unwrap();
+    assert_eq!(
+        body,
+        json!({"repositories": ["modules", "shared-tf"], "permissions": {"contents": "read"}})
+    );
+    assert!(key.verifies(&bearer(&exchange[1])));
+}
+
+/// No module-source token with a personal token, for a job that runs no
+/// repository code, or for a repository of another owner; nothing is sent.
+#[tokio::test]
+async fn a_module_source_token_is_refused_where_it_must_not_exist() {
+    let key = TestKey::generate();
+    let server = MockServer::start().await;
+    let repos = vec!["acme/modules".to_string()];
+    let err = app_client(&server, &key, Job::Receiver)
+        .module_source_token(&repos)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "module source token: receiver runs no repository code"
+    );
+    let err = app_client(&server, &key, Job::PrPlan)
+        .module_source_token(&["evil/modules".to_string()])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "module source token: \"evil/modules\" is not a repository of \"acme\" (the app's installation reads only its own owner's)"
+    );
+    let pat = GitHubClient::new(GitHubConfig {
+        api_base: server.uri(),
+        repository: "acme/live".into(),
+        credentials: Credentials::Token("ghp_static".into()),
+        job: Job::TerraRun,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let err = pat.module_source_token(&repos).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "module source token: needs github app credentials: a personal token is never given to repository code"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+}

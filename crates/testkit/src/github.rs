@@ -7,8 +7,22 @@
 //! what they wrote, and answers anything else with 404 so an unexpected call
 //! fails the caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
+//!
+//! A GitHub App is held to GitHub's rules ([`app`]): the JWT must verify
+//! against the App's public key ([`FakeGitHub::trust_app`]; without one every
+//! exchange is refused), tokens expire ([`FakeGitHub::set_app_token_lifetime`])
+//! or are revoked, and a request with a token outside its repositories or
+//! permissions is answered 403 as GitHub answers it. Private repositories
+//! ([`FakeGitHub::add_git_repository`]) are served over git's smart HTTP
+//! protocol by `git http-backend` to an installation token that may read them.
+
+mod app;
+mod git_http;
+
+pub use app::FakeApp;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -64,6 +78,29 @@ struct State {
     app_tokens: Vec<AppToken>,
     /// merge commit → the merged pull request that produced it.
     merged: BTreeMap<String, MergedPull>,
+    /// The App whose JWTs are accepted.
+    app: Option<FakeApp>,
+    /// How long an installation token lives, in seconds (GitHub: an hour).
+    token_lifetime: u64,
+    /// The status every token exchange is refused with, when set.
+    refuse_exchange: Option<u16>,
+    /// Why exchanges (or `GET /app`) were refused, in order.
+    app_refusals: Vec<String>,
+    /// `owner/name` → bare repository served over smart HTTP.
+    git_repositories: BTreeMap<String, PathBuf>,
+    /// Every smart-HTTP request: repository, user, whether it was let in.
+    git_requests: Vec<GitRequest>,
+}
+
+/// One request for a private repository over git's smart HTTP protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitRequest {
+    /// `owner/name`.
+    pub repository: String,
+    /// The Basic user and password, if any were sent.
+    pub credentials: Option<(String, String)>,
+    /// Whether the credentials were accepted.
+    pub authorized: bool,
 }
 
 /// One `POST /app/installations/{id}/access_tokens` and what it got.
@@ -76,6 +113,36 @@ pub struct AppToken {
     pub request: Value,
     /// The installation token answered.
     pub token: String,
+    /// Unix time it stops working.
+    pub expires_at: u64,
+    /// Revoked before its expiry ([`FakeGitHub::revoke_app_tokens`]).
+    pub revoked: bool,
+}
+
+impl AppToken {
+    /// The repositories (names) the token was asked for.
+    fn repositories(&self) -> Vec<&str> {
+        self.request["repositories"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    fn live(&self) -> bool {
+        !self.revoked && app::now() < self.expires_at
+    }
+
+    /// Whether the token may do `permission` (write or read) on `repository`.
+    fn allows(&self, repository: &str, permission: &str, write: bool) -> bool {
+        let empty = serde_json::Map::new();
+        self.live()
+            && self.repositories().contains(&repository)
+            && app::covers(
+                self.request["permissions"].as_object().unwrap_or(&empty),
+                permission,
+                write,
+            )
+    }
 }
 
 /// A merged pull request, as `GET /commits/{sha}/pulls` lists it.
@@ -108,12 +175,17 @@ impl FakeGitHub {
     pub async fn start(repository: &str) -> Self {
         let state = Arc::new(Mutex::new(State {
             next_comment: 1,
+            token_lifetime: 3600,
             ..State::default()
         }));
         let server = MockServer::start().await;
         Mock::given(any())
             .respond_with(Api {
                 prefix: format!("/repos/{repository}/"),
+                name: repository
+                    .split_once('/')
+                    .map_or(repository, |(_, n)| n)
+                    .to_owned(),
                 state: state.clone(),
             })
             .mount(&server)
@@ -201,6 +273,48 @@ impl FakeGitHub {
         lock(&self.state).app_tokens.clone()
     }
 
+    /// Accepts JWTs of `app` only (none are accepted before).
+    pub fn trust_app(&self, app: FakeApp) {
+        lock(&self.state).app = Some(app);
+    }
+
+    /// Installation tokens handed out from now on live `seconds` (their
+    /// `expires_at`), after which GitHub answers 401 to them.
+    pub fn set_app_token_lifetime(&self, seconds: u64) {
+        lock(&self.state).token_lifetime = seconds;
+    }
+
+    /// Refuses every token exchange with `status` (401, 403…); `None` stops.
+    pub fn refuse_app_tokens(&self, status: Option<u16>) {
+        lock(&self.state).refuse_exchange = status;
+    }
+
+    /// Revokes every installation token handed out so far (401 from now on).
+    pub fn revoke_app_tokens(&self) {
+        for token in &mut lock(&self.state).app_tokens {
+            token.revoked = true;
+        }
+    }
+
+    /// Why token exchanges were refused, in order.
+    pub fn app_refusals(&self) -> Vec<String> {
+        lock(&self.state).app_refusals.clone()
+    }
+
+    /// Serves the bare repository `bare` as the private `owner/name` at
+    /// `<url>/owner/name.git` (git's smart HTTP protocol): only to an
+    /// installation token asked for with it and `contents: read`.
+    pub fn add_git_repository(&self, full_name: &str, bare: PathBuf) {
+        lock(&self.state)
+            .git_repositories
+            .insert(full_name.to_owned(), bare);
+    }
+
+    /// Every smart-HTTP request for a private repository, in order.
+    pub fn git_requests(&self) -> Vec<GitRequest> {
+        lock(&self.state).git_requests.clone()
+    }
+
     /// Every request received, for exact assertions.
     pub async fn requests(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
@@ -214,7 +328,23 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 
 struct Api {
     prefix: String,
+    /// The live repository's name (what its tokens' `repositories` name).
+    name: String,
     state: Arc<Mutex<State>>,
+}
+
+fn bearer(request: &Request) -> &str {
+    request
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+}
+
+/// GitHub's answer to a token it does not (or no longer) accept.
+fn bad_credentials() -> ResponseTemplate {
+    ResponseTemplate::new(401).set_body_json(json!({ "message": "Bad credentials" }))
 }
 
 fn not_found(what: &str) -> ResponseTemplate {
@@ -222,35 +352,133 @@ fn not_found(what: &str) -> ResponseTemplate {
 }
 
 impl Api {
-    /// A GitHub App's token exchange: an installation token valid for an hour
-    /// (the fake checks no signature; tests verify the recorded JWT).
+    /// A GitHub App's token exchange, as GitHub checks it: the JWT verifies
+    /// against the trusted App's key and names it, the installation is the
+    /// App's, and every repository asked for is one the installation holds
+    /// (the live one, or a served private one of the same owner).
     fn access_token(&self, installation_id: &str, request: &Request) -> ResponseTemplate {
-        let jwt = request
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default()
-            .to_owned();
+        let jwt = bearer(request).to_owned();
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = lock(&self.state);
+        if let Some(why) = app::refuse_jwt(state.app.as_ref(), &jwt) {
+            state.app_refusals.push(why.clone());
+            return ResponseTemplate::new(401).set_body_json(json!({ "message": why }));
+        }
+        if let Some(status) = state.refuse_exchange {
+            state
+                .app_refusals
+                .push(format!("refused with {status} (refuse_app_tokens)"));
+            return ResponseTemplate::new(status)
+                .set_body_json(json!({ "message": "Bad credentials" }));
+        }
+        if state
+            .app
+            .as_ref()
+            .is_none_or(|a| a.installation_id.to_string() != installation_id)
+        {
+            state
+                .app_refusals
+                .push(format!("no installation {installation_id} of the app"));
+            return not_found(request.url.path());
+        }
+        let owner = self
+            .prefix
+            .trim_start_matches("/repos/")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let held = |name: &str| {
+            name == self.name
+                || state
+                    .git_repositories
+                    .contains_key(&format!("{owner}/{name}"))
+        };
+        let names: Vec<&str> = body["repositories"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if let Some(unknown) = names.iter().find(|n| !held(n)) {
+            let why = format!(
+                "There is at least one repository that does not exist or is not accessible to the parent installation: {unknown}"
+            );
+            state.app_refusals.push(why.clone());
+            return ResponseTemplate::new(422).set_body_json(json!({ "message": why }));
+        }
         let token = format!("ghs_fake-installation-token-{}", state.app_tokens.len() + 1);
+        let expires = app::now() + state.token_lifetime;
         state.app_tokens.push(AppToken {
             installation_id: installation_id.to_owned(),
             jwt,
             request: body.clone(),
             token: token.clone(),
+            expires_at: expires,
+            revoked: false,
         });
-        let expires = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-            + 3600;
         ResponseTemplate::new(201).set_body_json(json!({
             "token": token,
             "expires_at": rfc3339(expires),
             "permissions": body["permissions"],
             "repository_selection": "selected",
         }))
+    }
+
+    /// A request for `owner/name.git/…` of a served private repository.
+    fn git(&self, path: &str, request: &Request) -> Option<ResponseTemplate> {
+        let rest = path.strip_prefix('/')?;
+        let mut parts = rest.splitn(3, '/');
+        let (owner, repo, rest) = (parts.next()?, parts.next()?, parts.next()?);
+        let name = repo.strip_suffix(".git")?;
+        let full = format!("{owner}/{name}");
+        let mut state = lock(&self.state);
+        let bare = state.git_repositories.get(&full)?.clone();
+        let credentials = git_http::basic_credentials(request);
+        let authorized = credentials.as_ref().is_some_and(|(_, password)| {
+            state
+                .app_tokens
+                .iter()
+                .any(|t| t.token == *password && t.allows(name, "contents", false))
+        });
+        state.git_requests.push(GitRequest {
+            repository: full,
+            credentials: credentials.clone(),
+            authorized,
+        });
+        drop(state);
+        if !authorized {
+            return Some(git_http::unauthorized());
+        }
+        let user = credentials.map(|(u, _)| u).unwrap_or_default();
+        Some(git_http::serve(&bare, rest, &user, request))
+    }
+
+    /// With an installation token: GitHub's 401 for one expired, revoked or
+    /// unknown, and its 403 for a request outside what the token covers.
+    fn refuse_token(
+        &self,
+        state: &State,
+        request: &Request,
+        segments: &[&str],
+    ) -> Option<ResponseTemplate> {
+        let token = bearer(request);
+        if !token.starts_with("ghs_") {
+            return None;
+        }
+        let Some(issued) = state.app_tokens.iter().find(|t| t.token == token) else {
+            return Some(bad_credentials());
+        };
+        if !issued.live() {
+            return Some(bad_credentials());
+        }
+        let (permission, write) = app::needs(request.method.as_str(), segments)?;
+        if issued.allows(&self.name, permission, write) {
+            None
+        } else {
+            Some(ResponseTemplate::new(403).set_body_json(json!({
+                "message": "Resource not accessible by integration",
+                "needs": format!("{permission}: {}", if write { "write" } else { "read" }),
+            })))
+        }
     }
 }
 
@@ -284,8 +512,14 @@ impl Respond for Api {
             }));
         }
         if request.method.as_str() == "GET" && path == "/app" {
+            let mut state = lock(&self.state);
+            if let Some(why) = app::refuse_jwt(state.app.as_ref(), bearer(request)) {
+                state.app_refusals.push(why.clone());
+                return ResponseTemplate::new(401).set_body_json(json!({ "message": why }));
+            }
+            let id = state.app.as_ref().map_or(0, |a| a.app_id);
             return ResponseTemplate::new(200)
-                .set_body_json(json!({ "slug": FakeGitHub::APP_SLUG, "id": 1 }));
+                .set_body_json(json!({ "slug": FakeGitHub::APP_SLUG, "id": id }));
         }
         if let ("POST", ["", "app", "installations", id, "access_tokens"]) = (
             request.method.as_str(),
@@ -294,12 +528,15 @@ impl Respond for Api {
             return self.access_token(id, request);
         }
         let Some(rest) = path.strip_prefix(&self.prefix) else {
-            return not_found(path);
+            return self.git(path, request).unwrap_or_else(|| not_found(path));
         };
         let segments: Vec<&str> = rest.split('/').collect();
         let method = request.method.as_str();
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = lock(&self.state);
+        if let Some(refused) = self.refuse_token(&state, request, &segments) {
+            return refused;
+        }
         match (method, segments.as_slice()) {
             ("POST", ["statuses", sha]) => {
                 // GitHub refuses a status without state or context: so does the fake.
@@ -411,13 +648,8 @@ impl Respond for Api {
                 ResponseTemplate::new(200).set_body_json(comments)
             }
             ("POST", ["issues", number, "comments"]) => {
-                let bearer = request
-                    .headers
-                    .get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-                    .unwrap_or_default();
-                let author = if state.app_tokens.iter().any(|t| t.token == bearer) {
+                let token = bearer(request);
+                let author = if state.app_tokens.iter().any(|t| t.token == token) {
                     format!("{}[bot]", FakeGitHub::APP_SLUG)
                 } else {
                     FakeGitHub::BOT_LOGIN.to_owned()

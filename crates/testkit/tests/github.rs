@@ -6,7 +6,7 @@ use live_ci_core::status::{CommitStatus, StatusState};
 
 use live_ci_core::port::{BranchHead, GitHost, merge_that_produced};
 use live_ci_github::{AppCredentials, Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
-use live_ci_testkit::github::{FakeGitHub, FakePullRequest, MergedPull};
+use live_ci_testkit::github::{FakeApp, FakeGitHub, FakePullRequest, MergedPull};
 
 #[tokio::test]
 async fn statuses_files_pull_requests_and_comments_round_trip() {
@@ -103,35 +103,100 @@ async fn statuses_files_pull_requests_and_comments_round_trip() {
     );
 }
 
-/// A GitHub App's client gets its installation token from the fake, which
-/// records the exchange; what it then writes carries that token.
-#[tokio::test]
-async fn a_github_app_gets_an_installation_token_and_uses_it() {
+/// A throwaway App key pair made by openssl for this test only.
+struct Key {
+    _dir: tempfile::TempDir,
+    private: String,
+    public: String,
+}
+
+fn key() -> Key {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("test-only-app-key.pem");
-    let made = std::process::Command::new("openssl")
-        .args(["genrsa", "-traditional", "-out"])
-        .arg(&key)
-        .arg("2048")
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
-    let fake = FakeGitHub::start("acme/live").await;
-    let client = GitHubClient::new(GitHubConfig {
+    let private = dir.path().join("test-only-app-key.pem");
+    let public = dir.path().join("public.pem");
+    for args in [
+        vec![
+            "genrsa",
+            "-traditional",
+            "-out",
+            "test-only-app-key.pem",
+            "2048",
+        ],
+        vec![
+            "rsa",
+            "-pubout",
+            "-in",
+            "test-only-app-key.pem",
+            "-out",
+            "public.pem",
+        ],
+    ] {
+        let made = std::process::Command::new("openssl")
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    }
+    Key {
+        private: std::fs::read_to_string(private).unwrap(),
+        public: std::fs::read_to_string(public).unwrap(),
+        _dir: dir,
+    }
+}
+
+fn app_client(fake: &FakeGitHub, key: &Key, job: Job) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
         api_base: fake.url(),
         repository: "acme/live".into(),
         credentials: Credentials::App(AppCredentials {
             app_id: 12,
             installation_id: 34,
-            private_key_pem: std::fs::read_to_string(&key).unwrap(),
+            private_key_pem: key.private.clone(),
         }),
-        job: Job::TerraRun,
-        retry: RetryPolicy::default(),
+        job,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        },
     })
-    .unwrap();
-    let status = CommitStatus::new("abc", StatusState::Success, "live-ci: x", "done");
-    client.set_status(&status).await.unwrap();
-    client.set_status(&status).await.unwrap();
+    .unwrap()
+}
+
+async fn fake_with_app(key: &Key) -> FakeGitHub {
+    let fake = FakeGitHub::start("acme/live").await;
+    fake.trust_app(FakeApp {
+        app_id: 12,
+        installation_id: 34,
+        public_key_pem: key.public.clone(),
+    });
+    fake
+}
+
+fn status() -> CommitStatus {
+    CommitStatus::new("abc", StatusState::Success, "live-ci: x", "done")
+}
+
+/// The bearer of every request to the repository, in order.
+async fn repo_bearers(fake: &FakeGitHub) -> Vec<String> {
+    fake.requests()
+        .await
+        .iter()
+        .filter(|r| r.url.path().starts_with("/repos/"))
+        .map(|r| r.headers["authorization"].to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A GitHub App's client gets its installation token from the fake, which
+/// verifies its JWT and records the exchange; what it then writes carries
+/// that token.
+#[tokio::test]
+async fn a_github_app_gets_an_installation_token_and_uses_it() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let client = app_client(&fake, &key, Job::TerraRun);
+    client.set_status(&status()).await.unwrap();
+    client.set_status(&status()).await.unwrap();
     let tokens = fake.app_tokens();
     assert_eq!(tokens.len(), 1, "one exchange, then the cached token");
     assert_eq!(tokens[0].installation_id, "34");
@@ -142,13 +207,198 @@ async fn a_github_app_gets_an_installation_token_and_uses_it() {
             "permissions": {"contents": "read", "statuses": "write"},
         })
     );
-    let bearers: Vec<String> = fake
-        .requests()
-        .await
-        .iter()
-        .filter(|r| r.url.path().starts_with("/repos/"))
-        .map(|r| r.headers["authorization"].to_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(bearers, vec![format!("Bearer {}", tokens[0].token); 2]);
+    assert_eq!(
+        repo_bearers(&fake).await,
+        vec![format!("Bearer {}", tokens[0].token); 2]
+    );
     assert_eq!(fake.statuses().len(), 2);
+    assert!(fake.app_refusals().is_empty());
+}
+
+/// The fake verifies the JWT as GitHub does: a JWT signed by another key, one
+/// naming another App, one living longer than ten minutes and one issued in
+/// the future are each refused, and no token is handed out.
+#[tokio::test]
+async fn the_fake_refuses_a_jwt_github_would_refuse() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    // Signed by another key: the client's own error names the App and installation.
+    let other = key_other();
+    let err = app_client(&fake, &other, Job::TerraRun)
+        .set_status(&status())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "github app 12, installation 34: cannot get an installation token: \
+             POST /app/installations/34/access_tokens: github answered 401: A JSON web token could not be decoded"
+        ),
+        "{err}"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let sign = |iat: u64, exp: u64, iss: &str| {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+            &serde_json::json!({"iat": iat, "exp": exp, "iss": iss}),
+            &jsonwebtoken::EncodingKey::from_rsa_pem(key.private.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    let http = reqwest::Client::new();
+    let exchange = |jwt: String| {
+        let http = http.clone();
+        let url = format!("{}/app/installations/34/access_tokens", fake.url());
+        async move {
+            http.post(url)
+                .bearer_auth(jwt)
+                .json(&serde_json::json!({"repositories": ["live"], "permissions": {"statuses": "write"}}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(
+        exchange(sign(now - 60, now + 540, "12")).await,
+        201,
+        "a good one"
+    );
+    assert_eq!(
+        exchange(sign(now - 60, now + 541, "12")).await,
+        401,
+        "11 minutes"
+    );
+    assert_eq!(
+        exchange(sign(now - 60, now + 540, "13")).await,
+        401,
+        "another app"
+    );
+    assert_eq!(
+        exchange(sign(now + 120, now + 600, "12")).await,
+        401,
+        "in the future"
+    );
+    assert_eq!(
+        exchange(sign(now - 700, now - 100, "12")).await,
+        401,
+        "expired"
+    );
+    let refusals = fake.app_refusals();
+    assert_eq!(refusals.len(), 5, "{refusals:#?}");
+    assert!(
+        refusals[1].contains("too far in the future"),
+        "{}",
+        refusals[1]
+    );
+    assert!(refusals[3].contains("'Issued at' claim"), "{}", refusals[3]);
+    assert_eq!(fake.app_tokens().len(), 1);
+}
+
+fn key_other() -> Key {
+    key()
+}
+
+/// A token that expires while the job runs: the fake issues tokens that live
+/// 302 s (the client fetches a new one 300 s before `expires_at`) and answers
+/// 401 to a revoked one; the client changes tokens both times and the job's
+/// requests all succeed.
+#[tokio::test]
+async fn a_token_expiring_mid_run_is_replaced_and_the_run_goes_on() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    fake.set_app_token_lifetime(302);
+    let client = app_client(&fake, &key, Job::TerraRun);
+    client.set_status(&status()).await.unwrap();
+    client.set_status(&status()).await.unwrap();
+    assert_eq!(fake.app_tokens().len(), 1, "cached while fresh");
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    client.set_status(&status()).await.unwrap();
+    assert_eq!(fake.app_tokens().len(), 2, "replaced before it expired");
+    // Revoked (or expired early): GitHub answers 401, the client gets a new one.
+    fake.set_app_token_lifetime(3600);
+    fake.revoke_app_tokens();
+    client.set_status(&status()).await.unwrap();
+    let tokens = fake.app_tokens();
+    assert_eq!(tokens.len(), 3);
+    let t = |i: usize| format!("Bearer {}", tokens[i].token);
+    assert_eq!(
+        repo_bearers(&fake).await,
+        [t(0), t(0), t(1), t(1), t(2)],
+        "the revoked token was refused once, then the new one used"
+    );
+    assert_eq!(fake.statuses().len(), 4, "every status landed once");
+}
+
+/// GitHub refusing the refresh (the App uninstalled, its key revoked): a
+/// clear error naming the App and the installation, after exactly one retry.
+#[tokio::test]
+async fn a_refused_refresh_names_the_app_and_the_installation() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let client = app_client(&fake, &key, Job::PrPlan);
+    client.set_status(&status()).await.unwrap();
+    fake.revoke_app_tokens();
+    fake.refuse_app_tokens(Some(403));
+    let err = client.set_status(&status()).await.unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "github app 12, installation 34: cannot get an installation token: \
+         POST /app/installations/34/access_tokens: github answered 403: Bad credentials"
+    );
+    assert_eq!(fake.app_tokens().len(), 1);
+    assert_eq!(
+        fake.app_refusals(),
+        ["refused with 403 (refuse_app_tokens)"]
+    );
+    assert_eq!(fake.statuses().len(), 1);
+}
+
+/// An installation token does only what it was asked for: the fake answers
+/// GitHub's 403 to a request outside its permissions or its repositories.
+#[tokio::test]
+async fn a_token_is_refused_outside_its_permissions_and_repositories() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let client = app_client(&fake, &key, Job::TerraRun);
+    client.set_status(&status()).await.unwrap();
+    let token = fake.app_tokens()[0].token.clone();
+    let http = reqwest::Client::new();
+    let comment = http
+        .post(format!("{}/repos/acme/live/issues/7/comments", fake.url()))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"body": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(comment.status().as_u16(), 403);
+    let body: serde_json::Value = comment.json().await.unwrap();
+    assert_eq!(body["message"], "Resource not accessible by integration");
+    assert_eq!(body["needs"], "pull_requests: write");
+    assert!(fake.comments(7).is_empty());
+    // A repository the installation does not hold is refused at the exchange.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let jwt = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+        &serde_json::json!({"iat": now - 60, "exp": now + 500, "iss": "12"}),
+        &jsonwebtoken::EncodingKey::from_rsa_pem(key.private.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let other = http
+        .post(format!("{}/app/installations/34/access_tokens", fake.url()))
+        .bearer_auth(jwt)
+        .json(
+            &serde_json::json!({"repositories": ["secrets"], "permissions": {"contents": "read"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status().as_u16(), 422);
 }

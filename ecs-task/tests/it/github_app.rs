@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use live_ci_testkit::github::FakeGitHub;
+use live_ci_testkit::github::{FakeApp, FakeGitHub};
 use live_ci_testkit::unique;
 
 use crate::child_env::{assert_only_what_terraform_needs, dump, task};
@@ -71,6 +71,11 @@ async fn pr_plan_with_a_github_app_uses_its_own_installation_token_and_the_child
     let dump_file = out.path().join("env");
     let tf = TfTemplates::new(&format!("env -0 > {}; ", dump_file.display()));
     let github = FakeGitHub::start("acme/live").await;
+    github.trust_app(FakeApp {
+        app_id: 12,
+        installation_id: 34,
+        public_key_pem: std::fs::read_to_string(keys.path().join("public.pem")).unwrap(),
+    });
     let accounts = r#"[{"name": "dev", "path": "dev", "voters": ["dev@example.com"],
       "min_approval_count": 1, "min_rejection_count": 1,
       "plan_role_arn": "arn:aws:iam::111111111111:role/plan",

@@ -7,6 +7,7 @@ mod child_env;
 mod create_deploy_stack;
 mod github_app;
 mod migrate_at_start;
+mod module_sources;
 mod plan_json;
 mod pr_plan;
 mod sandbox;

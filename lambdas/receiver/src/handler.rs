@@ -272,7 +272,7 @@ where
                 base_ref,
                 ..
             } => {
-                self.plan_pull_request(delivery, number, &head_sha, &head_ref, &base_ref)
+                self.plan_pull_request(delivery, number, &head_sha, &head_ref, &base_ref, true)
                     .await
             }
             Route::DeployMerge {
@@ -342,6 +342,10 @@ where
         head_sha: &str,
         head_ref: &str,
         base_ref: &str,
+        // Routed here as a trusted head (not a maintainer's `/live-ci plan`,
+        // which may be a fork's): only then does the task give terraform the
+        // private module sources' token (unless the module allows forks).
+        trusted: bool,
     ) -> Result<Value, ReceiverError> {
         if !self.touches_matching_files(number).await? {
             // Required checks must pass on pull requests that never deploy.
@@ -354,15 +358,19 @@ where
         }
         let (lock, statuses) = self.read_lock_and_statuses().await?;
         self.post_merge_lock(&lock.status_for(head_sha)).await?;
+        let mut task_env = BTreeMap::from([
+            (env::PR_NUMBER.to_string(), number.to_string()),
+            (env::COMMIT.to_string(), head_sha.to_string()),
+            (env::BASE_REF.to_string(), base_ref.to_string()),
+            (env::HEAD_REF.to_string(), head_ref.to_string()),
+            (env::DELIVERY_ID.to_string(), delivery.to_string()),
+        ]);
+        if trusted {
+            task_env.insert(env::HEAD_TRUSTED.to_string(), "true".to_string());
+        }
         let spec = TaskSpec {
             kind: TaskKind::PrPlan,
-            env: BTreeMap::from([
-                (env::PR_NUMBER.to_string(), number.to_string()),
-                (env::COMMIT.to_string(), head_sha.to_string()),
-                (env::BASE_REF.to_string(), base_ref.to_string()),
-                (env::HEAD_REF.to_string(), head_ref.to_string()),
-                (env::DELIVERY_ID.to_string(), delivery.to_string()),
-            ]),
+            env: task_env,
             client_token: client_token(delivery),
         };
         let started = self.launcher.start(&spec).await.port("task launcher")?;
@@ -465,7 +473,14 @@ where
         }
         tracing::info!(commenter, pull_request = number, head_sha = %pr.head_sha, "plan requested by a maintainer");
         let mut body = self
-            .plan_pull_request(delivery, number, &pr.head_sha, &pr.head_ref, &pr.base_ref)
+            .plan_pull_request(
+                delivery,
+                number,
+                &pr.head_sha,
+                &pr.head_ref,
+                &pr.base_ref,
+                false,
+            )
             .await?;
         if let Value::Object(map) = &mut body {
             map.insert("requested_by".into(), json!(commenter));

@@ -92,6 +92,11 @@ const TASK_DEFAULTS: &[(&str, &str)] = &[
     (live_ci_core::task::env::BASE_SHA, BY_RECEIVER),
     (live_ci_core::task::env::HEAD_SHA, BY_RECEIVER),
     (live_ci_core::task::env::DELIVERY_ID, BY_RECEIVER),
+    (live_ci_core::task::env::HEAD_TRUSTED, BY_RECEIVER),
+    (
+        "MODULE_SOURCES_GIT_URL",
+        "follows from GITHUB_API_URL (github.com or the GitHub Enterprise host); the tests point it at their git server",
+    ),
     (live_ci_workflow::payload::task_env::PHASE, BY_STATE_MACHINE),
     (
         live_ci_workflow::payload::task_env::TASK_TOKEN,

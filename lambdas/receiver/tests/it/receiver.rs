@@ -199,6 +199,7 @@ async fn opened_pull_request_posts_the_lock_and_starts_one_plan_of_the_head_comm
             ("LIVE_CI_COMMIT".into(), OPEN_HEAD.into()),
             ("LIVE_CI_DELIVERY_ID".into(), "d-open".into()),
             ("LIVE_CI_HEAD_REF".into(), "feature/bigger-vpc".into()),
+            ("LIVE_CI_HEAD_TRUSTED".into(), "true".into()),
             ("LIVE_CI_PR_NUMBER".into(), "42".into()),
         ])
     );
