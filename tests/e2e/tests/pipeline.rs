@@ -374,6 +374,48 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
 
+/// The approval topic carries task tokens: its policy (infra/events.tf) lets only
+/// the state machine publish. A role of the account whose own IAM policy allows
+/// `sns:Publish` on every topic is refused by the topic's explicit deny, named in
+/// the error with the role, the action and the topic; the state machine's own
+/// publishes pass (scenario 1 fails on any denial).
+#[test]
+fn the_approval_topic_refuses_any_publisher_but_the_state_machine() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let role = live_ci_testkit::unique("e2e-publisher");
+            let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"sns:Publish","Resource":"*"}]}"#;
+            let (role_arn, config) =
+                live_ci_testkit::aws::role_session(env.cloud.endpoint(), &role, policy).await;
+            let topic = &env.deployment.approval_topic_arn;
+            let err = aws_sdk_sns::Client::new(&config)
+                .publish()
+                .topic_arn(topic)
+                .message(r#"{"task_token":"forged"}"#)
+                .send()
+                .await
+                .expect_err("a publisher other than the state machine was accepted");
+            assert_eq!(
+                aws_sdk_sns::error::ProvideErrorMetadata::code(&err),
+                Some("AuthorizationError"),
+                "{err:?}"
+            );
+            let text = format!("{}", aws_sdk_sns::error::DisplayErrorContext(&err));
+            let session = role_arn
+                .replace(":iam::", ":sts::")
+                .replace(":role/", ":assumed-role/");
+            assert!(
+                text.contains(&format!(
+                    "User: {session}/test is not authorized to perform: sns:Publish on resource: {topic} with an explicit deny in a resource-based policy"
+                )),
+                "{text}"
+            );
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
 /// Polls `check` every second until it is true or `timeout` passes.
 async fn wait_for<F, Fut>(timeout: Duration, check: F) -> anyhow::Result<bool>
 where
