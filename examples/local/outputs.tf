@@ -32,3 +32,8 @@ output "task_role_arns" {
   description = "The ECS task roles by subcommand: what the target accounts' plan and apply roles trust (scripts/target-account-roles.py)."
   value       = module.live_ci.task_role_arns
 }
+
+output "approval_topic_arn" {
+  description = "The approval requests' topic (its policy lets only the state machine publish: tests/e2e)."
+  value       = module.live_ci.approval_topic_arn
+}

@@ -294,9 +294,7 @@ def test_named_parameters_skip_literals_casts_and_comments() -> None:
 
 
 def _aurora(endpoint: str, settings: dict[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"{endpoint}/_live_ci/aurora", data=json.dumps(settings).encode(), method="PUT"
-    )
+    request = urllib.request.Request(f"{endpoint}/_live_ci/aurora", data=json.dumps(settings).encode(), method="PUT")
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
 

@@ -86,8 +86,7 @@ def test_the_sandbox_refuses_an_unverified_recipient_until_production_access(
         assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 400
         # AWS's message, naming the identity that failed.
         assert e.response["Error"]["Message"] == (
-            "Email address is not verified. The following identities failed the check in region US-EAST-1: "
-            f"{stranger}"
+            f"Email address is not verified. The following identities failed the check in region US-EAST-1: {stranger}"
         )
     else:
         raise AssertionError("the sandbox mailed an unverified recipient")

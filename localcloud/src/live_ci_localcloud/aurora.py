@@ -92,8 +92,12 @@ class AutoPause:
                 idle = self.idle_seconds if self.idle_seconds is not None else (auto_pause or DEFAULT_IDLE_SECONDS)
                 if now - state.last_used >= idle:
                     state.resumes_at = now + self.resume_seconds
-                    LOG.info("Aurora %s: paused after %.1f s idle; resuming for %.1f s", cluster_arn,
-                             now - state.last_used, self.resume_seconds)
+                    LOG.info(
+                        "Aurora %s: paused after %.1f s idle; resuming for %.1f s",
+                        cluster_arn,
+                        now - state.last_used,
+                        self.resume_seconds,
+                    )
             if state.resumes_at is not None:
                 if now < state.resumes_at:
                     raise DataApiError(

@@ -162,9 +162,7 @@ def batch_execute_statement(_context: RequestContext, request: ServiceRequest) -
 
 
 def begin_transaction(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(
-        BACKEND.begin, request["resourceArn"], request["secretArn"], request.get("database"), request=request
-    )
+    return _call(BACKEND.begin, request["resourceArn"], request["secretArn"], request.get("database"), request=request)
 
 
 def commit_transaction(_context: RequestContext, request: ServiceRequest) -> Any:
