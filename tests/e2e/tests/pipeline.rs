@@ -373,7 +373,10 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 // Not the pipeline's: the topic test's forged publish, denied on purpose.
                 let denials: Vec<_> = iam.denials[iam.denials.len().saturating_sub(new)..]
                     .iter()
-                    .filter(|d| !d.get("role").is_some_and(|r| r.contains(DELIBERATE_DENIALS)))
+                    .filter(|d| {
+                        !d.get("role")
+                            .is_some_and(|r| r.contains(DELIBERATE_DENIALS))
+                    })
                     .collect();
                 assert!(denials.is_empty(), "denied: {denials:#?}");
             }

@@ -88,8 +88,7 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
 /// refused by the local cloud's IAM; with one start attempt allowed the unit
 /// fails at once (no retry loop), its reason carrying AWS's AccessDenied text.
 #[tokio::test]
-async fn a_start_execution_the_role_may_not_make_fails_the_unit_naming_role_action_and_resource()
-{
+async fn a_start_execution_the_role_may_not_make_fails_the_unit_naming_role_action_and_resource() {
     let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
     if !live_ci_testkit::aws::iam_enforced(&endpoint).await {
         eprintln!("skipping: the local cloud does not enforce IAM");
