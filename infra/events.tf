@@ -53,3 +53,75 @@ resource "aws_lambda_permission" "trigger_sf_from_sweep" {
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweep.arn
 }
+
+################################################################################
+# The approval topic's policy: its messages carry task tokens (whoever holds one
+# can decide the unit's approval), so only the state machine publishes and only
+# approval-request is subscribed; plain HTTP is refused. It replaces SNS's
+# default policy, which lets any principal of the account publish and subscribe.
+################################################################################
+
+data "aws_iam_policy_document" "approval_topic" {
+  statement {
+    sid       = "StateMachinePublishes"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.approval.arn]
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.state_machine.arn]
+    }
+  }
+
+  statement {
+    sid       = "DenyOtherPublishers"
+    effect    = "Deny"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.approval.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "StringNotEquals"
+      variable = "aws:PrincipalArn"
+      values   = [aws_iam_role.state_machine.arn]
+    }
+  }
+
+  statement {
+    sid       = "DenyOtherSubscriptions"
+    effect    = "Deny"
+    actions   = ["sns:Subscribe"]
+    resources = [aws_sns_topic.approval.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "StringNotEquals"
+      variable = "sns:Endpoint"
+      values   = [module.approval_request.arn]
+    }
+  }
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sns:*"]
+    resources = [aws_sns_topic.approval.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sns_topic_policy" "approval" {
+  arn    = aws_sns_topic.approval.arn
+  policy = data.aws_iam_policy_document.approval_topic.json
+}

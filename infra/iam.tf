@@ -18,6 +18,16 @@ locals {
   state_machine_execs_arn = "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${var.name}-deployment:*"
 
   metadb_secret_arn = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
+
+  # The SES identities a sandboxed SendEmail to the voters is authorised on.
+  voter_identity_arns = sort(distinct(flatten([
+    for a in var.account_parent_cfg : [
+      for v in a.voters : [
+        "arn:${local.partition}:ses:${local.region}:${local.account_id}:identity/${v}",
+        "arn:${local.partition}:ses:${local.region}:${local.account_id}:identity/${element(split("@", v), length(split("@", v)) - 1)}",
+      ]
+    ]
+  ])))
 }
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -268,10 +278,15 @@ data "aws_iam_policy_document" "approval_request" {
     }
   }
 
+  # SES authorises SendEmail on the sender's identity and, while the account is
+  # in the SES sandbox (every new account, per region), on each recipient's
+  # identity too: the voters' addresses, or their domains when those are the
+  # verified identities (infra/README.md "SES sandbox"). Out of the sandbox the
+  # voters' ARNs allow nothing more: the sender condition still binds.
   statement {
     sid       = "SendApprovalMail"
     actions   = ["ses:SendEmail"]
-    resources = [aws_sesv2_email_identity.sender.arn]
+    resources = concat([aws_sesv2_email_identity.sender.arn], local.voter_identity_arns)
     condition {
       test     = "StringEquals"
       variable = "ses:FromAddress"

@@ -4,7 +4,9 @@
 # points the ECS task image at target/debug/live-ci-task, migrates the local
 # metadb and runs `terraform apply`, then creates the target accounts' plan and apply
 # roles trusting the task roles (scripts/target-account-roles.py: the local cloud
-# enforces IAM). Idempotent: a second run applies no change unless an input changed.
+# enforces IAM) and verifies the voters' addresses in SES (scripts/ses-verify-voters.py:
+# the local cloud's SES is in the sandbox, as a new account's). Idempotent: a second
+# run applies no change unless an input changed.
 #
 #   scripts/deploy-local.sh apply     build, package, migrate, apply; print the outputs as JSON
 #   scripts/deploy-local.sh destroy   terraform destroy of examples/local
@@ -198,6 +200,10 @@ EOF
     "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" \
     "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["task_role_arns"]["value"]))')" \
     "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["terra_run_role_arns"]["value"]))')" >&2
+  # The local cloud's SES is in the sandbox, as a new account's: the voters'
+  # addresses are verified identities before any approval mail is sent.
+  "$work/venv/bin/python" "$root/scripts/ses-verify-voters.py" "$AWS_ENDPOINT_URL" \
+    "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" >&2
   printf '%s\n' "$outputs"
 }
 

@@ -84,6 +84,9 @@ install_plugin() {
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
     --force-reinstall "$plugin_src" >&2
   rm -rf "$plugin_src/build" "$plugin_src"/src/*.egg-info
+  # plux caches the entry points under LocalStack's HOME, keyed without the plugin's
+  # own metadata: a new entry point (hook, provider) would stay unseen.
+  rm -rf "$state/home/.cache/plux"
   plugin_hash >"$plugin_stamp"
 }
 

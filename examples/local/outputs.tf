@@ -37,3 +37,8 @@ output "terra_run_role_arns" {
   description = "terra-run's task roles by account, { plan, apply }: an account's plan role trusts its plan entry, its apply role only its apply entry (scripts/target-account-roles.py)."
   value       = module.live_ci.terra_run_role_arns
 }
+
+output "approval_topic_arn" {
+  description = "The approval requests' topic (its policy lets only the state machine publish: tests/e2e)."
+  value       = module.live_ci.approval_topic_arn
+}

@@ -318,3 +318,41 @@ def test_run_task_needs_pass_role_on_the_task_role_its_overrides_name(
     assert "iam:PassRole" in message and other in message, message
     started = run(passable)
     assert "tasks" in started, started
+
+
+def test_a_sandboxed_send_email_is_authorised_on_each_recipient_identity(
+    aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
+) -> None:
+    ses = aws("sesv2")
+    sender, voter = f"{unique}@example.com", f"{unique}-voter@example.com"
+    for identity in (sender, voter):
+        ses.create_email_identity(EmailIdentity=identity)
+    identity = f"arn:aws:ses:us-east-1:{ACCOUNT}:identity/"
+    sender_only = {
+        "Effect": "Allow",
+        "Action": "ses:SendEmail",
+        "Resource": identity + sender,
+        "Condition": {"StringEquals": {"ses:FromAddress": sender}},
+    }
+    client = as_role({"Version": "2012-10-17", "Statement": [sender_only]})("sesv2")
+    mail = {"Simple": {"Subject": {"Data": "x"}, "Body": {"Text": {"Data": "x"}}}}
+    send = lambda: client.send_email(FromEmailAddress=sender, Destination={"ToAddresses": [voter]}, Content=mail)  # noqa: E731
+    error = denied(send)
+    assert (error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]) == (
+        "AccessDeniedException",
+        403,
+    )
+    assert f"ses:SendEmail on resource: {identity}{voter}" in error.response["Error"]["Message"]
+    # Out of the sandbox only the sender's identity is authorised.
+    ses.put_account_details(
+        MailType="TRANSACTIONAL", WebsiteURL="https://example.com", UseCaseDescription="x", ProductionAccessEnabled=True
+    )
+    try:
+        assert send()["MessageId"]
+    finally:
+        ses.put_account_details(
+            MailType="TRANSACTIONAL",
+            WebsiteURL="https://example.com",
+            UseCaseDescription="x",
+            ProductionAccessEnabled=False,
+        )

@@ -62,6 +62,10 @@ def test_an_explicit_deny_wins_over_any_allow() -> None:
     assert not decision.allowed
     assert decision.reason == "with an explicit deny in an identity-based policy"
     assert [s.sid for s in decision.denying] == ["NoSecrets"]
+    # AWS's wording: "... on resource: <arn> with an explicit deny ...", no "because".
+    assert decision.message(request("ssm:GetParameter", PARAM)).endswith(
+        f"on resource: {PARAM} with an explicit deny in an identity-based policy"
+    )
 
 
 def test_not_action_allows_everything_but_the_named_actions() -> None:

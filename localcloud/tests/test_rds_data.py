@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -290,3 +291,71 @@ def test_named_parameters_skip_literals_casts_and_comments() -> None:
     assert sql == "SELECT ':a', \"x:y\", %(b)s::int, 5 %% 2 -- :c\n, $$ :d $$, %(e)s::jsonb"
     assert names == ["b", "e"]
     assert MAX_RESPONSE_BYTES == 1024 * 1024
+
+
+def _aurora(endpoint: str, settings: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(f"{endpoint}/_live_ci/aurora", data=json.dumps(settings).encode(), method="PUT")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def test_a_paused_serverless_v2_cluster_answers_database_resuming_until_it_resumed(
+    aws: Callable[[str], Any], data: Any, endpoint: str, cluster: dict[str, str]
+) -> None:
+    unique = f"smoke-pause-{uuid.uuid4().hex[:8]}"
+    rds = aws("rds")
+    created = rds.create_db_cluster(
+        DBClusterIdentifier=unique,
+        Engine="aurora-postgresql",
+        EngineVersion="16.3",
+        MasterUsername="smoke_master",
+        MasterUserPassword="smoke-password-1",
+        DatabaseName=f"{unique.replace('-', '_')}_db",
+        EnableHttpEndpoint=True,
+        ServerlessV2ScalingConfiguration={"MinCapacity": 0, "MaxCapacity": 1, "SecondsUntilAutoPause": 300},
+    )["DBCluster"]
+    rds.create_db_instance(
+        DBInstanceIdentifier=f"{unique}-1",
+        DBClusterIdentifier=unique,
+        Engine="aurora-postgresql",
+        DBInstanceClass="db.serverless",
+    )
+    secret = aws("secretsmanager").create_secret(
+        Name=f"{unique}-metadb",
+        SecretString=json.dumps({"username": "smoke_master", "password": "smoke-password-1"}),
+    )["ARN"]
+    paused = {"resourceArn": created["DBClusterArn"], "secretArn": secret, "database": created["DatabaseName"]}
+    _aurora(endpoint, {"resume_seconds": 2, "idle_seconds": 1})
+    try:
+        assert data.execute_statement(**paused, sql="SELECT 1")["numberOfRecordsUpdated"] == 0
+        time.sleep(1.3)
+        # Idle past the threshold: the next call finds it paused and starts the resume.
+        started = time.monotonic()
+        with pytest.raises(ClientError) as raised:
+            data.execute_statement(**paused, sql="SELECT 1")
+        error = raised.value.response
+        assert (error["Error"]["Code"], error["ResponseMetadata"]["HTTPStatusCode"]) == (
+            "DatabaseResumingException",
+            400,
+        )
+        assert error["Error"]["Message"] == (
+            f"The Aurora DB instance {unique}-1 is resuming after being auto-paused. "
+            "Please wait a few seconds and try again."
+        )
+        # A cluster whose minimum capacity is not 0 never pauses.
+        data.execute_statement(**cluster, sql="SELECT 1")
+        while True:
+            try:
+                data.execute_statement(**paused, sql="SELECT 1")
+                break
+            except ClientError as e:
+                assert e.response["Error"]["Code"] == "DatabaseResumingException"
+                assert time.monotonic() - started < 5, "still resuming after 5 s"
+                time.sleep(0.2)
+        assert 1.8 <= time.monotonic() - started < 5
+        # Used again within the idle time: no pause.
+        data.execute_statement(**paused, sql="SELECT 1")
+    finally:
+        _aurora(endpoint, {"resume_seconds": 0})
+        rds.delete_db_instance(DBInstanceIdentifier=f"{unique}-1", SkipFinalSnapshot=True)
+        rds.delete_db_cluster(DBClusterIdentifier=unique, SkipFinalSnapshot=True)

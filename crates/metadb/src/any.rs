@@ -88,6 +88,17 @@ impl AnyMetadb {
     }
 }
 
+impl AnyMetadb {
+    /// On the Data API, how long each call waits for a paused cluster to resume
+    /// (`DataApi::with_resume_deadline`); direct PostgreSQL is unchanged.
+    pub fn with_resume_deadline(self, deadline: std::time::Duration) -> Self {
+        Store::new(match self.sql().clone() {
+            AnySql::DataApi(api) => AnySql::DataApi(api.with_resume_deadline(deadline)),
+            other => other,
+        })
+    }
+}
+
 /// Either connection, so binaries need not be generic over the adapter.
 #[derive(Debug, Clone)]
 pub enum AnySql {

@@ -2,6 +2,15 @@
 //! `ExecuteStatement` call with named parameters, rows come back with
 //! `formatRecordsAs = JSON`, and transactions are `BeginTransaction` /
 //! `CommitTransaction` / `RollbackTransaction`.
+//!
+//! An Aurora Serverless v2 cluster with minimum capacity 0 pauses when idle, and
+//! the Data API then answers `DatabaseResumingException` until it has resumed
+//! (seconds). Every call here retries that with back-off within the adapter's
+//! resume deadline ([`DataApi::with_resume_deadline`]), then fails naming the
+//! exception and the cluster: never longer than the deadline plus one call.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use aws_sdk_rdsdata::Client;
 use aws_sdk_rdsdata::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -22,6 +31,18 @@ impl DataApiMetadb {
     }
 }
 
+/// The Data API's answer while a paused Aurora Serverless v2 instance resumes.
+pub const DATABASE_RESUMING: &str = "DatabaseResumingException";
+
+/// How long a call waits for a paused cluster to resume unless told otherwise:
+/// half the module's default Lambda timeout (60 s); AWS documents resumes of
+/// about 15 s.
+pub const DEFAULT_RESUME_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The first wait after `DatabaseResumingException`, doubled up to [`MAX_RESUME_BACKOFF`].
+const FIRST_RESUME_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_RESUME_BACKOFF: Duration = Duration::from_secs(2);
+
 /// An Aurora cluster reached through the Data API.
 #[derive(Debug, Clone)]
 pub struct DataApi {
@@ -29,6 +50,7 @@ pub struct DataApi {
     resource_arn: String,
     secret_arn: String,
     database: String,
+    resume_deadline: Duration,
 }
 
 impl DataApi {
@@ -38,6 +60,50 @@ impl DataApi {
             resource_arn: resource_arn.to_string(),
             secret_arn: secret_arn.to_string(),
             database: database.to_string(),
+            resume_deadline: DEFAULT_RESUME_DEADLINE,
+        }
+    }
+
+    /// How long each call retries `DatabaseResumingException` before failing
+    /// (the receiver's is short: it answers GitHub within 10 s).
+    pub fn with_resume_deadline(mut self, deadline: Duration) -> Self {
+        self.resume_deadline = deadline;
+        self
+    }
+
+    /// `call` until it succeeds, fails otherwise, or the cluster is still
+    /// resuming at the deadline.
+    async fn resuming<T, E, F, Fut>(&self, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, aws_sdk_rdsdata::config::http::HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let started = Instant::now();
+        let mut backoff = FIRST_RESUME_BACKOFF;
+        loop {
+            let e = match call().await {
+                Ok(out) => return Ok(out),
+                Err(e) if e.code() == Some(DATABASE_RESUMING) => e,
+                Err(e) => return Err(sdk_error(e)),
+            };
+            let waited = started.elapsed();
+            let Some(left) = self
+                .resume_deadline
+                .checked_sub(waited)
+                .filter(|l| !l.is_zero())
+            else {
+                return Err(MetadbError::DatabaseResuming {
+                    cluster: self.resource_arn.clone(),
+                    waited,
+                    deadline: self.resume_deadline,
+                    message: e.message().unwrap_or_default().to_string(),
+                });
+            };
+            tracing::info!(cluster = %self.resource_arn, waited_ms = waited.as_millis() as u64,
+                "the metadb cluster is resuming from a pause; retrying");
+            tokio::time::sleep(backoff.min(left)).await;
+            backoff = (backoff * 2).min(MAX_RESUME_BACKOFF);
         }
     }
 
@@ -48,19 +114,21 @@ impl DataApi {
         params: Params<'_>,
         transaction_id: Option<&str>,
     ) -> Result<(Vec<String>, u64)> {
+        let parameters: Vec<SqlParameter> = params.iter().map(parameter).collect();
         let out = self
-            .client
-            .execute_statement()
-            .resource_arn(&self.resource_arn)
-            .secret_arn(&self.secret_arn)
-            .database(&self.database)
-            .sql(sql)
-            .set_parameters(Some(params.iter().map(parameter).collect()))
-            .set_transaction_id(transaction_id.map(str::to_string))
-            .format_records_as(RecordsFormatType::Json)
-            .send()
-            .await
-            .map_err(sdk_error)?;
+            .resuming(|| {
+                self.client
+                    .execute_statement()
+                    .resource_arn(&self.resource_arn)
+                    .secret_arn(&self.secret_arn)
+                    .database(&self.database)
+                    .sql(sql)
+                    .set_parameters(Some(parameters.clone()))
+                    .set_transaction_id(transaction_id.map(str::to_string))
+                    .format_records_as(RecordsFormatType::Json)
+                    .send()
+            })
+            .await?;
         let rows = match out.formatted_records() {
             Some(json) => decode_records(sql, json)?,
             None => Vec::new(),
@@ -140,14 +208,15 @@ impl Sql for DataApi {
 
     async fn begin(&self) -> Result<DataApiTx> {
         let out = self
-            .client
-            .begin_transaction()
-            .resource_arn(&self.resource_arn)
-            .secret_arn(&self.secret_arn)
-            .database(&self.database)
-            .send()
-            .await
-            .map_err(sdk_error)?;
+            .resuming(|| {
+                self.client
+                    .begin_transaction()
+                    .resource_arn(&self.resource_arn)
+                    .secret_arn(&self.secret_arn)
+                    .database(&self.database)
+                    .send()
+            })
+            .await?;
         let id = out.transaction_id().ok_or_else(|| MetadbError::DataApi {
             message: "begin transaction returned no transaction id".into(),
             retryable: false,
@@ -187,15 +256,16 @@ impl SqlTx for DataApiTx {
 
     async fn commit(mut self) -> Result<()> {
         if let Some(id) = self.id.take() {
-            self.api
-                .client
-                .commit_transaction()
-                .resource_arn(&self.api.resource_arn)
-                .secret_arn(&self.api.secret_arn)
-                .transaction_id(id)
-                .send()
-                .await
-                .map_err(sdk_error)?;
+            let api = &self.api;
+            api.resuming(|| {
+                api.client
+                    .commit_transaction()
+                    .resource_arn(&api.resource_arn)
+                    .secret_arn(&api.secret_arn)
+                    .transaction_id(&id)
+                    .send()
+            })
+            .await?;
         }
         Ok(())
     }
@@ -209,14 +279,15 @@ impl SqlTx for DataApiTx {
 }
 
 async fn rollback(api: &DataApi, id: String) -> Result<()> {
-    api.client
-        .rollback_transaction()
-        .resource_arn(&api.resource_arn)
-        .secret_arn(&api.secret_arn)
-        .transaction_id(id)
-        .send()
-        .await
-        .map_err(sdk_error)?;
+    api.resuming(|| {
+        api.client
+            .rollback_transaction()
+            .resource_arn(&api.resource_arn)
+            .secret_arn(&api.secret_arn)
+            .transaction_id(&id)
+            .send()
+    })
+    .await?;
     Ok(())
 }
 

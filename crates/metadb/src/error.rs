@@ -39,6 +39,17 @@ pub enum MetadbError {
         transient: bool,
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// The Aurora Serverless v2 cluster was still resuming from an auto-pause
+    /// when the caller's deadline for it passed (`DatabaseResumingException`).
+    #[error(
+        "rds data api: DatabaseResumingException: cluster {cluster} still resuming after {waited:.1?} (deadline {deadline:?}): {message}"
+    )]
+    DatabaseResuming {
+        cluster: String,
+        waited: std::time::Duration,
+        deadline: std::time::Duration,
+        message: String,
+    },
     #[error("cannot decode a row of {statement:?}: {message}")]
     Decode { statement: String, message: String },
     #[error("statement needs parameter {name:?}, which was not given")]
@@ -93,6 +104,9 @@ impl Classify for MetadbError {
                 transient,
                 ..
             } => *retryable || *transient,
+            // Resumed a little later: the caller's own retry (the next event,
+            // Step Functions' Retry) finds it up.
+            MetadbError::DatabaseResuming { .. } => true,
             _ => false,
         };
         if retryable {

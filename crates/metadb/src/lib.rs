@@ -21,7 +21,7 @@ mod store;
 pub mod tls;
 
 pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
-pub use data_api::{DataApi, DataApiMetadb, DataApiTx};
+pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
 pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};

@@ -83,3 +83,89 @@ pub async fn state_machine(sfn: &aws_sdk_sfn::Client, prefix: &str, definition: 
         .unwrap_or_else(|e| panic!("create state machine {prefix}: {e:?}"))
         .state_machine_arn
 }
+
+/// A role made for one test, with `policy` (an identity policy, JSON) inline and
+/// trusting the account, and the SDK configuration of a session assumed from it:
+/// clients built on it are authorised by the local cloud's IAM enforcement as
+/// that role (localcloud/README.md "IAM") at `endpoint`. Returns (the role ARN,
+/// the config).
+pub async fn role_session(endpoint: &str, name: &str, policy: &str) -> (String, SdkConfig) {
+    let iam = aws_sdk_iam::Client::new(&sdk_config_for(endpoint));
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"sts:AssumeRole"}]}"#;
+    let role = iam
+        .create_role()
+        .role_name(name)
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create role {name}: {e:?}"));
+    let arn = role.role().map(|r| r.arn().to_string()).unwrap_or_default();
+    iam.put_role_policy()
+        .role_name(name)
+        .policy_name("test")
+        .policy_document(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put role policy {name}: {e:?}"));
+    // AssumeRole as the driver (the account's administrator): LocalStack routes
+    // by the credential scope and does not check the signature.
+    let answer = reqwest::Client::new()
+        .post(format!("{}/", endpoint.trim_end_matches('/')))
+        .header(
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/sts/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .form(&[
+            ("Action", "AssumeRole"),
+            ("Version", "2011-06-15"),
+            ("RoleArn", arn.as_str()),
+            ("RoleSessionName", "test"),
+        ])
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .unwrap_or_else(|e| panic!("assume role {arn}: {e}"))
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("assume role {arn}: {e}"));
+    let field = |tag: &str| {
+        let open = format!("<{tag}>");
+        let from = answer
+            .find(&open)
+            .unwrap_or_else(|| panic!("no {tag} in {answer}"))
+            + open.len();
+        let to = answer[from..]
+            .find(&format!("</{tag}>"))
+            .unwrap_or_else(|| panic!("no {tag} in {answer}"))
+            + from;
+        answer[from..to].to_string()
+    };
+    let credentials = Credentials::new(
+        field("AccessKeyId"),
+        field("SecretAccessKey"),
+        Some(field("SessionToken")),
+        None,
+        "assumed-role",
+    );
+    let config = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .endpoint_url(endpoint)
+        .build();
+    (arn, config)
+}
+
+/// Whether the local cloud at `endpoint` enforces IAM (`GET /_live_ci/iam/stats`).
+pub async fn iam_enforced(endpoint: &str) -> bool {
+    let stats: Option<serde_json::Value> = match reqwest::get(format!(
+        "{}/_live_ci/iam/stats",
+        endpoint.trim_end_matches('/')
+    ))
+    .await
+    {
+        Ok(r) => r.json().await.ok(),
+        Err(_) => None,
+    };
+    stats.is_some_and(|s| s["enforced"] == true)
+}

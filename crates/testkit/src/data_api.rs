@@ -29,6 +29,18 @@ pub async fn create_cluster(
     database: &str,
     username: &str,
 ) -> Result<DataApiCluster, String> {
+    create_cluster_with(endpoint, id, database, username, &[]).await
+}
+
+/// [`create_cluster`] with more `CreateDBCluster` parameters (query form, e.g.
+/// `("ServerlessV2ScalingConfiguration.MinCapacity", "0")`).
+pub async fn create_cluster_with(
+    endpoint: &str,
+    id: &str,
+    database: &str,
+    username: &str,
+    extra: &[(&str, &str)],
+) -> Result<DataApiCluster, String> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()
@@ -37,17 +49,22 @@ pub async fn create_cluster(
     let body = http
         .post(format!("{endpoint}/"))
         .header("Authorization", authorization("rds"))
-        .form(&[
-            ("Action", "CreateDBCluster"),
-            ("Version", "2014-10-31"),
-            ("DBClusterIdentifier", id),
-            ("Engine", "aurora-postgresql"),
-            ("EngineVersion", "15.4"),
-            ("MasterUsername", username),
-            ("MasterUserPassword", password),
-            ("DatabaseName", database),
-            ("EnableHttpEndpoint", "true"),
-        ])
+        .form(
+            &[
+                ("Action", "CreateDBCluster"),
+                ("Version", "2014-10-31"),
+                ("DBClusterIdentifier", id),
+                ("Engine", "aurora-postgresql"),
+                ("EngineVersion", "15.4"),
+                ("MasterUsername", username),
+                ("MasterUserPassword", password),
+                ("DatabaseName", database),
+                ("EnableHttpEndpoint", "true"),
+            ]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect::<Vec<_>>(),
+        )
         .send()
         .await
         .map_err(|e| format!("CreateDBCluster: {e}"))?
@@ -84,6 +101,25 @@ pub async fn create_cluster(
         secret_arn: secret_arn.to_string(),
         database: database.to_string(),
     })
+}
+
+/// Sets the local cloud's Aurora Serverless v2 auto-pause (localcloud
+/// `aurora.py`, `PUT /_live_ci/aurora`): clusters with minimum capacity 0 pause
+/// after `idle_seconds` without a call and then answer `DatabaseResumingException`
+/// for `resume_seconds` (0: never pause).
+pub async fn set_auto_pause(
+    endpoint: &str,
+    resume_seconds: f64,
+    idle_seconds: Option<f64>,
+) -> Result<(), String> {
+    reqwest::Client::new()
+        .put(format!("{endpoint}/_live_ci/aurora"))
+        .json(&serde_json::json!({"resume_seconds": resume_seconds, "idle_seconds": idle_seconds}))
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map(|_| ())
+        .map_err(|e| format!("PUT /_live_ci/aurora: {e}"))
 }
 
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {

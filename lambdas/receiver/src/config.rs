@@ -13,6 +13,13 @@ pub const SECRET_TTL: Duration = Duration::from_secs(300);
 /// How often at most a signature failure re-reads the secret, and how long an
 /// unusable (placeholder, short) secret is kept before it is read again.
 pub const SECRET_RETRY: Duration = Duration::from_secs(10);
+/// How long a metadb call waits for a paused Aurora Serverless v2 cluster to
+/// resume (`DatabaseResumingException`, retried with back-off) before it fails.
+/// GitHub gives a delivery 10 s; the receiver's only metadb read (a "locked"
+/// merge lock confirmed against its row) then answers the parameter's value, so
+/// the delivery is still answered (200, the task started) well within them,
+/// rather than 503 (GitHub does not redeliver by itself) or a timeout.
+pub const METADB_RESUME_DEADLINE: Duration = Duration::from_secs(3);
 
 /// What the handler itself needs (no AWS specifics).
 #[derive(Debug, Clone)]

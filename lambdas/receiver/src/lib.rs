@@ -14,8 +14,8 @@ mod lock;
 mod secret;
 
 pub use config::{
-    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig, SECRET_RETRY,
-    SECRET_TTL,
+    AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, METADB_RESUME_DEADLINE,
+    MetadbConfig, SECRET_RETRY, SECRET_TTL,
 };
 pub use handler::{Receiver, ReceiverError};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};

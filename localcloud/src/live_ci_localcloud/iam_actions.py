@@ -476,6 +476,18 @@ def sts_ops(call: Call) -> list[Check]:
     return [Check("sts:AssumeRole", role, dict(call.global_context), trust, True, f"trust-policy {role}", owner)]
 
 
+def _ses_identity(call: Call, address: str) -> str:
+    """The identity SES authorises for an address: the address when it is a verified
+    identity itself, else its domain when that is, else the address."""
+    from moto.ses.models import ses_backends
+
+    identities = ses_backends[call.account][call.region].email_identities
+    domain = address.rsplit("@", 1)[-1]
+    if address not in identities and domain in identities:
+        return domain
+    return address
+
+
 def sesv2_ops(call: Call) -> list[Check]:
     if call.operation != "SendEmail":
         raise Unmapped
@@ -485,7 +497,18 @@ def sesv2_ops(call: Call) -> list[Check]:
     sender = p.get("FromEmailAddress") or ""
     address = sender.rsplit("<", 1)[-1].rstrip(">").strip()
     context = {**call.global_context, "ses:FromAddress": address}
-    checks = [Check("ses:SendEmail", _arn("ses", call, f"identity/{address}"), context)]
+    checks = [Check("ses:SendEmail", _arn("ses", call, f"identity/{_ses_identity(call, address)}"), context)]
+    # In the sandbox SES also authorises the caller on each recipient's identity:
+    # AWS's denials name them ("... is not authorized to perform `ses:SendRawEmail' on
+    # resource `arn:aws:ses:<region>:<account>:identity/<recipient>'", reported in
+    # aws/aws-sdk-js#3641 and GSA/data.gov#3810); the SAR page lists only the
+    # resource types (identity*, configuration-set), not this sandbox rule.
+    from live_ci_localcloud import sesv2
+
+    if sesv2.in_sandbox(call.account, call.region):
+        for recipient in dict.fromkeys(sesv2.recipients(p)):
+            arn = _arn("ses", call, f"identity/{_ses_identity(call, recipient)}")
+            checks.append(Check("ses:SendEmail", arn, dict(context)))
     if p.get("ConfigurationSetName"):
         checks.append(
             Check("ses:SendEmail", _arn("ses", call, f"configuration-set/{p['ConfigurationSetName']}"), dict(context))

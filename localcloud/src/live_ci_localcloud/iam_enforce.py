@@ -131,10 +131,14 @@ def issued_session(context: Any) -> Any:
 
 def denial_error(context: Any, message: str) -> Exception:
     """The service's own AccessDenied: JSON services answer AccessDeniedException with
-    400, REST-JSON ones with 403, query/XML ones (STS, SNS, S3) AccessDenied with 403."""
+    400, REST-JSON ones with 403, query/XML ones (STS, S3) AccessDenied with 403, SNS
+    AuthorizationError with 403."""
     from localstack.aws.api import CommonServiceException
 
     protocol = context.service.protocol
+    if context.service.service_name == "sns":
+        # SNS's own code (AuthorizationError, 403), as SDKs and Step Functions see it.
+        return CommonServiceException("AuthorizationError", message, 403, sender_fault=True)
     if protocol == "json":
         return CommonServiceException("AccessDeniedException", message, 400, sender_fault=True)
     if protocol == "rest-json":

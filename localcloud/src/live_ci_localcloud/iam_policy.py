@@ -76,9 +76,12 @@ class Decision:
     denying: list[Statement] = field(default_factory=list)
 
     def message(self, request: Request) -> str:
+        # AWS: "... on resource: <arn> because no identity-based policy allows ..."
+        # but "... on resource: <arn> with an explicit deny in a ... policy".
+        joint = " " if self.reason.startswith("with ") else " because "
         return (
             f"User: {request.principal_arn} is not authorized to perform: {request.action} "
-            f"on resource: {request.resource} because {self.reason}"
+            f"on resource: {request.resource}{joint}{self.reason}"
         )
 
 

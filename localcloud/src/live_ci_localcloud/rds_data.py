@@ -36,6 +36,7 @@ from moto.secretsmanager.models import secretsmanager_backends
 from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from live_ci_localcloud import aurora
 from live_ci_localcloud.rds import patch_moto
 from live_ci_localcloud.rds_data_backend import DataApiBackend, DataApiError, Target
 
@@ -126,31 +127,50 @@ class Resolver:
 BACKEND = DataApiBackend(Resolver())
 
 
-def _call(fn: Any, *args: Any) -> Any:
+def _awake(request: ServiceRequest) -> None:
+    """Aurora Serverless v2 auto-pause (aurora.py): a paused cluster answers
+    DatabaseResumingException before the call reaches the database."""
+    arn = request.get("resourceArn") or ""
     try:
+        region, account, cluster_id = _arn_parts(arn)
+    except DataApiError:
+        return  # the resolver refuses it, with AWS's error
+    cluster = rds_backends[account][region].clusters.get(cluster_id)
+    if cluster is None or cluster.arn != arn:
+        return
+    min_capacity, auto_pause = aurora.scaling(cluster)
+    aurora.PAUSE.check(
+        arn, aurora.writer_instance(cluster), min_capacity, auto_pause, connected=bool(request.get("transactionId"))
+    )
+
+
+def _call(fn: Any, *args: Any, request: ServiceRequest | None = None) -> Any:
+    try:
+        if request is not None:
+            _awake(request)
         return fn(*args)
     except DataApiError as e:
         raise CommonServiceException(e.code, e.message, status_code=e.status, sender_fault=e.status < 500) from e
 
 
 def execute_statement(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(BACKEND.execute, dict(request))
+    return _call(BACKEND.execute, dict(request), request=request)
 
 
 def batch_execute_statement(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(BACKEND.batch, dict(request))
+    return _call(BACKEND.batch, dict(request), request=request)
 
 
 def begin_transaction(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(BACKEND.begin, request["resourceArn"], request["secretArn"], request.get("database"))
+    return _call(BACKEND.begin, request["resourceArn"], request["secretArn"], request.get("database"), request=request)
 
 
 def commit_transaction(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(BACKEND.finish, request["transactionId"], True)
+    return _call(BACKEND.finish, request["transactionId"], True, request=request)
 
 
 def rollback_transaction(_context: RequestContext, request: ServiceRequest) -> Any:
-    return _call(BACKEND.finish, request["transactionId"], False)
+    return _call(BACKEND.finish, request["transactionId"], False, request=request)
 
 
 def _not_implemented(_context: RequestContext, _request: ServiceRequest) -> Any:

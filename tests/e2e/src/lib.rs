@@ -238,6 +238,8 @@ pub struct Deployment {
     pub webhook_url: String,
     pub approval_url: String,
     pub state_machine_arn: String,
+    /// The topic the state machine publishes approval requests (task tokens) to.
+    pub approval_topic_arn: String,
     /// The metadb of this deployment.
     pub metadb_url: String,
     /// Where the sample units' terraform state lives: `<dir>/<commit>/<cfg_path with _>.tfstate`.
@@ -316,6 +318,7 @@ impl Deployment {
             webhook_url: get("webhook_url")?,
             approval_url: get("approval_url")?,
             state_machine_arn: get("state_machine_arn")?,
+            approval_topic_arn: get("approval_topic_arn")?,
             metadb_url: metadb_url.to_string(),
             state_dir,
             outputs,

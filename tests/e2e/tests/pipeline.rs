@@ -24,6 +24,10 @@ use live_ci_e2e::{
 };
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest, MergedPull};
 
+/// The name part of roles whose requests a test makes to be denied (scenario 1
+/// does not count their denials as the pipeline's).
+const DELIBERATE_DENIALS: &str = "e2e-deliberately-denied";
+
 /// How long one scenario's run may take (several runs queue behind each other).
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 
@@ -369,10 +373,15 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
                 }
                 let new = usize::try_from(iam.denied.saturating_sub(env.iam_denied_before))
                     .unwrap_or(usize::MAX);
-                // The role probe's denials are deliberate (its session name says so).
+                // Deliberate denials: the role probe's (its session name says
+                // so) and the topic test's forged publish.
                 let denials: Vec<_> = iam.denials[iam.denials.len().saturating_sub(new)..]
                     .iter()
                     .filter(|d| !d.values().any(|v| v.contains(PROBE_SESSION)))
+                    .filter(|d| {
+                        !d.get("role")
+                            .is_some_and(|r| r.contains(DELIBERATE_DENIALS))
+                    })
                     .collect();
                 assert!(denials.is_empty(), "denied: {denials:#?}");
             }
@@ -615,6 +624,44 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 .send()
                 .await
                 .context("the plan-phase role assumes its account's plan role")?;
+
+/// The approval topic carries task tokens: its policy (infra/events.tf) lets only
+/// the state machine publish. A role of the account whose own IAM policy allows
+/// `sns:Publish` on every topic is refused by the topic's explicit deny, named in
+/// the error with the role, the action and the topic; the state machine's own
+/// publishes pass (scenario 1 fails on any denial).
+#[test]
+fn the_approval_topic_refuses_any_publisher_but_the_state_machine() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let role = live_ci_testkit::unique(DELIBERATE_DENIALS);
+            let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"sns:Publish","Resource":"*"}]}"#;
+            let (role_arn, config) =
+                live_ci_testkit::aws::role_session(env.cloud.endpoint(), &role, policy).await;
+            let topic = &env.deployment.approval_topic_arn;
+            let err = aws_sdk_sns::Client::new(&config)
+                .publish()
+                .topic_arn(topic)
+                .message(r#"{"task_token":"forged"}"#)
+                .send()
+                .await
+                .expect_err("a publisher other than the state machine was accepted");
+            assert_eq!(
+                aws_sdk_sns::error::ProvideErrorMetadata::code(&err),
+                Some("AuthorizationError"),
+                "{err:?}"
+            );
+            let text = format!("{}", aws_sdk_sns::error::DisplayErrorContext(&err));
+            let session = role_arn
+                .replace(":iam::", ":sts::")
+                .replace(":role/", ":assumed-role/");
+            assert!(
+                text.contains(&format!(
+                    "User: {session}/test is not authorized to perform: sns:Publish on resource: {topic} with an explicit deny in a resource-based policy"
+                )),
+                "{text}"
+            );
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));

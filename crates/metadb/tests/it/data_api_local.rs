@@ -141,3 +141,86 @@ async fn a_vote_decides_and_takes_the_hand_over_once_through_the_data_api() {
     let db = data_api_metadb().await;
     crate::approvals::a_vote_decides_and_takes_the_hand_over_once(&db, "dv").await;
 }
+
+/// Aurora Serverless v2 with minimum capacity 0 in the local cloud (localcloud
+/// `aurora.py`): idle, the cluster pauses; the first query finds it resuming
+/// (`DatabaseResumingException`), the adapter retries with back-off and succeeds
+/// once it resumed; a deadline shorter than the resume fails at the deadline,
+/// naming the exception and the cluster, instead of hanging.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_cluster_resumes_within_the_deadline_and_a_short_deadline_fails_clearly() {
+    use std::time::{Duration, Instant};
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    support::server_url();
+    let id = live_ci_testkit::unique("metadb-paused");
+    let cluster = live_ci_testkit::data_api::create_cluster_with(
+        &endpoint,
+        &id,
+        &id.replace('-', "_"),
+        "liveci_master",
+        &[
+            ("ServerlessV2ScalingConfiguration.MinCapacity", "0"),
+            ("ServerlessV2ScalingConfiguration.MaxCapacity", "1"),
+        ],
+    )
+    .await
+    .unwrap();
+    let api = |deadline: Duration| {
+        live_ci_metadb::DataApi::new(
+            aws_sdk_rdsdata::Client::new(&sdk_config_for(&endpoint)),
+            &cluster.cluster_arn,
+            &cluster.secret_arn,
+            &cluster.database,
+        )
+        .with_resume_deadline(deadline)
+    };
+    let patient = api(Duration::from_secs(10));
+    let hasty = api(Duration::from_millis(500));
+    // Awake: the first use of a cluster finds it available.
+    patient.query("SELECT 'up'", &[]).await.unwrap();
+    live_ci_testkit::data_api::set_auto_pause(&endpoint, 2.0, Some(1.0))
+        .await
+        .unwrap();
+    let outcome = async {
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        let started = Instant::now();
+        let resumed = patient.query("SELECT 'resumed'", &[]).await;
+        let resumed_after = started.elapsed();
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        let started = Instant::now();
+        let refused = hasty.query("SELECT 'hasty'", &[]).await;
+        (resumed, resumed_after, refused, started.elapsed())
+    }
+    .await;
+    live_ci_testkit::data_api::set_auto_pause(&endpoint, 0.0, None)
+        .await
+        .unwrap();
+    let (resumed, resumed_after, refused, refused_after) = outcome;
+    assert_eq!(resumed.unwrap(), ["resumed"]);
+    assert!(
+        resumed_after >= Duration::from_millis(1800) && resumed_after < Duration::from_secs(5),
+        "resumed after {resumed_after:?}"
+    );
+    let err = refused.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "rds data api: DatabaseResumingException: cluster {} still resuming after",
+            cluster.cluster_arn
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("is resuming after being auto-paused"),
+        "{text}"
+    );
+    assert_eq!(
+        live_ci_core::port::Classify::kind(&err),
+        live_ci_core::port::ErrorKind::Retryable
+    );
+    // At the deadline (plus one call), not at the resume's end.
+    assert!(
+        refused_after < Duration::from_millis(1500),
+        "{refused_after:?}"
+    );
+}

@@ -58,6 +58,13 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         return;
     }
     let voter = format!("{}@example.com", live_ci_testkit::unique("voter"));
+    // SES starts in the sandbox: a voter's address is verified first, as a user would.
+    client
+        .create_email_identity()
+        .email_identity(&voter)
+        .send()
+        .await
+        .unwrap();
     let id = "run-5-5e5e-dev-ses-201";
     let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
     let requester = ApprovalRequester::new(
@@ -132,5 +139,138 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         assert_eq!(page.status, 200, "{}", page.body);
         assert!(page.body.contains(button), "{}", page.body);
     }
+    tdb.drop_db().await;
+}
+
+/// In the SES sandbox (the local cloud's default, as a new account's) a voter
+/// whose address is not a verified identity is refused: the handler's error (what
+/// the Lambda reports for its failed invocation) names the voter and carries SES's
+/// own MessageRejected text; once the address is verified the repeated delivery
+/// mails it.
+#[tokio::test]
+async fn an_unverified_voter_in_the_sandbox_is_refused_naming_the_address_then_mailed() {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    let client = ses(&endpoint);
+    let from = "live-ci@example.com";
+    if !ses_v2_available(&client, from).await {
+        return;
+    }
+    let voter = format!("{}@example.com", live_ci_testkit::unique("stranger"));
+    let id = "run-5-5e5e-dev-ses-202";
+    let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        RequestSettings {
+            approval_url: "https://approve.example.com".into(),
+            from_address: from.into(),
+            approval_timeout_secs: 600,
+            repository: "acme/live".into(),
+            github_web_url: "https://github.com".into(),
+        },
+        key(),
+        db.clone(),
+        SesMailer::new(client.clone()),
+        cipher().await,
+    );
+    let request = request_for(&record, "token-sandbox");
+    let err = requester.handle(&request, now()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "mailing 1 of 1 voters of \"{id}\" failed: \"{voter}\": ses send-email to \"{voter}\": "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("MessageRejected"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Email address is not verified. The following identities failed the check in region US-EAST-1: {voter}"
+        )),
+        "{text}"
+    );
+    // Refused for good (a retry fails the same way until someone verifies it).
+    assert_eq!(err.kind(), live_ci_core::port::ErrorKind::Permanent);
+
+    client
+        .create_email_identity()
+        .email_identity(&voter)
+        .send()
+        .await
+        .unwrap();
+    let report = requester.handle(&request, now()).await.unwrap();
+    assert_eq!(report.mailed, std::slice::from_ref(&voter));
+    tdb.drop_db().await;
+}
+
+/// A denied call surfaces naming role, action and resource (issue 28, item 5;
+/// approval-request): SES's `SendEmail` as a role allowed on the sender's
+/// identity only is refused in the sandbox on the voter's identity, with AWS's
+/// AccessDenied text in the handler's error, at once (no retry loop: the error
+/// is permanent).
+#[tokio::test]
+async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    let admin = ses(&endpoint);
+    let from = "live-ci@example.com";
+    if !ses_v2_available(&admin, from).await {
+        return;
+    }
+    let enforced: serde_json::Value = reqwest::get(format!("{endpoint}/_live_ci/iam/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    if enforced["enforced"] != true {
+        eprintln!("skipping: the local cloud does not enforce IAM");
+        return;
+    }
+    let voter = format!("{}@example.com", live_ci_testkit::unique("denied"));
+    admin
+        .create_email_identity()
+        .email_identity(&voter)
+        .send()
+        .await
+        .unwrap();
+    let role = live_ci_testkit::unique("approval-request");
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Action": "ses:SendEmail",
+        "Resource": format!("arn:aws:ses:us-east-1:000000000000:identity/{from}"),
+        "Condition": {"StringEquals": {"ses:FromAddress": from}},
+    }]});
+    let (role_arn, config) =
+        live_ci_testkit::aws::role_session(&endpoint, &role, &policy.to_string()).await;
+    let id = "run-5-5e5e-dev-ses-203";
+    let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        RequestSettings {
+            approval_url: "https://approve.example.com".into(),
+            from_address: from.into(),
+            approval_timeout_secs: 600,
+            repository: "acme/live".into(),
+            github_web_url: "https://github.com".into(),
+        },
+        key(),
+        db.clone(),
+        SesMailer::new(aws_sdk_sesv2::Client::new(&config)),
+        cipher().await,
+    );
+    let started = std::time::Instant::now();
+    let err = requester
+        .handle(&request_for(&record, "token-denied"), now())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    let session = role_arn
+        .replace(":iam::", ":sts::")
+        .replace(":role/", ":assumed-role/");
+    assert!(
+        text.contains(&format!(
+            "User: {session}/test is not authorized to perform: ses:SendEmail on resource: arn:aws:ses:us-east-1:000000000000:identity/{voter}"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("AccessDeniedException"), "{text}");
+    assert_eq!(err.kind(), live_ci_core::port::ErrorKind::Permanent);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     tdb.drop_db().await;
 }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const SECRET: &str = "test-webhook-secret-0123456789abcdef";
+pub(crate) const SECRET: &str = "test-webhook-secret-0123456789abcdef";
 pub(crate) const FORK_HEAD: &str = "e4d1a9c07b3f25d8e6a1c4b9f0d7e2a5c8b3f161";
 pub(crate) const OPEN_HEAD: &str = "16b7537a0e4f8c2d9b3a61e5f70c48d2a9be31c4";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
@@ -33,7 +33,7 @@ fn param_store(lock: &str, statuses: &str) -> Params {
     ])
 }
 
-fn handler_config() -> HandlerConfig {
+pub(crate) fn handler_config() -> HandlerConfig {
     HandlerConfig {
         repository: "acme/infrastructure-live".into(),
         trunk_branch: "main".into(),

@@ -82,3 +82,59 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
     assert_eq!(h.params().get("/live-ci/merge-lock").await.unwrap(), "none");
     t.drop_db().await;
 }
+
+/// A denied call surfaces naming role, action and resource (issue 28, item 5;
+/// trigger_sf): StartExecution as a role that may only describe executions is
+/// refused by the local cloud's IAM; with one start attempt allowed the unit
+/// fails at once (no retry loop), its reason carrying AWS's AccessDenied text.
+#[tokio::test]
+async fn a_start_execution_the_role_may_not_make_fails_the_unit_naming_role_action_and_resource() {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    if !live_ci_testkit::aws::iam_enforced(&endpoint).await {
+        eprintln!("skipping: the local cloud does not enforce IAM");
+        return;
+    }
+    let machine = state_machine(
+        &sfn_client(),
+        "live-ci-denied",
+        r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#,
+    )
+    .await;
+    let role = live_ci_testkit::unique("trigger-sf");
+    let (role_arn, config) = live_ci_testkit::aws::role_session(
+        &endpoint,
+        &role,
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"states:DescribeExecution","Resource":"*"}]}"#,
+    )
+    .await;
+    let engine = SfnEngine::new(aws_sdk_sfn::Client::new(&config), machine.clone());
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let created = db
+        .create_run(&run("d1", 4, vec![exec("d1-a", "dev", &[])]))
+        .await
+        .unwrap();
+    let mut handler_config = HandlerConfig::new(
+        "/live-ci/merge-lock",
+        FilePattern::new(FilePattern::DEFAULT).unwrap(),
+    );
+    handler_config.max_start_attempts = 1;
+    let h = TriggerSf::new(handler_config, db, engine, Params::default(), NoGitHost);
+    let started = Instant::now();
+    let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.start_failed, ["d1-a"]);
+    let e = h.metadb().execution("d1-a").await.unwrap().unwrap();
+    assert_eq!(e.status, ExecutionStatus::Failed);
+    let reason = e.status_reason.unwrap_or_default();
+    let session = role_arn
+        .replace(":iam::", ":sts::")
+        .replace(":role/", ":assumed-role/");
+    assert!(
+        reason.contains(&format!(
+            "User: {session}/test is not authorized to perform: states:StartExecution on resource: {machine}"
+        )),
+        "{reason}"
+    );
+    t.drop_db().await;
+}
