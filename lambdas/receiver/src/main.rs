@@ -7,7 +7,9 @@ use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
-use live_ci_receiver::{Config, MetadbLock, Receiver, from_function_url, to_function_url};
+use live_ci_receiver::{
+    Config, MetadbDeliveries, MetadbLock, Receiver, from_function_url, to_function_url,
+};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -23,9 +25,12 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
     let launcher = EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), config.ecs.clone());
-    let lock = MetadbLock(boot.metadb(&config.metadb, 1)?);
+    // One connection, shared (clones share the pool): a delivery uses it in turn.
+    let metadb = boot.metadb(&config.metadb, 1)?;
+    let lock = MetadbLock(metadb.clone());
+    let deliveries = MetadbDeliveries(metadb);
     let receiver = Receiver::new(config.handler, boot.params(), github, launcher).await?;
-    let receiver = &receiver.with_lock_check(lock);
+    let receiver = &receiver.with_lock_check(lock).with_delivery_log(deliveries);
     Ok(serve(|event: LambdaFunctionUrlRequest| async move {
         let response = receiver.handle(&from_function_url(&event)).await;
         Ok::<_, std::convert::Infallible>(to_function_url(&response))

@@ -141,3 +141,11 @@ async fn a_vote_decides_and_takes_the_hand_over_once_through_the_data_api() {
     let db = data_api_metadb().await;
     crate::approvals::a_vote_decides_and_takes_the_hand_over_once(&db, "dv").await;
 }
+
+/// The deliveries log through the Data API: the same scenario as against
+/// PostgreSQL (`deliveries.rs`).
+#[tokio::test]
+async fn deliveries_are_claimed_once_through_the_data_api() {
+    let db = data_api_metadb().await;
+    crate::deliveries::deliveries_are_claimed_once(&db, "da").await;
+}
