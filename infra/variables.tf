@@ -374,7 +374,7 @@ variable "github_app" {
 }
 
 variable "vote_link_key" {
-  description = "Key that signs the approve/reject links of the e-mails (at least 32 characters). Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  description = "Key that signs the approve/reject links of the e-mails (at least 32 characters, no placeholder such as \"changeme\"). Null (the default) generates a random 64-character key once (Terraform then ignores the parameter's value, so a key rotated in SSM stays)."
   type        = string
   default     = null
   sensitive   = true
@@ -382,6 +382,16 @@ variable "vote_link_key" {
   validation {
     condition     = var.vote_link_key == null || try(length(var.vote_link_key) >= 32, false)
     error_message = "vote_link_key must be at least 32 characters."
+  }
+
+  # The same placeholders the Lambdas refuse (live_ci_core::webhook::is_placeholder),
+  # also repeated to length.
+  validation {
+    condition = var.vote_link_key == null || !anytrue([
+      for p in ["unset", "changeme", "change-me", "change_me", "placeholder", "secret", "todo", "none", "null", "default"] :
+      try(length(regexall("^(${p})+$", lower(trimspace(var.vote_link_key)))) > 0, false)
+    ])
+    error_message = "vote_link_key holds a placeholder, not a key: set a random value of at least 32 characters, or null to have the module generate one."
   }
 }
 
