@@ -685,3 +685,25 @@ variable "plan_bucket_force_destroy" {
   type        = bool
   default     = false
 }
+
+variable "receiver_reserved_concurrency" {
+  description = "Concurrent executions reserved for the public receiver function, which also caps how many a flood of requests to its Function URL can run at once (e.g. 20). -1 (the default) reserves none: AWS keeps at least 10 executions of an account unreserved, so on a new account (quota 10) any reservation fails the apply."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.receiver_reserved_concurrency == -1 || (var.receiver_reserved_concurrency >= 1 && floor(var.receiver_reserved_concurrency) == var.receiver_reserved_concurrency)
+    error_message = "receiver_reserved_concurrency must be -1 (no reservation) or a whole number of at least 1 (0 would throttle every request)."
+  }
+}
+
+variable "approval_response_reserved_concurrency" {
+  description = "Concurrent executions reserved for the public approval-response function, which also caps how many a flood of requests to its Function URL can run at once (e.g. 20). -1 (the default) reserves none: AWS keeps at least 10 executions of an account unreserved, so on a new account (quota 10) any reservation fails the apply."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.approval_response_reserved_concurrency == -1 || (var.approval_response_reserved_concurrency >= 1 && floor(var.approval_response_reserved_concurrency) == var.approval_response_reserved_concurrency)
+    error_message = "approval_response_reserved_concurrency must be -1 (no reservation) or a whole number of at least 1 (0 would throttle every request)."
+  }
+}
