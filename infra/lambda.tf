@@ -117,7 +117,9 @@ module "receiver" {
   description = "live-ci: GitHub webhook receiver (Function URL)"
   environment = local.receiver_env
   shared      = local.lambda_shared
-  depends_on  = [aws_iam_role_policy.lambda]
+  # Caps what a flood of (unsigned) requests to the public URL can run.
+  reserved_concurrency = var.receiver_reserved_concurrency
+  depends_on           = [aws_iam_role_policy.lambda]
 }
 
 module "trigger_sf" {
@@ -144,7 +146,9 @@ module "approval_response" {
   description = "live-ci: records votes from the signed e-mail links (Function URL)"
   environment = local.approval_response_env
   shared      = local.lambda_shared
-  depends_on  = [aws_iam_role_policy.lambda]
+  # Caps what a flood of requests to the public URL can run.
+  reserved_concurrency = var.approval_response_reserved_concurrency
+  depends_on           = [aws_iam_role_policy.lambda]
 }
 
 # Deployments made before the functions moved into ./modules/function keep

@@ -391,7 +391,7 @@ variable "module_sources_for_forks" {
 }
 
 variable "vote_link_key" {
-  description = "Key that signs the approve/reject links of the e-mails (at least 32 characters). Null leaves a placeholder that you set in SSM (Terraform then ignores the value)."
+  description = "Key that signs the approve/reject links of the e-mails (at least 32 characters, no placeholder such as \"changeme\"). Null (the default) generates a random 64-character key once (Terraform then ignores the parameter's value, so a key rotated in SSM stays)."
   type        = string
   default     = null
   sensitive   = true
@@ -399,6 +399,16 @@ variable "vote_link_key" {
   validation {
     condition     = var.vote_link_key == null || try(length(var.vote_link_key) >= 32, false)
     error_message = "vote_link_key must be at least 32 characters."
+  }
+
+  # The same placeholders the Lambdas refuse (live_ci_core::webhook::is_placeholder),
+  # also repeated to length.
+  validation {
+    condition = var.vote_link_key == null || !anytrue([
+      for p in ["unset", "changeme", "change-me", "change_me", "placeholder", "secret", "todo", "none", "null", "default"] :
+      try(length(regexall("^(${p})+$", lower(trimspace(var.vote_link_key)))) > 0, false)
+    ])
+    error_message = "vote_link_key holds a placeholder, not a key: set a random value of at least 32 characters, or null to have the module generate one."
   }
 }
 
@@ -691,4 +701,26 @@ variable "plan_bucket_force_destroy" {
   description = "Let terraform destroy the plan bucket while it still holds plans."
   type        = bool
   default     = false
+}
+
+variable "receiver_reserved_concurrency" {
+  description = "Concurrent executions reserved for the public receiver function, which also caps how many a flood of requests to its Function URL can run at once (e.g. 20). -1 (the default) reserves none: AWS keeps at least 10 executions of an account unreserved, so on a new account (quota 10) any reservation fails the apply."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.receiver_reserved_concurrency == -1 || (var.receiver_reserved_concurrency >= 1 && floor(var.receiver_reserved_concurrency) == var.receiver_reserved_concurrency)
+    error_message = "receiver_reserved_concurrency must be -1 (no reservation) or a whole number of at least 1 (0 would throttle every request)."
+  }
+}
+
+variable "approval_response_reserved_concurrency" {
+  description = "Concurrent executions reserved for the public approval-response function, which also caps how many a flood of requests to its Function URL can run at once (e.g. 20). -1 (the default) reserves none: AWS keeps at least 10 executions of an account unreserved, so on a new account (quota 10) any reservation fails the apply."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.approval_response_reserved_concurrency == -1 || (var.approval_response_reserved_concurrency >= 1 && floor(var.approval_response_reserved_concurrency) == var.approval_response_reserved_concurrency)
+    error_message = "approval_response_reserved_concurrency must be -1 (no reservation) or a whole number of at least 1 (0 would throttle every request)."
+  }
 }

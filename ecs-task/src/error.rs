@@ -36,6 +36,18 @@ pub enum TaskError {
     },
     #[error("cannot run {command:?}: {message}")]
     Spawn { command: String, message: String },
+    /// A machine-readable answer (`run::capture`) past its cap: the command
+    /// was stopped there rather than holding it all in memory.
+    #[error(
+        "{what} of {command:?} in {dir:?} is larger than the {cap}-byte cap (at least {seen} bytes were written; the command was stopped)"
+    )]
+    OutputTooLarge {
+        what: &'static str,
+        command: String,
+        dir: String,
+        cap: usize,
+        seen: u64,
+    },
     #[error("{command:?} in {dir:?} exited with {code}: {tail}")]
     CommandFailed {
         command: String,
@@ -102,7 +114,9 @@ impl TaskError {
                 e.kind().name()
             }
             TaskError::StalePlan { .. } => "StalePlan",
-            TaskError::CommandFailed { .. } | TaskError::Spawn { .. } => "CommandFailed",
+            TaskError::CommandFailed { .. }
+            | TaskError::Spawn { .. }
+            | TaskError::OutputTooLarge { .. } => "CommandFailed",
             TaskError::PlanArtifact { .. } => "PlanArtifact",
             TaskError::CachedCheckout { .. } => "CheckoutArchive",
             TaskError::Config(_) => "Config",

@@ -43,11 +43,20 @@ pub async fn describe_plan(
     prefix: &str,
 ) -> Result<PlanSummary> {
     let command = show_command(show_template, plan_file);
-    let (finished, stdout) = run::capture(&command, dir, env, prefix).await?;
+    let (finished, captured) = run::capture(&command, dir, env, prefix).await?;
+    if let Some(seen) = captured.overflow {
+        return Err(TaskError::OutputTooLarge {
+            what: "plan JSON",
+            command,
+            dir: dir.display().to_string(),
+            cap: run::MAX_CAPTURE_BYTES,
+            seen,
+        });
+    }
     if finished.code != Some(0) {
         return Err(run::failed(&command, dir, &finished));
     }
-    PlanSummary::from_show_json(&stdout).map_err(|message| TaskError::CommandFailed {
+    PlanSummary::from_show_json(&captured.stdout).map_err(|message| TaskError::CommandFailed {
         command: command.clone(),
         dir: dir.display().to_string(),
         code: "code 0".into(),
@@ -142,5 +151,42 @@ fn outcome(command: &str, dir: &Path, finished: Result<Finished>) -> Result<(), 
     match finished.code {
         Some(0) | Some(2) => Ok(()),
         _ => Err(run::failed(command, dir, &finished).to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A show command answering more than the capture cap (here without end)
+    /// is stopped at the cap: a clear error naming the unit's directory, the
+    /// command and the cap, never the whole answer in memory.
+    #[tokio::test]
+    async fn plan_json_larger_than_the_cap_is_refused_naming_the_unit_and_the_cap() {
+        let unit = tempfile::tempdir().unwrap();
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let started = std::time::Instant::now();
+        let err = describe_plan(
+            "yes '{\"resource_changes\": []}' # {plan_file}",
+            "p.tfplan",
+            unit.path(),
+            &env,
+            "",
+        )
+        .await
+        .unwrap_err();
+        let text = err.to_string();
+        let dir = unit.path().display().to_string();
+        assert!(text.starts_with("plan JSON of \"yes "), "{text}");
+        assert!(
+            text.contains(&format!(
+                " in {dir:?} is larger than the 67108864-byte cap (at least "
+            )),
+            "{text}"
+        );
+        assert_eq!(run::MAX_CAPTURE_BYTES, 67108864);
+        assert!(text.ends_with("the command was stopped)"), "{text}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
     }
 }

@@ -171,34 +171,6 @@ where
             message: format!("in {:?}: {e}", dir.display().to_string()),
         })?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
-    fn pump(
-        reader: impl AsyncRead + Unpin + Send + 'static,
-        tx: tokio::sync::mpsc::Sender<String>,
-    ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(reader);
-            let mut buf = Vec::with_capacity(1024);
-            loop {
-                buf.clear();
-                // At most MAX_LINE_BYTES per read: a longer line arrives in pieces.
-                let mut limited = (&mut reader).take(MAX_LINE_BYTES as u64);
-                match limited.read_until(b'\n', &mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                if buf.ends_with(b"\n") {
-                    buf.pop();
-                    if buf.ends_with(b"\r") {
-                        buf.pop();
-                    }
-                }
-                let line = String::from_utf8_lossy(&buf).into_owned();
-                if tx.send(line).await.is_err() {
-                    break;
-                }
-            }
-        })
-    }
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
         pumps.push(pump(out, tx.clone()));
@@ -249,6 +221,37 @@ where
         output: output.into_output(),
         elapsed: started.elapsed(),
         interrupted,
+    })
+}
+
+/// Reads `reader` line by line (a line longer than [`MAX_LINE_BYTES`] in
+/// pieces of it) into `tx`, until the end or the receiver is gone.
+fn pump(
+    reader: impl AsyncRead + Unpin + Send + 'static,
+    tx: tokio::sync::mpsc::Sender<String>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(reader);
+        let mut buf = Vec::with_capacity(1024);
+        loop {
+            buf.clear();
+            // At most MAX_LINE_BYTES per read: a longer line arrives in pieces.
+            let mut limited = (&mut reader).take(MAX_LINE_BYTES as u64);
+            match limited.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if buf.ends_with(b"\n") {
+                buf.pop();
+                if buf.ends_with(b"\r") {
+                    buf.pop();
+                }
+            }
+            let line = String::from_utf8_lossy(&buf).into_owned();
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
     })
 }
 
@@ -309,40 +312,121 @@ pub async fn run_quietly(
     .await
 }
 
+/// The most of a command's stdout [`capture`] keeps (the JSON of `terraform
+/// show -json` of one unit's saved plan; a plan of several thousand resources
+/// is a few MiB). At the cap the command is stopped and [`Captured::overflow`]
+/// says so, so a child writing without end costs at most this much memory.
+pub const MAX_CAPTURE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A command's stdout as [`capture`] kept it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    /// At most [`MAX_CAPTURE_BYTES`] (of `cap` in [`capture_with_cap`]).
+    pub stdout: String,
+    /// The output went past the cap: the command was stopped there and
+    /// `stdout` is incomplete (at least this many bytes were written).
+    pub overflow: Option<u64>,
+}
+
 /// Runs `command` like [`run`] but keeps its stdout apart (a machine-readable
-/// answer such as `terraform show -json`, too large for the log) and logs
-/// only its stderr, prefixed.
+/// answer such as `terraform show -json`, too large for the log), up to
+/// [`MAX_CAPTURE_BYTES`], and logs only its stderr, prefixed (kept like
+/// [`run`]'s output: the last [`MAX_OUTPUT_BYTES`], the rest counted).
 pub async fn capture(
     command: &str,
     dir: &Path,
     env: &[(String, String)],
     prefix: &str,
-) -> Result<(Finished, String)> {
+) -> Result<(Finished, Captured)> {
+    capture_with_cap(command, dir, env, prefix, MAX_CAPTURE_BYTES).await
+}
+
+/// [`capture`] with another cap on stdout (tests).
+pub async fn capture_with_cap(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+    cap: usize,
+) -> Result<(Finished, Captured)> {
     let started = std::time::Instant::now();
     // The child user and the whole environment, as for `run`.
-    let out = crate::sandbox::command("sh", dir, env)
+    let mut child = crate::sandbox::command("sh", dir, env)
         .arg("-c")
         .arg(command)
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output()
-        .await
+        // Its own process group, so stopping it at the cap stops its children.
+        .process_group(0)
+        .spawn()
         .map_err(|e| TaskError::Spawn {
             command: command.to_string(),
             message: format!("in {:?}: {e}", dir.display().to_string()),
         })?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    for line in stderr.lines() {
-        println!("{prefix}{line}");
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
+    let stderr_pump = child.stderr.take().map(|err| pump(err, tx));
+    let stdout = child.stdout.take();
+    let pid = child.id();
+    let read_stdout = async move {
+        let mut kept = Vec::new();
+        let Some(mut stdout) = stdout else {
+            return (kept, None);
+        };
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            match stdout.read(&mut chunk).await {
+                Ok(0) | Err(_) => return (kept, None),
+                Ok(n) if kept.len() + n <= cap => kept.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    let seen = (kept.len() + n) as u64;
+                    let room = cap.saturating_sub(kept.len()).min(n);
+                    kept.extend_from_slice(&chunk[..room]);
+                    // Stopped here: draining it could take forever.
+                    if let Some(pid) = pid {
+                        let _ = signal_group(pid, "KILL").await;
+                    }
+                    return (kept, Some(seen));
+                }
+            }
+        }
+    };
+    let log_stderr = async {
+        let mut tail = Tail::default();
+        while let Some(line) = rx.recv().await {
+            println!("{prefix}{line}");
+            tail.push(line);
+        }
+        tail
+    };
+    let ((kept, overflow), tail) = tokio::join!(read_stdout, log_stderr);
+    if overflow.is_some() {
+        // The shell itself, should the group's signal not have reached it.
+        let _ = child.start_kill();
     }
+    if let Some(p) = stderr_pump {
+        let _ = p.await;
+    }
+    let status = child.wait().await.map_err(|e| TaskError::Spawn {
+        command: command.to_string(),
+        message: e.to_string(),
+    })?;
     Ok((
         Finished {
-            code: out.status.code(),
-            output: stderr,
+            code: if overflow.is_some() {
+                None
+            } else {
+                status.code()
+            },
+            output: tail.into_output(),
             elapsed: started.elapsed(),
             interrupted: false,
         },
-        String::from_utf8_lossy(&out.stdout).into_owned(),
+        Captured {
+            stdout: String::from_utf8_lossy(&kept).into_owned(),
+            overflow,
+        },
     ))
 }
 
@@ -424,6 +508,50 @@ mod tests {
         // no kept line is longer than the line cap
         assert!(f.output.lines().all(|l| l.len() <= MAX_LINE_BYTES));
         assert_eq!(f.tail(1), "the end");
+    }
+
+    /// `capture` keeps stdout up to its cap and stops a child writing without
+    /// end there (`yes`), and keeps stderr like `run` (12 MB of lines: the
+    /// last MAX_OUTPUT_BYTES behind a count of the rest).
+    #[tokio::test]
+    async fn capture_stops_at_its_cap_and_keeps_a_bounded_stderr() {
+        let dir = std::env::temp_dir();
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let cap = 1024 * 1024;
+        // 20 MB to a 1 MiB cap: 1 MiB kept, the rest counted, not kept.
+        let (_, out) = capture_with_cap("yes | head -c 20000000", &dir, &env, "", cap)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout.len(), cap);
+        assert!(out.overflow.is_some());
+        // Without end: stopped at the cap.
+        let (f, out) = capture_with_cap(
+            "yes 0123456789012345678901234567890123456789 | head -n 300000 >&2; yes",
+            &dir,
+            &env,
+            "",
+            cap,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.stdout.len(), cap);
+        assert!(out.overflow.unwrap() > cap as u64, "{:?}", out.overflow);
+        assert_eq!(f.code, None, "stopped at the cap");
+        assert!(
+            f.output.len() <= MAX_OUTPUT_BYTES + 200,
+            "{}",
+            f.output.len()
+        );
+        assert!(f.output.starts_with("[live-ci: "), "{}", &f.output[..100]);
+        // Under the cap: all of it, and the exit code.
+        let (f, out) = capture_with_cap("printf 'a\nb'; echo err >&2; exit 3", &dir, &env, "", cap)
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.stdout.as_str(), out.overflow, f.code),
+            ("a\nb", None, Some(3))
+        );
+        assert_eq!(f.output, "err\n");
     }
 
     /// A line longer than the cap arrives in pieces of the cap, nothing lost.

@@ -88,13 +88,9 @@ impl Boot {
         })
     }
 
-    /// The vote links' signing key, from its parameter.
+    /// The vote links' signing key, from its parameter ([`link_key_from`]).
     pub async fn link_key(&self, name: &str) -> Result<LinkKey, BootError> {
-        let secret = self.param(name).await?;
-        LinkKey::new(secret.as_bytes()).map_err(|source| BootError::LinkKey {
-            name: name.to_string(),
-            source,
-        })
+        link_key_from(&self.params(), name).await
     }
 
     /// The metadb the module configured (Lambdas use the Data API; a URL
@@ -118,6 +114,21 @@ impl Boot {
     ) -> Result<GitHubClient, BootError> {
         Ok(live_ci_github::connect(auth, &self.params(), api_url, repository, job).await?)
     }
+}
+
+/// The vote links' signing key from parameter `name` of `params`: a key that
+/// is too short or a placeholder fails the cold start with an error naming
+/// the parameter (never quoting the value), so no link is signed or checked
+/// under a key anyone could guess.
+pub async fn link_key_from<P: ParamStore>(params: &P, name: &str) -> Result<LinkKey, BootError> {
+    let secret = params.get(name).await.map_err(|e| BootError::Param {
+        name: name.to_string(),
+        source: Box::new(e),
+    })?;
+    LinkKey::new(secret.as_bytes()).map_err(|source| BootError::LinkKey {
+        name: name.to_string(),
+        source,
+    })
 }
 
 /// Serves every invocation with `handler` until the runtime stops. The
@@ -144,6 +155,43 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use std::sync::{Arc, Mutex};
+
+    /// One parameter, as SSM would answer it.
+    struct OneParam(&'static str);
+
+    impl ParamStore for OneParam {
+        type Error = std::convert::Infallible;
+        async fn get(&self, _: &str) -> Result<String, Self::Error> {
+            Ok(self.0.to_string())
+        }
+        async fn put(&self, _: &str, _: &str) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    /// Both vote-link Lambdas read their key through `link_key_from`: the
+    /// module's old placeholder, a repeated placeholder and a short key fail
+    /// the cold start naming the parameter and not the value.
+    #[tokio::test]
+    async fn a_placeholder_or_short_vote_link_key_fails_the_cold_start() {
+        let name = "/live-ci/vote-link-key";
+        for (value, reason) in [
+            ("unset", "holds a placeholder"),
+            ("changemechangemechangemechangeme", "holds a placeholder"),
+            ("0123456789abcdef", "is 16 bytes; at least 32 are required"),
+        ] {
+            let err = link_key_from(&OneParam(value), name).await.unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("parameter {name:?}: vote-link key")),
+                "{text}"
+            );
+            assert!(text.contains(reason), "{text}");
+            assert!(!text.contains(value), "the error quotes the key: {text}");
+        }
+        let key = link_key_from(&OneParam("a-random-key-0123456789abcdefghijk"), name).await;
+        assert!(key.is_ok());
+    }
 
     /// A writer into shared memory, so the test reads what was logged.
     #[derive(Clone, Default)]

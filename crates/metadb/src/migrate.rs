@@ -80,6 +80,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0012_vote",
         sql: include_str!("../migrations/0012_vote.sql"),
     },
+    Migration {
+        version: 13,
+        name: "0013_deliveries",
+        sql: include_str!("../migrations/0013_deliveries.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

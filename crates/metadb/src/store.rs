@@ -13,7 +13,10 @@ use live_ci_core::deploy::{
 };
 use live_ci_core::operate::StartFailure;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::{CachedCheckout, ExecutionStore, RunStore, SavedPlan, SweepStore};
+use live_ci_core::port::{
+    CachedCheckout, DELIVERY_HORIZON, DeliveryClaim, DeliveryLog, ExecutionStore, RunStore,
+    STALE_CLAIM, SavedPlan, SweepStore,
+};
 
 use crate::error::{MetadbError, Result};
 use crate::migrate::migrate;
@@ -830,5 +833,41 @@ impl<S: Sql> SweepStore for Store<S> {
             )
             .await?;
         decode_all(q::RUNNING_WITH_ARN, &rows)
+    }
+}
+
+impl<S: Sql> DeliveryLog for Store<S> {
+    type Error = MetadbError;
+
+    async fn claim_delivery(&self, delivery_id: &str) -> Result<DeliveryClaim> {
+        let secs =
+            |d: std::time::Duration| Param::Int(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let rows = self
+            .query_retrying(
+                q::CLAIM_DELIVERY,
+                &[
+                    ("delivery_id", Param::text(delivery_id)),
+                    ("horizon_secs", secs(DELIVERY_HORIZON)),
+                    ("stale_secs", secs(STALE_CLAIM)),
+                ],
+            )
+            .await?;
+        Ok(if rows.is_empty() {
+            DeliveryClaim::Duplicate
+        } else {
+            DeliveryClaim::Claimed
+        })
+    }
+
+    async fn finish_delivery(&self, delivery_id: &str, handled: bool) -> Result<()> {
+        let statement = if handled {
+            q::DELIVERY_HANDLED
+        } else {
+            q::RELEASE_DELIVERY
+        };
+        self.sql
+            .execute(statement, &[("delivery_id", Param::text(delivery_id))])
+            .await?;
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_117:Runs outside a VPC: the functions talk only to GitHub and to public AWS APIs over HTTPS (the metadb through the RDS Data API), never to VPC resources.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency takes from the account's unreserved pool and fails on new accounts; every function's work is idempotent or a guarded metadb update.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency is a module variable for the two public functions (-1 by default: it takes from the account's unreserved pool and fails on new accounts); every function's work is idempotent or a guarded metadb update.
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module does not own; the zip is built from this repository by make package.
   function_name    = var.shared.function_names[var.name]
   description      = var.description
@@ -19,8 +19,10 @@ resource "aws_lambda_function" "this" {
   architectures    = [var.shared.architecture]
   memory_size      = var.shared.memory_size
   timeout          = var.shared.timeout_seconds
-  kms_key_arn      = var.shared.kms_key_arn
-  tags             = var.shared.tags
+
+  reserved_concurrent_executions = var.reserved_concurrency
+  kms_key_arn                    = var.shared.kms_key_arn
+  tags                           = var.shared.tags
 
   environment {
     variables = var.environment

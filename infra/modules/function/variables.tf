@@ -28,3 +28,9 @@ variable "shared" {
     tags            = map(string)
   })
 }
+
+variable "reserved_concurrency" {
+  description = "Concurrent executions reserved for (and capping) the function; -1 reserves none."
+  type        = number
+  default     = -1
+}

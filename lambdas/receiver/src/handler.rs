@@ -33,10 +33,11 @@ use live_ci_core::webhook::{PLAN_COMMAND, Route, WebhookError, route, verify_sig
 use serde_json::{Value, json};
 
 use crate::config::HandlerConfig;
-use crate::dedupe::SeenDeliveries;
+use crate::dedupe::{CLAIM_BUDGET, Deliveries, NoDeliveryLog, SeenDeliveries};
 use crate::http::{WebhookRequest, WebhookResponse};
 use crate::lock::{LockTruth, NoLockCheck};
 use crate::secret::SecretCache;
+use live_ci_core::port::DeliveryClaim;
 
 /// Failures of the services behind the handler; each becomes a 500 so GitHub
 /// marks the delivery failed and it can be redelivered.
@@ -71,7 +72,7 @@ impl From<ReceiverError> for lambda_runtime::Diagnostic {
 
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct Receiver<P, G, L, T = NoLockCheck> {
+pub struct Receiver<P, G, L, T = NoLockCheck, D = NoDeliveryLog> {
     config: HandlerConfig,
     params: P,
     github: G,
@@ -80,6 +81,8 @@ pub struct Receiver<P, G, L, T = NoLockCheck> {
     lock_truth: Option<T>,
     secret: SecretCache,
     seen: SeenDeliveries,
+    /// Claims deliveries across containers (`main.rs` always wires the metadb).
+    deliveries: Option<D>,
 }
 
 impl<P, G, L> Receiver<P, G, L>
@@ -113,6 +116,7 @@ where
             lock_truth: None,
             secret,
             seen: SeenDeliveries::new(4096),
+            deliveries: None,
         })
     }
 
@@ -126,16 +130,35 @@ where
             lock_truth: Some(truth),
             secret: self.secret,
             seen: self.seen,
+            deliveries: None,
         }
     }
 }
 
-impl<P, G, L, T> Receiver<P, G, L, T>
+impl<P, G, L, T> Receiver<P, G, L, T> {
+    /// The same receiver, claiming each delivery in `log` (shared by every
+    /// container) before acting on it.
+    pub fn with_delivery_log<D: Deliveries>(self, log: D) -> Receiver<P, G, L, T, D> {
+        Receiver {
+            config: self.config,
+            params: self.params,
+            github: self.github,
+            launcher: self.launcher,
+            lock_truth: self.lock_truth,
+            secret: self.secret,
+            seen: self.seen,
+            deliveries: Some(log),
+        }
+    }
+}
+
+impl<P, G, L, T, D> Receiver<P, G, L, T, D>
 where
     P: ParamStore,
     G: GitHost + PullRequestAuthority,
     L: TaskLauncher,
     T: LockTruth,
+    D: Deliveries,
 {
     /// The parameter mirrors the metadb's lock row; a "locked" value is
     /// answered only when the row agrees, so a lost mirror write after a run
@@ -217,11 +240,61 @@ where
             return reply(400, json!({"error": "missing X-GitHub-Delivery header"}));
         };
         if self.seen.contains(delivery) {
-            return reply(
-                200,
-                json!({"ignored": format!("delivery {delivery:?} was already handled")}),
-            );
+            return duplicate(delivery);
         }
+        let claimed = match self.claim(delivery).await {
+            Some(DeliveryClaim::Duplicate) => return duplicate(delivery),
+            Some(DeliveryClaim::Claimed) => true,
+            None => false,
+        };
+        let response = self.act(req, event, delivery).await;
+        if claimed {
+            self.finish(delivery, response.status == 200).await;
+        }
+        response
+    }
+
+    /// The shared log's answer for `delivery`; `None` when there is no log,
+    /// or it failed or took longer than [`CLAIM_BUDGET`]: the delivery is then
+    /// acted on (GitHub does not redeliver on its own, so refusing it would
+    /// lose it; a task start is still guarded by its `clientToken`).
+    async fn claim(&self, delivery: &str) -> Option<DeliveryClaim> {
+        let log = self.deliveries.as_ref()?;
+        match tokio::time::timeout(CLAIM_BUDGET, log.claim(delivery)).await {
+            Ok(Ok(claim)) => Some(claim),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, delivery, "claiming the delivery; acting on it unclaimed");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(delivery, budget = ?CLAIM_BUDGET, "claiming the delivery timed out; acting on it unclaimed");
+                None
+            }
+        }
+    }
+
+    /// Marks a claimed delivery handled, or releases it after a failure so
+    /// GitHub's redelivery is acted on. A failure here is only logged: the
+    /// answer is already decided (a claim left behind goes stale).
+    async fn finish(&self, delivery: &str, handled: bool) {
+        let Some(log) = self.deliveries.as_ref() else {
+            return;
+        };
+        match tokio::time::timeout(CLAIM_BUDGET, log.finish(delivery, handled)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, delivery, handled, "finishing the delivery's claim")
+            }
+            Err(_) => tracing::warn!(
+                delivery,
+                handled,
+                "finishing the delivery's claim timed out"
+            ),
+        }
+    }
+
+    /// The delivery, authenticated and not a duplicate: routed and acted on.
+    async fn act(&self, req: &WebhookRequest, event: &str, delivery: &str) -> WebhookResponse {
         // Only comments can be commands, and only others' comments: who the
         // bot is matters for them alone (one look-up per container).
         let bot_login = if event == "issue_comment" {
@@ -572,6 +645,13 @@ fn with_warnings(mut body: Value, warnings: impl IntoIterator<Item = String>) ->
         map.insert("warnings".into(), json!(warnings));
     }
     body
+}
+
+fn duplicate(delivery: &str) -> WebhookResponse {
+    reply(
+        200,
+        json!({"ignored": format!("delivery {delivery:?} was already handled"), "duplicate": true}),
+    )
 }
 
 fn reply(status: u16, body: Value) -> WebhookResponse {

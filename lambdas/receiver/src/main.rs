@@ -8,7 +8,8 @@ use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_receiver::{
-    Config, METADB_RESUME_DEADLINE, MetadbLock, Receiver, from_function_url, to_function_url,
+    Config, METADB_RESUME_DEADLINE, MetadbDeliveries, MetadbLock, Receiver, from_function_url,
+    to_function_url,
 };
 
 #[tokio::main]
@@ -25,12 +26,14 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
     let launcher = EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), config.ecs.clone());
-    let lock = MetadbLock(
-        boot.metadb(&config.metadb, 1)?
-            .with_resume_deadline(METADB_RESUME_DEADLINE),
-    );
+    // One connection, shared (clones share the pool): a delivery uses it in turn.
+    let metadb = boot
+        .metadb(&config.metadb, 1)?
+        .with_resume_deadline(METADB_RESUME_DEADLINE);
+    let lock = MetadbLock(metadb.clone());
+    let deliveries = MetadbDeliveries(metadb);
     let receiver = Receiver::new(config.handler, boot.params(), github, launcher).await?;
-    let receiver = &receiver.with_lock_check(lock);
+    let receiver = &receiver.with_lock_check(lock).with_delivery_log(deliveries);
     Ok(serve(|event: LambdaFunctionUrlRequest| async move {
         let response = receiver.handle(&from_function_url(&event)).await;
         Ok::<_, std::convert::Infallible>(to_function_url(&response))

@@ -624,6 +624,10 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 .send()
                 .await
                 .context("the plan-phase role assumes its account's plan role")?;
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
 
 /// The approval topic carries task tokens: its policy (infra/events.tf) lets only
 /// the state machine publish. A role of the account whose own IAM policy allows

@@ -35,6 +35,12 @@ pub const MIN_KEY_BYTES: usize = 32;
 pub enum LinkError {
     #[error("vote-link key is {0} bytes; at least 32 are required")]
     ShortKey(usize),
+    /// A value that means "nobody set a key" (`unset`, `changeme`, …, also
+    /// repeated to length): anyone could forge votes under it.
+    #[error(
+        "vote-link key holds a placeholder, not a key; set a random value of at least 32 characters"
+    )]
+    PlaceholderKey,
     #[error("malformed vote link: {0}")]
     Malformed(String),
     #[error("vote link signature does not match")]
@@ -92,6 +98,9 @@ impl std::fmt::Debug for LinkKey {
 impl LinkKey {
     /// The key from its secret bytes (the SSM parameter's value as UTF-8).
     pub fn new(secret: &[u8]) -> Result<Self, LinkError> {
+        if crate::webhook::is_placeholder(secret) {
+            return Err(LinkError::PlaceholderKey);
+        }
         if secret.len() < MIN_KEY_BYTES {
             return Err(LinkError::ShortKey(secret.len()));
         }
@@ -289,6 +298,19 @@ mod tests {
     #[test]
     fn keys_must_be_long_and_fields_signable() {
         assert_eq!(LinkKey::new(b"short").unwrap_err(), LinkError::ShortKey(5));
+        for placeholder in [
+            &b"unset"[..],
+            b" CHANGEME ",
+            b"changemechangemechangemechangeme",
+            b"placeholderplaceholderplaceholder",
+        ] {
+            let err = LinkKey::new(placeholder).unwrap_err();
+            assert_eq!(err, LinkError::PlaceholderKey);
+            assert_eq!(
+                err.to_string(),
+                "vote-link key holds a placeholder, not a key; set a random value of at least 32 characters"
+            );
+        }
         assert_eq!(
             format!("{:?}", LinkKey::new(KEY).unwrap()),
             "LinkKey(32 bytes)"

@@ -13,6 +13,7 @@ mod approvals;
 mod artifact;
 mod cipher;
 mod credentials;
+mod deliveries;
 mod error;
 mod executions;
 mod git_host;
@@ -34,6 +35,7 @@ pub use approvals::{
 pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
+pub use deliveries::{DELIVERY_HORIZON, DeliveryClaim, DeliveryLog, STALE_CLAIM};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
 pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};

@@ -11,7 +11,7 @@ pub use event::{
     PullRequestPayload, RefPayload, RepositoryPayload, UserPayload,
 };
 pub use route::{FilePattern, Route, not_planned_description, route};
-pub use signature::{MIN_SECRET_BYTES, secret_problem, sign, verify_signature};
+pub use signature::{MIN_SECRET_BYTES, is_placeholder, secret_problem, sign, verify_signature};
 pub use trust::{
     DEFAULT_PLAN_ASSOCIATIONS, KNOWN_ASSOCIATIONS, PLAN_COMMAND, PlanRequest, PullRequestHead,
     RepoPermission, TrustPolicy, may_have_write_access, plan_request, untrusted_reason,

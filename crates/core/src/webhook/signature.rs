@@ -46,21 +46,27 @@ const PLACEHOLDERS: &[&str] = &[
     "default",
 ];
 
+/// Whether `secret` is one of the values that mean "nobody set a secret"
+/// (compared without case and surrounding blanks, repeated or not): the
+/// webhook secret and the vote-link key (`approval::LinkKey`) refuse them.
+pub fn is_placeholder(secret: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(secret);
+    let folded = text.trim().to_ascii_lowercase();
+    PLACEHOLDERS.iter().any(|p| {
+        !folded.is_empty()
+            && folded.len().is_multiple_of(p.len())
+            && folded.as_bytes().chunks(p.len()).all(|c| c == p.as_bytes())
+    })
+}
+
 /// Why a webhook secret must not be used as the HMAC key, or `None` when it may:
 /// a placeholder (compared without case and surrounding blanks, repeated or not)
 /// or fewer than [`MIN_SECRET_BYTES`] bytes. The secret itself is never quoted.
 pub fn secret_problem(secret: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(secret);
-    let folded = text.trim().to_ascii_lowercase();
-    let is_placeholder = PLACEHOLDERS.iter().any(|p| {
-        !folded.is_empty()
-            && folded.len().is_multiple_of(p.len())
-            && folded.as_bytes().chunks(p.len()).all(|c| c == p.as_bytes())
-    });
-    if folded.is_empty() {
+    if String::from_utf8_lossy(secret).trim().is_empty() {
         return Some("it is empty".into());
     }
-    if is_placeholder {
+    if is_placeholder(secret) {
         return Some("it holds a placeholder, not a secret".into());
     }
     if secret.len() < MIN_SECRET_BYTES {

@@ -224,3 +224,11 @@ async fn a_paused_cluster_resumes_within_the_deadline_and_a_short_deadline_fails
         "{refused_after:?}"
     );
 }
+
+/// The deliveries log through the Data API: the same scenario as against
+/// PostgreSQL (`deliveries.rs`).
+#[tokio::test]
+async fn deliveries_are_claimed_once_through_the_data_api() {
+    let db = data_api_metadb().await;
+    crate::deliveries::deliveries_are_claimed_once(&db, "da").await;
+}

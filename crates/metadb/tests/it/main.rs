@@ -5,6 +5,7 @@ mod approvals;
 mod checkout;
 mod data_api;
 mod data_api_local;
+mod deliveries;
 mod errors;
 mod pg;
 mod settle;
