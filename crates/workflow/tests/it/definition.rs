@@ -161,7 +161,9 @@ fn each_phase_runs_as_its_accounts_task_role_of_that_phase() {
             "{st}"
         );
     }
-    let runs_tasks: Vec<&String> = doc["States"]
+    // Sorted: serde_json's map order depends on the workspace's features
+    // (`preserve_order` keeps the definition's order, the default sorts).
+    let mut runs_tasks: Vec<&String> = doc["States"]
         .as_object()
         .unwrap()
         .iter()
@@ -172,6 +174,7 @@ fn each_phase_runs_as_its_accounts_task_role_of_that_phase() {
         })
         .map(|(name, _)| name)
         .collect();
+    runs_tasks.sort();
     assert_eq!(runs_tasks, [state::APPLY, state::PLAN]);
     let mut v = vars();
     v.terra_run_role_arn_prefix = "arn:aws:iam::1:role/x', $.other)".into();
