@@ -484,6 +484,28 @@ impl Api {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time (days to a civil date: Howard
 /// Hinnant's algorithm), the form of GitHub's `expires_at`.
+/// GitHub's limit on a comment body, in characters.
+pub const COMMENT_BODY_LIMIT: usize = 65_536;
+
+/// GitHub's answer to a comment body over [`COMMENT_BODY_LIMIT`]: 422, the
+/// comment is neither created nor changed.
+fn too_long(method: &str, segments: &[&str], body: &Value) -> Option<ResponseTemplate> {
+    let comment_write = matches!(
+        (method, segments),
+        ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _])
+    );
+    let chars = body["body"].as_str().map_or(0, |b| b.chars().count());
+    (comment_write && chars > COMMENT_BODY_LIMIT).then(|| {
+        ResponseTemplate::new(422).set_body_json(json!({
+            "message": "Validation Failed",
+            "errors": [{
+                "resource": "IssueComment", "code": "custom", "field": "body",
+                "message": "body is too long (maximum is 65536 characters)",
+            }],
+        }))
+    })
+}
+
 fn rfc3339(unix: u64) -> String {
     let (days, secs) = (unix / 86_400, unix % 86_400);
     let z = days as i64 + 719_468;
@@ -535,6 +557,9 @@ impl Respond for Api {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = lock(&self.state);
         if let Some(refused) = self.refuse_token(&state, request, &segments) {
+            return refused;
+        }
+        if let Some(refused) = too_long(method, &segments, &body) {
             return refused;
         }
         match (method, segments.as_slice()) {

@@ -402,3 +402,38 @@ async fn a_token_is_refused_outside_its_permissions_and_repositories() {
         .unwrap();
     assert_eq!(other.status().as_u16(), 422);
 }
+
+/// A comment body over GitHub's 65,536 characters is refused with 422, as
+/// GitHub refuses it, and changes nothing; one at the limit is kept.
+#[tokio::test]
+async fn a_comment_over_githubs_limit_is_refused_with_422() {
+    use live_ci_testkit::github::COMMENT_BODY_LIMIT;
+    let fake = FakeGitHub::start("acme/live").await;
+    let client = GitHubClient::new(GitHubConfig {
+        api_base: fake.url(),
+        repository: "acme/live".into(),
+        credentials: Credentials::Token("t".into()),
+        job: Job::PrPlan,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let marker = "<!-- m -->";
+    // Characters, not bytes: a multi-byte body at the limit is accepted.
+    let at_limit = format!("{marker}\n{}", "é".repeat(COMMENT_BODY_LIMIT - marker.len() - 1));
+    client.upsert_comment(7, marker, &at_limit).await.unwrap();
+    assert_eq!(fake.comments(7)[0].body, at_limit);
+    let over = format!("{at_limit}x");
+    let err = client.upsert_comment(7, marker, &over).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "PATCH /repos/acme/live/issues/comments/{}: github answered 422: Validation Failed",
+            fake.comments(7)[0].id
+        )
+    );
+    assert_eq!(fake.comments(7).len(), 1);
+    assert_eq!(fake.comments(7)[0].body, at_limit, "unchanged");
+    let err = client.upsert_comment(8, marker, &over).await.unwrap_err();
+    assert!(err.to_string().contains("answered 422"), "{err}");
+    assert!(fake.comments(8).is_empty());
+}
