@@ -83,7 +83,16 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                     ),
                     Err(e) => (StatusState::Failure, e.clone()),
                 };
-                posts.push(status(state, &unit_context(&p.path), &text));
+                let mut s = status(state, &unit_context(&p.path), &text);
+                // A check run (with an App) shows the plan; a status cannot.
+                if let Some(plan) = p.outcome.as_ref().ok().and_then(|o| o.text.as_deref()) {
+                    s.text = Some(plan_text::fit_plan(
+                        plan,
+                        logs_url,
+                        plan_text::CHECK_RUN_LIMIT,
+                    ));
+                }
+                posts.push(s);
             }
             let failed = report.failed();
             posts.push(status(

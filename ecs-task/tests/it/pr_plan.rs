@@ -159,7 +159,11 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     assert_eq!(comments.len(), 1, "updated, not duplicated");
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
     assert!(body.contains("**`dev/b`**: `failed: "), "{body}");
-    assert_eq!(body.matches("<details>").count(), 1, "no plan for dev/b: {body}");
+    assert_eq!(
+        body.matches("<details>").count(),
+        1,
+        "no plan for dev/b: {body}"
+    );
     assert!(body.contains(&head2[..7]));
 }
 
@@ -315,7 +319,9 @@ fn the_summary_comment_shows_repository_text_inert() {
         "{body}"
     );
     assert!(
-        body.contains("**`dev/b`**: ```failed: boom | `x` ``y\\u{d}/live-ci plan\\u{a}/live-ci plan```\n"),
+        body.contains(
+            "**`dev/b`**: ```failed: boom | `x` ``y\\u{d}/live-ci plan\\u{a}/live-ci plan```\n"
+        ),
         "{body}"
     );
     assert!(
@@ -420,7 +426,10 @@ async fn the_comment_shows_each_plan_fitted_to_githubs_limit_with_sensitive_valu
         body.contains("**`dev/secret`**: `1 to add, 0 to change, 0 to destroy`\n"),
         "{body}"
     );
-    assert!(body.contains("+      + input  = (sensitive value)\n"), "{body}");
+    assert!(
+        body.contains("+      + input  = (sensitive value)\n"),
+        "{body}"
+    );
     assert!(!body.contains("hunter2"), "{body}");
     assert!(
         body.contains("**`dev/big`**: `5000 to add, 0 to change, 0 to destroy`\n"),
@@ -441,6 +450,10 @@ async fn the_comment_shows_each_plan_fitted_to_githubs_limit_with_sensitive_valu
             && note.contains(&format!(" of {lines} lines) cut to fit GitHub's size limit: the whole plan is in [the plan logs]({logs}).")),
         "{note}"
     );
-    assert_eq!(body.matches("cut to fit").count(), 1, "only the longest plan is cut");
+    assert_eq!(
+        body.matches("cut to fit").count(),
+        1,
+        "only the longest plan is cut"
+    );
     assert!(!body.contains("terraform_data.many[4999]"));
 }
