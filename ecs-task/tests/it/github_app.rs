@@ -167,12 +167,12 @@ async fn pr_plan_with_a_github_app_uses_its_own_installation_token_and_the_child
     assert_eq!(unit.current["conclusion"], "success");
     assert_eq!(
         unit.current["output"]["summary"],
-        "0 to add, 1 to change, 0 to destroy"
+        "1 to add, 0 to change, 0 to destroy"
     );
     let text = unit.current["output"]["text"].as_str().unwrap();
     assert!(text.starts_with("```diff\n"), "{text}");
     assert!(
-        text.contains("!  ~ resource \"terraform_data\" \"this\" {\n"),
+        text.contains("+  + resource \"terraform_data\" \"this\" {\n"),
         "{text}"
     );
     assert!(runs.iter().any(|r| r.current["name"] == "live-ci: plan"));
