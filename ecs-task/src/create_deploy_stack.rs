@@ -633,6 +633,7 @@ async fn plan_scan<R: RoleAssumer>(
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.common.max_parallel as usize,
+        false,
     )
     .await?;
     let mut changed = BTreeSet::new();

@@ -9,7 +9,9 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::TemporaryCredentials;
 use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
 use live_ci_core::terraform::plan_json::PlanSummary;
-use live_ci_core::terraform::{ChangeCounts, Phase, insert_args, show_command, with_plan_file};
+use live_ci_core::terraform::{
+    ChangeCounts, Phase, insert_args, show_command, text_show_command, with_plan_file,
+};
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
@@ -24,12 +26,58 @@ pub struct UnitPlan {
 }
 
 /// A finished plan: its counts, whether it changes anything (outputs
-/// included) and the whole summary from `show -json`.
+/// included), the whole summary from `show -json`, and the plan as terraform
+/// renders it for people (`show -no-color`, [`plan_text`]) when that worked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanOutcome {
     pub counts: ChangeCounts,
     pub has_changes: bool,
     pub summary: PlanSummary,
+    pub text: Option<String>,
+}
+
+/// The most of a plan's text kept: GitHub shows at most 65,536 characters
+/// of it; the whole plan is in the plan command's log.
+pub const MAX_PLAN_TEXT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The saved plan at `plan_file` as terraform shows it to people: the show
+/// command with `-no-color` for `-json` ([`text_show_command`]), run like
+/// every command of repository code (the child user, `env`). `None`, with
+/// a warning in the log, when the command has no `-json` or fails: the plan
+/// text is shown where it exists, its absence fails nothing. Past
+/// [`MAX_PLAN_TEXT_BYTES`] the text ends with a line saying so.
+pub async fn plan_text(
+    show_template: &str,
+    plan_file: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Option<String> {
+    let Some(template) = text_show_command(show_template) else {
+        println!(
+            "{prefix}warning: no plan text: the show command {show_template:?} has no -json to replace with -no-color"
+        );
+        return None;
+    };
+    let command = show_command(&template, plan_file);
+    match run::capture_with_cap(&command, dir, env, prefix, MAX_PLAN_TEXT_BYTES).await {
+        Ok((_, captured)) if captured.overflow.is_some() => Some(format!(
+            "{}\n… the plan text goes on past {MAX_PLAN_TEXT_BYTES} bytes: the whole plan is in the plan logs",
+            captured.stdout
+        )),
+        Ok((finished, captured)) if finished.code == Some(0) => Some(captured.stdout),
+        Ok((finished, _)) => {
+            println!(
+                "{prefix}warning: no plan text: {}",
+                run::failed(&command, dir, &finished)
+            );
+            None
+        }
+        Err(e) => {
+            println!("{prefix}warning: no plan text: {e}");
+            None
+        }
+    }
 }
 
 /// Reads the saved plan at `plan_file` with the unit's show command
@@ -69,7 +117,8 @@ pub async fn describe_plan(
 /// `credentials_of` gives (already assumed by the caller), at most
 /// `max_parallel` at once, with `-detailed-exitcode` (any exit but 0 and 2 is
 /// a failure), then reads each saved plan with the show command `show_of`
-/// renders. Results come back in the order of `units`.
+/// renders, and `with_text`, its text ([`plan_text`]). Results come back in
+/// the order of `units`.
 #[allow(clippy::too_many_arguments)]
 pub async fn plan_units(
     repo_dir: &Path,
@@ -80,6 +129,7 @@ pub async fn plan_units(
     credentials_of: impl Fn(&RepoPath) -> Option<TemporaryCredentials>,
     env: &[(String, String)],
     max_parallel: usize,
+    with_text: bool,
 ) -> Result<Vec<UnitPlan>> {
     let mut pool = RunnerPool::new(
         TaskGraph::new(units.len()),
@@ -116,14 +166,20 @@ pub async fn plan_units(
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;
                 let outcome = match outcome(&command, &dir, finished) {
                     Ok(()) => {
-                        describe_plan(&show, &plan_file.display().to_string(), &dir, &env, &prefix)
-                            .await
-                            .map(|summary| PlanOutcome {
+                        let file = plan_file.display().to_string();
+                        match describe_plan(&show, &file, &dir, &env, &prefix).await {
+                            Ok(summary) => Ok(PlanOutcome {
                                 counts: summary.counts(),
                                 has_changes: summary.has_changes(),
+                                text: if with_text {
+                                    plan_text(&show, &file, &dir, &env, &prefix).await
+                                } else {
+                                    None
+                                },
                                 summary,
-                            })
-                            .map_err(|e| e.to_string())
+                            }),
+                            Err(e) => Err(e.to_string()),
+                        }
                     }
                     Err(e) => Err(e),
                 };

@@ -1,7 +1,8 @@
 //! `pr-plan`: the plans of the units a pull request affects (graph scan of the
 //! head commit against its base branch), at most `MAX_PARALLEL` at once, each
 //! reported as a commit status on the head commit, plus one pull-request
-//! comment with a summary table that later pushes update in place. Units the
+//! comment that later pushes update in place: per unit its result and its
+//! plan as terraform shows it, fitted to GitHub's size limit. Units the
 //! pull request removes are named in the comment: destroyed on merge with
 //! `ALLOW_DESTROY`, else not destroyed (then also a `live-ci: destroy` status).
 
@@ -9,6 +10,7 @@ use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::escape::markdown;
 use live_ci_core::path::RepoPath;
+use live_ci_core::plan_text::{self, UnitText};
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
@@ -81,7 +83,16 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                     ),
                     Err(e) => (StatusState::Failure, e.clone()),
                 };
-                posts.push(status(state, &unit_context(&p.path), &text));
+                let mut s = status(state, &unit_context(&p.path), &text);
+                // A check run (with an App) shows the plan; a status cannot.
+                if let Some(plan) = p.outcome.as_ref().ok().and_then(|o| o.text.as_deref()) {
+                    s.text = Some(plan_text::fit_plan(
+                        plan,
+                        logs_url,
+                        plan_text::CHECK_RUN_LIMIT,
+                    ));
+                }
+                posts.push(s);
             }
             let failed = report.failed();
             posts.push(status(
@@ -110,10 +121,23 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                 context::PR_PLAN,
                 &e.to_string(),
             ));
-            format!(
-                "{COMMENT_MARKER}\n### live-ci plan for {}\n\nThe affected units could not be found: {}\n",
-                markdown::code(short(&commit)),
-                markdown::code(&e.to_string())
+            plan_text::fit(
+                &format!(
+                    "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
+                    markdown::code(short(&commit)),
+                ),
+                &[],
+                &format!(
+                    "The affected units could not be found: {}\n",
+                    markdown::code(
+                        &e.to_string()
+                            .chars()
+                            .take(MAX_ERROR_CHARS)
+                            .collect::<String>()
+                    )
+                ),
+                logs_url,
+                plan_text::COMMENT_LIMIT,
             )
         }
     };
@@ -209,6 +233,7 @@ async fn plan<R: RoleAssumer>(
         |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
         &env,
         config.common.max_parallel as usize,
+        true,
     )
     .await?;
     Ok(PrPlanReport {
@@ -239,59 +264,66 @@ fn short(commit: &str) -> &str {
     commit.get(..7).unwrap_or(commit)
 }
 
-/// The summary comment: one row per unit. Everything from the repository
-/// (unit paths, error text, warnings) is a code span ([`markdown`]): the bot's
-/// comment shows it, and can never be made to say or ask anything else.
+/// The most of a unit's error shown as its result (the rest is in the log).
+const MAX_ERROR_CHARS: usize = 1_000;
+
+/// A unit's one-line result: its plan's summary, or why it was not planned.
+pub fn unit_result(plan: &UnitPlan) -> String {
+    match &plan.outcome {
+        Ok(o) => o.summary.describe(),
+        Err(e) => format!(
+            "failed: {}",
+            e.chars().take(MAX_ERROR_CHARS).collect::<String>()
+        ),
+    }
+}
+
+/// The comment: per unit a one-line result and its plan as terraform shows
+/// it, in a collapsible `diff` block ([`plan_text::fit`], the one owner of
+/// that rendering and of GitHub's size limit: the longest plans are cut
+/// first, each saying where the whole plan is). Everything from the
+/// repository (unit paths, error text, warnings, plan text) is inert
+/// ([`markdown`], [`plan_text`]): the bot's comment shows it, and can never
+/// be made to say or ask anything else.
 pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> String {
-    let mut body = format!(
+    let mut head = format!(
         "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
         markdown::code(short(commit))
     );
     if report.plans.is_empty() && report.destroyed_on_merge.is_empty() {
-        body.push_str("No Terragrunt unit is affected.\n");
+        head.push_str("No Terragrunt unit is affected.\n");
     } else if report.plans.is_empty() {
-        body.push_str("No Terragrunt unit is applied.\n");
-    } else {
-        body.push_str("| unit | result | add | change | destroy |\n|---|---|---|---|---|\n");
-        for p in &report.plans {
-            match &p.outcome {
-                Ok(o) => body.push_str(&format!(
-                    "| {} | {} | {} | {} | {} |\n",
-                    markdown::cell(p.path.display()),
-                    if o.summary.has_resource_changes() {
-                        "changes".to_string()
-                    } else {
-                        markdown::cell(&o.summary.describe())
-                    },
-                    o.counts.add,
-                    o.counts.change,
-                    o.counts.destroy
-                )),
-                Err(e) => body.push_str(&format!(
-                    "| {} | failed: {} | - | - | - |\n",
-                    markdown::cell(p.path.display()),
-                    markdown::cell(e.lines().next().unwrap_or(""))
-                )),
-            }
-        }
+        head.push_str("No Terragrunt unit is applied.\n");
     }
+    let results: Vec<String> = report.plans.iter().map(unit_result).collect();
+    let units: Vec<UnitText> = report
+        .plans
+        .iter()
+        .zip(&results)
+        .map(|(p, result)| UnitText {
+            unit: p.path.display(),
+            result,
+            plan: p.outcome.as_ref().ok().and_then(|o| o.text.as_deref()),
+        })
+        .collect();
+    let mut tail = String::new();
     if !report.destroyed_on_merge.is_empty() {
-        body.push_str(&format!(
+        tail.push_str(&format!(
             "\nRemoved, **destroyed** when this merges (from the base's checkout, dependents first, each approved like any unit): {}\n",
             unit_list(&report.destroyed_on_merge)
         ));
     }
     if !report.not_destroyed.is_empty() {
-        body.push_str(&format!(
+        tail.push_str(&format!(
             "\nRemoved, **not destroyed** (the module's `allow_destroy` is off; their infrastructure stays until someone destroys it): {}\n",
             unit_list(&report.not_destroyed)
         ));
     }
     for w in &report.warnings {
-        body.push_str(&format!("\n> {}\n", markdown::code(w)));
+        tail.push_str(&format!("\n> {}\n", markdown::code(w)));
     }
     if let Some(url) = logs_url {
-        body.push_str(&format!("\n[Plan logs]({url})\n"));
+        tail.push_str(&format!("\n[Plan logs]({url})\n"));
     }
-    body
+    plan_text::fit(&head, &units, &tail, logs_url, plan_text::COMMENT_LIMIT)
 }

@@ -34,6 +34,29 @@ pub fn show_command(command: &str, plan_file: &str) -> String {
     }
 }
 
+/// The command that renders a saved plan as text, the way terraform shows it
+/// to people (`show -no-color`), from the JSON show command: its `-json`
+/// argument replaced by `-no-color` (or dropped when the command has
+/// `-no-color` already), everything else (the tool, terragrunt's
+/// flags, `{plan_file}`) as configured. `None` when the command has no
+/// `-json` word to replace: the plan text is then not shown.
+pub fn text_show_command(json_show: &str) -> Option<String> {
+    let words: Vec<&str> = json_show.split(' ').collect();
+    let at = words.iter().position(|w| *w == "-json")?;
+    let has_no_color = words.contains(&"-no-color");
+    let out: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| match i == at {
+            // `-no-color` once: in place of `-json`, or where it already was.
+            true if has_no_color => None,
+            true => Some("-no-color"),
+            false => Some(*w),
+        })
+        .collect();
+    Some(out.join(" "))
+}
+
 /// Which of the two commands a template is; decides how a missing
 /// `{plan_file}` is added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,6 +349,24 @@ fn quoted_key(key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_text_show_command_is_the_json_one_with_no_color() {
+        assert_eq!(
+            text_show_command(DEFAULT_SHOW_COMMAND).as_deref(),
+            Some("terragrunt show -no-color {plan_file}")
+        );
+        assert_eq!(
+            text_show_command("terraform show -json").as_deref(),
+            Some("terraform show -no-color")
+        );
+        assert_eq!(
+            text_show_command("terraform show -json -no-color {plan_file}").as_deref(),
+            Some("terraform show -no-color {plan_file}")
+        );
+        assert_eq!(text_show_command("my-show {plan_file}"), None);
+        assert_eq!(text_show_command("show --json-ish"), None);
+    }
 
     #[test]
     fn the_program_is_the_last_commands_first_word() {

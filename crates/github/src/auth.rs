@@ -138,7 +138,9 @@ impl GitHubAuth {
 }
 
 /// The client `job` uses for `repository`, authenticated as `auth` says: the
-/// one place a binary turns its settings into a GitHub client.
+/// one place a binary turns its settings into a GitHub client, and so the one
+/// place statuses become check runs (with an App) or stay commit statuses
+/// (with a token).
 pub async fn connect<P: ParamStore>(
     auth: &GitHubAuth,
     params: &P,
@@ -146,12 +148,17 @@ pub async fn connect<P: ParamStore>(
     repository: &str,
     job: Job,
 ) -> Result<GitHubClient, GitHubError> {
-    GitHubClient::new(GitHubConfig {
+    let client = GitHubClient::new(GitHubConfig {
         api_base: api_base.to_string(),
         repository: repository.to_string(),
         credentials: auth.credentials(params).await?,
         job,
         retry: RetryPolicy::default(),
+    })?;
+    // With an App, statuses become check runs (a token cannot create them).
+    Ok(match auth {
+        GitHubAuth::App { .. } => client.with_check_runs(),
+        GitHubAuth::Token { .. } => client,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The REST client: one authenticated request path with retries, `Link`-header
 //! pagination, and the [`GitHost`] operations live-ci needs.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -53,6 +54,11 @@ pub struct GitHubClient {
     /// With App credentials, once asked for: the module-source token's own
     /// auth and cache (apart from the job's token).
     module_sources: Arc<tokio::sync::OnceCell<Arc<AppAuth>>>,
+    /// Statuses are posted as check runs ([`Self::with_check_runs`]).
+    check_runs: bool,
+    /// The check runs this client created, by commit and name, so a later
+    /// status of the same check edits it (`PATCH`) instead of adding one.
+    check_run_ids: Arc<std::sync::Mutex<HashMap<(String, String), u64>>>,
 }
 
 impl GitHubClient {
@@ -98,7 +104,53 @@ impl GitHubClient {
             app,
             bot_login: Arc::default(),
             module_sources: Arc::default(),
+            check_runs: false,
+            check_run_ids: Arc::default(),
         })
+    }
+
+    /// The client with every status but the Merge Lock posted as a check
+    /// run (`POST /repos/{o}/{r}/check-runs`, then `PATCH …/check-runs/{id}`
+    /// for the same commit and name): its `details_url` is the status's
+    /// link and its output the status's text (the unit's plan). Only a
+    /// GitHub App may create check runs; [`crate::connect`] chooses this for
+    /// an App. The Merge Lock stays a commit status: branch protection
+    /// requires it by name, which a status and a check run both satisfy, and
+    /// the receiver (statuses only) keeps it on every open pull request.
+    pub fn with_check_runs(mut self) -> Self {
+        self.check_runs = true;
+        self
+    }
+
+    /// Whether statuses go out as check runs.
+    pub fn posts_check_runs(&self) -> bool {
+        self.check_runs
+    }
+
+    /// `status` as a check run: created, or edited when this client made
+    /// one for the same commit and name.
+    async fn check_run(&self, status: &CommitStatus) -> Result<(), GitHubError> {
+        let body = check_run_body(status);
+        let key = (status.sha.clone(), status.context.clone());
+        let known = self
+            .check_run_ids
+            .lock()
+            .ok()
+            .and_then(|ids| ids.get(&key).copied());
+        if let Some(id) = known {
+            let url = self.repo_url(&format!("check-runs/{id}"));
+            self.send(Method::PATCH, &url, Some(&body)).await?;
+            return Ok(());
+        }
+        let url = self.repo_url("check-runs");
+        let (answer, _) = self.send(Method::POST, &url, Some(&body)).await?;
+        if let (Some(id), Ok(mut ids)) = (
+            answer.get("id").and_then(Value::as_u64),
+            self.check_run_ids.lock(),
+        ) {
+            ids.insert(key, id);
+        }
+        Ok(())
     }
 
     /// The token to clone the live repository with over HTTPS: the static
@@ -509,10 +561,49 @@ struct CommentUser {
     login: String,
 }
 
+/// A check run's request body for `status`: pending is `in_progress`, the
+/// others `completed` with their conclusion; `output` carries the
+/// description as title and summary and the status's text, each within the
+/// Checks API's limit.
+pub fn check_run_body(status: &CommitStatus) -> Value {
+    use live_ci_core::plan_text::CHECK_RUN_LIMIT;
+    use live_ci_core::status::StatusState;
+    let mut output = json!({
+        "title": status.description,
+        "summary": status.description,
+    });
+    if let Some(text) = &status.text {
+        // Already fitted by its maker (`plan_text::fit_plan`); never more.
+        output["text"] = json!(text.chars().take(CHECK_RUN_LIMIT).collect::<String>());
+    }
+    let mut body = json!({
+        "name": status.context,
+        "head_sha": status.sha,
+        "output": output,
+    });
+    match status.state {
+        StatusState::Pending => body["status"] = json!("in_progress"),
+        done => {
+            body["status"] = json!("completed");
+            body["conclusion"] = json!(match done {
+                StatusState::Success => "success",
+                _ => "failure",
+            });
+        }
+    }
+    if let Some(url) = &status.target_url {
+        body["details_url"] = json!(url);
+    }
+    body
+}
+
 impl GitHost for GitHubClient {
     type Error = GitHubError;
 
     async fn set_status(&self, status: &CommitStatus) -> Result<(), GitHubError> {
+        if self.check_runs && status.context != live_ci_core::status::context::MERGE_LOCK {
+            return self.check_run(status).await;
+        }
         let mut body = json!({
             "state": status.state,
             "context": status.context,

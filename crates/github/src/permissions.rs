@@ -23,6 +23,7 @@ pub enum Job {
 /// A GitHub App repository permission, by the name GitHub's API uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Permission {
+    Checks,
     Contents,
     Metadata,
     PullRequests,
@@ -40,7 +41,7 @@ pub enum Access {
 pub type Grant = (Permission, Access);
 
 use Access::{Read, Write};
-use Permission::{Contents, Metadata, PullRequests, Statuses};
+use Permission::{Checks, Contents, Metadata, PullRequests, Statuses};
 
 /// Every job's permissions, the only place they are written. Why each:
 /// - receiver: the merge lock status (statuses), the pull request, its files
@@ -54,24 +55,51 @@ use Permission::{Contents, Metadata, PullRequests, Statuses};
 ///   merge lock status on every open pull request.
 /// - terra-run: clones the unit's commit (when no packed checkout is stored)
 ///   and posts the unit's status.
+///
+/// Every job that posts statuses holds checks: write too: with an App, a
+/// unit's status is a check run ([`crate::GitHubClient::with_check_runs`]);
+/// the Merge Lock stays a commit status.
 pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
     (
         Job::Receiver,
-        &[(Metadata, Read), (PullRequests, Read), (Statuses, Write)],
+        &[
+            (Checks, Write),
+            (Metadata, Read),
+            (PullRequests, Read),
+            (Statuses, Write),
+        ],
     ),
     (
         Job::TriggerSf,
-        &[(Contents, Read), (PullRequests, Read), (Statuses, Write)],
+        &[
+            (Checks, Write),
+            (Contents, Read),
+            (PullRequests, Read),
+            (Statuses, Write),
+        ],
     ),
     (
         Job::PrPlan,
-        &[(Contents, Read), (PullRequests, Write), (Statuses, Write)],
+        &[
+            (Checks, Write),
+            (Contents, Read),
+            (PullRequests, Write),
+            (Statuses, Write),
+        ],
     ),
     (
         Job::CreateDeployStack,
-        &[(Contents, Read), (PullRequests, Read), (Statuses, Write)],
+        &[
+            (Checks, Write),
+            (Contents, Read),
+            (PullRequests, Read),
+            (Statuses, Write),
+        ],
     ),
-    (Job::TerraRun, &[(Contents, Read), (Statuses, Write)]),
+    (
+        Job::TerraRun,
+        &[(Checks, Write), (Contents, Read), (Statuses, Write)],
+    ),
 ];
 
 /// What cloning the live repository over HTTPS with the job's token needs.
@@ -152,6 +180,7 @@ impl fmt::Display for Job {
 impl fmt::Display for Permission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Checks => "checks",
             Contents => "contents",
             Metadata => "metadata",
             PullRequests => "pull_requests",
@@ -178,6 +207,8 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
     let segments: Vec<&str> = path.split('/').collect();
     let grant = match (method.as_str(), segments.as_slice()) {
         ("POST", ["statuses", sha]) if !sha.is_empty() => (Statuses, Write),
+        ("POST", ["check-runs"]) => (Checks, Write),
+        ("PATCH", ["check-runs", id]) if !id.is_empty() => (Checks, Write),
         ("GET", ["pulls"]) | ("GET", ["pulls", _]) | ("GET", ["pulls", _, "files"]) => {
             (PullRequests, Read)
         }
@@ -222,6 +253,12 @@ mod tests {
             Some((Statuses, Write))
         );
         assert_eq!(required(&get, "pulls/3/files"), Some((PullRequests, Read)));
+        assert_eq!(required(&Method::POST, "check-runs"), Some((Checks, Write)));
+        assert_eq!(
+            required(&Method::PATCH, "check-runs/5"),
+            Some((Checks, Write))
+        );
+        assert_eq!(required(&get, "check-runs/5"), None);
         assert_eq!(required(&get, "pulls"), Some((PullRequests, Read)));
         assert_eq!(
             required(
@@ -253,7 +290,7 @@ mod tests {
         let body = Value::Object(Job::TerraRun.token_permissions());
         assert_eq!(
             body,
-            serde_json::json!({"contents": "read", "statuses": "write"})
+            serde_json::json!({"checks": "write", "contents": "read", "statuses": "write"})
         );
     }
 }

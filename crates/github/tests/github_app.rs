@@ -221,23 +221,23 @@ async fn each_job_asks_for_a_token_for_the_live_repository_with_exactly_its_perm
     let expected = [
         (
             Job::Receiver,
-            json!({"metadata": "read", "pull_requests": "read", "statuses": "write"}),
+            json!({"checks": "write", "metadata": "read", "pull_requests": "read", "statuses": "write"}),
         ),
         (
             Job::TriggerSf,
-            json!({"contents": "read", "pull_requests": "read", "statuses": "write"}),
+            json!({"checks": "write", "contents": "read", "pull_requests": "read", "statuses": "write"}),
         ),
         (
             Job::PrPlan,
-            json!({"contents": "read", "pull_requests": "write", "statuses": "write"}),
+            json!({"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"}),
         ),
         (
             Job::CreateDeployStack,
-            json!({"contents": "read", "pull_requests": "read", "statuses": "write"}),
+            json!({"checks": "write", "contents": "read", "pull_requests": "read", "statuses": "write"}),
         ),
         (
             Job::TerraRun,
-            json!({"contents": "read", "statuses": "write"}),
+            json!({"checks": "write", "contents": "read", "statuses": "write"}),
         ),
     ];
     assert_eq!(expected.len(), Job::ALL.len());

@@ -90,6 +90,19 @@ struct State {
     git_repositories: BTreeMap<String, PathBuf>,
     /// Every smart-HTTP request: repository, user, whether it was let in.
     git_requests: Vec<GitRequest>,
+    /// Check runs, as created and then edited.
+    check_runs: Vec<CheckRun>,
+}
+
+/// A check run as GitHub keeps it: created by `POST check-runs`, its fields
+/// replaced by each `PATCH check-runs/{id}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckRun {
+    pub id: u64,
+    /// Every request that wrote it (the create, then each edit), as sent.
+    pub requests: Vec<Value>,
+    /// Its fields now: the create's with every edit's laid over.
+    pub current: Value,
 }
 
 /// One request for a private repository over git's smart HTTP protocol.
@@ -257,6 +270,11 @@ impl FakeGitHub {
             latest.insert(status.context.clone(), status.clone());
         }
         latest
+    }
+
+    /// Every check run created, in order.
+    pub fn check_runs(&self) -> Vec<CheckRun> {
+        lock(&self.state).check_runs.clone()
     }
 
     pub fn comments(&self, issue: u64) -> Vec<Comment> {
@@ -484,6 +502,56 @@ impl Api {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time (days to a civil date: Howard
 /// Hinnant's algorithm), the form of GitHub's `expires_at`.
+/// GitHub's limit on a comment body, in characters.
+pub const COMMENT_BODY_LIMIT: usize = 65_536;
+
+/// GitHub's answer to a comment body over [`COMMENT_BODY_LIMIT`]: 422, the
+/// comment is neither created nor changed.
+fn too_long(method: &str, segments: &[&str], body: &Value) -> Option<ResponseTemplate> {
+    let comment_write = matches!(
+        (method, segments),
+        ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _])
+    );
+    let chars = body["body"].as_str().map_or(0, |b| b.chars().count());
+    (comment_write && chars > COMMENT_BODY_LIMIT).then(|| {
+        ResponseTemplate::new(422).set_body_json(json!({
+            "message": "Validation Failed",
+            "errors": [{
+                "resource": "IssueComment", "code": "custom", "field": "body",
+                "message": "body is too long (maximum is 65536 characters)",
+            }],
+        }))
+    })
+}
+
+/// The Checks API's limit on `output.summary` and `output.text`.
+pub const CHECK_RUN_TEXT_LIMIT: usize = 65_535;
+
+/// GitHub's 422 for a check run it would refuse: on create, no `name` or
+/// `head_sha`; an output `summary` or `text` over [`CHECK_RUN_TEXT_LIMIT`];
+/// a `conclusion` with a status other than `completed`.
+fn check_run_refusal(body: &Value, create: bool) -> Option<ResponseTemplate> {
+    let refuse =
+        |why: String| Some(ResponseTemplate::new(422).set_body_json(json!({ "message": why })));
+    if create && (body["name"].as_str().is_none() || body["head_sha"].as_str().is_none()) {
+        return refuse("name and head_sha are required".into());
+    }
+    for field in ["summary", "text"] {
+        let n = body["output"][field]
+            .as_str()
+            .map_or(0, |t| t.chars().count());
+        if n > CHECK_RUN_TEXT_LIMIT {
+            return refuse(format!(
+                "output.{field} is too long (maximum is {CHECK_RUN_TEXT_LIMIT} characters)"
+            ));
+        }
+    }
+    if body.get("conclusion").is_some() && body["status"].as_str() != Some("completed") {
+        return refuse("a conclusion needs status completed".into());
+    }
+    None
+}
+
 fn rfc3339(unix: u64) -> String {
     let (days, secs) = (unix / 86_400, unix % 86_400);
     let z = days as i64 + 719_468;
@@ -535,6 +603,9 @@ impl Respond for Api {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = lock(&self.state);
         if let Some(refused) = self.refuse_token(&state, request, &segments) {
+            return refused;
+        }
+        if let Some(refused) = too_long(method, &segments, &body) {
             return refused;
         }
         match (method, segments.as_slice()) {
@@ -664,6 +735,38 @@ impl Respond for Api {
                 };
                 state.comments.push(comment);
                 ResponseTemplate::new(201).set_body_json(json!({ "id": id }))
+            }
+            ("POST", ["check-runs"]) => {
+                if let Some(refused) = check_run_refusal(&body, true) {
+                    return refused;
+                }
+                let id = 9_000 + state.check_runs.len() as u64;
+                state.check_runs.push(CheckRun {
+                    id,
+                    requests: vec![body.clone()],
+                    current: body,
+                });
+                ResponseTemplate::new(201).set_body_json(json!({ "id": id }))
+            }
+            ("PATCH", ["check-runs", id]) => {
+                if let Some(refused) = check_run_refusal(&body, false) {
+                    return refused;
+                }
+                let id: u64 = id.parse().unwrap_or(0);
+                match state.check_runs.iter_mut().find(|c| c.id == id) {
+                    Some(run) => {
+                        if let (Some(now), Some(edit)) =
+                            (run.current.as_object_mut(), body.as_object())
+                        {
+                            for (k, v) in edit {
+                                now.insert(k.clone(), v.clone());
+                            }
+                        }
+                        run.requests.push(body);
+                        ResponseTemplate::new(200).set_body_json(json!({ "id": id }))
+                    }
+                    None => not_found(path),
+                }
             }
             ("PATCH", ["issues", "comments", id]) => {
                 let id: u64 = id.parse().unwrap_or(0);

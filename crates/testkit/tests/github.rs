@@ -204,7 +204,7 @@ async fn a_github_app_gets_an_installation_token_and_uses_it() {
         tokens[0].request,
         serde_json::json!({
             "repositories": ["live"],
-            "permissions": {"contents": "read", "statuses": "write"},
+            "permissions": {"checks": "write", "contents": "read", "statuses": "write"},
         })
     );
     assert_eq!(
@@ -401,4 +401,182 @@ async fn a_token_is_refused_outside_its_permissions_and_repositories() {
         .await
         .unwrap();
     assert_eq!(other.status().as_u16(), 422);
+}
+
+/// A comment body over GitHub's 65,536 characters is refused with 422, as
+/// GitHub refuses it, and changes nothing; one at the limit is kept.
+#[tokio::test]
+async fn a_comment_over_githubs_limit_is_refused_with_422() {
+    use live_ci_testkit::github::COMMENT_BODY_LIMIT;
+    let fake = FakeGitHub::start("acme/live").await;
+    let client = GitHubClient::new(GitHubConfig {
+        api_base: fake.url(),
+        repository: "acme/live".into(),
+        credentials: Credentials::Token("t".into()),
+        job: Job::PrPlan,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let marker = "<!-- m -->";
+    // Characters, not bytes: a multi-byte body at the limit is accepted.
+    let at_limit = format!(
+        "{marker}\n{}",
+        "é".repeat(COMMENT_BODY_LIMIT - marker.len() - 1)
+    );
+    client.upsert_comment(7, marker, &at_limit).await.unwrap();
+    assert_eq!(fake.comments(7)[0].body, at_limit);
+    let over = format!("{at_limit}x");
+    let err = client.upsert_comment(7, marker, &over).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "PATCH /repos/acme/live/issues/comments/{}: github answered 422: Validation Failed",
+            fake.comments(7)[0].id
+        )
+    );
+    assert_eq!(fake.comments(7).len(), 1);
+    assert_eq!(fake.comments(7)[0].body, at_limit, "unchanged");
+    let err = client.upsert_comment(8, marker, &over).await.unwrap_err();
+    assert!(err.to_string().contains("answered 422"), "{err}");
+    assert!(fake.comments(8).is_empty());
+}
+
+/// With a GitHub App, `connect` makes statuses check runs; with a token they
+/// stay commit statuses. A unit's check run carries its plan as
+/// `output.text` and the status's link as `details_url`; the same check
+/// again on the same commit edits it; the Merge Lock stays a commit status.
+#[tokio::test]
+async fn with_an_app_a_units_status_is_a_check_run_and_the_merge_lock_a_status() {
+    use live_ci_core::status::context::MERGE_LOCK;
+    use live_ci_github::{GitHubAuth, connect};
+    use live_ci_testkit::params::MemoryParams;
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let params = MemoryParams::with([("/app-key", key.private.clone()), ("/token", "t".into())]);
+    let app = GitHubAuth::App {
+        app_id: 12,
+        installation_id: 34,
+        private_key_param: "/app-key".into(),
+    };
+    let client = connect(&app, &params, &fake.url(), "acme/live", Job::PrPlan)
+        .await
+        .unwrap();
+    assert!(client.posts_check_runs());
+    let token = GitHubAuth::Token {
+        param: "/token".into(),
+    };
+    let with_token = connect(&token, &params, &fake.url(), "acme/live", Job::PrPlan)
+        .await
+        .unwrap();
+    assert!(!with_token.posts_check_runs());
+
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    let pending = CommitStatus::new(sha, StatusState::Pending, "live-ci: plan dev/a", "planning")
+        .with_target_url("https://run/page");
+    client.set_status(&pending).await.unwrap();
+    let done = CommitStatus::new(
+        sha,
+        StatusState::Success,
+        "live-ci: plan dev/a",
+        "1 to add, 0 to change, 0 to destroy",
+    )
+    .with_target_url("https://run/page")
+    .with_text("```diff\n+  + resource \"terraform_data\" \"this\" {\n```\n");
+    client.set_status(&done).await.unwrap();
+    client
+        .set_status(&CommitStatus::new(
+            sha,
+            StatusState::Pending,
+            MERGE_LOCK,
+            "locked",
+        ))
+        .await
+        .unwrap();
+
+    let runs = fake.check_runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(
+        runs[0].requests,
+        [
+            serde_json::json!({
+                "name": "live-ci: plan dev/a",
+                "head_sha": sha,
+                "status": "in_progress",
+                "details_url": "https://run/page",
+                "output": {"title": "planning", "summary": "planning"},
+            }),
+            serde_json::json!({
+                "name": "live-ci: plan dev/a",
+                "head_sha": sha,
+                "status": "completed",
+                "conclusion": "success",
+                "details_url": "https://run/page",
+                "output": {
+                    "title": "1 to add, 0 to change, 0 to destroy",
+                    "summary": "1 to add, 0 to change, 0 to destroy",
+                    "text": "```diff\n+  + resource \"terraform_data\" \"this\" {\n```\n",
+                },
+            }),
+        ]
+    );
+    let paths: Vec<(String, String)> = fake
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.url.path().starts_with("/repos/"))
+        .map(|r| (r.method.to_string(), r.url.path().to_string()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            (
+                "POST".to_string(),
+                "/repos/acme/live/check-runs".to_string()
+            ),
+            (
+                "PATCH".into(),
+                format!("/repos/acme/live/check-runs/{}", runs[0].id)
+            ),
+            ("POST".into(), format!("/repos/acme/live/statuses/{sha}")),
+        ]
+    );
+    let statuses = fake.statuses();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].context, MERGE_LOCK);
+    // The token asked for checks: write with the job's other permissions.
+    assert_eq!(
+        fake.app_tokens()[0].request["permissions"],
+        serde_json::json!({"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"})
+    );
+}
+
+/// The fake refuses a check run output over the Checks API's 65,535
+/// characters with 422, as GitHub does.
+#[tokio::test]
+async fn a_check_run_text_over_the_checks_limit_is_refused_with_422() {
+    use live_ci_testkit::github::CHECK_RUN_TEXT_LIMIT;
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let client = app_client(&fake, &key, Job::TerraRun).with_check_runs();
+    let mut s = status();
+    s.text = Some("x".repeat(CHECK_RUN_TEXT_LIMIT + 1));
+    // The client never sends more than the limit: it cuts the text.
+    client.set_status(&s).await.unwrap();
+    let runs = fake.check_runs();
+    assert_eq!(
+        runs[0].current["output"]["text"].as_str().unwrap().len(),
+        CHECK_RUN_TEXT_LIMIT
+    );
+    let http = reqwest::Client::new();
+    let token = fake.app_tokens()[0].token.clone();
+    let answer = http
+        .post(format!("{}/repos/acme/live/check-runs", fake.url()))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"name": "n", "head_sha": "abc",
+            "output": {"title": "t", "summary": "s", "text": "x".repeat(CHECK_RUN_TEXT_LIMIT + 1)}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 422);
+    assert_eq!(fake.check_runs().len(), 1);
 }

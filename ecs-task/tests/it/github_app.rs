@@ -115,7 +115,7 @@ async fn pr_plan_with_a_github_app_uses_its_own_installation_token_and_the_child
         tokens[0].request,
         serde_json::json!({
             "repositories": ["live"],
-            "permissions": {"contents": "read", "pull_requests": "write", "statuses": "write"},
+            "permissions": {"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"},
         })
     );
     // The JWT is signed by the App's key: openssl checks it with the public one.
@@ -155,7 +155,27 @@ async fn pr_plan_with_a_github_app_uses_its_own_installation_token_and_the_child
             .all(|b| *b == format!("Bearer {installation}")),
         "{bearers:?}"
     );
-    assert!(!github.statuses().is_empty());
+    // With an App the statuses are check runs (`live_ci_github::connect`):
+    // the unit's carries its plan as terraform shows it, in a diff block.
+    assert_eq!(github.statuses(), []);
+    let runs = github.check_runs();
+    let unit = runs
+        .iter()
+        .find(|r| r.current["name"] == "live-ci: plan dev/app")
+        .unwrap_or_else(|| panic!("{runs:#?}"));
+    assert_eq!(unit.current["head_sha"], head.as_str());
+    assert_eq!(unit.current["conclusion"], "success");
+    assert_eq!(
+        unit.current["output"]["summary"],
+        "1 to add, 0 to change, 0 to destroy"
+    );
+    let text = unit.current["output"]["text"].as_str().unwrap();
+    assert!(text.starts_with("```diff\n"), "{text}");
+    assert!(
+        text.contains("+  + resource \"terraform_data\" \"this\" {\n"),
+        "{text}"
+    );
+    assert!(runs.iter().any(|r| r.current["name"] == "live-ci: plan"));
     assert_eq!(github.comments(5).len(), 1);
 
     // The plan child got none of it.

@@ -166,7 +166,7 @@ async fn a_trusted_heads_plan_clones_a_private_module_with_its_own_read_only_tok
         requests,
         [
             serde_json::json!({"repositories": ["live"],
-                "permissions": {"contents": "read", "pull_requests": "write", "statuses": "write"}}),
+                "permissions": {"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"}}),
             serde_json::json!({"repositories": ["modules"], "permissions": {"contents": "read"}}),
         ]
     );

@@ -97,8 +97,23 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     let comments = github.comments();
     assert_eq!(comments.len(), 1);
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
-    assert!(body.contains("| `dev/a` | changes | 1 | 0 | 0 |"), "{body}");
-    assert!(body.contains("| `dev/b` | changes | 1 | 0 | 0 |"), "{body}");
+    for unit in ["dev/a", "dev/b"] {
+        assert!(
+            body.contains(&format!(
+                "**`{unit}`**: `1 to add, 0 to change, 0 to destroy`\n<details><summary>plan</summary>\n\n```diff\n"
+            )),
+            "{body}"
+        );
+    }
+    // terraform's own text, each line behind its diff marker
+    assert!(
+        body.contains("+  + resource \"terraform_data\" \"this\" {\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains(" Plan: 1 to add, 0 to change, 0 to destroy.\n"),
+        "{body}"
+    );
     assert!(!body.contains("dev/c"));
     let mut seen: Vec<String> = std::fs::read_to_string(&roles_file)
         .unwrap()
@@ -143,7 +158,12 @@ async fn plans_each_affected_unit_posts_statuses_and_one_comment() {
     let comments = github.comments();
     assert_eq!(comments.len(), 1, "updated, not duplicated");
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
-    assert!(body.contains("| `dev/b` | failed:"), "{body}");
+    assert!(body.contains("**`dev/b`**: `failed: "), "{body}");
+    assert_eq!(
+        body.matches("<details>").count(),
+        1,
+        "no plan for dev/b: {body}"
+    );
     assert!(body.contains(&head2[..7]));
 }
 
@@ -281,6 +301,7 @@ fn the_summary_comment_shows_repository_text_inert() {
                     counts: ChangeCounts::default(),
                     has_changes: false,
                     summary: Default::default(),
+                    text: None,
                 }),
             },
             UnitPlan {
@@ -294,14 +315,12 @@ fn the_summary_comment_shows_repository_text_inert() {
     };
     let body = comment(&report.commit, None, &report);
     assert!(
-        body.contains(
-            "| ``dev/a`\\|b<img src=x onerror=1>@octo-org/team`` | `no changes` | 0 | 0 | 0 |"
-        ),
+        body.contains("**``dev/a`|b<img src=x onerror=1>@octo-org/team``**: `no changes`\n"),
         "{body}"
     );
     assert!(
         body.contains(
-            "| `dev/b` | failed: ```boom \\| `x` ``y\\u{d}/live-ci plan``` | - | - | - |"
+            "**`dev/b`**: ```failed: boom | `x` ``y\\u{d}/live-ci plan\\u{a}/live-ci plan```\n"
         ),
         "{body}"
     );
@@ -318,10 +337,123 @@ fn the_summary_comment_shows_repository_text_inert() {
             !line.trim_start().starts_with("/live-ci"),
             "{line:?} in {body}"
         );
-        // every table row has its five cells
-        if line.starts_with("| ") {
-            let cells = line.replace("\\|", "").matches('|').count();
-            assert_eq!(cells, 6, "{line:?}");
-        }
     }
+}
+
+/// Real plans in the comment, sent to the GitHub fake (which refuses a body
+/// over 65,536 characters with 422, as GitHub does): a unit of 5,000
+/// resources (`terraform_data`, count = 5000), cut to fit with a note of
+/// what was cut and where the whole plan is, and a unit with a sensitive
+/// value, whole, the value masked as terraform masks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_comment_shows_each_plan_fitted_to_githubs_limit_with_sensitive_values_masked() {
+    use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
+    use live_ci_task::pr_plan::comment;
+    use live_ci_testkit::github::FakeGitHub;
+
+    let repo = GitRepo::new();
+    repo.unit("dev/big", "1", &[]).unit("dev/secret", "1", &[]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write(
+        "dev/big/main.tf",
+        "terraform {\n  backend \"local\" {}\n}\n\nresource \"terraform_data\" \"many\" {\n  count = 5000\n  input = count.index\n}\n",
+    );
+    repo.write(
+        "dev/secret/main.tf",
+        "terraform {\n  backend \"local\" {}\n}\n\nvariable \"password\" {\n  type      = string\n  default   = \"hunter2-canary\"\n  sensitive = true\n}\n\nresource \"terraform_data\" \"this\" {\n  input = var.password\n}\n",
+    );
+    let head = repo.commit("5000 resources and a secret");
+    let tf = TfTemplates::new("");
+    let github = FakeGitHub::start("acme/live").await;
+    let client = GitHubClient::new(GitHubConfig {
+        api_base: github.url(),
+        repository: "acme/live".into(),
+        credentials: Credentials::Token("t".into()),
+        job: Job::PrPlan,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let config = support::config(&[
+        ("REPO_CLONE_URL", &repo.url()),
+        ("LIVE_CI_PR_NUMBER", "21"),
+        ("LIVE_CI_COMMIT", &head),
+        ("LIVE_CI_BASE_REF", "main"),
+        ("PLAN_COMMAND", &tf.plan),
+        ("MAX_PARALLEL", "2"),
+    ]);
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let logs = "https://logs.example/pr-21";
+    let report = pr_plan(
+        &config,
+        &clone,
+        Some(logs),
+        &Statuses::new(&client, Default::default()),
+        &support::sts(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.failed(), 0, "{report:#?}");
+    let big = report.plans[0].outcome.as_ref().unwrap();
+    assert_eq!(big.counts.add, 5000);
+    let big_text = big.text.as_deref().unwrap();
+    assert!(big_text.len() > 900_000, "{}", big_text.len());
+
+    // Exactly the body pr-plan rendered was sent, once, and GitHub kept it.
+    let expected = comment(&head, Some(logs), &report);
+    let posts: Vec<serde_json::Value> = github
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.method.as_str() == "POST" && r.url.path().ends_with("/issues/21/comments"))
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(posts, [serde_json::json!({ "body": expected })]);
+    let kept = github.comments(21);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].body, expected);
+    let body = expected;
+    let chars = body.chars().count();
+    assert!(
+        (60_000..=65_536).contains(&chars),
+        "{chars} characters: within the limit, the room used"
+    );
+    // The secret's plan whole, its value masked; the big one cut, saying so.
+    assert!(
+        body.contains("**`dev/secret`**: `1 to add, 0 to change, 0 to destroy`\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("+      + input  = (sensitive value)\n"),
+        "{body}"
+    );
+    assert!(!body.contains("hunter2"), "{body}");
+    assert!(
+        body.contains("**`dev/big`**: `5000 to add, 0 to change, 0 to destroy`\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("+  # terraform_data.many[0] will be created\n")
+            || body.contains(" # terraform_data.many[0] will be created\n"),
+        "{body}"
+    );
+    let note = body
+        .lines()
+        .find(|l| l.contains("cut to fit"))
+        .unwrap_or_else(|| panic!("{body}"));
+    let lines = big_text.lines().count();
+    assert!(
+        note.starts_with("… ")
+            && note.contains(&format!(" of {lines} lines) cut to fit GitHub's size limit: the whole plan is in [the plan logs]({logs}).")),
+        "{note}"
+    );
+    assert_eq!(
+        body.matches("cut to fit").count(),
+        1,
+        "only the longest plan is cut"
+    );
+    assert!(!body.contains("terraform_data.many[4999]"));
 }

@@ -30,6 +30,11 @@ pub struct CommitStatus {
     pub description: String,
     /// Where the status links to: the CloudWatch log stream of the task behind it.
     pub target_url: Option<String>,
+    /// Markdown shown with the status where the host can (a check run's
+    /// `output.text`: the unit's plan, [`crate::plan_text::fit_plan`]);
+    /// a commit status has no room for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 impl CommitStatus {
@@ -42,7 +47,13 @@ impl CommitStatus {
             context: context.to_string(),
             description: truncate_chars(description, MAX_DESCRIPTION),
             target_url: None,
+            text: None,
         }
+    }
+
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
     }
 
     pub fn with_target_url(mut self, url: impl Into<String>) -> Self {
