@@ -28,6 +28,13 @@ locals {
       ]
     ]
   ])))
+
+  # SES v2 authorises SendEmail on the configuration set the request names, too
+  # (Service Authorization Reference, list_amazonsimpleemailservicev2: SendEmail —
+  # identity*, configuration-set).
+  ses_configuration_set_arns = var.ses_configuration_set == null ? [] : [
+    "arn:${local.partition}:ses:${local.region}:${local.account_id}:configuration-set/${var.ses_configuration_set}",
+  ]
 }
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -286,7 +293,7 @@ data "aws_iam_policy_document" "approval_request" {
   statement {
     sid       = "SendApprovalMail"
     actions   = ["ses:SendEmail"]
-    resources = concat([aws_sesv2_email_identity.sender.arn], local.voter_identity_arns)
+    resources = concat([aws_sesv2_email_identity.sender.arn], local.voter_identity_arns, local.ses_configuration_set_arns)
     condition {
       test     = "StringEquals"
       variable = "ses:FromAddress"

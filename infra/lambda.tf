@@ -57,7 +57,9 @@ locals {
     CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
   })
 
-  approval_request_env = merge(local.metadb_data_api_env, {
+  approval_request_env = merge(local.metadb_data_api_env, var.ses_configuration_set == null ? {} : {
+    SES_CONFIGURATION_SET = var.ses_configuration_set
+    }, {
     VOTE_LINK_KEY_SSM_KEY    = local.ssm_names.vote_link_key
     TASK_TOKEN_KEY_ID        = aws_kms_key.task_token.arn
     APPROVAL_URL             = aws_lambda_function_url.approval_response.function_url

@@ -231,6 +231,17 @@ variable "approval_sender_email" {
   }
 }
 
+variable "ses_configuration_set" {
+  description = "An SES v2 configuration set (its name, created outside the module) the approval mails are sent with, e.g. for event publishing; null sends without one. SES authorises SendEmail on the set too: the approval-request role is granted it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ses_configuration_set == null || can(regex("^[A-Za-z0-9_-]{1,64}$", var.ses_configuration_set))
+    error_message = "ses_configuration_set must be 1 to 64 letters, digits, '_' or '-' (an SES configuration set name)."
+  }
+}
+
 variable "approval_timeout_seconds" {
   description = "How long voters have to decide before a unit's execution fails with ApprovalTimedOut."
   type        = number

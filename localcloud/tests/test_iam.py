@@ -129,7 +129,10 @@ def test_an_operation_outside_the_table_needs_a_grant_on_every_resource(
         "ssm:DescribeParameters on resource: * because no identity-based policy allows the "
         "ssm:DescribeParameters action"
     )
-    assert stats(endpoint)["unmapped"]["ssm:DescribeParameters"] >= 1
+    counted = stats(endpoint)
+    assert counted["unmapped"]["ssm:DescribeParameters"] >= 1
+    # Which role made it: the e2e tells live-ci's own unmapped calls from terraform's.
+    assert f"arn:aws:iam::{ACCOUNT}:role/{unique}" in counted["unmapped_roles"]["ssm:DescribeParameters"]
 
 
 def test_an_operation_outside_the_table_is_allowed_by_a_wildcard_grant(
@@ -356,3 +359,44 @@ def test_a_sandboxed_send_email_is_authorised_on_each_recipient_identity(
             UseCaseDescription="x",
             ProductionAccessEnabled=False,
         )
+
+
+def test_a_send_email_naming_a_configuration_set_is_authorised_on_the_set_too(
+    aws: Callable[[str], Any], as_role: Callable[[dict[str, Any]], Callable[[str], Any]], unique: str
+) -> None:
+    # SES v2 authorises SendEmail on the configuration set the request names
+    # (SAR list_amazonsimpleemailservicev2: SendEmail — identity*, configuration-set),
+    # as the module grants when ses_configuration_set is set.
+    ses = aws("sesv2")
+    sender, voter, config_set = f"{unique}@example.com", f"{unique}-voter@example.com", f"{unique}-set"
+    for identity in (sender, voter):
+        ses.create_email_identity(EmailIdentity=identity)
+    ses.create_configuration_set(ConfigurationSetName=config_set)
+    arn = f"arn:aws:ses:us-east-1:{ACCOUNT}:"
+    identities = [f"{arn}identity/{sender}", f"{arn}identity/{voter}"]
+
+    def policy(resources: list[str]) -> dict[str, Any]:
+        return {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "ses:SendEmail", "Resource": resources}],
+        }
+
+    client = as_role(policy(identities))("sesv2")
+    mail = {"Simple": {"Subject": {"Data": "x"}, "Body": {"Text": {"Data": "x"}}}}
+
+    def send() -> Any:
+        return client.send_email(
+            FromEmailAddress=sender,
+            Destination={"ToAddresses": [voter]},
+            Content=mail,
+            ConfigurationSetName=config_set,
+        )
+
+    error = denied(send)
+    assert f"ses:SendEmail on resource: {arn}configuration-set/{config_set}" in error.response["Error"]["Message"]
+    aws("iam").put_role_policy(
+        RoleName=unique,
+        PolicyName="test",
+        PolicyDocument=json.dumps(policy([*identities, f"{arn}configuration-set/{config_set}"])),
+    )
+    assert send()["MessageId"]

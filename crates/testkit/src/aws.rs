@@ -169,3 +169,27 @@ pub async fn iam_enforced(endpoint: &str) -> bool {
     };
     stats.is_some_and(|s| s["enforced"] == true)
 }
+
+/// A role `service` (e.g. `states.amazonaws.com`) may assume, with `policy`
+/// inline (JSON); its ARN. For a test state machine whose role lacks one grant.
+pub async fn service_role(name: &str, service: &str, policy: &str) -> String {
+    let iam = aws_sdk_iam::Client::new(&sdk_config());
+    let trust = format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"Service":"{service}"}},"Action":"sts:AssumeRole"}}]}}"#
+    );
+    let role = iam
+        .create_role()
+        .role_name(name)
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create role {name}: {e:?}"));
+    iam.put_role_policy()
+        .role_name(name)
+        .policy_name("test")
+        .policy_document(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put role policy {name}: {e:?}"));
+    role.role().map(|r| r.arn().to_string()).unwrap_or_default()
+}

@@ -6,6 +6,7 @@ mod checkout_cache;
 mod child_env;
 mod create_deploy_stack;
 mod github_app;
+mod iam_denied;
 mod migrate_at_start;
 mod module_sources;
 mod plan_json;

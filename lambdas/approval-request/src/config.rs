@@ -13,6 +13,7 @@ pub const ENV_VARS: &[&str] = &[
     "TASK_TOKEN_KEY_ID",
     "APPROVAL_URL",
     "SES_FROM_ADDRESS",
+    "SES_CONFIGURATION_SET",
     "APPROVAL_TIMEOUT_SECONDS",
     "REPO_FULL_NAME",
     "GITHUB_WEB_URL",
@@ -60,6 +61,8 @@ pub struct Config {
     /// The KMS key that encrypts task tokens (id, ARN or alias).
     pub task_token_key_id: String,
     pub metadb: MetadbConfig,
+    /// The SES configuration set the mails name (`SES_CONFIGURATION_SET`), if any.
+    pub ses_configuration_set: Option<String>,
 }
 
 impl Config {
@@ -86,6 +89,20 @@ impl Config {
         let from_address = env.req("SES_FROM_ADDRESS")?;
         if let Some(problem) = address_problem(&from_address) {
             return Err(invalid("SES_FROM_ADDRESS", &from_address, problem));
+        }
+        let ses_configuration_set = env.opt("SES_CONFIGURATION_SET");
+        if let Some(set) = &ses_configuration_set
+            && (set.is_empty()
+                || set.len() > 64
+                || !set
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Err(invalid(
+                "SES_CONFIGURATION_SET",
+                set,
+                "expected an SES configuration set name: 1 to 64 letters, digits, '_' or '-'",
+            ));
         }
         let approval_timeout_secs = env.number("APPROVAL_TIMEOUT_SECONDS", 0u64)?;
         if approval_timeout_secs == 0 {
@@ -125,6 +142,7 @@ impl Config {
             vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
             task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             metadb: MetadbConfig::from_settings(&env)?,
+            ses_configuration_set,
         })
     }
 }
@@ -178,6 +196,9 @@ mod tests {
         );
         let c = with(&[("GITHUB_WEB_URL", "https://github.example.com/")]).unwrap();
         assert_eq!(c.settings.github_web_url, "https://github.example.com");
+        assert_eq!(c.ses_configuration_set, None);
+        let c = with(&[("SES_CONFIGURATION_SET", "live-ci_mail-1")]).unwrap();
+        assert_eq!(c.ses_configuration_set.as_deref(), Some("live-ci_mail-1"));
     }
 
     #[test]
@@ -190,6 +211,8 @@ mod tests {
             ("APPROVAL_TIMEOUT_SECONDS", "a day"),
             ("REPO_FULL_NAME", "acme"),
             ("GITHUB_WEB_URL", "github.com"),
+            ("SES_CONFIGURATION_SET", "has space"),
+            ("SES_CONFIGURATION_SET", "a/b"),
         ] {
             let err = with(&[(name, value)]).unwrap_err().to_string();
             assert!(

@@ -13,7 +13,10 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env().context("approval_request configuration")?;
     let key = boot.link_key(&config.vote_link_key_param).await?;
     let metadb = boot.metadb(&config.metadb, 2)?;
-    let mailer = SesMailer::new(sdk::sesv2::Client::new(&boot.aws));
+    let mut mailer = SesMailer::new(sdk::sesv2::Client::new(&boot.aws));
+    if let Some(set) = &config.ses_configuration_set {
+        mailer = mailer.with_configuration_set(set);
+    }
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
     let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher);
     Ok(serve(|event: SnsEvent| async move {

@@ -49,14 +49,19 @@ class Stats:
             self.authorised = 0
             self.denied = 0
             self.unmapped: Counter[str] = Counter()
+            # action -> the roles that made it: the e2e fails on an unmapped call of
+            # live-ci's own roles (repository code's, as a target account's role, is
+            # terraform's to make and cannot all be listed).
+            self.unmapped_roles: dict[str, set[str]] = {}
             self.denials: deque[dict[str, str]] = deque(maxlen=500)
             # statement label -> [requests it allowed, requests it alone allowed]; every
             # statement of a policy the evaluator read is here, so 0 means "allowed nothing".
             self.statements: dict[str, list[int]] = {}
 
-    def unmapped_call(self, action: str) -> None:
+    def unmapped_call(self, action: str, role: str) -> None:
         with self.lock:
             self.unmapped[action] += 1
+            self.unmapped_roles.setdefault(action, set()).add(role)
 
     def know(self, statements: Any) -> None:
         with self.lock:
@@ -85,6 +90,7 @@ class Stats:
                 "denied": self.denied,
                 "denials": list(self.denials),
                 "unmapped": dict(self.unmapped),
+                "unmapped_roles": {k: sorted(v) for k, v in sorted(self.unmapped_roles.items())},
                 "statements": {k: {"allowed": v[0], "sole": v[1]} for k, v in sorted(self.statements.items())},
             }
 
@@ -177,7 +183,7 @@ def authorise(context: Any) -> None:
         # statement granting every resource allows. Counted, to extend the table.
         prefix = getattr(context.service, "signing_name", None) or service
         checks = [iam_actions.Check(f"{prefix}:{operation}", "*", dict(global_context))]
-        STATS.unmapped_call(f"{prefix}:{operation}")
+        STATS.unmapped_call(f"{prefix}:{operation}", role_arn)
     except (AttributeError, KeyError, TypeError, ValueError, iam_policy.PolicyError) as e:
         # A request the table cannot read, or a policy the evaluator cannot: refused
         # (never allowed unchecked), naming why.

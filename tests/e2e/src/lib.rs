@@ -192,6 +192,37 @@ pub struct IamStats {
     pub denials: Vec<BTreeMap<String, String>>,
     /// Per statement: the requests it allowed, and allowed alone.
     pub statements: BTreeMap<String, StatementUse>,
+    /// Operations outside the local cloud's action table (`iam_actions.py`),
+    /// authorised as `<prefix>:<Operation>` on `*`: how often, and by which roles.
+    #[serde(default)]
+    pub unmapped: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub unmapped_roles: BTreeMap<String, Vec<String>>,
+}
+
+/// The account the local cloud deploys live-ci into: its roles are live-ci's own;
+/// the target accounts' roles (other ids) run repository code (terraform).
+pub const DEPLOYMENT_ACCOUNT: &str = "000000000000";
+
+impl IamStats {
+    /// Each unmapped action a role of live-ci's own account made, with those roles.
+    /// Every AWS call of live-ci's code must be in the table, its resource checked
+    /// as AWS does; calls of the target accounts' roles are terraform's (the
+    /// repository's code) and are only counted.
+    pub fn unmapped_own_calls(&self) -> BTreeMap<&str, Vec<&str>> {
+        let own = format!(":iam::{DEPLOYMENT_ACCOUNT}:");
+        self.unmapped_roles
+            .iter()
+            .filter_map(|(action, roles)| {
+                let mine: Vec<&str> = roles
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|r| r.contains(&own))
+                    .collect();
+                (!mine.is_empty()).then_some((action.as_str(), mine))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
@@ -481,6 +512,28 @@ pub async fn send_webhook(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_unmapped_calls_of_live_ci_roles_are_its_own() {
+        let stats: IamStats = serde_json::from_value(serde_json::json!({
+            "enforced": true, "authorised": 3, "denied": 0, "denials": [], "statements": {},
+            "unmapped": {"ssm:DescribeParameters": 2, "ssm:DeleteParameter": 1},
+            "unmapped_roles": {
+                "ssm:DescribeParameters": ["arn:aws:iam::222222222222:role/live-ci-plan",
+                                           "arn:aws:iam::000000000000:role/live-ci-terra-run"],
+                "ssm:DeleteParameter": ["arn:aws:iam::222222222222:role/live-ci-apply"]
+            }
+        }))
+        .unwrap();
+        let own = stats.unmapped_own_calls();
+        assert_eq!(
+            own.into_iter().collect::<Vec<_>>(),
+            [(
+                "ssm:DescribeParameters",
+                vec!["arn:aws:iam::000000000000:role/live-ci-terra-run"]
+            )]
+        );
+    }
 
     #[test]
     fn function_urls_go_to_the_endpoint_with_their_host() {

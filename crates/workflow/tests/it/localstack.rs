@@ -40,11 +40,17 @@ struct Deployment {
     cloud: Cloud,
     state_machine_arn: String,
     queue_url: String,
+    topic_arn: String,
 }
 
 /// Creates (or updates, when a previous run left it) the state machine named
 /// `machine` in the mock config, with its own topic and queue.
 async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment {
+    deployment_as(machine, approval_timeout_seconds, ROLE).await
+}
+
+/// [`deployment`] with the state machine running as `role`.
+async fn deployment_as(machine: &str, approval_timeout_seconds: u32, role: &str) -> Deployment {
     let cloud = cloud();
     let topic_arn = cloud
         .sns
@@ -95,7 +101,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
         subnet_ids: vec!["subnet-0a".into()],
         security_group_ids: vec!["sg-01".into()],
         assign_public_ip: false,
-        approval_topic_arn: topic_arn,
+        approval_topic_arn: topic_arn.clone(),
         approval_timeout_seconds,
         plan_heartbeat_seconds: 60,
         plan_timeout_seconds: 600,
@@ -111,7 +117,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
         .create_state_machine()
         .name(machine)
         .definition(&definition)
-        .role_arn(ROLE)
+        .role_arn(role)
         .send()
         .await;
     let state_machine_arn = match created {
@@ -135,6 +141,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
                 .update_state_machine()
                 .state_machine_arn(&arn)
                 .definition(&definition)
+                .role_arn(role)
                 .send()
                 .await
                 .unwrap();
@@ -145,6 +152,7 @@ async fn deployment(machine: &str, approval_timeout_seconds: u32) -> Deployment 
         cloud,
         state_machine_arn,
         queue_url,
+        topic_arn,
     }
 }
 
@@ -418,6 +426,56 @@ async fn a_failed_plan_fails_the_execution_with_its_cause() {
         }
     );
     assert_eq!(d.path(&execution).await, [state::PLAN, state::PLAN_FAILED]);
+}
+
+/// A denied call surfaces naming role, action and resource (issue 28, item 5;
+/// the state machine): its role may do everything the definition calls, and an
+/// explicit Deny of `sns:Publish` takes that one away. The local cloud's IAM
+/// refuses the approval request's publish and the execution fails at once (not
+/// retried: AuthorizationError is not in the state's Retry) with `ApprovalFailed`,
+/// the cause carrying AWS's text.
+///
+/// Why a Deny and not just a missing Allow: this test's topic keeps SNS's default
+/// access policy, whose `__default_statement_ID` (Principal `*`, `AWS:SourceOwner`
+/// the account) lets the account's own principals publish, so a role without
+/// `sns:Publish` is still allowed by the resource policy (the stats showed that
+/// statement as the sole allower; the mocked `Plan` makes no call at all). The
+/// module's approval topic replaces that policy (infra/events.tf).
+#[tokio::test]
+async fn a_publish_the_role_may_not_make_fails_the_execution_naming_role_action_and_resource() {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    if !live_ci_testkit::aws::iam_enforced(&endpoint).await {
+        eprintln!("skipping: the local cloud does not enforce IAM");
+        return;
+    }
+    let role = unique("live-ci-sfn-no-publish");
+    let role_arn = live_ci_testkit::aws::service_role(
+        &role,
+        "states.amazonaws.com",
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["sqs:SendMessage","ecs:RunTask","ecs:StopTask","ecs:DescribeTasks","iam:PassRole","kms:GenerateDataKey","kms:Decrypt","events:PutTargets","events:PutRule","events:DescribeRule"],"Resource":"*"},{"Effect":"Deny","Action":"sns:Publish","Resource":"*"}]}"#,
+    )
+    .await;
+    let d = deployment_as("live-ci-test-approval-denied", 60, &role_arn).await;
+    let started = Instant::now();
+    let execution = d.start("ApprovalDenied").await;
+    let (outcome, _) = d.finished(&execution).await;
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let Outcome::Failed { step, error, cause } = outcome else {
+        panic!("not failed: {outcome:?}");
+    };
+    assert_eq!(
+        (step, error.as_str()),
+        (FailedStep::Approval, "ApprovalFailed"),
+        "{cause}"
+    );
+    assert!(
+        cause.contains(&format!(":assumed-role/{role}/"))
+            && cause.contains(&format!(
+                "is not authorized to perform: sns:Publish on resource: {}",
+                d.topic_arn
+            )),
+        "{cause}"
+    );
 }
 
 #[tokio::test]

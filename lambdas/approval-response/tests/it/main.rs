@@ -3,6 +3,7 @@
 
 mod approval_store_only;
 mod browser;
+mod iam_denied;
 mod responder;
 mod round_trips;
 mod server;

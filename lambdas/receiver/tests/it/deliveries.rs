@@ -34,6 +34,14 @@ type Container = Receiver<Params, GitHubClient, Launcher, NoLockCheck, MetadbDel
 /// One container's receiver: its own parameter cache, launcher and
 /// in-container memory; the metadb and GitHub are shared.
 async fn container(server: &MockServer, metadb: PgMetadb) -> Container {
+    container_on(server, metadb).await
+}
+
+/// [`container`] on any metadb (the Data API's too: `aurora.rs`).
+pub(crate) async fn container_on<M: live_ci_core::port::DeliveryLog>(
+    server: &MockServer,
+    metadb: M,
+) -> Receiver<Params, GitHubClient, Launcher, NoLockCheck, MetadbDeliveries<M>> {
     let params = Params::with([
         ("/live-ci/webhook-secret", SECRET),
         ("/live-ci/merge-lock", "none"),
@@ -72,7 +80,7 @@ async fn container(server: &MockServer, metadb: PgMetadb) -> Container {
         .with_delivery_log(MetadbDeliveries(metadb))
 }
 
-fn merged(delivery: &str) -> WebhookRequest {
+pub(crate) fn merged(delivery: &str) -> WebhookRequest {
     let body = std::fs::read(format!(
         "{}/../../tests/fixtures/github/pull_request_closed_merged.json",
         env!("CARGO_MANIFEST_DIR")
@@ -92,7 +100,7 @@ fn merged(delivery: &str) -> WebhookRequest {
 
 /// The one files read the acting receiver makes; anything else fails the
 /// request (599) and shows in the answer.
-async fn github_expects_one_merge_deploy(server: &MockServer) {
+pub(crate) async fn github_expects_one_merge_deploy(server: &MockServer) {
     Mock::given(method("GET"))
         .and(path("/repos/acme/infrastructure-live/pulls/42/files"))
         .respond_with(ResponseTemplate::new(200).set_body_json(

@@ -2,6 +2,7 @@
 //! which commit statuses may fail a delivery: one test binary (one link) for the crate,
 //! each former `tests/*.rs` a module.
 
+mod aurora;
 mod deliveries;
 mod iam_denied;
 mod lock_truth;
