@@ -180,3 +180,27 @@ run "a_plan_phase_role_reaches_its_accounts_plan_role_only" {
     error_message = "a plan-phase role cannot read saved plans back"
   }
 }
+
+# Issue 27 item 6 b, as far as hashicorp/aws 5.x allows (infra/README.md,
+# "Function URL permissions"): the public InvokeFunctionUrl grant is
+# conditioned on lambda:FunctionUrlAuthType = NONE, and both public grants
+# exist for exactly the two functions behind Function URLs.
+run "public_invoke_grants_only_the_two_url_functions" {
+  command = plan
+  assert {
+    condition     = toset(keys(aws_lambda_permission.function_url)) == toset(["receiver", "approval-response"]) && toset(keys(aws_lambda_permission.function_url_invoke)) == toset(["receiver", "approval-response"])
+    error_message = "public grants for the receiver and approval-response only"
+  }
+  assert {
+    condition = alltrue([
+      for p in aws_lambda_permission.function_url : p.action == "lambda:InvokeFunctionUrl" && p.principal == "*" && p.function_url_auth_type == "NONE"
+    ])
+    error_message = "the public InvokeFunctionUrl grant carries the lambda:FunctionUrlAuthType condition"
+  }
+  assert {
+    condition = alltrue([
+      for k, p in aws_lambda_permission.function_url_invoke : p.action == "lambda:InvokeFunction" && p.function_name == local.public_functions[k]
+    ])
+    error_message = "the unconditioned InvokeFunction grant names its Function URL's function and nothing else"
+  }
+}
