@@ -27,7 +27,7 @@ fn discover_with(hostile: &str, extra: &[(String, String)]) -> (Discovery, Durat
 
 fn errors(d: &Discovery) -> String {
     let mut all: Vec<String> = d.errors.iter().map(ToString::to_string).collect();
-    for (_, es) in &d.unit_errors {
+    for es in d.unit_errors.values() {
         all.extend(es.iter().map(ToString::to_string));
     }
     all.join("\n")
