@@ -22,6 +22,7 @@ locals {
       APPLY_COMMAND                = var.apply_command
       SHOW_COMMAND                 = var.show_command
       SKIP_UNCHANGED               = tostring(var.skip_unchanged)
+      SSH_KNOWN_HOSTS              = var.ssh_known_hosts
       MAX_PARALLEL                 = tostring(var.max_parallel)
       FAIL_FAST                    = tostring(var.fail_fast)
       ALLOW_DESTROY                = tostring(var.allow_destroy)

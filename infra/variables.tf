@@ -172,8 +172,15 @@ variable "task_secrets" {
   }
 }
 
+variable "ssh_known_hosts" {
+  description = "known_hosts lines (\"<hosts> <key type> <base64 key>\") that the servers of git::ssh:// module sources must present; ssh runs with StrictHostKeyChecking=yes against exactly these. Empty: GitHub's published host keys (built into live-ci-task, ecs-task/src/git_ssh.rs)."
+  type        = string
+  default     = ""
+  nullable    = false
+}
+
 variable "git_ssh_key_arn" {
-  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks write it to a key file and give terraform and terragrunt GIT_SSH_COMMAND. Null: no key."
+  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks write it to a key file and give terraform and terragrunt GIT_SSH_COMMAND, which accepts only the host keys of ssh_known_hosts. Null: no key."
   type        = string
   default     = null
 

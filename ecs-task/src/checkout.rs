@@ -76,6 +76,14 @@ impl Checkout {
                 "holds commit {head}, not the run's commit {commit}; nothing was run"
             )));
         }
+        // Before git reads anything of it: the archive's `.git` holds only
+        // what a one-commit fetch makes, and its configuration is replaced
+        // (a `core.fsmonitor` or `core.hooksPath` in it would run as the task).
+        own_git_dir(&dir, &head).map_err(bad)?;
+        // `.git/HEAD` names the commit; the files must be its tree.
+        git.verify_work_tree(&head)
+            .map_err(|e| bad(e.to_string()))?;
+        crate::timeline::mark("verify");
         crate::sandbox::share_checkout(&dir)?;
         Ok(Checkout {
             scratch,
@@ -108,6 +116,76 @@ impl Checkout {
     pub fn scratch_file(&self, name: &str) -> PathBuf {
         self.scratch.path().join(name)
     }
+}
+
+/// What a one-commit fetch leaves in `.git` (`crate::checkout_cache` packs it
+/// without `FETCH_HEAD` and `hooks`): anything else in an archive (`hooks`,
+/// `commondir`, `config.worktree`, `worktrees`, `modules`…) is refused.
+const GIT_ENTRIES: &[&str] = &[
+    "HEAD",
+    "branches",
+    "config",
+    "description",
+    "index",
+    "info",
+    "logs",
+    "objects",
+    "refs",
+    "shallow",
+    "packed-refs",
+];
+
+/// Object stores elsewhere that git would read objects from.
+const OBJECT_INFO_REFUSED: &[&str] = &["alternates", "http-alternates"];
+
+/// Checks the unpacked `.git` of `dir` against [`GIT_ENTRIES`] (and no
+/// alternate object store, no `info` file but `exclude`) and writes its
+/// `config` anew: the task's git then reads nothing the archive chose.
+fn own_git_dir(dir: &Path, head: &str) -> std::result::Result<(), String> {
+    let git_dir = dir.join(".git");
+    let names = |d: &Path| -> std::result::Result<Vec<String>, String> {
+        let entries = std::fs::read_dir(d)
+            .map_err(|e| format!("reading {:?}: {e}", d.display().to_string()))?;
+        entries
+            .map(|e| {
+                e.map(|e| e.file_name().to_string_lossy().into_owned())
+                    .map_err(|e| format!("reading {:?}: {e}", d.display().to_string()))
+            })
+            .collect()
+    };
+    let refuse = |rel: &str| {
+        format!("holds \".git/{rel}\", which a one-commit checkout does not have; nothing was run")
+    };
+    for name in names(&git_dir)? {
+        if !GIT_ENTRIES.contains(&name.as_str()) {
+            return Err(refuse(&name));
+        }
+    }
+    if git_dir.join("info").exists() {
+        for name in names(&git_dir.join("info"))? {
+            if name != "exclude" {
+                return Err(refuse(&format!("info/{name}")));
+            }
+        }
+    }
+    for name in OBJECT_INFO_REFUSED {
+        if std::fs::symlink_metadata(git_dir.join("objects/info").join(name)).is_ok() {
+            return Err(refuse(&format!("objects/info/{name}")));
+        }
+    }
+    let config = git_dir.join("config");
+    // Replaced, not edited: a link is removed, never written through.
+    let _ = std::fs::remove_file(&config);
+    let format = if head.len() == 64 {
+        "\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n"
+    } else {
+        "\trepositoryformatversion = 0\n"
+    };
+    std::fs::write(
+        &config,
+        format!("[core]\n\tfilemode = true\n\tbare = false\n{format}"),
+    )
+    .map_err(|e| format!("writing {:?}: {e}", config.display().to_string()))
 }
 
 /// A new scratch directory (`0700`): with a child user, its group may pass

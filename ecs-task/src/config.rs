@@ -35,6 +35,7 @@ pub const ENV_VARS: &[&str] = &[
     "SHOW_COMMAND",
     "SKIP_UNCHANGED",
     crate::git_ssh::ENV,
+    crate::git_ssh::KNOWN_HOSTS_ENV,
     crate::sandbox::CHILD_UID,
     crate::sandbox::CHILD_GID,
     "MAX_PARALLEL",
@@ -383,6 +384,9 @@ pub struct Common {
     pub skip_unchanged: bool,
     /// The deploy key for `git::ssh://` module sources (`GIT_SSH_KEY`, an ECS secret).
     pub git_ssh_key: Option<crate::git_ssh::SshKey>,
+    /// The host keys SSH module sources must present (`SSH_KNOWN_HOSTS`;
+    /// GitHub's published keys when unset or empty).
+    pub ssh_known_hosts: crate::git_ssh::KnownHosts,
     /// The unprivileged uid/gid repository code runs as (`LIVE_CI_CHILD_UID`,
     /// `LIVE_CI_CHILD_GID`; the image sets both): `None` runs it as the task's
     /// own user.
@@ -458,6 +462,10 @@ impl FromLookup for Common {
             check.opt(crate::sandbox::CHILD_GID),
         );
         let child_user = check.keep(child_user);
+        let ssh_known_hosts = crate::git_ssh::KnownHosts::parse(
+            check.opt(crate::git_ssh::KNOWN_HOSTS_ENV).as_deref(),
+        );
+        let ssh_known_hosts = check.keep(ssh_known_hosts);
         Some(Common {
             repository,
             clone_url: clone_url?,
@@ -474,6 +482,7 @@ impl FromLookup for Common {
             git_ssh_key: check
                 .opt(crate::git_ssh::ENV)
                 .map(crate::git_ssh::SshKey::new),
+            ssh_known_hosts: ssh_known_hosts?,
             child_user: child_user?,
             max_parallel: max_parallel?,
             fail_fast: fail_fast?,
@@ -804,6 +813,7 @@ mod tests {
                     "MODULE_SOURCE_REPOSITORIES" => "acme/modules, acme/shared".into(),
                     "MODULE_SOURCES_GIT_URL" => "https://git.example.com".into(),
                     "MODULE_SOURCES_FOR_FORKS" => "true".into(),
+                    "SSH_KNOWN_HOSTS" => "git.example.com ssh-ed25519 AAAA".into(),
                     _ => format!("value-of-{k}"),
                 })
             }

@@ -608,6 +608,7 @@ async fn plan_scan<R: RoleAssumer>(
     env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
     env.extend(crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
+        &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());

@@ -209,6 +209,7 @@ async fn plan<R: RoleAssumer>(
     env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
     env.extend(crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
+        &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
     )?);
     let role_of = |p: &RepoPath| {

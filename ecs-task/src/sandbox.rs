@@ -277,6 +277,20 @@ fn share_tree(dir: &Path, user: ChildUser, in_git: bool) -> Result<()> {
     Ok(())
 }
 
+/// Gives `path` to the child's group with `mode` (read access the owner
+/// decides), when there is a child user; without one the child is the task's
+/// own uid, and `mode` alone applies.
+pub fn share_read_only(path: &Path, mode: u32) -> Result<()> {
+    match child_user() {
+        Some(user) => give_group(path, user, mode),
+        None => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| TaskError::file("sharing", path, e))
+        }
+    }
+}
+
 /// Gives `path` (not a link) to the child's group with `mode`.
 fn give_group(path: &Path, user: ChildUser, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;

@@ -297,6 +297,7 @@ async fn phase<
     ];
     extra.extend(crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
+        &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
     )?);
     extra.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);

@@ -94,6 +94,7 @@ pub fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
             // Already listed under the units that hit them.
             EngineError::Syntax { .. }
             | EngineError::Config { .. }
+            | EngineError::TooLarge { .. }
             | EngineError::MissingFile { .. }
             | EngineError::Core(CoreError::InvalidPath { .. } | CoreError::Io { .. }) => {}
             EngineError::NotAUnit { unit, .. } => {

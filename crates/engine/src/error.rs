@@ -18,6 +18,14 @@ pub enum EngineError {
     },
     #[error("{file}: {message}")]
     Config { file: RepoPath, message: String },
+    /// An expression whose value (or the file's values together) exceeds the
+    /// evaluation bounds (`discovery::bounds`).
+    #[error("{file}:{line}: {message}")]
+    TooLarge {
+        file: RepoPath,
+        line: usize,
+        message: String,
+    },
     /// A file included or read by another does not exist.
     #[error("{file}: {function}: no such file {missing:?}")]
     MissingFile {

@@ -12,6 +12,25 @@ use live_ci_engine::FsTree;
 use crate::error::GitError;
 use crate::tree::GitTree;
 
+/// A `git` command in `dir` that reads no configuration but the repository's
+/// own and what the caller passes (`-c`, `GIT_CONFIG_COUNT`): not the system's,
+/// and not a global `~/.gitconfig` or `$XDG_CONFIG_HOME/git/config`. Repository
+/// code runs between the task's git calls, and without a child user it runs as
+/// the task's uid: a `core.fsmonitor`, `core.hooksPath` or `core.sshCommand` it
+/// wrote into a global configuration would otherwise run as the task at its
+/// next git call. (The checkout's own `.git/config` is the task's and not
+/// writable by the child: `ecs-task/src/sandbox.rs`.) No prompt, no stdin.
+pub(crate) fn git_command(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// A local clone, driven through the `git` executable.
 #[derive(Debug, Clone)]
 pub struct GitCli {
@@ -86,16 +105,37 @@ impl GitCli {
     /// Runs git with `args` and returns its stdout; a non-zero exit becomes an
     /// error carrying git's own message.
     pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| GitError::Spawn {
-                dir: self.dir.display().to_string(),
-                source,
-            })?;
+        self.run_with(args, &[], None)
+    }
+
+    /// [`GitCli::run`] with extra environment and, when given, `input` on stdin.
+    pub(crate) fn run_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>, GitError> {
+        let spawn = |source| GitError::Spawn {
+            dir: self.dir.display().to_string(),
+            source,
+        };
+        let mut cmd = git_command(&self.dir);
+        cmd.args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = match input {
+            None => cmd.output().map_err(spawn)?,
+            Some(input) => {
+                use std::io::Write;
+                let mut child = cmd.stdin(Stdio::piped()).spawn().map_err(spawn)?;
+                // Small inputs only (a commit object): written whole before reading.
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(input).map_err(spawn)?;
+                }
+                child.wait_with_output().map_err(spawn)?
+            }
+        };
         if !out.status.success() {
             return Err(GitError::Command {
                 dir: self.dir.display().to_string(),

@@ -4,7 +4,6 @@
 //! or the clone's config.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use crate::cli::GitCli;
 use crate::error::GitError;
@@ -14,11 +13,8 @@ const TOKEN_VAR: &str = "LIVE_CI_GIT_TOKEN";
 const HELPER: &str = "!f() { test \"$1\" = get || exit 0; echo username=x-access-token; echo \"password=$LIVE_CI_GIT_TOKEN\"; }; f";
 
 fn git(dir: &Path, args: &[&str], token: Option<&str>) -> Result<(), GitError> {
-    let mut cmd = Command::new("git");
-    cmd.args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null());
+    let mut cmd = crate::cli::git_command(dir);
+    cmd.args(args);
     if let Some(token) = token {
         cmd.env("GIT_CONFIG_COUNT", "1")
             .env("GIT_CONFIG_KEY_0", "credential.helper")

@@ -17,6 +17,8 @@ pub enum GitError {
     },
     #[error("not a checkout with a detached head: {path:?} {message}")]
     NotACheckout { path: String, message: String },
+    #[error("the checkout is not commit {commit}'s tree: {paths:?} differ; nothing was run")]
+    TreeMismatch { commit: String, paths: Vec<String> },
     #[error("unknown revision {0:?}")]
     UnknownRevision(String),
     #[error("git printed a path that is not valid UTF-8 in {0:?}")]

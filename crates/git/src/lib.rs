@@ -6,6 +6,7 @@ mod cli;
 mod clone;
 mod error;
 mod tree;
+mod verify;
 
 pub use cli::GitCli;
 pub use error::GitError;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::Mutex;
 
 use live_ci_core::path::RepoPath;
@@ -142,9 +142,8 @@ impl GitTree {
     }
 
     fn start_batch(&self) -> Result<Batch, GitError> {
-        let mut child = Command::new("git")
+        let mut child = crate::cli::git_command(self.git.dir())
             .args(["cat-file", "--batch"])
-            .current_dir(self.git.dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

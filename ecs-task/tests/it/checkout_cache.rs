@@ -532,6 +532,44 @@ async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
             "cannot be read",
             Box::new(|tree| std::fs::remove_dir_all(tree.join(".git")).unwrap()),
         ),
+        // The digest is the archive's; the files must still be the commit's
+        // tree (issue 27 item 6 i), and the archive's git configuration is
+        // never read: its fsmonitor canary does not run.
+        (
+            "a changed file and a hostile .git/config",
+            "\"dev/app/main.tf\"] differ",
+            Box::new({
+                let canary = work.path().join("config-canary");
+                move |tree| {
+                    std::fs::write(tree.join("dev/app/main.tf"), "# tampered\n").unwrap();
+                    let config = tree.join(".git/config");
+                    let mut text = std::fs::read_to_string(&config).unwrap();
+                    text.push_str(&format!(
+                        "[core]\n\tfsmonitor = \"touch '{}'; false\"\n",
+                        canary.display()
+                    ));
+                    std::fs::write(config, text).unwrap();
+                }
+            }),
+        ),
+        (
+            "an added file",
+            "\"dev/app/extra.tf\"] differ",
+            Box::new(|tree| std::fs::write(tree.join("dev/app/extra.tf"), "locals {}\n").unwrap()),
+        ),
+        (
+            "an alternate object store",
+            "\".git/objects/info/alternates\"",
+            Box::new(|tree| {
+                std::fs::create_dir_all(tree.join(".git/objects/info")).unwrap();
+                std::fs::write(tree.join(".git/objects/info/alternates"), "/tmp\n").unwrap();
+            }),
+        ),
+        (
+            "a common dir elsewhere",
+            "\".git/commondir\"",
+            Box::new(|tree| std::fs::write(tree.join(".git/commondir"), "/tmp\n").unwrap()),
+        ),
     ];
     let tokens = RecordingTokens::default();
     let sts = support::sts();
@@ -582,6 +620,10 @@ async fn an_archive_that_does_not_hold_the_runs_commit_detached_is_refused() {
         assert!(!marker.exists(), "{case}: the command ran");
         db.drop_db().await;
     }
+    assert!(
+        !work.path().join("config-canary").exists(),
+        "the archive's .git/config ran its fsmonitor"
+    );
     d.db.drop_db().await;
 }
 

@@ -147,6 +147,19 @@ pub(crate) fn evaluate(
             });
             continue;
         }
+        if fe.stack.len() >= super::bounds::MAX_CHAIN {
+            let message = format!(
+                "{prefix}: {:?} would be the {}th file included or read in a chain; at most {} are",
+                target.as_str(),
+                fe.stack.len() + 1,
+                super::bounds::MAX_CHAIN
+            );
+            fe.error(EngineError::Config {
+                file: file.clone(),
+                message,
+            });
+            continue;
+        }
         if fe.stack.contains(&target) {
             let message = format!("{prefix}: {:?} includes itself (a cycle)", target.as_str());
             fe.error(EngineError::Config {

@@ -18,6 +18,7 @@ use hcl::{
     TraversalOperator, UnaryOp,
 };
 
+use super::bounds;
 use super::value::{Unknown, V};
 use super::{ParsedFile, Shared, Sink};
 use crate::error::EngineError;
@@ -83,6 +84,10 @@ pub(crate) struct FileEval<'a> {
     /// Set while computing values nobody asked a path of (a read config's inputs):
     /// unknowns there are not the unit's unresolved paths.
     pub quiet: bool,
+    /// What this file's expressions produced so far ([`bounds::MAX_WORK`]).
+    work: usize,
+    /// Set once a bound was hit: nothing more of the file is evaluated.
+    exhausted: bool,
 }
 
 impl std::fmt::Debug for FileEval<'_> {
@@ -119,6 +124,8 @@ impl<'a> FileEval<'a> {
             sink: Sink::default(),
             stack,
             quiet: false,
+            work: 0,
+            exhausted: false,
         }
     }
 
@@ -218,7 +225,54 @@ impl<'a> FileEval<'a> {
         V::Object(self.exposed.clone())
     }
 
+    /// Evaluates `expr`, bounded: a result larger than [`bounds::MAX_VALUE`],
+    /// or more than [`bounds::MAX_WORK`] produced by the file's expressions
+    /// together, is an error naming the file, line and field, and the rest of
+    /// the file is not evaluated.
     pub fn eval(&mut self, expr: &Expression, scope: &Scope) -> V {
+        if self.exhausted {
+            return V::Unknown(
+                Unknown::failing("evaluation stopped: a value was too large").reported(),
+            );
+        }
+        let v = self.eval_expr(expr, scope);
+        if matches!(
+            expr,
+            Expression::Null | Expression::Bool(_) | Expression::Number(_) | Expression::String(_)
+        ) {
+            return v;
+        }
+        let weight = bounds::weight(&v, bounds::MAX_VALUE);
+        self.work += weight;
+        let message = if weight > bounds::MAX_VALUE {
+            format!(
+                "{}: a value larger than {} bytes is refused",
+                self.field_or_file(),
+                bounds::MAX_VALUE
+            )
+        } else if self.work > bounds::MAX_WORK {
+            format!(
+                "{}: the file's expressions produce more than {} bytes together; refused",
+                self.field_or_file(),
+                bounds::MAX_WORK
+            )
+        } else {
+            return v;
+        };
+        self.exhausted = true;
+        let line = self
+            .shared
+            .text(&self.file)
+            .ok()
+            .and_then(|text| bounds::line_of(&text, &self.field));
+        self.error(EngineError::TooLarge {
+            file: self.file.clone(),
+            line: line.unwrap_or(1),
+            message,
+        })
+    }
+
+    fn eval_expr(&mut self, expr: &Expression, scope: &Scope) -> V {
         match expr {
             Expression::Null => V::Null,
             Expression::Bool(b) => V::Bool(*b),

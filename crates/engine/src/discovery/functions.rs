@@ -403,6 +403,19 @@ impl FileEval<'_> {
                 message,
             });
         }
+        if self.stack.len() >= super::bounds::MAX_CHAIN {
+            let message = format!(
+                "{}: read_terragrunt_config({:?}) would be the {}th file included or read in a chain; at most {} are",
+                self.field_or_file(),
+                path.as_str(),
+                self.stack.len() + 1,
+                super::bounds::MAX_CHAIN
+            );
+            return self.error(EngineError::Config {
+                file: self.file.clone(),
+                message,
+            });
+        }
         self.sink.reads.insert(path.clone());
         let outcome = self
             .shared

@@ -7,6 +7,7 @@
 //! and `read_terragrunt_config` results (which terragrunt evaluates in the read
 //! file's own directory) are computed once per file, not once per unit.
 
+mod bounds;
 mod config;
 mod eval;
 mod functions;
@@ -353,6 +354,7 @@ impl<'t> Shared<'t> {
 
 /// Parses one HCL file; a syntax error names the file, line and column.
 pub(crate) fn parse_hcl(file: &RepoPath, text: &str) -> Result<hcl::Body, EngineError> {
+    bounds::check_text(file, text)?;
     hcl::parse(text).map_err(|e| match e {
         hcl::Error::Parse(pe) => EngineError::Syntax {
             file: file.clone(),

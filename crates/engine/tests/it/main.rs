@@ -2,3 +2,4 @@
 //! crate, each former `tests/*.rs` a module.
 
 mod discovery;
+mod hostile_hcl;

@@ -3,3 +3,4 @@
 
 mod clone;
 mod git_cli;
+mod hostile_config;
