@@ -12,6 +12,7 @@ pub mod escape;
 pub mod merge_lock;
 pub mod operate;
 pub mod path;
+pub mod plan_view;
 pub mod port;
 pub mod redact;
 pub mod scheduler;
