@@ -18,6 +18,9 @@ pub const MAX_VALUE_CHARS: usize = 200;
 pub const MAX_ATTRIBUTES: usize = 40;
 /// Plans with at most this many resource changes show every group open.
 pub const OPEN_GROUPS_UP_TO: usize = 30;
+/// Bytes of page after which resources are listed without their attributes:
+/// a Function URL answers at most 6 MB, and a browser must stay responsive.
+pub const MAX_PAGE_BYTES: usize = 2_000_000;
 /// Nesting followed into an attribute before it is shown as one value.
 const MAX_DEPTH: usize = 12;
 
@@ -250,6 +253,7 @@ impl PlanView {
             "<section id=\"plan\">\n<h2>The plan: {total} resource change{}</h2>\n",
             if total == 1 { "" } else { "s" }
         ));
+        let mut cut_short = 0usize;
         if total == 0 {
             out.push_str("<p id=\"plan-empty\">No resource changes.</p>\n");
         }
@@ -276,6 +280,11 @@ impl PlanView {
                     "<div class=\"rc\"><p><span class=\"act {act}\">{act}</span> <code>{}</code></p>\n",
                     h(&r.address)
                 ));
+                if out.len() > MAX_PAGE_BYTES {
+                    cut_short += 1;
+                    out.push_str("</div>\n");
+                    continue;
+                }
                 if !r.attributes.is_empty() {
                     out.push_str("<table class=\"attrs\">\n");
                     for a in &r.attributes {
@@ -299,6 +308,12 @@ impl PlanView {
                 out.push_str("</div>\n");
             }
             out.push_str("</details>\n");
+        }
+        if cut_short > 0 {
+            out.push_str(&format!(
+                "<p id=\"plan-cut\" class=\"muted\">The attributes of the last {cut_short} resources \
+                 are left out to keep this page usable; the plan logs have them.</p>\n"
+            ));
         }
         if !self.outputs.is_empty() {
             let names: Vec<String> = self
@@ -528,11 +543,13 @@ mod tests {
 
     #[test]
     fn an_update_shows_only_what_changes_before_and_after() {
-        let v = view(json!({"resource_changes": [rc("aws_instance.web", "aws_instance", &["update"], json!({
-            "before": {"ami": "ami-1", "type": "t3.micro", "tags": {"Name": "a", "Env": "dev"}},
-            "after": {"ami": "ami-2", "type": "t3.micro", "tags": {"Name": "b", "Env": "dev"}},
-            "after_unknown": {}, "before_sensitive": {}, "after_sensitive": {}
-        }))]}));
+        let v = view(
+            json!({"resource_changes": [rc("aws_instance.web", "aws_instance", &["update"], json!({
+                "before": {"ami": "ami-1", "type": "t3.micro", "tags": {"Name": "a", "Env": "dev"}},
+                "after": {"ami": "ami-2", "type": "t3.micro", "tags": {"Name": "b", "Env": "dev"}},
+                "after_unknown": {}, "before_sensitive": {}, "after_sensitive": {}
+            }))]}),
+        );
         let r = v.resources().next().unwrap();
         assert_eq!(r.action, ChangeAction::Update);
         assert_eq!(
@@ -571,11 +588,7 @@ mod tests {
             "(none)".into(),
             "(sensitive value)".into()
         )));
-        assert!(a.contains(&(
-            "nested".into(),
-            "(none)".into(),
-            "(sensitive value)".into()
-        )));
+        assert!(a.contains(&("nested".into(), "(none)".into(), "(sensitive value)".into())));
         assert!(a.contains(&("name".into(), "(none)".into(), "\"db\"".into())));
         let p = v.resources().nth(1).unwrap();
         assert_eq!(
@@ -615,7 +628,11 @@ mod tests {
             }
             changes.push(rc(
                 &format!("aws_s3_bucket.b{i}"),
-                if i % 2 == 0 { "aws_s3_bucket" } else { "aws_iam_role" },
+                if i % 2 == 0 {
+                    "aws_s3_bucket"
+                } else {
+                    "aws_iam_role"
+                },
                 &["create"],
                 json!({"before": null, "after": after, "after_unknown": {}, "after_sensitive": {}}),
             ));
@@ -645,18 +662,32 @@ mod tests {
         let html = v.to_html();
         assert_eq!(html.matches("<details class=\"rtype\">").count(), 2);
         assert!(html.contains("aws_s3_bucket</code> — 50 create"));
-        let small = view(json!({"resource_changes": [rc("a.b", "a", &["delete"], json!({"before": {"x": 1}, "after": null}))]}));
+        let small = view(
+            json!({"resource_changes": [rc("a.b", "a", &["delete"], json!({"before": {"x": 1}, "after": null}))]}),
+        );
         assert!(small.to_html().contains("<details class=\"rtype\" open>"));
         let (lines, rest) = v.first_lines(10);
         assert_eq!((lines.len(), rest), (10, 90));
+        // A page past its budget lists the rest without attributes.
+        let mut big = Vec::new();
+        for i in 0..2000 {
+            big.push(rc(&format!("a.r{i}"), "a", &["create"], json!({"before": null,
+                "after": (0..10).map(|k| (format!("k{k}"), json!("y".repeat(300)))).collect::<serde_json::Map<_, _>>()})));
+        }
+        let html = view(json!({ "resource_changes": big })).to_html();
+        assert!(html.len() < MAX_PAGE_BYTES + 2000 * 150, "{}", html.len());
+        assert!(html.contains("<code>a.r1999</code>"));
+        assert!(html.contains("id=\"plan-cut\""));
     }
 
     #[test]
     fn replace_and_list_changes_name_their_index() {
-        let v = view(json!({"resource_changes": [rc("a.b", "a", &["delete", "create"], json!({
-            "before": {"ports": [80, 443]}, "after": {"ports": [80, 8443, 22]},
-            "after_unknown": {"ports": [false, false, false]}, "after_sensitive": {"ports": []}
-        }))]}));
+        let v = view(
+            json!({"resource_changes": [rc("a.b", "a", &["delete", "create"], json!({
+                "before": {"ports": [80, 443]}, "after": {"ports": [80, 8443, 22]},
+                "after_unknown": {"ports": [false, false, false]}, "after_sensitive": {"ports": []}
+            }))]}),
+        );
         let r = v.resources().next().unwrap();
         assert_eq!(r.action, ChangeAction::Replace);
         assert_eq!(
@@ -671,6 +702,9 @@ mod tests {
     #[test]
     fn not_show_json_is_a_clear_error() {
         let e = PlanView::from_show_json(b"{\"resource_changes\": 3}").unwrap_err();
-        assert!(e.starts_with("the plan JSON is not terraform's show -json"), "{e}");
+        assert!(
+            e.starts_with("the plan JSON is not terraform's show -json"),
+            "{e}"
+        );
     }
 }
