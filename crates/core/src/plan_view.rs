@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::escape::html::escape_html as h;
-use crate::escape::text::visible;
+use crate::port::{SavedPlan, sha256_hex};
 
 /// Characters of one shown value before it is cut (a policy document can be
 /// kilobytes; the page is for deciding, the logs keep the whole plan).
@@ -129,6 +129,208 @@ pub struct PlanView {
     pub groups: Vec<TypeGroup>,
     /// Root module outputs that change.
     pub outputs: Vec<String>,
+}
+
+/// Where a saved plan's sealed JSON is stored: beside the plan.
+pub fn json_key(plan_key: &str) -> String {
+    format!("{plan_key}.json")
+}
+
+/// The stored form of a plan's `show -json`: only what the page shows (each
+/// resource change and the names of changing outputs), every value marked
+/// sensitive replaced by a placeholder before it is stored — the page's
+/// reader never holds a secret, while the plan file (read by the apply only)
+/// keeps them — with the SHA-256 of the plan file it was read from, so the
+/// page can tie it to the plan the apply checks.
+pub fn seal(plan_sha256: &str, show_json: &[u8]) -> Result<Vec<u8>, String> {
+    let mut show: Value = serde_json::from_slice(show_json)
+        .map_err(|e| format!("the plan JSON is not terraform's show -json: {e}"))?;
+    let mut changes = match show.get_mut("resource_changes").map(Value::take) {
+        Some(Value::Array(changes)) => changes,
+        _ => Vec::new(),
+    };
+    for rc in &mut changes {
+        let Some(change) = rc.get_mut("change").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let mut before = change.remove("before").unwrap_or(Value::Null);
+        let mut after = change.remove("after").unwrap_or(Value::Null);
+        let no_mask = Value::Null;
+        let bm = change.get("before_sensitive").unwrap_or(&no_mask);
+        let am = change.get("after_sensitive").unwrap_or(&no_mask);
+        redact(Some(&mut before), bm, Some(&mut after), am, 0);
+        change.insert("before".into(), before);
+        change.insert("after".into(), after);
+        // Not shown, and may hold values of their own.
+        change.remove("importing");
+        change.remove("generated_config");
+        change.remove("replace_paths");
+    }
+    let outputs: serde_json::Map<String, Value> = match show.get("output_changes") {
+        Some(Value::Object(o)) => o
+            .iter()
+            .map(|(name, c)| {
+                let actions = c.get("actions").cloned().unwrap_or(Value::Null);
+                (name.clone(), serde_json::json!({ "actions": actions }))
+            })
+            .collect(),
+        _ => serde_json::Map::new(),
+    };
+    let sealed = serde_json::json!({
+        "plan_sha256": plan_sha256,
+        "show": {"resource_changes": changes, "output_changes": outputs},
+    });
+    Ok(sealed.to_string().into_bytes())
+}
+
+const MASKED: &str = "(sensitive)";
+const MASKED_CHANGED: &str = "(sensitive, changed)";
+
+/// Replaces every value a mask marks sensitive (on either side) by a
+/// placeholder that says only whether it changed.
+fn redact(
+    before: Option<&mut Value>,
+    bm: &Value,
+    after: Option<&mut Value>,
+    am: &Value,
+    depth: usize,
+) {
+    let t = Value::Bool(true);
+    if *bm == t || *am == t || depth >= MAX_DEPTH {
+        if *bm != t && *am != t && !has_true(bm) && !has_true(am) {
+            return; // deep, but nothing under it is sensitive
+        }
+        let changed = before.as_deref() != after.as_deref();
+        if let Some(b) = before.filter(|b| !b.is_null()) {
+            *b = Value::from(MASKED);
+        }
+        if let Some(a) = after.filter(|a| !a.is_null()) {
+            *a = Value::from(if changed { MASKED_CHANGED } else { MASKED });
+        }
+        return;
+    }
+    if !has_true(bm) && !has_true(am) {
+        return;
+    }
+    let mut keys: Vec<Child<'static>> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for v in [before.as_deref(), after.as_deref(), Some(bm), Some(am)]
+        .into_iter()
+        .flatten()
+    {
+        match v {
+            Value::Object(m) => {
+                for k in m.keys() {
+                    if !names.contains(k) {
+                        names.push(k.clone());
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for i in keys.len()..a.len() {
+                    keys.push(Child::Index(i));
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut before, mut after) = (before, after);
+    let child = |m: &Value, k: &Child<'_>| -> Value {
+        match (k, m) {
+            (Child::Key(k), Value::Object(o)) => o.get(*k).cloned().unwrap_or(Value::Null),
+            (Child::Index(i), Value::Array(a)) => a.get(*i).cloned().unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    };
+    for name in &names {
+        let k = Child::Key(name);
+        let (cb, ca) = (child(bm, &k), child(am, &k));
+        let b = match before.as_deref_mut() {
+            Some(Value::Object(o)) => o.get_mut(name.as_str()),
+            _ => None,
+        };
+        let a = match after.as_deref_mut() {
+            Some(Value::Object(o)) => o.get_mut(name.as_str()),
+            _ => None,
+        };
+        redact(b, &cb, a, &ca, depth + 1);
+    }
+    for k in &keys {
+        let Child::Index(i) = *k else { continue };
+        let (cb, ca) = (child(bm, k), child(am, k));
+        let b = match before.as_deref_mut() {
+            Some(Value::Array(v)) => v.get_mut(i),
+            _ => None,
+        };
+        let a = match after.as_deref_mut() {
+            Some(Value::Array(v)) => v.get_mut(i),
+            _ => None,
+        };
+        redact(b, &cb, a, &ca, depth + 1);
+    }
+}
+
+/// Whether a sensitivity mask marks anything.
+fn has_true(mask: &Value) -> bool {
+    match mask {
+        Value::Bool(b) => *b,
+        Value::Array(a) => a.iter().any(has_true),
+        Value::Object(o) => o.values().any(has_true),
+        _ => false,
+    }
+}
+
+/// Why a stored plan JSON is not shown as the plan the vote approves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unverified {
+    #[error("no plan JSON is recorded for this plan (it was saved before live-ci kept one)")]
+    NotRecorded,
+    #[error("the stored plan JSON is missing")]
+    Missing,
+    #[error(
+        "the stored plan JSON (sha-256 {found}) is not the one recorded with the saved plan (sha-256 {recorded}): it was changed after the plan task stored it"
+    )]
+    Tampered { found: String, recorded: String },
+    #[error(
+        "the stored plan JSON describes plan sha-256 {names}, not the saved plan (sha-256 {approved}) the apply checks"
+    )]
+    OtherPlan { names: String, approved: String },
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+#[derive(Deserialize)]
+struct Sealed {
+    plan_sha256: String,
+    show: ShowJson,
+}
+
+/// The plan the vote approves, from the sealed JSON `bytes` stored for
+/// `saved`: only when they hash to what the plan task recorded and name the
+/// plan file's own SHA-256 (the one the apply checks).
+pub fn open(saved: &SavedPlan, bytes: Option<&[u8]>) -> Result<PlanView, Unverified> {
+    let recorded = saved
+        .json_sha256
+        .as_deref()
+        .ok_or(Unverified::NotRecorded)?;
+    let bytes = bytes.ok_or(Unverified::Missing)?;
+    let found = sha256_hex(bytes);
+    if found != recorded {
+        return Err(Unverified::Tampered {
+            found,
+            recorded: recorded.to_string(),
+        });
+    }
+    let sealed: Sealed = serde_json::from_slice(bytes).map_err(|e| {
+        Unverified::Unreadable(format!("the stored plan JSON is not readable: {e}"))
+    })?;
+    if sealed.plan_sha256 != saved.sha256 {
+        return Err(Unverified::OtherPlan {
+            names: sealed.plan_sha256,
+            approved: saved.sha256.clone(),
+        });
+    }
+    Ok(PlanView::from_parsed(sealed.show))
 }
 
 #[derive(Deserialize)]
@@ -331,13 +533,13 @@ impl PlanView {
     }
 
     /// The first `limit` resource changes as one line each (`create
-    /// aws_instance.web`), control and bidi characters made visible, and how
-    /// many were left out: for the mail, where the page holds the rest.
+    /// aws_instance.web`, the address cut at [`MAX_VALUE_CHARS`]), and how many
+    /// were left out: for the mail, which escapes them for each part.
     pub fn first_lines(&self, limit: usize) -> (Vec<String>, usize) {
         let lines: Vec<String> = self
             .resources()
             .take(limit)
-            .map(|r| format!("{} {}", r.action.as_str(), visible(&cut(&r.address))))
+            .map(|r| format!("{} {}", r.action.as_str(), cut(&r.address)))
             .collect();
         let rest = self.resource_count().saturating_sub(lines.len());
         (lines, rest)
@@ -407,15 +609,22 @@ impl<'a> Side<'a> {
         }
     }
 
+    fn masked(&self) -> bool {
+        self.sensitive == &Value::Bool(true)
+    }
+
+    /// A sensitive value: never shown, only that it is there.
+    fn as_sensitive(&self) -> Shown {
+        if self.value.is_some() || self.unknown == &Value::Bool(true) {
+            Shown::Sensitive
+        } else {
+            Shown::Absent
+        }
+    }
+
     fn shown(&self) -> Shown {
-        if self.sensitive == &Value::Bool(true) {
-            // Masked even when absent on this side would tell nothing: a
-            // sensitive attribute is never shown, and its change is.
-            return if self.value.is_some() || self.unknown == &Value::Bool(true) {
-                Shown::Sensitive
-            } else {
-                Shown::Absent
-            };
+        if self.masked() {
+            return self.as_sensitive();
         }
         if self.unknown == &Value::Bool(true) {
             return Shown::Unknown;
@@ -449,7 +658,10 @@ fn walk(
     depth: usize,
     report: &mut impl FnMut(AttributeChange),
 ) {
-    if depth < MAX_DEPTH && (before.container() || after.container()) {
+    // Sensitive on either side masks both: a value that becomes (or stops
+    // being) sensitive is not shown on the other side either.
+    let either = before.masked() || after.masked();
+    if depth < MAX_DEPTH && !either && (before.container() || after.container()) {
         let mut keys: Vec<Child<'_>> = Vec::new();
         let mut max_index = 0usize;
         let mut object = false;
@@ -496,7 +708,11 @@ fn walk(
             return;
         }
     }
-    let (b, a) = (before.shown(), after.shown());
+    let (b, a) = if either {
+        (before.as_sensitive(), after.as_sensitive())
+    } else {
+        (before.shown(), after.shown())
+    };
     // A sensitive value that may have changed is reported: terraform does
     // not say whether it did, and the voter must know it is touched.
     let changed = b != a || (b == Shown::Sensitive && before.value != after.value);
@@ -697,6 +913,110 @@ mod tests {
                 ("ports[2]".into(), "(none)".into(), "22".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_sealed_plan_opens_only_with_its_recorded_hashes() {
+        let show = json!({"resource_changes": [rc("a.b", "a", &["create"], json!({"before": null, "after": {"x": 1}}))]}).to_string();
+        let plan_sha = sha256_hex(b"the plan file");
+        let sealed = seal(&plan_sha, show.as_bytes()).unwrap();
+        let saved = SavedPlan {
+            key: "plans/x.tfplan".into(),
+            sha256: plan_sha.clone(),
+            version_id: None,
+            json_sha256: Some(sha256_hex(&sealed)),
+        };
+        assert_eq!(open(&saved, Some(&sealed)).unwrap().resource_count(), 1);
+        // One byte changed after the plan task stored it.
+        let tampered = String::from_utf8(sealed.clone())
+            .unwrap()
+            .replace("\"x\":1", "\"x\":2");
+        let e = open(&saved, Some(tampered.as_bytes())).unwrap_err();
+        assert!(matches!(e, Unverified::Tampered { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("was changed after the plan task stored it")
+        );
+        // A sealed JSON of another plan, recorded as if it were this one's.
+        let other = seal(&sha256_hex(b"another plan"), show.as_bytes()).unwrap();
+        let swapped = SavedPlan {
+            json_sha256: Some(sha256_hex(&other)),
+            ..saved.clone()
+        };
+        assert!(matches!(
+            open(&swapped, Some(&other)),
+            Err(Unverified::OtherPlan { .. })
+        ));
+        assert_eq!(open(&saved, None), Err(Unverified::Missing));
+        let old = SavedPlan {
+            json_sha256: None,
+            ..saved
+        };
+        assert_eq!(open(&old, Some(&sealed)), Err(Unverified::NotRecorded));
+    }
+
+    /// The stored JSON holds no secret: sensitive values (either side's mask)
+    /// become placeholders saying only whether they changed, and the parts of
+    /// `show -json` the page does not show (state, variables, planned values)
+    /// are not stored; the page still says which sensitive attributes change.
+    #[test]
+    fn sealing_drops_every_sensitive_value_and_keeps_whether_it_changed() {
+        let show = json!({
+            "format_version": "1.2",
+            "variables": {"db_password": {"value": "var-secret"}},
+            "planned_values": {"root_module": {"resources": [{"values": {"password": "pv-secret"}}]}},
+            "prior_state": {"values": {"root_module": {"resources": [{"values": {"password": "ps-secret"}}]}}},
+            "resource_changes": [
+                rc("aws_db_instance.db", "aws_db_instance", &["update"], json!({
+                    "before": {"password": "old-secret", "same": "kept-secret", "tags": {"k": "v1"},
+                               "list": ["l-secret", "x"], "becomes": "was-public"},
+                    "after": {"password": "new-secret", "same": "kept-secret", "tags": {"k": "v2"},
+                              "list": ["l-secret", "y"], "becomes": "now-secret"},
+                    "after_unknown": {},
+                    "before_sensitive": {"password": true, "same": true, "list": [true, false]},
+                    "after_sensitive": {"password": true, "same": true, "list": [true, false], "becomes": true},
+                    "importing": {"id": "imp-secret"}
+                })),
+            ],
+            "output_changes": {"token": {"actions": ["create"], "after": "out-secret", "after_sensitive": true}},
+        });
+        let sealed = seal(&sha256_hex(b"p"), show.to_string().as_bytes()).unwrap();
+        let text = String::from_utf8(sealed.clone()).unwrap();
+        for secret in [
+            "var-secret",
+            "pv-secret",
+            "ps-secret",
+            "old-secret",
+            "new-secret",
+            "kept-secret",
+            "l-secret",
+            "was-public",
+            "now-secret",
+            "imp-secret",
+            "out-secret",
+        ] {
+            assert!(!text.contains(secret), "{secret} stored: {text}");
+        }
+        let saved = SavedPlan {
+            key: "k".into(),
+            sha256: sha256_hex(b"p"),
+            version_id: None,
+            json_sha256: Some(sha256_hex(&sealed)),
+        };
+        let v = open(&saved, Some(&sealed)).unwrap();
+        let a = attrs(v.resources().next().unwrap());
+        let sens = || "(sensitive value)".to_string();
+        assert_eq!(
+            a,
+            [
+                ("becomes".into(), sens(), sens()),
+                ("list[1]".into(), "\"x\"".into(), "\"y\"".into()),
+                ("password".into(), sens(), sens()),
+                ("tags.k".into(), "\"v1\"".into(), "\"v2\"".into()),
+            ],
+            "{a:?}"
+        );
+        assert_eq!(v.outputs, ["token"]);
     }
 
     #[test]

@@ -550,6 +550,24 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
         saved.version_id, None,
         "an unversioned bucket has no versions"
     );
+    // The plan's show -json is stored beside it, sealed to the plan's hash,
+    // its own hash recorded with the plan: what the approval page shows.
+    let sealed = store
+        .get(&live_ci_core::plan_view::json_key(&key1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        saved.json_sha256.as_deref(),
+        Some(live_ci_core::port::sha256_hex(&sealed).as_str())
+    );
+    let view = live_ci_core::plan_view::open(&saved, Some(&sealed)).unwrap();
+    assert!(view.resource_count() > 0, "{view:?}");
+    assert!(
+        view.resources()
+            .all(|r| r.address.starts_with("terraform_data.")),
+        "{view:?}"
+    );
 
     // Someone with write access to the bucket swaps in another valid plan.
     let other = store.get(&key2).await.unwrap().unwrap();

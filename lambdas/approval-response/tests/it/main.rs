@@ -3,6 +3,7 @@
 
 mod approval_store_only;
 mod browser;
+mod plan_page;
 mod responder;
 mod round_trips;
 mod server;
