@@ -165,6 +165,17 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
             (Some(1), Some(0), Some(0))
         );
         assert_eq!(out["logs_url"], "https://logs/x");
+        // The one resource change, as the mail lists it.
+        assert_eq!(out["more_changes"], 0, "{out}");
+        let first = out["first_changes"].as_array().unwrap();
+        assert_eq!(first.len(), 1, "{out}");
+        assert!(
+            first[0]
+                .as_str()
+                .unwrap()
+                .starts_with("create terraform_data."),
+            "{out}"
+        );
         let key = plan_key(id, commit);
         assert_eq!(out["plan_artifact"], format!("s3://{bucket}/{key}"));
         assert!(matches!(result, TerraRunResult::Plan(_)));
