@@ -341,6 +341,15 @@ data "aws_iam_policy_document" "approval_response" {
     actions   = ["states:SendTaskSuccess"]
     resources = [local.state_machine_arn]
   }
+
+  # The confirmation page shows the saved plan from its sealed show -json
+  # (terra-run stores it beside the plan as <plan key>.json); never the plan
+  # file itself, which only the apply reads.
+  statement {
+    sid       = "ReadSavedPlanJson"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.plans.arn}/plans/*.tfplan.json"]
+  }
 }
 
 locals {

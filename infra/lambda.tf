@@ -73,6 +73,7 @@ locals {
   approval_response_env = merge(local.metadb_data_api_env, {
     VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
     TASK_TOKEN_KEY_ID     = aws_kms_key.task_token.arn
+    PLAN_BUCKET           = aws_s3_bucket.plans.bucket
     RUST_LOG              = var.log_level
   })
 }

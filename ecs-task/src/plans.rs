@@ -90,6 +90,22 @@ pub async fn describe_plan(
     env: &[(String, String)],
     prefix: &str,
 ) -> Result<PlanSummary> {
+    Ok(
+        describe_plan_json(show_template, plan_file, dir, env, prefix)
+            .await?
+            .0,
+    )
+}
+
+/// [`describe_plan`], with the `show -json` output it read (one JSON value,
+/// already parsed once): terra-run stores it beside the saved plan.
+pub async fn describe_plan_json(
+    show_template: &str,
+    plan_file: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<(PlanSummary, String)> {
     let command = show_command(show_template, plan_file);
     let (finished, captured) = run::capture(&command, dir, env, prefix).await?;
     if let Some(seen) = captured.overflow {
@@ -104,12 +120,15 @@ pub async fn describe_plan(
     if finished.code != Some(0) {
         return Err(run::failed(&command, dir, &finished));
     }
-    PlanSummary::from_show_json(&captured.stdout).map_err(|message| TaskError::CommandFailed {
-        command: command.clone(),
-        dir: dir.display().to_string(),
-        code: "code 0".into(),
-        tail: message,
-    })
+    let summary = PlanSummary::from_show_json(&captured.stdout).map_err(|message| {
+        TaskError::CommandFailed {
+            command: command.clone(),
+            dir: dir.display().to_string(),
+            code: "code 0".into(),
+            tail: message,
+        }
+    })?;
+    Ok((summary, captured.stdout))
 }
 
 /// Plans `units` of the checkout at `repo_dir` with the plan command

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
+use live_ci_core::plan_view;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
@@ -36,7 +37,7 @@ use serde::Serialize;
 use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
-use crate::plans::describe_plan;
+use crate::plans::describe_plan_json;
 use crate::run::{self, Tick};
 use crate::sandbox;
 use crate::timeline;
@@ -328,7 +329,7 @@ async fn phase<
             // The summary (a `show` process) and the plan's storage (S3, then
             // the metadb) are independent: they go at once.
             let describe = async {
-                let summary = describe_plan(
+                let summary = describe_plan_json(
                     &config.common.show_command.for_unit(&record.cfg_path),
                     &plan_file_str,
                     &unit_dir,
@@ -339,9 +340,16 @@ async fn phase<
                 timeline::mark("show");
                 summary
             };
-            let (summary, stored) = tokio::join!(describe, store_plan(ports, &record, &key, bytes));
-            let summary = summary?;
-            stored?;
+            let (summary, stored) = tokio::join!(describe, store_plan(ports, &key, bytes));
+            let (summary, json) = summary?;
+            // The JSON the approval page shows, sealed to this plan's hash
+            // and recorded with it in one statement.
+            record_plan(ports, &record, &key, stored?, json.as_bytes()).await?;
+            let (first_changes, more_changes) =
+                plan_view::PlanView::from_show_json(json.as_bytes())
+                    .map(|v| v.first_lines(live_ci_workflow::payload::FIRST_CHANGES))
+                    .unwrap_or_default();
+            let more_changes = u32::try_from(more_changes).unwrap_or(u32::MAX);
             let result = PlanResult {
                 execution_id: record.execution_id.clone(),
                 to_add: summary.add,
@@ -354,6 +362,8 @@ async fn phase<
                 skip_apply: config.common.skip_unchanged && !summary.has_changes(),
                 plan_artifact: ports.artifacts.uri(&key),
                 logs_url,
+                first_changes,
+                more_changes,
             };
             println!(
                 "live-ci: plan saved to {} ({}){}",
@@ -614,23 +624,44 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     Ok(bytes)
 }
 
-/// Uploads a new plan and records it for the execution. The hash is taken
-/// here, in the task, from the bytes it uploads: the apply accepts this
-/// content only.
-async fn store_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
+/// Uploads a new plan. The hash is taken here, in the task, from the bytes
+/// it uploads: the apply accepts this content only.
+async fn store_plan<M, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
-    record: &ExecutionRecord,
     key: &str,
     bytes: Vec<u8>,
-) -> Result<()> {
+) -> Result<SavedPlan> {
     let sha256 = sha256_hex(&bytes);
     let version_id = ports.artifacts.put(key, bytes).await.port("plan store")?;
     timeline::mark("upload");
-    let saved = SavedPlan {
+    Ok(SavedPlan {
         key: key.to_string(),
         sha256,
         version_id,
-    };
+        json_sha256: None,
+    })
+}
+
+/// Stores the plan's `show -json` sealed to its hash (`plan_view::seal`)
+/// beside it, then records both hashes for the execution.
+async fn record_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    record: &ExecutionRecord,
+    key: &str,
+    mut saved: SavedPlan,
+    show_json: &[u8],
+) -> Result<()> {
+    let sealed =
+        plan_view::seal(&saved.sha256, show_json).map_err(|message| TaskError::PlanArtifact {
+            artifact: ports.artifacts.uri(&plan_view::json_key(key)),
+            message,
+        })?;
+    saved.json_sha256 = Some(sha256_hex(&sealed));
+    ports
+        .artifacts
+        .put(&plan_view::json_key(key), sealed)
+        .await
+        .port("plan store")?;
     let recorded = ports
         .metadb
         .record_saved_plan(&record.execution_id, &saved)

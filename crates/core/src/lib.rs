@@ -13,6 +13,7 @@ pub mod merge_lock;
 pub mod operate;
 pub mod path;
 pub mod plan_text;
+pub mod plan_view;
 pub mod port;
 pub mod redact;
 pub mod scheduler;

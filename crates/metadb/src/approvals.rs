@@ -277,6 +277,13 @@ impl<S: Sql> ApprovalStore for Store<S> {
         })
     }
 
+    async fn voted_plan(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<live_ci_core::port::SavedPlan>> {
+        live_ci_core::port::ExecutionStore::saved_plan(self, execution_id).await
+    }
+
     async fn vote_view(&self, execution_id: &str) -> Result<Option<VoteView>> {
         let rows = self
             .sql()

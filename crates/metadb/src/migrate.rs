@@ -85,6 +85,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0013_deliveries",
         sql: include_str!("../migrations/0013_deliveries.sql"),
     },
+    Migration {
+        version: 14,
+        name: "0014_plan_json",
+        sql: include_str!("../migrations/0014_plan_json.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -767,6 +767,12 @@ impl<S: Sql> ExecutionStore for Store<S> {
                             .as_deref()
                             .map_or(Param::NullText, Param::text),
                     ),
+                    (
+                        "plan_json_sha256",
+                        plan.json_sha256
+                            .as_deref()
+                            .map_or(Param::NullText, Param::text),
+                    ),
                 ],
             )
             .await?;

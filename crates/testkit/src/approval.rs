@@ -118,6 +118,8 @@ pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalReques
             skip_apply: false,
             plan_artifact: format!("s3://artifacts/{}/plan.tfplan", record.execution_id),
             logs_url: "https://console.aws.amazon.com/cloudwatch/home#logs/terra-run".into(),
+            first_changes: Vec::new(),
+            more_changes: 0,
         },
     }
 }
@@ -261,6 +263,13 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
         execution_id: &str,
     ) -> Result<Option<ApprovalRecord>, S::Error> {
         self.0.approval_request(execution_id).await
+    }
+
+    async fn voted_plan(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<live_ci_core::port::SavedPlan>, S::Error> {
+        self.0.voted_plan(execution_id).await
     }
 
     async fn record_mails(

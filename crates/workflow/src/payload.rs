@@ -49,7 +49,19 @@ pub struct PlanResult {
     pub plan_artifact: String,
     /// The CloudWatch log stream of the plan, linked from e-mails and statuses.
     pub logs_url: String,
+    /// The plan's first resource changes, one line each (`create
+    /// aws_instance.web`), at most [`FIRST_CHANGES`]: the mail shows them
+    /// inline; the approval page shows the whole verified plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_changes: Vec<String>,
+    /// Resource changes beyond `first_changes`.
+    #[serde(default)]
+    pub more_changes: u32,
 }
+
+/// How many resource changes a [`PlanResult`] carries for the mail (the
+/// Step Functions payload stays small: at most 256 KiB).
+pub const FIRST_CHANGES: usize = 10;
 
 impl PlanResult {
     /// Whether applying the plan changes anything, outputs included.

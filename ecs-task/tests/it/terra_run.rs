@@ -165,6 +165,17 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
             (Some(1), Some(0), Some(0))
         );
         assert_eq!(out["logs_url"], "https://logs/x");
+        // The one resource change, as the mail lists it.
+        assert_eq!(out["more_changes"], 0, "{out}");
+        let first = out["first_changes"].as_array().unwrap();
+        assert_eq!(first.len(), 1, "{out}");
+        assert!(
+            first[0]
+                .as_str()
+                .unwrap()
+                .starts_with("create terraform_data."),
+            "{out}"
+        );
         let key = plan_key(id, commit);
         assert_eq!(out["plan_artifact"], format!("s3://{bucket}/{key}"));
         assert!(matches!(result, TerraRunResult::Plan(_)));
@@ -549,6 +560,24 @@ async fn a_plan_swapped_in_s3_is_refused_and_nothing_is_applied() {
     assert_eq!(
         saved.version_id, None,
         "an unversioned bucket has no versions"
+    );
+    // The plan's show -json is stored beside it, sealed to the plan's hash,
+    // its own hash recorded with the plan: what the approval page shows.
+    let sealed = store
+        .get(&live_ci_core::plan_view::json_key(&key1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        saved.json_sha256.as_deref(),
+        Some(live_ci_core::port::sha256_hex(&sealed).as_str())
+    );
+    let view = live_ci_core::plan_view::open(&saved, Some(&sealed)).unwrap();
+    assert!(view.resource_count() > 0, "{view:?}");
+    assert!(
+        view.resources()
+            .all(|r| r.address.starts_with("terraform_data.")),
+        "{view:?}"
     );
 
     // Someone with write access to the bucket swaps in another valid plan.

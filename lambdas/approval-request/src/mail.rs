@@ -8,6 +8,7 @@
 use live_ci_core::approval::{escape_html, format_utc, is_web_url};
 use live_ci_core::escape::text;
 use live_ci_workflow::ApprovalRequest;
+use live_ci_workflow::payload::FIRST_CHANGES;
 
 use crate::config::RequestSettings;
 
@@ -26,6 +27,53 @@ pub struct MailContext<'a> {
 /// A voter's link: the approval_response URL with the signed token.
 pub fn vote_url(approval_url: &str, token: &str) -> String {
     format!("{}/?t={token}", approval_url.trim_end_matches('/'))
+}
+
+/// The plan's first resource changes for the text part (each line's control
+/// and bidi characters made visible), and how many more the page shows.
+fn text_changes(plan: &live_ci_workflow::PlanResult) -> String {
+    if plan.first_changes.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Changes:\n");
+    for line in plan.first_changes.iter().take(FIRST_CHANGES) {
+        out.push_str(&format!("  {}\n", text::visible(line)));
+    }
+    if plan.more_changes > 0 {
+        out.push_str(&format!(
+            "  ... and {} more: each link's page shows the whole plan.\n",
+            plan.more_changes
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// The same for the HTML part, escaped.
+fn html_changes(plan: &live_ci_workflow::PlanResult) -> String {
+    if plan.first_changes.is_empty() {
+        return String::new();
+    }
+    let items: String = plan
+        .first_changes
+        .iter()
+        .take(FIRST_CHANGES)
+        .map(|line| {
+            format!(
+                "<li><code>{}</code></li>",
+                escape_html(&text::visible(line))
+            )
+        })
+        .collect();
+    let more = if plan.more_changes > 0 {
+        format!(
+            "<p>… and {} more: each button's page shows the whole plan.</p>\n",
+            plan.more_changes
+        )
+    } else {
+        String::new()
+    };
+    format!("<p><b>Changes</b></p>\n<ul id=\"changes\">{items}</ul>\n{more}")
 }
 
 /// Subject, plain text and HTML of one voter's mail.
@@ -64,6 +112,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          Commit:   {commit} {commit_url}\n\
          Plan:     {summary}\n\
          Logs:     {logs}\n\n\
+         {changes}\
          Approve:  {approve}\n\
          Reject:   {reject}\n\n\
          Each link opens a confirmation page; nothing is recorded until you press its button.\n\
@@ -81,6 +130,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
         approve = v(ctx.approve_url),
         reject = v(ctx.reject_url),
         execution_id = v(&e.execution_id),
+        changes = text_changes(plan),
     );
     let h = |s: &str| escape_html(&v(s));
     let link = |url: &str, label: &str| {
@@ -113,7 +163,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          <body style=\"font-family:Arial,Helvetica,sans-serif;color:#1f2328\">\n\
          <h2 style=\"margin-bottom:4px\">Approve {action} of <code>{unit}</code>?</h2>\n\
          <p>live-ci asks you (<b>{voter}</b>) to approve this deployment.</p>\n\
-         <table style=\"border-collapse:collapse\">\n{rows}</table>\n\
+         <table style=\"border-collapse:collapse\">\n{rows}</table>\n{changes}\
          <p style=\"margin:20px 0\">{approve}{reject}</p>\n\
          <p style=\"color:#59636e;font-size:13px\">Each button opens a confirmation page; nothing is \
          recorded until you press its button. {thresholds} You may change your vote until a \
@@ -133,6 +183,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
             row("Execution", h(&e.execution_id)),
         ]
         .concat(),
+        changes = html_changes(plan),
         approve = button(ctx.approve_url, "Approve", "#1a7f37"),
         reject = button(ctx.reject_url, "Reject", "#cf222e"),
         thresholds = h(&thresholds),

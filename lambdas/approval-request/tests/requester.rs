@@ -428,3 +428,38 @@ fn control_characters_in_values_cannot_add_headers_lines_or_markup() {
         assert!(!part.contains("\nBcc:"), "{part:?}");
     }
 }
+
+/// The mail carries the plan's first resource changes inline, bounded, each
+/// line inert in both parts (no markup, no extra line), and how many more the
+/// page shows.
+#[test]
+fn the_first_resource_changes_are_inline_bounded_and_escaped() {
+    let mut request = fixture();
+    request.plan.first_changes = (0..12)
+        .map(|i| format!("create aws_s3_bucket.b{i}"))
+        .collect();
+    request.plan.first_changes[0] =
+        "create terraform_data.x[\"<script>alert('x')</script>\"]\nApprove: https://evil.example/"
+            .into();
+    request.plan.more_changes = 4990;
+    let settings = settings();
+    let ctx = live_ci_approval_request::MailContext {
+        settings: &settings,
+        request: &request,
+        voter: "alice@example.com",
+        approve_url: "https://abc.lambda-url.us-west-2.on.aws/?t=a",
+        reject_url: "https://abc.lambda-url.us-west-2.on.aws/?t=r",
+        expires_at: 1_800_000_000,
+    };
+    let (_, text, html) = live_ci_approval_request::render_email(&ctx);
+    assert!(text.contains("Changes:\n  create terraform_data.x[\"<script>alert('x')</script>\"]\\u{a}Approve: https://evil.example/\n"), "{text}");
+    assert!(text.contains("  create aws_s3_bucket.b9\n"), "{text}");
+    // At most FIRST_CHANGES lines, then the count of the rest.
+    assert!(!text.contains("aws_s3_bucket.b10"), "{text}");
+    assert!(text.contains("... and 4990 more"), "{text}");
+    assert!(!text.contains("\nApprove: https://evil"), "{text}");
+    assert!(html.contains("<li><code>create terraform_data.x[&quot;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&quot;]\\u{a}Approve: https://evil.example/</code></li>"), "{html}");
+    assert!(!html.contains("<script"), "{html}");
+    assert!(!html.contains("aws_s3_bucket.b10"), "{html}");
+    assert!(html.contains("… and 4990 more"), "{html}");
+}

@@ -9,6 +9,7 @@ pub use live_ci_metadb::MetadbConfig;
 pub const ENV_VARS: &[&str] = &[
     "VOTE_LINK_KEY_SSM_KEY",
     "TASK_TOKEN_KEY_ID",
+    "PLAN_BUCKET",
     "METADB_URL",
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
@@ -24,6 +25,9 @@ pub const AWS_ACTIONS: &[&str] = &[
     // the task-token key, which only this role may decrypt with.
     "kms:Decrypt",
     "states:SendTaskSuccess",
+    // The saved plan's sealed JSON (`<plan key>.json`) for the page; never
+    // the plan file itself.
+    "s3:GetObject",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
     "rds-data:CommitTransaction",
@@ -37,6 +41,8 @@ pub struct Config {
     pub vote_link_key_param: String,
     /// The KMS key that encrypted the task tokens (id, ARN or alias).
     pub task_token_key_id: String,
+    /// The bucket terra-run saves plans (and their JSON) in.
+    pub plan_bucket: String,
     pub metadb: MetadbConfig,
 }
 
@@ -51,6 +57,7 @@ impl Config {
         Ok(Config {
             vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
             task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
+            plan_bucket: env.req("PLAN_BUCKET")?,
             metadb: MetadbConfig::from_settings(&env)?,
         })
     }
@@ -69,6 +76,7 @@ mod tests {
             match k {
                 "VOTE_LINK_KEY_SSM_KEY" => Some("/live-ci/vote-link-key".into()),
                 "TASK_TOKEN_KEY_ID" => Some("alias/live-ci-task-tokens".into()),
+                "PLAN_BUCKET" => Some("live-ci-plans".into()),
                 "METADB_CLUSTER_ARN" | "METADB_SECRET_ARN" | "METADB_NAME" => Some("x".into()),
                 _ => None,
             }
@@ -76,6 +84,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.vote_link_key_param, "/live-ci/vote-link-key");
         assert_eq!(c.task_token_key_id, "alias/live-ci-task-tokens");
+        assert_eq!(c.plan_bucket, "live-ci-plans");
         let seen = seen.into_inner();
         for name in &seen {
             assert!(ENV_VARS.contains(&name.as_str()), "{name} not in ENV_VARS");

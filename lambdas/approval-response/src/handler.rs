@@ -33,9 +33,10 @@
 
 use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote};
+use live_ci_core::plan_view;
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, Ballot, Cast, ErrorKind, PortError, PortResultExt, TaskTokens,
-    TokenCipher, TokenDelivery, VoteView,
+    ApprovalRecord, ApprovalStore, ArtifactStore, Ballot, Cast, ErrorKind, PortError,
+    PortResultExt, TaskTokens, TokenCipher, TokenDelivery, VoteView,
 };
 use live_ci_workflow::{ApprovalDecision, Decision};
 
@@ -45,13 +46,68 @@ use crate::page;
 /// How long a decision hand-over may take before another caller retries it.
 pub const DELIVERY_LEASE_SECS: u32 = 30;
 
-/// The handler with its clients; built once per cold start.
+/// The handler with its clients; built once per cold start. `A` is the plan
+/// store the page reads the saved plan's JSON from ([`NoPlanStore`] until
+/// [`ApprovalResponder::with_plan_store`] gives one).
 #[derive(Debug)]
-pub struct ApprovalResponder<D, T, C> {
+pub struct ApprovalResponder<D, T, C, A = NoPlanStore> {
     key: LinkKey,
     db: D,
     tokens: T,
     cipher: C,
+    plans: Option<A>,
+}
+
+/// No plan store: the page says the plan cannot be shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPlanStore;
+
+impl ArtifactStore for NoPlanStore {
+    type Error = std::convert::Infallible;
+
+    async fn put(&self, _: &str, _: Vec<u8>) -> Result<Option<String>, Self::Error> {
+        Ok(None)
+    }
+
+    async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, Self::Error> {
+        Ok(None)
+    }
+
+    async fn get_version(&self, _: &str, _: Option<&str>) -> Result<Option<Vec<u8>>, Self::Error> {
+        Ok(None)
+    }
+
+    fn uri(&self, key: &str) -> String {
+        key.to_string()
+    }
+
+    fn key_of(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+impl<D, T, C> ApprovalResponder<D, T, C, NoPlanStore> {
+    pub fn new(key: LinkKey, db: D, tokens: T, cipher: C) -> Self {
+        ApprovalResponder {
+            key,
+            db,
+            tokens,
+            cipher,
+            plans: None,
+        }
+    }
+
+    /// The same handler, showing the saved plan's JSON from `plans` (the
+    /// bucket terra-run stores plans in) on the confirmation page.
+    pub fn with_plan_store<A: ArtifactStore>(self, plans: A) -> ApprovalResponder<D, T, C, A> {
+        ApprovalResponder {
+            key: self.key,
+            db: self.db,
+            tokens: self.tokens,
+            cipher: self.cipher,
+            plans: Some(plans),
+        }
+    }
 }
 
 fn respond(status: u16, body: String) -> PageResponse {
@@ -175,21 +231,13 @@ fn not_delivered(id: &str, decision: Vote, why: &str) -> PageResponse {
     )
 }
 
-impl<D, T, C> ApprovalResponder<D, T, C>
+impl<D, T, C, A> ApprovalResponder<D, T, C, A>
 where
     D: ApprovalStore,
     T: TaskTokens,
     C: TokenCipher,
+    A: ArtifactStore,
 {
-    pub fn new(key: LinkKey, db: D, tokens: T, cipher: C) -> Self {
-        ApprovalResponder {
-            key,
-            db,
-            tokens,
-            cipher,
-        }
-    }
-
     pub fn db(&self) -> &D {
         &self.db
     }
@@ -387,7 +435,13 @@ where
 
     /// GET: the confirmation page; changes nothing.
     async fn show(&self, link: VoteLink, token: String, now_ms: i64) -> Result<PageResponse, Stop> {
-        let view = self.db.vote_view(&link.execution_id).await.port("metadb")?;
+        // The plan is read beside the view (one round trip each, at once);
+        // shown only if the link holds.
+        let (view, plan) = tokio::join!(
+            self.db.vote_view(&link.execution_id),
+            self.plan_section(&link.execution_id)
+        );
+        let view = view.port("metadb")?;
         let ctx = self.context(link, token, view, now_ms)?;
         if let Some(resp) = self.closed(&ctx) {
             return Ok(resp);
@@ -404,8 +458,42 @@ where
                 &ctx.link.voter,
                 ctx.link.vote,
                 &ctx.token,
+                &plan,
             ),
         ))
+    }
+
+    /// The saved plan of the execution as HTML: rendered only from JSON
+    /// that hashes to what the plan task recorded with the plan the apply
+    /// checks (`plan_view::open`); otherwise a notice saying why it is not
+    /// shown. Never fails the page: the voter may still reject.
+    async fn plan_section(&self, execution_id: &str) -> String {
+        let refused = |why: &str| page::plan_refused(why);
+        let Some(plans) = &self.plans else {
+            return refused("this approval page has no access to the plan store");
+        };
+        let saved = match self.db.voted_plan(execution_id).await {
+            Ok(Some(saved)) => saved,
+            Ok(None) => return refused("no saved plan is recorded for this deployment"),
+            Err(e) => {
+                tracing::error!(error = %e, execution = %execution_id, "reading the saved plan failed");
+                return refused("the saved plan's record could not be read; reload to try again");
+            }
+        };
+        let bytes = match plans.get(&plan_view::json_key(&saved.key)).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::error!(error = %e, execution = %execution_id, "reading the plan JSON failed");
+                return refused("the stored plan JSON could not be read; reload to try again");
+            }
+        };
+        match plan_view::open(&saved, bytes.as_deref()) {
+            Ok(view) => view.to_html(),
+            Err(why) => {
+                tracing::warn!(execution = %execution_id, problem = %why, "plan JSON not shown");
+                refused(&why.to_string())
+            }
+        }
     }
 
     /// POST: record the vote, decide, hand the decision over.

@@ -11,5 +11,5 @@ mod http;
 mod page;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
-pub use handler::ApprovalResponder;
+pub use handler::{ApprovalResponder, NoPlanStore};
 pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};

@@ -1,11 +1,11 @@
-//! The approval_response Lambda's entry point: wires the metadb, Step Functions
-//! and KMS clients and the vote-link key into [`ApprovalResponder`] once per
+//! The approval_response Lambda's entry point: wires the metadb, Step Functions,
+//! KMS and S3 (the saved plans) clients and the vote-link key into [`ApprovalResponder`] once per
 //! cold start, and serves Function URL requests with it.
 
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_approval_response::{ApprovalResponder, Config, from_function_url, to_function_url};
-use live_ci_aws::{KmsTokenCipher, sdk};
+use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_workflow::SfnTaskTokens;
 
@@ -17,7 +17,8 @@ async fn main() -> anyhow::Result<()> {
     let metadb = boot.metadb(&config.metadb, 2)?;
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&boot.aws));
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
-    let responder = &ApprovalResponder::new(key, metadb, tokens, cipher);
+    let plans = S3ArtifactStore::new(sdk::s3::Client::new(&boot.aws), &config.plan_bucket);
+    let responder = &ApprovalResponder::new(key, metadb, tokens, cipher).with_plan_store(plans);
     Ok(serve(|event: LambdaFunctionUrlRequest| async move {
         let response = responder.handle(&from_function_url(&event), now_ms()).await;
         Ok::<_, std::convert::Infallible>(to_function_url(&response))

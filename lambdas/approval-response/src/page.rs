@@ -19,6 +19,13 @@ pub fn layout(title: &str, body: &str) -> String {
          button{{font-size:1.1rem;padding:10px 26px;border:0;border-radius:6px;color:#fff;cursor:pointer}}\
          .approve{{background:#1a7f37}}.reject{{background:#cf222e}}\
          .muted{{color:#59636e;font-size:.9rem}}\
+         details.rtype{{border:1px solid #d1d9e0;border-radius:6px;margin:6px 0;padding:4px 10px}}\
+         details.rtype summary{{cursor:pointer;font-weight:bold}}\
+         .rc p{{margin:8px 0 2px}}table.attrs{{border-collapse:collapse;font-size:.85rem;margin-left:1rem}}\
+         table.attrs td{{padding:1px 8px 1px 0;vertical-align:top;word-break:break-all}}\
+         .act{{display:inline-block;min-width:4.5rem;font-weight:bold}}\
+         .create{{color:#1a7f37}}.update{{color:#9a6700}}.delete,.replace{{color:#cf222e}}\
+         td.sensitive,td.unknown,td.none{{color:#59636e;font-style:italic}}\
          </style></head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
         title = h(title),
     )
@@ -120,6 +127,7 @@ pub fn confirm(
     voter: &str,
     vote: Vote,
     token: &str,
+    plan: &str,
 ) -> String {
     let word = action_word(vote);
     let class = word.to_ascii_lowercase();
@@ -131,11 +139,22 @@ pub fn confirm(
              <input type=\"hidden\" name=\"t\" value=\"{token}\">\
              <button type=\"submit\" id=\"vote\" class=\"{class}\">{word}</button></form>\n\
              <p class=\"muted\">Nothing is recorded until you press {word}. You may change your \
-             vote (with the other link in your e-mail) until a decision is reached.</p>",
+             vote (with the other link in your e-mail) until a decision is reached.</p>\n{plan}",
             details = details(e, a),
             standing = standing(t, voter),
             token = h(token),
         ),
+    )
+}
+
+/// Where the plan would be, saying why it is not shown as the plan this
+/// vote approves.
+pub fn plan_refused(why: &str) -> String {
+    format!(
+        "<section id=\"plan\"><h2>The plan</h2>\n<p class=\"notice bad\" id=\"plan-refused\">\
+         The plan is not shown as the plan this vote approves: {}. The plan logs (above) \
+         have its text; when in doubt, reject.</p></section>",
+        h(why)
     )
 }
 

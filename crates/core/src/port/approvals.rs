@@ -252,6 +252,14 @@ pub trait ApprovalStore: Send + Sync {
         execution_id: &str,
     ) -> impl Future<Output = Result<Option<VoteView>, Self::Error>> + Send;
 
+    /// The saved plan recorded for the execution (the record the apply
+    /// checks), for the page to show that plan's JSON; `None` when no plan is
+    /// recorded.
+    fn voted_plan(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = Result<Option<super::SavedPlan>, Self::Error>> + Send;
+
     /// A voter's vote in one step, serialized with the execution's other
     /// votes: checks the ballot against the view, records the vote, decides
     /// ([`Self::decide`]) and, once decided, tries the hand-over

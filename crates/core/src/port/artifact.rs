@@ -21,6 +21,12 @@ pub struct SavedPlan {
     /// The store's version of the object (S3 versioning); `None` when the
     /// store does not version (then only the hash protects the plan).
     pub version_id: Option<String>,
+    /// Lowercase hex SHA-256 of the plan's sealed `show -json`
+    /// ([`crate::plan_view::seal`], stored at [`crate::plan_view::json_key`]),
+    /// recorded with the plan so the approval page shows exactly this plan;
+    /// `None` for plans saved before it was kept.
+    #[serde(default)]
+    pub json_sha256: Option<String>,
 }
 
 /// A run's checkout packed by create-deploy-stack, as recorded on the run:

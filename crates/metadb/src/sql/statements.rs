@@ -188,13 +188,13 @@ RETURNING execution_id";
 /// Only while the execution has not ended: an ended one's plan is history.
 pub const RECORD_SAVED_PLAN: &str = "\
 UPDATE executions SET plan_key = :plan_key, plan_sha256 = :plan_sha256,
-    plan_version_id = :plan_version_id, updated_at = clock_timestamp()
+    plan_version_id = :plan_version_id, plan_json_sha256 = :plan_json_sha256, updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status IN ('waiting', 'running')
 RETURNING execution_id";
 
 pub const SAVED_PLAN: &str = "\
 SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
-    'version_id', plan_version_id)::text
+    'version_id', plan_version_id, 'json_sha256', plan_json_sha256)::text
 FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
 
 pub const EXECUTION: &str = "\

@@ -24,6 +24,8 @@ const path = require('path');
     out.confirmUrl = page.url();
     await page.screenshot({ path: path.join(artifacts, '2-confirm.png'), fullPage: true });
     out.confirm = await page.innerText('body');
+    // Script elements in the page: a plan value must never become one.
+    out.scripts = await page.evaluate(() => document.querySelectorAll('script').length);
     const [response] = await Promise.all([page.waitForNavigation(), page.click('#vote')]);
     out.resultStatus = response ? response.status() : null;
     await page.screenshot({ path: path.join(artifacts, '3-result.png'), fullPage: true });

@@ -117,6 +117,7 @@ async fn waiting_execution(
                             "execution_id.$": "$.execution_id",
                             "to_add": 3, "to_change": 1, "to_destroy": 0,
                             "plan_artifact": "s3://artifacts/plan.tfplan",
+                            "first_changes": ["update aws_db_instance.main", "create aws_s3_bucket.logs"],
                             "logs_url": "https://console.aws.amazon.com/cloudwatch/home#logsV2:log-groups/log-group/terra-run"
                         }
                     }
@@ -167,6 +168,8 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     let id = "run-4-d00d-dev-browser-101";
     let voter = "alice@example.com";
     let (tdb, db, record) = awaiting(id, &[voter, "bob@example.com"], 1, 1).await;
+    let plans = crate::plan_page::MemPlans::default();
+    crate::plan_page::save_plan(&db, &plans, &record, &crate::plan_page::show_json()).await;
     let (execution_arn, request) = waiting_execution(
         &sfn,
         &sns,
@@ -201,12 +204,15 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     std::fs::write(&email_file, &mail.html).unwrap();
     std::fs::write(dir.join("email.txt"), &mail.text).unwrap();
 
-    let responder = std::sync::Arc::new(ApprovalResponder::new(
-        key(),
-        db.clone(),
-        SfnTaskTokens::new(sfn.clone()),
-        cipher().await,
-    ));
+    let responder = std::sync::Arc::new(
+        ApprovalResponder::new(
+            key(),
+            db.clone(),
+            SfnTaskTokens::new(sfn.clone()),
+            cipher().await,
+        )
+        .with_plan_store(plans),
+    );
     let served = std::sync::Arc::clone(&responder);
     let server = server::serve(listener, move |req| {
         let r = std::sync::Arc::clone(&served);
@@ -255,6 +261,27 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
         "{confirm}"
     );
     assert!(confirm.contains("Approvals: 0 of 1 needed"), "{confirm}");
+    // The saved plan, as the browser shows it: resource by resource, the
+    // sensitive value masked, the unknown one known after apply, the hostile
+    // value as inert text.
+    assert!(
+        confirm.contains("The plan: 2 resource changes"),
+        "{confirm}"
+    );
+    assert!(confirm.contains("update aws_db_instance.main"), "{confirm}");
+    assert!(confirm.contains("create aws_s3_bucket.logs"), "{confirm}");
+    assert!(
+        confirm.contains("password\t(sensitive value)\t→\t(sensitive value)"),
+        "{confirm}"
+    );
+    assert!(
+        confirm.contains("arn\t(none)\t→\t(known after apply)"),
+        "{confirm}"
+    );
+    assert!(confirm.contains("<script>alert('x')</script>"), "{confirm}");
+    assert!(!confirm.contains("hunter2"), "{confirm}");
+    assert_eq!(pages["scripts"], 0, "{pages}");
+    assert!(email.contains("update aws_db_instance.main"), "{email}");
     assert_eq!(pages["resultStatus"], 200);
     let result = pages["result"].as_str().unwrap();
     assert!(

@@ -4,6 +4,7 @@
 mod approval_store_only;
 mod browser;
 mod iam_denied;
+mod plan_page;
 mod responder;
 mod round_trips;
 mod server;
