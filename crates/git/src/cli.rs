@@ -20,12 +20,19 @@ use crate::tree::GitTree;
 /// wrote into a global configuration would otherwise run as the task at its
 /// next git call. (The checkout's own `.git/config` is the task's and not
 /// writable by the child: `ecs-task/src/sandbox.rs`.) No prompt, no stdin.
+///
+/// A global configuration the task's own environment names with
+/// `GIT_CONFIG_GLOBAL` is kept: that environment comes from the task
+/// definition, not from repository code (the local cloud's ECS agent names a
+/// file of the task user's there, with the `safe.directory` its local-path
+/// clones need). A child running as another uid cannot write that file.
 pub(crate) fn git_command(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_ATTR_NOSYSTEM", "1")
+    cmd.current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1");
+    if std::env::var_os("GIT_CONFIG_GLOBAL").is_none() {
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
+    }
+    cmd.env("GIT_ATTR_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null());
     cmd

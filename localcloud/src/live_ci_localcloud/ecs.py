@@ -264,6 +264,10 @@ class TaskProcess:
         with open(gitconfig, "w") as f:
             f.write("[safe]\n\tdirectory = *\n")
         os.chown(gitconfig, TASK_UID, TASK_UID)
+        # The task's git reads no ~/.gitconfig unless its environment names one
+        # (crates/git/src/cli.rs: the child may own a HOME's file); this one is the
+        # task user's, and not writable by the child.
+        env["GIT_CONFIG_GLOBAL"] = gitconfig
         # A temporary directory of the task's own, as a container's /tmp: the child
         # user passes through it to the checkouts the task shares with it. Short, in
         # LocalStack's own temporary directory: terraform's providers listen on unix
