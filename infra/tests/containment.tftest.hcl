@@ -9,18 +9,7 @@
 # Run by scripts/infra-check.sh (`terraform test`).
 
 mock_provider "aws" {
-  mock_data "aws_iam_policy_document" {
-    defaults = { json = "{}" }
-  }
-  mock_data "aws_caller_identity" {
-    defaults = { account_id = "123456789012" }
-  }
-  mock_data "aws_region" {
-    defaults = { name = "eu-west-1" }
-  }
-  mock_data "aws_partition" {
-    defaults = { partition = "aws" }
-  }
+  source = "./tests/mocks"
 }
 
 # The ARNs the policies name, known at plan time (mocked values would be
