@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 /// The README's rows `| <job> | <permission: level, …> | …`, by job name.
 fn readme_rows() -> BTreeMap<String, Map<String, Value>> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../infra/README.md");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let names: Vec<&str> = Job::ALL.iter().map(|j| j.name()).collect();
     // The table under its header, up to the first line that is not a row.
     let header = "| job | installation token's permissions |";
