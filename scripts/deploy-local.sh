@@ -28,6 +28,11 @@
 #   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
 #   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
 #                          examples/live-repo/accounts.json
+#   LIVE_CI_GITHUB_APP_ID, LIVE_CI_GITHUB_APP_INSTALLATION_ID, LIVE_CI_GITHUB_APP_PRIVATE_KEY_FILE
+#                          [unset]  all three: authenticate as this GitHub App instead of with
+#                          LIVE_CI_GITHUB_TOKEN (the module's github_app); after the apply the
+#                          key file's PEM goes into the SecureString the module names
+#                          (github_app_private_key_ssm_parameter_name), as an operator puts it
 #   LIVE_CI_LAMBDA_ZIPS    [unset]  a directory of `make package` zips (<function>/bootstrap.zip)
 #                          deployed as they are instead of the debug wrappers (make e2e-release);
 #                          they reach the metadb the way the module configures it, so they
@@ -140,6 +145,15 @@ apply() {
     true|false) ;;
     *) die "LIVE_CI_ALLOW_DESTROY must be true or false, not \"$allow_destroy\"" ;;
   esac
+  # A GitHub App (all three settings) or the token.
+  local app_id="${LIVE_CI_GITHUB_APP_ID:-}" app_installation="${LIVE_CI_GITHUB_APP_INSTALLATION_ID:-}"
+  local app_key_file="${LIVE_CI_GITHUB_APP_PRIVATE_KEY_FILE:-}" github_app=null
+  if [ -n "$app_id$app_installation$app_key_file" ]; then
+    [[ "$app_id" =~ ^[1-9][0-9]*$ ]] || die "LIVE_CI_GITHUB_APP_ID must be a github app id (a whole number), not \"$app_id\""
+    [[ "$app_installation" =~ ^[1-9][0-9]*$ ]] || die "LIVE_CI_GITHUB_APP_INSTALLATION_ID must be an installation id (a whole number), not \"$app_installation\""
+    [ -r "$app_key_file" ] || die "LIVE_CI_GITHUB_APP_PRIVATE_KEY_FILE \"$app_key_file\" is not a readable file (the app's private key, pem)"
+    github_app="{\"id\": $app_id, \"installation_id\": $app_installation}"
+  fi
   mkdir -p "$state_dir"
   # The units' state stands for a remote backend that the commands' own user (the
   # task image's child user, not root) writes to: anyone may add to it, as in /tmp.
@@ -172,6 +186,7 @@ apply() {
   "github_api_url": "$LIVE_CI_GITHUB_API_URL",
   "github_webhook_secret": "${LIVE_CI_WEBHOOK_SECRET:-local-webhook-secret-for-the-local-cloud}",
   "github_token": "${LIVE_CI_GITHUB_TOKEN:-local-token}",
+  "github_app": $github_app,
   "vote_link_key": "${LIVE_CI_VOTE_LINK_KEY:-local-vote-link-key-of-at-least-32-chars}",
   "lambda_zip_dir": "$deploy/lambda",
   "log_level": "${LIVE_CI_LOG_LEVEL:-info}",
@@ -194,6 +209,29 @@ EOF
     -var-file="$deploy/local.tfvars.json" >&2
   local outputs
   outputs="$("${tf[@]}" output -json -state="$deploy/terraform.tfstate")"
+  if [ "$github_app" != null ]; then
+    # The module creates the key's parameter with a placeholder and ignores its
+    # value: the key is put in SSM, never in the Terraform state.
+    local key_param
+    key_param="$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["github_app_private_key_ssm_parameter_name"]["value"])')"
+    log "putting the github app's private key into $key_param"
+    "$work/venv/bin/python" - "$AWS_ENDPOINT_URL" "$key_param" "$app_key_file" <<'PY' >&2
+import sys
+
+import boto3
+
+endpoint, name, key_file = sys.argv[1:4]
+ssm = boto3.client("ssm", endpoint_url=endpoint, region_name="us-east-1")
+# Encrypted under the module's key, as the parameter was created (an overwrite
+# without KeyId would use the account's aws/ssm key, which no role may decrypt).
+found = ssm.describe_parameters(ParameterFilters=[{"Key": "Name", "Values": [name]}])
+key_id = found["Parameters"][0]["KeyId"]
+with open(key_file, encoding="ascii") as f:
+    ssm.put_parameter(
+        Name=name, Value=f.read(), Type="SecureString", KeyId=key_id, Overwrite=True
+    )
+PY
+  fi
   # The target accounts' plan/apply roles, trusting this deployment's task roles (the
   # local cloud's IAM refuses an AssumeRole its trust policy does not allow).
   "$work/venv/bin/python" "$root/scripts/target-account-roles.py" "$AWS_ENDPOINT_URL" \

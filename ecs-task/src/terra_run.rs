@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use live_ci_core::deploy::{Action, ExecutionRecord};
 use live_ci_core::path::RepoPath;
-use live_ci_core::plan_view;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
@@ -31,13 +30,14 @@ use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, plan_key, program_of, resources_of_providers,
     resources_of_providers_in_state, with_plan_file,
 };
+use live_ci_core::{plan_text, plan_view};
 use live_ci_workflow::payload::{ApplyResult, PlanResult};
 use serde::Serialize;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
-use crate::plans::describe_plan_json;
+use crate::plans::{self, describe_plan_json};
 use crate::run::{self, Tick};
 use crate::sandbox;
 use crate::timeline;
@@ -103,7 +103,18 @@ pub async fn terra_run_with<
 ) -> Result<TerraRunResult> {
     let token = config.task_token.clone();
     let mut unit = None;
-    let outcome = phase(config, repo, logs_url, ports, &token, prefetched, &mut unit).await;
+    let mut unit_plan = None;
+    let outcome = phase(
+        config,
+        repo,
+        logs_url,
+        ports,
+        &token,
+        prefetched,
+        &mut unit,
+        &mut unit_plan,
+    )
+    .await;
     let status = async {
         let Some((commit, cfg_path)) = &unit else {
             return;
@@ -120,6 +131,13 @@ pub async fn terra_run_with<
             ),
             Err(e) => (StatusState::Failure, e.to_string()),
         };
+        let text = match &outcome {
+            // A check run (with an App) shows the plan; a status cannot.
+            Ok(TerraRunResult::Plan(_)) => unit_plan
+                .as_deref()
+                .map(|plan| plan_text::fit_plan(plan, logs_url, plan_text::CHECK_RUN_LIMIT)),
+            _ => None,
+        };
         post_status(
             ports,
             logs_url,
@@ -128,6 +146,7 @@ pub async fn terra_run_with<
             cfg_path,
             state,
             &description,
+            text,
         )
         .await;
         timeline::mark("final_status");
@@ -164,6 +183,8 @@ pub async fn terra_run_with<
 
 /// Posts a plan or apply status when the configuration asks for it; a status
 /// that cannot be posted is logged, never fatal (the token is the real answer).
+/// `text`: the unit's plan, fitted, for a check run's output.
+#[allow(clippy::too_many_arguments)]
 async fn post_status<M, A, T, G: GitHost, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     logs_url: Option<&str>,
@@ -172,6 +193,7 @@ async fn post_status<M, A, T, G: GitHost, R>(
     cfg_path: &RepoPath,
     state: StatusState,
     description: &str,
+    text: Option<String>,
 ) {
     let check = match phase {
         Phase::Plan => Check::Plan,
@@ -180,9 +202,13 @@ async fn post_status<M, A, T, G: GitHost, R>(
     let mut status =
         CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
     status.target_url = logs_url.map(str::to_string);
+    status.text = text;
     ports.statuses.post(check, &status).await;
 }
 
+/// One phase of the unit; `unit` and `unit_plan` (the plan's text, when a
+/// status shows it) are filled in as they are known, for the final status.
+#[allow(clippy::too_many_arguments)]
 async fn phase<
     M: RunStore + ExecutionStore,
     A: ArtifactStore,
@@ -197,6 +223,7 @@ async fn phase<
     token: &str,
     prefetched: Option<ExecutionRecord>,
     unit: &mut Option<(String, RepoPath)>,
+    unit_plan: &mut Option<String>,
 ) -> Result<TerraRunResult> {
     let phase = config.phase.phase();
     let execution_id = &config.execution_id;
@@ -257,6 +284,7 @@ async fn phase<
                 Phase::Plan => "planning",
                 Phase::Apply => "applying the approved plan",
             },
+            None,
         )
         .await;
         timeline::mark("pending_status");
@@ -328,19 +356,27 @@ async fn phase<
                 })?;
             // The summary (a `show` process) and the plan's storage (S3, then
             // the metadb) are independent: they go at once.
+            let show = config.common.show_command.for_unit(&record.cfg_path);
             let describe = async {
-                let summary = describe_plan_json(
-                    &config.common.show_command.for_unit(&record.cfg_path),
-                    &plan_file_str,
-                    &unit_dir,
-                    &env,
-                    "",
-                )
-                .await;
+                let summary = describe_plan_json(&show, &plan_file_str, &unit_dir, &env, "").await;
                 timeline::mark("show");
                 summary
             };
-            let (summary, stored) = tokio::join!(describe, store_plan(ports, &key, bytes));
+            // The plan as terraform shows it to people (`show -no-color`, as
+            // the child user), for the plan status when the host shows a
+            // status's text (a check run); a read-only `show` beside the other.
+            let shows_text =
+                ports.statuses.allows(Check::Plan) && ports.statuses.host().shows_status_text();
+            let render = async {
+                if shows_text {
+                    plans::plan_text(&show, &plan_file_str, &unit_dir, &env, "").await
+                } else {
+                    None
+                }
+            };
+            let (summary, stored, text) =
+                tokio::join!(describe, store_plan(ports, &key, bytes), render);
+            *unit_plan = text;
             let (summary, json) = summary?;
             // The JSON the approval page shows, sealed to this plan's hash
             // and recorded with it in one statement.

@@ -94,8 +94,10 @@ module "live_ci" {
   stale_claim_seconds       = 60
 
   github_webhook_secret = var.github_webhook_secret
-  github_token          = var.github_token
-  vote_link_key         = var.vote_link_key
+  # A token or an App, never both (the module refuses both).
+  github_token  = var.github_app == null ? var.github_token : null
+  github_app    = var.github_app
+  vote_link_key = var.vote_link_key
 
   # The wrapper zips of scripts/deploy-local.sh; the task image is a name the
   # plugin's image map (LIVE_CI_LOCAL_IMAGE_MAP) resolves to target/debug/live-ci-task.

@@ -42,3 +42,8 @@ output "approval_topic_arn" {
   description = "The approval requests' topic (its policy lets only the state machine publish: tests/e2e)."
   value       = module.live_ci.approval_topic_arn
 }
+
+output "github_app_private_key_ssm_parameter_name" {
+  description = "With github_app: the SecureString scripts/deploy-local.sh puts the App's private key into; null with a token."
+  value       = module.live_ci.github_app_private_key_ssm_parameter_name
+}

@@ -94,6 +94,15 @@ variable "github_token" {
   sensitive   = true
 }
 
+variable "github_app" {
+  description = "Authenticate as this GitHub App instead of github_token (which is then ignored): its id and installation id, as the fake trusts them. scripts/deploy-local.sh puts the App's private key into the module's github_app_private_key_ssm_parameter_name."
+  type = object({
+    id              = number
+    installation_id = number
+  })
+  default = null
+}
+
 variable "vote_link_key" {
   description = "Key of the vote links (32+ characters)."
   type        = string

@@ -127,8 +127,10 @@ impl GitHubClient {
         self.check_runs
     }
 
-    /// `status` as a check run: created, or edited when this client made
-    /// one for the same commit and name.
+    /// `status` as a check run: edited when one of this App's for the same
+    /// commit and name exists — made by this client, or found by
+    /// [`Self::existing_check_run`] (made by another job, e.g. the
+    /// receiver's pending plan that pr-plan completes) — created otherwise.
     async fn check_run(&self, status: &CommitStatus) -> Result<(), GitHubError> {
         let body = check_run_body(status);
         let key = (status.sha.clone(), status.context.clone());
@@ -137,7 +139,17 @@ impl GitHubClient {
             .lock()
             .ok()
             .and_then(|ids| ids.get(&key).copied());
+        let known = match known {
+            Some(id) => Some(id),
+            None => {
+                self.existing_check_run(&status.sha, &status.context)
+                    .await?
+            }
+        };
         if let Some(id) = known {
+            if let Ok(mut ids) = self.check_run_ids.lock() {
+                ids.insert(key, id);
+            }
             let url = self.repo_url(&format!("check-runs/{id}"));
             self.send(Method::PATCH, &url, Some(&body)).await?;
             return Ok(());
@@ -151,6 +163,37 @@ impl GitHubClient {
             ids.insert(key, id);
         }
         Ok(())
+    }
+
+    /// The newest check run named `name` on `sha` that this App made:
+    /// `GET /repos/{o}/{r}/commits/{sha}/check-runs?check_name=…&filter=latest`
+    /// (`checks: read`, which every job's `checks: write` covers). Another
+    /// App's run of the same name is never edited (GitHub would refuse it).
+    async fn existing_check_run(&self, sha: &str, name: &str) -> Result<Option<u64>, GitHubError> {
+        // The commit goes into the URL path: nothing that could change it.
+        if sha.is_empty() || !sha.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(GitHubError::Commit(sha.to_string()));
+        }
+        let mut url = reqwest::Url::parse(&self.repo_url(&format!("commits/{sha}/check-runs")))
+            .map_err(|e| GitHubError::BaseUrl {
+                url: self.base.clone(),
+                reason: e.to_string(),
+            })?;
+        url.query_pairs_mut()
+            .append_pair("check_name", name)
+            .append_pair("filter", "latest")
+            .append_pair("per_page", &PER_PAGE.to_string());
+        let url = url.to_string();
+        let (value, _) = self.send(Method::GET, &url, None).await?;
+        let list: CheckRunList = self.decode(&url, value)?;
+        let app_id = self.app.as_ref().map(|a| a.app_id);
+        Ok(list
+            .check_runs
+            .into_iter()
+            .filter(|run| run.name == name && run.head_sha == sha)
+            .filter(|run| app_id.is_none() || run.app.as_ref().map(|a| a.id) == app_id)
+            .map(|run| run.id)
+            .max())
     }
 
     /// The token to clone the live repository with over HTTPS: the static
@@ -556,6 +599,28 @@ struct CommentEntry {
     user: Option<CommentUser>,
 }
 
+/// `GET …/commits/{ref}/check-runs`: the fields a lookup needs.
+#[derive(Deserialize)]
+struct CheckRunList {
+    #[serde(default)]
+    check_runs: Vec<CheckRunEntry>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunEntry {
+    id: u64,
+    name: String,
+    head_sha: String,
+    /// The App that made it (null for none GitHub knows).
+    #[serde(default)]
+    app: Option<CheckRunApp>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunApp {
+    id: u64,
+}
+
 #[derive(Deserialize)]
 struct CommentUser {
     login: String,
@@ -599,6 +664,10 @@ pub fn check_run_body(status: &CommitStatus) -> Value {
 
 impl GitHost for GitHubClient {
     type Error = GitHubError;
+
+    fn shows_status_text(&self) -> bool {
+        self.check_runs
+    }
 
     async fn set_status(&self, status: &CommitStatus) -> Result<(), GitHubError> {
         if self.check_runs && status.context != live_ci_core::status::context::MERGE_LOCK {

@@ -209,6 +209,9 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
         ("POST", ["statuses", sha]) if !sha.is_empty() => (Statuses, Write),
         ("POST", ["check-runs"]) => (Checks, Write),
         ("PATCH", ["check-runs", id]) if !id.is_empty() => (Checks, Write),
+        // A commit's check runs by name, to edit the one another job made
+        // (GitHub: "GitHub Apps must have the checks:read permission").
+        ("GET", ["commits", sha, "check-runs"]) if !sha.is_empty() => (Checks, Read),
         ("GET", ["pulls"]) | ("GET", ["pulls", _]) | ("GET", ["pulls", _, "files"]) => {
             (PullRequests, Read)
         }
@@ -259,6 +262,10 @@ mod tests {
             Some((Checks, Write))
         );
         assert_eq!(required(&get, "check-runs/5"), None);
+        assert_eq!(
+            required(&get, "commits/abc/check-runs"),
+            Some((Checks, Read))
+        );
         assert_eq!(required(&get, "pulls"), Some((PullRequests, Read)));
         assert_eq!(
             required(

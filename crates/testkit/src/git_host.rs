@@ -26,6 +26,9 @@ pub struct RecordingGitHost {
     pub open: Vec<PullRequest>,
     /// What `pull_request_files` answers for every pull request.
     pub files: Vec<String>,
+    /// What `shows_status_text` answers: a host whose statuses are check
+    /// runs (their output shows a status's text).
+    pub shows_text: bool,
 }
 
 impl RecordingGitHost {
@@ -51,6 +54,10 @@ impl RecordingGitHost {
 
 impl GitHost for RecordingGitHost {
     type Error = FakeError;
+
+    fn shows_status_text(&self) -> bool {
+        self.shows_text
+    }
 
     async fn set_status(&self, status: &CommitStatus) -> Result<(), FakeError> {
         lock(&self.statuses).push(status.clone());

@@ -3,7 +3,8 @@
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
 //! pull-request files, open pull requests, one pull request, a collaborator's
 //! permission, issue comments, a branch's head, the token's user, the pull
-//! requests that produced a commit) and a GitHub App's token exchange, keeps
+//! requests that produced a commit, check runs: created, edited, listed per
+//! commit) and a GitHub App's token exchange, keeps
 //! what they wrote, and answers anything else with 404 so an unexpected call
 //! fails the caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
@@ -92,6 +93,9 @@ struct State {
     git_requests: Vec<GitRequest>,
     /// Check runs, as created and then edited.
     check_runs: Vec<CheckRun>,
+    /// Repository requests refused for their token (401, 403), as
+    /// `"<METHOD> <path>: <status>"`, in order.
+    token_refusals: Vec<String>,
 }
 
 /// A check run as GitHub keeps it: created by `POST check-runs`, its fields
@@ -101,6 +105,9 @@ pub struct CheckRun {
     pub id: u64,
     /// Every request that wrote it (the create, then each edit), as sent.
     pub requests: Vec<Value>,
+    /// The bearer token of each of those requests, in the same order (which
+    /// installation token, and so which job, wrote it).
+    pub tokens: Vec<String>,
     /// Its fields now: the create's with every edit's laid over.
     pub current: Value,
 }
@@ -270,6 +277,12 @@ impl FakeGitHub {
             latest.insert(status.context.clone(), status.clone());
         }
         latest
+    }
+
+    /// Every repository request refused for its installation token (expired,
+    /// revoked, unknown: 401; outside its permissions: 403), in order.
+    pub fn token_refusals(&self) -> Vec<String> {
+        lock(&self.state).token_refusals.clone()
     }
 
     /// Every check run created, in order.
@@ -477,25 +490,28 @@ impl Api {
         state: &State,
         request: &Request,
         segments: &[&str],
-    ) -> Option<ResponseTemplate> {
+    ) -> Option<(u16, ResponseTemplate)> {
         let token = bearer(request);
         if !token.starts_with("ghs_") {
             return None;
         }
         let Some(issued) = state.app_tokens.iter().find(|t| t.token == token) else {
-            return Some(bad_credentials());
+            return Some((401, bad_credentials()));
         };
         if !issued.live() {
-            return Some(bad_credentials());
+            return Some((401, bad_credentials()));
         }
         let (permission, write) = app::needs(request.method.as_str(), segments)?;
         if issued.allows(&self.name, permission, write) {
             None
         } else {
-            Some(ResponseTemplate::new(403).set_body_json(json!({
-                "message": "Resource not accessible by integration",
-                "needs": format!("{permission}: {}", if write { "write" } else { "read" }),
-            })))
+            Some((
+                403,
+                ResponseTemplate::new(403).set_body_json(json!({
+                    "message": "Resource not accessible by integration",
+                    "needs": format!("{permission}: {}", if write { "write" } else { "read" }),
+                })),
+            ))
         }
     }
 }
@@ -602,7 +618,10 @@ impl Respond for Api {
         let method = request.method.as_str();
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = lock(&self.state);
-        if let Some(refused) = self.refuse_token(&state, request, &segments) {
+        if let Some((status, refused)) = self.refuse_token(&state, request, &segments) {
+            state
+                .token_refusals
+                .push(format!("{method} {path}: {status}"));
             return refused;
         }
         if let Some(refused) = too_long(method, &segments, &body) {
@@ -744,9 +763,54 @@ impl Respond for Api {
                 state.check_runs.push(CheckRun {
                     id,
                     requests: vec![body.clone()],
+                    tokens: vec![bearer(request).to_owned()],
                     current: body,
                 });
                 ResponseTemplate::new(201).set_body_json(json!({ "id": id }))
+            }
+            // A commit's check runs (GitHub: `check_name` matches the name
+            // exactly; `filter=latest`, the default, keeps the newest per name;
+            // each names the App that made it).
+            ("GET", ["commits", git_ref, "check-runs"]) => {
+                let query = |key: &str| {
+                    request
+                        .url
+                        .query_pairs()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.into_owned())
+                };
+                let name = query("check_name");
+                let all = query("filter").as_deref() == Some("all");
+                let app_id = state.app.as_ref().map(|a| a.app_id);
+                let mut runs: Vec<&CheckRun> = state
+                    .check_runs
+                    .iter()
+                    .filter(|r| r.current["head_sha"].as_str() == Some(*git_ref))
+                    .filter(|r| {
+                        name.as_ref()
+                            .is_none_or(|n| r.current["name"] == n.as_str())
+                    })
+                    .collect();
+                if !all {
+                    let mut newest: BTreeMap<String, &CheckRun> = BTreeMap::new();
+                    for run in runs {
+                        let n = run.current["name"].as_str().unwrap_or_default().to_owned();
+                        newest.insert(n, run);
+                    }
+                    runs = newest.into_values().collect();
+                }
+                runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+                let listed: Vec<Value> = runs
+                    .iter()
+                    .map(|r| {
+                        let mut v = r.current.clone();
+                        v["id"] = json!(r.id);
+                        v["app"] = json!({ "id": app_id, "slug": FakeGitHub::APP_SLUG });
+                        v
+                    })
+                    .collect();
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({ "total_count": listed.len(), "check_runs": listed }))
             }
             ("PATCH", ["check-runs", id]) => {
                 if let Some(refused) = check_run_refusal(&body, false) {
@@ -763,6 +827,7 @@ impl Respond for Api {
                             }
                         }
                         run.requests.push(body);
+                        run.tokens.push(bearer(request).to_owned());
                         ResponseTemplate::new(200).set_body_json(json!({ "id": id }))
                     }
                     None => not_found(path),

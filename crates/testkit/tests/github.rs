@@ -526,9 +526,15 @@ async fn with_an_app_a_units_status_is_a_check_run_and_the_merge_lock_a_status()
         .filter(|r| r.url.path().starts_with("/repos/"))
         .map(|r| (r.method.to_string(), r.url.path().to_string()))
         .collect();
+    // One look-up for a run another job made, then the create; the same
+    // client's second status edits its own run without asking again.
     assert_eq!(
         paths,
         [
+            (
+                "GET".to_string(),
+                format!("/repos/acme/live/commits/{sha}/check-runs")
+            ),
             (
                 "POST".to_string(),
                 "/repos/acme/live/check-runs".to_string()
@@ -548,6 +554,108 @@ async fn with_an_app_a_units_status_is_a_check_run_and_the_merge_lock_a_status()
         fake.app_tokens()[0].request["permissions"],
         serde_json::json!({"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"})
     );
+}
+
+/// A status one job posts and another completes is one check run: the
+/// second job finds the first's (`GET commits/{sha}/check-runs` by name,
+/// latest) and edits it; a name or commit without one gets a new run.
+#[tokio::test]
+async fn a_status_one_job_posted_and_another_completed_is_one_check_run() {
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let receiver = app_client(&fake, &key, Job::Receiver).with_check_runs();
+    let task = app_client(&fake, &key, Job::CreateDeployStack).with_check_runs();
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    let name = "live-ci: create-deploy-stack";
+    receiver
+        .set_status(&CommitStatus::new(
+            sha,
+            StatusState::Pending,
+            name,
+            "finding the affected units",
+        ))
+        .await
+        .unwrap();
+    task.set_status(&CommitStatus::new(
+        sha,
+        StatusState::Success,
+        name,
+        "3 units",
+    ))
+    .await
+    .unwrap();
+    // Another commit, and another name: their own runs.
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    task.set_status(&CommitStatus::new(
+        other,
+        StatusState::Success,
+        name,
+        "0 units",
+    ))
+    .await
+    .unwrap();
+    task.set_status(&CommitStatus::new(
+        sha,
+        StatusState::Success,
+        "live-ci: deploy",
+        "done",
+    ))
+    .await
+    .unwrap();
+
+    let runs = fake.check_runs();
+    assert_eq!(runs.len(), 3, "{runs:#?}");
+    assert_eq!(runs[0].current["name"], name);
+    assert_eq!(runs[0].current["head_sha"], sha);
+    assert_eq!(runs[0].current["status"], "completed");
+    assert_eq!(runs[0].current["conclusion"], "success");
+    assert_eq!(runs[0].requests.len(), 2);
+    let tokens = fake.app_tokens();
+    let job_token = |perm: &str| {
+        tokens
+            .iter()
+            .find(|t| t.request["permissions"].get(perm).is_some())
+            .map(|t| t.token.clone())
+            .unwrap()
+    };
+    // Created with the receiver's token, completed with the task's.
+    assert_eq!(
+        runs[0].tokens,
+        [job_token("metadata"), job_token("contents")]
+    );
+    assert_eq!(runs[1].current["head_sha"], other);
+    assert_eq!(runs[2].current["name"], "live-ci: deploy");
+
+    let sent: Vec<String> = fake
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.url.path().starts_with("/repos/"))
+        .map(|r| {
+            let query = r.url.query().map(|q| format!("?{q}")).unwrap_or_default();
+            format!("{} {}{query}", r.method, r.url.path())
+        })
+        .collect();
+    let lookup = |commit: &str, check: &str| {
+        format!(
+            "GET /repos/acme/live/commits/{commit}/check-runs?check_name={}&filter=latest&per_page=100",
+            check.replace(':', "%3A").replace(' ', "+")
+        )
+    };
+    assert_eq!(
+        sent,
+        [
+            lookup(sha, name),
+            "POST /repos/acme/live/check-runs".to_string(),
+            lookup(sha, name),
+            format!("PATCH /repos/acme/live/check-runs/{}", runs[0].id),
+            lookup(other, name),
+            "POST /repos/acme/live/check-runs".to_string(),
+            lookup(sha, "live-ci: deploy"),
+            "POST /repos/acme/live/check-runs".to_string(),
+        ]
+    );
+    assert_eq!(fake.token_refusals(), Vec::<String>::new());
 }
 
 /// The fake refuses a check run output over the Checks API's 65,535

@@ -124,7 +124,11 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
     let bucket = new_bucket(&client, "plans").await;
     let store = S3ArtifactStore::new(client, &bucket);
     let tokens = RecordingTokens::default();
-    let github = RecordingGitHost::default();
+    // Statuses shown as check runs (a GitHub App): the plan's carries its text.
+    let github = RecordingGitHost {
+        shows_text: true,
+        ..RecordingGitHost::default()
+    };
     let repo = Repo {
         clone_url: s.clone_url.clone(),
         token: None,
@@ -287,6 +291,27 @@ async fn plan_saves_apply_applies_that_plan_and_records_new_resources() {
             )
         ]
     );
+    // The finished plan's status carries the plan as terraform shows it
+    // (`show -no-color`), fitted into a diff block; no other status has text.
+    let texts: Vec<(StatusState, Option<String>)> = statuses
+        .iter()
+        .filter(|st| st.sha == s.commits[0] && st.context == status_context(Phase::Plan, &unit))
+        .map(|st| (st.state, st.text.clone()))
+        .collect();
+    assert_eq!(texts[0], (StatusState::Pending, None));
+    let plan = texts[1].1.as_deref().unwrap_or_default();
+    assert!(plan.starts_with("```diff\n"), "{plan}");
+    assert!(
+        plan.contains("+  + resource \"terraform_data\" \"this\" {\n"),
+        "{plan}"
+    );
+    assert!(
+        statuses
+            .iter()
+            .filter(|st| st.context != status_context(Phase::Plan, &unit))
+            .all(|st| st.text.is_none()),
+        "{statuses:#?}"
+    );
     let applies = of(&s.commits[0], Phase::Apply);
     assert_eq!(applies.len(), 4, "{applies:?}");
     assert_eq!(
@@ -393,6 +418,9 @@ async fn an_unchanged_plan_skips_approval_and_apply_when_configured() {
         (last.state, last.description.as_str()),
         (StatusState::Success, "no changes")
     );
+    // A host that shows no status text (commit statuses) gets none: no
+    // `show -no-color` is run for it.
+    assert_eq!(last.text, None);
     s.db.drop_db().await;
 }
 

@@ -2,5 +2,6 @@
 //! crate, each former `tests/*.rs` a module.
 
 mod docs;
+mod github_permissions;
 mod local_deployment;
 mod module_contract;

@@ -38,6 +38,13 @@ pub trait GitHost: Send + Sync {
         marker: &str,
         body: &str,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Whether a status's `text` (a unit's plan) reaches the host: true when
+    /// statuses go out as GitHub check runs, whose output shows it. A caller
+    /// renders the text only then (a commit status has no room for it).
+    fn shows_status_text(&self) -> bool {
+        false
+    }
 }
 
 /// Where a branch of the repository points now, and what put it there.

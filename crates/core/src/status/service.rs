@@ -151,6 +151,10 @@ impl<T: GitHost> GitHost for &T {
     async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), T::Error> {
         (**self).upsert_comment(number, marker, body).await
     }
+
+    fn shows_status_text(&self) -> bool {
+        (**self).shows_status_text()
+    }
 }
 
 /// Where statuses link: built here only.

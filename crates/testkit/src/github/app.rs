@@ -80,6 +80,7 @@ pub(crate) fn needs(method: &str, segments: &[&str]) -> Option<(&'static str, bo
     Some(match (method, segments) {
         ("POST", ["statuses", _]) => ("statuses", true),
         ("POST", ["check-runs"]) | ("PATCH", ["check-runs", _]) => ("checks", true),
+        ("GET", ["commits", _, "check-runs"]) => ("checks", false),
         ("GET", ["pulls", ..]) | ("GET", ["commits", _, "pulls"]) => ("pull_requests", false),
         ("GET", ["issues", _, "comments"]) => ("pull_requests", false),
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
