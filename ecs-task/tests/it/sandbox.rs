@@ -195,7 +195,7 @@ async fn plan_with_probe(
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
             format!("/v2/credentials/{canary}"),
         ),
-        ("GIT_SSH_KEY", key),
+        ("GIT_SSH_KEY", key.clone()),
         (
             "TF_CLI_CONFIG_FILE",
             concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/terraformrc").to_string(),
