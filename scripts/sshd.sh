@@ -18,16 +18,18 @@ install_sshd() {
   command -v apt-get >/dev/null || die "no $SSHD and no apt-get to install it"
   # Installing the package must not start a system-wide sshd: policy-rc.d
   # refuses every service start while apt runs (Debian's documented switch).
-  local policy=/usr/sbin/policy-rc.d created=""
+  local policy=/usr/sbin/policy-rc.d
   if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 0755 "$policy" && created=1
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod 0755 "$policy"
+    # Removed however the install ends.
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   # apt's lists may be missing on a fresh machine: update once, then install.
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server >/dev/null 2>&1 || {
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server >/dev/null
   }
-  [ -n "$created" ] && rm -f "$policy"
   [ -x "$SSHD" ] || die "openssh-server did not install at $SSHD"
 }
 

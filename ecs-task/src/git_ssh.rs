@@ -150,7 +150,8 @@ impl Drop for Agent {
         if let Some(group) = i32::try_from(self.pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw)
-            && let Err(e) = rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+            && let Err(e) =
+                rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
         {
             tracing::warn!(error = %e, pid = self.pid, "stopping the ssh agent's process group");
         }

@@ -71,7 +71,11 @@ impl Drop for Sshd {
 
 impl Sshd {
     fn start() -> Sshd {
-        assert_eq!(sh("id -u").trim(), "0", "these tests start sshd: run as root");
+        assert_eq!(
+            sh("id -u").trim(),
+            "0",
+            "these tests start sshd: run as root"
+        );
         let script = repo_root().join("scripts/sshd.sh");
         let installed = Command::new("bash")
             .arg(&script)
@@ -136,7 +140,11 @@ impl Sshd {
         let host_pub = std::fs::read_to_string(dir.path().join("host_key.pub")).unwrap();
         let host_line = format!(
             "[127.0.0.1]:{port} {}",
-            host_pub.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+            host_pub
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
         );
         let key = std::fs::read_to_string(dir.path().join("deploy_key")).unwrap();
         Sshd {
@@ -351,10 +359,7 @@ async fn merged_code_clones_an_ssh_module_through_the_childs_agent_and_never_rea
         "the plan has the ssh module's resource: {all}"
     );
     // sshd accepted the deploy key (from the agent: there is no key file).
-    assert!(
-        sshd.log().contains("Accepted publickey for root"),
-        "{all}"
-    );
+    assert!(sshd.log().contains("Accepted publickey for root"), "{all}");
     let r = report(&files);
     assert_eq!(r.get("uid").map(String::as_str), Some("65534"), "{all}");
     // The agent runs as the child user and is non-dumpable: its /proc files
@@ -385,7 +390,10 @@ async fn merged_code_clones_an_ssh_module_through_the_childs_agent_and_never_rea
     let secret = sshd.secret();
     assert!(secret.len() > 2, "{secret:?}");
     // Read files the probe reached, or the run would prove nothing.
-    assert!(files["readable_files"].contains("ssh-ed25519"), "the pins: {all}");
+    assert!(
+        files["readable_files"].contains("ssh-ed25519"),
+        "the pins: {all}"
+    );
     for (name, content) in files.iter().chain([(&"output".to_string(), &text)]) {
         assert!(
             !secret.iter().any(|line| content.contains(line)) && !content.contains("PRIVATE KEY"),
@@ -415,7 +423,11 @@ async fn a_wrong_host_key_pin_fails_the_clone_whatever_the_key() {
     let pin = format!(
         "[127.0.0.1]:{} {}",
         sshd.port,
-        other_pub.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+        other_pub
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let (text, _files) = terra_run_plan(&sshd, &pin).await;
     let all = format!("{text}\nsshd:\n{}", sshd.log());
