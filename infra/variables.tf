@@ -180,7 +180,7 @@ variable "ssh_known_hosts" {
 }
 
 variable "git_ssh_key_arn" {
-  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks write it to a key file and give terraform and terragrunt GIT_SSH_COMMAND, which accepts only the host keys of ssh_known_hosts. Null: no key."
+  description = "ARN of an SSM SecureString parameter or Secrets Manager secret holding an SSH private key (an OpenSSH deploy key) for git::ssh:// module sources. The tasks load it into an ssh-agent run as the child user (which may sign with it, not read it) and give terraform and terragrunt GIT_SSH_COMMAND through that agent, accepting only the host keys of ssh_known_hosts; pr-plan offers it to trusted heads only. Null: no key."
   type        = string
   default     = null
 

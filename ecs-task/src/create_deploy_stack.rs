@@ -606,11 +606,16 @@ async fn plan_scan<R: RoleAssumer>(
     // A home, temporary directory and plugin cache of the plans' own, not
     // the task's (which the child user cannot reach).
     env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
-    env.extend(crate::git_ssh::child_env(
+    // Merged code: the deploy key, through an agent the plans may sign
+    // with, never read. Kept until the plans end: dropping it stops the agent.
+    let ssh = crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
         &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
-    )?);
+        crate::git_ssh::KeyUse::Allowed,
+    )
+    .await?;
+    env.extend(ssh.env().iter().cloned());
     let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
     // Plan roles only: create-deploy-stack may not assume an apply role.
     let credentials = sandbox::assume_each(

@@ -207,11 +207,24 @@ async fn plan<R: RoleAssumer>(
     // A home, temporary directory and plugin cache of the plans' own, not
     // the task's (which the child user cannot reach).
     env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
-    env.extend(crate::git_ssh::child_env(
+    // The deploy key (through an agent the plans may sign with, never read)
+    // for a trusted head's code only, like the module-source token.
+    let key_use = if config.head_trusted {
+        crate::git_ssh::KeyUse::Allowed
+    } else {
+        crate::git_ssh::KeyUse::Withheld(
+            "it is not a trusted head's (a maintainer's /live-ci plan runs code live-ci does not trust)",
+        )
+    };
+    // Kept until the plans end: dropping it stops the agent.
+    let ssh = crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
         &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
-    )?);
+        key_use,
+    )
+    .await?;
+    env.extend(ssh.env().iter().cloned());
     let role_of = |p: &RepoPath| {
         accounts
             .as_ref()

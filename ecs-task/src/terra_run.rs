@@ -324,11 +324,17 @@ async fn phase<
         ("LIVE_CI_CFG_PATH".into(), record.cfg_path.to_string()),
         ("LIVE_CI_EXECUTION_ID".into(), record.execution_id.clone()),
     ];
-    extra.extend(crate::git_ssh::child_env(
+    // Merged code: the deploy key, through an agent the command may sign
+    // with, never read. Kept until the command ends: dropping it stops the
+    // agent.
+    let ssh = crate::git_ssh::child_env(
         config.common.git_ssh_key.as_ref(),
         &config.common.ssh_known_hosts,
         &checkout.scratch_file("ssh"),
-    )?);
+        crate::git_ssh::KeyUse::Allowed,
+    )
+    .await?;
+    extra.extend(ssh.env().iter().cloned());
     extra.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
     let env = sandbox::env_for(credentials.as_ref(), &extra);
     let command = with_plan_file(&command, phase, &plan_file_str);

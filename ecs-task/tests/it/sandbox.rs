@@ -6,7 +6,8 @@
 //! configuration), runs a unit whose plan command probes what the task's
 //! child can reach: `/proc/1/environ`, the task's `/proc/<pid>/environ`,
 //! `mem` and `cmdline`, every `/proc/*/environ` it can open, the task's home
-//! (read and write), the SSH key's file, the task's scratch directory; it
+//! (read and write), the SSH agent's `/proc/<pid>/environ` and `mem`, the
+//! task's scratch directory; it
 //! also tries to become the task's uid again and to signal the task. The
 //! canary is in nothing the child could read, and none of those attempts
 //! succeeds. PostgreSQL, LocalStack (S3, STS, Step Functions), real terraform.
@@ -66,7 +67,11 @@ fn probe_script(out: &Path, task_home: &Path) -> String {
 P="$1"
 OUT='{out}'
 HOME_OF_TASK='{home}'
-KEY=$(printf '%s' "$GIT_SSH_COMMAND" | sed -n 's/^ssh -i \([^ ]*\) .*/\1/p' | tr -d "'")
+SOCK=$(printf '%s' "$GIT_SSH_COMMAND" | sed -n "s/.*IdentityAgent=\([^ ]*\) .*/\1/p" | tr -d "'")
+A=""
+for d in /proc/[0-9]*; do
+  [ "$(cat "$d/comm" 2>/dev/null)" = ssh-agent ] && A="${{d#/proc/}}"
+done
 try() {{
   name="$1"; shift
   if "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; then echo "$name: allowed"; else echo "$name: denied"; fi
@@ -77,7 +82,8 @@ try() {{
   echo "groups: $(id -G)"
   grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status
   echo "task_proc_owner: $(stat -c %u /proc/$P/environ)"
-  echo "key: $KEY"
+  echo "agent_socket: $SOCK"
+  echo "agent_uid: $(stat -c %u /proc/$A 2>/dev/null)"
   try environ_1 cat /proc/1/environ
   try environ_task cat /proc/$P/environ
   try mem_task head -c 1 /proc/$P/mem
@@ -86,7 +92,8 @@ try() {{
   try home_read cat "$HOME_OF_TASK/secret"
   try home_gitconfig cat "$HOME_OF_TASK/.gitconfig"
   try home_write sh -c 'echo planted > "$1/planted"' sh "$HOME_OF_TASK"
-  try ssh_key cat "$KEY"
+  try agent_environ cat /proc/$A/environ
+  try agent_mem head -c 1 /proc/$A/mem
   try scratch_list ls -a "$(dirname "$LIVE_CI_REPO_DIR")"
   try setuid_python python3 -c 'import os; os.setuid({task_uid})'
   try setuid_setpriv setpriv --reuid={task_uid} --regid={task_uid} --clear-groups true
@@ -169,8 +176,14 @@ async fn plan_with_probe(
             .build(),
     );
     s3.create_bucket().bucket(&bucket).send().await.unwrap();
-    let key =
-        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{canary}\n-----END OPENSSH PRIVATE KEY-----");
+    // A real deploy key (the agent refuses anything else); its body is a
+    // second canary.
+    let keys = tempfile::tempdir().unwrap();
+    sh(&format!(
+        "ssh-keygen -q -t ed25519 -N '' -C '{canary}' -f '{}/deploy'",
+        keys.path().display()
+    ));
+    let key = std::fs::read_to_string(keys.path().join("deploy")).unwrap();
     let mut env = vec![
         ("METADB_URL", db.url.clone()),
         ("PLAN_BUCKET", bucket.clone()),
@@ -182,7 +195,7 @@ async fn plan_with_probe(
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
             format!("/v2/credentials/{canary}"),
         ),
-        ("GIT_SSH_KEY", key),
+        ("GIT_SSH_KEY", key.clone()),
         (
             "TF_CLI_CONFIG_FILE",
             concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/terraformrc").to_string(),
@@ -222,13 +235,6 @@ async fn plan_with_probe(
         stdout.contains("live-ci: plan saved to"),
         "the plan ran as the child: {stdout}\n{stderr}"
     );
-    if child {
-        // Said, not silently broken: the child cannot use the deploy key.
-        assert!(
-            stdout.contains("the commands run as the child user, which cannot read the key"),
-            "{stdout}"
-        );
-    }
     assert!(
         metadb.saved_plan(&id).await.unwrap().is_some(),
         "the task recorded the child's plan"
@@ -244,6 +250,17 @@ async fn plan_with_probe(
         files.get("report").is_some_and(|r| r.contains("done")),
         "the probe ran to its end: {files:?}\n{stdout}\n{stderr}"
     );
+    // The deploy key's body is in nothing the child read either.
+    let body: Vec<&str> = key
+        .lines()
+        .filter(|l| !l.starts_with("-----") && !l.trim().is_empty())
+        .collect();
+    for (name, content) in &files {
+        assert!(
+            !body.iter().any(|line| content.contains(line)),
+            "the child read the deploy key into {name}"
+        );
+    }
     db.drop_db().await;
     (files, home)
 }
@@ -274,7 +291,10 @@ async fn the_child_user_reaches_nothing_of_the_task() {
     assert_eq!(r["NoNewPrivs"], "1", "{all}");
     // The task is non-dumpable: its /proc files are root's.
     assert_eq!(r["task_proc_owner"], "0", "{all}");
-    assert!(r["key"].contains("git_ssh_key"), "the key's path: {all}");
+    // The deploy key is in an agent of the child's uid, which the child may
+    // use (its socket) but not read: the agent is non-dumpable.
+    assert!(r["agent_socket"].ends_with("agent.sock"), "{all}");
+    assert_eq!(r["agent_uid"], CHILD_UID.to_string(), "{all}");
     for attempt in [
         "environ_1",
         "environ_task",
@@ -283,7 +303,8 @@ async fn the_child_user_reaches_nothing_of_the_task() {
         "home_read",
         "home_gitconfig",
         "home_write",
-        "ssh_key",
+        "agent_environ",
+        "agent_mem",
         "scratch_list",
         "setuid_python",
         "setuid_setpriv",
