@@ -504,7 +504,10 @@ async fn a_voter_refused_for_good_fails_the_approval_at_once_naming_voter_answer
     let calls = requester.tokens().calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let (token, error, cause) = &calls[0];
-    assert_eq!((token.as_str(), error.as_str()), ("token-refused", MAIL_REFUSED));
+    assert_eq!(
+        (token.as_str(), error.as_str()),
+        ("token-refused", MAIL_REFUSED)
+    );
     assert!(
         cause.starts_with("SES of account 123456789012 (eu-west-1) refused the approval mail for good: \"alice@example.com\": ses refused \"alice@example.com\"."),
         "{cause}"
@@ -533,7 +536,10 @@ async fn a_transient_mail_failure_leaves_the_approval_waiting_for_the_retry() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Retryable, "{err}");
-    assert!(err.to_string().contains("TooManyRequestsException"), "{err}");
+    assert!(
+        err.to_string().contains("TooManyRequestsException"),
+        "{err}"
+    );
     assert_eq!(requester.tokens().calls(), []);
     tdb.drop_db().await;
 }

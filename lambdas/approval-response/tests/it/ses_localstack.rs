@@ -471,12 +471,20 @@ async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
-    let outcome =
-        Outcome::classify(described.status.as_str(), described.error(), described.cause()).unwrap();
+    let outcome = Outcome::classify(
+        described.status.as_str(),
+        described.error(),
+        described.cause(),
+    )
+    .unwrap();
     let Outcome::Failed { step, error, cause } = &outcome else {
         panic!("not failed: {outcome:?}");
     };
-    assert_eq!((*step, error.as_str()), (FailedStep::Approval, "ApprovalFailed"), "{cause}");
+    assert_eq!(
+        (*step, error.as_str()),
+        (FailedStep::Approval, "ApprovalFailed"),
+        "{cause}"
+    );
     assert!(
         cause.starts_with(&format!(
             "MailRefused: SES of account 000000000000 (us-east-1) refused the approval mail for good: \"{voter}\": ses send-email to \"{voter}\": "
@@ -491,7 +499,12 @@ async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and
     );
     // What trigger-sf stores as the unit's reason and shows in its status.
     let reason = live_ci_trigger_sf::failure_reason(&outcome).unwrap();
-    assert!(reason.starts_with("approval failed: ApprovalFailed: MailRefused: SES of account 000000000000"), "{reason}");
+    assert!(
+        reason.starts_with(
+            "approval failed: ApprovalFailed: MailRefused: SES of account 000000000000"
+        ),
+        "{reason}"
+    );
     assert!(reason.contains(&voter), "{reason}");
     tdb.drop_db().await;
 }
