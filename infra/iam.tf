@@ -290,6 +290,17 @@ data "aws_iam_policy_document" "approval_request" {
   # identity too: the voters' addresses, or their domains when those are the
   # verified identities (infra/README.md "SES sandbox"). Out of the sandbox the
   # voters' ARNs allow nothing more: the sender condition still binds.
+  # A voter SES refuses for good (sandbox, AccessDenied) fails the approval
+  # state at once, with the token SNS delivered. SendTaskFailure has no
+  # resource type in the Service Authorization Reference (list_awsstepfunctions),
+  # so the grant names "*"; never SendTaskSuccess: only the voters' decision
+  # (approval-response) completes the state.
+  statement {
+    sid       = "FailApprovalOnRefusedMail"
+    actions   = ["states:SendTaskFailure"]
+    resources = ["*"]
+  }
+
   statement {
     sid       = "SendApprovalMail"
     actions   = ["ses:SendEmail"]
@@ -336,10 +347,13 @@ data "aws_iam_policy_document" "approval_response" {
     }
   }
 
+  # SendTaskSuccess has no resource type in the Service Authorization Reference
+  # (list_awsstepfunctions): a grant names "*". The token is the capability:
+  # this role holds it only decrypted, per execution, from the task-token key.
   statement {
     sid       = "AnswerTaskToken"
     actions   = ["states:SendTaskSuccess"]
-    resources = [local.state_machine_arn]
+    resources = ["*"]
   }
 
   # The confirmation page shows the saved plan from its sealed show -json
@@ -532,10 +546,13 @@ data "aws_iam_policy_document" "task_terra_run" {
     resources = ["${aws_s3_bucket.plans.arn}/checkouts/*"]
   }
 
+  # The SendTask* actions have no resource type in the Service Authorization
+  # Reference (list_awsstepfunctions): a grant names "*"; the task token the
+  # state machine hands the task is the capability.
   statement {
     sid       = "ReportToStateMachine"
     actions   = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
-    resources = [local.state_machine_arn]
+    resources = ["*"]
   }
 
   # The one account role of this account and phase: the plan phase's role

@@ -293,7 +293,8 @@ def test_step_functions_run_task_wait_for_task_token(
         PolicyName="run",
         PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": allow}),
     )
-    answer = [{"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": machine_arn}]
+    # SendTaskSuccess has no resource type (SAR list_awsstepfunctions): "*".
+    answer = [{"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": "*"}]
     aws("iam").put_role_policy(
         RoleName=task_role.rsplit("/", 1)[-1],
         PolicyName=unique,

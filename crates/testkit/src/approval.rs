@@ -11,7 +11,8 @@ use live_ci_core::approval::{LinkKey, task_token_hash};
 use live_ci_core::deploy::{ExecutionRecord, RunId, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
     ApprovalRecord, ApprovalStore, Ballot, Email, ExecutionStore, Mailer, NewApprovalRequest,
-    RequestStored, RunStore, StoredRequest, TaskTokens, TokenDelivery, VoteView, Voted,
+    RequestStored, RunStore, StoredRequest, TaskFailures, TaskTokens, TokenDelivery, VoteView,
+    Voted,
 };
 use live_ci_metadb::PgMetadb;
 use live_ci_workflow::{ApprovalRequest, PlanResult};
@@ -178,6 +179,46 @@ impl Mailer for RecordingMailer {
         let mut sent = lock(&self.sent);
         sent.push(email.clone());
         Ok(format!("message-{}", sent.len()))
+    }
+}
+
+/// Records every SendTaskFailure approval_request sends (a voter SES refused
+/// for good) and answers `answer` (Delivered by default).
+#[derive(Debug)]
+pub struct RecordingFailures {
+    /// Every SendTaskFailure: (token, error, cause).
+    pub calls: Mutex<Vec<(String, String, String)>>,
+    /// What each send answers.
+    pub answer: Mutex<Result<TokenDelivery, String>>,
+}
+
+impl Default for RecordingFailures {
+    fn default() -> Self {
+        RecordingFailures {
+            calls: Mutex::new(Vec::new()),
+            answer: Mutex::new(Ok(TokenDelivery::Delivered)),
+        }
+    }
+}
+
+impl RecordingFailures {
+    /// The sends so far.
+    pub fn calls(&self) -> Vec<(String, String, String)> {
+        lock(&self.calls).clone()
+    }
+}
+
+impl TaskFailures for RecordingFailures {
+    type Error = FakeError;
+
+    async fn send_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<TokenDelivery, FakeError> {
+        lock(&self.calls).push((token.to_string(), error.to_string(), cause.to_string()));
+        lock(&self.answer).clone().map_err(FakeError)
     }
 }
 

@@ -43,7 +43,7 @@ pub fn sfn_client() -> aws_sdk_sfn::Client {
 /// local cloud evaluates IAM as AWS does, so the service integrations the
 /// tests' definitions call (SQS, SNS, ECS, Lambda) are allowed to it, and it
 /// trusts Step Functions. An existing role is kept.
-async fn ensure_sfn_role() {
+pub async fn ensure_sfn_role() {
     let iam = aws_sdk_iam::Client::new(&sdk_config());
     let name = SFN_ROLE.rsplit('/').next().unwrap_or("live-ci-sfn");
     let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"states.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;

@@ -203,6 +203,14 @@ where
     }
 }
 
+impl live_ci_core::port::TaskFailures for SfnTaskTokens {
+    type Error = WorkflowError;
+
+    async fn send_failure(&self, token: &str, error: &str, cause: &str) -> Result<TokenDelivery> {
+        TaskTokens::send_failure(self, token, error, cause).await
+    }
+}
+
 impl TaskTokens for SfnTaskTokens {
     type Error = WorkflowError;
 

@@ -32,6 +32,9 @@ pub const AWS_ACTIONS: &[&str] = &[
     // The task token, under the task-token key (never decrypted here).
     "kms:Encrypt",
     "ses:SendEmail",
+    // A voter SES refuses for good fails the approval state at once. Never
+    // SendTaskSuccess: only the voters' decision completes it.
+    "states:SendTaskFailure",
     "rds-data:ExecuteStatement",
     "rds-data:BeginTransaction",
     "rds-data:CommitTransaction",

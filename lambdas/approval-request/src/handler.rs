@@ -9,19 +9,29 @@
 //! metadb call is a round trip on the unit's path), or two deliveries racing,
 //! can mail a voter twice. Both mails carry valid links for the same vote, so a second
 //! copy is harmless; a missed mail would not be.
+//!
+//! A voter SES refuses for good (a MessageRejected of the sandbox, an
+//! AccessDenied) would never get a mail, so nobody could reach the thresholds:
+//! the waiting state is failed at once with SendTaskFailure ([`MAIL_REFUSED`]),
+//! naming the voter, SES's text and the account, rather than left to the
+//! approval timeout. Transient failures are only reported, for the retry.
 
 use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
     ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, PortError,
-    PortResultExt, RequestStored, TokenCipher, address_problem,
+    PortResultExt, RequestStored, TaskFailures, TokenCipher, TokenDelivery, address_problem,
 };
 use live_ci_workflow::ApprovalRequest;
 use serde::Serialize;
 
 use crate::config::RequestSettings;
 use crate::mail::{MailContext, render_email, vote_url};
+
+/// The error a refused mail fails the approval state with (the state machine's
+/// Catch maps it to `ApprovalFailed`, whose cause then starts with it).
+pub const MAIL_REFUSED: &str = "MailRefused";
 
 /// Why a request was not (completely) handled. The Lambda reports it as a
 /// failed invocation, so the asynchronous retry mails whoever was missed.
@@ -48,6 +58,15 @@ pub enum RequestError {
     },
     #[error("vote link for {voter:?}: {message}")]
     Link { voter: String, message: String },
+    /// A voter was refused for good but the approval state could not be
+    /// failed: retried as the Step Functions call's failure says.
+    #[error("failing the approval of {execution:?} after a refused mail ({cause}): {source}")]
+    FailApproval {
+        execution: String,
+        cause: String,
+        #[source]
+        source: PortError,
+    },
     /// `kind`: retryable when any of the failed sends was (the asynchronous
     /// retry then mails whoever was missed).
     #[error("mailing {failed} of {total} voters of {execution:?} failed: {messages}")]
@@ -63,7 +82,9 @@ pub enum RequestError {
 impl RequestError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            RequestError::Port(e) | RequestError::Encrypt { source: e, .. } => e.kind(),
+            RequestError::Port(e)
+            | RequestError::Encrypt { source: e, .. }
+            | RequestError::FailApproval { source: e, .. } => e.kind(),
             RequestError::Mail { kind, .. } => *kind,
             RequestError::Payload { .. }
             | RequestError::Invalid { .. }
@@ -97,12 +118,13 @@ pub struct MailReport {
 
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct ApprovalRequester<D, M, C> {
+pub struct ApprovalRequester<D, M, C, T> {
     settings: RequestSettings,
     key: LinkKey,
     store: D,
     mailer: M,
     cipher: C,
+    tokens: T,
 }
 
 /// The approval requests an SNS event carries, in record order.
@@ -120,14 +142,22 @@ pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, Request
         .collect()
 }
 
-impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
-    pub fn new(settings: RequestSettings, key: LinkKey, store: D, mailer: M, cipher: C) -> Self {
+impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalRequester<D, M, C, T> {
+    pub fn new(
+        settings: RequestSettings,
+        key: LinkKey,
+        store: D,
+        mailer: M,
+        cipher: C,
+        tokens: T,
+    ) -> Self {
         ApprovalRequester {
             settings,
             key,
             store,
             mailer,
             cipher,
+            tokens,
         }
     }
 
@@ -137,6 +167,10 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
 
     pub fn mailer(&self) -> &M {
         &self.mailer
+    }
+
+    pub fn tokens(&self) -> &T {
+        &self.tokens
     }
 
     /// Checks everything before anything is written or sent.
@@ -246,6 +280,8 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
         // per voter between the mails.
         let mut sent = Vec::new();
         let mut failures = Vec::new();
+        // The voters SES refused for good, with its answer.
+        let mut refused = Vec::new();
         let mut kind = ErrorKind::Permanent;
         for voter in &e.voters {
             if mailed.contains(voter) || report.mailed.contains(voter) {
@@ -263,6 +299,8 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 Err(err) => {
                     if err.kind() == ErrorKind::Retryable {
                         kind = ErrorKind::Retryable;
+                    } else {
+                        refused.push(format!("{voter:?}: {err}"));
                     }
                     failures.push(format!("{voter:?}: {err}"));
                 }
@@ -273,6 +311,9 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 .record_mails(&e.execution_id, &hash_hex, &sent)
                 .await
                 .port("metadb")?;
+        }
+        if !refused.is_empty() {
+            self.fail_approval(request, &refused).await?;
         }
         if failures.is_empty() {
             Ok(report)
@@ -285,6 +326,37 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
                 kind,
             })
         }
+    }
+
+    /// Fails the waiting approval state: `refused` voters can never be mailed.
+    /// A token the execution no longer waits for (an earlier delivery failed
+    /// it, or it ended) is no error.
+    async fn fail_approval(
+        &self,
+        request: &ApprovalRequest,
+        refused: &[String],
+    ) -> Result<(), RequestError> {
+        let execution = &request.execution.execution_id;
+        let cause = refusal_cause(&request.sfn_execution_arn, refused);
+        let sent = self
+            .tokens
+            .send_failure(&request.task_token, MAIL_REFUSED, &cause)
+            .await
+            .port("step functions")
+            .map_err(|source| RequestError::FailApproval {
+                execution: execution.clone(),
+                cause: cause.clone(),
+                source,
+            })?;
+        match sent {
+            TokenDelivery::Delivered => {
+                tracing::error!(execution = %execution, cause = %cause, "approval failed: a voter's mail was refused");
+            }
+            TokenDelivery::Gone { reason } => {
+                tracing::warn!(execution = %execution, cause = %cause, reason = %reason, "a voter's mail was refused; the approval no longer waits");
+            }
+        }
+        Ok(())
     }
 
     /// One voter's mail with their own approve and reject links.
@@ -328,4 +400,21 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher> ApprovalRequester<D, M, C> {
             html,
         })
     }
+}
+
+/// The failure cause of a refused mail: each refused voter with SES's own text,
+/// and the account and region whose SES refused (those of the execution: the
+/// module runs SES beside its state machine), with what to do about it.
+pub fn refusal_cause(sfn_execution_arn: &str, refused: &[String]) -> String {
+    let parts: Vec<&str> = sfn_execution_arn.splitn(6, ':').collect();
+    let (region, account) = match parts.as_slice() {
+        ["arn", _, "states", region, account, _] => (*region, *account),
+        _ => ("an unknown region", "an unknown account"),
+    };
+    format!(
+        "SES of account {account} ({region}) refused the approval mail for good: {}. \
+         In the SES sandbox every voter must be a verified identity; verify the address \
+         or move the account out of the sandbox (infra/README.md), then merge again",
+        refused.join("; ")
+    )
 }

@@ -9,5 +9,7 @@ mod handler;
 mod mail;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, RequestSettings};
-pub use handler::{ApprovalRequester, MailReport, RequestError, parse_sns_event};
+pub use handler::{
+    ApprovalRequester, MAIL_REFUSED, MailReport, RequestError, parse_sns_event, refusal_cause,
+};
 pub use mail::{MailContext, render_email, vote_url};

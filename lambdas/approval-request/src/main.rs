@@ -1,11 +1,13 @@
-//! The approval_request Lambda's entry point: wires the metadb, SES v2 and KMS
-//! clients and the vote-link key into [`ApprovalRequester`] once per cold start.
+//! The approval_request Lambda's entry point: wires the metadb, SES v2, KMS and
+//! Step Functions clients and the vote-link key into [`ApprovalRequester`] once
+//! per cold start.
 
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
 use live_ci_aws::{KmsTokenCipher, SesMailer, sdk};
 use live_ci_lambda_boot::{Boot, serve};
+use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -18,7 +20,9 @@ async fn main() -> anyhow::Result<()> {
         mailer = mailer.with_configuration_set(set);
     }
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
-    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher);
+    // Only SendTaskFailure, through the TaskFailures port: a refused voter.
+    let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&boot.aws));
+    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher, tokens);
     Ok(serve(|event: SnsEvent| async move {
         let mut reports = Vec::new();
         for request in parse_sns_event(&event)? {

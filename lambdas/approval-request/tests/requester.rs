@@ -7,9 +7,11 @@
 use live_ci_testkit::approval as support;
 
 use aws_lambda_events::event::sns::SnsEvent;
-use live_ci_approval_request::{ApprovalRequester, RequestError, RequestSettings, parse_sns_event};
+use live_ci_approval_request::{
+    ApprovalRequester, MAIL_REFUSED, RequestError, RequestSettings, parse_sns_event,
+};
 use live_ci_core::deploy::Vote;
-use live_ci_core::port::ApprovalStore;
+use live_ci_core::port::{ApprovalStore, Classify, Email, ErrorKind, Mailer, TokenDelivery};
 use live_ci_workflow::ApprovalRequest;
 use support::*;
 
@@ -45,6 +47,7 @@ async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let now = now();
     let report = requester.handle(&request, now).await.unwrap();
@@ -135,6 +138,7 @@ async fn values_are_escaped_and_only_web_urls_become_links() {
         db,
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester.handle(&request, now()).await.unwrap();
     let html = &requester.mailer().sent()[0].html;
@@ -164,6 +168,7 @@ async fn an_outputs_only_plan_says_outputs_change() {
         db,
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester.handle(&request, now()).await.unwrap();
     let mail = &requester.mailer().sent()[0];
@@ -184,6 +189,7 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     type Change = Box<dyn Fn(&mut ApprovalRequest)>;
     let cases: Vec<(Change, &str)> = vec![
@@ -250,6 +256,7 @@ async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .mailer()
@@ -307,6 +314,7 @@ async fn the_metadb_holds_no_plain_task_token() {
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(&record, token), now())
@@ -374,6 +382,7 @@ async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
         db.clone(),
         RecordingMailer::default(),
         live_ci_aws::KmsTokenCipher::new(kms_client(), "alias/live-ci-no-such-key"),
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let err = requester
         .handle(&request_for(&record, "token-nokey"), now())
@@ -462,4 +471,130 @@ fn the_first_resource_changes_are_inline_bounded_and_escaped() {
     assert!(!html.contains("<script"), "{html}");
     assert!(!html.contains("aws_s3_bucket.b10"), "{html}");
     assert!(html.contains("… and 4990 more"), "{html}");
+}
+
+/// A voter SES refuses for good can never be mailed, so the approval state is
+/// failed at once (SendTaskFailure with the delivered token) naming the voter,
+/// SES's answer and the account; the other voters are still mailed, and the
+/// invocation still reports the refusal.
+#[tokio::test]
+async fn a_voter_refused_for_good_fails_the_approval_at_once_naming_voter_answer_and_account() {
+    let id = "run-1-c8c5-dev-refused-005";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        RecordingFailures::default(),
+    );
+    requester
+        .mailer()
+        .fail_for
+        .lock()
+        .unwrap()
+        .push("alice@example.com".into());
+    let mut request = request_for(&record, "token-refused");
+    request.sfn_execution_arn =
+        format!("arn:aws:states:eu-west-1:123456789012:execution:live-ci-deployment:{id}");
+    let err = requester.handle(&request, now()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
+    assert_eq!(requester.mailer().sent().len(), 1, "bob is still mailed");
+    let calls = requester.tokens().calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (token, error, cause) = &calls[0];
+    assert_eq!(
+        (token.as_str(), error.as_str()),
+        ("token-refused", MAIL_REFUSED)
+    );
+    assert!(
+        cause.starts_with("SES of account 123456789012 (eu-west-1) refused the approval mail for good: \"alice@example.com\": ses refused \"alice@example.com\"."),
+        "{cause}"
+    );
+    assert!(!cause.contains("bob@example.com"), "{cause}");
+    tdb.drop_db().await;
+}
+
+/// SES answering "try later" is no reason to fail the deployment: the
+/// invocation fails retryable (Lambda's retry mails the voter) and the approval
+/// state keeps waiting.
+#[tokio::test]
+async fn a_transient_mail_failure_leaves_the_approval_waiting_for_the_retry() {
+    let id = "run-1-c8c5-dev-throttled-006";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        Throttled,
+        cipher().await,
+        RecordingFailures::default(),
+    );
+    let err = requester
+        .handle(&request_for(&record, "token-throttled"), now())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Retryable, "{err}");
+    assert!(
+        err.to_string().contains("TooManyRequestsException"),
+        "{err}"
+    );
+    assert_eq!(requester.tokens().calls(), []);
+    tdb.drop_db().await;
+}
+
+/// A token the execution no longer waits for (an earlier delivery failed it,
+/// or the execution ended) is no error of its own: the refusal stays the
+/// invocation's error.
+#[tokio::test]
+async fn a_refusal_after_the_approval_ended_reports_only_the_refusal() {
+    let id = "run-1-c8c5-dev-refused-007";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let failures = RecordingFailures::default();
+    *failures.answer.lock().unwrap() = Ok(TokenDelivery::Gone {
+        reason: "TaskTimedOut: gone".into(),
+    });
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        failures,
+    );
+    requester
+        .mailer()
+        .fail_for
+        .lock()
+        .unwrap()
+        .push("alice@example.com".into());
+    let err = requester
+        .handle(&request_for(&record, "token-gone"), now())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RequestError::Mail { .. }), "{err}");
+    assert_eq!(requester.tokens().calls().len(), 1);
+    tdb.drop_db().await;
+}
+
+/// SES v2's throttling answer, retryable.
+struct Throttled;
+
+#[derive(Debug, thiserror::Error)]
+#[error("TooManyRequestsException: maximum sending rate exceeded")]
+struct ThrottledError;
+
+impl Classify for ThrottledError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Retryable
+    }
+}
+
+impl Mailer for Throttled {
+    type Error = ThrottledError;
+
+    async fn send(&self, _: &Email) -> Result<String, ThrottledError> {
+        Err(ThrottledError)
+    }
 }

@@ -162,6 +162,7 @@ async fn main() {
         Store::new(sql.clone()),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let responder = ApprovalResponder::new(
         key(),

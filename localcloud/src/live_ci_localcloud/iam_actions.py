@@ -6,7 +6,9 @@ topic, bucket or SecureString; iam:PassRole for RunTask; the Data API's secret).
 
 Every entry cites the Service Authorization Reference page ("SAR <page>",
 https://docs.aws.amazon.com/service-authorization/latest/reference/<page>.html) it
-follows. An operation that is not here is authorised as `<prefix>:<Operation>` on
+follows, and tests/test_iam_sar.py checks each against a committed subset of those
+pages (tests/fixtures/sar_subset.json): the action, the resource ARN's format and
+the condition keys. An operation that is not here is authorised as `<prefix>:<Operation>` on
 "*" (iam_enforce.py), which only a statement granting every resource allows; such
 calls are counted at /_live_ci/iam/stats ("unmapped").
 
@@ -310,20 +312,6 @@ def sns_ops(call: Call) -> list[Check]:
 # ---------------------------------------------------------------- Step Functions (SAR list_awsstepfunctions)
 
 
-def _state_machine_of_token(call: Call, token: str) -> str:
-    """The state machine whose execution issued `token`: LocalStack's tokens are opaque
-    ids, so the running executions are searched for the one waiting on it."""
-    from localstack.services.stepfunctions.backend.models import sfn_stores
-
-    store = sfn_stores[call.account][call.region]
-    for execution in list(store.executions.values()):
-        env = getattr(getattr(execution, "exec_worker", None), "env", None)
-        callbacks = getattr(getattr(env, "callback_pool_manager", None), "_pool", None) or {}
-        if token in callbacks:
-            return execution.state_machine_arn
-    return "*"
-
-
 def states_ops(call: Call) -> list[Check]:
     p = call.params
     match call.operation:
@@ -334,14 +322,11 @@ def states_ops(call: Call) -> list[Check]:
             # SAR: DescribeExecution / StopExecution / GetExecutionHistory — execution*.
             return [Check(f"states:{call.operation}", p["executionArn"], dict(call.global_context))]
         case "SendTaskSuccess" | "SendTaskFailure" | "SendTaskHeartbeat":
-            # SAR: SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat: authorised on
-            # the state machine whose task the token is (the module grants them on its
-            # state machine ARN); NOT verified against the SAR page in this environment.
-            return [
-                Check(
-                    f"states:{call.operation}", _state_machine_of_token(call, p["taskToken"]), dict(call.global_context)
-                )
-            ]
+            # SAR: SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat — no resource
+            # type, so only a statement naming "*" allows them (the token is the
+            # capability). Before the SAR check (tests/test_iam_sar.py) the table
+            # used the token's state machine, which the SAR does not support.
+            return [Check(f"states:{call.operation}", "*", dict(call.global_context))]
     raise Unmapped
 
 

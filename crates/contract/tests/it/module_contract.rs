@@ -746,3 +746,30 @@ fn only_approval_response_can_decrypt_task_tokens() {
         ]
     );
 }
+
+/// approval-request holds the task token of every waiting approval (SNS hands
+/// it over) but may only fail it: `states:SendTaskFailure`, for a voter SES
+/// refuses for good (issue 28 item 4). Completing the state is the voters'
+/// decision, through approval-response: approval-request's role allows no
+/// `states:SendTaskSuccess` (nor a wildcard that would), and its binary lists
+/// none. The SendTask* actions have no resource type in the Service
+/// Authorization Reference, so the grants name "*".
+#[test]
+fn approval_request_may_fail_a_task_token_but_never_complete_it() {
+    let m = module();
+    let granted = m.policy_actions("approval_request").unwrap();
+    assert!(allows(&granted, "states:SendTaskFailure"), "{granted:?}");
+    for action in ["states:SendTaskSuccess", "states:SendTaskHeartbeat"] {
+        assert!(
+            !allows(&granted, action),
+            "approval-request's role allows {action}: {granted:?}"
+        );
+        assert!(!live_ci_approval_request::AWS_ACTIONS.contains(&action));
+    }
+    for s in m.statements("approval_request").unwrap() {
+        if allows(&s.actions, "states:SendTaskFailure") {
+            let resources: String = s.resources.split_whitespace().collect();
+            assert_eq!(resources, r#"["*"]"#, "{s:?}");
+        }
+    }
+}

@@ -48,7 +48,7 @@ pub use runs::RunStore;
 pub use sweep::SweepStore;
 pub use task::TaskLauncher;
 pub use tree::FileTree;
-pub use workflow::{ExecutionDescription, TaskTokens, TokenDelivery, WorkflowEngine};
+pub use workflow::{ExecutionDescription, TaskFailures, TaskTokens, TokenDelivery, WorkflowEngine};
 
 use serde::{Deserialize, Serialize};
 

@@ -108,3 +108,20 @@ pub trait TaskTokens: Send + Sync {
         token: &str,
     ) -> impl Future<Output = Result<TokenDelivery, Self::Error>> + Send;
 }
+
+/// The one callback approval_request makes: failing the waiting approval state
+/// when a voter can never be mailed (SES refused the address for good), so the
+/// execution ends at once instead of at the approval timeout. A port of its own
+/// so that handler cannot complete the state: only the voters' decision, through
+/// approval_response, does (its role holds no `states:SendTaskSuccess` either).
+pub trait TaskFailures: Send + Sync {
+    type Error: crate::port::Classify;
+
+    /// Fails the waiting state with `error` and a human-readable `cause`.
+    fn send_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> impl Future<Output = Result<TokenDelivery, Self::Error>> + Send;
+}

@@ -56,6 +56,7 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
         store.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(&record, "token-narrow"), now())

@@ -191,6 +191,7 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester.handle(&request, now()).await.unwrap();
     let mail = requester

@@ -68,6 +68,7 @@ async fn a_decrypt_the_role_may_not_make_is_logged_naming_role_action_and_key() 
         db.clone(),
         RecordingMailer::default(),
         KmsTokenCipher::new(kms_client(), key_id.clone()),
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(&record, "token-denied"), now())

@@ -113,6 +113,7 @@ async fn mail(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(record, "token-plan"), now())

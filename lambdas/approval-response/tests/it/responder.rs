@@ -39,6 +39,7 @@ async fn mail(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(record, task_token), now())
@@ -111,6 +112,7 @@ async fn an_outputs_only_plan_reads_as_outputs_change_on_the_page_as_in_the_mail
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester.handle(&request, now()).await.unwrap();
     let mails = requester.mailer().sent();

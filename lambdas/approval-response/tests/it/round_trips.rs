@@ -106,6 +106,7 @@ async fn mailed(
         Store::new(sql.clone()),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     sql.take();
     requester

@@ -79,6 +79,7 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         db.clone(),
         SesMailer::new(client),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let report = requester
         .handle(&request_for(&record, "token-ses"), now())
@@ -170,6 +171,7 @@ async fn an_unverified_voter_in_the_sandbox_is_refused_naming_the_address_then_m
         db.clone(),
         SesMailer::new(client.clone()),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let request = request_for(&record, "token-sandbox");
     let err = requester.handle(&request, now()).await.unwrap_err();
@@ -253,6 +255,7 @@ async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
         db.clone(),
         SesMailer::new(aws_sdk_sesv2::Client::new(&config)),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     let started = std::time::Instant::now();
     let err = requester
@@ -272,5 +275,236 @@ async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
     assert!(text.contains("AccessDeniedException"), "{text}");
     assert_eq!(err.kind(), live_ci_core::port::ErrorKind::Permanent);
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    tdb.drop_db().await;
+}
+
+/// Issue 28 item 4: an SES refusal reaches the execution's failure cause. The
+/// module's rendered state machine (its `Plan` mocked by the SFN_MOCK_CONFIG
+/// case `MailRefused`) publishes the approval request; the approval_request
+/// handler, with the real SES v2 (sandbox, the voter not verified) and Step
+/// Functions as a role that may only `states:SendTaskFailure`, fails the
+/// waiting state at once: the execution ends FAILED in seconds though its
+/// approval timeout is an hour, with a cause naming the voter, SES's text and
+/// the account, which the unit's status reason (trigger-sf) carries.
+#[tokio::test]
+async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and_account() {
+    use aws_sdk_sfn::types::ExecutionStatus;
+    use aws_sdk_sqs::types::QueueAttributeName;
+    use live_ci_workflow::outcome::{FailedStep, Outcome};
+    use live_ci_workflow::{DeploymentVars, SfnTaskTokens};
+
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    let client = ses(&endpoint);
+    let from = "live-ci@example.com";
+    if !ses_v2_available(&client, from).await {
+        return;
+    }
+    let config = sdk_config_for(&endpoint);
+    let (sfn, sns, sqs) = (
+        aws_sdk_sfn::Client::new(&config),
+        aws_sdk_sns::Client::new(&config),
+        aws_sdk_sqs::Client::new(&config),
+    );
+    let topic = sns
+        .create_topic()
+        .name(live_ci_testkit::unique("mail-refused"))
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
+    let queue = sqs
+        .create_queue()
+        .queue_name(live_ci_testkit::unique("mail-refused"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let queue_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()
+        .remove(&QueueAttributeName::QueueArn)
+        .unwrap();
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(queue_arn)
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .unwrap();
+    let definition = DeploymentVars {
+        ecs_cluster_arn: "arn:aws:ecs:us-east-1:000000000000:cluster/live-ci".into(),
+        terra_run_task_definition_arn:
+            "arn:aws:ecs:us-east-1:000000000000:task-definition/live-ci-terra-run:1".into(),
+        terra_run_container_name: "terra-run".into(),
+        terra_run_role_arn_prefix: "arn:aws:iam::000000000000:role/live-ci-".into(),
+        subnet_ids: vec!["subnet-0a".into()],
+        security_group_ids: vec!["sg-01".into()],
+        assign_public_ip: false,
+        approval_topic_arn: topic.clone(),
+        approval_timeout_seconds: 3600,
+        plan_heartbeat_seconds: 60,
+        plan_timeout_seconds: 600,
+        apply_heartbeat_seconds: 60,
+        apply_timeout_seconds: 600,
+        retry_interval_seconds: 1,
+        retry_max_attempts: 3,
+    }
+    .render_deployment()
+    .unwrap();
+    // The mock config names the state machine: created, or updated when a
+    // previous run left it.
+    let name = "live-ci-test-mail-refused";
+    live_ci_testkit::aws::ensure_sfn_role().await;
+    let machine = match sfn
+        .create_state_machine()
+        .name(name)
+        .definition(&definition)
+        .role_arn(live_ci_testkit::aws::SFN_ROLE)
+        .send()
+        .await
+    {
+        Ok(out) => out.state_machine_arn,
+        Err(err) => {
+            let err = err.into_service_error();
+            assert!(err.is_state_machine_already_exists(), "{err:?}");
+            let arn = format!("arn:aws:states:us-east-1:000000000000:stateMachine:{name}");
+            sfn.update_state_machine()
+                .state_machine_arn(&arn)
+                .definition(&definition)
+                .role_arn(live_ci_testkit::aws::SFN_ROLE)
+                .send()
+                .await
+                .unwrap();
+            arn
+        }
+    };
+
+    let voter = format!("{}@example.com", live_ci_testkit::unique("unverified"));
+    let id = "run-5-5e5e-dev-ses-204";
+    let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let execution_arn = sfn
+        .start_execution()
+        .state_machine_arn(format!("{machine}#MailRefused"))
+        .name(live_ci_testkit::unique("mail-refused"))
+        .input(serde_json::to_string(&record.sfn_input()).unwrap())
+        .send()
+        .await
+        .unwrap()
+        .execution_arn;
+    let started = std::time::Instant::now();
+    let mut request = None;
+    while request.is_none() && started.elapsed() < std::time::Duration::from_secs(30) {
+        let out = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .wait_time_seconds(2)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
+            request = Some(
+                live_ci_workflow::payload::decode::<live_ci_workflow::ApprovalRequest>(
+                    "approval request",
+                    &m.body.unwrap(),
+                )
+                .unwrap(),
+            );
+        }
+    }
+    let request = request.expect("an approval request within 30 s");
+
+    // Step Functions as the module's approval-request role may: SendTaskFailure
+    // only, on "*" (the action has no resource type). Without enforcement the
+    // driver's own keys send it.
+    let tokens_config = if live_ci_testkit::aws::iam_enforced(&endpoint).await {
+        let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"states:SendTaskFailure","Resource":"*"}]}"#;
+        live_ci_testkit::aws::role_session(
+            &endpoint,
+            &live_ci_testkit::unique("approval-request-fail"),
+            policy,
+        )
+        .await
+        .1
+    } else {
+        config.clone()
+    };
+    let requester = ApprovalRequester::new(
+        RequestSettings {
+            approval_url: "https://approve.example.com".into(),
+            from_address: from.into(),
+            approval_timeout_secs: 3600,
+            repository: "acme/live".into(),
+            github_web_url: "https://github.com".into(),
+        },
+        key(),
+        db.clone(),
+        SesMailer::new(client.clone()),
+        cipher().await,
+        SfnTaskTokens::new(aws_sdk_sfn::Client::new(&tokens_config)),
+    );
+    let err = requester.handle(&request, now()).await.unwrap_err();
+    assert!(err.to_string().contains("MessageRejected"), "{err}");
+
+    let described = loop {
+        let out = sfn
+            .describe_execution()
+            .execution_arn(&execution_arn)
+            .send()
+            .await
+            .unwrap();
+        if out.status != ExecutionStatus::Running {
+            break out;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "still waiting after a refused mail: {execution_arn}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let outcome = Outcome::classify(
+        described.status.as_str(),
+        described.error(),
+        described.cause(),
+    )
+    .unwrap();
+    let Outcome::Failed { step, error, cause } = &outcome else {
+        panic!("not failed: {outcome:?}");
+    };
+    assert_eq!(
+        (*step, error.as_str()),
+        (FailedStep::Approval, "ApprovalFailed"),
+        "{cause}"
+    );
+    assert!(
+        cause.starts_with(&format!(
+            "MailRefused: SES of account 000000000000 (us-east-1) refused the approval mail for good: \"{voter}\": ses send-email to \"{voter}\": "
+        )),
+        "{cause}"
+    );
+    assert!(
+        cause.contains(&format!(
+            "Email address is not verified. The following identities failed the check in region US-EAST-1: {voter}"
+        )),
+        "{cause}"
+    );
+    // What trigger-sf stores as the unit's reason and shows in its status.
+    let reason = live_ci_trigger_sf::failure_reason(&outcome).unwrap();
+    assert!(
+        reason.starts_with(
+            "approval failed: ApprovalFailed: MailRefused: SES of account 000000000000"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains(&voter), "{reason}");
     tdb.drop_db().await;
 }

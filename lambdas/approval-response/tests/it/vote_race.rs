@@ -32,6 +32,7 @@ async fn mails(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
     );
     requester
         .handle(&request_for(record, "token-race"), now())
