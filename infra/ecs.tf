@@ -21,6 +21,7 @@ locals {
       PLAN_COMMAND                 = var.plan_command
       APPLY_COMMAND                = var.apply_command
       SHOW_COMMAND                 = var.show_command
+      TG_TF_PATH                   = var.iac_tool
       SKIP_UNCHANGED               = tostring(var.skip_unchanged)
       SSH_KNOWN_HOSTS              = var.ssh_known_hosts
       MAX_PARALLEL                 = tostring(var.max_parallel)

@@ -531,6 +531,23 @@ variable "terraform_version" {
   default     = "1.11.4"
 }
 
+variable "iac_tool" {
+  description = "The binary terragrunt runs, terraform or tofu (OpenTofu): the tasks' TG_TF_PATH, and the task image's IAC_TOOL build argument in the task_image_build_command output. Commands that name terraform themselves (plan_command, apply_command, show_command) are not rewritten."
+  type        = string
+  default     = "terraform"
+
+  validation {
+    condition     = contains(["terraform", "tofu"], var.iac_tool)
+    error_message = "iac_tool must be terraform or tofu."
+  }
+}
+
+variable "tofu_version" {
+  description = "OpenTofu version baked into the task image when iac_tool = \"tofu\" (build arg TOFU_VERSION)."
+  type        = string
+  default     = "1.9.1"
+}
+
 variable "terragrunt_version" {
   description = "Terragrunt version baked into the task image (build arg TERRAGRUNT_VERSION)."
   type        = string

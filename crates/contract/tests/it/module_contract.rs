@@ -57,6 +57,11 @@ const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 /// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
+/// What the module sets for the tasks' children, not for live-ci itself: the
+/// binary terragrunt runs (`iac_tool`), passed to terraform/terragrunt by the
+/// `TG_` prefix of `core::child_env`.
+const CHILD_VARS: &[&str] = &["TG_TF_PATH"];
+
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
     "METADB_URL",
     "Lambdas use the Data API: a URL would put the metadb password in plain environment",
@@ -290,7 +295,10 @@ fn every_variable_a_binary_reads_is_set_and_nothing_else() {
         }
         let read = set(b.env_vars);
         for name in &set_by_module {
-            if !read.contains(name) && !LOGGING_VARS.contains(&name.as_str()) {
+            if !read.contains(name)
+                && !LOGGING_VARS.contains(&name.as_str())
+                && !CHILD_VARS.contains(&name.as_str())
+            {
                 problems.push(format!(
                     "{}: the module sets {name}, which the binary never reads",
                     b.name
