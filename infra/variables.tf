@@ -493,9 +493,9 @@ variable "log_level" {
 }
 
 variable "log_retention_in_days" {
-  description = "Retention of every CloudWatch log group (Lambdas, tasks, state machine)."
+  description = "Retention of every CloudWatch log group (Lambdas, tasks, state machine). 30 days by default (storage is billed per GB-month; the metadb keeps each run's record); 365 or more where a policy asks for a year."
   type        = number
-  default     = 365
+  default     = 30
 
   validation {
     condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_in_days)
@@ -687,9 +687,31 @@ variable "metadb_engine_version" {
 }
 
 variable "metadb_min_capacity" {
-  description = "Minimum Aurora capacity units (0 pauses the database when idle, on engine versions that support it)."
+  description = "Minimum Aurora capacity units. 0 (the default) pauses the database after metadb_seconds_until_auto_pause without connections, so an idle pipeline pays no compute for it; the first call after a pause waits for the resume (every Data API caller retries DatabaseResumingException within its own deadline; the receiver answers GitHub within its budget regardless). 0.5 keeps it always on (about 0.5 ACU x 730 h a month)."
   type        = number
-  default     = 0.5
+  default     = 0
+
+  validation {
+    condition     = var.metadb_min_capacity >= 0 && var.metadb_min_capacity <= 256
+    error_message = "metadb_min_capacity must be between 0 and 256 ACU."
+  }
+}
+
+variable "metadb_seconds_until_auto_pause" {
+  description = "With metadb_min_capacity = 0: idle seconds before Aurora pauses the metadb (300 to 86400)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.metadb_seconds_until_auto_pause >= 300 && var.metadb_seconds_until_auto_pause <= 86400
+    error_message = "metadb_seconds_until_auto_pause must be between 300 and 86400."
+  }
+}
+
+variable "container_insights" {
+  description = "CloudWatch Container Insights on the ECS cluster (billed as custom metrics per task): off by default."
+  type        = bool
+  default     = false
 }
 
 variable "metadb_max_capacity" {
