@@ -214,7 +214,7 @@ variable "allow_destroy" {
 }
 
 variable "commit_status_config" {
-  description = "Which commit statuses live-ci posts. Stored as JSON in an SSM parameter that can be edited without a deploy (Terraform ignores later edits)."
+  description = "Which commit statuses live-ci posts: the first value of an SSM parameter (JSON) that operators edit without a deploy. Terraform ignores the value once the parameter exists, so an edit in SSM survives every apply, and so does a later change of this variable: change it in SSM."
   type = object({
     PrPlan            = optional(bool, true)
     CreateDeployStack = optional(bool, true)
