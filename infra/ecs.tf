@@ -71,6 +71,10 @@ resource "aws_ecs_cluster" "this" {
       error_message = "kms_key_arn is required when create_kms_key is false."
     }
     precondition {
+      condition     = alltrue([for n, path in local.lambda_zips : path != null])
+      error_message = "lambda_zip_dir (a release's assets or make package's target/lambda) or lambda_zip_paths must give a zip for ${join(", ", [for n, path in local.lambda_zips : n if path == null])}."
+    }
+    precondition {
       condition     = var.create_ecr_repository || var.task_image != null
       error_message = "task_image is required when create_ecr_repository is false."
     }

@@ -458,7 +458,7 @@ variable "lambda_architecture" {
 }
 
 variable "lambda_zip_dir" {
-  description = "Directory holding <function>/bootstrap.zip for receiver, trigger-sf, approval-request and approval-response (what `make package` writes). Null means target/lambda of this repository."
+  description = "Directory holding the Lambda zips for receiver, trigger-sf, approval-request and approval-response: a release's assets (<function>.zip) or what `make package` writes (<function>/bootstrap.zip, under target/lambda). One of lambda_zip_dir and lambda_zip_paths must name every function."
   type        = string
   default     = null
 }

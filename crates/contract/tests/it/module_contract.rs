@@ -481,18 +481,27 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
     let (template, passed) = m
         .templatefile_vars(definition)
         .unwrap_or_else(|e| panic!("{e}"));
-    // The module renders infra/deployment.asl.json, a link to the one file
-    // live_ci_workflow embeds.
+    // The module renders infra/deployment.asl.json, the one file (not a link:
+    // the module must work from a git source of infra/ alone), which
+    // statemachine/deployment.asl.json links to and live_ci_workflow embeds.
     assert!(
         template.contains("${path.module}/deployment.asl.json"),
         "templatefile renders {template}, not infra/deployment.asl.json"
     );
-    let linked = repo_root().join("infra/deployment.asl.json");
+    let definition_file = repo_root().join("infra/deployment.asl.json");
+    assert!(
+        !std::fs::symlink_metadata(&definition_file)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "{} must be the definition itself, not a link out of the module",
+        definition_file.display()
+    );
     assert_eq!(
-        std::fs::canonicalize(&linked).unwrap(),
+        std::fs::canonicalize(&definition_file).unwrap(),
         std::fs::canonicalize(repo_root().join("statemachine/deployment.asl.json")).unwrap(),
-        "{} must be a link to statemachine/deployment.asl.json",
-        linked.display()
+        "statemachine/deployment.asl.json must be a link to {}",
+        definition_file.display()
     );
     let vars = live_ci_workflow::DeploymentVars {
         ecs_cluster_arn: "c".into(),
