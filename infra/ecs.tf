@@ -22,6 +22,7 @@ locals {
       APPLY_COMMAND                = var.apply_command
       SHOW_COMMAND                 = var.show_command
       TG_TF_PATH                   = var.iac_tool
+      CHILD_ENV_PASSTHROUGH        = join(",", var.child_environment_passthrough)
       SKIP_UNCHANGED               = tostring(var.skip_unchanged)
       SSH_KNOWN_HOSTS              = var.ssh_known_hosts
       MAX_PARALLEL                 = tostring(var.max_parallel)

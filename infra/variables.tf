@@ -150,6 +150,24 @@ variable "skip_unchanged" {
   default     = true
 }
 
+variable "child_environment_passthrough" {
+  description = "Names (or prefixes ending in *) of task environment variables that terraform and terragrunt also get, beyond the allow-list (TF_*, TG_*, PATH, HOME, the region, the assumed role's credentials): proxy settings (HTTPS_PROXY, NO_PROXY) and non-AWS provider credentials (DATADOG_*, CLOUDFLARE_API_TOKEN, VAULT_TOKEN) set through task_environment or task_secrets. Whatever passes is readable by the repository's code, pull requests' plans included: give plan-time credentials read-only scopes. live-ci's own variables and AWS credentials never pass."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for n in var.child_environment_passthrough : can(regex("^[A-Za-z_][A-Za-z0-9_]*[*]?$", n)) && n != "*"])
+    error_message = "child_environment_passthrough entries are variable names, or prefixes ending in * (not * alone)."
+  }
+
+  validation {
+    condition = alltrue([for n in var.child_environment_passthrough :
+      !can(regex("^(LIVE_CI_|GITHUB_|GIT_SSH|AWS_CONTAINER_|ECS_|METADB_|CHILD_ENV_PASSTHROUGH|ACCOUNT_PARENT_CFG|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|AWS_PROFILE)", n))
+    ])
+    error_message = "child_environment_passthrough may not name live-ci's own variables or AWS credentials (LIVE_CI_*, GITHUB_*, GIT_SSH*, METADB_*, ECS_*, AWS_CONTAINER_*, AWS keys and profile)."
+  }
+}
+
 variable "task_environment" {
   description = "Extra plain environment variables for every live-ci-task container (pr-plan, create-deploy-stack, terra-run), e.g. TF_PLUGIN_CACHE_DIR or proxy settings. live-ci's own variables win over a name given here."
   type        = map(string)

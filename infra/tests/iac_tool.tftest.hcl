@@ -2,6 +2,8 @@
 # every task definition as TG_TF_PATH (the binary terragrunt runs) and the image
 # build command as IAC_TOOL with that tool's version; the build command is one
 # shell command line (sh -c), and anything but terraform or tofu is refused.
+# child_environment_passthrough reaches every task as CHILD_ENV_PASSTHROUGH, and
+# may name neither live-ci's own variables nor a bare *.
 # OpenTofu itself is not installable here, so no test runs tofu.
 # Run by scripts/infra-check.sh (`terraform test`).
 
@@ -72,4 +74,39 @@ run "another_tool_is_refused" {
     iac_tool = "pulumi"
   }
   expect_failures = [var.iac_tool]
+}
+
+run "no_passthrough_by_default" {
+  command = plan
+  assert {
+    condition     = alltrue([for kind, env in local.task_env_by_kind : env.CHILD_ENV_PASSTHROUGH == ""])
+    error_message = "by default the children get the allow-list only"
+  }
+}
+
+run "the_passthrough_reaches_every_task" {
+  command = plan
+  variables {
+    child_environment_passthrough = ["HTTPS_PROXY", "NO_PROXY", "DATADOG_*"]
+  }
+  assert {
+    condition     = alltrue([for kind, env in local.task_env_by_kind : env.CHILD_ENV_PASSTHROUGH == "HTTPS_PROXY,NO_PROXY,DATADOG_*"])
+    error_message = "the listed names reach every task as CHILD_ENV_PASSTHROUGH"
+  }
+}
+
+run "livecis_own_variables_cannot_be_passed" {
+  command = plan
+  variables {
+    child_environment_passthrough = ["GITHUB_*"]
+  }
+  expect_failures = [var.child_environment_passthrough]
+}
+
+run "a_bare_star_is_refused" {
+  command = plan
+  variables {
+    child_environment_passthrough = ["*"]
+  }
+  expect_failures = [var.child_environment_passthrough]
 }
