@@ -95,7 +95,8 @@ impl Passthrough {
     }
 
     fn allows(&self, name: &str) -> bool {
-        self.names.iter().any(|n| n == name) || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+        self.names.iter().any(|n| n == name)
+            || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
 }
 
@@ -230,10 +231,18 @@ mod tests {
             PASSTHROUGH_ENV.to_string(),
             " HTTPS_PROXY, NO_PROXY ,DATADOG_*,GIT_SSH_KEY,LIVE_CI_*,METADB_SECRET_ARN,AWS_*,GITHUB_*,*,,".to_string(),
         ));
-        let names = |env: Vec<(String, String)>| -> Vec<String> { env.into_iter().map(|(k, _)| k).collect() };
+        let names = |env: Vec<(String, String)>| -> Vec<String> {
+            env.into_iter().map(|(k, _)| k).collect()
+        };
         assert_eq!(
             names(child_env(with_spec, None, &[])),
-            ["PATH", "HTTPS_PROXY", "NO_PROXY", "DATADOG_API_KEY", "DATADOG_APP_KEY"],
+            [
+                "PATH",
+                "HTTPS_PROXY",
+                "NO_PROXY",
+                "DATADOG_API_KEY",
+                "DATADOG_APP_KEY"
+            ],
             "the listed names and prefixes pass; live-ci's own, other credentials, a bare * and the list itself do not"
         );
         // Without the list (the default) nothing beyond the allow-list passes.
