@@ -38,6 +38,10 @@ test: lint
 	# its terraform test too.
 	$(CARGO) build --locked --workspace --bins
 	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke
+	# Every command the documents give still runs as written (make targets,
+	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
+	python3 scripts/check-doc-commands.py --self-test
+	python3 scripts/check-doc-commands.py
 	# The Lambda zip checker refuses what it must; the zips themselves are
 	# checked when `make package` has built them.
 	python3 scripts/check-lambda-zips.py --self-test $${CARGO_TARGET_DIR:-target}/debug/receiver

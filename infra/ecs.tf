@@ -21,6 +21,8 @@ locals {
       PLAN_COMMAND                 = var.plan_command
       APPLY_COMMAND                = var.apply_command
       SHOW_COMMAND                 = var.show_command
+      TG_TF_PATH                   = var.iac_tool
+      CHILD_ENV_PASSTHROUGH        = join(",", var.child_environment_passthrough)
       SKIP_UNCHANGED               = tostring(var.skip_unchanged)
       SSH_KNOWN_HOSTS              = var.ssh_known_hosts
       MAX_PARALLEL                 = tostring(var.max_parallel)
@@ -54,12 +56,13 @@ locals {
 }
 
 resource "aws_ecs_cluster" "this" {
+  #checkov:skip=CKV_AWS_65:Container Insights is the module's container_insights, off by default: it bills per-task metrics while live-ci's tasks are short-lived and already log and post their status; turn it on for fleet-level metrics.
   name = var.name
   tags = local.tags
 
   setting {
     name  = "containerInsights"
-    value = "enabled"
+    value = var.container_insights ? "enabled" : "disabled"
   }
 
   # Choices that need each other, checked before anything is created.
@@ -67,6 +70,10 @@ resource "aws_ecs_cluster" "this" {
     precondition {
       condition     = var.create_kms_key || var.kms_key_arn != null
       error_message = "kms_key_arn is required when create_kms_key is false."
+    }
+    precondition {
+      condition     = alltrue([for n, path in local.lambda_zips : path != null])
+      error_message = "lambda_zip_dir (a release's assets or make package's target/lambda) or lambda_zip_paths must give a zip for ${join(", ", [for n, path in local.lambda_zips : n if path == null])}."
     }
     precondition {
       condition     = var.create_ecr_repository || var.task_image != null
@@ -86,6 +93,7 @@ resource "aws_ecs_cluster_capacity_providers" "this" {
 }
 
 resource "aws_cloudwatch_log_group" "task" {
+  #checkov:skip=CKV_AWS_338:Retention is the module\'s log_retention_in_days, 30 days by default to keep idle costs down; set 365 or more where a policy asks for a year.
   for_each = local.task_kinds
 
   name              = "/${var.name}/task/${each.key}"

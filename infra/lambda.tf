@@ -79,6 +79,7 @@ locals {
 }
 
 resource "aws_cloudwatch_log_group" "lambda" {
+  #checkov:skip=CKV_AWS_338:Retention is the module\'s log_retention_in_days, 30 days by default to keep idle costs down; set 365 or more where a policy asks for a year.
   for_each = toset(local.lambda_names)
 
   name              = "/${var.name}/lambda/${each.key}"

@@ -81,6 +81,8 @@ resource "aws_rds_cluster" "metadb" {
   serverlessv2_scaling_configuration {
     min_capacity = var.metadb_min_capacity
     max_capacity = var.metadb_max_capacity
+    # Only a cluster that may pause takes an auto-pause delay.
+    seconds_until_auto_pause = var.metadb_min_capacity == 0 ? var.metadb_seconds_until_auto_pause : null
   }
 }
 

@@ -134,8 +134,14 @@ output "task_image" {
 }
 
 output "task_image_build_command" {
-  description = "How to build and push the task image with this module's terraform and terragrunt versions (run from the repository root after docker login)."
-  value       = "docker build -f ecs-task/Dockerfile --build-arg TERRAFORM_VERSION=${var.terraform_version} --build-arg TERRAGRUNT_VERSION=${var.terragrunt_version} -t ${local.task_image} . && docker push ${local.task_image}"
+  description = "How to build and push the task image with this module's terraform (or tofu) and terragrunt versions: one shell command line, run from the root of a live-ci checkout after docker login, as sh -c \"$(terraform output -raw task_image_build_command)\"."
+  value = join(" ", [
+    "docker build -f ecs-task/Dockerfile",
+    "--build-arg IAC_TOOL=${var.iac_tool}",
+    var.iac_tool == "tofu" ? "--build-arg TOFU_VERSION=${var.tofu_version}" : "--build-arg TERRAFORM_VERSION=${var.terraform_version}",
+    "--build-arg TERRAGRUNT_VERSION=${var.terragrunt_version}",
+    "-t ${local.task_image} . && docker push ${local.task_image}",
+  ])
 }
 
 output "kms_key_arn" {

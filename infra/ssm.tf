@@ -32,6 +32,13 @@ resource "aws_ssm_parameter" "commit_status_config" {
   type        = "String"
   value       = jsonencode(var.commit_status_config)
   tags        = local.tags
+
+  # Operators switch statuses off and on in SSM without a deploy (an incident, a
+  # noisy status): the next apply must not revert that. So commit_status_config
+  # is the parameter's first value only; later changes go to SSM.
+  lifecycle {
+    ignore_changes = [value]
+  }
 }
 
 locals {

@@ -4,6 +4,7 @@
 # SNS topic its Request Approval state publishes to.
 
 resource "aws_cloudwatch_log_group" "state_machine" {
+  #checkov:skip=CKV_AWS_338:Retention is the module\'s log_retention_in_days, 30 days by default to keep idle costs down; set 365 or more where a policy asks for a year.
   name              = "/${var.name}/states/deployment"
   retention_in_days = var.log_retention_in_days
   kms_key_id        = local.kms_key_arn

@@ -150,6 +150,24 @@ variable "skip_unchanged" {
   default     = true
 }
 
+variable "child_environment_passthrough" {
+  description = "Names (or prefixes ending in *) of task environment variables that terraform and terragrunt also get, beyond the allow-list (TF_*, TG_*, PATH, HOME, the region, the assumed role's credentials): proxy settings (HTTPS_PROXY, NO_PROXY) and non-AWS provider credentials (DATADOG_*, CLOUDFLARE_API_TOKEN, VAULT_TOKEN) set through task_environment or task_secrets. Whatever passes is readable by the repository's code, pull requests' plans included: give plan-time credentials read-only scopes. live-ci's own variables and AWS credentials never pass."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for n in var.child_environment_passthrough : can(regex("^[A-Za-z_][A-Za-z0-9_]*[*]?$", n)) && n != "*"])
+    error_message = "child_environment_passthrough entries are variable names, or prefixes ending in * (not * alone)."
+  }
+
+  validation {
+    condition = alltrue([for n in var.child_environment_passthrough :
+      !can(regex("^(LIVE_CI_|GITHUB_|GIT_SSH|AWS_CONTAINER_|ECS_|METADB_|CHILD_ENV_PASSTHROUGH|ACCOUNT_PARENT_CFG|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|AWS_PROFILE)", n))
+    ])
+    error_message = "child_environment_passthrough may not name live-ci's own variables or AWS credentials (LIVE_CI_*, GITHUB_*, GIT_SSH*, METADB_*, ECS_*, AWS_CONTAINER_*, AWS keys and profile)."
+  }
+}
+
 variable "task_environment" {
   description = "Extra plain environment variables for every live-ci-task container (pr-plan, create-deploy-stack, terra-run), e.g. TF_PLUGIN_CACHE_DIR or proxy settings. live-ci's own variables win over a name given here."
   type        = map(string)
@@ -214,7 +232,7 @@ variable "allow_destroy" {
 }
 
 variable "commit_status_config" {
-  description = "Which commit statuses live-ci posts. Stored as JSON in an SSM parameter that can be edited without a deploy (Terraform ignores later edits)."
+  description = "Which commit statuses live-ci posts: the first value of an SSM parameter (JSON) that operators edit without a deploy. Terraform ignores the value once the parameter exists, so an edit in SSM survives every apply, and so does a later change of this variable: change it in SSM."
   type = object({
     PrPlan            = optional(bool, true)
     CreateDeployStack = optional(bool, true)
@@ -458,7 +476,7 @@ variable "lambda_architecture" {
 }
 
 variable "lambda_zip_dir" {
-  description = "Directory holding <function>/bootstrap.zip for receiver, trigger-sf, approval-request and approval-response (what `make package` writes). Null means target/lambda of this repository."
+  description = "Directory holding the Lambda zips for receiver, trigger-sf, approval-request and approval-response: a release's assets (<function>.zip) or what `make package` writes (<function>/bootstrap.zip, under target/lambda). One of lambda_zip_dir and lambda_zip_paths must name every function."
   type        = string
   default     = null
 }
@@ -493,9 +511,9 @@ variable "log_level" {
 }
 
 variable "log_retention_in_days" {
-  description = "Retention of every CloudWatch log group (Lambdas, tasks, state machine)."
+  description = "Retention of every CloudWatch log group (Lambdas, tasks, state machine). 30 days by default (storage is billed per GB-month; the metadb keeps each run's record); 365 or more where a policy asks for a year."
   type        = number
-  default     = 365
+  default     = 30
 
   validation {
     condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_in_days)
@@ -529,6 +547,23 @@ variable "terraform_version" {
   description = "Terraform version baked into the task image (build arg TERRAFORM_VERSION; see the task_image_build_command output)."
   type        = string
   default     = "1.11.4"
+}
+
+variable "iac_tool" {
+  description = "The binary terragrunt runs, terraform or tofu (OpenTofu): the tasks' TG_TF_PATH, and the task image's IAC_TOOL build argument in the task_image_build_command output. Commands that name terraform themselves (plan_command, apply_command, show_command) are not rewritten."
+  type        = string
+  default     = "terraform"
+
+  validation {
+    condition     = contains(["terraform", "tofu"], var.iac_tool)
+    error_message = "iac_tool must be terraform or tofu."
+  }
+}
+
+variable "tofu_version" {
+  description = "OpenTofu version baked into the task image when iac_tool = \"tofu\" (build arg TOFU_VERSION)."
+  type        = string
+  default     = "1.9.1"
 }
 
 variable "terragrunt_version" {
@@ -670,9 +705,31 @@ variable "metadb_engine_version" {
 }
 
 variable "metadb_min_capacity" {
-  description = "Minimum Aurora capacity units (0 pauses the database when idle, on engine versions that support it)."
+  description = "Minimum Aurora capacity units. 0 (the default) pauses the database after metadb_seconds_until_auto_pause without connections, so an idle pipeline pays no compute for it; the first call after a pause waits for the resume (every Data API caller retries DatabaseResumingException within its own deadline; the receiver answers GitHub within its budget regardless). 0.5 keeps it always on (about 0.5 ACU x 730 h a month)."
   type        = number
-  default     = 0.5
+  default     = 0
+
+  validation {
+    condition     = var.metadb_min_capacity >= 0 && var.metadb_min_capacity <= 256
+    error_message = "metadb_min_capacity must be between 0 and 256 ACU."
+  }
+}
+
+variable "metadb_seconds_until_auto_pause" {
+  description = "With metadb_min_capacity = 0: idle seconds before Aurora pauses the metadb (300 to 86400)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.metadb_seconds_until_auto_pause >= 300 && var.metadb_seconds_until_auto_pause <= 86400
+    error_message = "metadb_seconds_until_auto_pause must be between 300 and 86400."
+  }
+}
+
+variable "container_insights" {
+  description = "CloudWatch Container Insights on the ECS cluster (billed as custom metrics per task): off by default."
+  type        = bool
+  default     = false
 }
 
 variable "metadb_max_capacity" {

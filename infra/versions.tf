@@ -6,9 +6,13 @@ terraform {
   required_providers {
     aws = {
       source = "hashicorp/aws"
-      # sesv2 email identities, Aurora Serverless v2 with the Data API and
-      # manage_master_user_password are all in 5.x.
-      version = ">= 5.31.0, < 7.0.0"
+      # 5.81.0 is the first with Aurora Serverless v2 at minimum capacity 0 and
+      # seconds_until_auto_pause (the metadb's default), and it is past the
+      # enable_http_endpoint fix that turns the Data API on for Serverless v2
+      # (hashicorp/terraform-provider-aws#38997, about 5.64); earlier 5.x would
+      # plan a metadb that cannot pause or has no Data API. Only 5.100.0, the
+      # offline mirror's, is validated and tested on the project's machines.
+      version = ">= 5.81.0, < 7.0.0"
     }
   }
 }

@@ -187,4 +187,8 @@ impl TaskLauncher for EcsTaskLauncher {
             task_arn,
         })
     }
+
+    fn service_url(&self) -> Option<String> {
+        live_ci_core::status::target::ecs_cluster(&self.config.cluster)
+    }
 }

@@ -48,23 +48,92 @@ pub const NEVER: &[&str] = &[
     "AWS_PROFILE",
 ];
 
-/// Whether the task's variable `name` may reach the child.
-pub fn inherits(name: &str) -> bool {
-    if NEVER.contains(&name) || name.starts_with("AWS_CONTAINER_") {
-        return false;
-    }
-    INHERITED.contains(&name) || INHERITED_PREFIXES.iter().any(|p| name.starts_with(p))
+/// The task's variable (set by the module's `child_environment_passthrough`)
+/// listing more names the child may get: comma-separated, a trailing `*` making
+/// an entry a prefix (`HTTPS_PROXY,NO_PROXY,DATADOG_*`). It is for what
+/// terraform's providers need beyond AWS (proxies, Datadog, Cloudflare, Vault
+/// tokens…), which the allow-list alone would drop; everything it names is
+/// readable by the repository's code. It never reaches the child itself.
+pub const PASSTHROUGH_ENV: &str = "CHILD_ENV_PASSTHROUGH";
+
+/// Whether `name` may never be passed whatever the passthrough says: live-ci's
+/// own settings and secrets, and any credentials but the assumed role's.
+fn forbidden(name: &str) -> bool {
+    NEVER.contains(&name)
+        || name == PASSTHROUGH_ENV
+        || name.starts_with("AWS_CONTAINER_")
+        || name.starts_with("LIVE_CI_")
+        || name.starts_with("GITHUB_")
+        || name.starts_with("GIT_SSH")
+        || name.starts_with("ECS_")
 }
 
-/// The child's whole environment: the allowed part of `parent`, the role's
-/// temporary credentials (when a role was assumed), then `extra` (the
-/// `LIVE_CI_*` facts the templates may use), later entries winning.
+/// The names and prefixes [`PASSTHROUGH_ENV`] adds to the allow-list. Entries
+/// naming what is [`forbidden`] are dropped here too (the module refuses them
+/// first, naming them), so no spelling of the list widens what live-ci keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Passthrough {
+    names: Vec<String>,
+    prefixes: Vec<String>,
+}
+
+impl Passthrough {
+    /// Parses `HTTPS_PROXY,NO_PROXY,DATADOG_*`; blanks are ignored.
+    pub fn parse(spec: &str) -> Self {
+        let mut out = Self::default();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            match entry.strip_suffix('*') {
+                Some(prefix) if !prefix.is_empty() && !forbidden(prefix) => {
+                    out.prefixes.push(prefix.to_string())
+                }
+                Some(_) => {}
+                None if !forbidden(entry) => out.names.push(entry.to_string()),
+                None => {}
+            }
+        }
+        out
+    }
+
+    fn allows(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+            || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+}
+
+/// Whether the task's variable `name` may reach the child.
+pub fn inherits(name: &str) -> bool {
+    inherits_with(name, &Passthrough::default())
+}
+
+/// [`inherits`], with the names and prefixes of `passthrough` allowed too.
+pub fn inherits_with(name: &str, passthrough: &Passthrough) -> bool {
+    if forbidden(name) {
+        return false;
+    }
+    INHERITED.contains(&name)
+        || INHERITED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || passthrough.allows(name)
+}
+
+/// The child's whole environment: the allowed part of `parent` (with the
+/// names its [`PASSTHROUGH_ENV`] adds), the role's temporary credentials (when
+/// a role was assumed), then `extra` (the `LIVE_CI_*` facts the templates may
+/// use), later entries winning.
 pub fn child_env(
     parent: impl IntoIterator<Item = (String, String)>,
     credentials: Option<&TemporaryCredentials>,
     extra: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = parent.into_iter().filter(|(k, _)| inherits(k)).collect();
+    let parent: Vec<(String, String)> = parent.into_iter().collect();
+    let passthrough = parent
+        .iter()
+        .find(|(k, _)| k == PASSTHROUGH_ENV)
+        .map(|(_, v)| Passthrough::parse(v))
+        .unwrap_or_default();
+    let mut env: Vec<(String, String)> = parent
+        .into_iter()
+        .filter(|(k, _)| inherits_with(k, &passthrough))
+        .collect();
     if let Some(c) = credentials {
         env.push(("AWS_ACCESS_KEY_ID".into(), c.access_key_id.clone()));
         env.push(("AWS_SECRET_ACCESS_KEY".into(), c.secret_access_key.clone()));
@@ -139,6 +208,49 @@ mod tests {
         // Without a role the child gets no credentials at all.
         let bare = child_env(pairs(&["AWS_SECRET_ACCESS_KEY", "PATH"]), None, &[]);
         assert_eq!(bare, pairs(&["PATH"]));
+    }
+
+    #[test]
+    fn the_passthrough_adds_names_and_prefixes_but_never_livecis_own() {
+        let parent = pairs(&[
+            "PATH",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "DATADOG_API_KEY",
+            "DATADOG_APP_KEY",
+            "CLOUDFLARE_API_TOKEN",
+            "GIT_SSH_KEY",
+            "LIVE_CI_TASK_TOKEN",
+            "METADB_SECRET_ARN",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_APP_PRIVATE_KEY_SSM_PARAMETER",
+        ]);
+        let mut with_spec = parent.clone();
+        with_spec.push((
+            PASSTHROUGH_ENV.to_string(),
+            " HTTPS_PROXY, NO_PROXY ,DATADOG_*,GIT_SSH_KEY,LIVE_CI_*,METADB_SECRET_ARN,AWS_*,GITHUB_*,*,,".to_string(),
+        ));
+        let names = |env: Vec<(String, String)>| -> Vec<String> {
+            env.into_iter().map(|(k, _)| k).collect()
+        };
+        assert_eq!(
+            names(child_env(with_spec, None, &[])),
+            [
+                "PATH",
+                "HTTPS_PROXY",
+                "NO_PROXY",
+                "DATADOG_API_KEY",
+                "DATADOG_APP_KEY"
+            ],
+            "the listed names and prefixes pass; live-ci's own, other credentials, a bare * and the list itself do not"
+        );
+        // Without the list (the default) nothing beyond the allow-list passes.
+        assert_eq!(names(child_env(parent, None, &[])), ["PATH"]);
+        // AWS_* as a prefix still cannot pass the task's keys or container credentials.
+        let aws = Passthrough::parse("AWS_*");
+        assert!(!inherits_with("AWS_SECRET_ACCESS_KEY", &aws));
+        assert!(!inherits_with("AWS_CONTAINER_CREDENTIALS_FULL_URI", &aws));
     }
 
     #[test]

@@ -10,6 +10,9 @@ module "live_ci" {
   source = "../.."
 
   name           = "live-ci"
+  # `make package`'s output in this checkout; with a release, the directory its
+  # assets were downloaded to (receiver.zip, …, checked with SHA256SUMS).
+  lambda_zip_dir = var.lambda_zip_dir
   repo_full_name = "example-org/infrastructure-live"
   trunk_branch   = "main"
   scan_type      = "graph"

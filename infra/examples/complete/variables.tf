@@ -18,3 +18,9 @@ variable "security_group_ids" {
   description = "Security groups of the tasks (outbound HTTPS)."
   type        = list(string)
 }
+
+variable "lambda_zip_dir" {
+  description = "The Lambda zips: make package's target/lambda of this checkout by default, or a release's downloaded assets."
+  type        = string
+  default     = "../../../target/lambda"
+}

@@ -4,7 +4,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.31.0, < 7.0.0"
+      version = ">= 5.81.0, < 7.0.0"
     }
   }
 }

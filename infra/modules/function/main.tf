@@ -13,7 +13,7 @@ resource "aws_lambda_function" "this" {
   description      = var.description
   role             = var.shared.role_arns[var.name]
   filename         = var.shared.zip_paths[var.name]
-  source_code_hash = filebase64sha256(var.shared.zip_paths[var.name])
+  source_code_hash = var.shared.zip_paths[var.name] == null ? null : filebase64sha256(var.shared.zip_paths[var.name])
   runtime          = "provided.al2023"
   handler          = "bootstrap"
   architectures    = [var.shared.architecture]

@@ -446,7 +446,14 @@ where
             env: task_env,
             client_token: client_token(delivery),
         };
-        let started = self.launcher.start(&spec).await.port("task launcher")?;
+        let started = match self.launcher.start(&spec).await.port("task launcher") {
+            Ok(started) => started,
+            Err(e) => {
+                return Err(self
+                    .not_started(&statuses, Check::PrPlan, head_sha, context::PR_PLAN, e)
+                    .await);
+            }
+        };
         let mut s = CommitStatus::new(
             head_sha,
             StatusState::Pending,
@@ -574,7 +581,20 @@ where
             )}));
         }
         let (lock, statuses) = self.read_lock_and_statuses().await?;
-        let started = self.launcher.start(&spec).await.port("task launcher")?;
+        let started = match self.launcher.start(&spec).await.port("task launcher") {
+            Ok(started) => started,
+            Err(e) => {
+                return Err(self
+                    .not_started(
+                        &statuses,
+                        Check::CreateDeployStack,
+                        merge_commit,
+                        context::CREATE_DEPLOY_STACK,
+                        e,
+                    )
+                    .await);
+            }
+        };
         // A held lock does not stop the task: create-deploy-stack queues the run
         // in the metadb behind the running one (merge order), instead of failing.
         let queued_behind = match lock {
@@ -603,6 +623,31 @@ where
             }),
             warning,
         ))
+    }
+
+    /// A task that could not be started at all (`RunTask` refused: no
+    /// capacity, a missing task definition, a denied call): its status fails
+    /// with the reason and links the service's page, since there is no task of
+    /// its own to link; the delivery still fails, so that a redelivery retries.
+    async fn not_started(
+        &self,
+        statuses: &Statuses<&G>,
+        check: Check,
+        sha: &str,
+        status_context: &str,
+        error: live_ci_core::port::PortError,
+    ) -> ReceiverError {
+        tracing::error!(error = %error, sha, context = status_context, "the task could not be started");
+        let mut s = CommitStatus::new(
+            sha,
+            StatusState::Failure,
+            status_context,
+            &format!("the task could not be started: {error}"),
+        );
+        s.target_url = self.launcher.service_url();
+        // Advisory like every unit status: a refusal is logged by `post`.
+        statuses.post(check, &s).await;
+        ReceiverError::from(error)
     }
 
     /// The `Merge Lock` status is the protection, not advisory (module doc).

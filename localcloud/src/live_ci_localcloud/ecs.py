@@ -67,7 +67,7 @@ CREDENTIALS_PREFIX = "/_live_ci/ecs-credentials"
 # Credentials are assumed again when less than this is left of their life (the SDKs
 # refresh about 5 minutes before expiry; they get a fresh hour then).
 CREDENTIALS_REFRESH_SECONDS = 900
-# The task image's users (ecs-task/Dockerfile): `USER live-ci` and the child user.
+# The task image's users (ecs-task/Dockerfile): `USER 10001:10001` (live-ci) and the child user.
 TASK_UID = 10001
 CHILD_UID = 10002
 # What the image's binary holds through its file capabilities.

@@ -57,6 +57,11 @@ const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 /// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
+/// What the module sets for the tasks' children, not for live-ci itself: the
+/// binary terragrunt runs (`iac_tool`), passed to terraform/terragrunt by the
+/// `TG_` prefix of `core::child_env`.
+const CHILD_VARS: &[&str] = &["TG_TF_PATH"];
+
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
     "METADB_URL",
     "Lambdas use the Data API: a URL would put the metadb password in plain environment",
@@ -290,7 +295,10 @@ fn every_variable_a_binary_reads_is_set_and_nothing_else() {
         }
         let read = set(b.env_vars);
         for name in &set_by_module {
-            if !read.contains(name) && !LOGGING_VARS.contains(&name.as_str()) {
+            if !read.contains(name)
+                && !LOGGING_VARS.contains(&name.as_str())
+                && !CHILD_VARS.contains(&name.as_str())
+            {
                 problems.push(format!(
                     "{}: the module sets {name}, which the binary never reads",
                     b.name
@@ -473,18 +481,27 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
     let (template, passed) = m
         .templatefile_vars(definition)
         .unwrap_or_else(|e| panic!("{e}"));
-    // The module renders infra/deployment.asl.json, a link to the one file
-    // live_ci_workflow embeds.
+    // The module renders infra/deployment.asl.json, the one file (not a link:
+    // the module must work from a git source of infra/ alone), which
+    // statemachine/deployment.asl.json links to and live_ci_workflow embeds.
     assert!(
         template.contains("${path.module}/deployment.asl.json"),
         "templatefile renders {template}, not infra/deployment.asl.json"
     );
-    let linked = repo_root().join("infra/deployment.asl.json");
+    let definition_file = repo_root().join("infra/deployment.asl.json");
+    assert!(
+        !std::fs::symlink_metadata(&definition_file)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "{} must be the definition itself, not a link out of the module",
+        definition_file.display()
+    );
     assert_eq!(
-        std::fs::canonicalize(&linked).unwrap(),
+        std::fs::canonicalize(&definition_file).unwrap(),
         std::fs::canonicalize(repo_root().join("statemachine/deployment.asl.json")).unwrap(),
-        "{} must be a link to statemachine/deployment.asl.json",
-        linked.display()
+        "statemachine/deployment.asl.json must be a link to {}",
+        definition_file.display()
     );
     let vars = live_ci_workflow::DeploymentVars {
         ecs_cluster_arn: "c".into(),

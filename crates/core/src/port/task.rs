@@ -14,4 +14,11 @@ pub trait TaskLauncher: Send + Sync {
         &self,
         spec: &TaskSpec,
     ) -> impl Future<Output = Result<StartedTask, Self::Error>> + Send;
+
+    /// The page of the service that runs the tasks (the ECS cluster's console
+    /// page): where a status links when a task could not be started at all,
+    /// since there is no task of its own to link.
+    fn service_url(&self) -> Option<String> {
+        None
+    }
 }

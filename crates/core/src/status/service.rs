@@ -186,6 +186,23 @@ pub mod target {
         ))
     }
 
+    /// The ECS console page of a cluster's tasks (where a task that could not
+    /// be started is looked for), from its ARN
+    /// (`arn:aws:ecs:<region>:<account>:cluster/<name>`).
+    pub fn ecs_cluster(cluster_arn: &str) -> Option<String> {
+        let region = region_of(cluster_arn, "ecs")?;
+        let name = cluster_arn
+            .splitn(6, ':')
+            .nth(5)?
+            .strip_prefix("cluster/")?;
+        if name.is_empty() || name.contains('/') {
+            return None;
+        }
+        Some(format!(
+            "https://{region}.console.aws.amazon.com/ecs/v2/clusters/{name}/tasks?region={region}"
+        ))
+    }
+
     fn region_of<'a>(arn: &'a str, service: &str) -> Option<&'a str> {
         let mut parts = arn.splitn(6, ':');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
@@ -292,5 +309,14 @@ mod tests {
             None,
             "an old-format task ARN names no cluster"
         );
+        assert_eq!(
+            target::ecs_cluster("arn:aws:ecs:us-east-2:111111111111:cluster/live-ci").unwrap(),
+            "https://us-east-2.console.aws.amazon.com/ecs/v2/clusters/live-ci/tasks?region=us-east-2"
+        );
+        assert_eq!(
+            target::ecs_cluster("arn:aws:ecs:us-east-2:1:task/live-ci/x"),
+            None
+        );
+        assert_eq!(target::ecs_cluster("live-ci"), None);
     }
 }

@@ -58,6 +58,10 @@ pub(crate) async fn harness(lock: &str, statuses: &str) -> Harness {
 }
 
 async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
+    harness_launching(params, config, Launcher::with_logs()).await
+}
+
+async fn harness_launching(params: Params, config: HandlerConfig, launcher: Launcher) -> Harness {
     let server = MockServer::start().await;
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
@@ -71,7 +75,7 @@ async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
         },
     })
     .unwrap();
-    let receiver = Receiver::new(config, params, github, Launcher::with_logs())
+    let receiver = Receiver::new(config, params, github, launcher)
         .await
         .unwrap();
     Harness { server, receiver }
@@ -1061,4 +1065,65 @@ async fn the_secret_is_read_again_after_its_ttl() {
         401
     );
     assert_eq!(secret_reads(h.receiver.params()), 3);
+}
+
+#[tokio::test]
+async fn a_task_that_cannot_start_fails_its_status_linking_the_service_page() {
+    let refusal = "AccessDeniedException: no capacity for task definition live-ci-pr-plan:3";
+    for (fixture_name, sha, context, delivery) in [
+        (
+            "pull_request_opened.json",
+            OPEN_HEAD,
+            "live-ci: plan",
+            "d-open-refused",
+        ),
+        (
+            "pull_request_closed_merged.json",
+            MERGE,
+            "live-ci: create-deploy-stack",
+            "d-merge-refused",
+        ),
+    ] {
+        let h = harness_launching(
+            param_store("none", "{}"),
+            handler_config(),
+            Launcher::refusing(refusal),
+        )
+        .await;
+        files(&h.server, &["shared/us-east-1/network/vpc/main.tf"]).await;
+        if context == "live-ci: plan" {
+            expect_status(
+                &h.server,
+                sha,
+                json!({"state": "success", "context": "Merge Lock", "description": "unlocked: free to merge"}),
+            )
+            .await;
+        }
+        expect_status(
+            &h.server,
+            sha,
+            json!({
+                "state": "failure", "context": context,
+                "description": format!("the task could not be started: task launcher: {refusal}"),
+                "target_url": live_ci_testkit::tasks::SERVICE_URL,
+            }),
+        )
+        .await;
+        let resp = h
+            .receiver
+            .handle(&signed("pull_request", delivery, fixture(fixture_name)))
+            .await;
+        assert!(
+            resp.status >= 500,
+            "a task that did not start fails the delivery, so a redelivery retries: {} {}",
+            resp.status,
+            resp.body
+        );
+        assert!(
+            resp.body.to_string().contains("no capacity"),
+            "the answer says why: {}",
+            resp.body
+        );
+        assert!(launched(&h).is_empty());
+    }
 }
