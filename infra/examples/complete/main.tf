@@ -9,7 +9,7 @@ provider "aws" {
 module "live_ci" {
   source = "../.."
 
-  name           = "live-ci"
+  name = "live-ci"
   # `make package`'s output in this checkout; with a release, the directory its
   # assets were downloaded to (receiver.zip, …, checked with SHA256SUMS).
   lambda_zip_dir = var.lambda_zip_dir
