@@ -65,6 +65,8 @@ async fn main() -> anyhow::Result<()> {
     let cloud = Cloud::up(false)
         .await
         .context("scripts/local-cloud.sh up")?;
+    let http = reqwest::Client::new();
+    let iam_before = cloud.iam_stats(&http).await?;
     let result = async {
         println!(
             "binaries: {} (LIVE_CI_PROFILE)",
@@ -97,6 +99,23 @@ async fn main() -> anyhow::Result<()> {
             let figures = run_case(&cloud, *case, base + i as u64).await?;
             print!("{}", figures.render());
         }
+        // The figures hold only if the pipeline ran as it would in AWS: under
+        // the local cloud's IAM enforcement, with nothing denied.
+        let iam = cloud.iam_stats(&http).await?;
+        if !iam.enforced {
+            println!("IAM: not enforced (LIVE_CI_IAM_ENFORCE is 0)");
+            return anyhow::Ok(());
+        }
+        let denied = iam.denied.saturating_sub(iam_before.denied);
+        println!(
+            "IAM (enforced by the local cloud): {} requests authorised, {denied} denied",
+            iam.authorised.saturating_sub(iam_before.authorised),
+        );
+        let new = usize::try_from(denied).unwrap_or(usize::MAX);
+        for denial in &iam.denials[iam.denials.len().saturating_sub(new)..] {
+            println!("  denied: {}", denial.get("message").map_or("", String::as_str));
+        }
+        anyhow::ensure!(denied == 0, "{denied} request(s) were denied: the figures above are not the pipeline's");
         anyhow::Ok(())
     }
     .await;
