@@ -201,6 +201,13 @@ data "aws_iam_policy_document" "trigger_sf" {
     resources = [local.ssm_arn[local.github_secret], local.ssm_arn.commit_status_config]
   }
 
+  # Signs the unit statuses' links to the run page: the run-link key only.
+  statement {
+    sid       = "ReadRunLinkKey"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.run_link_key]
+  }
+
   # The sweep reads the mirror back and rewrites it when it differs from the metadb.
   statement {
     sid       = "ReadWriteMergeLock"
@@ -327,6 +334,12 @@ data "aws_iam_policy_document" "approval_response" {
     sid       = "ReadVoteLinkKey"
     actions   = ["ssm:GetParameter"]
     resources = [local.ssm_arn.vote_link_key]
+  }
+
+  statement {
+    sid       = "ReadRunLinkKey"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.run_link_key]
   }
 
   statement {

@@ -44,6 +44,10 @@ locals {
     RUST_LOG            = var.log_level
     # Its `Apply` switch turns trigger_sf's per-unit statuses off.
     COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
+    # Unit statuses link to the read-only run page, signed with the run-link
+    # key (never the vote-link key).
+    RUN_LINK_KEY_SSM_KEY = local.ssm_names.run_link_key
+    RUN_PAGE_URL         = aws_lambda_function_url.approval_response.function_url
     # The sweep launches create-deploy-stack for a trunk head no webhook announced.
     TRUNK_SWEEP_COOLDOWN_SECONDS            = tostring(var.trunk_sweep_cooldown_seconds)
     DEPLOY_DIRECT_PUSHES                    = tostring(var.deploy_direct_pushes)
@@ -72,6 +76,7 @@ locals {
 
   approval_response_env = merge(local.metadb_data_api_env, {
     VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
+    RUN_LINK_KEY_SSM_KEY  = local.ssm_names.run_link_key
     TASK_TOKEN_KEY_ID     = aws_kms_key.task_token.arn
     PLAN_BUCKET           = aws_s3_bucket.plans.bucket
     RUST_LOG              = var.log_level

@@ -50,7 +50,10 @@ locals {
     # Only with github_app: the App's private key (PEM), set by hand in SSM.
     github_app_private_key = "${local.ssm_prefix}/github-app-private-key"
     vote_link_key          = "${local.ssm_prefix}/vote-link-key"
-    metadb_url             = "${local.ssm_prefix}/metadb-url"
+    # Signs the read-only run page's links (approval-response); its own key,
+    # so the Lambdas that mint run links cannot mint vote links.
+    run_link_key = "${local.ssm_prefix}/run-link-key"
+    metadb_url   = "${local.ssm_prefix}/metadb-url"
   }
 
   # GitHub: a token (github_token) or a GitHub App (github_app), never both

@@ -87,3 +87,39 @@ run "a_short_key_is_refused" {
   }
   expect_failures = [var.vote_link_key]
 }
+
+# The run-link key (read-only run pages): always generated, a SecureString,
+# read by approval-response; approval-request (which holds the vote-link key)
+# cannot read it, and trigger-sf (which mints run links) cannot read the
+# vote-link key. Only the SSM statements are compared (their ARNs are known
+# at plan).
+run "the_run_link_key_is_generated_and_kept_apart_from_the_vote_link_key" {
+  command = plan
+  variables {
+    github_token = "ghp_token"
+  }
+  assert {
+    condition     = aws_ssm_parameter.run_link_key.type == "SecureString" && aws_ssm_parameter.run_link_key.name == "/live-ci/run-link-key"
+    error_message = "no generated run-link key SecureString"
+  }
+  assert {
+    condition     = contains(flatten([for s in data.aws_iam_policy_document.approval_response.statement : s.resources]), "arn:aws:ssm:eu-west-1:123456789012:parameter/live-ci/run-link-key")
+    error_message = "approval-response cannot read the run-link key"
+  }
+  assert {
+    condition     = contains(flatten([for s in data.aws_iam_policy_document.trigger_sf.statement : s.resources if contains(s.actions, "ssm:GetParameter")]), "arn:aws:ssm:eu-west-1:123456789012:parameter/live-ci/run-link-key")
+    error_message = "trigger-sf cannot read the run-link key to sign its statuses' links"
+  }
+  assert {
+    condition     = !anytrue([for r in flatten([for s in data.aws_iam_policy_document.approval_request.statement : s.resources if contains(s.actions, "ssm:GetParameter")]) : endswith(r, "/run-link-key")])
+    error_message = "approval-request (which reads the vote-link key) can read the run-link key"
+  }
+  assert {
+    condition     = !anytrue([for r in flatten([for s in data.aws_iam_policy_document.trigger_sf.statement : s.resources if contains(s.actions, "ssm:GetParameter")]) : endswith(r, "/vote-link-key")])
+    error_message = "trigger-sf (which mints run links) can read the vote-link key"
+  }
+  assert {
+    condition     = local.approval_response_env["RUN_LINK_KEY_SSM_KEY"] == "/live-ci/run-link-key"
+    error_message = "approval-response is not told where the run-link key is"
+  }
+}

@@ -16,6 +16,7 @@ pub mod plan_text;
 pub mod plan_view;
 pub mod port;
 pub mod redact;
+pub mod run_view;
 pub mod scheduler;
 pub mod settings;
 pub mod status;

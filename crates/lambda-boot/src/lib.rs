@@ -9,7 +9,7 @@ use std::future::Future;
 use aws_config::SdkConfig;
 use lambda_runtime::{LambdaEvent, service_fn};
 use live_ci_aws::SsmParamStore;
-use live_ci_core::approval::LinkKey;
+use live_ci_core::approval::{LinkError, LinkKey, RunLinkKey};
 use live_ci_core::port::ParamStore;
 use live_ci_github::{GitHubAuth, GitHubClient, Job};
 use live_ci_metadb::{AnyMetadb, MetadbConfig};
@@ -30,6 +30,10 @@ pub enum BootError {
         name: String,
         source: live_ci_core::approval::LinkError,
     },
+    /// The run-link key refused (too short, a placeholder); `reason` never
+    /// quotes the value.
+    #[error("parameter {name:?}: run-link key {reason}")]
+    RunLinkKey { name: String, reason: String },
     #[error("metadb: {0}")]
     Metadb(#[from] live_ci_metadb::MetadbError),
     #[error("github: {0}")]
@@ -93,6 +97,11 @@ impl Boot {
         link_key_from(&self.params(), name).await
     }
 
+    /// The run links' signing key, from its parameter ([`run_link_key_from`]).
+    pub async fn run_link_key(&self, name: &str) -> Result<RunLinkKey, BootError> {
+        run_link_key_from(&self.params(), name).await
+    }
+
     /// The metadb the module configured (Lambdas use the Data API; a URL
     /// connects directly, as in the local cloud).
     pub fn metadb(
@@ -128,6 +137,30 @@ pub async fn link_key_from<P: ParamStore>(params: &P, name: &str) -> Result<Link
     LinkKey::new(secret.as_bytes()).map_err(|source| BootError::LinkKey {
         name: name.to_string(),
         source,
+    })
+}
+
+/// The run links' signing key from parameter `name` of `params`, refused as
+/// [`link_key_from`] refuses a vote-link key. A key of its own: the Lambdas
+/// that mint run links hold this one and not the vote-link key.
+pub async fn run_link_key_from<P: ParamStore>(
+    params: &P,
+    name: &str,
+) -> Result<RunLinkKey, BootError> {
+    let secret = params.get(name).await.map_err(|e| BootError::Param {
+        name: name.to_string(),
+        source: Box::new(e),
+    })?;
+    RunLinkKey::new(secret.as_bytes()).map_err(|e| BootError::RunLinkKey {
+        name: name.to_string(),
+        reason: match e {
+            LinkError::ShortKey(n) => format!("is {n} bytes; at least 32 are required"),
+            LinkError::PlaceholderKey => {
+                "holds a placeholder, not a key; set a random value of at least 32 characters"
+                    .to_string()
+            }
+            other => other.to_string(),
+        },
     })
 }
 
@@ -190,6 +223,27 @@ mod tests {
             assert!(!text.contains(value), "the error quotes the key: {text}");
         }
         let key = link_key_from(&OneParam("a-random-key-0123456789abcdefghijk"), name).await;
+        assert!(key.is_ok());
+    }
+
+    /// The run-link key is refused like the vote-link key, naming itself.
+    #[tokio::test]
+    async fn a_placeholder_or_short_run_link_key_fails_the_cold_start() {
+        let name = "/live-ci/run-link-key";
+        for (value, reason) in [
+            ("unset", "holds a placeholder"),
+            ("changemechangemechangemechangeme", "holds a placeholder"),
+            ("0123456789abcdef", "is 16 bytes; at least 32 are required"),
+        ] {
+            let err = run_link_key_from(&OneParam(value), name).await.unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("parameter {name:?}: run-link key {reason}")),
+                "{text}"
+            );
+            assert!(!text.contains(value), "the error quotes the key: {text}");
+        }
+        let key = run_link_key_from(&OneParam("a-random-key-0123456789abcdefghijk"), name).await;
         assert!(key.is_ok());
     }
 

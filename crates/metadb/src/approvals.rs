@@ -3,17 +3,18 @@
 
 use serde::Deserialize;
 
-use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote, VoteOutcome};
+use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, RunId, Tally, Vote, VoteOutcome};
 use live_ci_core::port::{
     ApprovalRecord, ApprovalStore, Ballot, ExecutionStore, NewApprovalRequest, RequestStored,
     StoredRequest, TokenDelivery, VoteView, Voted,
 };
+use live_ci_core::run_view::RunView;
 
 use crate::error::{MetadbError, Result};
 use crate::sql::approval_statements as q;
 use crate::sql::statements as votes;
 use crate::sql::{Param, Sql};
-use crate::store::{Store, decode, decode_first};
+use crate::store::{Store, decode, decode_all, decode_first};
 
 /// `STORE_APPROVAL_REQUEST`'s answer.
 #[derive(Deserialize)]
@@ -290,6 +291,24 @@ impl<S: Sql> ApprovalStore for Store<S> {
             .query(q::VOTE_VIEW, &[("execution_id", Param::text(execution_id))])
             .await?;
         decode_first(q::VOTE_VIEW, &rows)
+    }
+
+    async fn run_view(&self, run_id: RunId, limit: u32) -> Result<Option<RunView>> {
+        // Two reads at once: the run, and its units with plans and votes.
+        let run_params = [("run_id", Param::Int(run_id))];
+        let unit_params = [
+            ("run_id", Param::Int(run_id)),
+            ("limit", Param::Int(i64::from(limit))),
+        ];
+        let (run, units) = tokio::join!(
+            self.sql().query(votes::RUN_BY_ID, &run_params),
+            self.sql().query(q::RUN_VIEW_UNITS, &unit_params)
+        );
+        let Some(run) = decode_first(votes::RUN_BY_ID, &run?)? else {
+            return Ok(None);
+        };
+        let units = decode_all(q::RUN_VIEW_UNITS, &units?)?;
+        Ok(Some(RunView { run, units }))
     }
 
     async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>> {

@@ -313,6 +313,14 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
         self.0.voted_plan(execution_id).await
     }
 
+    async fn run_view(
+        &self,
+        run_id: live_ci_core::deploy::RunId,
+        limit: u32,
+    ) -> Result<Option<live_ci_core::run_view::RunView>, S::Error> {
+        self.0.run_view(run_id, limit).await
+    }
+
     async fn record_mails(
         &self,
         execution_id: &str,

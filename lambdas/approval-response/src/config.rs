@@ -8,6 +8,7 @@ pub use live_ci_metadb::MetadbConfig;
 /// included), for the Terraform module's contract test.
 pub const ENV_VARS: &[&str] = &[
     "VOTE_LINK_KEY_SSM_KEY",
+    "RUN_LINK_KEY_SSM_KEY",
     "TASK_TOKEN_KEY_ID",
     "PLAN_BUCKET",
     "METADB_URL",
@@ -16,7 +17,7 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_NAME",
 ];
 
-/// The IAM actions the binary calls: the key (SecureString) and the task
+/// The IAM actions the binary calls: the two link keys (SecureStrings) and the task
 /// token's ciphertext (both `kms:Decrypt`), the decision back to Step Functions, the metadb through the Data API. A rejection is a
 /// SendTaskSuccess with `"decision": "reject"`, so SendTaskFailure is not used.
 pub const AWS_ACTIONS: &[&str] = &[
@@ -39,6 +40,8 @@ pub const AWS_ACTIONS: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Config {
     pub vote_link_key_param: String,
+    /// The run-link key (read-only run pages); not the vote-link key.
+    pub run_link_key_param: String,
     /// The KMS key that encrypted the task tokens (id, ARN or alias).
     pub task_token_key_id: String,
     /// The bucket terra-run saves plans (and their JSON) in.
@@ -56,6 +59,7 @@ impl Config {
         let env = Settings::new(get);
         Ok(Config {
             vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
+            run_link_key_param: env.req("RUN_LINK_KEY_SSM_KEY")?,
             task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             plan_bucket: env.req("PLAN_BUCKET")?,
             metadb: MetadbConfig::from_settings(&env)?,
@@ -75,6 +79,7 @@ mod tests {
             seen.borrow_mut().push(k.to_string());
             match k {
                 "VOTE_LINK_KEY_SSM_KEY" => Some("/live-ci/vote-link-key".into()),
+                "RUN_LINK_KEY_SSM_KEY" => Some("/live-ci/run-link-key".into()),
                 "TASK_TOKEN_KEY_ID" => Some("alias/live-ci-task-tokens".into()),
                 "PLAN_BUCKET" => Some("live-ci-plans".into()),
                 "METADB_CLUSTER_ARN" | "METADB_SECRET_ARN" | "METADB_NAME" => Some("x".into()),
@@ -83,6 +88,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(c.vote_link_key_param, "/live-ci/vote-link-key");
+        assert_eq!(c.run_link_key_param, "/live-ci/run-link-key");
         assert_eq!(c.task_token_key_id, "alias/live-ci-task-tokens");
         assert_eq!(c.plan_bucket, "live-ci-plans");
         let seen = seen.into_inner();

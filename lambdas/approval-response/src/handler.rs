@@ -31,7 +31,7 @@
 //! refusals as [`ApprovalResponder`] before it records anything), plus the
 //! record of the delivery after it.
 
-use live_ci_core::approval::{LinkError, LinkKey, VoteLink, task_token_hash_hex};
+use live_ci_core::approval::{LinkError, LinkKey, RunLinkKey, VoteLink, task_token_hash_hex};
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote};
 use live_ci_core::plan_view;
 use live_ci_core::port::{
@@ -56,6 +56,8 @@ pub struct ApprovalResponder<D, T, C, A = NoPlanStore> {
     tokens: T,
     cipher: C,
     plans: Option<A>,
+    /// Verifies run links (the read-only run page); `None`: no run page.
+    run_key: Option<RunLinkKey>,
 }
 
 /// No plan store: the page says the plan cannot be shown.
@@ -94,6 +96,7 @@ impl<D, T, C> ApprovalResponder<D, T, C, NoPlanStore> {
             tokens,
             cipher,
             plans: None,
+            run_key: None,
         }
     }
 
@@ -106,9 +109,22 @@ impl<D, T, C> ApprovalResponder<D, T, C, NoPlanStore> {
             tokens: self.tokens,
             cipher: self.cipher,
             plans: Some(plans),
+            run_key: self.run_key,
         }
     }
 }
+
+impl<D, T, C, A> ApprovalResponder<D, T, C, A> {
+    /// The same handler, serving the read-only run page to links signed
+    /// under `key` (parameter `r`).
+    pub fn with_run_key(mut self, key: RunLinkKey) -> Self {
+        self.run_key = Some(key);
+        self
+    }
+}
+
+/// Units the run page lists at most: one Data API answer (1 MiB) holds them.
+pub const RUN_PAGE_UNITS: u32 = 400;
 
 fn respond(status: u16, body: String) -> PageResponse {
     PageResponse {
@@ -267,6 +283,27 @@ where
                 return resp;
             }
         };
+        if let Some(run_token) = req.query_param("r").filter(|r| !r.is_empty()) {
+            let mut resp = if post {
+                let mut resp = message(
+                    405,
+                    "Method not allowed",
+                    "bad",
+                    "A run page is read-only: it can only be opened (GET).",
+                );
+                resp.headers.push(("allow", "GET, HEAD".into()));
+                resp
+            } else {
+                match self.run_page(&run_token, now_ms).await {
+                    Ok(resp) | Err(Stop::Page(resp)) => resp,
+                    Err(Stop::Port(e)) => port_failed(&e),
+                }
+            };
+            if method == "HEAD" {
+                resp.body.clear();
+            }
+            return resp;
+        }
         if post {
             let form = req.header("content-type").map(|c| {
                 c.split(';')
@@ -315,6 +352,67 @@ where
             resp.body.clear();
         }
         resp
+    }
+
+    /// GET with a run link: the read-only run page. Verified under the
+    /// run-link key only, so a vote link never opens it (and a run link never
+    /// votes: the vote path verifies under the vote-link key).
+    async fn run_page(&self, token: &str, now_ms: i64) -> Result<PageResponse, Stop> {
+        let Some(key) = &self.run_key else {
+            return Err(Stop::Page(message(
+                404,
+                "No run pages",
+                "bad",
+                "This approval service does not serve run pages.",
+            )));
+        };
+        let now = u64::try_from(now_ms / 1000).unwrap_or(0);
+        let link = match key.verify(token, now) {
+            Ok(link) => link,
+            Err(LinkError::Expired { expired_at }) => {
+                return Err(Stop::Page(message(
+                    403,
+                    "Link expired",
+                    "bad",
+                    &format!(
+                        "This run link expired at {}; open the run from the pull request again.",
+                        live_ci_core::approval::format_utc(expired_at)
+                    ),
+                )));
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "refused run link");
+                return Err(Stop::Page(message(
+                    403,
+                    "Invalid link",
+                    "bad",
+                    "This run link is not valid. Use the link from the pull request exactly as shown.",
+                )));
+            }
+        };
+        let Some(view) = self
+            .db
+            .run_view(link.run_id, RUN_PAGE_UNITS)
+            .await
+            .port("metadb")?
+        else {
+            return Err(Stop::Page(message(
+                404,
+                "Unknown run",
+                "bad",
+                &format!("No run {} is known.", link.run_id),
+            )));
+        };
+        let mut resp = respond(200, page::run(&view, now_ms, RUN_PAGE_UNITS));
+        // Nothing on this page is a form: no form may be posted from it.
+        for (name, value) in &mut resp.headers {
+            if *name == "content-security-policy" {
+                *value = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; \
+                          frame-ancestors 'none'; base-uri 'none'"
+                    .into();
+            }
+        }
+        Ok(resp)
     }
 
     /// Verifies the link's signature and expiry; every refusal is a page.

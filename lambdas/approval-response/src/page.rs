@@ -26,9 +26,28 @@ pub fn layout(title: &str, body: &str) -> String {
          .act{{display:inline-block;min-width:4.5rem;font-weight:bold}}\
          .create{{color:#1a7f37}}.update{{color:#9a6700}}.delete,.replace{{color:#cf222e}}\
          td.sensitive,td.unknown,td.none{{color:#59636e;font-style:italic}}\
+         table.units{{border-collapse:collapse;font-size:.9rem}}\
+         table.units td,table.units th{{border-bottom:1px solid #d1d9e0;padding:4px 10px 4px 0;vertical-align:top}}\
+         td.phase.good{{color:#1a7f37}}td.phase.bad{{color:#cf222e}}td.phase.warn{{color:#9a6700}}\
+         ul.votes{{margin:2px 0;padding-left:1rem}}\
          </style></head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
         title = h(title),
     )
+}
+
+/// The read-only run page: no form, no script, no vote link.
+pub fn run(view: &live_ci_core::run_view::RunView, now_ms: i64, limit: u32) -> String {
+    let mut body = view.to_html(now_ms);
+    if view.units.len() >= limit as usize {
+        body.push_str(&format!(
+            "<p class=\"muted\">The first {limit} units are shown.</p>\n"
+        ));
+    }
+    body.push_str(
+        "<p class=\"muted\">A read-only view; voters decide through the links in their \
+         approval e-mail.</p>\n",
+    );
+    layout(&view.title(), &body)
 }
 
 /// A page that only says something (errors, closed votes).

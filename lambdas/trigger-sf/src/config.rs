@@ -1,6 +1,7 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
 use live_ci_aws::EcsConfig;
+use live_ci_core::approval::RunPages;
 use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::FilePattern;
@@ -28,6 +29,10 @@ pub struct HandlerConfig {
     /// `Apply` switch turns the per-unit deploy and rollback statuses off.
     /// Without it every status is posted.
     pub commit_status_config_param: Option<String>,
+    /// Signs the links of unit statuses to the read-only run page
+    /// (approval-response); without it statuses link to the Step Functions
+    /// console as before. Holds the run-link key, never the vote-link key.
+    pub run_pages: Option<RunPages>,
 }
 
 impl HandlerConfig {
@@ -43,6 +48,7 @@ impl HandlerConfig {
             max_runs_per_invocation: 50,
             max_start_attempts: 5,
             commit_status_config_param: None,
+            run_pages: None,
         }
     }
 }
@@ -67,6 +73,10 @@ pub struct Config {
     /// Deploy trunk heads no merged pull request produced
     /// (`DEPLOY_DIRECT_PUSHES`, the module's `deploy_direct_pushes`).
     pub deploy_direct_pushes: bool,
+    /// The run-link key's parameter and the run page's address
+    /// (`RUN_LINK_KEY_SSM_KEY`, `RUN_PAGE_URL`: both or neither); `main.rs`
+    /// reads the key into [`HandlerConfig::run_pages`].
+    pub run_pages: Option<(String, String)>,
 }
 
 /// The default cool-down between two launches for the same trunk head.
@@ -107,6 +117,8 @@ pub const ENV_VARS: &[&str] = &[
     "CREATE_DEPLOY_STACK_CONTAINER_NAME",
     "CREATE_DEPLOY_STACK_LOG_GROUP",
     "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
+    "RUN_LINK_KEY_SSM_KEY",
+    "RUN_PAGE_URL",
 ];
 
 /// Every AWS action trigger_sf's code calls, for the IAM policy the Terraform
@@ -178,7 +190,14 @@ impl Config {
         let trunk_sweep_cooldown_secs =
             env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS)?;
         let deploy_direct_pushes = env.flag("DEPLOY_DIRECT_PUSHES", false)?;
+        let run_pages = match (opt("RUN_LINK_KEY_SSM_KEY"), opt("RUN_PAGE_URL")) {
+            (Some(key), Some(url)) => Some((key, url)),
+            (None, None) => None,
+            (Some(_), None) => return Err(ConfigError::Missing("RUN_PAGE_URL")),
+            (None, Some(_)) => return Err(ConfigError::Missing("RUN_LINK_KEY_SSM_KEY")),
+        };
         Ok(Config {
+            run_pages,
             handler,
             ecs,
             trunk_sweep_cooldown_secs,

@@ -528,11 +528,20 @@ where
             context::deploy_unit(execution.cfg_path.as_str())
         };
         let mut status = CommitStatus::new(&execution.commit_id, state, &context, description);
-        // The unit's Step Functions execution, once it has one.
-        status.target_url = execution
-            .sfn_execution_arn
-            .as_deref()
-            .and_then(target::execution);
+        // The read-only run page a reviewer can open (it links the Step
+        // Functions execution for operators); without run pages, the unit's
+        // Step Functions execution once it has one.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        status.target_url = match &self.config.run_pages {
+            Some(pages) => pages.url(execution.run_id, now),
+            None => execution
+                .sfn_execution_arn
+                .as_deref()
+                .and_then(target::execution),
+        };
         Self::queue(&statuses, Check::Apply, status, report);
     }
 

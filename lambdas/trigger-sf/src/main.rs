@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, sdk};
+use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunPages};
 use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::{ExecutionStore, RunStore, SweepStore, WorkflowEngine};
@@ -23,7 +24,15 @@ async fn main() -> anyhow::Result<()> {
         config.state_machine_arn,
     );
     let metadb = boot.metadb(&config.metadb, 2)?;
-    let (handler, params) = (config.handler, boot.params());
+    let mut handler = config.handler;
+    if let Some((key_param, url)) = &config.run_pages {
+        handler.run_pages = Some(RunPages {
+            key: boot.run_link_key(key_param).await?,
+            base_url: url.clone(),
+            ttl_secs: RUN_LINK_TTL_SECS,
+        });
+    }
+    let params = boot.params();
     let (Some(auth), Some(repo)) = (&config.github, &config.repository) else {
         // No GitHub token: no statuses, and no trunk head to sweep.
         return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)).await;

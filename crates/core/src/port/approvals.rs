@@ -260,6 +260,15 @@ pub trait ApprovalStore: Send + Sync {
         execution_id: &str,
     ) -> impl Future<Output = Result<Option<super::SavedPlan>, Self::Error>> + Send;
 
+    /// What the read-only run page shows: the run and up to `limit` of its
+    /// executions with their plan summaries and votes; `None` for an unknown
+    /// run.
+    fn run_view(
+        &self,
+        run_id: crate::deploy::RunId,
+        limit: u32,
+    ) -> impl Future<Output = Result<Option<crate::run_view::RunView>, Self::Error>> + Send;
+
     /// A voter's vote in one step, serialized with the execution's other
     /// votes: checks the ballot against the view, records the vote, decides
     /// ([`Self::decide`]) and, once decided, tries the hand-over

@@ -93,3 +93,25 @@ UPDATE approval_requests
 SET decision_sent_at = clock_timestamp(), delivery = :delivery, delivery_reason = :delivery_reason
 WHERE execution_id = :execution_id AND decision_sent_at IS NULL
 RETURNING execution_id";
+
+/// The run page's units (`live_ci_core::run_view::UnitView`), in the run's
+/// priority order, at most `:limit` (a Data API answer stops at 1 MiB): each
+/// execution, whether a plan was saved, what its approval request recorded
+/// of the plan (never the task token nor its hash) and the votes with their
+/// time. The run itself is `RUN_BY_ID`.
+pub const RUN_VIEW_UNITS: &str = "\
+SELECT jsonb_build_object(
+    'execution', live_ci_execution_json(e)::jsonb,
+    'planned', e.plan_sha256 IS NOT NULL,
+    'plan', (SELECT jsonb_build_object('to_add', a.to_add, 'to_change', a.to_change,
+                                       'to_destroy', a.to_destroy, 'plan_summary', a.plan_summary,
+                                       'logs_url', a.logs_url,
+                                       'requested_at', live_ci_ms(a.requested_at))
+             FROM approval_requests a WHERE a.execution_id = e.execution_id),
+    'votes', coalesce((SELECT jsonb_agg(jsonb_build_object('voter', v.voter, 'vote', v.vote,
+                                                           'at', live_ci_ms(v.updated_at))
+                                        ORDER BY v.updated_at, v.voter)
+                       FROM votes v WHERE v.execution = e.id), '[]'))::text
+FROM executions e WHERE e.run_id = :run_id
+ORDER BY e.priority DESC, e.seq
+LIMIT :limit";

@@ -7,6 +7,7 @@ mod iam_denied;
 mod plan_page;
 mod responder;
 mod round_trips;
+mod run_page;
 mod server;
 mod ses_localstack;
 mod vote_race;
