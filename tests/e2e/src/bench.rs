@@ -385,6 +385,55 @@ fn sfn_client(endpoint: &str) -> aws_sdk_sfn::Client {
     )
 }
 
+fn iam_client(endpoint: &str) -> aws_sdk_iam::Client {
+    aws_sdk_iam::Client::from_conf(
+        aws_sdk_iam::Config::builder()
+            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_iam::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_iam::config::Credentials::new(
+                "test", "test", None, None, "bench",
+            ))
+            .build(),
+    )
+}
+
+/// The floor machine's execution role: the local cloud enforces IAM as AWS
+/// does, so the machine may send to its own queue and nothing else. An
+/// existing role (an earlier run) is kept and its policy rewritten.
+async fn floor_role(endpoint: &str, name: &str, queue_arn: &str) -> Result<String> {
+    let iam = iam_client(endpoint);
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"states.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let arn = match iam
+        .create_role()
+        .role_name(name)
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+    {
+        Ok(out) => out.role().map(|r| r.arn().to_string()).unwrap_or_default(),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_entity_already_exists_exception()) =>
+        {
+            format!("arn:aws:iam::000000000000:role/{name}")
+        }
+        Err(e) => return Err(aws_err("iam CreateRole", e)),
+    };
+    let policy = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": queue_arn}],
+    });
+    iam.put_role_policy()
+        .role_name(name)
+        .policy_name("floor-queue")
+        .policy_document(policy.to_string())
+        .send()
+        .await
+        .map_err(|e| aws_err("iam PutRolePolicy", e))?;
+    Ok(arn)
+}
+
 fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(
         aws_sdk_sqs::Config::builder()
@@ -470,12 +519,24 @@ pub async fn floor(endpoint: &str, samples: usize, tasks: usize) -> Result<Vec<f
         .queue_url()
         .unwrap_or_default()
         .to_string();
+    let queue_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| aws_err("sqs GetQueueAttributes", e))?
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+        .cloned()
+        .unwrap_or_default();
+    let role_arn = floor_role(endpoint, &name, &queue_arn).await?;
     let definition = floor_definition(&queue_url, tasks);
     let machine = sfn
         .create_state_machine()
         .name(&name)
         .definition(definition.to_string())
-        .role_arn("arn:aws:iam::000000000000:role/live-ci-bench")
+        .role_arn(role_arn)
         .send()
         .await
         .map_err(|e| aws_err("states CreateStateMachine", e))?
