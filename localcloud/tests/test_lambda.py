@@ -173,8 +173,10 @@ def test_function_output_reaches_cloudwatch_logs(aws: Callable[[str], Any], func
             events = logs.filter_log_events(logGroupName=f"/aws/lambda/{function}", filterPattern=marker)["events"]
         except logs.exceptions.ResourceNotFoundException:
             return []  # LocalStack creates the group when it ships the first logs
-        # Only the echo line counts: the stream's other lines may be shipped first.
-        return [e["message"] for e in events if e["message"].startswith("event ")]
+        # Only this invocation's echo line counts: the stream's other lines, and
+        # other tests' invocations of the same function (which LocalStack's
+        # filter may match on part of the hyphenated marker), may be shipped first.
+        return [e["message"] for e in events if e["message"].startswith("event ") and marker in e["message"]]
 
     messages = wait_for("the function's output in CloudWatch Logs", found)
     assert any(marker in m for m in messages)
