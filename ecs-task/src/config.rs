@@ -17,8 +17,6 @@ use crate::cli::TaskCommand;
 
 /// Every environment variable [`Config::from_lookup`] may read.
 pub const ENV_VARS: &[&str] = &[
-    // Read by core::child_env when it builds the children's environment.
-    live_ci_core::child_env::PASSTHROUGH_ENV,
     "REPO_FULL_NAME",
     "REPO_CLONE_URL",
     "GITHUB_API_URL",

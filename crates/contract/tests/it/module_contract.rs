@@ -57,10 +57,12 @@ const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 /// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
-/// What the module sets for the tasks' children, not for live-ci itself: the
-/// binary terragrunt runs (`iac_tool`), passed to terraform/terragrunt by the
-/// `TG_` prefix of `core::child_env`.
-const CHILD_VARS: &[&str] = &["TG_TF_PATH"];
+/// What the module sets for the tasks' children, not for live-ci's settings:
+/// the binary terragrunt runs (`iac_tool`), passed to terraform/terragrunt by
+/// the `TG_` prefix of `core::child_env`, and the names `core::child_env` lets
+/// through besides (`child_environment_passthrough`), which it reads from the
+/// process environment when it builds a child's, never through the config.
+const CHILD_VARS: &[&str] = &["TG_TF_PATH", live_ci_core::child_env::PASSTHROUGH_ENV];
 
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
     "METADB_URL",
