@@ -892,6 +892,46 @@ mod tests {
         assert!(AWS_ACTIONS.contains(&"lambda:InvokeFunction"));
     }
 
+    /// terra-run's run pages: the key's parameter and the page's address
+    /// come together or not at all.
+    #[test]
+    fn run_pages_need_both_the_key_and_the_address() {
+        let base = [
+            ("REPO_FULL_NAME", "acme/live"),
+            ("METADB_URL", "postgres://x"),
+            ("PLAN_BUCKET", "b"),
+            ("LIVE_CI_PHASE", "plan"),
+            ("LIVE_CI_TASK_TOKEN", "t"),
+            ("LIVE_CI_EXECUTION_ID", "e"),
+        ];
+        let read = |extra: &[(&str, &str)]| {
+            let pairs: Vec<(&str, &str)> = base.iter().chain(extra).copied().collect();
+            Config::from_lookup(TaskCommand::TerraRun, lookup(&pairs))
+        };
+        let Ok(Config::TerraRun { job, .. }) = read(&[
+            (RUN_LINK_KEY_SSM_KEY, "/live-ci/run-link-key"),
+            (RUN_PAGE_URL, "https://pages.example/"),
+        ]) else {
+            panic!("terra-run with run pages")
+        };
+        assert_eq!(
+            job.run_pages_param,
+            Some((
+                "/live-ci/run-link-key".to_string(),
+                "https://pages.example/".to_string()
+            ))
+        );
+        assert!(job.run_pages.is_none(), "main.rs reads the key");
+        let Ok(Config::TerraRun { job, .. }) = read(&[]) else {
+            panic!("terra-run without run pages")
+        };
+        assert_eq!(job.run_pages_param, None);
+        let err = read(&[(RUN_LINK_KEY_SSM_KEY, "/k")]).unwrap_err();
+        assert_eq!(err.problems, [ConfigError::Missing(RUN_PAGE_URL)]);
+        let err = read(&[(RUN_PAGE_URL, "https://p/")]).unwrap_err();
+        assert_eq!(err.problems, [ConfigError::Missing(RUN_LINK_KEY_SSM_KEY)]);
+    }
+
     #[test]
     fn a_subcommand_names_every_missing_or_bad_variable_at_once() {
         let missing = |command, pairs: &[(&str, &str)]| -> Vec<ConfigError> {

@@ -211,9 +211,9 @@ pub async fn run_pages<P: ParamStore>(config: &TerraRunConfig, params: &P) -> Op
 
 /// Where the unit's statuses (and check runs' details) link: the read-only
 /// run page of the execution's run, signed with the run-link key, which a
-/// reviewer without console access can open (it links the plan logs and the
-/// Step Functions execution for operators); without run pages, the task's
-/// logs as before.
+/// reviewer without console access can open (for operators it links the
+/// unit's Step Functions execution, and its plan logs once an approval is
+/// requested); without run pages, the task's logs as before.
 fn status_link(config: &TerraRunConfig, run_id: RunId, logs_url: Option<&str>) -> Option<String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
