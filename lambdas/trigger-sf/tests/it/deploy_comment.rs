@@ -336,3 +336,93 @@ async fn a_foreign_comment_with_the_marker_is_not_edited() {
     );
     t.drop_db().await;
 }
+
+/// A git host that lets the run change (another invocation's work) while the
+/// first comment write is on its way: the GitHub client underneath.
+struct ChangingWhileWriting {
+    inner: GitHubClient,
+    db: PgMetadb,
+    /// Recorded as succeeded during the first comment write.
+    finish: std::sync::Mutex<Option<String>>,
+}
+
+impl live_ci_core::port::GitHost for ChangingWhileWriting {
+    type Error = live_ci_github::GitHubError;
+
+    async fn set_status(
+        &self,
+        status: &live_ci_core::status::CommitStatus,
+    ) -> Result<(), Self::Error> {
+        self.inner.set_status(status).await
+    }
+
+    async fn pull_request_files(&self, number: u64) -> Result<Vec<String>, Self::Error> {
+        self.inner.pull_request_files(number).await
+    }
+
+    async fn open_pull_requests(
+        &self,
+        base: &str,
+    ) -> Result<Vec<live_ci_core::status::PullRequest>, Self::Error> {
+        self.inner.open_pull_requests(base).await
+    }
+
+    async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), Self::Error> {
+        let finish = self.finish.lock().unwrap().take();
+        if let Some(id) = finish {
+            use live_ci_core::port::ExecutionStore;
+            let done = self
+                .db
+                .record_finished(&id, live_ci_core::deploy::Outcome::Succeeded, None)
+                .await
+                .unwrap();
+            assert!(matches!(done, live_ci_core::deploy::FinishOutcome::Recorded { .. }));
+        }
+        self.inner.upsert_comment(number, marker, body).await
+    }
+}
+
+/// The run changes between the render and its write (a concurrent
+/// invocation): the writer reads the run again after writing and rewrites the
+/// comment, so it does not keep the older render until the next event.
+#[tokio::test]
+async fn a_change_during_the_write_is_written_too() {
+    let t = TestDb::new().await;
+    let github = FakeGitHub::start(REPO).await;
+    let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
+    config.deploy_comments = true;
+    let h = TriggerSf::new(
+        config,
+        t.metadb(2).await,
+        FakeEngine::default(),
+        MemoryParams::default(),
+        ChangingWhileWriting {
+            inner: client(&github),
+            db: t.metadb(1).await,
+            finish: std::sync::Mutex::new(Some("d8-b".into())),
+        },
+    );
+    let mut new = run("d8", 4, vec![exec("d8-a", "dev", &[]), exec("d8-b", "dev", &[])]);
+    new.pr_id = 25;
+    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+
+    let r = h.handle(&Input::Run(run_id)).await.unwrap();
+    assert_eq!(r.started.len(), 2, "{r:?}");
+    let comments = github.comments(25);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].body.contains("| `dev/d8-b` | `dev` | done |"),
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(
+        comment_requests(&github).await,
+        [
+            "GET /repos/acme/live/issues/25/comments",
+            "POST /repos/acme/live/issues/25/comments",
+            "GET /repos/acme/live/issues/25/comments",
+            "PATCH /repos/acme/live/issues/comments/1",
+        ]
+    );
+    t.drop_db().await;
+}
