@@ -19,7 +19,11 @@ fn pr_param(pr_number: u64) -> Result<Param> {
 impl<S: Sql> DeployCommentStore for Store<S> {
     type Error = MetadbError;
 
-    async fn deploy_comment_targets(&self, run_id: RunId, limit: u32) -> Result<Vec<CommentTarget>> {
+    async fn deploy_comment_targets(
+        &self,
+        run_id: RunId,
+        limit: u32,
+    ) -> Result<Vec<CommentTarget>> {
         let rows = self
             .sql()
             .query(

@@ -636,11 +636,14 @@ impl Respond for Api {
         if let Some(refused) = too_long(method, &segments, &body) {
             return refused;
         }
-        if let (Some(status), ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _])) =
-            (state.refuse_comment_writes, (method, segments.as_slice()))
+        if let (
+            Some(status),
+            ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]),
+        ) = (state.refuse_comment_writes, (method, segments.as_slice()))
         {
-            return ResponseTemplate::new(status)
-                .set_body_json(json!({ "message": format!("refused with {status} (refuse_comment_writes)") }));
+            return ResponseTemplate::new(status).set_body_json(
+                json!({ "message": format!("refused with {status} (refuse_comment_writes)") }),
+            );
         }
         match (method, segments.as_slice()) {
             ("POST", ["statuses", sha]) => {

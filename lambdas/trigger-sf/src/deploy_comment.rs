@@ -115,7 +115,10 @@ where
                         continue;
                     }
                 }
-                if self.upsert_deploy_comment(run_id, pr, &rendered, report).await {
+                if self
+                    .upsert_deploy_comment(run_id, pr, &rendered, report)
+                    .await
+                {
                     wrote.push((pr, rendered.digest.clone()));
                 }
             }

@@ -10,11 +10,11 @@ use live_ci_core::operate::StartFailure;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{BranchHead, merge_that_produced};
 use live_ci_core::port::{
     ApprovalStore, DeployCommentStore, ErrorKind, ExecutionStore, PortError, PortResultExt,
     RunStore, SweepStore, WorkflowEngine,
 };
+use live_ci_core::port::{BranchHead, merge_that_produced};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, superseded,
     target,

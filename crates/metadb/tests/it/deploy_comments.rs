@@ -24,7 +24,11 @@ where
     <M as RunStore>::Error: std::fmt::Debug,
     <M as DeployCommentStore>::Error: std::fmt::Debug,
 {
-    let mut own = run(&format!("{tag}-x"), 4, vec![exec(&format!("{tag}-x-a"), "dev", &[])]);
+    let mut own = run(
+        &format!("{tag}-x"),
+        4,
+        vec![exec(&format!("{tag}-x-a"), "dev", &[])],
+    );
     own.pr_id = 40;
     let x = db.create_run(&own).await.unwrap().run_id;
     // Merges x covers: one directly, one through it, a direct push (pull
@@ -34,10 +38,23 @@ where
         r.pr_id = pr;
         r
     };
-    let s1 = db.record_superseded(&covered("s1", 43), x).await.unwrap().unwrap();
-    db.record_superseded(&covered("s2", 41), s1).await.unwrap().unwrap();
-    db.record_superseded(&covered("s3", 0), x).await.unwrap().unwrap();
-    db.record_superseded(&covered("s4", 40), x).await.unwrap().unwrap();
+    let s1 = db
+        .record_superseded(&covered("s1", 43), x)
+        .await
+        .unwrap()
+        .unwrap();
+    db.record_superseded(&covered("s2", 41), s1)
+        .await
+        .unwrap()
+        .unwrap();
+    db.record_superseded(&covered("s3", 0), x)
+        .await
+        .unwrap()
+        .unwrap();
+    db.record_superseded(&covered("s4", 40), x)
+        .await
+        .unwrap()
+        .unwrap();
 
     assert_eq!(
         db.deploy_comment_targets(x, 50).await.unwrap(),
@@ -59,14 +76,21 @@ where
     assert!(!db.claim_deploy_comment(x, 40, &digest('a')).await.unwrap());
     assert!(db.claim_deploy_comment(x, 40, &digest('b')).await.unwrap());
     // Releasing an older digest leaves the newer claim alone.
-    db.release_deploy_comment(x, 40, &digest('a')).await.unwrap();
+    db.release_deploy_comment(x, 40, &digest('a'))
+        .await
+        .unwrap();
     assert_eq!(
         db.deploy_comment_targets(x, 1).await.unwrap(),
         [target(40, Some(digest('b')))]
     );
     // Released (its write failed): the same body is claimed again.
-    db.release_deploy_comment(x, 40, &digest('b')).await.unwrap();
-    assert_eq!(db.deploy_comment_targets(x, 1).await.unwrap(), [target(40, None)]);
+    db.release_deploy_comment(x, 40, &digest('b'))
+        .await
+        .unwrap();
+    assert_eq!(
+        db.deploy_comment_targets(x, 1).await.unwrap(),
+        [target(40, None)]
+    );
     assert!(db.claim_deploy_comment(x, 40, &digest('b')).await.unwrap());
     // Other pull requests of the run are apart.
     assert!(db.claim_deploy_comment(x, 41, &digest('b')).await.unwrap());

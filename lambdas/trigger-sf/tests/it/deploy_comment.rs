@@ -82,7 +82,11 @@ async fn new_run(h: &Handler, commit: &str, pr: u64, units: &[&str], chain: bool
         .map(|(i, u)| {
             let id = format!("{commit}-{u}");
             let before = (i > 0 && chain).then(|| format!("{commit}-{}", units[i - 1]));
-            exec(&id, "dev", &before.iter().map(String::as_str).collect::<Vec<_>>())
+            exec(
+                &id,
+                "dev",
+                &before.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
         })
         .collect();
     let mut new = run(commit, 4, execs);
@@ -133,8 +137,14 @@ async fn one_comment_is_created_then_edited_as_the_units_advance() {
     let first = body(&github);
     assert!(first.starts_with(&marker(run_id)), "{first}");
     assert!(first.contains("### live-ci deploy: deploying\n"), "{first}");
-    assert!(first.contains("| `dev/d1-a` | `dev` | planning | 0 of 2 |"), "{first}");
-    assert!(first.contains("| `dev/d1-b` | `dev` | waiting | 0 of 2 |"), "{first}");
+    assert!(
+        first.contains("| `dev/d1-a` | `dev` | planning | 0 of 2 |"),
+        "{first}"
+    );
+    assert!(
+        first.contains("| `dev/d1-b` | `dev` | waiting | 0 of 2 |"),
+        "{first}"
+    );
 
     // The plan waits for the voters and one approves: the comment shows it at
     // the next trigger-sf invocation, here the sweep.
@@ -153,7 +163,10 @@ async fn one_comment_is_created_then_edited_as_the_units_advance() {
     h.handle(&ended("d1-a", "SUCCEEDED", None)).await.unwrap();
     let second = body(&github);
     assert!(second.contains("| `dev/d1-a` | `dev` | done |"), "{second}");
-    assert!(second.contains("| `dev/d1-b` | `dev` | planning |"), "{second}");
+    assert!(
+        second.contains("| `dev/d1-b` | `dev` | planning |"),
+        "{second}"
+    );
 
     let r = h.handle(&ended("d1-b", "SUCCEEDED", None)).await.unwrap();
     assert_eq!(r.finished, [(run_id, RunStatus::Succeeded)]);
@@ -243,7 +256,9 @@ async fn a_refused_comment_does_not_stop_the_run() {
     let comments = github.comments(23);
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert!(
-        comments[0].body.contains("| `dev/d3-b` | `dev` | planning |"),
+        comments[0]
+            .body
+            .contains("| `dev/d3-b` | `dev` | planning |"),
         "{}",
         comments[0].body
     );
@@ -278,7 +293,11 @@ async fn a_coalesced_run_says_so_on_every_pull_request_it_covers() {
 
     let done = github.comments(30);
     assert_eq!(done.len(), 1);
-    assert!(done[0].body.contains("### live-ci deploy: deployed\n"), "{}", done[0].body);
+    assert!(
+        done[0].body.contains("### live-ci deploy: deployed\n"),
+        "{}",
+        done[0].body
+    );
     for pr in [31, 32] {
         let comments = github.comments(pr);
         assert_eq!(comments.len(), 1, "#{pr}: {comments:?}");
@@ -290,7 +309,10 @@ async fn a_coalesced_run_says_so_on_every_pull_request_it_covers() {
             ),
             "#{pr}: {body}"
         );
-        assert!(body.contains("| `dev/d6-a` | `dev` | planning |"), "#{pr}: {body}");
+        assert!(
+            body.contains("| `dev/d6-a` | `dev` | planning |"),
+            "#{pr}: {body}"
+        );
     }
     assert!(
         !github
@@ -318,10 +340,17 @@ async fn a_foreign_comment_with_the_marker_is_not_edited() {
     let comments = github.comments(24);
     assert_eq!(comments.len(), 2, "{comments:?}");
     let theirs = comments.iter().find(|c| c.id == foreign).unwrap();
-    assert_eq!((theirs.login.as_str(), theirs.body.as_str()), ("mallory", forged.as_str()));
+    assert_eq!(
+        (theirs.login.as_str(), theirs.body.as_str()),
+        ("mallory", forged.as_str())
+    );
     let ours = comments.iter().find(|c| c.id != foreign).unwrap();
     assert_eq!(ours.login, FakeGitHub::BOT_LOGIN);
-    assert!(ours.body.contains("### live-ci deploy: deployed\n"), "{}", ours.body);
+    assert!(
+        ours.body.contains("### live-ci deploy: deployed\n"),
+        "{}",
+        ours.body
+    );
     let writes: Vec<String> = comment_requests(&github)
         .await
         .into_iter()
@@ -367,7 +396,12 @@ impl live_ci_core::port::GitHost for ChangingWhileWriting {
         self.inner.open_pull_requests(base).await
     }
 
-    async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), Self::Error> {
+    async fn upsert_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<(), Self::Error> {
         let finish = self.finish.lock().unwrap().take();
         if let Some(id) = finish {
             use live_ci_core::port::ExecutionStore;
@@ -376,7 +410,10 @@ impl live_ci_core::port::GitHost for ChangingWhileWriting {
                 .record_finished(&id, live_ci_core::deploy::Outcome::Succeeded, None)
                 .await
                 .unwrap();
-            assert!(matches!(done, live_ci_core::deploy::FinishOutcome::Recorded { .. }));
+            assert!(matches!(
+                done,
+                live_ci_core::deploy::FinishOutcome::Recorded { .. }
+            ));
         }
         self.inner.upsert_comment(number, marker, body).await
     }
@@ -402,7 +439,11 @@ async fn a_change_during_the_write_is_written_too() {
             finish: std::sync::Mutex::new(Some("d8-b".into())),
         },
     );
-    let mut new = run("d8", 4, vec![exec("d8-a", "dev", &[]), exec("d8-b", "dev", &[])]);
+    let mut new = run(
+        "d8",
+        4,
+        vec![exec("d8-a", "dev", &[]), exec("d8-b", "dev", &[])],
+    );
     new.pr_id = 25;
     let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
 
