@@ -108,6 +108,13 @@ fn row(view: &RunView, u: &UnitView) -> String {
 /// given. Every repository- or voter-controlled value is a code span
 /// ([`crate::escape::markdown`]); the body stays under [`BODY_LIMIT`].
 pub fn render(view: &RunView, run_page: Option<&str>) -> String {
+    render_covering(view, run_page, &[])
+}
+
+/// [`render`] for a run that also deploys the changes of pull requests
+/// `covered` (those of the runs it superseded, coalesced into it): the
+/// comment says so under its first line, on every pull request it goes to.
+pub fn render_covering(view: &RunView, run_page: Option<&str>, covered: &[u64]) -> String {
     let r = &view.run;
     let mut out = format!(
         "{}\n### live-ci deploy: {}\n\nRun {} of commit {}",
@@ -119,6 +126,13 @@ pub fn render(view: &RunView, run_page: Option<&str>) -> String {
     match run_page.filter(|u| is_web_url(u)) {
         Some(url) => out.push_str(&format!(" · [run page]({url})\n\n")),
         None => out.push_str("\n\n"),
+    }
+    if !covered.is_empty() {
+        let prs: Vec<String> = covered.iter().map(|n| format!("#{n}")).collect();
+        out.push_str(&format!(
+            "It also deploys the changes of {}, merged before it (their runs were superseded by this one).\n\n",
+            prs.join(", ")
+        ));
     }
     if view.units.is_empty() {
         out.push_str("This run deploys no unit.\n");
@@ -424,6 +438,22 @@ mod tests {
             "{body}"
         );
         assert!(!body.contains("see the run page"), "{body}");
+    }
+
+    #[test]
+    fn a_coalesced_run_names_the_pull_requests_it_also_deploys() {
+        let v = view(
+            RunStatus::Running,
+            vec![unit("dev/app", ExecutionStatus::Waiting)],
+        );
+        let body = render_covering(&v, None, &[5, 6]);
+        assert!(
+            body.contains(
+                "Run 3 of commit `c0ffee00`\n\nIt also deploys the changes of #5, #6, merged before it (their runs were superseded by this one).\n\n| Unit"
+            ),
+            "{body}"
+        );
+        assert_eq!(render_covering(&v, None, &[]), render(&v, None));
     }
 
     #[test]

@@ -74,7 +74,8 @@ pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
         &[
             (Checks, Write),
             (Contents, Read),
-            (PullRequests, Read),
+            // Write: the deploy comment on the pull requests a run deploys.
+            (PullRequests, Write),
             (Statuses, Write),
         ],
     ),

@@ -225,7 +225,8 @@ async fn each_job_asks_for_a_token_for_the_live_repository_with_exactly_its_perm
         ),
         (
             Job::TriggerSf,
-            json!({"checks": "write", "contents": "read", "pull_requests": "read", "statuses": "write"}),
+            // pull_requests: write for the deploy comment (issue 29 item 3).
+            json!({"checks": "write", "contents": "read", "pull_requests": "write", "statuses": "write"}),
         ),
         (
             Job::PrPlan,

@@ -3,7 +3,8 @@
 //! [`ExecutionStore`](live_ci_core::port::ExecutionStore),
 //! [`SweepStore`](live_ci_core::port::SweepStore),
 //! [`ApprovalStore`](live_ci_core::port::ApprovalStore),
-//! [`RunControl`](live_ci_core::port::RunControl)) over PostgreSQL, reached
+//! [`RunControl`](live_ci_core::port::RunControl),
+//! [`DeployCommentStore`](live_ci_core::port::DeployCommentStore)) over PostgreSQL, reached
 //! either directly (tokio-postgres; local runs and an option in AWS) or through
 //! the RDS Data API (the AWS default). Both adapters run the same SQL text and
 //! the same transaction logic ([`Store`]); they differ only in how a statement
@@ -12,6 +13,7 @@
 mod any;
 mod approvals;
 mod data_api;
+mod deploy_comments;
 mod error;
 mod migrate;
 mod operator;

@@ -95,6 +95,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0015_job_roles",
         sql: include_str!("../migrations/0015_job_roles.sql"),
     },
+    Migration {
+        version: 16,
+        name: "0016_deploy_comment",
+        sql: include_str!("../migrations/0016_deploy_comment.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -96,6 +96,9 @@ struct State {
     /// Repository requests refused for their token (401, 403), as
     /// `"<METHOD> <path>: <status>"`, in order.
     token_refusals: Vec<String>,
+    /// The status every comment write (create, edit) is refused with, when
+    /// set ([`FakeGitHub::refuse_comment_writes`]).
+    refuse_comment_writes: Option<u16>,
 }
 
 /// A check run as GitHub keeps it: created by `POST check-runs`, its fields
@@ -318,6 +321,12 @@ impl FakeGitHub {
     /// Refuses every token exchange with `status` (401, 403…); `None` stops.
     pub fn refuse_app_tokens(&self, status: Option<u16>) {
         lock(&self.state).refuse_exchange = status;
+    }
+
+    /// Refuses every comment create and edit with `status` (403, 500…) as
+    /// GitHub would refuse it (nothing is written); `None` stops.
+    pub fn refuse_comment_writes(&self, status: Option<u16>) {
+        lock(&self.state).refuse_comment_writes = status;
     }
 
     /// Revokes every installation token handed out so far (401 from now on).
@@ -626,6 +635,15 @@ impl Respond for Api {
         }
         if let Some(refused) = too_long(method, &segments, &body) {
             return refused;
+        }
+        if let (
+            Some(status),
+            ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]),
+        ) = (state.refuse_comment_writes, (method, segments.as_slice()))
+        {
+            return ResponseTemplate::new(status).set_body_json(
+                json!({ "message": format!("refused with {status} (refuse_comment_writes)") }),
+            );
         }
         match (method, segments.as_slice()) {
             ("POST", ["statuses", sha]) => {

@@ -33,6 +33,9 @@ pub struct HandlerConfig {
     /// (approval-response); without it statuses link to the Step Functions
     /// console as before. Holds the run-link key, never the vote-link key.
     pub run_pages: Option<RunPages>,
+    /// Write the deploy comment on the pull requests a run deploys
+    /// (`deploy_comment.rs`); `main.rs` turns it on with a GitHub client.
+    pub deploy_comments: bool,
 }
 
 impl HandlerConfig {
@@ -49,6 +52,7 @@ impl HandlerConfig {
             max_start_attempts: 5,
             commit_status_config_param: None,
             run_pages: None,
+            deploy_comments: false,
         }
     }
 }

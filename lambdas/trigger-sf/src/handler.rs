@@ -10,10 +10,11 @@ use live_ci_core::operate::StartFailure;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{BranchHead, merge_that_produced};
 use live_ci_core::port::{
-    ErrorKind, ExecutionStore, PortError, PortResultExt, RunStore, SweepStore, WorkflowEngine,
+    ApprovalStore, DeployCommentStore, ErrorKind, ExecutionStore, PortError, PortResultExt,
+    RunStore, SweepStore, WorkflowEngine,
 };
+use live_ci_core::port::{BranchHead, merge_that_produced};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, superseded,
     target,
@@ -91,6 +92,10 @@ pub struct Report {
     pub direct_push: Option<String>,
     /// Problems that did not stop the invocation (commit statuses).
     pub warnings: Vec<String>,
+    /// Runs this invocation advanced, whose deploy comments are written once
+    /// its work is done (`deploy_comment.rs`).
+    #[serde(skip)]
+    pub(crate) touched_runs: Vec<RunId>,
     /// Commit statuses to post once the invocation's metadb and Step Functions
     /// work is done: a status is advisory, and a GitHub round trip (100–300 ms
     /// in AWS) must not delay the start of the next unit.
@@ -246,7 +251,7 @@ pub const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_sec
 
 impl<M, W, P, G> TriggerSf<M, W, P, G>
 where
-    M: RunStore + ExecutionStore + SweepStore,
+    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,
@@ -284,7 +289,7 @@ where
 
 impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L>
 where
-    M: RunStore + ExecutionStore + SweepStore,
+    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,
@@ -312,6 +317,10 @@ where
         &self.github
     }
 
+    pub(crate) fn config(&self) -> &HandlerConfig {
+        &self.config
+    }
+
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
         let done = match input {
@@ -328,6 +337,7 @@ where
         // What was recorded or started before an error is true either way:
         // its statuses are posted too.
         self.post_queued_statuses(&mut report).await;
+        self.write_deploy_comments(&mut report).await;
         done.map(|()| report)
     }
 
@@ -575,6 +585,7 @@ where
         let mut run_id = run_id;
         let mut claimed = claimed;
         for _ in 0..self.config.max_runs_per_invocation {
+            report.touched_runs.push(run_id);
             // One claim per call: a released claim is ready again at once, so
             // claiming in a loop would retry a broken start forever.
             let claim = match claimed.take() {

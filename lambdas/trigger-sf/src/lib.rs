@@ -5,6 +5,7 @@
 //! [`TriggerSf`], so tests call the same handler with fakes and a real metadb.
 
 mod config;
+mod deploy_comment;
 mod event;
 mod handler;
 
@@ -12,6 +13,7 @@ pub use config::{
     AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig,
     TRUNK_SWEEP_COOLDOWN_SECS,
 };
+pub use deploy_comment::{COMMENT_TARGETS, COMMENT_UNITS};
 pub use event::{Input, StatusChangeDetail, parse_input};
 pub use handler::{
     NoTrunkSweep, Report, TriggerError, TriggerSf, TrunkLaunch, TrunkSweep, failure_reason,

@@ -7,7 +7,9 @@ use live_ci_aws::{EcsTaskLauncher, sdk};
 use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunPages};
 use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
-use live_ci_core::port::{ExecutionStore, RunStore, SweepStore, WorkflowEngine};
+use live_ci_core::port::{
+    ApprovalStore, DeployCommentStore, ExecutionStore, RunStore, SweepStore, WorkflowEngine,
+};
 use live_ci_core::port::{ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
 use live_ci_github::Job;
@@ -40,6 +42,8 @@ async fn main() -> anyhow::Result<()> {
     let github = boot
         .github(auth, &config.github_api_url, repo, Job::TriggerSf)
         .await?;
+    // A GitHub client to write with: runs get their deploy comment.
+    handler.deploy_comments = true;
     let trunk = config.ecs.map(|ecs| TrunkSweep {
         head: github.clone(),
         launcher: EcsTaskLauncher::new(sdk::ecs::Client::new(&boot.aws), ecs),
@@ -56,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
 /// The runtime loop for either handler (with or without the trunk sweep).
 async fn run<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
 where
-    M: RunStore + ExecutionStore + SweepStore,
+    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
     P: ParamStore,
     G: GitHost,

@@ -229,11 +229,13 @@ async fn scenario() -> anyhow::Result<()> {
         assert!(!jobs.is_empty(), "a token outside every job's row: {t:?}");
         rows_seen.insert(jobs);
     }
-    // The jobs of a merge: the receiver, create-deploy-stack and trigger-sf
-    // (one row), terra-run. pr-plan runs for pull requests only.
+    // The jobs of a merge: the receiver, create-deploy-stack, trigger-sf
+    // (whose row is pr-plan's since it writes the deploy comment), terra-run.
+    // pr-plan runs for pull requests only.
     let expected: BTreeSet<Vec<Job>> = [
         vec![Job::Receiver],
-        vec![Job::TriggerSf, Job::CreateDeployStack],
+        vec![Job::TriggerSf, Job::PrPlan],
+        vec![Job::CreateDeployStack],
         vec![Job::TerraRun],
     ]
     .into_iter()
@@ -321,7 +323,7 @@ async fn scenario() -> anyhow::Result<()> {
     assert!(
         cds.tokens[1..]
             .iter()
-            .all(|t| job_of_token[t.as_str()] == vec![Job::TriggerSf, Job::CreateDeployStack]),
+            .all(|t| job_of_token[t.as_str()] == vec![Job::CreateDeployStack]),
         "{cds:#?}"
     );
     assert!(cds.tokens.len() >= 2, "{cds:#?}");

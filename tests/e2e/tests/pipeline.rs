@@ -346,6 +346,26 @@ fn a_merged_pull_request_is_planned_approved_and_applied_in_order() {
             for (context, s) in &statuses {
                 assert_eq!(s.state, "success", "{context}: {s:?}");
             }
+
+            // The merged pull request followed its deploy: exactly one deploy
+            // comment of the run, its last body saying it deployed (trigger_sf
+            // writes it after the invocation that ended the run).
+            // `live_ci_core::deploy_comment::marker`.
+            let marker = format!("<!-- live-ci:deploy run={} -->", run.run_id);
+            let deployed = wait_for(Duration::from_secs(60), || async {
+                Ok(env.github.comments(merge.number).iter().any(|c| {
+                    c.body.starts_with(&marker) && c.body.contains("### live-ci deploy: deployed\n")
+                }))
+            })
+            .await?;
+            let ours: Vec<_> = env
+                .github
+                .comments(merge.number)
+                .into_iter()
+                .filter(|c| c.body.contains("<!-- live-ci:deploy run="))
+                .collect();
+            assert!(deployed && ours.len() == 1, "deploy comments: {ours:#?}");
+
             eprintln!(
                 "happy path: {} units in {:?} (run {:?})",
                 by_path.len(),

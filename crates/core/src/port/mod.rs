@@ -6,7 +6,8 @@
 //! it uses: [`RunStore`] (runs and the merge lock), [`ExecutionStore`] (the
 //! scheduler's executions and what the tasks record), [`SweepStore`] (the
 //! sweep's repair queries), [`ApprovalStore`] (approvals and votes) and
-//! [`RunControl`] (the operator's commands). `live-ci-metadb`'s adapters
+//! [`RunControl`] (the operator's commands), [`DeployCommentStore`] (the
+//! deploy comment's targets and digests). `live-ci-metadb`'s adapters
 //! implement all of them over one SQL text.
 
 mod approvals;
@@ -14,6 +15,7 @@ mod artifact;
 mod cipher;
 mod credentials;
 mod deliveries;
+mod deploy_comments;
 mod error;
 mod executions;
 mod git_host;
@@ -36,6 +38,7 @@ pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha25
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use deliveries::{DELIVERY_HORIZON, DeliveryClaim, DeliveryLog, STALE_CLAIM};
+pub use deploy_comments::{CommentTarget, DeployCommentStore};
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
 pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};

@@ -2,6 +2,7 @@
 //! implement, and the shared SQL text they run.
 
 pub mod approval_statements;
+pub mod deploy_comment_statements;
 pub mod operator_statements;
 pub mod statements;
 pub mod text;

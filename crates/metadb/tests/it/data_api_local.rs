@@ -115,6 +115,13 @@ async fn a_status_change_is_settled_in_one_call_through_the_data_api() {
     crate::settle::settle_finishes_claims_and_counts(&db, "ds").await;
 }
 
+/// The deploy comment's targets and digest compare-and-set through the Data API.
+#[tokio::test(flavor = "multi_thread")]
+async fn deploy_comment_targets_and_digests_through_the_data_api() {
+    let db = data_api_metadb().await;
+    crate::deploy_comments::targets_and_compare_and_set(&db, "dadc").await;
+}
+
 /// A run's end and hand-over in one call through the Data API.
 #[tokio::test]
 async fn a_run_ends_and_hands_over_in_one_call_through_the_data_api() {

@@ -6,6 +6,7 @@ mod checkout;
 mod data_api;
 mod data_api_local;
 mod deliveries;
+mod deploy_comments;
 mod errors;
 mod job_roles;
 mod pg;

@@ -1,6 +1,7 @@
 //! The integration tests of the trigger_sf Lambda: events, the handler against PostgreSQL, LocalStack and the trunk sweep: one test binary (one link) for the
 //! crate, each former `tests/*.rs` a module.
 
+mod deploy_comment;
 mod events;
 mod localstack;
 mod round_trips;

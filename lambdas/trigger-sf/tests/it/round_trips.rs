@@ -23,15 +23,20 @@ type Handler = TriggerSf<
 >;
 
 async fn counting_handler(t: &TestDb) -> (Handler, Counting<PgSql>) {
+    counting_handler_with(t, false).await
+}
+
+async fn counting_handler_with(t: &TestDb, deploy_comments: bool) -> (Handler, Counting<PgSql>) {
     // Migrated first, through a plain connection: the schema is not what is counted.
     let migrated = t.metadb(1).await;
     drop(migrated);
     let sql = Counting::new(PgSql::connect(&t.url, 2).unwrap());
-    let config = HandlerConfig::new(
+    let mut config = HandlerConfig::new(
         LOCK,
         live_ci_core::webhook::FilePattern::new(live_ci_core::webhook::FilePattern::DEFAULT)
             .unwrap(),
     );
+    config.deploy_comments = deploy_comments;
     let handler = TriggerSf::new(
         config,
         Store::new(sql.clone()),
@@ -123,6 +128,45 @@ async fn a_status_change_costs_a_bounded_number_of_round_trips() {
     }
     for ((case, calls, expected), log) in counts.iter().zip([&success, &failure, &last, &run_calls])
     {
+        assert_eq!(calls, expected, "{case}: {log:#?}");
+    }
+    t.drop_db().await;
+}
+
+/// What the deploy comment adds to an invocation, after its deploy work: the
+/// run as the run page reads it (two reads at once) and the pull requests it
+/// goes to; when the body changed, the digest's compare-and-set and the same
+/// reads again (a change made meanwhile is written too).
+#[tokio::test]
+async fn the_deploy_comment_costs_a_bounded_number_of_round_trips() {
+    let t = TestDb::new().await;
+    let (h, sql) = counting_handler_with(&t, true).await;
+    let created = h
+        .metadb()
+        .create_run(&run("rt3", 4, vec![exec("rt3-a", "dev", &[])]))
+        .await
+        .unwrap();
+    let (_, first) = counted(&h, &sql, &Input::Run(created.run_id)).await;
+    let (_, unchanged) = counted(&h, &sql, &ended("rt3-a", "RUNNING", None)).await;
+    let (r, last) = counted(&h, &sql, &ended("rt3-a", "SUCCEEDED", None)).await;
+    assert_eq!(r.finished, [(created.run_id, RunStatus::Succeeded)]);
+    assert_eq!(*h.github().comment_writes.lock().unwrap(), 2);
+    // Without the comment: 2, 1 and 2 calls (the test above).
+    let counts = [
+        (
+            "a run's first claim, comment written",
+            first.len(),
+            2 + 3 + 1 + 3,
+        ),
+        ("an event that changes nothing", unchanged.len(), 1 + 3),
+        (
+            "the last execution of a run, comment written",
+            last.len(),
+            2 + 3 + 1 + 3,
+        ),
+    ];
+    for ((case, calls, expected), log) in counts.iter().zip([&first, &unchanged, &last]) {
+        eprintln!("{case}: {calls} metadb calls");
         assert_eq!(calls, expected, "{case}: {log:#?}");
     }
     t.drop_db().await;
