@@ -6,8 +6,10 @@
 //! version recorded in the metadb; an apply runs only when the metadb records
 //! the voters' approval of a running execution of a running run
 //! (`ExecutionRecord::apply_refusal`), downloads exactly that version, refuses
-//! any other content, applies it, then records the resources of the unit's new
-//! providers. Both phases run only the record's command and role: the state
+//! any other content, restores the plan's lock file (carried in the plan's
+//! sealed JSON, under the hash recorded with the plan's) before the apply
+//! command's `init`, applies it, then records the resources of the unit's new
+//! providers (the record's and the plan's own). Both phases run only the record's command and role: the state
 //! machine's input may repeat them, never replace them. The command runs as
 //! the unit's own account role, assumed here, with an allow-listed
 //! environment (`crate::sandbox`). The
@@ -384,9 +386,20 @@ async fn phase<
                 tokio::join!(describe, store_plan(ports, &key, bytes), render);
             *unit_plan = text;
             let (summary, json) = summary?;
+            // The lock file the plan ran with travels in the sealed JSON, so
+            // the apply's `init` selects the plan's providers.
+            let lock = planned_lock(&unit_dir)?;
             // The JSON the approval page shows, sealed to this plan's hash
             // and recorded with it in one statement.
-            record_plan(ports, &record, &key, stored?, json.as_bytes()).await?;
+            record_plan(
+                ports,
+                &record,
+                &key,
+                stored?,
+                json.as_bytes(),
+                lock.as_deref(),
+            )
+            .await?;
             let (first_changes, more_changes) =
                 plan_view::PlanView::from_show_json(json.as_bytes())
                     .map(|v| v.first_lines(live_ci_workflow::payload::FIRST_CHANGES))
@@ -419,7 +432,10 @@ async fn phase<
             );
             Ok(TerraRunResult::Plan(result))
         }
-        Some(bytes) => {
+        Some((bytes, for_apply)) => {
+            // Before the command's `init`: the providers the plan selected.
+            restore_lock(&unit_dir, for_apply.lock_file.as_deref())?;
+            let new_providers = union(&record.new_providers, &for_apply.new_providers);
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             // Readable by the child's group (the apply reads it), whatever
@@ -439,7 +455,15 @@ async fn phase<
             let finished = match ran {
                 Ok(finished) => finished,
                 Err(e @ TaskError::Interrupted { .. }) => {
-                    record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
+                    record_partial(
+                        ports.metadb,
+                        &record,
+                        &new_providers,
+                        &command,
+                        &unit_dir,
+                        &env,
+                    )
+                    .await;
                     return Err(e);
                 }
                 Err(e) => return Err(e),
@@ -454,12 +478,27 @@ async fn phase<
                     };
                     return Err(TaskError::StalePlan { artifact });
                 }
-                record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
+                record_partial(
+                    ports.metadb,
+                    &record,
+                    &new_providers,
+                    &command,
+                    &unit_dir,
+                    &env,
+                )
+                .await;
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
             let counts = parse_apply_summary(&finished.output).unwrap_or_default();
-            let new_resources =
-                record_new_resources(ports.metadb, &record, &command, &unit_dir, &env).await?;
+            let new_resources = record_new_resources(
+                ports.metadb,
+                &record,
+                &new_providers,
+                &command,
+                &unit_dir,
+                &env,
+            )
+            .await?;
             timeline::mark("resources");
             Ok(TerraRunResult::Apply(ApplyResult {
                 execution_id: record.execution_id.clone(),
@@ -610,12 +649,15 @@ async fn check_out<A: ArtifactStore>(
 
 /// The plan the voters approved, as bytes: `artifact` must be the execution's
 /// saved plan, and its content must hash to what the plan task recorded.
+/// With it, what its sealed JSON carries for the apply (the plan's lock
+/// file, its new providers), under the hash recorded in the same statement:
+/// a sealed JSON that is missing or not the recorded one refuses the apply.
 async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     artifact: &str,
     key: &str,
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, plan_view::ForApply)> {
     let bad = |message: String| TaskError::PlanArtifact {
         artifact: artifact.to_string(),
         message,
@@ -644,17 +686,20 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
             ))
         })?;
     let version = saved.version_id.as_deref();
-    let bytes = ports
-        .artifacts
-        .get_version(key, version)
-        .await
-        .port("plan store")?
-        .ok_or_else(|| {
-            bad(format!(
-                "no such saved plan (version {})",
-                version.unwrap_or("current")
-            ))
-        })?;
+    let json_key = plan_view::json_key(key);
+    // Both objects at once: the apply waits for neither twice.
+    let (bytes, sealed) = tokio::join!(ports.artifacts.get_version(key, version), async {
+        match saved.json_sha256 {
+            Some(_) => ports.artifacts.get(&json_key).await.map(Some),
+            None => Ok(None),
+        }
+    });
+    let bytes = bytes.port("plan store")?.ok_or_else(|| {
+        bad(format!(
+            "no such saved plan (version {})",
+            version.unwrap_or("current")
+        ))
+    })?;
     timeline::mark("download");
     let sha256 = sha256_hex(&bytes);
     if sha256 != saved.sha256 {
@@ -663,7 +708,89 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
             saved.sha256
         )));
     }
-    Ok(bytes)
+    let for_apply = match sealed.port("plan store")? {
+        None => {
+            // Saved before the sealed JSON was kept (migration 0014): the
+            // apply's `init` selects providers as it did then.
+            println!(
+                "live-ci: warning: execution {:?} has no sealed plan JSON recorded: its plan's lock file is not restored",
+                record.execution_id
+            );
+            plan_view::ForApply::default()
+        }
+        Some(sealed) => plan_view::open_for_apply(&saved, sealed.as_deref()).map_err(|e| {
+            TaskError::PlanArtifact {
+                artifact: ports.artifacts.uri(&json_key),
+                message: format!(
+                    "the sealed plan JSON of execution {:?} (its lock file and new providers) is refused: {e}; nothing was applied",
+                    record.execution_id
+                ),
+            }
+        })?,
+    };
+    Ok((bytes, for_apply))
+}
+
+/// The most of a lock file read back from the plan's unit directory.
+const MAX_LOCK_FILE_BYTES: u64 = 1 << 20;
+
+/// Where terraform keeps the dependency lock file of a unit. Terragrunt
+/// copies it from the unit's directory into its cache directory before
+/// `init` and back after it (a terragrunt behaviour, not terraform's), so the
+/// unit's directory is where both the plan leaves it and the apply finds it.
+const LOCK_FILE: &str = ".terraform.lock.hcl";
+
+/// The lock file the plan command left in the unit's directory, if any.
+/// Written by repository code: read as untrusted input (no link followed, a
+/// size cap), and only text.
+fn planned_lock(unit_dir: &Path) -> Result<Option<String>> {
+    let path = unit_dir.join(LOCK_FILE);
+    let refused = |message: String| TaskError::PlanArtifact {
+        artifact: path.display().to_string(),
+        message,
+    };
+    match sandbox::read_child_file(&path, MAX_LOCK_FILE_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| refused("the plan's lock file is not UTF-8 text: refused".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(refused(format!("the plan's lock file is refused: {e}"))),
+    }
+}
+
+/// Puts the plan's lock file in the unit's directory of the apply's fresh
+/// checkout, in place of whatever is there (a committed lock, or a link the
+/// checkout holds, removed rather than followed), owned by the task and
+/// readable by the child like every committed file. Nothing to do when the
+/// plan had none.
+fn restore_lock(unit_dir: &Path, lock: Option<&str>) -> Result<()> {
+    use std::io::Write;
+    let Some(lock) = lock else {
+        return Ok(());
+    };
+    let path = unit_dir.join(LOCK_FILE);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(TaskError::file("replacing", &path, e)),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(lock.as_bytes()))
+        .map_err(|e| TaskError::file("writing", &path, e))?;
+    sandbox::share_read_only(&path, 0o640)?;
+    println!("live-ci: the plan's lock file restored to {LOCK_FILE} before the apply");
+    Ok(())
+}
+
+/// The record's new providers and the plan's, once each.
+fn union(recorded: &[String], planned: &[String]) -> Vec<String> {
+    let mut all: Vec<String> = recorded.iter().chain(planned).cloned().collect();
+    all.sort();
+    all.dedup();
+    all
 }
 
 /// Uploads a new plan. The hash is taken here, in the task, from the bytes
@@ -684,20 +811,23 @@ async fn store_plan<M, A: ArtifactStore, T, G, R>(
     })
 }
 
-/// Stores the plan's `show -json` sealed to its hash (`plan_view::seal`)
-/// beside it, then records both hashes for the execution.
+/// Stores the plan's `show -json` sealed to its hash, with the plan's lock
+/// file and new providers (`plan_view::seal_with_lock`), beside it, then
+/// records both hashes for the execution in one statement.
 async fn record_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     key: &str,
     mut saved: SavedPlan,
     show_json: &[u8],
+    lock: Option<&str>,
 ) -> Result<()> {
-    let sealed =
-        plan_view::seal(&saved.sha256, show_json).map_err(|message| TaskError::PlanArtifact {
+    let sealed = plan_view::seal_with_lock(&saved.sha256, show_json, lock).map_err(|message| {
+        TaskError::PlanArtifact {
             artifact: ports.artifacts.uri(&plan_view::json_key(key)),
             message,
-        })?;
+        }
+    })?;
     saved.json_sha256 = Some(sha256_hex(&sealed));
     ports
         .artifacts
@@ -832,11 +962,14 @@ async fn run_with_heartbeat<T: TaskTokens>(
 async fn record_partial<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
+    new_providers: &[String],
     apply_command: &str,
     unit_dir: &Path,
     env: &[(String, String)],
 ) {
-    if let Err(e) = record_new_resources(metadb, record, apply_command, unit_dir, env).await {
+    if let Err(e) =
+        record_new_resources(metadb, record, new_providers, apply_command, unit_dir, env).await
+    {
         tracing::warn!(execution_id = %record.execution_id, error = %e, "recording a failed apply's new resources");
         println!(
             "live-ci: warning: what this failed apply created could not be recorded for rollback: {e}"
@@ -844,17 +977,19 @@ async fn record_partial<M: ExecutionStore>(
     }
 }
 
-/// After an apply: the resources of the unit's new providers, from `show -json`
+/// After an apply: the resources of the unit's `new_providers` (the record's,
+/// read from the files, and the plan's own, [`union`]), from `show -json`
 /// run with the apply command's own tool, stored in the execution's
 /// `new_resources` (what a rollback destroys with `-target`).
 async fn record_new_resources<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
+    new_providers: &[String],
     apply_command: &str,
     unit_dir: &Path,
     env: &[(String, String)],
 ) -> Result<Vec<String>> {
-    if record.new_providers.is_empty() {
+    if new_providers.is_empty() {
         return Ok(Vec::new());
     }
     let program = program_of(apply_command).unwrap_or("terraform");
@@ -864,12 +999,11 @@ async fn record_new_resources<M: ExecutionStore>(
     // give in a form read exactly as terraform prints addresses falls back to
     // `show -json`, which stays the reference.
     let pulled = match tool_output(program, &["state", "pull"], unit_dir, env).await {
-        Ok(out) if out.status.success() => resources_of_providers_in_state(
-            &String::from_utf8_lossy(&out.stdout),
-            &record.new_providers,
-        )
-        .ok()
-        .flatten(),
+        Ok(out) if out.status.success() => {
+            resources_of_providers_in_state(&String::from_utf8_lossy(&out.stdout), new_providers)
+                .ok()
+                .flatten()
+        }
         _ => None,
     };
     let resources = match pulled {
@@ -885,11 +1019,12 @@ async fn record_new_resources<M: ExecutionStore>(
                     tail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
                 });
             }
-            resources_of_providers(&String::from_utf8_lossy(&out.stdout), &record.new_providers)
-                .map_err(|message| TaskError::Unit {
+            resources_of_providers(&String::from_utf8_lossy(&out.stdout), new_providers).map_err(
+                |message| TaskError::Unit {
                     unit: record.cfg_path.to_string(),
                     message,
-                })?
+                },
+            )?
         }
     };
     let stored = metadb

@@ -220,6 +220,63 @@ pub fn new_providers(head: &BTreeSet<String>, base: Option<&BTreeSet<String>>) -
         .collect()
 }
 
+/// The providers a saved plan's `show -json` uses (its configuration's
+/// provider blocks, every module's, and the provider of each resource change)
+/// that no object of its prior state belongs to: the plan's own account of the
+/// unit's new providers. Unlike the static reading of a unit's files (engine
+/// `ProviderIndex`), it sees what terragrunt generates or fetches (a remote
+/// `terraform { source }`, a generated provider block). A provider the unit
+/// configured before but had no object of counts as new here: its resources
+/// are all ones this change creates.
+pub fn providers_new_in_plan(show: &serde_json::Value) -> Vec<String> {
+    let mut used = BTreeSet::new();
+    if let Some(configs) = show
+        .pointer("/configuration/provider_config")
+        .and_then(|c| c.as_object())
+    {
+        for config in configs.values() {
+            if let Some(name) = config.get("full_name").and_then(|n| n.as_str()) {
+                used.insert(provider_address(name));
+            }
+        }
+    }
+    for rc in show
+        .get("resource_changes")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = rc.get("provider_name").and_then(|n| n.as_str()) {
+            used.insert(provider_address(name));
+        }
+    }
+    let mut existing = BTreeSet::new();
+    let mut stack: Vec<&serde_json::Value> = show
+        .pointer("/prior_state/values/root_module")
+        .into_iter()
+        .collect();
+    while let Some(module) = stack.pop() {
+        for r in module
+            .get("resources")
+            .and_then(|r| r.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(name) = r.get("provider_name").and_then(|n| n.as_str()) {
+                existing.insert(provider_address(name));
+            }
+        }
+        stack.extend(
+            module
+                .get("child_modules")
+                .and_then(|c| c.as_array())
+                .into_iter()
+                .flatten(),
+        );
+    }
+    used.difference(&existing).cloned().collect()
+}
+
 /// The addresses of the resources in `terraform show -json` output (state)
 /// whose provider is one of `providers`, child modules included. Data sources
 /// are left out: a rollback destroys only managed resources.
@@ -349,6 +406,36 @@ fn quoted_key(key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_providers_of_a_plan_are_those_its_prior_state_has_no_object_of() {
+        let show = serde_json::json!({
+            "configuration": {"provider_config": {
+                "module.m:aws": {"name": "aws", "full_name": "registry.terraform.io/hashicorp/aws"},
+                "null": {"name": "null", "full_name": "registry.terraform.io/hashicorp/null"}
+            }},
+            "resource_changes": [
+                {"address": "module.m.aws_ssm_parameter.p", "provider_name": "registry.terraform.io/hashicorp/aws"},
+                {"address": "terraform_data.t", "provider_name": "terraform.io/builtin/terraform"},
+                {"address": "null_resource.n", "provider_name": "registry.terraform.io/hashicorp/null"}
+            ],
+            "prior_state": {"values": {"root_module": {
+                "resources": [],
+                "child_modules": [{"resources": [
+                    {"address": "module.x.null_resource.old", "mode": "managed",
+                     "provider_name": "registry.terraform.io/hashicorp/null"}
+                ]}]
+            }}}
+        });
+        assert_eq!(
+            providers_new_in_plan(&show),
+            vec![
+                "registry.terraform.io/hashicorp/aws".to_string(),
+                "terraform.io/builtin/terraform".to_string()
+            ]
+        );
+        assert!(providers_new_in_plan(&serde_json::json!({})).is_empty());
+    }
 
     #[test]
     fn the_text_show_command_is_the_json_one_with_no_color() {

@@ -13,6 +13,7 @@ mod module_sources;
 mod plan_json;
 mod pr_plan;
 mod sandbox;
+mod saved_plan_lock;
 mod support;
 mod task_tokens;
 mod terra_run;
