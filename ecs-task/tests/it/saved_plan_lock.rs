@@ -306,6 +306,7 @@ async fn a_lock_file_changed_in_the_plan_store_refuses_the_apply_naming_executio
 /// (The module's resource is the built-in `terraform_data`: the local cloud
 /// enforces IAM, and the tests' target-account roles hold no grant.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 31 item 3, open: terra-run does not use the plan's new providers yet (taken as they are, e2e pipeline rolled back units it should not)"]
 async fn a_remote_module_with_a_generated_provider_is_recorded_and_rolled_back() {
     // The module: a git repository of its own.
     let module = GitRepo::new();
