@@ -38,6 +38,11 @@ for dir in infra infra/examples/complete examples/local; do
   step "$dir validated in $(($(date +%s) - start)) s"
 done
 
+# The module pinned to one provider version of its range: the mirror's here,
+# the range's minimum in the provider-range job of .github/workflows/ci.yml.
+step "terraform validate infra with the mirror's aws provider pinned"
+bash scripts/validate-provider-range.sh mirror
+
 # The module's own tests (infra/tests/*.tftest.hcl): plans against a mocked
 # AWS provider, no account and no network.
 step "terraform test infra"

@@ -83,13 +83,32 @@ impl Phase {
     }
 }
 
-/// The executable a command runs (its first word), e.g. `terragrunt`: used to
-/// run `show -json` with the same tool after an apply.
+/// The executable that applies in an apply command, e.g. `terragrunt`: used
+/// to run `state pull` / `show -json` with the same tool after an apply. It is
+/// the first word of the last `&&`/`;`/`|` segment that runs `apply`, after
+/// any `NAME=value` environment prefix, because a command may end with other
+/// steps (`… apply {plan_file} && cp …`) that are not the tool. A command with
+/// no `apply` word falls back to its last segment's first word.
 pub fn program_of(command: &str) -> Option<&str> {
-    command
+    let segments: Vec<&str> = command
         .split(['&', ';', '|'])
-        .next_back()
-        .and_then(|last| last.split_whitespace().next())
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    let chosen = segments
+        .iter()
+        .rev()
+        .find(|s| s.split_whitespace().any(|w| w == "apply"))
+        .or_else(|| segments.last())?;
+    chosen.split_whitespace().find(|w| !is_env_assignment(w))
+}
+
+/// `NAME=value`, a shell environment prefix of a command.
+fn is_env_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
 }
 
 /// Resource counts from a plan or apply summary line.
@@ -456,11 +475,23 @@ mod tests {
     }
 
     #[test]
-    fn the_program_is_the_last_commands_first_word() {
+    fn the_program_is_the_tool_of_the_segment_that_applies() {
         assert_eq!(
             program_of("terraform init && terragrunt apply x"),
             Some("terragrunt")
         );
+        // A step after the apply is not the tool (it used to be: `cp state
+        // pull` ran after every apply with new providers).
+        assert_eq!(
+            program_of("tofu apply -auto-approve {plan_file} && cp a b"),
+            Some("tofu")
+        );
+        assert_eq!(
+            program_of("TF_LOG=debug terraform apply {plan_file}; echo done"),
+            Some("terraform")
+        );
+        assert_eq!(program_of("my-wrapper --x"), Some("my-wrapper"));
+        assert_eq!(program_of("  "), None);
     }
 
     #[test]
