@@ -483,11 +483,6 @@ async fn phase<
         Some((bytes, for_apply)) => {
             // Before the command's `init`: the providers the plan selected.
             restore_lock(&unit_dir, for_apply.lock_file.as_deref())?;
-            // The plan's own new providers (`for_apply.new_providers`) are
-            // carried but not used yet: taken as they are, they roll back
-            // units the static reading does not (e2e `pipeline` failed with
-            // extra destroys). Issue 31 item 3, open.
-            let new_providers = record.new_providers.clone();
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             // Readable by the child's group (the apply reads it), whatever
@@ -497,8 +492,14 @@ async fn phase<
                 std::fs::set_permissions(&plan_file, std::fs::Permissions::from_mode(0o640))
                     .map_err(|e| TaskError::Io(format!("sharing {plan_file_str:?}: {e}")))?;
             }
-            let ran =
-                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await;
+            // Which providers' resources this apply records for a rollback,
+            // worked out while the command runs: the static reading reads
+            // git objects of the commit, never the unit's directory the
+            // command writes in (generated files, the restored lock).
+            let (ran, new_providers) = tokio::join!(
+                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env),
+                rollback_providers(&checkout, &record, &for_apply.new_providers)
+            );
             timeline::mark("terraform");
             // An apply that failed or was interrupted may have created part of
             // its resources first: they are recorded as a successful apply's
@@ -783,6 +784,77 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     Ok((bytes, for_apply))
 }
 
+/// The providers whose resources the apply records for a rollback
+/// ([`live_ci_core::terraform::providers_to_record`]): the record's (the
+/// static head − base reading of create-deploy-stack) and those of the plan's
+/// own, `in_plan`, that the same static reader (`ProviderIndex`, the unit as
+/// discovery sees it, local module sources included) does not see in the unit
+/// at the commit applied. A destroy or a rollback creates nothing: only the
+/// record's. When the static reading fails here (it passed in
+/// create-deploy-stack), only the record's, with a warning: a rollback never
+/// destroys what cannot be shown to be this change's.
+async fn rollback_providers(
+    checkout: &Checkout,
+    record: &ExecutionRecord,
+    in_plan: &[String],
+) -> Vec<String> {
+    let recorded = &record.new_providers;
+    if record.is_rollback
+        || record.action != Action::Apply
+        || in_plan.iter().all(|p| recorded.contains(p))
+    {
+        return recorded.clone();
+    }
+    let (git, commit, unit) = (
+        checkout.git.clone(),
+        checkout.commit.clone(),
+        record.cfg_path.clone(),
+    );
+    // git runs as blocking child processes: off the runtime's threads.
+    let seen = tokio::task::spawn_blocking(move || static_providers(&git, &commit, &unit))
+        .await
+        .map_err(|e| format!("the static reading stopped: {e}"))
+        .and_then(|r| r);
+    match seen {
+        Ok(seen) => {
+            let out = live_ci_core::terraform::providers_to_record(recorded, in_plan, &seen);
+            let from_plan: Vec<&String> = out.iter().filter(|p| !recorded.contains(p)).collect();
+            if !from_plan.is_empty() {
+                println!(
+                    "live-ci: new providers from the plan, not visible in the unit's files: {from_plan:?}"
+                );
+            }
+            out
+        }
+        Err(e) => {
+            tracing::warn!(execution_id = %record.execution_id, error = %e, "reading the unit's providers");
+            println!(
+                "live-ci: warning: the unit's providers could not be read ({e}); the plan's new providers {in_plan:?} are not recorded for rollback"
+            );
+            recorded.clone()
+        }
+    }
+}
+
+/// Every provider the static reader sees in `unit` at `commit`.
+fn static_providers(
+    git: &live_ci_git::GitCli,
+    commit: &str,
+    unit: &RepoPath,
+) -> std::result::Result<std::collections::BTreeSet<String>, String> {
+    use live_ci_core::port::Vcs;
+    let tree = git
+        .tree_at(Some(commit))
+        .map_err(|e| format!("the tree at {commit:?}: {e}"))?;
+    let (graph, _) = live_ci_engine::discover(&*tree).into_graph();
+    let i = graph
+        .index_of(unit)
+        .ok_or_else(|| format!("no unit {unit:?} at {commit:?}"))?;
+    live_ci_engine::providers::ProviderIndex::new(&*tree)
+        .and_then(|index| index.providers(graph.unit(i)))
+        .map_err(|e| e.to_string())
+}
+
 /// The most of a lock file read back from the plan's unit directory.
 const MAX_LOCK_FILE_BYTES: u64 = 1 << 20;
 
@@ -1021,8 +1093,8 @@ async fn record_partial<M: ExecutionStore>(
     }
 }
 
-/// After an apply: the resources of the unit's `new_providers` (the record's,
-/// read from the files), from `show -json`
+/// After an apply: the resources of the unit's `new_providers`
+/// ([`rollback_providers`]), from `show -json`
 /// run with the apply command's own tool, stored in the execution's
 /// `new_resources` (what a rollback destroys with `-target`).
 async fn record_new_resources<M: ExecutionStore>(

@@ -296,6 +296,32 @@ pub fn providers_new_in_plan(show: &serde_json::Value) -> Vec<String> {
     used.difference(&existing).cloned().collect()
 }
 
+/// The providers an apply records the resources of, for a rollback:
+/// `recorded`, the static reading's (providers the unit's files use at the
+/// merge commit and did not at its first parent), and of the plan's own
+/// (`in_plan`, [`providers_new_in_plan`]) only those the static reading of
+/// the unit at the merge commit does not see at all (`seen_statically`): what
+/// a remote `terraform { source }` or a generated provider block brings. The
+/// static reading decides every provider it can see, because "no object in
+/// the prior state" is wider than "new in this change": a provider the unit
+/// declared before but never created anything with (or a unit never applied)
+/// would count as new, and a failed run would destroy what an earlier change
+/// added. Where the files are blind, the plan is the only account there is.
+pub fn providers_to_record(
+    recorded: &[String],
+    in_plan: &[String],
+    seen_statically: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut out: BTreeSet<String> = recorded.iter().cloned().collect();
+    out.extend(
+        in_plan
+            .iter()
+            .filter(|p| !seen_statically.contains(*p))
+            .cloned(),
+    );
+    out.into_iter().collect()
+}
+
 /// The addresses of the resources in `terraform show -json` output (state)
 /// whose provider is one of `providers`, child modules included. Data sources
 /// are left out: a rollback destroys only managed resources.
@@ -425,6 +451,30 @@ fn quoted_key(key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_adds_only_providers_the_static_reading_cannot_see() {
+        let s = |v: &[&str]| v.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let aws = "registry.terraform.io/hashicorp/aws";
+        let null = "registry.terraform.io/hashicorp/null";
+        let builtin = "terraform.io/builtin/terraform";
+        let fake = "example.test/testing/fake";
+        // The unit's files show aws (declared at base too, never used: no
+        // object in state) and the built-in provider; a generated block
+        // brings `fake`. Only `fake` comes from the plan.
+        let seen: BTreeSet<String> = [aws, builtin].iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            providers_to_record(&s(&[null]), &s(&[aws, builtin, fake]), &seen),
+            s(&[fake, null])
+        );
+        // Files that show nothing: the plan decides.
+        assert_eq!(
+            providers_to_record(&[], &s(&[builtin, fake]), &BTreeSet::new()),
+            s(&[fake, builtin])
+        );
+        // What the static reading calls new stays new, whatever the plan says.
+        assert_eq!(providers_to_record(&s(&[aws]), &[], &seen), s(&[aws]));
+    }
 
     #[test]
     fn new_providers_of_a_plan_are_those_its_prior_state_has_no_object_of() {

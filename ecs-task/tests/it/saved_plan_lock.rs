@@ -306,7 +306,6 @@ async fn a_lock_file_changed_in_the_plan_store_refuses_the_apply_naming_executio
 /// (The module's resource is the built-in `terraform_data`: the local cloud
 /// enforces IAM, and the tests' target-account roles hold no grant.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 31 item 3, open: terra-run does not use the plan's new providers yet (taken as they are, e2e pipeline rolled back units it should not)"]
 async fn a_remote_module_with_a_generated_provider_is_recorded_and_rolled_back() {
     // The module: a git repository of its own.
     let module = GitRepo::new();
@@ -323,6 +322,8 @@ async fn a_remote_module_with_a_generated_provider_is_recorded_and_rolled_back()
     // What create-deploy-stack reads from the unit's files: no provider.
     let tree = live_ci_core::tree::MemTree::new()
         .with("dev/app/main.tf", &unit_tf)
+        .unwrap()
+        .with("dev/app/terragrunt.hcl", "")
         .unwrap();
     let index = live_ci_engine::providers::ProviderIndex::new(&tree).unwrap();
     let unit = live_ci_core::unit::Unit::new(live_ci_core::RepoPath::new("dev/app").unwrap());
@@ -330,6 +331,9 @@ async fn a_remote_module_with_a_generated_provider_is_recorded_and_rolled_back()
 
     let repo = GitRepo::new();
     repo.write("dev/app/main.tf", &unit_tf);
+    // A unit as discovery finds one: terra-run's static reading is
+    // create-deploy-stack's.
+    repo.write("dev/app/terragrunt.hcl", "");
     let commit = repo.commit("app");
     let mirrors = tempfile::tempdir().unwrap();
     let rc = fake_mirror(mirrors.path(), "plan", &["1.0.0"]);
