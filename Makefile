@@ -38,6 +38,9 @@ test: lint
 	# its terraform test too.
 	$(CARGO) build --locked --workspace --bins
 	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke
+	# The newcomer walk-through (docs/getting-started.md), run literally: its sh
+	# blocks in order in one shell, the local cloud on a port of its own.
+	bash scripts/check-getting-started.sh
 	# Every command the documents give still runs as written (make targets,
 	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
 	python3 scripts/check-doc-commands.py --self-test

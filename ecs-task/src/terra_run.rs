@@ -6,7 +6,9 @@
 //! version recorded in the metadb; an apply runs only when the metadb records
 //! the voters' approval of a running execution of a running run
 //! (`ExecutionRecord::apply_refusal`), downloads exactly that version, refuses
-//! any other content, applies it, then records the resources of the unit's new
+//! any other content, restores the plan's lock file (carried in the plan's
+//! sealed JSON, under the hash recorded with the plan's) before the apply
+//! command's `init`, applies it, then records the resources of the unit's new
 //! providers. Both phases run only the record's command and role: the state
 //! machine's input may repeat them, never replace them. The command runs as
 //! the unit's own account role, assumed here, with an allow-listed
@@ -432,9 +434,20 @@ async fn phase<
                 tokio::join!(describe, store_plan(ports, &key, bytes), render);
             *unit_plan = text;
             let (summary, json) = summary?;
+            // The lock file the plan ran with travels in the sealed JSON, so
+            // the apply's `init` selects the plan's providers.
+            let lock = planned_lock(&unit_dir)?;
             // The JSON the approval page shows, sealed to this plan's hash
             // and recorded with it in one statement.
-            record_plan(ports, &record, &key, stored?, json.as_bytes()).await?;
+            record_plan(
+                ports,
+                &record,
+                &key,
+                stored?,
+                json.as_bytes(),
+                lock.as_deref(),
+            )
+            .await?;
             let (first_changes, more_changes) =
                 plan_view::PlanView::from_show_json(json.as_bytes())
                     .map(|v| v.first_lines(live_ci_workflow::payload::FIRST_CHANGES))
@@ -467,7 +480,9 @@ async fn phase<
             );
             Ok(TerraRunResult::Plan(result))
         }
-        Some(bytes) => {
+        Some((bytes, for_apply)) => {
+            // Before the command's `init`: the providers the plan selected.
+            restore_lock(&unit_dir, for_apply.lock_file.as_deref())?;
             std::fs::write(&plan_file, bytes)
                 .map_err(|e| TaskError::Io(format!("writing {plan_file_str:?}: {e}")))?;
             // Readable by the child's group (the apply reads it), whatever
@@ -477,8 +492,14 @@ async fn phase<
                 std::fs::set_permissions(&plan_file, std::fs::Permissions::from_mode(0o640))
                     .map_err(|e| TaskError::Io(format!("sharing {plan_file_str:?}: {e}")))?;
             }
-            let ran =
-                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env).await;
+            // Which providers' resources this apply records for a rollback,
+            // worked out while the command runs: the static reading reads
+            // git objects of the commit, never the unit's directory the
+            // command writes in (generated files, the restored lock).
+            let (ran, new_providers) = tokio::join!(
+                run_with_heartbeat(config, ports.tokens, token, &command, &unit_dir, &env),
+                rollback_providers(&checkout, &record, &for_apply.new_providers)
+            );
             timeline::mark("terraform");
             // An apply that failed or was interrupted may have created part of
             // its resources first: they are recorded as a successful apply's
@@ -487,7 +508,15 @@ async fn phase<
             let finished = match ran {
                 Ok(finished) => finished,
                 Err(e @ TaskError::Interrupted { .. }) => {
-                    record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
+                    record_partial(
+                        ports.metadb,
+                        &record,
+                        &new_providers,
+                        &command,
+                        &unit_dir,
+                        &env,
+                    )
+                    .await;
                     return Err(e);
                 }
                 Err(e) => return Err(e),
@@ -502,12 +531,27 @@ async fn phase<
                     };
                     return Err(TaskError::StalePlan { artifact });
                 }
-                record_partial(ports.metadb, &record, &command, &unit_dir, &env).await;
+                record_partial(
+                    ports.metadb,
+                    &record,
+                    &new_providers,
+                    &command,
+                    &unit_dir,
+                    &env,
+                )
+                .await;
                 return Err(run::failed(&command, &unit_dir, &finished));
             }
             let counts = parse_apply_summary(&finished.output).unwrap_or_default();
-            let new_resources =
-                record_new_resources(ports.metadb, &record, &command, &unit_dir, &env).await?;
+            let new_resources = record_new_resources(
+                ports.metadb,
+                &record,
+                &new_providers,
+                &command,
+                &unit_dir,
+                &env,
+            )
+            .await?;
             timeline::mark("resources");
             Ok(TerraRunResult::Apply(ApplyResult {
                 execution_id: record.execution_id.clone(),
@@ -658,12 +702,15 @@ async fn check_out<A: ArtifactStore>(
 
 /// The plan the voters approved, as bytes: `artifact` must be the execution's
 /// saved plan, and its content must hash to what the plan task recorded.
+/// With it, what its sealed JSON carries for the apply (the plan's lock
+/// file, its new providers), under the hash recorded in the same statement:
+/// a sealed JSON that is missing or not the recorded one refuses the apply.
 async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     artifact: &str,
     key: &str,
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, plan_view::ForApply)> {
     let bad = |message: String| TaskError::PlanArtifact {
         artifact: artifact.to_string(),
         message,
@@ -692,17 +739,20 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
             ))
         })?;
     let version = saved.version_id.as_deref();
-    let bytes = ports
-        .artifacts
-        .get_version(key, version)
-        .await
-        .port("plan store")?
-        .ok_or_else(|| {
-            bad(format!(
-                "no such saved plan (version {})",
-                version.unwrap_or("current")
-            ))
-        })?;
+    let json_key = plan_view::json_key(key);
+    // Both objects at once: the apply waits for neither twice.
+    let (bytes, sealed) = tokio::join!(ports.artifacts.get_version(key, version), async {
+        match saved.json_sha256 {
+            Some(_) => ports.artifacts.get(&json_key).await.map(Some),
+            None => Ok(None),
+        }
+    });
+    let bytes = bytes.port("plan store")?.ok_or_else(|| {
+        bad(format!(
+            "no such saved plan (version {})",
+            version.unwrap_or("current")
+        ))
+    })?;
     timeline::mark("download");
     let sha256 = sha256_hex(&bytes);
     if sha256 != saved.sha256 {
@@ -711,7 +761,152 @@ async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
             saved.sha256
         )));
     }
-    Ok(bytes)
+    let for_apply = match sealed.port("plan store")? {
+        None => {
+            // Saved before the sealed JSON was kept (migration 0014): the
+            // apply's `init` selects providers as it did then.
+            println!(
+                "live-ci: warning: execution {:?} has no sealed plan JSON recorded: its plan's lock file is not restored",
+                record.execution_id
+            );
+            plan_view::ForApply::default()
+        }
+        Some(sealed) => plan_view::open_for_apply(&saved, sealed.as_deref()).map_err(|e| {
+            TaskError::PlanArtifact {
+                artifact: ports.artifacts.uri(&json_key),
+                message: format!(
+                    "the sealed plan JSON of execution {:?} (its lock file and new providers) is refused: {e}; nothing was applied",
+                    record.execution_id
+                ),
+            }
+        })?,
+    };
+    Ok((bytes, for_apply))
+}
+
+/// The providers whose resources the apply records for a rollback
+/// ([`live_ci_core::terraform::providers_to_record`]): the record's (the
+/// static head − base reading of create-deploy-stack) and those of the plan's
+/// own, `in_plan`, that the same static reader (`ProviderIndex`, the unit as
+/// discovery sees it, local module sources included) does not see in the unit
+/// at the commit applied. A destroy or a rollback creates nothing: only the
+/// record's. When the static reading fails here (it passed in
+/// create-deploy-stack), only the record's, with a warning: a rollback never
+/// destroys what cannot be shown to be this change's.
+async fn rollback_providers(
+    checkout: &Checkout,
+    record: &ExecutionRecord,
+    in_plan: &[String],
+) -> Vec<String> {
+    let recorded = &record.new_providers;
+    if record.is_rollback
+        || record.action != Action::Apply
+        || in_plan.iter().all(|p| recorded.contains(p))
+    {
+        return recorded.clone();
+    }
+    let (git, commit, unit) = (
+        checkout.git.clone(),
+        checkout.commit.clone(),
+        record.cfg_path.clone(),
+    );
+    // git runs as blocking child processes: off the runtime's threads.
+    let seen = tokio::task::spawn_blocking(move || static_providers(&git, &commit, &unit))
+        .await
+        .map_err(|e| format!("the static reading stopped: {e}"))
+        .and_then(|r| r);
+    match seen {
+        Ok(seen) => {
+            let out = live_ci_core::terraform::providers_to_record(recorded, in_plan, &seen);
+            let from_plan: Vec<&String> = out.iter().filter(|p| !recorded.contains(p)).collect();
+            if !from_plan.is_empty() {
+                println!(
+                    "live-ci: new providers from the plan, not visible in the unit's files: {from_plan:?}"
+                );
+            }
+            out
+        }
+        Err(e) => {
+            tracing::warn!(execution_id = %record.execution_id, error = %e, "reading the unit's providers");
+            println!(
+                "live-ci: warning: the unit's providers could not be read ({e}); the plan's new providers {in_plan:?} are not recorded for rollback"
+            );
+            recorded.clone()
+        }
+    }
+}
+
+/// Every provider the static reader sees in `unit` at `commit`.
+fn static_providers(
+    git: &live_ci_git::GitCli,
+    commit: &str,
+    unit: &RepoPath,
+) -> std::result::Result<std::collections::BTreeSet<String>, String> {
+    use live_ci_core::port::Vcs;
+    let tree = git
+        .tree_at(Some(commit))
+        .map_err(|e| format!("the tree at {commit:?}: {e}"))?;
+    let (graph, _) = live_ci_engine::discover(&*tree).into_graph();
+    let i = graph
+        .index_of(unit)
+        .ok_or_else(|| format!("no unit {unit:?} at {commit:?}"))?;
+    live_ci_engine::providers::ProviderIndex::new(&*tree)
+        .and_then(|index| index.providers(graph.unit(i)))
+        .map_err(|e| e.to_string())
+}
+
+/// The most of a lock file read back from the plan's unit directory.
+const MAX_LOCK_FILE_BYTES: u64 = 1 << 20;
+
+/// Where terraform keeps the dependency lock file of a unit. Terragrunt
+/// copies it from the unit's directory into its cache directory before
+/// `init` and back after it (a terragrunt behaviour, not terraform's), so the
+/// unit's directory is where both the plan leaves it and the apply finds it.
+const LOCK_FILE: &str = ".terraform.lock.hcl";
+
+/// The lock file the plan command left in the unit's directory, if any.
+/// Written by repository code: read as untrusted input (no link followed, a
+/// size cap), and only text.
+fn planned_lock(unit_dir: &Path) -> Result<Option<String>> {
+    let path = unit_dir.join(LOCK_FILE);
+    let refused = |message: String| TaskError::PlanArtifact {
+        artifact: path.display().to_string(),
+        message,
+    };
+    match sandbox::read_child_file(&path, MAX_LOCK_FILE_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| refused("the plan's lock file is not UTF-8 text: refused".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(refused(format!("the plan's lock file is refused: {e}"))),
+    }
+}
+
+/// Puts the plan's lock file in the unit's directory of the apply's fresh
+/// checkout, in place of whatever is there (a committed lock, or a link the
+/// checkout holds, removed rather than followed), owned by the task and
+/// readable by the child like every committed file. Nothing to do when the
+/// plan had none.
+fn restore_lock(unit_dir: &Path, lock: Option<&str>) -> Result<()> {
+    use std::io::Write;
+    let Some(lock) = lock else {
+        return Ok(());
+    };
+    let path = unit_dir.join(LOCK_FILE);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(TaskError::file("replacing", &path, e)),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(lock.as_bytes()))
+        .map_err(|e| TaskError::file("writing", &path, e))?;
+    sandbox::share_read_only(&path, 0o640)?;
+    println!("live-ci: the plan's lock file restored to {LOCK_FILE} before the apply");
+    Ok(())
 }
 
 /// Uploads a new plan. The hash is taken here, in the task, from the bytes
@@ -732,20 +927,23 @@ async fn store_plan<M, A: ArtifactStore, T, G, R>(
     })
 }
 
-/// Stores the plan's `show -json` sealed to its hash (`plan_view::seal`)
-/// beside it, then records both hashes for the execution.
+/// Stores the plan's `show -json` sealed to its hash, with the plan's lock
+/// file and new providers (`plan_view::seal_with_lock`), beside it, then
+/// records both hashes for the execution in one statement.
 async fn record_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     key: &str,
     mut saved: SavedPlan,
     show_json: &[u8],
+    lock: Option<&str>,
 ) -> Result<()> {
-    let sealed =
-        plan_view::seal(&saved.sha256, show_json).map_err(|message| TaskError::PlanArtifact {
+    let sealed = plan_view::seal_with_lock(&saved.sha256, show_json, lock).map_err(|message| {
+        TaskError::PlanArtifact {
             artifact: ports.artifacts.uri(&plan_view::json_key(key)),
             message,
-        })?;
+        }
+    })?;
     saved.json_sha256 = Some(sha256_hex(&sealed));
     ports
         .artifacts
@@ -880,11 +1078,14 @@ async fn run_with_heartbeat<T: TaskTokens>(
 async fn record_partial<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
+    new_providers: &[String],
     apply_command: &str,
     unit_dir: &Path,
     env: &[(String, String)],
 ) {
-    if let Err(e) = record_new_resources(metadb, record, apply_command, unit_dir, env).await {
+    if let Err(e) =
+        record_new_resources(metadb, record, new_providers, apply_command, unit_dir, env).await
+    {
         tracing::warn!(execution_id = %record.execution_id, error = %e, "recording a failed apply's new resources");
         println!(
             "live-ci: warning: what this failed apply created could not be recorded for rollback: {e}"
@@ -892,17 +1093,19 @@ async fn record_partial<M: ExecutionStore>(
     }
 }
 
-/// After an apply: the resources of the unit's new providers, from `show -json`
+/// After an apply: the resources of the unit's `new_providers`
+/// ([`rollback_providers`]), from `show -json`
 /// run with the apply command's own tool, stored in the execution's
 /// `new_resources` (what a rollback destroys with `-target`).
 async fn record_new_resources<M: ExecutionStore>(
     metadb: &M,
     record: &ExecutionRecord,
+    new_providers: &[String],
     apply_command: &str,
     unit_dir: &Path,
     env: &[(String, String)],
 ) -> Result<Vec<String>> {
-    if record.new_providers.is_empty() {
+    if new_providers.is_empty() {
         return Ok(Vec::new());
     }
     let program = program_of(apply_command).unwrap_or("terraform");
@@ -912,12 +1115,11 @@ async fn record_new_resources<M: ExecutionStore>(
     // give in a form read exactly as terraform prints addresses falls back to
     // `show -json`, which stays the reference.
     let pulled = match tool_output(program, &["state", "pull"], unit_dir, env).await {
-        Ok(out) if out.status.success() => resources_of_providers_in_state(
-            &String::from_utf8_lossy(&out.stdout),
-            &record.new_providers,
-        )
-        .ok()
-        .flatten(),
+        Ok(out) if out.status.success() => {
+            resources_of_providers_in_state(&String::from_utf8_lossy(&out.stdout), new_providers)
+                .ok()
+                .flatten()
+        }
         _ => None,
     };
     let resources = match pulled {
@@ -933,11 +1135,12 @@ async fn record_new_resources<M: ExecutionStore>(
                     tail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
                 });
             }
-            resources_of_providers(&String::from_utf8_lossy(&out.stdout), &record.new_providers)
-                .map_err(|message| TaskError::Unit {
+            resources_of_providers(&String::from_utf8_lossy(&out.stdout), new_providers).map_err(
+                |message| TaskError::Unit {
                     unit: record.cfg_path.to_string(),
                     message,
-                })?
+                },
+            )?
         }
     };
     let stored = metadb

@@ -143,8 +143,24 @@ pub fn json_key(plan_key: &str) -> String {
 /// keeps them — with the SHA-256 of the plan file it was read from, so the
 /// page can tie it to the plan the apply checks.
 pub fn seal(plan_sha256: &str, show_json: &[u8]) -> Result<Vec<u8>, String> {
+    seal_with_lock(plan_sha256, show_json, None)
+}
+
+/// [`seal`], carrying what the apply of this plan needs besides the plan
+/// file, under the same recorded hash: `lock_file`, the
+/// `.terraform.lock.hcl` the plan ran with (the apply restores it before its
+/// `init`, so provider selection is the plan's), and the providers the plan
+/// uses that its prior state has no object of
+/// ([`crate::terraform::providers_new_in_plan`], for rollbacks). Neither is a
+/// secret: the lock names provider versions and their checksums.
+pub fn seal_with_lock(
+    plan_sha256: &str,
+    show_json: &[u8],
+    lock_file: Option<&str>,
+) -> Result<Vec<u8>, String> {
     let mut show: Value = serde_json::from_slice(show_json)
         .map_err(|e| format!("the plan JSON is not terraform's show -json: {e}"))?;
+    let new_providers = crate::terraform::providers_new_in_plan(&show);
     let mut changes = match show.get_mut("resource_changes").map(Value::take) {
         Some(Value::Array(changes)) => changes,
         _ => Vec::new(),
@@ -179,6 +195,8 @@ pub fn seal(plan_sha256: &str, show_json: &[u8]) -> Result<Vec<u8>, String> {
     let sealed = serde_json::json!({
         "plan_sha256": plan_sha256,
         "show": {"resource_changes": changes, "output_changes": outputs},
+        "lock_file": lock_file,
+        "new_providers": new_providers,
     });
     Ok(sealed.to_string().into_bytes())
 }
@@ -303,12 +321,42 @@ pub enum Unverified {
 struct Sealed {
     plan_sha256: String,
     show: ShowJson,
+    #[serde(default)]
+    lock_file: Option<String>,
+    #[serde(default)]
+    new_providers: Vec<String>,
 }
 
 /// The plan the vote approves, from the sealed JSON `bytes` stored for
 /// `saved`: only when they hash to what the plan task recorded and name the
 /// plan file's own SHA-256 (the one the apply checks).
 pub fn open(saved: &SavedPlan, bytes: Option<&[u8]>) -> Result<PlanView, Unverified> {
+    Ok(PlanView::from_parsed(verified(saved, bytes)?.show))
+}
+
+/// What the apply of a saved plan takes from its sealed JSON
+/// ([`seal_with_lock`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ForApply {
+    /// The `.terraform.lock.hcl` the plan ran with; `None` when the plan's
+    /// unit directory had none.
+    pub lock_file: Option<String>,
+    /// Providers the plan uses that its prior state had no object of.
+    pub new_providers: Vec<String>,
+}
+
+/// [`ForApply`] from the sealed JSON `bytes` stored for `saved`, under the
+/// same checks as [`open`]: their hash is the recorded one and they name the
+/// plan file's own SHA-256.
+pub fn open_for_apply(saved: &SavedPlan, bytes: Option<&[u8]>) -> Result<ForApply, Unverified> {
+    let sealed = verified(saved, bytes)?;
+    Ok(ForApply {
+        lock_file: sealed.lock_file,
+        new_providers: sealed.new_providers,
+    })
+}
+
+fn verified(saved: &SavedPlan, bytes: Option<&[u8]>) -> Result<Sealed, Unverified> {
     let recorded = saved
         .json_sha256
         .as_deref()
@@ -330,7 +378,7 @@ pub fn open(saved: &SavedPlan, bytes: Option<&[u8]>) -> Result<PlanView, Unverif
             approved: saved.sha256.clone(),
         });
     }
-    Ok(PlanView::from_parsed(sealed.show))
+    Ok(sealed)
 }
 
 #[derive(Deserialize)]

@@ -239,6 +239,89 @@ pub fn new_providers(head: &BTreeSet<String>, base: Option<&BTreeSet<String>>) -
         .collect()
 }
 
+/// The providers a saved plan's `show -json` uses (its configuration's
+/// provider blocks, every module's, and the provider of each resource change)
+/// that no object of its prior state belongs to: the plan's own account of the
+/// unit's new providers. Unlike the static reading of a unit's files (engine
+/// `ProviderIndex`), it sees what terragrunt generates or fetches (a remote
+/// `terraform { source }`, a generated provider block). A provider the unit
+/// configured before but had no object of counts as new here: its resources
+/// are all ones this change creates.
+pub fn providers_new_in_plan(show: &serde_json::Value) -> Vec<String> {
+    let mut used = BTreeSet::new();
+    if let Some(configs) = show
+        .pointer("/configuration/provider_config")
+        .and_then(|c| c.as_object())
+    {
+        for config in configs.values() {
+            if let Some(name) = config.get("full_name").and_then(|n| n.as_str()) {
+                used.insert(provider_address(name));
+            }
+        }
+    }
+    for rc in show
+        .get("resource_changes")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = rc.get("provider_name").and_then(|n| n.as_str()) {
+            used.insert(provider_address(name));
+        }
+    }
+    let mut existing = BTreeSet::new();
+    let mut stack: Vec<&serde_json::Value> = show
+        .pointer("/prior_state/values/root_module")
+        .into_iter()
+        .collect();
+    while let Some(module) = stack.pop() {
+        for r in module
+            .get("resources")
+            .and_then(|r| r.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(name) = r.get("provider_name").and_then(|n| n.as_str()) {
+                existing.insert(provider_address(name));
+            }
+        }
+        stack.extend(
+            module
+                .get("child_modules")
+                .and_then(|c| c.as_array())
+                .into_iter()
+                .flatten(),
+        );
+    }
+    used.difference(&existing).cloned().collect()
+}
+
+/// The providers an apply records the resources of, for a rollback:
+/// `recorded`, the static reading's (providers the unit's files use at the
+/// merge commit and did not at its first parent), and of the plan's own
+/// (`in_plan`, [`providers_new_in_plan`]) only those the static reading of
+/// the unit at the merge commit does not see at all (`seen_statically`): what
+/// a remote `terraform { source }` or a generated provider block brings. The
+/// static reading decides every provider it can see, because "no object in
+/// the prior state" is wider than "new in this change": a provider the unit
+/// declared before but never created anything with (or a unit never applied)
+/// would count as new, and a failed run would destroy what an earlier change
+/// added. Where the files are blind, the plan is the only account there is.
+pub fn providers_to_record(
+    recorded: &[String],
+    in_plan: &[String],
+    seen_statically: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut out: BTreeSet<String> = recorded.iter().cloned().collect();
+    out.extend(
+        in_plan
+            .iter()
+            .filter(|p| !seen_statically.contains(*p))
+            .cloned(),
+    );
+    out.into_iter().collect()
+}
+
 /// The addresses of the resources in `terraform show -json` output (state)
 /// whose provider is one of `providers`, child modules included. Data sources
 /// are left out: a rollback destroys only managed resources.
@@ -368,6 +451,60 @@ fn quoted_key(key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_adds_only_providers_the_static_reading_cannot_see() {
+        let s = |v: &[&str]| v.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let aws = "registry.terraform.io/hashicorp/aws";
+        let null = "registry.terraform.io/hashicorp/null";
+        let builtin = "terraform.io/builtin/terraform";
+        let fake = "example.test/testing/fake";
+        // The unit's files show aws (declared at base too, never used: no
+        // object in state) and the built-in provider; a generated block
+        // brings `fake`. Only `fake` comes from the plan.
+        let seen: BTreeSet<String> = [aws, builtin].iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            providers_to_record(&s(&[null]), &s(&[aws, builtin, fake]), &seen),
+            s(&[fake, null])
+        );
+        // Files that show nothing: the plan decides.
+        assert_eq!(
+            providers_to_record(&[], &s(&[builtin, fake]), &BTreeSet::new()),
+            s(&[fake, builtin])
+        );
+        // What the static reading calls new stays new, whatever the plan says.
+        assert_eq!(providers_to_record(&s(&[aws]), &[], &seen), s(&[aws]));
+    }
+
+    #[test]
+    fn new_providers_of_a_plan_are_those_its_prior_state_has_no_object_of() {
+        let show = serde_json::json!({
+            "configuration": {"provider_config": {
+                "module.m:aws": {"name": "aws", "full_name": "registry.terraform.io/hashicorp/aws"},
+                "null": {"name": "null", "full_name": "registry.terraform.io/hashicorp/null"}
+            }},
+            "resource_changes": [
+                {"address": "module.m.aws_ssm_parameter.p", "provider_name": "registry.terraform.io/hashicorp/aws"},
+                {"address": "terraform_data.t", "provider_name": "terraform.io/builtin/terraform"},
+                {"address": "null_resource.n", "provider_name": "registry.terraform.io/hashicorp/null"}
+            ],
+            "prior_state": {"values": {"root_module": {
+                "resources": [],
+                "child_modules": [{"resources": [
+                    {"address": "module.x.null_resource.old", "mode": "managed",
+                     "provider_name": "registry.terraform.io/hashicorp/null"}
+                ]}]
+            }}}
+        });
+        assert_eq!(
+            providers_new_in_plan(&show),
+            vec![
+                "registry.terraform.io/hashicorp/aws".to_string(),
+                "terraform.io/builtin/terraform".to_string()
+            ]
+        );
+        assert!(providers_new_in_plan(&serde_json::json!({})).is_empty());
+    }
 
     #[test]
     fn the_text_show_command_is_the_json_one_with_no_color() {

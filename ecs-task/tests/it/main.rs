@@ -14,6 +14,7 @@ mod plan_json;
 mod pr_plan;
 mod run_links;
 mod sandbox;
+mod saved_plan_lock;
 mod support;
 mod task_tokens;
 mod terra_run;
