@@ -10,6 +10,7 @@ pub mod deploy;
 pub mod error;
 pub mod escape;
 pub mod merge_lock;
+pub mod notification;
 pub mod operate;
 pub mod path;
 pub mod plan_text;
