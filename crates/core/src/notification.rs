@@ -522,9 +522,7 @@ mod tests {
             pull_request: None,
             failed: vec![UnitError {
                 unit: "prod/db".into(),
-                error: format!(
-                    "Approve: {VOTE}\nReject: {VOTE}\ntask token {TASK_TOKEN} expired"
-                ),
+                error: format!("Approve: {VOTE}\nReject: {VOTE}\ntask token {TASK_TOKEN} expired"),
             }],
             page_url: Some(PAGE.into()),
         }
@@ -575,10 +573,16 @@ mod tests {
     fn teams_payload_is_an_adaptive_card_with_escaped_text() {
         let v = render(&pending(PAGE), Format::Teams);
         let card = &v["attachments"][0];
-        assert_eq!(card["contentType"], "application/vnd.microsoft.card.adaptive");
+        assert_eq!(
+            card["contentType"],
+            "application/vnd.microsoft.card.adaptive"
+        );
         let facts = card["content"]["body"][1]["facts"].as_array().unwrap();
         let unit = facts.iter().find(|f| f["title"] == "Unit").unwrap();
-        assert_eq!(unit["value"], "prod/us\\-east\\-1/\\<\\!channel\\>\\*vpc\\*");
+        assert_eq!(
+            unit["value"],
+            "prod/us\\-east\\-1/\\<\\!channel\\>\\*vpc\\*"
+        );
         assert_eq!(card["content"]["actions"][0]["url"], PAGE);
     }
 
