@@ -38,7 +38,14 @@ locals {
     for kind, _ in local.task_kinds : kind => merge(local.task_env, {
       LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
       LOG_STREAM_PREFIX = local.task_log_stream_prefix
-    })
+      },
+      # terra-run's plan and apply statuses link to the read-only run page,
+      # signed with the run-link key (never the vote-link key); only its roles
+      # may read that key.
+      kind == "terra-run" ? {
+        RUN_LINK_KEY_SSM_KEY = local.ssm_names.run_link_key
+        RUN_PAGE_URL         = aws_lambda_function_url.approval_response.function_url
+    } : {})
   }
 
   # Injected by ECS from SSM at start: never plain text in the task definition.

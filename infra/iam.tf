@@ -524,6 +524,14 @@ data "aws_iam_policy_document" "task_terra_run" {
     resources = [local.ssm_arn[local.github_secret], local.ssm_arn.commit_status_config]
   }
 
+  # Signs the plan and apply statuses' links to the run page: the run-link key
+  # only (it cannot mint vote links).
+  statement {
+    sid       = "ReadRunLinkKey"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn.run_link_key]
+  }
+
   # SecureString parameters and the saved plans are encrypted with the key.
   statement {
     sid       = "UseKey"

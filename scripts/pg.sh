@@ -69,11 +69,16 @@ ensure_tls() {
     install -m 644 -o "$OWNER" "$tmp/server.crt" "$DATA/server.crt"
     rm -rf "$tmp"
   fi
-  # TLS only, from loopback; the socket (pg_ctl's own checks) stays open.
+  # TLS only, from loopback; the socket (pg_ctl's own checks) stays open. The
+  # server's own user logs in without a password (the tests' and the local cloud's
+  # admin); every other user with its password, as on Aurora: the local Data API
+  # (localcloud rds_data.py) must refuse a job's role whose secret is wrong.
   cat >"$DATA/pg_hba.conf" <<'HBA'
 local     all all                trust
-hostssl   all all 127.0.0.1/32   trust
-hostssl   all all ::1/128        trust
+hostssl   all postgres 127.0.0.1/32   trust
+hostssl   all postgres ::1/128        trust
+hostssl   all all 127.0.0.1/32   scram-sha-256
+hostssl   all all ::1/128        scram-sha-256
 hostnossl all all 0.0.0.0/0      reject
 hostnossl all all ::/0           reject
 HBA

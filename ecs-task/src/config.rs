@@ -3,6 +3,7 @@
 //! of the receiver (`live_ci_core::task::env`) and of the state machine
 //! (`live_ci_workflow::payload::task_env`). Every name read is in [`ENV_VARS`].
 
+use live_ci_core::approval::RunPages;
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
@@ -71,7 +72,15 @@ pub const ENV_VARS: &[&str] = &[
     task_env::COMMAND,
     task_env::ROLE_ARN,
     task_env::PLAN_ARTIFACT,
+    RUN_LINK_KEY_SSM_KEY,
+    RUN_PAGE_URL,
 ];
+
+/// terra-run's run-link key parameter: its statuses link to the read-only run
+/// page, signed with this key (never the vote-link key).
+pub const RUN_LINK_KEY_SSM_KEY: &str = "RUN_LINK_KEY_SSM_KEY";
+/// The run page's address (approval-response's Function URL).
+pub const RUN_PAGE_URL: &str = "RUN_PAGE_URL";
 
 /// The metadb's actions through the RDS Data API (`live_ci_metadb::AWS_ACTIONS`).
 const METADB_ACTIONS: [&str; 5] = [
@@ -589,6 +598,13 @@ pub struct TerraRunConfig {
     /// The state machine's execution and the unit (the record is the truth).
     pub sfn_execution_arn: Option<String>,
     pub cfg_path: Option<String>,
+    /// The run-link key's parameter and the run page's address
+    /// (`RUN_LINK_KEY_SSM_KEY`, `RUN_PAGE_URL`: both or neither); `main.rs`
+    /// reads the key into [`TerraRunConfig::run_pages`].
+    pub run_pages_param: Option<(String, String)>,
+    /// Signs the statuses' links to the read-only run page; without it they
+    /// link to the task's logs as before.
+    pub run_pages: Option<RunPages>,
 }
 
 impl FromLookup for TerraRunConfig {
@@ -612,6 +628,12 @@ impl FromLookup for TerraRunConfig {
             }
         };
         let execution_id = check.req(task_env::EXECUTION_ID);
+        let run_pages_param = match (check.opt(RUN_LINK_KEY_SSM_KEY), check.opt(RUN_PAGE_URL)) {
+            (Some(key), Some(url)) => Some(Some((key, url))),
+            (None, None) => Some(None),
+            (Some(_), None) => check.keep(Err(ConfigError::Missing(RUN_PAGE_URL))),
+            (None, Some(_)) => check.keep(Err(ConfigError::Missing(RUN_LINK_KEY_SSM_KEY))),
+        };
         Some(TerraRunConfig {
             common: common?,
             task_token: task_token?,
@@ -621,6 +643,8 @@ impl FromLookup for TerraRunConfig {
             role_arn: check.opt(task_env::ROLE_ARN),
             sfn_execution_arn: check.opt(task_env::SFN_EXECUTION_ARN),
             cfg_path: check.opt(task_env::CFG_PATH),
+            run_pages_param: run_pages_param?,
+            run_pages: None,
         })
     }
 }
@@ -866,6 +890,46 @@ mod tests {
         assert!(unread.is_empty(), "in ENV_VARS but never read: {unread:?}");
         assert!(AWS_ACTIONS.contains(&"states:SendTaskSuccess"));
         assert!(AWS_ACTIONS.contains(&"lambda:InvokeFunction"));
+    }
+
+    /// terra-run's run pages: the key's parameter and the page's address
+    /// come together or not at all.
+    #[test]
+    fn run_pages_need_both_the_key_and_the_address() {
+        let base = [
+            ("REPO_FULL_NAME", "acme/live"),
+            ("METADB_URL", "postgres://x"),
+            ("PLAN_BUCKET", "b"),
+            ("LIVE_CI_PHASE", "plan"),
+            ("LIVE_CI_TASK_TOKEN", "t"),
+            ("LIVE_CI_EXECUTION_ID", "e"),
+        ];
+        let read = |extra: &[(&str, &str)]| {
+            let pairs: Vec<(&str, &str)> = base.iter().chain(extra).copied().collect();
+            Config::from_lookup(TaskCommand::TerraRun, lookup(&pairs))
+        };
+        let Ok(Config::TerraRun { job, .. }) = read(&[
+            (RUN_LINK_KEY_SSM_KEY, "/live-ci/run-link-key"),
+            (RUN_PAGE_URL, "https://pages.example/"),
+        ]) else {
+            panic!("terra-run with run pages")
+        };
+        assert_eq!(
+            job.run_pages_param,
+            Some((
+                "/live-ci/run-link-key".to_string(),
+                "https://pages.example/".to_string()
+            ))
+        );
+        assert!(job.run_pages.is_none(), "main.rs reads the key");
+        let Ok(Config::TerraRun { job, .. }) = read(&[]) else {
+            panic!("terra-run without run pages")
+        };
+        assert_eq!(job.run_pages_param, None);
+        let err = read(&[(RUN_LINK_KEY_SSM_KEY, "/k")]).unwrap_err();
+        assert_eq!(err.problems, [ConfigError::Missing(RUN_PAGE_URL)]);
+        let err = read(&[(RUN_PAGE_URL, "https://p/")]).unwrap_err();
+        assert_eq!(err.problems, [ConfigError::Missing(RUN_LINK_KEY_SSM_KEY)]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Parser;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
+use live_ci_core::approval::RunPages;
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::TaskTokens;
@@ -14,10 +15,11 @@ use live_ci_github::{Credentials, GitHubClient, Job};
 use live_ci_metadb::AnyMetadb;
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
+use live_ci_task::config::TerraRunConfig;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::{open_metadb, open_metadb_reading};
-use live_ci_task::terra_run::{TerraRunPorts, terra_run_with};
+use live_ci_task::terra_run::{TerraRunPorts, run_pages, terra_run_with};
 use live_ci_task::{
     AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, git_credentials, logs, sandbox, timeline,
 };
@@ -112,9 +114,17 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
             _ => CommitStatusConfig::default(),
         }
     };
+    let run_pages = async {
+        match &config {
+            Config::TerraRun { job, .. } => run_pages(job, &params).await,
+            _ => None,
+        }
+    };
     let connect = github_client(&config, common, &params);
-    let (github, logs_url, metadb, switches) =
-        tokio::join!(connect, logs::logs_url(common), open, switches);
+    let (github, logs_url, metadb, (switches, run_pages)) =
+        tokio::join!(connect, logs::logs_url(common), open, async {
+            tokio::join!(switches, run_pages)
+        });
     let (github, token) = github?;
     module_sources(&config, common, github.as_ref()).await;
     let (metadb, record) = match metadb.transpose() {
@@ -143,6 +153,7 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
         metadb,
         record,
         switches,
+        run_pages,
     };
     // Without a GitHub token statuses go to a host that posts nothing.
     match &github {
@@ -242,6 +253,8 @@ struct Clients {
     record: Option<ExecutionRecord>,
     /// A terra-run's commit-status switches, read at start.
     switches: CommitStatusConfig,
+    /// A terra-run's run-link key and page, read at start.
+    run_pages: Option<RunPages>,
 }
 
 async fn run<G: GitHost>(
@@ -259,6 +272,7 @@ async fn run<G: GitHost>(
         metadb,
         record,
         switches,
+        run_pages,
     } = clients;
     let logs_url = logs_url.as_deref();
     match config {
@@ -298,7 +312,11 @@ async fn run<G: GitHost>(
                 roles,
                 statuses: Statuses::new(github, *switches),
             };
-            terra_run_with(job, repo, logs_url, &ports, record.clone()).await?;
+            let job = TerraRunConfig {
+                run_pages: run_pages.clone(),
+                ..job.clone()
+            };
+            terra_run_with(&job, repo, logs_url, &ports, record.clone()).await?;
         }
         Config::PrPlan { job } => {
             let statuses = Statuses::new(github, status_config(common, params).await?);

@@ -17,13 +17,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use live_ci_core::deploy::{Action, ExecutionRecord};
+use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunLinkKey, RunPages};
+use live_ci_core::deploy::{Action, ExecutionRecord, RunId};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::{
-    ArtifactStore, ExecutionStore, RoleAssumer, RunStore, SavedPlan, TaskTokens, TokenDelivery,
-    sha256_hex,
+    ArtifactStore, ExecutionStore, ParamStore, RoleAssumer, RunStore, SavedPlan, TaskTokens,
+    TokenDelivery, sha256_hex,
 };
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{
@@ -116,7 +117,7 @@ pub async fn terra_run_with<
     )
     .await;
     let status = async {
-        let Some((commit, cfg_path)) = &unit else {
+        let Some((commit, cfg_path, run_id)) = &unit else {
             return;
         };
         let phase = config.phase.phase();
@@ -140,7 +141,7 @@ pub async fn terra_run_with<
         };
         post_status(
             ports,
-            logs_url,
+            status_link(config, *run_id, logs_url).as_deref(),
             phase,
             commit,
             cfg_path,
@@ -181,13 +182,56 @@ pub async fn terra_run_with<
     outcome
 }
 
+/// The run-link key and the run page's address, when the module configures
+/// them (`RUN_LINK_KEY_SSM_KEY`, `RUN_PAGE_URL`). A key that cannot be read
+/// or is refused (placeholder, too short) is logged and the statuses link the
+/// logs: a status is advisory, it never fails the phase.
+pub async fn run_pages<P: ParamStore>(config: &TerraRunConfig, params: &P) -> Option<RunPages> {
+    let (name, base_url) = config.run_pages_param.as_ref()?;
+    let secret = match params.get(name).await {
+        Ok(secret) => secret,
+        Err(e) => {
+            tracing::warn!(parameter = %name, error = %e, "reading the run-link key");
+            return None;
+        }
+    };
+    match RunLinkKey::new(secret.as_bytes()) {
+        Ok(key) => Some(RunPages {
+            key,
+            base_url: base_url.clone(),
+            ttl_secs: RUN_LINK_TTL_SECS,
+        }),
+        Err(e) => {
+            // Never the value: only why it was refused.
+            tracing::warn!(parameter = %name, error = %e, "the run-link key is refused");
+            None
+        }
+    }
+}
+
+/// Where the unit's statuses (and check runs' details) link: the read-only
+/// run page of the execution's run, signed with the run-link key, which a
+/// reviewer without console access can open (for operators it links the
+/// unit's Step Functions execution, and its plan logs once an approval is
+/// requested); without run pages, the task's logs as before.
+fn status_link(config: &TerraRunConfig, run_id: RunId, logs_url: Option<&str>) -> Option<String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    match &config.run_pages {
+        Some(pages) => pages.url(run_id, now),
+        None => logs_url.map(str::to_string),
+    }
+}
+
 /// Posts a plan or apply status when the configuration asks for it; a status
 /// that cannot be posted is logged, never fatal (the token is the real answer).
 /// `text`: the unit's plan, fitted, for a check run's output.
 #[allow(clippy::too_many_arguments)]
 async fn post_status<M, A, T, G: GitHost, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
-    logs_url: Option<&str>,
+    link: Option<&str>,
     phase: Phase,
     commit: &str,
     cfg_path: &RepoPath,
@@ -201,7 +245,7 @@ async fn post_status<M, A, T, G: GitHost, R>(
     };
     let mut status =
         CommitStatus::new(commit, state, &status_context(phase, cfg_path), description);
-    status.target_url = logs_url.map(str::to_string);
+    status.target_url = link.map(str::to_string);
     status.text = text;
     ports.statuses.post(check, &status).await;
 }
@@ -222,7 +266,7 @@ async fn phase<
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     token: &str,
     prefetched: Option<ExecutionRecord>,
-    unit: &mut Option<(String, RepoPath)>,
+    unit: &mut Option<(String, RepoPath, RunId)>,
     unit_plan: &mut Option<String>,
 ) -> Result<TerraRunResult> {
     let phase = config.phase.phase();
@@ -237,7 +281,11 @@ async fn phase<
             .ok_or_else(|| TaskError::UnknownExecution(execution_id.clone()))?,
     };
     timeline::mark("execution");
-    *unit = Some((record.commit_id.clone(), record.cfg_path.clone()));
+    *unit = Some((
+        record.commit_id.clone(),
+        record.cfg_path.clone(),
+        record.run_id,
+    ));
     let command = unit_command(config, &record, phase)?;
     if phase == Phase::Apply {
         // Only what the metadb approved is applied, whatever the execution's
@@ -275,7 +323,7 @@ async fn phase<
     let pending = async {
         post_status(
             ports,
-            logs_url,
+            status_link(config, record.run_id, logs_url).as_deref(),
             phase,
             &record.commit_id,
             &record.cfg_path,

@@ -122,4 +122,24 @@ run "the_run_link_key_is_generated_and_kept_apart_from_the_vote_link_key" {
     condition     = local.approval_response_env["RUN_LINK_KEY_SSM_KEY"] == "/live-ci/run-link-key"
     error_message = "approval-response is not told where the run-link key is"
   }
+  # terra-run's plan and apply roles sign their statuses' links: the run-link
+  # key, never the vote-link key; pr-plan (a pull request's code) reads neither.
+  assert {
+    condition = alltrue([for k, d in data.aws_iam_policy_document.task_terra_run :
+    contains(flatten([for s in d.statement : s.resources if contains(s.actions, "ssm:GetParameter")]), "arn:aws:ssm:eu-west-1:123456789012:parameter/live-ci/run-link-key")])
+    error_message = "a terra-run role cannot read the run-link key to sign its statuses' links"
+  }
+  assert {
+    condition = !anytrue(flatten([for k, d in data.aws_iam_policy_document.task_terra_run :
+    [for r in flatten([for s in d.statement : s.resources if contains(s.actions, "ssm:GetParameter")]) : endswith(r, "/vote-link-key")]]))
+    error_message = "a terra-run role can read the vote-link key"
+  }
+  assert {
+    condition     = !anytrue([for r in flatten([for s in data.aws_iam_policy_document.task_pr_plan.statement : s.resources if contains(s.actions, "ssm:GetParameter")]) : endswith(r, "/run-link-key")])
+    error_message = "pr-plan can read the run-link key"
+  }
+  assert {
+    condition     = local.task_env_by_kind["terra-run"]["RUN_LINK_KEY_SSM_KEY"] == "/live-ci/run-link-key" && !contains(keys(local.task_env_by_kind["pr-plan"]), "RUN_LINK_KEY_SSM_KEY")
+    error_message = "terra-run (only) is told where the run-link key is"
+  }
 }

@@ -359,3 +359,82 @@ def test_a_paused_serverless_v2_cluster_answers_database_resuming_until_it_resum
         _aurora(endpoint, {"resume_seconds": 0})
         rds.delete_db_instance(DBInstanceIdentifier=f"{unique}-1", SkipFinalSnapshot=True)
         rds.delete_db_cluster(DBClusterIdentifier=unique, SkipFinalSnapshot=True)
+
+
+# -- who may log in: Aurora's rules, not a local superuser for every secret ----------
+
+
+def _secret(aws: Callable[[str], Any], username: str, password: str) -> str:
+    return aws("secretsmanager").create_secret(
+        Name=f"smoke-login-{uuid.uuid4().hex[:8]}",
+        SecretString=json.dumps({"username": username, "password": password}),
+    )["ARN"]
+
+
+def _refusal(data: Any, target: dict[str, str]) -> tuple[str, str]:
+    with pytest.raises(ClientError) as raised:
+        data.execute_statement(**target, sql="SELECT 1")
+    return error_code(raised.value), raised.value.response["Error"]["Message"]
+
+
+def test_only_the_master_user_is_made_and_any_other_logs_in_with_its_own_password(
+    aws: Callable[[str], Any], data: Any, cluster: dict[str, str], table: str
+) -> None:
+    job = f"smoke_job_{uuid.uuid4().hex[:8]}"
+    data.execute_statement(**cluster, sql=f"CREATE ROLE {job} LOGIN PASSWORD 'job-password-1'")
+    try:
+        # A user the database does not hold: refused, not created.
+        ghost = f"smoke_ghost_{uuid.uuid4().hex[:8]}"
+        code, message = _refusal(data, {**cluster, "secretArn": _secret(aws, ghost, "any-password-1")})
+        assert (code, message) == ("BadRequestException", f'FATAL: password authentication failed for user "{ghost}"')
+        assert data.execute_statement(
+            **cluster,
+            sql="SELECT count(*) FROM pg_roles WHERE rolname = :name",
+            parameters=[{"name": "name", "value": {"stringValue": ghost}}],
+        )["records"] == [[{"longValue": 0}]]
+        # A user that exists, with another password: refused.
+        code, message = _refusal(data, {**cluster, "secretArn": _secret(aws, job, "wrong-password-1")})
+        assert (code, message) == ("BadRequestException", f'FATAL: password authentication failed for user "{job}"')
+        # The master user with a password that is not the cluster's: refused too.
+        code, _ = _refusal(data, {**cluster, "secretArn": _secret(aws, "smoke_master", "not-the-master-1")})
+        assert code == "BadRequestException"
+        # With its password: in, as itself, with no more than it was granted.
+        own = {**cluster, "secretArn": _secret(aws, job, "job-password-1")}
+        who = data.execute_statement(
+            **own, sql="SELECT current_user::text, rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user"
+        )["records"]
+        assert who == [[{"stringValue": job}, {"booleanValue": False}, {"booleanValue": False}]]
+        with pytest.raises(ClientError) as raised:
+            data.execute_statement(**own, sql=f"SELECT * FROM {table}")
+        assert error_code(raised.value) == "DatabaseErrorException"
+        assert raised.value.response["Error"]["Message"].startswith(f"ERROR: permission denied for table {table}")
+    finally:
+        data.execute_statement(**cluster, sql=f"DROP ROLE IF EXISTS {job}")
+
+
+def test_a_managed_master_secret_names_the_clusters_master_user_with_a_password_of_its_own(
+    aws: Callable[[str], Any], data: Any
+) -> None:
+    unique = f"smoke-managed-{uuid.uuid4().hex[:8]}"
+    rds = aws("rds")
+    created = rds.create_db_cluster(
+        DBClusterIdentifier=unique,
+        Engine="aurora-postgresql",
+        EngineVersion="15.4",
+        MasterUsername="smoke_managed",
+        ManageMasterUserPassword=True,
+        DatabaseName=f"{unique.replace('-', '_')}_db",
+        EnableHttpEndpoint=True,
+        ServerlessV2ScalingConfiguration={"MinCapacity": 0.5, "MaxCapacity": 1},
+    )["DBCluster"]
+    try:
+        secret_arn = created["MasterUserSecret"]["SecretArn"]
+        value = json.loads(aws("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
+        assert value["username"] == "smoke_managed"
+        assert len(value["password"]) >= 30 and value["password"] != "P@55w0rd!"
+        target = {"resourceArn": created["DBClusterArn"], "secretArn": secret_arn, "database": created["DatabaseName"]}
+        assert data.execute_statement(**target, sql="SELECT current_user::text")["records"] == [
+            [{"stringValue": "smoke_managed"}]
+        ]
+    finally:
+        rds.delete_db_cluster(DBClusterIdentifier=unique, SkipFinalSnapshot=True)

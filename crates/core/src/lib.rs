@@ -7,6 +7,7 @@ pub mod account;
 pub mod approval;
 pub mod child_env;
 pub mod deploy;
+pub mod deploy_comment;
 pub mod error;
 pub mod escape;
 pub mod merge_lock;

@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0014_plan_json",
         sql: include_str!("../migrations/0014_plan_json.sql"),
     },
+    Migration {
+        version: 15,
+        name: "0015_job_roles",
+        sql: include_str!("../migrations/0015_job_roles.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

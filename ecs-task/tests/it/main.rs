@@ -12,6 +12,7 @@ mod migrate_at_start;
 mod module_sources;
 mod plan_json;
 mod pr_plan;
+mod run_links;
 mod sandbox;
 mod support;
 mod task_tokens;

@@ -14,10 +14,15 @@ tag read after creating the module's group failed with InvalidParameterValue.
 And the managed master password's KMS key: moto describes it in moto's own KMS,
 which does not hold LocalStack's keys (CreateDBCluster answered 500, KeyError);
 the key id is returned as given instead.
+And the managed master secret itself: moto writes `{"username": "admin",
+"password": "P@55w0rd!"}` for every cluster; RDS writes the cluster's master user
+name and a random password, which the local Data API then requires (rds_data.py).
 """
 
 from __future__ import annotations
 
+import json
+import secrets
 from typing import Any
 
 from localstack.aws.api import RequestContext, ServiceRequest
@@ -61,6 +66,10 @@ def patch_moto() -> None:
         except Exception:  # noqa: BLE001 - a key only LocalStack's KMS knows
             return self.secret.kms_key_id
 
+    def generate_secret_string(self: MasterUserSecret) -> str:
+        return json.dumps({"username": self.resource.master_username, "password": secrets.token_urlsafe(30)})
+
+    MasterUserSecret._generate_secret_string = generate_secret_string  # type: ignore[method-assign]
     MasterUserSecret.kms_key_id = property(get_secret_kms_key_id)  # type: ignore[method-assign,assignment]
     DBCluster.enable_http_endpoint = property(http_endpoint.fget, set_http_endpoint)  # type: ignore[method-assign,assignment]
     DBCluster.scaling_configuration_info = property(get_scaling_info)  # type: ignore[method-assign,assignment]

@@ -13,9 +13,16 @@ one of your own), as in AWS:
   `LIVE_CI_PG_URL_FILE` (read per request: PostgreSQL may start after LocalStack),
   with its TLS settings (`sslmode`, `sslrootcert`) kept.
 On a cluster's first use its master user and database are created on that server
-(RDS creates both with the cluster; locally nothing runs until a request needs it).
+(RDS creates both with the cluster; locally nothing runs until a request needs it),
+with the cluster's master password (the managed secret's, else MasterUserPassword).
 The master user is a superuser here (Aurora's has rds_superuser): a database made
 beforehand by another role, as the local deployment's, stays usable.
+Any other user is only what the database holds, as on Aurora: it must exist, and
+its password is checked by PostgreSQL itself (scripts/pg.sh: scram-sha-256 for
+every TCP login but the server's own `postgres`). A wrong password or an unknown
+user answers Aurora's BadRequestException `FATAL: password authentication failed
+for user "<name>"`. So a job's restricted role (migration 0015) gets here exactly
+what it gets on Aurora.
 """
 
 from __future__ import annotations
@@ -93,24 +100,26 @@ class Resolver:
             raise DataApiError("InvalidSecretException", f"secret {secret_arn} holds no JSON with a username") from e
         dbname = database or cluster.database_name or "postgres"
         server = conninfo_to_dict(server_url())
-        self._provision(server, username, dbname)
-        params = {**server, "user": username, "dbname": dbname}
-        if secret.get("password"):
-            params["password"] = secret["password"]
+        # Only the cluster's master user is made here (RDS makes it with the
+        # cluster); every other user is the database's business.
+        if username == cluster.master_username:
+            self._provision(server, username, _master_password(cluster), dbname)
+        params = {**server, "user": username, "dbname": dbname, "password": str(secret.get("password") or "")}
         return Target(conninfo=make_conninfo(**params))
 
-    def _provision(self, server: dict[str, Any], username: str, dbname: str) -> None:
-        key = (make_conninfo(**server), username, dbname)
+    def _provision(self, server: dict[str, Any], username: str, password: str, dbname: str) -> None:
+        key = (make_conninfo(**server), username, password, dbname)
         with self.lock:
             if key in self.provisioned:
                 return
             try:
                 with psycopg.connect(make_conninfo(**server), autocommit=True, connect_timeout=10) as admin:
                     role = pgsql.Identifier(username)
-                    if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (username,)).fetchone():
-                        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN SUPERUSER").format(role))
-                    else:
-                        admin.execute(pgsql.SQL("ALTER ROLE {} LOGIN SUPERUSER").format(role))
+                    exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (username,)).fetchone()
+                    verb = "ALTER" if exists else "CREATE"
+                    admin.execute(
+                        pgsql.SQL(verb + " ROLE {} LOGIN SUPERUSER PASSWORD {}").format(role, pgsql.Literal(password))
+                    )
                     if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
                         admin.execute(
                             pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
@@ -122,6 +131,20 @@ class Resolver:
                     "DatabaseUnavailableException", f"cannot prepare database {dbname!r}: {e}", 504
                 ) from e
             self.provisioned.add(key)
+
+
+def _master_password(cluster: Any) -> str:
+    """The cluster's master password: its managed secret's, else the one given."""
+    managed = getattr(cluster, "master_user_secret", None)
+    if getattr(cluster, "manage_master_user_password", False) and managed is not None:
+        try:
+            region, account, _ = _arn_parts(managed.secret.arn)
+            value = secretsmanager_backends[account][region].get_secret_value(managed.secret.arn, None, None)
+            return str(json.loads(value.get("SecretString") or "")["password"])
+        except Exception:  # noqa: BLE001 - moto's own not-found types; the given password then
+            pass
+    # moto keeps it privately (its property refuses to answer, as RDS does).
+    return str(getattr(cluster, "_master_user_password", None) or "")
 
 
 BACKEND = DataApiBackend(Resolver())

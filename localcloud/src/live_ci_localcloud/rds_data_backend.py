@@ -217,6 +217,18 @@ def _connect(conninfo: str) -> psycopg.Connection[Any]:
     return conn
 
 
+def _unavailable(e: psycopg.OperationalError) -> DataApiError:
+    """A refused login is the caller's (Aurora's Data API: BadRequestException
+    `FATAL: password authentication failed for user "<name>"`, for an unknown
+    user too); anything else, the database's."""
+    text = str(e)
+    if "password authentication failed" in text:
+        start = text.index("password authentication failed")
+        line = text[start:].splitlines()[0]
+        return DataApiError("BadRequestException", f"FATAL: {line}")
+    return DataApiError("DatabaseUnavailableException", f"cannot reach the database: {e}", 504)
+
+
 def _database_error(e: psycopg.Error) -> DataApiError:
     if isinstance(e, psycopg.errors.QueryCanceled):
         return DataApiError("StatementTimeoutException", "Request timed out")
@@ -266,7 +278,7 @@ class DataApiBackend:
         try:
             return _connect(target.conninfo)
         except psycopg.OperationalError as e:
-            raise DataApiError("DatabaseUnavailableException", f"cannot reach the database: {e}", 504) from e
+            raise _unavailable(e) from e
 
     def _give_back(self, target: Target, conn: psycopg.Connection[Any]) -> None:
         if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -314,7 +326,7 @@ class DataApiBackend:
             conn = _connect(target.conninfo)
             conn.execute("BEGIN")
         except psycopg.OperationalError as e:
-            raise DataApiError("DatabaseUnavailableException", f"cannot reach the database: {e}", 504) from e
+            raise _unavailable(e) from e
         tid = base64.b64encode(secrets.token_bytes(96)).decode()
         now = self.clock()
         with self.lock:

@@ -7,6 +7,7 @@ mod data_api;
 mod data_api_local;
 mod deliveries;
 mod errors;
+mod job_roles;
 mod pg;
 mod settle;
 mod tls;

@@ -235,6 +235,57 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     t.drop_db().await;
 }
 
+/// With run pages configured, every unit status links the read-only run page
+/// through a run link that verifies with the run-link key, for this run, and
+/// expires like one; a link signed with any other key is refused.
+#[tokio::test]
+async fn unit_statuses_link_the_run_page_signed_with_the_run_link_key() {
+    use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunLinkKey, RunPages};
+    let t = TestDb::new().await;
+    let secret = b"a-run-link-key-for-this-test-0123456789";
+    let base = "https://pages.example/run";
+    let h = handler_with(&t, |c| {
+        c.run_pages = Some(RunPages {
+            key: RunLinkKey::new(secret).unwrap(),
+            base_url: base.into(),
+            ttl_secs: RUN_LINK_TTL_SECS,
+        })
+    })
+    .await;
+    let run_id = chain(&h, "c1", 7).await;
+    h.handle(&Input::Run(run_id)).await.unwrap();
+    h.handle(&ended("c1-a", "SUCCEEDED", None)).await.unwrap();
+
+    let key = RunLinkKey::new(secret).unwrap();
+    let other = RunLinkKey::new(b"another-key-that-is-long-enough-0123456").unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let units: Vec<_> = h
+        .github()
+        .statuses()
+        .into_iter()
+        .filter(|s| s.context.starts_with("live-ci: deploy "))
+        .collect();
+    // a pending and succeeded, b pending.
+    assert_eq!(units.len(), 3, "{units:?}");
+    for s in &units {
+        let url = s.target_url.as_deref().unwrap_or_else(|| panic!("{s:?}"));
+        let token = url
+            .strip_prefix(&format!("{base}?r="))
+            .unwrap_or_else(|| panic!("not a run page link: {url}"));
+        let link = key.verify(token, now).unwrap();
+        assert_eq!(link.run_id, run_id);
+        assert!(
+            link.expires_at > now && link.expires_at <= now + RUN_LINK_TTL_SECS + 5,
+            "{link:?}"
+        );
+        assert!(other.verify(token, now).is_err(), "{url}");
+    }
+    t.drop_db().await;
+}
+
 /// A plan that changed nothing ends at "No Changes" (SUCCEEDED, `plan.skip_apply`
 /// in the output, no apply): the unit succeeds, dependents start, and the
 /// metadb and the unit's status say "no changes" rather than "deployed".
