@@ -1,6 +1,7 @@
 //! The notifier against a real HTTP endpoint (wiremock): delivery, retries
 //! of 429 and 5xx (bounded, honouring `Retry-After`), and the secret URL
 //! never in a log line or an error.
+#![allow(clippy::unwrap_used)]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
