@@ -385,6 +385,7 @@ locals {
     "trigger-sf"        = data.aws_iam_policy_document.trigger_sf.json
     "approval-request"  = data.aws_iam_policy_document.approval_request.json
     "approval-response" = data.aws_iam_policy_document.approval_response.json
+    "notifier"          = data.aws_iam_policy_document.notifier.json
   }
 }
 

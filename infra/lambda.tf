@@ -1,4 +1,5 @@
-# The four Lambdas (provided.al2023, zips from `make package`), their log groups,
+# The Lambdas (provided.al2023, zips from `make package`; the notifier is in
+# notifications.tf, only with notification_format set), their log groups,
 # the Function URLs of receiver and approval-response, and the dead-letter queue
 # of the asynchronously invoked ones. Each function's environment is a local
 # named <function>_env: crates/contract checks those names against what the

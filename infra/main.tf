@@ -16,11 +16,12 @@ locals {
   # One key for everything the module encrypts, created unless the caller brings one.
   kms_key_arn = var.create_kms_key ? aws_kms_key.this[0].arn : var.kms_key_arn
 
-  # The four Lambdas; names as cargo-lambda names the binaries. lambda_zip_dir
+  # The Lambdas (notifier only with notification_format set); names as
+  # cargo-lambda names the binaries. lambda_zip_dir
   # holds either a release's assets (<name>.zip) or `make package`'s output
   # (<name>/bootstrap.zip); nothing is read from outside the module's inputs, so
   # the module works from a git source alone.
-  lambda_names = ["receiver", "trigger-sf", "approval-request", "approval-response"]
+  lambda_names = concat(["receiver", "trigger-sf", "approval-request", "approval-response"], var.notification_format != null ? ["notifier"] : [])
   lambda_zips = {
     for n in local.lambda_names : n => lookup(var.lambda_zip_paths, n,
       var.lambda_zip_dir == null ? null : (

@@ -119,7 +119,7 @@ output "task_log_group_names" {
 }
 
 output "lambda_function_names" {
-  description = "Names of the four Lambdas."
+  description = "Names of the Lambdas (notifier only with notification_format set)."
   value       = local.function_names
 }
 

@@ -476,19 +476,19 @@ variable "lambda_architecture" {
 }
 
 variable "lambda_zip_dir" {
-  description = "Directory holding the Lambda zips for receiver, trigger-sf, approval-request and approval-response: a release's assets (<function>.zip) or what `make package` writes (<function>/bootstrap.zip, under target/lambda). One of lambda_zip_dir and lambda_zip_paths must name every function."
+  description = "Directory holding the Lambda zips for receiver, trigger-sf, approval-request, approval-response and (with notification_format set) notifier: a release's assets (<function>.zip) or what `make package` writes (<function>/bootstrap.zip, under target/lambda). One of lambda_zip_dir and lambda_zip_paths must name every function."
   type        = string
   default     = null
 }
 
 variable "lambda_zip_paths" {
-  description = "Per-function zip paths overriding lambda_zip_dir, keyed by receiver, trigger-sf, approval-request, approval-response."
+  description = "Per-function zip paths overriding lambda_zip_dir, keyed by receiver, trigger-sf, approval-request, approval-response, notifier."
   type        = map(string)
   default     = {}
 
   validation {
-    condition     = alltrue([for k in keys(var.lambda_zip_paths) : contains(["receiver", "trigger-sf", "approval-request", "approval-response"], k)])
-    error_message = "lambda_zip_paths keys must be receiver, trigger-sf, approval-request or approval-response."
+    condition     = alltrue([for k in keys(var.lambda_zip_paths) : contains(["receiver", "trigger-sf", "approval-request", "approval-response", "notifier"], k)])
+    error_message = "lambda_zip_paths keys must be receiver, trigger-sf, approval-request, approval-response or notifier."
   }
 }
 
@@ -797,5 +797,27 @@ variable "approval_response_reserved_concurrency" {
   validation {
     condition     = var.approval_response_reserved_concurrency == -1 || (var.approval_response_reserved_concurrency >= 1 && floor(var.approval_response_reserved_concurrency) == var.approval_response_reserved_concurrency)
     error_message = "approval_response_reserved_concurrency must be -1 (no reservation) or a whole number of at least 1 (0 would throttle every request)."
+  }
+}
+
+variable "notification_format" {
+  description = "Where notifications (approval pending, run failed, run finished) go: \"slack\" (incoming webhook), \"teams\" (Teams workflow webhook) or \"json\" (a generic HTTPS endpoint). Null (the default) turns notifications off and creates nothing: no topic, no notifier Lambda, no parameter."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.notification_format == null || contains(["slack", "teams", "json"], coalesce(var.notification_format, "x"))
+    error_message = "notification_format must be slack, teams, json or null."
+  }
+}
+
+variable "notification_url_ssm_parameter_name" {
+  description = "An SSM SecureString parameter (its name, created outside the module) holding the notification endpoint's https URL. Null (the default) has the module create /<name>/notification-url with a placeholder for you to set in SSM. The URL is never a Terraform variable: whoever holds a webhook URL can post to the channel."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.notification_url_ssm_parameter_name == null || can(regex("^/[A-Za-z0-9_.\\-/]+$", coalesce(var.notification_url_ssm_parameter_name, "x")))
+    error_message = "notification_url_ssm_parameter_name must be an SSM parameter name starting with /."
   }
 }

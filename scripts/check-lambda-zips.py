@@ -22,7 +22,7 @@ import sys
 import tempfile
 import zipfile
 
-FUNCTIONS = ["receiver", "trigger-sf", "approval-request", "approval-response"]
+FUNCTIONS = ["receiver", "trigger-sf", "approval-request", "approval-response", "notifier"]
 MACHINES = {"x86_64": 62, "arm64": 183}  # EM_X86_64, EM_AARCH64
 SHT_GNU_VERNEED = 0x6FFFFFFE
 

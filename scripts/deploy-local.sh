@@ -167,6 +167,7 @@ apply() {
   package_lambda trigger-sf trigger-sf
   package_lambda approval-request approval-request
   package_lambda approval-response approval-response
+  package_lambda notifier notifier
   write_image_map
   log "migrating the metadb"
   "$bin_dir/live-ci" migrate --database-url "$metadb_url" >&2

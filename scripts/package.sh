@@ -39,7 +39,7 @@ fi
 
 # Every Lambda binary of the workspace (their bin names are the function names).
 bins=()
-for bin in receiver trigger-sf approval-request approval-response; do
+for bin in receiver trigger-sf approval-request approval-response notifier; do
   if cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$bin\",\"src_path\""; then
     bins+=(--bin "$bin")
   else

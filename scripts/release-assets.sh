@@ -2,14 +2,14 @@
 # The release's Lambda assets (.github/workflows/release.yml): each
 # <lambda-dir>/<function>/bootstrap.zip of `make package` copied to
 # <out>/<function>.zip, and <out>/SHA256SUMS over them (sha256sum's format, so
-# `sha256sum -c SHA256SUMS` checks a download). The four functions must all be
+# `sha256sum -c SHA256SUMS` checks a download). The five functions must all be
 # there: a release missing one would deploy half a pipeline.
 #   scripts/release-assets.sh <lambda-dir> <out>
 set -euo pipefail
 [ $# = 2 ] || { echo "usage: $0 <lambda-dir> <out>" >&2; exit 2; }
 src=$1
 out=$2
-functions=(receiver trigger-sf approval-request approval-response)
+functions=(receiver trigger-sf approval-request approval-response notifier)
 mkdir -p "$out"
 for f in "${functions[@]}"; do
   zip="$src/$f/bootstrap.zip"

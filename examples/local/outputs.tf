@@ -19,7 +19,7 @@ output "merge_lock_ssm_parameter_name" {
 }
 
 output "lambda_function_names" {
-  description = "The four Lambdas."
+  description = "The Lambdas (notifier only with notification_format set)."
   value       = module.live_ci.lambda_function_names
 }
 

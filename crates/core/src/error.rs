@@ -33,6 +33,8 @@ pub enum CoreError {
     Scheduler(String),
     #[error("git: {0}")]
     Vcs(String),
+    #[error("notification format {0:?} is not slack, teams or json")]
+    NotificationFormat(String),
 }
 
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;

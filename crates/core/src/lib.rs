@@ -11,6 +11,7 @@ pub mod deploy_comment;
 pub mod error;
 pub mod escape;
 pub mod merge_lock;
+pub mod notification;
 pub mod operate;
 pub mod path;
 pub mod plan_text;

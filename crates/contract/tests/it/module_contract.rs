@@ -191,6 +191,18 @@ fn binaries() -> Vec<Binary> {
             attachment: Attachment::LocalMapEntry("lambda_policies", "approval-response"),
             defaults: &[METADB_URL_IN_LAMBDAS],
         },
+        Binary {
+            name: "notifier",
+            env_vars: live_ci_notifier::ENV_VARS,
+            aws_actions: live_ci_notifier::AWS_ACTIONS,
+            env: &[EnvSource::Attr {
+                block: &["module", "notifier"],
+                attr: &["environment"],
+            }],
+            policy_document: "notifier",
+            attachment: Attachment::LocalMapEntry("lambda_policies", "notifier"),
+            defaults: &[],
+        },
         // One binary, one role per subcommand (infra/iam.tf task_policies).
         task_job("pr-plan", live_ci_task::PR_PLAN_AWS_ACTIONS, "task_pr_plan"),
         task_job(

@@ -4,6 +4,7 @@
 //! A hostile value must stay inert text: no markdown or HTML structure, no
 //! second line (a chat-ops command, a mail header), no terminal control.
 
+pub mod chat;
 pub mod html;
 pub mod markdown;
 pub mod text;
