@@ -23,6 +23,9 @@ pub struct Account {
     pub min_rejection_count: u32,
     pub plan_role_arn: String,
     pub apply_role_arn: String,
+    /// How many of this account's units run at once (null: the run's cap).
+    #[serde(default)]
+    pub max_parallel: Option<u32>,
 }
 
 /// A validated account list.
@@ -105,6 +108,13 @@ impl Accounts {
                         format!("is {value}; it must be between 1 and the {n} voter(s)"),
                     ));
                 }
+            }
+            if a.max_parallel == Some(0) {
+                return Err(bad(
+                    &a.name,
+                    "max_parallel",
+                    "is 0; it must be at least 1 (or null: the run's cap)".into(),
+                ));
             }
         }
         for a in &accounts {

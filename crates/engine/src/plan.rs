@@ -318,6 +318,7 @@ mod tests {
                 min_rejection_count: 1,
                 plan_role_arn: "p".into(),
                 apply_role_arn: "a".into(),
+                max_parallel: None,
             })
             .collect();
         Accounts::new("accounts.json", list).unwrap()

@@ -8,6 +8,7 @@ mod data_api_local;
 mod deliveries;
 mod errors;
 mod job_roles;
+mod pacing;
 mod pg;
 mod settle;
 mod tls;
