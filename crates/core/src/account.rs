@@ -306,5 +306,22 @@ mod tests {
             &|a| a[2].path = "./dev/".into(),
             "accounts.json: account \"dev-eu\", field path: \"./dev/\" is also the path of account \"dev\"",
         );
+        check(
+            &|a| a[2].max_parallel = Some(0),
+            "accounts.json: account \"dev-eu\", field max_parallel: is 0; it must be at least 1 (or null: the run's cap)",
+        );
+    }
+
+    #[test]
+    fn max_parallel_is_optional_and_may_be_null() {
+        // jsonencode of the module's optional(number) writes null when unset.
+        let a = Accounts::from_json(
+            "accounts.json",
+            &OK.replacen("\"name\": \"shared\",", "\"name\": \"shared\", \"max_parallel\": null,", 1)
+                .replacen("\"name\": \"dev\",", "\"name\": \"dev\", \"max_parallel\": 2,", 1),
+        )
+        .unwrap();
+        let caps: Vec<Option<u32>> = a.all().iter().map(|a| a.max_parallel).collect();
+        assert_eq!(caps, [None, Some(2), None]);
     }
 }

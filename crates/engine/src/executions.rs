@@ -187,6 +187,7 @@ mod tests {
         // Two units with the same leaf name in one account must get distinct ids.
         let plan = DeploymentPlan {
             max_parallel: 2,
+            account_caps: BTreeMap::new(),
             units: vec![
                 unit("shared/net", &[], &[]),
                 unit("dev/a/app", &[], &["shared"]),
@@ -264,6 +265,7 @@ mod tests {
         // dev/b (removed) and dev/c (kept, changed) depended on dev/a at base.
         let plan = DeploymentPlan {
             max_parallel: 2,
+            account_caps: BTreeMap::new(),
             units: vec![
                 destroy("dev/b", &[]),
                 unit("dev/c", &[], &[]),
