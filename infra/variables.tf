@@ -71,7 +71,7 @@ variable "pr_plan_author_associations" {
 }
 
 variable "account_parent_cfg" {
-  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on."
+  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on. max_parallel (optional, at least 1) caps how many of a run's units run at once in the account (null: the run's max_parallel)."
   type = list(object({
     name                = string
     path                = string

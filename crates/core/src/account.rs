@@ -317,8 +317,16 @@ mod tests {
         // jsonencode of the module's optional(number) writes null when unset.
         let a = Accounts::from_json(
             "accounts.json",
-            &OK.replacen("\"name\": \"shared\",", "\"name\": \"shared\", \"max_parallel\": null,", 1)
-                .replacen("\"name\": \"dev\",", "\"name\": \"dev\", \"max_parallel\": 2,", 1),
+            &OK.replacen(
+                "\"name\": \"shared\",",
+                "\"name\": \"shared\", \"max_parallel\": null,",
+                1,
+            )
+            .replacen(
+                "\"name\": \"dev\",",
+                "\"name\": \"dev\", \"max_parallel\": 2,",
+                1,
+            ),
         )
         .unwrap();
         let caps: Vec<Option<u32>> = a.all().iter().map(|a| a.max_parallel).collect();

@@ -219,7 +219,10 @@ mod tests {
         assert_eq!(ex[0].min_approval_count, 2);
         assert_eq!(ex[1].apply_role_arn, "arn:apply:dev");
         assert_eq!(ex[1].account_deps, vec!["shared".to_string()]);
-        assert_eq!((ex[0].account_max_parallel, ex[1].account_max_parallel), (None, Some(1)));
+        assert_eq!(
+            (ex[0].account_max_parallel, ex[1].account_max_parallel),
+            (None, Some(1))
+        );
         assert_eq!(ex[0].plan_command, "terraform -chdir=shared/net plan");
         assert_eq!(
             ex[1].new_providers,

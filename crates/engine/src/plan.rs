@@ -239,7 +239,10 @@ pub fn build_plan(
     }
     pacing.group = account_of
         .iter()
-        .map(|a| a.as_deref().and_then(|name| group_of_account.get(name).copied()))
+        .map(|a| {
+            a.as_deref()
+                .and_then(|name| group_of_account.get(name).copied())
+        })
         .collect();
     for &anchor in anchors.values() {
         pacing.milestones[anchor] = true;

@@ -53,7 +53,11 @@ async fn main() {
         .and_then(|v| v.parse().ok())
     {
         println!("account \"shared\" capped at {cap}");
-        for e in run.executions.iter_mut().filter(|e| e.account_name == "shared") {
+        for e in run
+            .executions
+            .iter_mut()
+            .filter(|e| e.account_name == "shared")
+        {
             e.account_max_parallel = Some(cap);
         }
     }

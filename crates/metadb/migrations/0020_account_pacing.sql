@@ -88,11 +88,6 @@ BEGIN
         SELECT e.id, e.account_name, e.priority, e.seq FROM executions e
         WHERE e.run_id = p_run_id AND e.status = 'waiting'
           AND e.pending_deps = 0 AND e.pending_accounts = 0
-          AND NOT EXISTS (SELECT 1 FROM execution_deps d JOIN executions p ON p.id = d.depends_on
-                          WHERE d.execution = e.id AND p.status <> 'succeeded')
-          AND NOT EXISTS (SELECT 1 FROM execution_account_waits w
-                          JOIN run_accounts ra ON ra.id = w.run_account
-                          WHERE w.execution = e.id AND ra.remaining > 0)
     ), ranked AS (
         SELECT r.id, r.priority, r.seq, c.cap, coalesce(b.n, 0) AS busy,
                row_number() OVER (PARTITION BY r.account_name ORDER BY r.priority DESC, r.seq) AS k
@@ -100,8 +95,17 @@ BEGIN
         LEFT JOIN caps c ON c.account_name = r.account_name
         LEFT JOIN busy b ON b.account_name = r.account_name
     ), fits AS (
-        SELECT id FROM ranked
-        WHERE cap IS NULL OR busy + k <= cap
+        -- No account gives more than the run's free slots, so the edges are
+        -- re-checked for those few per account only (a candidate a stale
+        -- counter let through still counts in its account's rank: the claim
+        -- then takes fewer, never more).
+        SELECT ranked.id FROM ranked
+        WHERE (cap IS NULL OR busy + k <= cap) AND k <= (SELECT n FROM slots)
+          AND NOT EXISTS (SELECT 1 FROM execution_deps d JOIN executions p ON p.id = d.depends_on
+                          WHERE d.execution = ranked.id AND p.status <> 'succeeded')
+          AND NOT EXISTS (SELECT 1 FROM execution_account_waits w
+                          JOIN run_accounts ra ON ra.id = w.run_account
+                          WHERE w.execution = ranked.id AND ra.remaining > 0)
         ORDER BY priority DESC, seq
         LIMIT least(coalesce((SELECT n FROM slots), 0), greatest(p_limit, 0))
     )

@@ -184,7 +184,11 @@ mod tests {
         // Strictly increasing (numbers are reserved per branch, so one branch
         // may skip a few: 0020 came before 0016–0019 were merged).
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert!(i == 0 || MIGRATIONS[i - 1].version < m.version, "{}", m.name);
+            assert!(
+                i == 0 || MIGRATIONS[i - 1].version < m.version,
+                "{}",
+                m.name
+            );
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
             let statements = split_statements(m.sql);
             assert!(!statements.is_empty());

@@ -103,7 +103,12 @@ impl RunnerPool {
                 break None;
             };
             match self.pacing.group_of(key.task) {
-                Some(g) if self.pacing.cap_of(g).is_some_and(|cap| self.running_in[g] >= cap) => {
+                Some(g)
+                    if self
+                        .pacing
+                        .cap_of(g)
+                        .is_some_and(|cap| self.running_in[g] >= cap) =>
+                {
                     passed.push(key);
                 }
                 _ => break Some(key.task),
@@ -358,7 +363,11 @@ mod tests {
         let mut pool = RunnerPool::paced(g, config(2, false), pacing).unwrap();
         assert_eq!(pool.start_ready(), vec![0, 3], "1 and 2 wait for group 0");
         pool.finish(3, true).unwrap();
-        assert_eq!(pool.start_ready(), Vec::<usize>::new(), "group 0 is at its cap");
+        assert_eq!(
+            pool.start_ready(),
+            Vec::<usize>::new(),
+            "group 0 is at its cap"
+        );
         pool.finish(0, true).unwrap();
         assert_eq!(pool.start_ready(), vec![1]);
         pool.finish(1, true).unwrap();
@@ -382,6 +391,9 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert_eq!(err.to_string(), "scheduler: a group's cap must be at least 1");
+        assert_eq!(
+            err.to_string(),
+            "scheduler: a group's cap must be at least 1"
+        );
     }
 }

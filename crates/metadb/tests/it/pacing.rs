@@ -57,10 +57,16 @@ async fn running_by_account(db: &PgMetadb, run_id: i64) -> BTreeMap<String, u32>
 /// Panics when a sample breaks a cap; returns it for the maxima.
 fn check(sample: &BTreeMap<String, u32>, when: &str) {
     let total: u32 = sample.values().sum();
-    assert!(total <= RUN_CAP, "{total} running in the run (cap {RUN_CAP}) {when}: {sample:?}");
+    assert!(
+        total <= RUN_CAP,
+        "{total} running in the run (cap {RUN_CAP}) {when}: {sample:?}"
+    );
     for (account, n) in sample {
         if let Some(cap) = cap_of(account) {
-            assert!(*n <= cap, "{n} running in account {account:?} (cap {cap}) {when}: {sample:?}");
+            assert!(
+                *n <= cap,
+                "{n} running in account {account:?} (cap {cap}) {when}: {sample:?}"
+            );
         }
     }
 }
@@ -88,8 +94,17 @@ async fn one_claim_fills_each_account_up_to_its_cap() {
     );
     // Nothing more while they run; a finished production unit frees its slot
     // for the next production unit only.
-    assert!(db.claim_next(created.run_id, 100).await.unwrap().claimed.is_empty());
-    let arn = format!("arn:aws:states:us-east-1:000000000000:execution:deploy:{}", first.execution_id);
+    assert!(
+        db.claim_next(created.run_id, 100)
+            .await
+            .unwrap()
+            .claimed
+            .is_empty()
+    );
+    let arn = format!(
+        "arn:aws:states:us-east-1:000000000000:execution:deploy:{}",
+        first.execution_id
+    );
     let settled = db
         .settle(
             &StatusChange {
@@ -104,7 +119,11 @@ async fn one_claim_fills_each_account_up_to_its_cap() {
     let Settled::Advanced { next, .. } = settled else {
         panic!("not advanced: {settled:?}")
     };
-    let next: Vec<&str> = next.claimed.iter().map(|e| e.account_name.as_str()).collect();
+    let next: Vec<&str> = next
+        .claimed
+        .iter()
+        .map(|e| e.account_name.as_str())
+        .collect();
     assert_eq!(next, ["production"]);
     t.drop_db().await;
 }
@@ -181,8 +200,11 @@ async fn eight_concurrent_claimers_never_exceed_an_accounts_cap() {
                 let Settled::Advanced { next, .. } = settled else {
                     panic!("{id} not advanced: {settled:?}")
                 };
-                let more: Vec<String> =
-                    next.claimed.iter().map(|e| e.execution_id.clone()).collect();
+                let more: Vec<String> = next
+                    .claimed
+                    .iter()
+                    .map(|e| e.execution_id.clone())
+                    .collect();
                 claimed_all.lock().unwrap().extend(more.iter().cloned());
                 held.extend(more);
                 sample(format!("after claimer {w} finished {id}")).await;
