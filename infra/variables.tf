@@ -71,7 +71,7 @@ variable "pr_plan_author_associations" {
 }
 
 variable "account_parent_cfg" {
-  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on."
+  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on. max_parallel (optional, at least 1) caps how many of a run's units run at once in the account (null: the run's max_parallel)."
   type = list(object({
     name                = string
     path                = string
@@ -81,6 +81,7 @@ variable "account_parent_cfg" {
     min_rejection_count = number
     plan_role_arn       = string
     apply_role_arn      = string
+    max_parallel        = optional(number)
   }))
 
   validation {
@@ -112,6 +113,13 @@ variable "account_parent_cfg" {
       for a in var.account_parent_cfg : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/", a.plan_role_arn)) && can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/", a.apply_role_arn))
     ])
     error_message = "account_parent_cfg: plan_role_arn and apply_role_arn must be IAM role ARNs."
+  }
+
+  validation {
+    condition = alltrue([
+      for a in var.account_parent_cfg : a.max_parallel == null || try(floor(a.max_parallel) == a.max_parallel && a.max_parallel >= 1, false)
+    ])
+    error_message = "account_parent_cfg: max_parallel must be a whole number of at least 1 (or null: the run's max_parallel); not so for ${join(", ", [for a in var.account_parent_cfg : jsonencode(a.name) if a.max_parallel != null && !(try(floor(a.max_parallel) == a.max_parallel && a.max_parallel >= 1, false))])}."
   }
 }
 

@@ -542,6 +542,7 @@ where
         started: false,
         plan: DeploymentPlan {
             max_parallel: config.common.max_parallel as usize,
+            account_caps: Default::default(),
             units: Vec::new(),
             makespan: 0.0,
         },

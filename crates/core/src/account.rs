@@ -23,6 +23,9 @@ pub struct Account {
     pub min_rejection_count: u32,
     pub plan_role_arn: String,
     pub apply_role_arn: String,
+    /// How many of this account's units run at once (null: the run's cap).
+    #[serde(default)]
+    pub max_parallel: Option<u32>,
 }
 
 /// A validated account list.
@@ -105,6 +108,13 @@ impl Accounts {
                         format!("is {value}; it must be between 1 and the {n} voter(s)"),
                     ));
                 }
+            }
+            if a.max_parallel == Some(0) {
+                return Err(bad(
+                    &a.name,
+                    "max_parallel",
+                    "is 0; it must be at least 1 (or null: the run's cap)".into(),
+                ));
             }
         }
         for a in &accounts {
@@ -296,5 +306,30 @@ mod tests {
             &|a| a[2].path = "./dev/".into(),
             "accounts.json: account \"dev-eu\", field path: \"./dev/\" is also the path of account \"dev\"",
         );
+        check(
+            &|a| a[2].max_parallel = Some(0),
+            "accounts.json: account \"dev-eu\", field max_parallel: is 0; it must be at least 1 (or null: the run's cap)",
+        );
+    }
+
+    #[test]
+    fn max_parallel_is_optional_and_may_be_null() {
+        // jsonencode of the module's optional(number) writes null when unset.
+        let a = Accounts::from_json(
+            "accounts.json",
+            &OK.replacen(
+                "\"name\": \"shared\",",
+                "\"name\": \"shared\", \"max_parallel\": null,",
+                1,
+            )
+            .replacen(
+                "\"name\": \"dev\",",
+                "\"name\": \"dev\", \"max_parallel\": 2,",
+                1,
+            ),
+        )
+        .unwrap();
+        let caps: Vec<Option<u32>> = a.all().iter().map(|a| a.max_parallel).collect();
+        assert_eq!(caps, [None, Some(2), None]);
     }
 }

@@ -181,6 +181,8 @@ pub fn retry_executions(
                 .filter_map(|w| new_id.get(w.as_str()).cloned())
                 .collect(),
             wait_accounts: e.wait_accounts.clone(),
+            // The store copies the retried run's account caps.
+            account_max_parallel: None,
         })
         .collect()
 }

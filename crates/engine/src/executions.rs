@@ -89,6 +89,7 @@ pub fn executions_from_plan(
             priority: u.priority,
             wait_for,
             wait_accounts: u.waits_for_accounts.clone(),
+            account_max_parallel: account.max_parallel,
         });
     }
     Ok(out)
@@ -167,6 +168,7 @@ mod tests {
                     min_rejection_count: 1,
                     plan_role_arn: "arn:plan:shared".into(),
                     apply_role_arn: "arn:apply:shared".into(),
+                    max_parallel: None,
                 },
                 Account {
                     name: "dev".into(),
@@ -177,6 +179,7 @@ mod tests {
                     min_rejection_count: 1,
                     plan_role_arn: "arn:plan:dev".into(),
                     apply_role_arn: "arn:apply:dev".into(),
+                    max_parallel: Some(1),
                 },
             ],
         )
@@ -184,6 +187,7 @@ mod tests {
         // Two units with the same leaf name in one account must get distinct ids.
         let plan = DeploymentPlan {
             max_parallel: 2,
+            account_caps: BTreeMap::new(),
             units: vec![
                 unit("shared/net", &[], &[]),
                 unit("dev/a/app", &[], &["shared"]),
@@ -215,6 +219,10 @@ mod tests {
         assert_eq!(ex[0].min_approval_count, 2);
         assert_eq!(ex[1].apply_role_arn, "arn:apply:dev");
         assert_eq!(ex[1].account_deps, vec!["shared".to_string()]);
+        assert_eq!(
+            (ex[0].account_max_parallel, ex[1].account_max_parallel),
+            (None, Some(1))
+        );
         assert_eq!(ex[0].plan_command, "terraform -chdir=shared/net plan");
         assert_eq!(
             ex[1].new_providers,
@@ -249,6 +257,7 @@ mod tests {
                 min_rejection_count: 1,
                 plan_role_arn: "arn:plan:dev".into(),
                 apply_role_arn: "arn:apply:dev".into(),
+                max_parallel: None,
             }],
         )
         .unwrap();
@@ -259,6 +268,7 @@ mod tests {
         // dev/b (removed) and dev/c (kept, changed) depended on dev/a at base.
         let plan = DeploymentPlan {
             max_parallel: 2,
+            account_caps: BTreeMap::new(),
             units: vec![
                 destroy("dev/b", &[]),
                 unit("dev/c", &[], &[]),

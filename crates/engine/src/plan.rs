@@ -12,7 +12,7 @@ use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::path::RepoPath;
 use live_ci_core::scheduler::{
-    PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate,
+    Pacing, PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate_paced,
 };
 use live_ci_core::unit::Unit;
 
@@ -42,6 +42,10 @@ pub struct PlannedUnit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeploymentPlan {
     pub max_parallel: usize,
+    /// Each capped account's `max_parallel` (of the accounts with planned
+    /// units): at most that many of its units run at once.
+    #[serde(default)]
+    pub account_caps: BTreeMap<String, u32>,
     /// Units in pool order.
     pub units: Vec<PlannedUnit>,
     /// Simulated end of the last unit.
@@ -211,7 +215,39 @@ pub fn build_plan(
         fail_fast: false,
         priority: Priority::CriticalPath,
     };
-    let schedule = simulate(&tasks, &config, &durations)?;
+    // The metadb's claim, simulated: an account's units within its cap, and
+    // the account anchors taking no runner (the claim sees an account's
+    // waiters ready the moment its last unit succeeded).
+    let mut group_of_account: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut pacing = Pacing {
+        milestones: vec![false; n + anchors.len()],
+        ..Pacing::default()
+    };
+    let mut account_caps = BTreeMap::new();
+    for name in account_of.iter().flatten() {
+        if !group_of_account.contains_key(name.as_str()) {
+            let cap = options
+                .accounts
+                .and_then(|a| a.get(name))
+                .and_then(|a| a.max_parallel);
+            if let Some(cap) = cap {
+                account_caps.insert(name.clone(), cap);
+            }
+            group_of_account.insert(name, pacing.caps.len());
+            pacing.caps.push(cap.map(|c| c as usize));
+        }
+    }
+    pacing.group = account_of
+        .iter()
+        .map(|a| {
+            a.as_deref()
+                .and_then(|name| group_of_account.get(name).copied())
+        })
+        .collect();
+    for &anchor in anchors.values() {
+        pacing.milestones[anchor] = true;
+    }
+    let schedule = simulate_paced(&tasks, &config, &pacing, &durations)?;
     let mut planned: Vec<PlannedUnit> = Vec::with_capacity(n);
     for &t in schedule.order.iter().filter(|&&t| t < n) {
         let (path, action) = &units[t];
@@ -228,6 +264,7 @@ pub fn build_plan(
     }
     Ok(DeploymentPlan {
         max_parallel,
+        account_caps,
         units: planned,
         makespan: schedule.makespan,
     })
@@ -318,6 +355,7 @@ mod tests {
                 min_rejection_count: 1,
                 plan_role_arn: "p".into(),
                 apply_role_arn: "a".into(),
+                max_parallel: None,
             })
             .collect();
         Accounts::new("accounts.json", list).unwrap()
@@ -367,8 +405,12 @@ mod tests {
         )
         .unwrap();
         // shared/x has the longest remaining path (30 + dev/y), so it starts first;
-        // dev/old is destroyed before dev/older, which it depended on.
-        assert_eq!(order(&plan), ["shared/x", "dev/old", "dev/older", "dev/y"]);
+        // dev/old is destroyed before dev/older, which it depended on. The
+        // shared account's anchor takes no runner (as in the metadb's claim),
+        // so dev/y is ready when shared/x ends and, tied with dev/older, goes
+        // first by its lower index (the anchor used to hold the one runner for
+        // a step and put dev/y last).
+        assert_eq!(order(&plan), ["shared/x", "dev/old", "dev/y", "dev/older"]);
         let y = plan.units.iter().find(|u| u.path == p("dev/y")).unwrap();
         assert_eq!(y.waits_for_accounts, ["shared"]);
         assert_eq!(y.account.as_deref(), Some("dev"));
@@ -444,5 +486,50 @@ mod tests {
         assert!(err.contains("form a cycle"), "{err}");
         assert!(err.contains("dev/y") && err.contains("shared/x"), "{err}");
         assert!(err.contains("(every unit of account \"shared\")"), "{err}");
+    }
+
+    #[test]
+    fn an_accounts_cap_paces_its_units_and_the_plan_names_it() {
+        let head = graph(&[
+            ("prod/a", &[]),
+            ("prod/b", &[]),
+            ("prod/c", &[]),
+            ("dev/x", &[]),
+        ]);
+        let mut accts = accounts(&[("prod", &[]), ("dev", &[])]).all().to_vec();
+        accts[0].max_parallel = Some(1);
+        let accts = Accounts::new("accounts.json", accts).unwrap();
+        let plan = build_plan(
+            &affected(&[
+                ("prod/a", Action::Apply),
+                ("prod/b", Action::Apply),
+                ("prod/c", Action::Apply),
+                ("dev/x", Action::Apply),
+            ]),
+            &head,
+            None,
+            &PlanOptions {
+                accounts: Some(&accts),
+                max_parallel: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let starts: Vec<(String, f64)> = plan
+            .units
+            .iter()
+            .map(|u| (u.path.to_string(), u.start))
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                ("prod/a".to_string(), 0.0),
+                ("dev/x".to_string(), 0.0),
+                ("prod/b".to_string(), 1.0),
+                ("prod/c".to_string(), 2.0)
+            ]
+        );
+        assert_eq!(plan.makespan, 3.0);
+        assert_eq!(plan.account_caps, BTreeMap::from([("prod".to_string(), 1)]));
     }
 }

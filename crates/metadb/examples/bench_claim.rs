@@ -7,6 +7,10 @@
 //! back, and for `claim_ready` (the same statement, committed on its own).
 //!
 //! `cargo run --release -p live-ci-metadb --example bench_claim`
+//!
+//! `BENCH_ACCOUNT_CAP=n` caps account "shared" (the first of the chain, the
+//! one with ready units from the start) at n running at once, so the claim
+//! takes its paced path (migration 0017).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -37,13 +41,26 @@ fn summary(label: &str, mut ms: Vec<f64>) {
 async fn main() {
     let t = support::TestDb::new().await;
     let db = t.metadb(2).await;
-    let run = support::random_run(
+    let mut run = support::random_run(
         "bench",
         UNITS,
         &["shared", "network", "dev", "prod"],
         MAX_PARALLEL,
         7,
     );
+    if let Some(cap) = std::env::var("BENCH_ACCOUNT_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        println!("account \"shared\" capped at {cap}");
+        for e in run
+            .executions
+            .iter_mut()
+            .filter(|e| e.account_name == "shared")
+        {
+            e.account_max_parallel = Some(cap);
+        }
+    }
     let edges: usize = run.executions.iter().map(|e| e.wait_for.len()).sum();
     let started = Instant::now();
     let created = db.create_run(&run).await.unwrap();

@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0016_deploy_comment",
         sql: include_str!("../migrations/0016_deploy_comment.sql"),
     },
+    Migration {
+        version: 17,
+        name: "0017_account_pacing",
+        sql: include_str!("../migrations/0017_account_pacing.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -195,6 +195,11 @@ async fn retry_tx<T: SqlTx>(
         }
     };
     let started = insert_run_executions_tx(tx, new_id, &new_run).await?;
+    tx.execute(
+        q::COPY_ACCOUNT_CAPS,
+        &[("run_id", Param::Int(new_id)), ("from_run_id", id().1)],
+    )
+    .await?;
     Ok(Ok(RetryCreated {
         run_id: new_id,
         started,

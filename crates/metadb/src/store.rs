@@ -244,10 +244,29 @@ pub(crate) async fn insert_run_executions_tx<T: SqlTx>(
         )));
     }
     tx.execute(q::INSERT_RUN_ACCOUNTS, &[id()]).await?;
+    let caps = account_caps(run);
+    if !caps.is_empty() {
+        tx.execute(q::SET_ACCOUNT_CAPS, &[id(), ("caps", json(&caps)?)])
+            .await?;
+    }
     tx.execute(q::INSERT_ACCOUNT_WAITS, &[id()]).await?;
     tx.execute(q::SET_PENDING_ACCOUNTS, &[id()]).await?;
     let started = start_next_run(tx).await?;
     Ok(started == Some(run_id))
+}
+
+/// Each capped account's cap: the smallest its executions carry (one
+/// account's executions carry the same one, from its configuration).
+fn account_caps(run: &NewRun) -> std::collections::BTreeMap<&str, u32> {
+    let mut caps = std::collections::BTreeMap::new();
+    for e in &run.executions {
+        if let Some(cap) = e.account_max_parallel {
+            caps.entry(e.account_name.as_str())
+                .and_modify(|c: &mut u32| *c = (*c).min(cap))
+                .or_insert(cap);
+        }
+    }
+    caps
 }
 
 /// Hands a free merge lock to the queued run newest on the trunk, superseding

@@ -138,6 +138,7 @@ pub fn exec(id: &str, account: &str, wait_for: &[&str]) -> NewExecution {
         priority: 1.0,
         wait_for: wait_for.iter().map(|s| s.to_string()).collect(),
         wait_accounts: vec![],
+        account_max_parallel: None,
     }
 }
 

@@ -73,6 +73,12 @@ pub fn run(args: &PlanArgs) -> Result<Output, CliError> {
                 plan.max_parallel,
                 plan.makespan
             ));
+            // The pacing the start steps above were predicted with.
+            for (account, cap) in &plan.account_caps {
+                t.push_str(&format!(
+                    "account {account:?}: at most {cap} of its units at once\n"
+                ));
+            }
             t
         }
     };

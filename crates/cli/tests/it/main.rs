@@ -4,5 +4,6 @@
 mod cli;
 mod data_api;
 mod operator;
+mod pacing;
 mod parity;
 mod status;

@@ -606,6 +606,7 @@ fn the_json_the_module_passes_has_the_binaries_field_names() {
         min_rejection_count: 1,
         plan_role_arn: "p".into(),
         apply_role_arn: "a".into(),
+        max_parallel: Some(1),
     };
     assert_eq!(
         object_type_attrs(&m, "account_parent_cfg"),

@@ -220,6 +220,10 @@ pub struct NewExecution {
     /// Accounts every execution of which (in this run, with the same action) must
     /// succeed first (`PlannedUnit::waits_for_accounts`).
     pub wait_accounts: Vec<String>,
+    /// The account's `max_parallel`: at most this many of the run's executions
+    /// in the account run at once (the claim enforces it; `None`: the run's cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_max_parallel: Option<u32>,
 }
 
 /// A run as stored.

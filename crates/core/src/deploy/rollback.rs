@@ -83,6 +83,8 @@ pub fn plan_rollbacks(executions: &[ExecutionRecord]) -> Vec<NewRollback> {
                     // Rollbacks order among themselves through `wait_for` only:
                     // the run's account counters count the original executions.
                     wait_accounts: Vec::new(),
+                    // The claim caps an account by its name, rollbacks included.
+                    account_max_parallel: None,
                 },
                 resources: source.new_resources.clone(),
             }

@@ -191,6 +191,7 @@ mod tests {
             priority: 1.0,
             wait_for: wait_for.iter().map(|s| s.to_string()).collect(),
             wait_accounts: vec![],
+            account_max_parallel: None,
         }
     }
 

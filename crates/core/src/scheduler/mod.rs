@@ -18,7 +18,9 @@ mod task_graph;
 
 pub use pool::RunnerPool;
 pub use priority::critical_path_priorities;
-pub use simulate::{Schedule, lower_bound, simulate, simulate_run_groups, simulate_with_failures};
+pub use simulate::{
+    Schedule, lower_bound, simulate, simulate_paced, simulate_run_groups, simulate_with_failures,
+};
 pub use task_graph::{DEFAULT_DURATION, TaskGraph};
 
 /// Where a task is in its life. Ordered as listed, which is also the order of
@@ -104,4 +106,32 @@ pub struct PoolConfig {
     /// On the first failure, abort every task that has not started.
     pub fail_fast: bool,
     pub priority: Priority,
+}
+
+/// Limits beyond the pool's runners, as the metadb's claim applies them: tasks
+/// in a group (an account) of which at most the group's cap run at once, and
+/// milestones (an account's "every unit done" anchor) that take no runner and
+/// succeed the moment their dependencies have.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Pacing {
+    /// The group of each task by index (missing or `None`: no group).
+    pub group: Vec<Option<usize>>,
+    /// The cap of each group by index (missing or `None`: the runners only).
+    pub caps: Vec<Option<usize>>,
+    /// The milestones by index (missing: not one).
+    pub milestones: Vec<bool>,
+}
+
+impl Pacing {
+    fn group_of(&self, task: usize) -> Option<usize> {
+        self.group.get(task).copied().flatten()
+    }
+
+    fn cap_of(&self, group: usize) -> Option<usize> {
+        self.caps.get(group).copied().flatten()
+    }
+
+    fn is_milestone(&self, task: usize) -> bool {
+        self.milestones.get(task).copied().unwrap_or(false)
+    }
 }

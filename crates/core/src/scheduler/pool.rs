@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use super::priority::{ReadyKey, priorities};
 use super::task_graph::TaskGraph;
-use super::{PoolConfig, TaskState};
+use super::{Pacing, PoolConfig, TaskState};
 use crate::error::{CoreError, Result};
 
 /// Bounded-concurrency dispatcher over a validated [`TaskGraph`].
@@ -30,11 +30,26 @@ pub struct RunnerPool {
     /// Set once fail-fast has aborted everything unstarted; later failures have
     /// nothing left to abort, and skipping the scan keeps the run linear.
     aborted: bool,
+    pacing: Pacing,
+    /// Running tasks per group of `pacing`.
+    running_in: Vec<usize>,
 }
 
 impl RunnerPool {
     /// Validates the graph and marks tasks without dependencies ready.
     pub fn new(graph: TaskGraph, config: PoolConfig) -> Result<Self> {
+        Self::paced(graph, config, Pacing::default())
+    }
+
+    /// [`RunnerPool::new`] with group caps and milestones: a ready task whose
+    /// group is at its cap waits (the next ready task may start instead), and
+    /// a milestone succeeds as soon as it is ready, without a runner.
+    pub fn paced(graph: TaskGraph, config: PoolConfig, pacing: Pacing) -> Result<Self> {
+        if pacing.caps.contains(&Some(0)) {
+            return Err(CoreError::Scheduler(
+                "a group's cap must be at least 1".to_string(),
+            ));
+        }
         if config.max_parallel == 0 {
             return Err(CoreError::Scheduler(
                 "max_parallel must be at least 1".to_string(),
@@ -54,11 +69,14 @@ impl RunnerPool {
             count: [0; TaskState::ALL.len()],
             events: 0,
             aborted: false,
+            running_in: vec![0; pacing.caps.len()],
+            pacing,
         };
         pool.count[TaskState::Waiting.position()] = n;
+        let mut changes = Vec::new();
         for t in 0..n {
-            if pool.blocked_by[t] == 0 {
-                pool.make_ready(t);
+            if pool.blocked_by[t] == 0 && pool.state[t] == TaskState::Waiting {
+                pool.make_ready(t, &mut changes);
             }
         }
         Ok(pool)
@@ -78,9 +96,31 @@ impl RunnerPool {
         if self.running() >= self.config.max_parallel {
             return None;
         }
-        let key = self.ready.pop()?;
-        self.set(key.task, TaskState::Running);
-        Some(key.task)
+        // Ready tasks of a group at its cap are passed over, and kept.
+        let mut passed = Vec::new();
+        let started = loop {
+            let Some(key) = self.ready.pop() else {
+                break None;
+            };
+            match self.pacing.group_of(key.task) {
+                Some(g)
+                    if self
+                        .pacing
+                        .cap_of(g)
+                        .is_some_and(|cap| self.running_in[g] >= cap) =>
+                {
+                    passed.push(key);
+                }
+                _ => break Some(key.task),
+            }
+        };
+        self.ready.extend(passed);
+        let task = started?;
+        self.set(task, TaskState::Running);
+        if let Some(g) = self.pacing.group_of(task) {
+            self.running_in[g] += 1;
+        }
+        Some(task)
     }
 
     /// Starts as many ready tasks as there are free runners, in priority order.
@@ -106,19 +146,12 @@ impl RunnerPool {
             )));
         }
         self.events += 1;
+        if let Some(g) = self.pacing.group_of(task) {
+            self.running_in[g] -= 1;
+        }
         let mut changes = Vec::new();
         if succeeded {
-            self.set(task, TaskState::Succeeded);
-            changes.push((task, TaskState::Succeeded));
-            for i in 0..self.graph.dependents(task).len() {
-                let d = self.graph.dependents(task)[i];
-                self.blocked_by[d] -= 1;
-                // A dependent aborted by fail-fast stays aborted.
-                if self.blocked_by[d] == 0 && self.state[d] == TaskState::Waiting {
-                    self.make_ready(d);
-                    changes.push((d, TaskState::Ready));
-                }
-            }
+            self.succeed(task, &mut changes);
         } else {
             self.set(task, TaskState::Failed);
             changes.push((task, TaskState::Failed));
@@ -128,6 +161,21 @@ impl RunnerPool {
             }
         }
         Ok(changes)
+    }
+
+    /// Records a success and readies what it released, milestones succeeding
+    /// on the spot.
+    fn succeed(&mut self, task: usize, changes: &mut Vec<(usize, TaskState)>) {
+        self.set(task, TaskState::Succeeded);
+        changes.push((task, TaskState::Succeeded));
+        for i in 0..self.graph.dependents(task).len() {
+            let d = self.graph.dependents(task)[i];
+            self.blocked_by[d] -= 1;
+            // A dependent aborted by fail-fast stays aborted.
+            if self.blocked_by[d] == 0 && self.state[d] == TaskState::Waiting {
+                self.make_ready(d, changes);
+            }
+        }
     }
 
     /// Aborts every task that has not started (fail-fast, or a cancelled run);
@@ -213,8 +261,13 @@ impl RunnerPool {
         self.priority[task]
     }
 
-    fn make_ready(&mut self, task: usize) {
+    fn make_ready(&mut self, task: usize, changes: &mut Vec<(usize, TaskState)>) {
+        if self.pacing.is_milestone(task) {
+            self.succeed(task, changes);
+            return;
+        }
         self.set(task, TaskState::Ready);
+        changes.push((task, TaskState::Ready));
         let ready_seq = match self.config.priority {
             super::Priority::Fifo => self.events,
             _ => 0,
@@ -291,5 +344,56 @@ mod tests {
         assert_eq!(pool.start_next(), Some(2));
         pool.finish(2, true).unwrap();
         assert_eq!(pool.start_next(), Some(3));
+    }
+
+    #[test]
+    fn a_groups_cap_passes_over_its_ready_tasks_and_milestones_take_no_runner() {
+        // 0, 1, 2 in group 0 (cap 1), 3 in group 1 (no cap); milestone 4
+        // after 0..=2, and 5 after the milestone.
+        let mut g = TaskGraph::new(6);
+        for t in 0..3 {
+            g.add_dependency(4, t);
+        }
+        g.add_dependency(5, 4);
+        let pacing = Pacing {
+            group: vec![Some(0), Some(0), Some(0), Some(1), None, None],
+            caps: vec![Some(1), None],
+            milestones: vec![false, false, false, false, true, false],
+        };
+        let mut pool = RunnerPool::paced(g, config(2, false), pacing).unwrap();
+        assert_eq!(pool.start_ready(), vec![0, 3], "1 and 2 wait for group 0");
+        pool.finish(3, true).unwrap();
+        assert_eq!(
+            pool.start_ready(),
+            Vec::<usize>::new(),
+            "group 0 is at its cap"
+        );
+        pool.finish(0, true).unwrap();
+        assert_eq!(pool.start_ready(), vec![1]);
+        pool.finish(1, true).unwrap();
+        assert_eq!(pool.start_ready(), vec![2]);
+        let changes = pool.finish(2, true).unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                (2, TaskState::Succeeded),
+                (4, TaskState::Succeeded),
+                (5, TaskState::Ready)
+            ]
+        );
+        assert_eq!(pool.start_ready(), vec![5]);
+        let err = RunnerPool::paced(
+            TaskGraph::new(1),
+            config(1, false),
+            Pacing {
+                caps: vec![Some(0)],
+                ..Pacing::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "scheduler: a group's cap must be at least 1"
+        );
     }
 }

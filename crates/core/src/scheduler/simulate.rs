@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use super::priority::bottom_levels;
 use super::task_graph::TaskGraph;
-use super::{PoolConfig, RunnerPool, TaskState};
+use super::{Pacing, PoolConfig, RunnerPool, TaskState};
 use crate::error::{CoreError, Result};
 
 /// When each task ran in a simulated run. Tasks that never started have `NaN`
@@ -53,8 +53,27 @@ pub fn simulate_with_failures(
     fails: &[bool],
 ) -> Result<Schedule> {
     check_durations(graph, durations)?;
-    let mut pool = RunnerPool::new(graph.clone(), *config)?;
-    let mut schedule = Schedule::empty(graph.len());
+    run(RunnerPool::new(graph.clone(), *config)?, durations, fails)
+}
+
+/// [`simulate`] under a [`Pacing`]: group caps, and milestones that take no
+/// runner (they never appear in `order`; their start and finish stay `NaN`).
+pub fn simulate_paced(
+    graph: &TaskGraph,
+    config: &PoolConfig,
+    pacing: &Pacing,
+    durations: &[f64],
+) -> Result<Schedule> {
+    check_durations(graph, durations)?;
+    run(
+        RunnerPool::paced(graph.clone(), *config, pacing.clone())?,
+        durations,
+        &[],
+    )
+}
+
+fn run(mut pool: RunnerPool, durations: &[f64], fails: &[bool]) -> Result<Schedule> {
+    let mut schedule = Schedule::empty(pool.graph().len());
     // Min-heap of (finish time, task): equal times resolve by index, so runs repeat exactly.
     let mut running: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     let mut now = 0.0;

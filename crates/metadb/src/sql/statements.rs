@@ -111,6 +111,20 @@ SELECT run_id, account_name, action, count(*)
 FROM executions WHERE run_id = :run_id
 GROUP BY run_id, account_name, action";
 
+/// The accounts' caps (`{"account": cap}`, migration 0017), written only for
+/// a run that has one: the claim takes its paced path for such a run alone.
+pub const SET_ACCOUNT_CAPS: &str = "\
+UPDATE run_accounts ra SET max_parallel = c.cap::integer
+FROM jsonb_each_text(CAST(:caps AS jsonb)) AS c(account_name, cap)
+WHERE ra.run_id = :run_id AND ra.account_name = c.account_name";
+
+/// An operator's retry keeps the caps of the run it retries.
+pub const COPY_ACCOUNT_CAPS: &str = "\
+UPDATE run_accounts ra SET max_parallel = o.max_parallel
+FROM run_accounts o
+WHERE o.run_id = :from_run_id AND o.max_parallel IS NOT NULL
+  AND ra.run_id = :run_id AND ra.account_name = o.account_name";
+
 /// Account waits; an account with no execution of the same action in the run is
 /// nothing to wait for and gets no row.
 pub const INSERT_ACCOUNT_WAITS: &str = "\

@@ -352,6 +352,7 @@ async fn create_run_sends_records_as_json_text() {
         priority: 1.0,
         wait_for: vec![],
         wait_accounts: vec![],
+        account_max_parallel: None,
     });
     let executions_json = r#"[{"seq":0,"execution_id":"run-1-c8c5-dev-baz-729","is_rollback":false,"cfg_path":"dev/baz","cfg_deps":[],"action":"apply","plan_command":"terragrunt plan","apply_command":"terragrunt apply","new_providers":[],"account_name":"dev","account_path":"dev","account_deps":[],"voters":["voter@example.com"],"min_approval_count":1,"min_rejection_count":1,"plan_role_arn":"arn:plan","apply_role_arn":"arn:apply","priority":1.0,"wait_for":[],"wait_accounts":[]}]"#;
     let run_id = || vec![long("run_id", 4)];

@@ -9,6 +9,7 @@ mod deliveries;
 mod deploy_comments;
 mod errors;
 mod job_roles;
+mod pacing;
 mod pg;
 mod settle;
 mod tls;
