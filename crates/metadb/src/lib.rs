@@ -15,6 +15,7 @@ mod approvals;
 mod data_api;
 mod deploy_comments;
 mod error;
+mod login;
 mod migrate;
 mod operator;
 mod pg;
@@ -25,6 +26,10 @@ pub mod tls;
 pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
+pub use login::{
+    LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
+    provision_terra_run_login, terra_run_login,
+};
 pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};
 pub use sql::{Param, Sql, SqlTx};

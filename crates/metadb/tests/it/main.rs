@@ -12,6 +12,7 @@ mod job_roles;
 mod pacing;
 mod pg;
 mod settle;
+mod terra_run_login;
 mod tls;
 mod trunk;
 mod trunk_sweep;
