@@ -325,6 +325,25 @@ where
         let outcome = match routed {
             Route::Ping => Ok(json!({"pong": true})),
             Route::Ignore(reason) => Ok(json!({"ignored": reason})),
+            // Routing recognises votes from GitHub; counting them (voter
+            // check, the shared tally, the task-token hand-over) is not wired
+            // yet, so a vote changes nothing and says so.
+            Route::Vote {
+                number,
+                voter,
+                unit,
+                ..
+            } => Ok(json!({"ignored": format!(
+                "{voter:?}'s vote on {:?} (pull request #{number}) is not counted: votes from GitHub are not enabled",
+                unit.as_str()
+            )})),
+            Route::VoteRefused {
+                number,
+                voter,
+                reply,
+            } => Ok(json!({"ignored": format!(
+                "{voter:?}'s vote command on pull request #{number} is refused: {reply}"
+            )})),
             Route::NotPlanned {
                 number,
                 head_sha,

@@ -5,6 +5,7 @@ mod event;
 mod route;
 mod signature;
 mod trust;
+mod vote;
 
 pub use event::{
     CommentPayload, IssueCommentEvent, IssuePayload, PingEvent, PullRequestEvent,
@@ -16,6 +17,7 @@ pub use trust::{
     DEFAULT_PLAN_ASSOCIATIONS, KNOWN_ASSOCIATIONS, PLAN_COMMAND, PlanRequest, PullRequestHead,
     RepoPermission, TrustPolicy, may_have_write_access, plan_request, untrusted_reason,
 };
+pub use vote::{APPROVE_COMMAND, REJECT_COMMAND, VoteChoice, VoteCommand, vote_command};
 
 /// Why a delivery is refused. Each maps to one HTTP status in the receiver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

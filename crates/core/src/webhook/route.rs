@@ -1,13 +1,16 @@
 //! What a verified delivery asks for: plan a pull request's head commit, deploy
 //! a merge commit, answer a ping, or nothing (with the reason). Pull requests
 //! from forks or untrusted authors are not planned; a maintainer's
-//! `/live-ci plan` comment asks for their plan instead.
+//! `/live-ci plan` comment asks for their plan instead. A human's
+//! `/live-ci approve|reject <unit>` comment on a merged pull request is a vote.
 
 use regex::Regex;
 
 use super::WebhookError;
 use super::event::{IssueCommentEvent, PingEvent, PullRequestEvent};
 use super::trust::{TrustPolicy, may_have_write_access, plan_request, untrusted_reason};
+use super::vote::{VoteChoice, vote_command};
+use crate::path::RepoPath;
 
 /// The pipeline's reaction to one delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +51,23 @@ pub enum Route {
         number: u64,
         commenter: String,
         pinned_sha: Option<String>,
+    },
+    /// A `/live-ci approve|reject <unit>` comment on a merged pull request.
+    /// `voter` is the commenter's login as GitHub signed it in the delivery:
+    /// the receiver checks it against the account's `github_voters` (a login
+    /// or a team membership) before anything counts.
+    Vote {
+        number: u64,
+        voter: String,
+        unit: RepoPath,
+        choice: VoteChoice,
+    },
+    /// A vote command that counts nothing (a pull request not merged, a
+    /// malformed command): the receiver answers `voter` with `reply`.
+    VoteRefused {
+        number: u64,
+        voter: String,
+        reply: String,
     },
     /// Nothing to do; the reason goes back to GitHub in the response body.
     Ignore(String),
@@ -214,6 +234,9 @@ fn route_comment(
             author.login
         )));
     }
+    if let Some(vote) = vote_command(&ev.comment.body) {
+        return Ok(route_vote(ev, vote));
+    }
     let Some(request) = plan_request(&ev.comment.body) else {
         return Ok(Route::Ignore(format!(
             "the comment on pull request #{number} does not start with a {:?} line",
@@ -232,6 +255,43 @@ fn route_comment(
         commenter: commenter.clone(),
         pinned_sha: request.pinned_sha,
     })
+}
+
+/// A vote command by a human on a pull request: a vote only once the pull
+/// request is merged (its merge commit is what awaits approval; the
+/// issue_comment payload carries `issue.pull_request.merged_at`).
+fn route_vote(ev: &IssueCommentEvent, vote: Result<super::vote::VoteCommand, String>) -> Route {
+    let number = ev.issue.number;
+    let voter = ev.comment.user.login.clone();
+    let merged = ev
+        .issue
+        .pull_request
+        .as_ref()
+        .and_then(|pr| pr.get("merged_at"))
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|at| !at.is_empty());
+    if !merged {
+        return Route::VoteRefused {
+            number,
+            voter,
+            reply: format!(
+                "pull request #{number} is not merged; votes count on a merged pull request whose deployment awaits approval"
+            ),
+        };
+    }
+    match vote {
+        Ok(cmd) => Route::Vote {
+            number,
+            voter,
+            unit: cmd.unit,
+            choice: cmd.choice,
+        },
+        Err(reply) => Route::VoteRefused {
+            number,
+            voter,
+            reply,
+        },
+    }
 }
 
 /// Which changed files concern the pipeline.

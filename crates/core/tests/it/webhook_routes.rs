@@ -380,3 +380,153 @@ fn fixture_signatures_round_trip() {
         Ok(())
     );
 }
+
+/// A voter's `/live-ci approve <unit>` on a merged pull request is a vote by
+/// the login GitHub signed into the delivery; a reject carries its reason.
+#[test]
+fn a_vote_on_a_merged_pull_request_names_the_signed_login_and_the_unit() {
+    use live_ci_core::RepoPath;
+    use live_ci_core::webhook::VoteChoice;
+    assert_eq!(
+        route(
+            "issue_comment",
+            &fixture("issue_comment_vote.json"),
+            "main",
+            REPO
+        )
+        .unwrap(),
+        Route::Vote {
+            number: 43,
+            voter: "octo-lead".into(),
+            unit: RepoPath::new("dev/app").unwrap(),
+            choice: VoteChoice::Approve,
+        }
+    );
+    // votes are not a maintainer's privilege: the voter list decides, so a
+    // contributor's vote is routed (and checked against the list later)
+    let body = edited("issue_comment_vote.json", |v| {
+        v["comment"]["body"] =
+            "/live-ci reject dev/app opens the bucket to the world\nsee the plan".into();
+        v["comment"]["author_association"] = "CONTRIBUTOR".into();
+    });
+    assert_eq!(
+        route("issue_comment", &body, "main", REPO).unwrap(),
+        Route::Vote {
+            number: 43,
+            voter: "octo-lead".into(),
+            unit: RepoPath::new("dev/app").unwrap(),
+            choice: VoteChoice::Reject {
+                reason: "opens the bucket to the world".into()
+            },
+        }
+    );
+}
+
+#[test]
+fn votes_on_unmerged_pull_requests_and_malformed_votes_are_refused_with_a_reply() {
+    let routed = |edit: &dyn Fn(&mut serde_json::Value)| {
+        route(
+            "issue_comment",
+            &edited("issue_comment_vote.json", edit),
+            "main",
+            REPO,
+        )
+        .unwrap()
+    };
+    let refused = |reply: &str| Route::VoteRefused {
+        number: 43,
+        voter: "octo-lead".into(),
+        reply: reply.into(),
+    };
+    let unmerged = "pull request #43 is not merged; votes count on a merged pull request whose deployment awaits approval";
+    assert_eq!(
+        routed(&|v| v["issue"]["pull_request"]["merged_at"] = serde_json::Value::Null),
+        refused(unmerged)
+    );
+    assert_eq!(
+        routed(&|v| {
+            v["issue"]["pull_request"]
+                .as_object_mut()
+                .unwrap()
+                .remove("merged_at");
+        }),
+        refused(unmerged)
+    );
+    assert_eq!(
+        routed(&|v| v["comment"]["body"] = "/live-ci reject dev/app".into()),
+        refused(
+            "\"/live-ci reject\" needs a reason after the unit: /live-ci reject dev/app <reason>"
+        )
+    );
+    match routed(&|v| v["comment"]["body"] = "/live-ci approve dev/\u{202E}ppa".into()) {
+        Route::VoteRefused { reply, .. } => assert!(reply.contains("\\u{202e}"), "{reply}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Edits and deletions of a vote comment do nothing (a vote is changed by a
+/// new comment, which the tally treats as the same voter's new choice); the
+/// bot's own comments and any bot's are never votes; a quoted vote is none.
+#[test]
+fn edited_deleted_quoted_and_bot_vote_comments_do_nothing() {
+    let ignored = |edit: &dyn Fn(&mut serde_json::Value)| match route(
+        "issue_comment",
+        &edited("issue_comment_vote.json", edit),
+        "main",
+        REPO,
+    )
+    .unwrap()
+    {
+        Route::Ignore(reason) => reason,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        ignored(&|v| v["action"] = "edited".into()),
+        "issue_comment action \"edited\" asks for nothing"
+    );
+    assert_eq!(
+        ignored(&|v| v["action"] = "deleted".into()),
+        "issue_comment action \"deleted\" asks for nothing"
+    );
+    assert_eq!(
+        ignored(&|v| v["comment"]["user"]["login"] = "Live-CI-Bot".into()),
+        "the comment on pull request #43 is live-ci's own (\"Live-CI-Bot\")"
+    );
+    assert_eq!(
+        ignored(&|v| {
+            v["comment"]["user"]["login"] = "deploy[bot]".into();
+            v["comment"]["user"]["type"] = "Bot".into();
+        }),
+        "the comment on pull request #43 is by the bot \"deploy[bot]\""
+    );
+    assert_eq!(
+        ignored(&|v| v["comment"]["body"] = "> /live-ci approve dev/app\nagreed".into()),
+        "the comment on pull request #43 does not start with a \"/live-ci plan\" line"
+    );
+}
+
+proptest::proptest! {
+    /// Whatever follows the command, a routed vote's unit is a valid path
+    /// without control or bidi characters, and a reject always has a reason.
+    #[test]
+    fn any_first_line_routes_to_a_clean_vote_or_no_vote(
+        cmd in proptest::sample::select(vec!["approve", "reject"]),
+        rest in "[ -~\u{0}-\u{1f}\u{202a}-\u{202e}é]{0,40}",
+    ) {
+        let body = edited("issue_comment_vote.json", |v| {
+            v["comment"]["body"] = format!("/live-ci {cmd} {rest}").into();
+        });
+        match route("issue_comment", &body, "main", REPO).unwrap() {
+            Route::Vote { unit, choice, .. } => {
+                proptest::prop_assert!(!unit.as_str().is_empty());
+                proptest::prop_assert!(!unit.as_str().chars().any(live_ci_core::path::is_unsafe_path_char));
+                if let live_ci_core::webhook::VoteChoice::Reject { reason } = choice {
+                    proptest::prop_assert!(!reason.trim().is_empty());
+                    proptest::prop_assert!(!reason.chars().any(live_ci_core::path::is_unsafe_path_char));
+                }
+            }
+            Route::VoteRefused { .. } | Route::Ignore(_) => {}
+            other => proptest::prop_assert!(false, "{:?}", other),
+        }
+    }
+}

@@ -1127,3 +1127,31 @@ async fn a_task_that_cannot_start_fails_its_status_linking_the_service_page() {
         assert!(launched(&h).is_empty());
     }
 }
+
+/// Votes from GitHub are routed but not counted yet: a vote comment on a
+/// merged pull request starts nothing and asks GitHub for nothing beyond the
+/// bot's own login, and says so in the response.
+#[tokio::test]
+async fn a_vote_comment_is_not_counted_and_starts_nothing() {
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    no_other_github_calls(&h.server).await;
+    let r = h
+        .receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-vote",
+            fixture("issue_comment_vote.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["ignored"],
+        "\"octo-lead\"'s vote on \"dev/app\" (pull request #43) is not counted: votes from GitHub are not enabled"
+    );
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        ["GET /user"]
+    );
+    assert!(launched(&h).is_empty());
+}
