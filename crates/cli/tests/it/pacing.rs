@@ -18,6 +18,9 @@ use live_ci_engine::executions::{RunContext, executions_from_plan};
 use live_ci_engine::plan::DeploymentPlan;
 use live_ci_testkit::pg::{TestDb, run};
 
+/// One case: the accounts' caps, the run's cap and the run's commit.
+type Case = (&'static [(&'static str, u32)], u32, &'static str);
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -144,7 +147,7 @@ async fn the_predicted_start_order_is_the_metadbs_with_and_without_caps() {
     );
     let t = TestDb::new().await;
     let db = t.metadb(2).await;
-    let cases: [(&[(&str, u32)], u32, &str); 3] = [
+    let cases: [Case; 3] = [
         (&[], 2, "a1a1a1a1a1"),
         (&[("dev", 1)], 3, "b2b2b2b2b2"),
         (&[("dev", 2), ("shared", 1)], 4, "c3c3c3c3c3"),
