@@ -106,10 +106,22 @@ pub enum Event {
 
 /// `url` if it may be shown in a channel: https (http only for a loopback
 /// host, the local cloud), no vote-link parameter, no free-text secret.
+/// An `http://` URL whose host is a loopback address (`127.0.0.1`,
+/// `localhost`, `[::1]`), the host followed by a port or a path: the local
+/// cloud's test receivers. A look-alike such as `http://127.0.0.1.evil.example/`
+/// is not one. Plain http never leaves the machine only when this holds.
+pub fn is_loopback_http(url: &str) -> bool {
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|host| {
+            url.strip_prefix(host)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+        })
+}
+
 fn safe_link(url: Option<String>) -> Option<String> {
     let url = url?;
-    let local = url.starts_with("http://127.0.0.1") || url.starts_with("http://localhost");
-    if !(url.starts_with("https://") || local) {
+    if !(url.starts_with("https://") || is_loopback_http(&url)) {
         return None;
     }
     let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
@@ -493,6 +505,27 @@ mod tests {
     const TASK_TOKEN: &str = "AQCEAAAAKgAAAAMAAAAAAAAAAc2Vzc2lvbi10b2tlbi1vZi1hLXN0ZXAtZnVuY3Rpb25zLXRhc2stdG9rZW4tbG9uZy1lbm91Z2g=";
     const VOTE: &str = "https://abc.lambda-url.us-east-1.on.aws/?t=djEuc2lnbmVkLnZvdGU&v=approve";
     const PAGE: &str = "https://abc.lambda-url.us-east-1.on.aws/?r=djEucnVuLnBhZ2U";
+
+    #[test]
+    fn plain_http_links_only_to_a_real_loopback_host() {
+        for ok in [
+            "http://127.0.0.1:4566/page",
+            "http://localhost/x",
+            "http://[::1]:8080",
+        ] {
+            assert!(is_loopback_http(ok), "{ok}");
+            assert_eq!(safe_link(Some(ok.into())).as_deref(), Some(ok));
+        }
+        for bad in [
+            "http://127.0.0.1.evil.example/page",
+            "http://localhost.evil.example/",
+            "http://localhostx:80/",
+            "http://example.com/",
+        ] {
+            assert!(!is_loopback_http(bad), "{bad}");
+            assert_eq!(safe_link(Some(bad.into())), None, "{bad}");
+        }
+    }
 
     fn pending(page: &str) -> Event {
         Event::ApprovalPending {

@@ -90,14 +90,7 @@ pub fn check_url(url: &str) -> Result<(), NotifierError> {
     if url.starts_with("https://") {
         return Ok(());
     }
-    let loopback = [
-        "http://127.0.0.1:",
-        "http://127.0.0.1/",
-        "http://localhost:",
-        "http://localhost/",
-        "http://[::1]:",
-    ];
-    if loopback.iter().any(|p| url.starts_with(p)) {
+    if live_ci_core::notification::is_loopback_http(url) {
         return Ok(());
     }
     Err(NotifierError::Url(
