@@ -239,6 +239,12 @@ variable "allow_destroy" {
   default     = false
 }
 
+variable "deploy_filters" {
+  description = "Filter queries (terragrunt's filter language, as live-ci's CLI reads them) that narrow the affected units pr-plan plans and create-deploy-stack deploys. A unit runs only when both these and the repository's .live-ci-filters select it (each list: positive queries a union, negative ones remove). A query that does not parse fails the run before anything is written; leaving out a unit that a kept unit needs first is refused. Empty: no narrowing."
+  type        = list(string)
+  default     = []
+}
+
 variable "commit_status_config" {
   description = "Which commit statuses live-ci posts: the first value of an SSM parameter (JSON) that operators edit without a deploy. Terraform ignores the value once the parameter exists, so an edit in SSM survives every apply, and so does a later change of this variable: change it in SSM."
   type = object({

@@ -42,6 +42,7 @@ pub const ENV_VARS: &[&str] = &[
     "MAX_PARALLEL",
     "FAIL_FAST",
     "ALLOW_DESTROY",
+    DEPLOY_FILTERS,
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -75,6 +76,10 @@ pub const ENV_VARS: &[&str] = &[
     RUN_LINK_KEY_SSM_KEY,
     RUN_PAGE_URL,
 ];
+
+/// The module's `deploy_filters`: a JSON list of filter queries that narrow
+/// what pr-plan plans and create-deploy-stack deploys (`crate::filters`).
+pub const DEPLOY_FILTERS: &str = "DEPLOY_FILTERS";
 
 /// terra-run's run-link key parameter: its statuses link to the read-only run
 /// page, signed with this key (never the vote-link key).
@@ -405,6 +410,10 @@ pub struct Common {
     /// Units a merge removes are destroyed (from the range's start, dependents
     /// first); off, they are only named in a commit status.
     pub allow_destroy: bool,
+    /// The module's `deploy_filters`, unparsed: a query that does not parse
+    /// fails the run (naming its entry and column) rather than the task's start,
+    /// so the error reaches the commit status.
+    pub deploy_filters: Vec<String>,
     pub log_group: Option<String>,
     pub log_stream_prefix: Option<String>,
     pub heartbeat_seconds: u64,
@@ -454,6 +463,17 @@ impl FromLookup for Common {
         let fail_fast = check.keep(fail_fast);
         let allow_destroy = check.env.flag("ALLOW_DESTROY", false);
         let allow_destroy = check.keep(allow_destroy);
+        let deploy_filters = match check.opt(DEPLOY_FILTERS) {
+            None => Ok(Vec::new()),
+            Some(json) => {
+                serde_json::from_str::<Vec<String>>(&json).map_err(|e| ConfigError::Invalid {
+                    name: DEPLOY_FILTERS,
+                    value: json.clone(),
+                    reason: format!("expected a json list of strings: {e}"),
+                })
+            }
+        };
+        let deploy_filters = check.keep(deploy_filters);
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
         let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
@@ -496,6 +516,7 @@ impl FromLookup for Common {
             max_parallel: max_parallel?,
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
+            deploy_filters: deploy_filters?,
             log_group: check.opt("LOG_GROUP"),
             log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,
@@ -838,6 +859,7 @@ mod tests {
                     "MODULE_SOURCES_GIT_URL" => "https://git.example.com".into(),
                     "MODULE_SOURCES_FOR_FORKS" => "true".into(),
                     "SSH_KNOWN_HOSTS" => "git.example.com ssh-ed25519 AAAA".into(),
+                    "DEPLOY_FILTERS" => r#"["./dev/**"]"#.into(),
                     _ => format!("value-of-{k}"),
                 })
             }

@@ -219,6 +219,9 @@ where
     let checkout = Checkout::new(repo, commit)?;
     timeline::mark("checkout");
     let commit = checkout.commit.clone();
+    // First, before the trunk placement can record anything: a filter that
+    // does not parse fails the run with nothing written.
+    let filters = crate::filters::load(&checkout.git, &commit, &config.common.deploy_filters)?;
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
     let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
@@ -279,6 +282,23 @@ where
     };
     let pending = ports.metadb.pending_units().await.port("metadb")?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
+    // The filters narrow everything the run would deploy, pending units too.
+    let narrowed = crate::filters::narrow_affected(
+        &checkout.git,
+        checkout.dir(),
+        affected,
+        &head,
+        base_graph.as_ref(),
+        &filters,
+    )?;
+    let affected = narrowed.affected;
+    not_destroyed.retain(|p| affected.skipped.iter().any(|s| &s.path == p));
+    warnings.extend(
+        narrowed
+            .excluded
+            .iter()
+            .map(|e| format!("{} is left out by {}", e.path, e.describe())),
+    );
     // Critical-path priorities weigh each unit by how long it took before.
     let paths: Vec<RepoPath> = affected.units.iter().map(|u| u.path.clone()).collect();
     let durations = ports.metadb.unit_durations(&paths).await.port("metadb")?;

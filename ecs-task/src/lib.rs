@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;
 pub mod error;
+pub mod filters;
 pub mod git_credentials;
 pub mod git_ssh;
 pub mod logs;

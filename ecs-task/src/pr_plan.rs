@@ -15,7 +15,7 @@ use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
-use live_ci_engine::change::detect;
+use live_ci_engine::filter::Excluded;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
@@ -41,6 +41,8 @@ pub struct PrPlanReport {
     pub destroyed_on_merge: Vec<RepoPath>,
     /// Units the pull request removes that are not destroyed (`ALLOW_DESTROY` off).
     pub not_destroyed: Vec<RepoPath>,
+    /// Affected units the filters leave out, each with the expression.
+    pub excluded: Vec<Excluded>,
 }
 
 impl PrPlanReport {
@@ -169,11 +171,22 @@ async fn plan<R: RoleAssumer>(
     let checkout = Checkout::new(repo, commit)?;
     let base = format!("origin/{branch}");
     println!("live-ci pr-plan: {commit} against {base}");
-    let detection = detect(
+    // Before any plan runs: a filter that does not parse fails here.
+    let filters = crate::filters::load(
         &checkout.git,
+        &checkout.commit,
+        &config.common.deploy_filters,
+    )?;
+    let crate::filters::Selection {
+        detection,
+        excluded,
+    } = crate::filters::select(
+        &checkout.git,
+        checkout.dir(),
         &base,
-        Some(&checkout.commit),
+        &checkout.commit,
         config.common.allow_destroy,
+        &filters,
     )?;
     // A removed unit that is not destroyed is reported as such, not as a warning.
     let (not_destroyed, skipped): (Vec<_>, Vec<_>) = detection
@@ -256,6 +269,7 @@ async fn plan<R: RoleAssumer>(
         warnings,
         destroyed_on_merge,
         not_destroyed,
+        excluded,
     })
 }
 
@@ -304,7 +318,8 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
         markdown::code(short(commit))
     );
-    if report.plans.is_empty() && report.destroyed_on_merge.is_empty() {
+    if report.plans.is_empty() && report.destroyed_on_merge.is_empty() && report.excluded.is_empty()
+    {
         head.push_str("No Terragrunt unit is affected.\n");
     } else if report.plans.is_empty() {
         head.push_str("No Terragrunt unit is applied.\n");
@@ -333,6 +348,7 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
             unit_list(&report.not_destroyed)
         ));
     }
+    tail.push_str(&excluded_text(&report.excluded));
     for w in &report.warnings {
         tail.push_str(&format!("\n> {}\n", markdown::code(w)));
     }
@@ -340,4 +356,35 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         tail.push_str(&format!("\n[Plan logs]({url})\n"));
     }
     plan_text::fit(&head, &units, &tail, logs_url, plan_text::COMMENT_LIMIT)
+}
+
+/// The affected units the filters leave out, each with the file (or module
+/// variable) and the expression that left it out; all of it escaped.
+fn excluded_text(excluded: &[Excluded]) -> String {
+    if excluded.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nLeft out by filters (not planned, not deployed):\n");
+    for e in excluded {
+        let by = match e.expressions.as_slice() {
+            [one] => markdown::code(one),
+            many => format!(
+                "none of {}",
+                many.iter()
+                    .map(|x| markdown::code(x))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        out.push_str(&format!(
+            "- {}{}: {} {by}\n",
+            markdown::code(e.path.display()),
+            match e.action {
+                Action::Apply => "",
+                Action::Destroy => " (destroy)",
+            },
+            markdown::code(&e.source),
+        ));
+    }
+    out
 }

@@ -4,18 +4,17 @@ use std::path::Path;
 
 use std::collections::BTreeMap;
 
-use live_ci_core::deploy::Action;
 use live_ci_core::{CoreError, RepoPath};
-use live_ci_engine::change::{Affected, Detection, VcsRanges, detect_with};
+use live_ci_engine::change::{Detection, VcsRanges, detect_with};
 use live_ci_engine::discovery::Stack;
-use live_ci_engine::filter::{Components, Filters};
+use live_ci_engine::filter::{FILTERS_FILE, FilterSet, Filters, RunFilters, narrow};
 use live_ci_engine::{DiscoverOptions, EngineError, FsTree, Graph, discover_with};
 use live_ci_git::GitCli;
 
 use crate::args::{ChangeArgs, FilterArgs};
 use crate::error::CliError;
 
-pub const DEFAULT_FILTERS_FILE: &str = ".live-ci-filters";
+pub const DEFAULT_FILTERS_FILE: &str = FILTERS_FILE;
 
 /// The working tree as a listing sees it: the graph, the stacks, and every
 /// problem, attributed to the unit (or stack) it breaks where it has one.
@@ -161,6 +160,15 @@ pub fn filters(repo: &Path, args: &FilterArgs) -> Result<Filters, CliError> {
     Ok(filters)
 }
 
+/// What the queries of `--filter` and the filters file are called in messages.
+fn filters_source(args: &FilterArgs) -> String {
+    match (&args.filters_file, args.filters.is_empty()) {
+        (_, false) => "--filter".to_string(),
+        (Some(f), true) => f.display().to_string(),
+        (None, true) => DEFAULT_FILTERS_FILE.to_string(),
+    }
+}
+
 /// Change detection between `--base` and `--head`, narrowed by the filters
 /// (applies are matched against the head graph, destroys against the base graph).
 pub fn affected(
@@ -194,42 +202,29 @@ pub fn affected_with(
         let root = std::fs::canonicalize(repo)
             .ok()
             .and_then(|p| p.to_str().map(str::to_string));
-        let select = |graph: &Graph| -> Result<_, CliError> {
-            let components = Components {
-                graph,
-                stacks: &[],
-                root: root.as_deref(),
-            };
-            let selection = filters.select_components(&components, Some(&ranges))?;
-            Ok(paths_of(graph, &selection.units))
+        // The pipeline's own narrowing (live_ci_engine::filter::narrow), so
+        // the CLI and a run agree on a commit: the same units kept, the same
+        // refusal when a left-out unit is needed first.
+        let set = FilterSet {
+            source: filters_source(filter),
+            filters,
         };
-        let keep_apply = select(&detection.head)?;
-        let keep_destroy = match &detection.base {
-            Some(base) => select(base)?,
-            None => Default::default(),
-        };
-        let Affected { units, skipped } = std::mem::take(&mut detection.affected);
-        detection.affected = Affected {
-            units: units
-                .into_iter()
-                .filter(|u| match u.action {
-                    Action::Apply => keep_apply.contains(&u.path),
-                    Action::Destroy => keep_destroy.contains(&u.path),
-                })
-                .collect(),
-            skipped: skipped
-                .into_iter()
-                .filter(|s| keep_destroy.contains(&s.path))
-                .collect(),
-        };
+        let narrowed = narrow(
+            std::mem::take(&mut detection.affected),
+            &detection.head,
+            detection.base.as_ref(),
+            &RunFilters::new(vec![set]),
+            Some(&ranges),
+            root.as_deref(),
+        )?;
+        detection.affected = narrowed.affected;
+        warnings.extend(
+            narrowed
+                .excluded
+                .iter()
+                .map(|e| format!("{} is left out by {}", e.path, e.describe())),
+        );
     }
     warnings.extend(detection.affected.skipped.iter().map(|s| s.reason.clone()));
     Ok((detection, warnings))
-}
-
-fn paths_of(
-    graph: &Graph,
-    selected: &[usize],
-) -> std::collections::BTreeSet<live_ci_core::RepoPath> {
-    selected.iter().map(|&i| graph.path(i).clone()).collect()
 }

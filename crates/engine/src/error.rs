@@ -56,6 +56,18 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Filter(String),
+    /// A filter left out a unit that a unit it keeps needs first in the run
+    /// (an apply's dependency, a destroy's dependent).
+    #[error(
+        "unit \"{unit}\" needs unit \"{needed}\" to {} first in this run, and the filters leave it out ({by}): select both units or neither",
+        needed_verb(*.action)
+    )]
+    FilterExcludesNeeded {
+        unit: RepoPath,
+        needed: RepoPath,
+        action: live_ci_core::deploy::Action,
+        by: String,
+    },
     #[error("{unit}: {message}")]
     Plan { unit: RepoPath, message: String },
     /// A problem of one unit's configuration, naming the unit.
@@ -77,3 +89,12 @@ fn format_cycle(cycle: &[RepoPath]) -> String {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// What a unit a filter left out would have done first: applied (a
+/// dependency) or been destroyed (a dependent).
+fn needed_verb(action: live_ci_core::deploy::Action) -> &'static str {
+    match action {
+        live_ci_core::deploy::Action::Apply => "apply",
+        live_ci_core::deploy::Action::Destroy => "be destroyed",
+    }
+}

@@ -312,6 +312,7 @@ fn the_summary_comment_shows_repository_text_inert() {
         warnings: vec!["skipped `z`\n/live-ci plan".into()],
         destroyed_on_merge: vec![],
         not_destroyed: vec![hostile],
+        excluded: vec![],
     };
     let body = comment(&report.commit, None, &report);
     assert!(

@@ -147,6 +147,42 @@ impl Filters {
         Ok(Filters { filters })
     }
 
+    /// A list of queries (a module variable), each entry a line: blank entries
+    /// and ones starting with '#' are ignored, as in a file; errors name
+    /// `name:entry` (counted from 1) and the column.
+    pub fn parse_list(name: &str, entries: &[String]) -> Result<Filters> {
+        let mut out = Filters::default();
+        for (i, entry) in entries.iter().enumerate() {
+            // An entry is one query: a line break in it is not a second one.
+            let one_line = entry.replace(['\n', '\r'], " ");
+            let parsed = Filters::parse_file(name, &one_line).map_err(|e| match e {
+                EngineError::FilterFileSyntax {
+                    file,
+                    column,
+                    query,
+                    message,
+                    ..
+                } => EngineError::FilterFileSyntax {
+                    file,
+                    line: i + 1,
+                    column,
+                    query,
+                    message,
+                },
+                other => other,
+            })?;
+            out.extend(parsed);
+        }
+        Ok(out)
+    }
+
+    /// One query alone (to tell which query of a set decided a unit).
+    pub fn single(filter: Filter) -> Filters {
+        Filters {
+            filters: vec![filter],
+        }
+    }
+
     pub fn extend(&mut self, other: Filters) {
         self.filters.extend(other.filters);
     }

@@ -28,10 +28,12 @@ mod ast;
 mod eval;
 mod lexer;
 mod parser;
+mod run;
 
 pub use ast::{Direction, GraphExpr, Kind, Query, Reach, Target, Term};
 pub use eval::{Components, Filter, Filters, GitRanges, RangeChanges, Selection};
 pub use parser::parse_query;
+pub use run::{DEPLOY_FILTERS, Excluded, FILTERS_FILE, FilterSet, Narrowed, RunFilters, narrow};
 
 #[cfg(test)]
 mod tests;

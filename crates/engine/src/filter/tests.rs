@@ -692,3 +692,120 @@ proptest! {
         }
     }
 }
+
+mod run_filters {
+    //! `narrow`: the sets a run obeys, what they leave out and why, and the
+    //! refusal when a left-out unit is needed first.
+    use super::*;
+    use crate::change::{Affected, AffectedUnit, Reason};
+    use live_ci_core::deploy::Action;
+
+    fn affected(units: &[(&str, Action)]) -> Affected {
+        Affected {
+            units: units
+                .iter()
+                .map(|(p, a)| AffectedUnit {
+                    path: RepoPath::new(p).unwrap(),
+                    action: *a,
+                    reasons: vec![Reason::Changed],
+                })
+                .collect(),
+            skipped: Vec::new(),
+        }
+    }
+
+    fn set(source: &str, queries: &[&str]) -> FilterSet {
+        FilterSet {
+            source: source.to_string(),
+            filters: Filters::parse(queries.iter().copied()).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_unit_runs_only_when_every_set_selects_it() {
+        let g = sample();
+        let all = affected(&[
+            ("net/vpc", Action::Apply),
+            ("dev/app", Action::Apply),
+            ("dev/db", Action::Apply),
+            ("net/dns", Action::Apply),
+        ]);
+        let filters = RunFilters::new(vec![
+            set(FILTERS_FILE, &["./net/**", "./dev/**"]),
+            set(DEPLOY_FILTERS, &["!dns", "!./dev/db"]),
+        ]);
+        let n = narrow(all, &g, None, &filters, None, None).unwrap();
+        let kept: Vec<&str> = n.affected.units.iter().map(|u| u.path.as_str()).collect();
+        assert_eq!(kept, ["net/vpc", "dev/app"]);
+        let why: Vec<String> = n
+            .excluded
+            .iter()
+            .map(|e| format!("{} {}", e.path, e.describe()))
+            .collect();
+        assert_eq!(
+            why,
+            [
+                "dev/db deploy_filters: \"!./dev/db\"",
+                "net/dns deploy_filters: \"!dns\""
+            ]
+        );
+        // Left out by the file: none of its positive queries selected it.
+        let filters = RunFilters::new(vec![set(FILTERS_FILE, &["./dev/**", "db"])]);
+        let n = narrow(
+            affected(&[("net/dns", Action::Apply)]),
+            &g,
+            None,
+            &filters,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            n.excluded[0].describe(),
+            ".live-ci-filters: selected by none of \"./dev/**\", \"db\""
+        );
+    }
+
+    #[test]
+    fn leaving_out_an_applys_dependency_is_refused_naming_both() {
+        let g = sample();
+        let all = affected(&[("net/vpc", Action::Apply), ("prod/db", Action::Apply)]);
+        let filters = RunFilters::new(vec![set(DEPLOY_FILTERS, &["!vpc"])]);
+        let err = narrow(all, &g, None, &filters, None, None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unit \"prod/db\" needs unit \"net/vpc\" to apply first in this run, and the \
+             filters leave it out (deploy_filters: \"!vpc\"): select both units or neither"
+        );
+    }
+
+    #[test]
+    fn leaving_out_a_destroys_dependent_is_refused_naming_both() {
+        // Both removed at head: prod/db is destroyed only after prod/app,
+        // which depended on it.
+        let base = sample();
+        let (head, _) = Graph::build(vec![unit("net/vpc", &[], &[])]);
+        let all = affected(&[("prod/app", Action::Destroy), ("prod/db", Action::Destroy)]);
+        let filters = RunFilters::new(vec![set(FILTERS_FILE, &["!./prod/app"])]);
+        let err = narrow(all, &head, Some(&base), &filters, None, None).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unit \"prod/db\" needs unit \"prod/app\" to be destroyed first"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn deploy_filters_errors_name_the_entry_and_column() {
+        let err = Filters::parse_list(
+            DEPLOY_FILTERS,
+            &[
+                "./dev/**".to_string(),
+                "# note".to_string(),
+                "a |".to_string(),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("deploy_filters:3:"), "{err}");
+    }
+}
