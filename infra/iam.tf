@@ -190,10 +190,11 @@ data "aws_iam_policy_document" "metadb_data_api" {
 }
 
 data "aws_iam_policy_document" "trigger_sf" {
-  source_policy_documents = [
+  # With notifications on (notifications.tf), it publishes to their topic.
+  source_policy_documents = concat([
     data.aws_iam_policy_document.lambda_base["trigger-sf"].json,
     data.aws_iam_policy_document.metadb_data_api.json,
-  ]
+  ], local.notifications ? [data.aws_iam_policy_document.notification_publish.json] : [])
 
   statement {
     sid       = "ReadGithubTokenAndStatusConfig"
@@ -262,10 +263,11 @@ data "aws_iam_policy_document" "trigger_sf" {
 ################################################################################
 
 data "aws_iam_policy_document" "approval_request" {
-  source_policy_documents = [
+  # With notifications on (notifications.tf), it publishes to their topic.
+  source_policy_documents = concat([
     data.aws_iam_policy_document.lambda_base["approval-request"].json,
     data.aws_iam_policy_document.metadb_data_api.json,
-  ]
+  ], local.notifications ? [data.aws_iam_policy_document.notification_publish.json] : [])
 
   statement {
     sid       = "ReadVoteLinkKey"

@@ -33,11 +33,13 @@ locals {
     RUST_LOG                                = var.log_level
   })
 
-  trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, {
-    STATE_MACHINE_ARN   = aws_sfn_state_machine.deployment.arn
-    MERGE_LOCK_SSM_KEY  = local.ssm_names.merge_lock
-    REPO_FULL_NAME      = var.repo_full_name
-    GITHUB_API_URL      = var.github_api_url
+  trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, local.notification_publisher_env, {
+    STATE_MACHINE_ARN  = aws_sfn_state_machine.deployment.arn
+    MERGE_LOCK_SSM_KEY = local.ssm_names.merge_lock
+    REPO_FULL_NAME     = var.repo_full_name
+    GITHUB_API_URL     = var.github_api_url
+    # Notifications link the pull request under it.
+    GITHUB_WEB_URL      = var.github_web_url
     TRUNK_BRANCH        = var.trunk_branch
     FILE_PATH_PATTERN   = var.file_path_pattern
     STALE_CLAIM_SECONDS = tostring(var.stale_claim_seconds)
@@ -62,7 +64,7 @@ locals {
     CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
   })
 
-  approval_request_env = merge(local.metadb_data_api_env, var.ses_configuration_set == null ? {} : {
+  approval_request_env = merge(local.metadb_data_api_env, local.notification_publisher_env, var.ses_configuration_set == null ? {} : {
     SES_CONFIGURATION_SET = var.ses_configuration_set
     }, {
     VOTE_LINK_KEY_SSM_KEY    = local.ssm_names.vote_link_key

@@ -42,6 +42,62 @@ override_resource {
   values          = { arn = "arn:aws:sns:eu-west-1:123456789012:live-ci-notifications" }
 }
 
+# The publishers source the publish grant (notification_publish) with
+# notifications on, and only then; their own statements never name SNS, so
+# the grant is all they may publish to. (The documents' JSON is mocked: the
+# sources are counted, the statements read.)
+run "the_publishers_get_no_topic_and_no_grant_with_notifications_off" {
+  command = plan
+  assert {
+    condition     = !contains(keys(local.trigger_sf_env), "NOTIFICATION_TOPIC_ARN") && !contains(keys(local.approval_request_env), "NOTIFICATION_TOPIC_ARN")
+    error_message = "with notifications off no function is told a topic"
+  }
+  assert {
+    condition     = length(data.aws_iam_policy_document.trigger_sf.source_policy_documents) == 2 && length(data.aws_iam_policy_document.approval_request.source_policy_documents) == 2
+    error_message = "with notifications off the publishers source no publish grant"
+  }
+  assert {
+    condition     = alltrue([for s in concat(data.aws_iam_policy_document.trigger_sf.statement, data.aws_iam_policy_document.approval_request.statement, data.aws_iam_policy_document.notifier.statement, data.aws_iam_policy_document.receiver.statement, data.aws_iam_policy_document.approval_response.statement) : !anytrue([for a in s.actions : startswith(a, "sns:")])])
+    error_message = "no Lambda's own statements name SNS"
+  }
+}
+
+run "exactly_the_two_publishers_publish_with_notifications_on" {
+  command = plan
+  variables {
+    notification_format = "json"
+  }
+  assert {
+    condition     = local.trigger_sf_env.NOTIFICATION_TOPIC_ARN == aws_sns_topic.notifications[0].arn && local.approval_request_env.NOTIFICATION_TOPIC_ARN == aws_sns_topic.notifications[0].arn
+    error_message = "trigger-sf and approval-request are told the notifications topic"
+  }
+  assert {
+    condition = (
+      length(data.aws_iam_policy_document.trigger_sf.source_policy_documents) == 3
+      && length(data.aws_iam_policy_document.approval_request.source_policy_documents) == 3
+      && length(data.aws_iam_policy_document.receiver.source_policy_documents) == 2
+      && length(data.aws_iam_policy_document.approval_response.source_policy_documents) == 2
+      && length(data.aws_iam_policy_document.notifier.source_policy_documents) == 1
+    )
+    error_message = "approval-request and trigger-sf source the publish grant, no other Lambda does"
+  }
+  assert {
+    condition     = alltrue([for s in concat(data.aws_iam_policy_document.trigger_sf.statement, data.aws_iam_policy_document.approval_request.statement, data.aws_iam_policy_document.notifier.statement, data.aws_iam_policy_document.receiver.statement, data.aws_iam_policy_document.approval_response.statement) : !anytrue([for a in s.actions : startswith(a, "sns:")])])
+    error_message = "no Lambda's own statements name SNS, notifications on too"
+  }
+  assert {
+    condition = (
+      length(data.aws_iam_policy_document.notification_publish.statement) == 2
+      && one(data.aws_iam_policy_document.notification_publish.statement[0].resources) == aws_sns_topic.notifications[0].arn
+      && data.aws_iam_policy_document.notification_publish.statement[0].actions == toset(["sns:Publish"])
+      && data.aws_iam_policy_document.notification_publish.statement[1].actions == toset(["kms:GenerateDataKey", "kms:Decrypt"])
+      && one(data.aws_iam_policy_document.notification_publish.statement[1].resources) == var.kms_key_arn
+      && aws_sns_topic.notifications[0].arn != aws_sns_topic.approval.arn
+    )
+    error_message = "the grant is sns:Publish on the notifications topic (never the approval topic) and its key's data key"
+  }
+}
+
 run "off_by_default_creates_nothing" {
   command = plan
   assert {

@@ -39,6 +39,12 @@ pub enum AwsError {
         #[source]
         message: Failure,
     },
+    #[error("sns publish to {topic:?}: {message}")]
+    Sns {
+        topic: String,
+        #[source]
+        message: Failure,
+    },
     #[error("sts assume-role {role_arn:?}: {message}")]
     Sts {
         role_arn: String,
@@ -66,6 +72,7 @@ impl Classify for AwsError {
             | AwsError::S3 { message, .. }
             | AwsError::Lambda { message, .. }
             | AwsError::Ses { message, .. }
+            | AwsError::Sns { message, .. }
             | AwsError::Sts { message, .. }
             | AwsError::Kms { message, .. } => message.kind,
             AwsError::NoTaskDefinition(_) => ErrorKind::Permanent,

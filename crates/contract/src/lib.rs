@@ -442,7 +442,7 @@ impl Module {
     }
 
     /// The policy documents an expression names (`data.aws_iam_policy_document.X[…].json`),
-    /// through lists and both branches of conditionals.
+    /// through lists, `concat` and both branches of conditionals.
     pub fn document_refs(&self, path: &Path, expr: &Expression) -> Result<Vec<String>> {
         match expr {
             Expression::Array(items) => {
@@ -455,6 +455,14 @@ impl Module {
             Expression::Conditional(c) => {
                 let mut all = self.document_refs(path, &c.true_expr)?;
                 all.extend(self.document_refs(path, &c.false_expr)?);
+                Ok(all)
+            }
+            // `concat(always, cond ? [optional] : [])`: every list's documents.
+            Expression::FuncCall(call) if call.name.name.as_str() == "concat" => {
+                let mut all = Vec::new();
+                for arg in &call.args {
+                    all.extend(self.document_refs(path, arg)?);
+                }
                 Ok(all)
             }
             Expression::Traversal(t) => {
@@ -810,7 +818,7 @@ data "aws_iam_policy_document" "base" {
   }
 }
 data "aws_iam_policy_document" "f" {
-  source_policy_documents = var.x ? [] : [data.aws_iam_policy_document.base.json]
+  source_policy_documents = concat([], var.x ? [] : [data.aws_iam_policy_document.base.json])
   statement {
     actions = ["ssm:GetParameter", "rds-data:*"]
   }

@@ -104,6 +104,19 @@ pub enum Event {
     },
 }
 
+/// Whether `arn` reads as an SNS topic's ARN
+/// (`arn:<partition>:sns:<region>:<account>:<name>`): the publishers'
+/// `NOTIFICATION_TOPIC_ARN` is checked at the cold start, not at the first
+/// publish.
+pub fn is_sns_topic_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.split(':').collect();
+    matches!(parts.as_slice(), ["arn", p, "sns", r, a, name]
+        if !p.is_empty() && !r.is_empty() && a.len() == 12
+            && a.chars().all(|c| c.is_ascii_digit())
+            && !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+}
+
 /// `url` if it may be shown in a channel: https (http only for a loopback
 /// host, the local cloud), no vote-link parameter, no free-text secret.
 /// An `http://` URL whose host is a loopback address (`127.0.0.1`,
@@ -653,6 +666,22 @@ mod tests {
         let s = render(&e, Format::Slack).to_string();
         assert!(s.contains("and 15 more"), "{s}");
         assert!(s.len() < 8000, "{}", s.len());
+    }
+
+    #[test]
+    fn topic_arns_are_checked() {
+        assert!(is_sns_topic_arn(
+            "arn:aws:sns:us-east-1:000000000000:live-ci-notifications"
+        ));
+        for bad in [
+            "live-ci-notifications",
+            "arn:aws:sqs:us-east-1:000000000000:q",
+            "arn:aws:sns:us-east-1:0000:t",
+            "arn:aws:sns:us-east-1:000000000000:",
+            "arn:aws:sns:us-east-1:000000000000:t:sub",
+        ] {
+            assert!(!is_sns_topic_arn(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -22,6 +22,8 @@ struct StoreRow {
     stored: String,
     expires_at: Option<i64>,
     mailed: Vec<String>,
+    #[serde(default)]
+    run_id: Option<RunId>,
 }
 
 #[derive(Deserialize)]
@@ -88,6 +90,7 @@ impl<S: Sql> ApprovalStore for Store<S> {
             stored,
             expires_at: row.expires_at,
             mailed: row.mailed,
+            run_id: row.run_id,
         })
     }
 

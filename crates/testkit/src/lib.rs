@@ -1,7 +1,7 @@
 //! Test support shared by the crates' integration tests and the demo, the one
 //! place for it: the project's LocalStack, started once per test process
 //! through `scripts/localstack.sh`; [`github::FakeGitHub`]; the shared fakes of
-//! the ports ([`params`], [`git_host`], [`tasks`]).
+//! the ports ([`params`], [`git_host`], [`tasks`], [`notify`]).
 //! Behind features, so crates that do not need them skip their dependencies:
 //! `pg` (a throwaway PostgreSQL, and [`round_trips`] counting a metadb's calls), `aws` (LocalStack SDK clients and state
 //! machines), `data-api-mock` (request-exact RDS Data API rules) and
@@ -16,6 +16,7 @@ pub mod data_api;
 pub mod data_api_mock;
 pub mod git_host;
 pub mod github;
+pub mod notify;
 pub mod params;
 #[cfg(feature = "pg")]
 pub mod pg;

@@ -1,6 +1,7 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
 use live_ci_core::approval::is_web_url;
+use live_ci_core::notification::is_sns_topic_arn;
 use live_ci_core::port::address_problem;
 pub use live_ci_core::settings::ConfigError;
 use live_ci_core::settings::Settings;
@@ -21,6 +22,7 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
+    "NOTIFICATION_TOPIC_ARN",
 ];
 
 /// The IAM actions the binary calls: the key (SecureString), the task token's
@@ -40,6 +42,10 @@ pub const AWS_ACTIONS: &[&str] = &[
     "rds-data:CommitTransaction",
     "rds-data:RollbackTransaction",
     "secretsmanager:GetSecretValue",
+    // "approval pending" on the notifications topic (KMS-encrypted), when
+    // notifications are on.
+    "sns:Publish",
+    "kms:GenerateDataKey",
 ];
 
 /// What the handler needs (no AWS specifics).
@@ -66,6 +72,8 @@ pub struct Config {
     pub metadb: MetadbConfig,
     /// The SES configuration set the mails name (`SES_CONFIGURATION_SET`), if any.
     pub ses_configuration_set: Option<String>,
+    /// The notifications topic (`NOTIFICATION_TOPIC_ARN`); `None`: off.
+    pub notification_topic_arn: Option<String>,
 }
 
 impl Config {
@@ -134,6 +142,16 @@ impl Config {
                 "expected an http(s) URL",
             ));
         }
+        let notification_topic_arn = env.opt("NOTIFICATION_TOPIC_ARN");
+        if let Some(arn) = &notification_topic_arn
+            && !is_sns_topic_arn(arn)
+        {
+            return Err(invalid(
+                "NOTIFICATION_TOPIC_ARN",
+                arn,
+                "expected an sns topic arn (arn:<partition>:sns:<region>:<account>:<name>)",
+            ));
+        }
         Ok(Config {
             settings: RequestSettings {
                 approval_url,
@@ -146,6 +164,7 @@ impl Config {
             task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             metadb: MetadbConfig::from_settings(&env)?,
             ses_configuration_set,
+            notification_topic_arn,
         })
     }
 }

@@ -20,14 +20,16 @@ use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
-    ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, PortError,
-    PortResultExt, RequestStored, TaskFailures, TokenCipher, TokenDelivery, address_problem,
+    ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, NoNotifications,
+    Notifications, PortError, PortResultExt, RequestStored, TaskFailures, TokenCipher,
+    TokenDelivery, address_problem, announce,
 };
 use live_ci_workflow::ApprovalRequest;
 use serde::Serialize;
 
 use crate::config::RequestSettings;
 use crate::mail::{MailContext, render_email, vote_url};
+use crate::notify::approval_pending;
 
 /// The error a refused mail fails the approval state with (the state machine's
 /// Catch maps it to `ApprovalFailed`, whose cause then starts with it).
@@ -114,17 +116,23 @@ pub struct MailReport {
     pub already_mailed: Vec<String>,
     /// True when the decision was already handed over: nothing was mailed.
     pub decided: bool,
+    /// Whether this call published "approval pending" (only the delivery
+    /// that stored the request does), and the publish's failure, if any.
+    pub announced: bool,
+    pub warnings: Vec<String>,
 }
 
-/// The handler with its clients; built once per cold start.
+/// The handler with its clients; built once per cold start. Notifications
+/// are off ([`NoNotifications`]) unless [`ApprovalRequester::with_notifications`].
 #[derive(Debug)]
-pub struct ApprovalRequester<D, M, C, T> {
+pub struct ApprovalRequester<D, M, C, T, N = NoNotifications> {
     settings: RequestSettings,
     key: LinkKey,
     store: D,
     mailer: M,
     cipher: C,
     tokens: T,
+    notifications: N,
 }
 
 /// The approval requests an SNS event carries, in record order.
@@ -143,6 +151,7 @@ pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, Request
 }
 
 impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalRequester<D, M, C, T> {
+    /// Without notifications; see [`ApprovalRequester::with_notifications`].
     pub fn new(
         settings: RequestSettings,
         key: LinkKey,
@@ -158,7 +167,37 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalReque
             mailer,
             cipher,
             tokens,
+            notifications: NoNotifications,
         }
+    }
+
+    /// The same handler publishing "approval pending" to `notifications`.
+    pub fn with_notifications<N: Notifications>(
+        self,
+        notifications: N,
+    ) -> ApprovalRequester<D, M, C, T, N> {
+        ApprovalRequester {
+            settings: self.settings,
+            key: self.key,
+            store: self.store,
+            mailer: self.mailer,
+            cipher: self.cipher,
+            tokens: self.tokens,
+            notifications,
+        }
+    }
+}
+
+impl<D, M, C, T, N> ApprovalRequester<D, M, C, T, N>
+where
+    D: ApprovalStore,
+    M: Mailer,
+    C: TokenCipher,
+    T: TaskFailures,
+    N: Notifications,
+{
+    pub fn notifications(&self) -> &N {
+        &self.notifications
     }
 
     pub fn store(&self) -> &D {
@@ -258,6 +297,8 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalReque
             mailed: Vec::new(),
             already_mailed: Vec::new(),
             decided: false,
+            announced: false,
+            warnings: Vec::new(),
         };
         match stored.stored {
             RequestStored::UnknownExecution => {
@@ -275,7 +316,7 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalReque
             .expires_at
             .ok_or_else(|| RequestError::UnknownExecution(e.execution_id.clone()))?;
         let expires_at = u64::try_from(expires_at / 1000).unwrap_or(0);
-        let mailed = stored.mailed;
+        let mailed = &stored.mailed;
         // Recorded together after the sends: one round trip instead of one
         // per voter between the mails.
         let mut sent = Vec::new();
@@ -314,6 +355,16 @@ impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalReque
         }
         if !refused.is_empty() {
             self.fail_approval(request, &refused).await?;
+        }
+        // Once per request: only the delivery that stored it (a repeated SNS
+        // delivery finds it `Repeated`), and not when a refused mail has
+        // already failed the approval. Advisory: a failure is a warning.
+        if stored.stored == RequestStored::Stored && refused.is_empty() {
+            let event = approval_pending(&self.settings, request, stored.run_id);
+            report.announced = true;
+            if let Some(warning) = announce(&self.notifications, event).await {
+                report.warnings.push(warning);
+            }
         }
         if failures.is_empty() {
             Ok(report)

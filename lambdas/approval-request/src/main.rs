@@ -5,7 +5,7 @@
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
-use live_ci_aws::{KmsTokenCipher, SesMailer, sdk};
+use live_ci_aws::{KmsTokenCipher, SesMailer, SnsNotifications, sdk};
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_workflow::SfnTaskTokens;
 
@@ -22,7 +22,13 @@ async fn main() -> anyhow::Result<()> {
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
     // Only SendTaskFailure, through the TaskFailures port: a refused voter.
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&boot.aws));
-    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher, tokens);
+    // Off (a no-op) without NOTIFICATION_TOPIC_ARN.
+    let notifications = SnsNotifications::new(
+        sdk::sns::Client::new(&boot.aws),
+        config.notification_topic_arn.clone(),
+    );
+    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher, tokens)
+        .with_notifications(notifications);
     Ok(serve(|event: SnsEvent| async move {
         let mut reports = Vec::new();
         for request in parse_sns_event(&event)? {

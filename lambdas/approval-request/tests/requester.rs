@@ -598,3 +598,112 @@ impl Mailer for Throttled {
         Err(ThrottledError)
     }
 }
+
+/// "approval pending" is published once per request (the delivery that
+/// stores it; a repeated SNS delivery publishes nothing), names the unit,
+/// account, pull request and counts, and carries neither the task token nor
+/// a vote link: not as the publisher builds it, not as SNS carries it, not in
+/// any rendered format.
+#[tokio::test]
+async fn approval_pending_is_published_once_without_task_token_or_vote_link() {
+    use live_ci_approval_request::approval_pending;
+    use live_ci_core::notification::{Counts, Event, Format, PullRequest, render};
+    use live_ci_testkit::notify::RecordingNotifications;
+
+    let id = "run-1-c8c5-dev-notify-009";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        RecordingFailures::default(),
+    )
+    .with_notifications(RecordingNotifications::default());
+    let task_token = "AQCEAAAAKgAAAAMAAAAAAAAAAnotify-task-token-of-the-waiting-state";
+    let request = request_for(&record, task_token);
+    let report = requester.handle(&request, now()).await.unwrap();
+    assert!(report.announced && report.warnings.is_empty(), "{report:?}");
+    let again = requester.handle(&request, now() + 60).await.unwrap();
+    assert!(!again.announced, "{again:?}");
+    let published = requester.notifications().published();
+    assert_eq!(published.len(), 1, "{published:?}");
+    assert_eq!(
+        published[0],
+        Event::ApprovalPending {
+            repository: "acme/infrastructure-live".into(),
+            run_id: record.run_id.to_string(),
+            unit: record.cfg_path.as_str().to_string(),
+            account: record.account_name.clone(),
+            pull_request: Some(PullRequest {
+                number: record.pr_id,
+                url: format!(
+                    "https://github.com/acme/infrastructure-live/pull/{}",
+                    record.pr_id
+                ),
+            }),
+            counts: Counts {
+                add: 2,
+                change: 1,
+                destroy: 0
+            },
+            page_url: None,
+        }
+    );
+    let mail = &requester.mailer().sent()[0];
+    let vote_tokens = [
+        token_of(&text_link(mail, "Approve")),
+        token_of(&text_link(mail, "Reject")),
+    ];
+    let raw = approval_pending(&settings(), &request, Some(record.run_id));
+    let mut bodies = vec![
+        serde_json::to_string(&raw).unwrap(),
+        // What SnsNotifications publishes.
+        serde_json::to_string(&published[0]).unwrap(),
+    ];
+    for format in [Format::Slack, Format::Teams, Format::Json] {
+        bodies.push(render(&published[0], format).to_string());
+    }
+    for body in &bodies {
+        assert!(!body.contains(task_token), "task token in {body}");
+        assert!(!body.contains("notify-task-token"), "task token in {body}");
+        for vote in &vote_tokens {
+            assert!(!body.contains(vote.as_str()), "vote link in {body}");
+        }
+        assert!(!body.contains("?t="), "vote link in {body}");
+        assert!(!body.contains("abc.lambda-url"), "approval url in {body}");
+    }
+    tdb.drop_db().await;
+}
+
+/// Notifications are advisory: a publish that fails is a warning in the
+/// report, the voters are mailed and the request is handled.
+#[tokio::test]
+async fn a_failed_publish_is_a_warning_and_the_voters_are_mailed() {
+    use live_ci_testkit::notify::RecordingNotifications;
+
+    let id = "run-1-c8c5-dev-notify-010";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let notifications = RecordingNotifications::default();
+    *notifications.fail.lock().unwrap() = Some("sns throttled".into());
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        RecordingFailures::default(),
+    )
+    .with_notifications(notifications);
+    let report = requester
+        .handle(&request_for(&record, "token-notify-fails"), now())
+        .await
+        .unwrap();
+    assert_eq!(report.mailed, ["alice@example.com"]);
+    assert_eq!(
+        report.warnings,
+        ["notification approval_pending: notifications: sns throttled"]
+    );
+    tdb.drop_db().await;
+}

@@ -36,6 +36,11 @@ pub struct HandlerConfig {
     /// Write the deploy comment on the pull requests a run deploys
     /// (`deploy_comment.rs`); `main.rs` turns it on with a GitHub client.
     pub deploy_comments: bool,
+    /// `owner/name` (`REPO_FULL_NAME`) as notifications name it; empty when unset.
+    pub repository: String,
+    /// GitHub's web address (`GITHUB_WEB_URL`): notifications link the pull
+    /// request under it; without it they name its number only.
+    pub github_web_url: Option<String>,
 }
 
 impl HandlerConfig {
@@ -53,6 +58,8 @@ impl HandlerConfig {
             commit_status_config_param: None,
             run_pages: None,
             deploy_comments: false,
+            repository: String::new(),
+            github_web_url: None,
         }
     }
 }
@@ -81,6 +88,8 @@ pub struct Config {
     /// (`RUN_LINK_KEY_SSM_KEY`, `RUN_PAGE_URL`: both or neither); `main.rs`
     /// reads the key into [`HandlerConfig::run_pages`].
     pub run_pages: Option<(String, String)>,
+    /// The notifications topic (`NOTIFICATION_TOPIC_ARN`); `None`: off.
+    pub notification_topic_arn: Option<String>,
 }
 
 /// The default cool-down between two launches for the same trunk head.
@@ -123,6 +132,8 @@ pub const ENV_VARS: &[&str] = &[
     "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
     "RUN_LINK_KEY_SSM_KEY",
     "RUN_PAGE_URL",
+    "GITHUB_WEB_URL",
+    "NOTIFICATION_TOPIC_ARN",
 ];
 
 /// Every AWS action trigger_sf's code calls, for the IAM policy the Terraform
@@ -145,6 +156,10 @@ pub const AWS_ACTIONS: &[&str] = &[
     "rds-data:CommitTransaction",
     "rds-data:RollbackTransaction",
     "secretsmanager:GetSecretValue",
+    // "run finished" and "run failed" on the notifications topic
+    // (KMS-encrypted), when notifications are on.
+    "sns:Publish",
+    "kms:GenerateDataKey",
 ];
 
 impl Config {
@@ -200,7 +215,15 @@ impl Config {
             (Some(_), None) => return Err(ConfigError::Missing("RUN_PAGE_URL")),
             (None, Some(_)) => return Err(ConfigError::Missing("RUN_LINK_KEY_SSM_KEY")),
         };
+        handler.repository = repository.clone().unwrap_or_default();
+        // Set by the module; a value that is no https URL only drops the
+        // link (a notification's links are checked when it is sanitized).
+        handler.github_web_url =
+            opt("GITHUB_WEB_URL").map(|url| url.trim_end_matches('/').to_string());
+        // Set by the module; a wrong ARN fails each publish, a warning.
+        let notification_topic_arn = opt("NOTIFICATION_TOPIC_ARN");
         Ok(Config {
+            notification_topic_arn,
             run_pages,
             handler,
             ecs,

@@ -19,7 +19,7 @@ use live_ci_core::port::{
     ApprovalStore, CommentTarget, DeployCommentStore, ExecutionStore, GitHost, ParamStore,
     RunStore, SweepStore, TaskLauncher, WorkflowEngine,
 };
-use live_ci_core::port::{BranchHead, PortError};
+use live_ci_core::port::{BranchHead, Notifications, PortError};
 use live_ci_core::run_view::RunView;
 
 use crate::handler::{Report, TriggerSf};
@@ -41,7 +41,7 @@ struct Rendered {
     digest: String,
 }
 
-impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L>
+impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
 where
     M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
@@ -49,6 +49,7 @@ where
     G: GitHost,
     H: BranchHead,
     L: TaskLauncher,
+    N: Notifications,
 {
     /// Writes the deploy comments of the runs this invocation touched
     /// (`report.touched_runs`); off unless the handler was built with

@@ -14,7 +14,7 @@ use live_ci_core::port::{
     ApprovalStore, DeployCommentStore, ErrorKind, ExecutionStore, PortError, PortResultExt,
     RunStore, SweepStore, WorkflowEngine,
 };
-use live_ci_core::port::{BranchHead, merge_that_produced};
+use live_ci_core::port::{BranchHead, NoNotifications, Notifications, merge_that_produced};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, superseded,
     target,
@@ -96,6 +96,11 @@ pub struct Report {
     /// its work is done (`deploy_comment.rs`).
     #[serde(skip)]
     pub(crate) touched_runs: Vec<RunId>,
+    /// The runs this invocation finished (the metadb's transition, so a
+    /// repeated event finishes none): announced once its work is done
+    /// (`notify.rs`).
+    #[serde(skip)]
+    pub(crate) ended_runs: Vec<RunEnd>,
     /// Commit statuses to post once the invocation's metadb and Step Functions
     /// work is done: a status is advisory, and a GitHub round trip (100–300 ms
     /// in AWS) must not delay the start of the next unit.
@@ -233,7 +238,7 @@ impl End {
 /// token `github` is [`NoGitHost`](live_ci_core::status::NoGitHost): no
 /// statuses, and the merge lock's are left to the receiver.
 #[derive(Debug)]
-pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep> {
+pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep, N = NoNotifications> {
     config: HandlerConfig,
     metadb: M,
     engine: W,
@@ -244,6 +249,8 @@ pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep> {
     /// The commit status config as last read, and when: it is editable without
     /// a deploy, so a warm container re-reads it after [`STATUS_CONFIG_TTL`].
     status_config: std::sync::Mutex<Option<(std::time::Instant, CommitStatusConfig)>>,
+    /// Where "run finished" and "run failed" go (`notify.rs`); off by default.
+    notifications: N,
 }
 
 /// How long a warm container trusts the commit status config it read.
@@ -265,6 +272,7 @@ where
             github,
             trunk: None,
             status_config: std::sync::Mutex::new(None),
+            notifications: NoNotifications,
         }
     }
 
@@ -283,11 +291,31 @@ where
             github: self.github,
             trunk: Some(trunk),
             status_config: self.status_config,
+            notifications: self.notifications,
         }
     }
 }
 
-impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L>
+impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L> {
+    /// The same handler announcing the runs it finishes to `notifications`.
+    pub fn with_notifications<N: Notifications>(
+        self,
+        notifications: N,
+    ) -> TriggerSf<M, W, P, G, H, L, N> {
+        TriggerSf {
+            config: self.config,
+            metadb: self.metadb,
+            engine: self.engine,
+            params: self.params,
+            github: self.github,
+            trunk: self.trunk,
+            status_config: self.status_config,
+            notifications,
+        }
+    }
+}
+
+impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
 where
     M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
@@ -295,6 +323,7 @@ where
     G: GitHost,
     H: BranchHead,
     L: TaskLauncher,
+    N: Notifications,
 {
     /// The trunk check's launcher (tests inspect what was started).
     pub fn launcher(&self) -> Option<&L> {
@@ -321,6 +350,10 @@ where
         &self.config
     }
 
+    pub fn notifications(&self) -> &N {
+        &self.notifications
+    }
+
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
         let done = match input {
@@ -338,6 +371,7 @@ where
         // its statuses are posted too.
         self.post_queued_statuses(&mut report).await;
         self.write_deploy_comments(&mut report).await;
+        self.announce_ended_runs(&mut report).await;
         done.map(|()| report)
     }
 
@@ -617,6 +651,7 @@ where
             };
             report.finished.push((run_id, status));
             self.run_status(run_id, status, &end, report);
+            report.ended_runs.push(end.clone());
             self.publish_lock(end.merge_lock.lock(), report).await?;
             match end.finish.next_run {
                 Some(next) => run_id = next,

@@ -8,6 +8,7 @@ mod config;
 mod deploy_comment;
 mod event;
 mod handler;
+mod notify;
 
 pub use config::{
     AWS_ACTIONS, Config, ConfigError, ENV_VARS, HandlerConfig, MetadbConfig,
@@ -18,3 +19,4 @@ pub use event::{Input, StatusChangeDetail, parse_input};
 pub use handler::{
     NoTrunkSweep, Report, TriggerError, TriggerSf, TrunkLaunch, TrunkSweep, failure_reason,
 };
+pub use notify::run_end_event;

@@ -3,14 +3,14 @@
 //! start, and serves every invocation with it.
 
 use anyhow::Context;
-use live_ci_aws::{EcsTaskLauncher, sdk};
+use live_ci_aws::{EcsTaskLauncher, SnsNotifications, sdk};
 use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunPages};
 use live_ci_core::port::BranchHead;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::{
     ApprovalStore, DeployCommentStore, ExecutionStore, RunStore, SweepStore, WorkflowEngine,
 };
-use live_ci_core::port::{ParamStore, TaskLauncher};
+use live_ci_core::port::{Notifications, ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
@@ -35,9 +35,16 @@ async fn main() -> anyhow::Result<()> {
         });
     }
     let params = boot.params();
+    // Off (a no-op) without NOTIFICATION_TOPIC_ARN.
+    let notifications = SnsNotifications::new(
+        sdk::sns::Client::new(&boot.aws),
+        config.notification_topic_arn.clone(),
+    );
     let (Some(auth), Some(repo)) = (&config.github, &config.repository) else {
         // No GitHub token: no statuses, and no trunk head to sweep.
-        return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)).await;
+        return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)
+            .with_notifications(notifications))
+        .await;
     };
     let github = boot
         .github(auth, &config.github_api_url, repo, Job::TriggerSf)
@@ -52,13 +59,18 @@ async fn main() -> anyhow::Result<()> {
     });
     let handler = TriggerSf::new(handler, metadb, engine, params, github);
     match trunk {
-        Some(trunk) => run(handler.with_trunk_sweep(trunk)).await,
-        None => run(handler).await,
+        Some(trunk) => {
+            run(handler
+                .with_trunk_sweep(trunk)
+                .with_notifications(notifications))
+            .await
+        }
+        None => run(handler.with_notifications(notifications)).await,
     }
 }
 
 /// The runtime loop for either handler (with or without the trunk sweep).
-async fn run<M, W, P, G, H, L>(handler: TriggerSf<M, W, P, G, H, L>) -> anyhow::Result<()>
+async fn run<M, W, P, G, H, L, N>(handler: TriggerSf<M, W, P, G, H, L, N>) -> anyhow::Result<()>
 where
     M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
     W: WorkflowEngine,
@@ -66,6 +78,7 @@ where
     G: GitHost,
     H: BranchHead,
     L: TaskLauncher,
+    N: Notifications,
 {
     let handler = &handler;
     Ok(serve(|event: serde_json::Value| async move {

@@ -5,4 +5,5 @@ mod ecs_launcher;
 mod kms_localstack;
 mod lambda_invoker;
 mod ses;
+mod sns;
 mod ssm_localstack;

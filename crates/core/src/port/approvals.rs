@@ -85,6 +85,10 @@ pub struct StoredRequest {
     pub expires_at: Option<UnixMillis>,
     /// The voters already mailed links for this task token.
     pub mailed: Vec<String>,
+    /// The execution's run (`None` for an unknown execution): what the
+    /// "approval pending" notification names.
+    #[serde(default)]
+    pub run_id: Option<crate::deploy::RunId>,
 }
 
 /// What a vote link's page shows and is checked against, read at once: the

@@ -7,7 +7,8 @@
 //! scheduler's executions and what the tasks record), [`SweepStore`] (the
 //! sweep's repair queries), [`ApprovalStore`] (approvals and votes) and
 //! [`RunControl`] (the operator's commands), [`DeployCommentStore`] (the
-//! deploy comment's targets and digests). `live-ci-metadb`'s adapters
+//! deploy comment's targets and digests). [`Notifications`] publishes the
+//! events teams read in chat, advisory like commit statuses. `live-ci-metadb`'s adapters
 //! implement all of them over one SQL text.
 
 mod approvals;
@@ -21,6 +22,7 @@ mod executions;
 mod git_host;
 mod invoke;
 mod mailer;
+mod notify;
 mod params;
 mod pr_authority;
 mod run_control;
@@ -44,6 +46,7 @@ pub use executions::ExecutionStore;
 pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
+pub use notify::{NoNotifications, Notifications, announce};
 pub use params::ParamStore;
 pub use pr_authority::PullRequestAuthority;
 pub use run_control::RunControl;

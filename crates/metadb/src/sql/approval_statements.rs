@@ -8,11 +8,12 @@
 /// `decided` (hand-over taken: nothing changes) or `repeated` (the same token
 /// again), "expires_at" (the stored request's, in Unix ms: the new one when
 /// stored, the earlier one when repeated), "mailed" (the voters already mailed
-/// for this task token)}. `prev` and the mails are read as they were before
+/// for this task token), "run_id" (the execution's run; null when unknown)}.
+/// `prev` and the mails are read as they were before
 /// the upsert (one snapshot for the whole statement).
 pub const STORE_APPROVAL_REQUEST: &str = "\
 WITH e AS (
-    SELECT execution_id FROM executions WHERE execution_id = :execution_id
+    SELECT execution_id, run_id FROM executions WHERE execution_id = :execution_id
 ), prev AS (
     SELECT decision_sent_at IS NOT NULL OR delivery_claimed_at IS NOT NULL AS decided,
            live_ci_ms(expires_at) AS expires_at
@@ -43,6 +44,7 @@ SELECT json_build_object(
                    WHEN coalesce((SELECT decided FROM prev), false) THEN 'decided'
                    ELSE 'repeated' END,
     'expires_at', coalesce((SELECT expires_at FROM up), (SELECT expires_at FROM prev)),
+    'run_id', (SELECT run_id FROM e),
     'mailed', coalesce((SELECT json_agg(m.voter ORDER BY m.voter) FROM approval_mails m
                         WHERE m.execution_id = :execution_id
                           AND m.task_token_hash = :task_token_hash), '[]'))::text";

@@ -1,7 +1,10 @@
 //! The notifier against a real HTTP endpoint (wiremock): delivery, retries
 //! of 429 and 5xx (bounded, honouring `Retry-After`), and the secret URL
-//! never in a log line or an error.
+//! never in a log line or an error; and (`delivery`) the whole path in the
+//! local cloud: SNS, the notifier as a Lambda, the endpoint.
 #![allow(clippy::unwrap_used)]
+
+mod delivery;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
