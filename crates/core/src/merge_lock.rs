@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::status::{CommitStatus, StatusState};
 
-use crate::port::GitHost;
+use crate::port::{GitHost, PortError, PortResultExt, RunStore};
 use crate::webhook::FilePattern;
 
 /// The commit-status context GitHub branch protection requires.
@@ -237,22 +237,71 @@ impl PullRequestUnits {
     }
 }
 
+/// The marker of pr-plan's summary comment, which also carries the pull
+/// request's [`PullRequestUnits`] record.
+pub const PLAN_COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
+
+/// The lock's statuses on every open pull request into `trunk` that touches
+/// files matching `pattern` ([`refresh_statuses`]), with the running and
+/// queued runs' units read from `metadb` when the scope needs them.
+pub async fn publish_statuses<M: RunStore, H: GitHost>(
+    metadb: &M,
+    host: &H,
+    lock: MergeLock,
+    scope: Scope,
+    trunk: &str,
+    pattern: &FilePattern,
+) -> Result<Vec<u64>, PortError> {
+    // "repo" (and a free lock) reads nothing more than it always did.
+    let busy: BTreeSet<String> = if scope == Scope::Units && lock != MergeLock::Free {
+        metadb
+            .busy_units()
+            .await
+            .port("metadb")?
+            .into_iter()
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    refresh_statuses(host, lock, scope, &busy, trunk, pattern).await
+}
+
 /// Posts the lock's status on the head of every open pull request into `trunk`
 /// that touches files matching `pattern`, so no stale "free" status lets a pull
-/// request merge during a deploy. Returns the pull requests updated.
+/// request merge during a deploy. Under [`Scope::Units`] with the lock held,
+/// each pull request's status is decided on its recorded units and `busy`
+/// (the running and queued runs' units). Returns the pull requests updated.
 pub async fn refresh_statuses<H: GitHost>(
     host: &H,
     lock: MergeLock,
+    scope: Scope,
+    busy: &BTreeSet<String>,
     trunk: &str,
     pattern: &FilePattern,
-) -> Result<Vec<u64>, H::Error> {
+) -> Result<Vec<u64>, PortError> {
+    let scoped = scope == Scope::Units && lock != MergeLock::Free;
     let mut updated = Vec::new();
-    for pr in host.open_pull_requests(trunk).await? {
-        let files = host.pull_request_files(pr.number).await?;
-        if pattern.matches_any(&files) {
-            host.set_status(&lock.status_for(&pr.head_sha)).await?;
-            updated.push(pr.number);
+    for pr in host.open_pull_requests(trunk).await.port("github")? {
+        let files = host.pull_request_files(pr.number).await.port("github")?;
+        if !pattern.matches_any(&files) {
+            continue;
         }
+        let status = if scoped {
+            // A record that cannot be read holds the lock like no record.
+            let record = match host.bot_comment(pr.number, PLAN_COMMENT_MARKER).await {
+                Ok(body) => body.as_deref().and_then(PullRequestUnits::from_comment),
+                Err(e) => {
+                    tracing::warn!(pull_request = pr.number, error = %PortError::new("github", e),
+                        "reading pull request units; the lock holds for it");
+                    None
+                }
+            };
+            scope.status_for(lock, busy, record.as_ref(), &pr.head_sha)
+        } else {
+            lock.status_for(&pr.head_sha)
+        };
+        host.set_status(&status).await.port("github")?;
+        updated.push(pr.number);
     }
     Ok(updated)
 }

@@ -417,6 +417,10 @@ impl live_ci_core::port::GitHost for ChangingWhileWriting {
         }
         self.inner.upsert_comment(number, marker, body).await
     }
+
+    async fn bot_comment(&self, number: u64, marker: &str) -> Result<Option<String>, Self::Error> {
+        self.inner.bot_comment(number, marker).await
+    }
 }
 
 /// The run changes between the render and its write (a concurrent
