@@ -26,7 +26,7 @@ type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, GitHubClient>;
 
 const REPO: &str = "acme/live";
 
-fn client(github: &FakeGitHub) -> GitHubClient {
+pub(crate) fn client(github: &FakeGitHub) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
         api_base: github.url(),
         repository: REPO.into(),
