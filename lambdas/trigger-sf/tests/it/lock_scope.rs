@@ -121,9 +121,13 @@ async fn disjoint_pull_requests_merge_while_an_overlapping_one_waits() {
         h.metadb().busy_units().await.unwrap(),
         ["dev/app", "dev/vpc"]
     );
+    // PR 35 is planned after the lock was taken: the next sweep (the
+    // parameter in step, nothing handed over) frees it.
+    planned(&github, 35, FakeGitHub::BOT_LOGIN, &["dev/cdn"]);
     h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(lock_of(&github, 32).0, "success");
     assert_eq!(lock_of(&github, 33).0, "pending");
+    assert_eq!(lock_of(&github, 35).0, "success");
 
     // Run 1 ends: run 2 (PR 31) takes the lock and deploys; dev/vpc is free,
     // so PR 33 may merge now; PR 34 (no record of the bot's) still waits.
