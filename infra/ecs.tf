@@ -15,6 +15,7 @@ locals {
       TRUNK_BRANCH                 = var.trunk_branch
       FILE_PATH_PATTERN            = var.file_path_pattern
       MERGE_LOCK_SSM_KEY           = local.ssm_names.merge_lock
+      MERGE_LOCK_SCOPE             = var.merge_lock_scope
       COMMIT_STATUS_CONFIG_SSM_KEY = local.ssm_names.commit_status_config
       ACCOUNT_PARENT_CFG           = jsonencode(var.account_parent_cfg)
       SCAN_TYPE                    = var.scan_type

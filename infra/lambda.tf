@@ -36,6 +36,7 @@ locals {
   trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, local.notification_publisher_env, {
     STATE_MACHINE_ARN  = aws_sfn_state_machine.deployment.arn
     MERGE_LOCK_SSM_KEY = local.ssm_names.merge_lock
+    MERGE_LOCK_SCOPE   = var.merge_lock_scope
     REPO_FULL_NAME     = var.repo_full_name
     GITHUB_API_URL     = var.github_api_url
     # Notifications link the pull request under it.

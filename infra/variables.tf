@@ -371,6 +371,17 @@ variable "deploy_direct_pushes" {
   default     = false
 }
 
+variable "merge_lock_scope" {
+  description = "Which open pull requests the merge lock holds while a run deploys. \"repo\": every pull request touching infrastructure files. \"units\": only those whose units (as their last plan recorded them, closed over dependencies and dependents) share one with the running and queued runs; the others may merge and their runs queue. Runs deploy one at a time in trunk order either way."
+  type        = string
+  default     = "repo"
+
+  validation {
+    condition     = contains(["repo", "units"], var.merge_lock_scope)
+    error_message = "merge_lock_scope must be \"repo\" or \"units\"."
+  }
+}
+
 variable "max_start_attempts" {
   description = "Failed StartExecution calls of one unit before trigger-sf fails it with the error as its reason (instead of retrying forever)."
   type        = number

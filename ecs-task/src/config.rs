@@ -4,6 +4,7 @@
 //! (`live_ci_workflow::payload::task_env`). Every name read is in [`ENV_VARS`].
 
 use live_ci_core::approval::RunPages;
+use live_ci_core::merge_lock::Scope;
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
@@ -28,6 +29,7 @@ pub const ENV_VARS: &[&str] = &[
     "TRUNK_BRANCH",
     "FILE_PATH_PATTERN",
     "MERGE_LOCK_SSM_KEY",
+    "MERGE_LOCK_SCOPE",
     "COMMIT_STATUS_CONFIG_SSM_KEY",
     "ACCOUNT_PARENT_CFG",
     "SCAN_TYPE",
@@ -560,6 +562,8 @@ pub struct CreateDeployStackConfig {
     pub delivery_id: Option<String>,
     pub trigger_sf_function: String,
     pub merge_lock_param: String,
+    /// Which pull requests the held lock blocks (`MERGE_LOCK_SCOPE`).
+    pub merge_lock_scope: Scope,
     /// The accounts JSON, parsed by create-deploy-stack so that a bad one is
     /// reported on the merge commit.
     pub accounts_json: String,
@@ -572,6 +576,8 @@ impl FromLookup for CreateDeployStackConfig {
         let commit = check.req(task::COMMIT);
         let trigger_sf_function = check.req("TRIGGER_SF_FUNCTION_NAME");
         let merge_lock_param = check.req("MERGE_LOCK_SSM_KEY");
+        let scope = check.env.merge_lock_scope();
+        let merge_lock_scope = check.keep(scope);
         let accounts_json = check.req("ACCOUNT_PARENT_CFG");
         Some(CreateDeployStackConfig {
             common: common?,
@@ -584,6 +590,7 @@ impl FromLookup for CreateDeployStackConfig {
             delivery_id: check.opt(task::DELIVERY_ID),
             trigger_sf_function: trigger_sf_function?,
             merge_lock_param: merge_lock_param?,
+            merge_lock_scope: merge_lock_scope?,
             accounts_json: accounts_json?,
         })
     }

@@ -420,22 +420,29 @@ where
             });
         }
     }
-    if created.started {
+    let scope = config.merge_lock_scope;
+    // Under `units` a queued run makes its units busy too: pull requests
+    // that touch them must show the lock before they can merge.
+    if created.started || (created.created && scope == merge_lock::Scope::Units) {
         // Mirror the row (the truth) for the receiver, then the open PRs' statuses.
         let lock = ports.metadb.merge_lock().await.port("metadb")?.lock();
         let lock = match lock {
-            MergeLock::Free => MergeLock::Held { pr: pr_id },
-            held => held,
+            MergeLock::Free if created.started => MergeLock::Held { pr: pr_id },
+            other => other,
         };
-        ports
-            .params
-            .put(lock_param, &lock.to_string())
-            .await
-            .port("parameter store")?;
+        if created.started {
+            ports
+                .params
+                .put(lock_param, &lock.to_string())
+                .await
+                .port("parameter store")?;
+        }
         // Advisory, as every status: the parameter already says the truth.
-        if let Err(e) = merge_lock::refresh_statuses(
+        if let Err(e) = merge_lock::publish_statuses(
+            ports.metadb,
             ports.github,
             lock,
+            scope,
             &config.common.trunk_branch,
             &config.common.file_pattern,
         )

@@ -6,15 +6,19 @@
 //! pull request removes are named in the comment: destroyed on merge with
 //! `ALLOW_DESTROY`, else not destroyed (then also a `live-ci: destroy` status).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::escape::markdown;
+use live_ci_core::merge_lock::{self, PullRequestUnits};
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan_text::{self, UnitText};
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
+use live_ci_engine::change::Detection;
 use live_ci_engine::filter::Excluded;
 
 use crate::checkout::{Checkout, Repo};
@@ -23,8 +27,9 @@ use crate::error::Result;
 use crate::plans::{UnitPlan, plan_units};
 use crate::sandbox;
 
-/// Marks live-ci's summary comment, so a new push updates it.
-pub const COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
+/// Marks live-ci's summary comment, so a new push updates it (the merge
+/// lock reads the pull request's units back from it).
+pub const COMMENT_MARKER: &str = merge_lock::PLAN_COMMENT_MARKER;
 
 /// The status context of one unit's plan.
 pub fn unit_context(cfg_path: &RepoPath) -> String {
@@ -43,6 +48,9 @@ pub struct PrPlanReport {
     pub not_destroyed: Vec<RepoPath>,
     /// Affected units the filters leave out, each with the expression.
     pub excluded: Vec<Excluded>,
+    /// The affected units closed over their dependencies and dependents,
+    /// recorded in the comment for the `units` merge lock scope.
+    pub lock_units: Option<PullRequestUnits>,
 }
 
 impl PrPlanReport {
@@ -263,7 +271,9 @@ async fn plan<R: RoleAssumer>(
         true,
     )
     .await?;
+    let lock_units = Some(lock_units(&detection, &checkout.commit));
     Ok(PrPlanReport {
+        lock_units,
         commit: checkout.commit.clone(),
         plans,
         warnings,
@@ -271,6 +281,30 @@ async fn plan<R: RoleAssumer>(
         not_destroyed,
         excluded,
     })
+}
+
+/// The pull request's units for the merge lock: every unit it applies or
+/// destroys, closed over the dependency edges of the head's graph and of
+/// the base's (a removed unit's edges are only there), so an edge the pull
+/// request adds or removes counts either way.
+fn lock_units(detection: &Detection, commit: &str) -> PullRequestUnits {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for graph in std::iter::once(&detection.head).chain(detection.base.as_ref()) {
+        for i in 0..graph.len() {
+            let deps = edges.entry(graph.path(i).as_str().to_string()).or_default();
+            deps.extend(
+                graph
+                    .dependencies(i)
+                    .iter()
+                    .map(|&d| graph.path(d).as_str().to_string()),
+            );
+        }
+    }
+    let seeds = detection.affected.units.iter().map(|u| u.path.as_str());
+    PullRequestUnits {
+        head_sha: commit.to_string(),
+        units: merge_lock::closure(seeds, &edges),
+    }
 }
 
 /// The `live-ci: destroy` status's text, the same on the pull request and on
@@ -318,6 +352,11 @@ pub fn comment(commit: &str, logs_url: Option<&str>, report: &PrPlanReport) -> S
         "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
         markdown::code(short(commit))
     );
+    // Invisible; kept whatever the size limit cuts (it is in the head).
+    if let Some(units) = &report.lock_units {
+        head.push_str(&units.to_comment_line());
+        head.push('\n');
+    }
     if report.plans.is_empty() && report.destroyed_on_merge.is_empty() && report.excluded.is_empty()
     {
         head.push_str("No Terragrunt unit is affected.\n");

@@ -1,12 +1,24 @@
 //! The merge lock: while a run deploys, open pull requests into the trunk show a
 //! pending "Merge Lock" status so they cannot be merged (with branch protection).
 //! The metadb row is the truth; the parameter store mirrors it for the receiver.
+//!
+//! Its scope ([`Scope`]): `repo` locks every infrastructure pull request while
+//! a run holds the lock; `units` locks only a pull request whose units, closed
+//! over their dependencies and dependents ([`closure`]), share one with the
+//! running and queued runs ([`Scope::status_for`]). Either way runs deploy one
+//! at a time in trunk order: `units` lets a disjoint pull request merge (and
+//! queue) without waiting, it never deploys two runs at once.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
 
 use crate::status::{CommitStatus, StatusState};
 
-use crate::port::GitHost;
+use crate::port::{GitHost, PortError, PortResultExt, RunStore};
 use crate::webhook::FilePattern;
 
 /// The commit-status context GitHub branch protection requires.
@@ -86,22 +98,210 @@ impl fmt::Display for MergeLock {
     }
 }
 
+/// How much of the repository the merge lock holds (module variable
+/// `merge_lock_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Every infrastructure pull request waits while a run holds the lock.
+    #[default]
+    Repo,
+    /// Only pull requests whose unit closure meets the running and queued
+    /// runs' units wait.
+    Units,
+}
+
+impl Scope {
+    /// The module variable's spelling: `repo` or `units`.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value.trim() {
+            "repo" => Ok(Scope::Repo),
+            "units" => Ok(Scope::Units),
+            _ => Err(format!(
+                "merge lock scope {value:?} is neither \"repo\" nor \"units\""
+            )),
+        }
+    }
+
+    /// The `Merge Lock` status of a pull request whose head is `sha`.
+    /// `busy`: the units of the running and queued runs; `units`: what the
+    /// pull request's plan recorded (its affected units closed over
+    /// dependencies and dependents), if anything. With `repo`, or while the
+    /// pull request's units are unknown (not planned yet, or planned at
+    /// another head), the lock holds as a whole: unknown is never free.
+    pub fn status_for(
+        self,
+        lock: MergeLock,
+        busy: &BTreeSet<String>,
+        units: Option<&PullRequestUnits>,
+        sha: &str,
+    ) -> CommitStatus {
+        let known = units.filter(|u| u.head_sha.eq_ignore_ascii_case(sha));
+        match (self, lock, known) {
+            (Scope::Units, MergeLock::Held { .. }, Some(units)) => {
+                match units.units.intersection(busy).next() {
+                    Some(unit) => CommitStatus::new(
+                        sha,
+                        StatusState::Pending,
+                        CONTEXT,
+                        &format!(
+                            "locked: unit {} is in a running or queued run; merge after it deploys",
+                            crate::escape::text::visible(unit)
+                        ),
+                    ),
+                    None => CommitStatus::new(
+                        sha,
+                        StatusState::Success,
+                        CONTEXT,
+                        "no unit in common with the running and queued runs: free to merge (it deploys after them)",
+                    ),
+                }
+            }
+            _ => lock.status_for(sha),
+        }
+    }
+}
+
+/// `seeds` closed over `dependencies` (unit → the units it depends on): the
+/// seeds, everything they depend on, and everything that depends on them,
+/// transitively. A unit's deploy reads its dependencies' outputs and feeds
+/// its dependents', so a change to any of them is a change to it.
+pub fn closure<'a>(
+    seeds: impl IntoIterator<Item = &'a str>,
+    dependencies: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeSet<String> {
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (unit, deps) in dependencies {
+        for dep in deps {
+            dependents
+                .entry(dep.as_str())
+                .or_default()
+                .push(unit.as_str());
+        }
+    }
+    let seeds: Vec<&str> = seeds.into_iter().collect();
+    let mut out: BTreeSet<String> = seeds.iter().map(|s| s.to_string()).collect();
+    // Upwards and downwards separately: a dependency's other dependents are
+    // not reached (they share an input, not a deploy).
+    let mut up: Vec<&str> = seeds.clone();
+    let mut seen_up: BTreeSet<&str> = seeds.iter().copied().collect();
+    while let Some(u) = up.pop() {
+        for dep in dependencies.get(u).into_iter().flatten() {
+            if seen_up.insert(dep.as_str()) {
+                out.insert(dep.clone());
+                up.push(dep.as_str());
+            }
+        }
+    }
+    let mut down: Vec<&str> = seeds.clone();
+    let mut seen_down: BTreeSet<&str> = seeds.iter().copied().collect();
+    while let Some(u) = down.pop() {
+        for dependent in dependents.get(u).into_iter().flatten() {
+            if seen_down.insert(dependent) {
+                out.insert((*dependent).to_string());
+                down.push(dependent);
+            }
+        }
+    }
+    out
+}
+
+/// What pr-plan records for the lock: a head commit and its unit closure.
+/// Kept in pr-plan's own comment (the one place pr-plan, which never opens
+/// the metadb, may write and the lock's publishers may read back).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestUnits {
+    pub head_sha: String,
+    pub units: BTreeSet<String>,
+}
+
+/// Starts the record's line in the comment; base64 keeps any unit path
+/// from closing the HTML comment or reading as markdown.
+const UNITS_MARKER: &str = "<!-- live-ci:lock-units ";
+
+impl PullRequestUnits {
+    /// The record as one HTML comment line (invisible on GitHub).
+    pub fn to_comment_line(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("{UNITS_MARKER}{} -->", BASE64.encode(json))
+    }
+
+    /// The record in a comment body, if it holds one that reads; a line that
+    /// does not decode counts as no record (the lock then holds as a whole).
+    pub fn from_comment(body: &str) -> Option<Self> {
+        let line = body
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(UNITS_MARKER))?;
+        let encoded = line.strip_suffix("-->")?.trim();
+        let json = BASE64.decode(encoded).ok()?;
+        serde_json::from_slice(&json).ok()
+    }
+}
+
+/// The marker of pr-plan's summary comment, which also carries the pull
+/// request's [`PullRequestUnits`] record.
+pub const PLAN_COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
+
+/// The lock's statuses on every open pull request into `trunk` that touches
+/// files matching `pattern` ([`refresh_statuses`]), with the running and
+/// queued runs' units read from `metadb` when the scope needs them.
+pub async fn publish_statuses<M: RunStore, H: GitHost>(
+    metadb: &M,
+    host: &H,
+    lock: MergeLock,
+    scope: Scope,
+    trunk: &str,
+    pattern: &FilePattern,
+) -> Result<Vec<u64>, PortError> {
+    // "repo" (and a free lock) reads nothing more than it always did.
+    let busy: BTreeSet<String> = if scope == Scope::Units && lock != MergeLock::Free {
+        metadb
+            .busy_units()
+            .await
+            .port("metadb")?
+            .into_iter()
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    refresh_statuses(host, lock, scope, &busy, trunk, pattern).await
+}
+
 /// Posts the lock's status on the head of every open pull request into `trunk`
 /// that touches files matching `pattern`, so no stale "free" status lets a pull
-/// request merge during a deploy. Returns the pull requests updated.
+/// request merge during a deploy. Under [`Scope::Units`] with the lock held,
+/// each pull request's status is decided on its recorded units and `busy`
+/// (the running and queued runs' units). Returns the pull requests updated.
 pub async fn refresh_statuses<H: GitHost>(
     host: &H,
     lock: MergeLock,
+    scope: Scope,
+    busy: &BTreeSet<String>,
     trunk: &str,
     pattern: &FilePattern,
-) -> Result<Vec<u64>, H::Error> {
+) -> Result<Vec<u64>, PortError> {
+    let scoped = scope == Scope::Units && lock != MergeLock::Free;
     let mut updated = Vec::new();
-    for pr in host.open_pull_requests(trunk).await? {
-        let files = host.pull_request_files(pr.number).await?;
-        if pattern.matches_any(&files) {
-            host.set_status(&lock.status_for(&pr.head_sha)).await?;
-            updated.push(pr.number);
+    for pr in host.open_pull_requests(trunk).await.port("github")? {
+        let files = host.pull_request_files(pr.number).await.port("github")?;
+        if !pattern.matches_any(&files) {
+            continue;
         }
+        let status = if scoped {
+            // A record that cannot be read holds the lock like no record.
+            let record = match host.bot_comment(pr.number, PLAN_COMMENT_MARKER).await {
+                Ok(body) => body.as_deref().and_then(PullRequestUnits::from_comment),
+                Err(e) => {
+                    tracing::warn!(pull_request = pr.number, error = %PortError::new("github", e),
+                        "reading pull request units; the lock holds for it");
+                    None
+                }
+            };
+            scope.status_for(lock, busy, record.as_ref(), &pr.head_sha)
+        } else {
+            lock.status_for(&pr.head_sha)
+        };
+        host.set_status(&status).await.port("github")?;
+        updated.push(pr.number);
     }
     Ok(updated)
 }
@@ -122,5 +322,155 @@ mod tests {
         let sweep = MergeLock::Held { pr: 0 }.status_for("abc");
         assert_eq!(sweep.state, StatusState::Pending);
         assert!(!sweep.description.contains("#0"), "{}", sweep.description);
+    }
+
+    #[test]
+    fn parses_the_scope() {
+        assert_eq!(Scope::parse("repo"), Ok(Scope::Repo));
+        assert_eq!(Scope::parse(" units\n"), Ok(Scope::Units));
+        assert_eq!(Scope::default(), Scope::Repo);
+        let e = Scope::parse("unit").unwrap_err();
+        assert!(e.contains("\"unit\""), "{e}");
+    }
+
+    fn set(units: &[&str]) -> BTreeSet<String> {
+        units.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn graph(edges: &[(&str, &[&str])]) -> BTreeMap<String, BTreeSet<String>> {
+        edges
+            .iter()
+            .map(|(u, deps)| (u.to_string(), set(deps)))
+            .collect()
+    }
+
+    #[test]
+    fn the_closure_goes_up_and_down_but_not_sideways() {
+        // vpc <- app <- dns ; vpc <- db (db shares vpc with app, no deploy).
+        let g = graph(&[("app", &["vpc"]), ("dns", &["app"]), ("db", &["vpc"])]);
+        assert_eq!(closure(["app"], &g), set(&["app", "dns", "vpc"]));
+        assert_eq!(closure(["vpc"], &g), set(&["app", "db", "dns", "vpc"]));
+        assert_eq!(closure(["dns"], &g), set(&["app", "dns", "vpc"]));
+        assert_eq!(closure(["other"], &g), set(&["other"]));
+    }
+
+    #[test]
+    fn units_scope_frees_a_disjoint_pull_request_and_names_an_overlapping_unit() {
+        let held = MergeLock::Held { pr: 3 };
+        let busy = set(&["prod/vpc"]);
+        let disjoint = PullRequestUnits {
+            head_sha: "abc".into(),
+            units: set(&["dev/app"]),
+        };
+        let s = Scope::Units.status_for(held, &busy, Some(&disjoint), "abc");
+        assert_eq!(s.state, StatusState::Success, "{}", s.description);
+        let overlapping = PullRequestUnits {
+            head_sha: "abc".into(),
+            units: set(&["dev/app", "prod/vpc"]),
+        };
+        let s = Scope::Units.status_for(held, &busy, Some(&overlapping), "abc");
+        assert_eq!(s.state, StatusState::Pending);
+        assert!(s.description.contains("prod/vpc"), "{}", s.description);
+        // Unknown units (not planned, or planned at another head) hold.
+        for units in [None, Some(&disjoint)] {
+            let s = Scope::Units.status_for(held, &busy, units, "def");
+            assert_eq!(s, held.status_for("def"));
+        }
+        // The default scope is today's lock, whatever the units.
+        let s = Scope::Repo.status_for(held, &busy, Some(&disjoint), "abc");
+        assert_eq!(s, held.status_for("abc"));
+        let free = Scope::Units.status_for(MergeLock::Free, &busy, None, "abc");
+        assert_eq!(free, MergeLock::Free.status_for("abc"));
+    }
+
+    #[test]
+    fn the_units_record_survives_the_comment_and_nothing_else_reads_as_one() {
+        let record = PullRequestUnits {
+            head_sha: "abc".into(),
+            units: set(&["a --> b", "c`d"]),
+        };
+        let body = format!("### plan\n\n{}\nmore", record.to_comment_line());
+        // The path's own "-->" cannot end the HTML comment early.
+        assert_eq!(record.to_comment_line().matches("-->").count(), 1);
+        assert_eq!(PullRequestUnits::from_comment(&body), Some(record));
+        assert_eq!(PullRequestUnits::from_comment("### plan"), None);
+        assert_eq!(
+            PullRequestUnits::from_comment("<!-- live-ci:lock-units !!! -->"),
+            None
+        );
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn unit() -> impl Strategy<Value = String> {
+            (0u8..12).prop_map(|i| format!("u{i}"))
+        }
+
+        proptest! {
+            /// Disjoint closure ⇒ success; any overlap ⇒ pending naming a
+            /// unit in both sets.
+            #[test]
+            fn success_exactly_when_disjoint(
+                pr in proptest::collection::btree_set(unit(), 0..6),
+                busy in proptest::collection::btree_set(unit(), 0..6),
+                holder in 1u64..50,
+            ) {
+                let record = PullRequestUnits { head_sha: "h".into(), units: pr.clone() };
+                let s = Scope::Units.status_for(MergeLock::Held { pr: holder }, &busy, Some(&record), "h");
+                let common: Vec<&String> = pr.intersection(&busy).collect();
+                if common.is_empty() {
+                    prop_assert_eq!(s.state, StatusState::Success);
+                } else {
+                    prop_assert_eq!(s.state, StatusState::Pending);
+                    prop_assert!(common.iter().any(|u| s.description.contains(&format!("unit {u} "))), "{}", s.description);
+                }
+            }
+
+            /// The closure holds the seeds, is closed both ways, and adds
+            /// only units linked to a seed by a dependency path.
+            #[test]
+            fn the_closure_is_closed(
+                edges in proptest::collection::vec((unit(), unit()), 0..20),
+                seeds in proptest::collection::btree_set(unit(), 0..4),
+            ) {
+                let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+                for (a, b) in &edges {
+                    g.entry(a.clone()).or_default().insert(b.clone());
+                }
+                let c = closure(seeds.iter().map(String::as_str), &g);
+                prop_assert!(seeds.is_subset(&c));
+                // Upward from every ancestor-side member and downward from
+                // every dependent-side member the closure is closed.
+                let up = closure_dir(&seeds, &g, true);
+                let down = closure_dir(&seeds, &g, false);
+                let both: BTreeSet<String> = up.union(&down).cloned().collect();
+                prop_assert_eq!(c, both);
+            }
+        }
+
+        /// Reachability one way, by fixpoint (a second, naive reading).
+        fn closure_dir(
+            seeds: &BTreeSet<String>,
+            g: &BTreeMap<String, BTreeSet<String>>,
+            up: bool,
+        ) -> BTreeSet<String> {
+            let mut out = seeds.clone();
+            loop {
+                let before = out.len();
+                for (a, deps) in g {
+                    for b in deps {
+                        let (from, to) = if up { (a, b) } else { (b, a) };
+                        if out.contains(from) {
+                            out.insert(to.clone());
+                        }
+                    }
+                }
+                if out.len() == before {
+                    return out;
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! lookups every `Config::from_env()` shares (required, optional, lists, numbers,
 //! the file pattern), so each Lambda and task names a bad variable the same way.
 
+use crate::merge_lock::Scope;
 use crate::webhook::FilePattern;
 
 /// A missing or unusable environment variable, named.
@@ -91,6 +92,18 @@ impl<F: Fn(&str) -> Option<String>> Settings<F> {
             reason: e.to_string(),
         })
     }
+
+    /// `MERGE_LOCK_SCOPE` (the module's `merge_lock_scope`), `repo` when unset.
+    pub fn merge_lock_scope(&self) -> Result<Scope, ConfigError> {
+        match self.opt("MERGE_LOCK_SCOPE") {
+            None => Ok(Scope::default()),
+            Some(text) => Scope::parse(&text).map_err(|reason| ConfigError::Invalid {
+                name: "MERGE_LOCK_SCOPE",
+                value: text.clone(),
+                reason,
+            }),
+        }
+    }
 }
 
 /// A lookup that answers every name with a usable value and remembers which
@@ -112,7 +125,7 @@ impl RecordingLookup {
         }
     }
 
-    /// `"true"` for flags, `"1"` otherwise: a whole number, a valid pattern, a
+    /// `"true"` for flags, `"units"` for the merge lock scope, `"1"` otherwise: a whole number, a valid pattern, a
     /// one-element list and a non-empty string all at once.
     pub fn get(&self, name: &str) -> Option<String> {
         self.asked
@@ -122,7 +135,15 @@ impl RecordingLookup {
         if self.unset.contains(name) {
             return None;
         }
-        Some(if Self::is_flag(name) { "true" } else { "1" }.to_string())
+        Some(
+            match name {
+                // One of two words: the non-default one, so it is read.
+                "MERGE_LOCK_SCOPE" => "units",
+                _ if Self::is_flag(name) => "true",
+                _ => "1",
+            }
+            .to_string(),
+        )
     }
 
     // Flags are the names `Settings::flag` reads; they are few and end alike.

@@ -662,6 +662,32 @@ pub fn check_run_body(status: &CommitStatus) -> Value {
     body
 }
 
+impl GitHubClient {
+    /// The bot's own comment on `number` holding `marker`. The list first:
+    /// a job without the permission is refused before anything (the bot's
+    /// login included) is asked of GitHub.
+    async fn find_bot_comment(
+        &self,
+        number: u64,
+        marker: &str,
+    ) -> Result<Option<CommentEntry>, GitHubError> {
+        let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
+        let comments = self.get_all(url.clone()).await?;
+        let me = self.bot_login().await?;
+        for item in comments {
+            let c: CommentEntry = self.decode(&url, item)?;
+            let mine = c
+                .user
+                .as_ref()
+                .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
+            if mine && c.body.contains(marker) {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl GitHost for GitHubClient {
     type Error = GitHubError;
 
@@ -738,23 +764,7 @@ impl GitHost for GitHubClient {
         // Only the bot's own comment is ever edited: anyone can write the
         // marker into a comment of theirs, and an edit would then put the
         // bot's words under their name (or theirs under the bot's summary).
-        // The list first: a job without the permission is refused before
-        // anything (the bot's login included) is asked of GitHub.
-        let url = self.repo_url(&format!("issues/{number}/comments?per_page={PER_PAGE}"));
-        let comments = self.get_all(url.clone()).await?;
-        let me = self.bot_login().await?;
-        let mut existing = None;
-        for item in comments {
-            let c: CommentEntry = self.decode(&url, item)?;
-            let mine = c
-                .user
-                .as_ref()
-                .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
-            if mine && c.body.contains(marker) {
-                existing = Some(c.id);
-                break;
-            }
-        }
+        let existing = self.find_bot_comment(number, marker).await?.map(|c| c.id);
         let payload = json!({ "body": body });
         match existing {
             Some(id) => {
@@ -767,6 +777,10 @@ impl GitHost for GitHubClient {
             }
         }
         Ok(())
+    }
+
+    async fn bot_comment(&self, number: u64, marker: &str) -> Result<Option<String>, GitHubError> {
+        Ok(self.find_bot_comment(number, marker).await?.map(|c| c.body))
     }
 }
 

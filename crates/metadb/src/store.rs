@@ -564,6 +564,11 @@ impl<S: Sql> RunStore for Store<S> {
             })
     }
 
+    async fn busy_units(&self) -> Result<Vec<String>> {
+        let rows = self.sql.query(q::BUSY_UNITS, &[]).await?;
+        decode_all(q::BUSY_UNITS, &rows)
+    }
+
     async fn record_no_op_merge(&self, commit_id: &str) -> Result<()> {
         self.sql
             .execute(

@@ -78,4 +78,10 @@ impl GitHost for RecordingGitHost {
         *lock(&self.comment_writes) += 1;
         Ok(())
     }
+
+    async fn bot_comment(&self, number: u64, marker: &str) -> Result<Option<String>, FakeError> {
+        Ok(lock(&self.comments)
+            .get(&(number, marker.to_string()))
+            .cloned())
+    }
 }

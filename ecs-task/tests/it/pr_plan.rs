@@ -293,6 +293,7 @@ fn the_summary_comment_shows_repository_text_inert() {
 
     let hostile = RepoPath::new("dev/a`|b<img src=x onerror=1>@octo-org/team").unwrap();
     let report = PrPlanReport {
+        lock_units: None,
         commit: "0123456789abcdef0123456789abcdef01234567".into(),
         plans: vec![
             UnitPlan {

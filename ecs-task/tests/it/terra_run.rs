@@ -954,6 +954,14 @@ impl live_ci_core::port::GitHost for RefusingGitHost {
     ) -> Result<(), support::fakes::FakeError> {
         Err(support::fakes::FakeError("github is down".into()))
     }
+
+    async fn bot_comment(
+        &self,
+        _: u64,
+        _: &str,
+    ) -> Result<Option<String>, support::fakes::FakeError> {
+        Err(support::fakes::FakeError("github is down".into()))
+    }
 }
 
 /// Statuses are advisory: a plan whose pending and success statuses both fail
@@ -1019,6 +1027,10 @@ impl live_ci_core::port::GitHost for FinalStatusHangs {
 
     async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), Self::Error> {
         Ok(())
+    }
+
+    async fn bot_comment(&self, _n: u64, _m: &str) -> Result<Option<String>, Self::Error> {
+        Ok(None)
     }
 }
 

@@ -56,6 +56,9 @@ impl GitHost for Host {
     async fn upsert_comment(&self, _: u64, _: &str, _: &str) -> Result<(), Never> {
         Ok(())
     }
+    async fn bot_comment(&self, _: u64, _: &str) -> Result<Option<String>, Never> {
+        Ok(None)
+    }
 }
 
 // The synchronize fixture is a trusted author's branch: no permission look-ups.

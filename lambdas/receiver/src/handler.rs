@@ -678,16 +678,19 @@ where
 
     /// Posts the current lock on every open pull request into the trunk (used
     /// when the lock changes hands; exposed for the tasks that take and release it).
+    /// The receiver holds no pull request's units, so it posts the lock as a
+    /// whole (`repo` scope): never freer than the `units` scope would be.
     pub async fn refresh_merge_lock(&self) -> Result<Vec<u64>, ReceiverError> {
         let (lock, _) = self.read_lock_and_statuses().await?;
         let refreshed = merge_lock::refresh_statuses(
             &self.github,
             lock,
+            merge_lock::Scope::Repo,
+            &Default::default(),
             &self.config.trunk_branch,
             &self.config.file_pattern,
         )
-        .await
-        .port("github")?;
+        .await?;
         Ok(refreshed)
     }
 }

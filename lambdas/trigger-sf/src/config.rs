@@ -2,6 +2,7 @@
 
 use live_ci_aws::EcsConfig;
 use live_ci_core::approval::RunPages;
+use live_ci_core::merge_lock::Scope;
 use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::FilePattern;
@@ -11,6 +12,9 @@ pub use live_ci_metadb::MetadbConfig;
 #[derive(Debug, Clone)]
 pub struct HandlerConfig {
     pub merge_lock_param: String,
+    /// Which pull requests the held lock blocks (`MERGE_LOCK_SCOPE`, the
+    /// module's `merge_lock_scope`; `repo` when unset).
+    pub merge_lock_scope: Scope,
     pub trunk_branch: String,
     /// Pull requests touching these files get the merge lock status.
     pub file_pattern: FilePattern,
@@ -48,6 +52,7 @@ impl HandlerConfig {
     pub fn new(merge_lock_param: impl Into<String>, file_pattern: FilePattern) -> Self {
         HandlerConfig {
             merge_lock_param: merge_lock_param.into(),
+            merge_lock_scope: Scope::Repo,
             trunk_branch: "main".into(),
             file_pattern,
             claim_limit: 100,
@@ -103,6 +108,7 @@ use live_ci_github::GitHubAuth;
 /// `trigger_sf_env` sets them.
 pub const ENV_VARS: &[&str] = &[
     "MERGE_LOCK_SSM_KEY",
+    "MERGE_LOCK_SCOPE",
     "FILE_PATH_PATTERN",
     "TRUNK_BRANCH",
     "STALE_CLAIM_SECONDS",
@@ -174,6 +180,7 @@ impl Config {
         let req = |k: &'static str| env.req(k);
         let file_pattern = env.file_pattern()?;
         let mut handler = HandlerConfig::new(req("MERGE_LOCK_SSM_KEY")?, file_pattern);
+        handler.merge_lock_scope = env.merge_lock_scope()?;
         if let Some(trunk) = opt("TRUNK_BRANCH") {
             handler.trunk_branch = trunk;
         }

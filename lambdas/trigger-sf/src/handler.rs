@@ -5,7 +5,7 @@ use live_ci_core::deploy::{
     AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunEnd, RunId, RunStatus,
     Settled, StatusChange, plan_rollbacks,
 };
-use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::merge_lock::{self, MergeLock, Scope};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
@@ -889,9 +889,18 @@ where
             .port("parameter store")?;
         // Statuses are advisory here: the parameter already says the truth
         // and the receiver refreshes statuses on every pull-request event.
-        if let Err(e) = merge_lock::refresh_statuses(
+        self.refresh_lock_statuses(lock, report).await;
+        Ok(())
+    }
+
+    /// The lock's statuses on open pull requests, advisory: the parameter
+    /// says the truth and the receiver posts it on every pull-request event.
+    async fn refresh_lock_statuses(&self, lock: MergeLock, report: &mut Report) {
+        if let Err(e) = merge_lock::publish_statuses(
+            &self.metadb,
             &self.github,
             lock,
+            self.config.merge_lock_scope,
             &self.config.trunk_branch,
             &self.config.file_pattern,
         )
@@ -900,7 +909,6 @@ where
             tracing::warn!(error = %e, "refreshing merge lock statuses");
             report.warnings.push(format!("merge lock statuses: {e}"));
         }
-        Ok(())
     }
 
     /// Repairs missed events: claims whose start was lost are started again
@@ -1047,6 +1055,11 @@ where
                 "merge lock parameter out of step; rewriting it");
             self.publish_lock(truth, report).await?;
             report.lock_repaired = Some(truth.to_string());
+        } else if self.config.merge_lock_scope == Scope::Units && truth != MergeLock::Free {
+            // Under `units` a pull request planned since the lock was taken
+            // (its units recorded after the last refresh) is freed here, at
+            // the latest one sweep after its plan.
+            self.refresh_lock_statuses(truth, report).await;
         }
         Ok(())
     }

@@ -39,6 +39,15 @@ pub trait GitHost: Send + Sync {
         body: &str,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
+    /// The body of the bot's own comment on the pull request that contains
+    /// `marker` (the one [`upsert_comment`](Self::upsert_comment) keeps), if
+    /// there is one. Only the bot's: anyone can write a marker.
+    fn bot_comment(
+        &self,
+        number: u64,
+        marker: &str,
+    ) -> impl Future<Output = Result<Option<String>, Self::Error>> + Send;
+
     /// Whether a status's `text` (a unit's plan) reaches the host: true when
     /// statuses go out as GitHub check runs, whose output shows it. A caller
     /// renders the text only then (a commit status has no room for it).

@@ -116,6 +116,11 @@ pub trait RunStore: Send + Sync {
 
     fn merge_lock(&self) -> impl Future<Output = Result<MergeLockRow, Self::Error>> + Send;
 
+    /// The units (configuration paths) of the running and queued runs, sorted:
+    /// what a pull request must not touch to merge under the `units` merge
+    /// lock scope (`merge_lock::Scope::status_for`).
+    fn busy_units(&self) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
     /// Records that create-deploy-stack found nothing to deploy up to trunk
     /// commit `commit_id` (no run is created for it), so the sweep takes the
     /// commit as known. Repeats change nothing.

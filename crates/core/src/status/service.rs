@@ -130,6 +130,10 @@ impl GitHost for NoGitHost {
     ) -> Result<(), Infallible> {
         Ok(())
     }
+
+    async fn bot_comment(&self, _number: u64, _marker: &str) -> Result<Option<String>, Infallible> {
+        Ok(None)
+    }
 }
 
 /// A borrowed host is a host (handlers borrow the one `main` built).
@@ -150,6 +154,10 @@ impl<T: GitHost> GitHost for &T {
 
     async fn upsert_comment(&self, number: u64, marker: &str, body: &str) -> Result<(), T::Error> {
         (**self).upsert_comment(number, marker, body).await
+    }
+
+    async fn bot_comment(&self, number: u64, marker: &str) -> Result<Option<String>, T::Error> {
+        (**self).bot_comment(number, marker).await
     }
 
     fn shows_status_text(&self) -> bool {
@@ -252,6 +260,9 @@ mod tests {
             Err(Down)
         }
         async fn upsert_comment(&self, _: u64, _: &str, _: &str) -> Result<(), Down> {
+            Err(Down)
+        }
+        async fn bot_comment(&self, _: u64, _: &str) -> Result<Option<String>, Down> {
             Err(Down)
         }
     }

@@ -157,6 +157,12 @@ pub const RUN_PROGRESS: &str = "SELECT live_ci_progress(CAST(:run_id AS bigint))
 
 pub const MERGE_LOCK: &str = "SELECT live_ci_merge_lock_json()::text";
 
+/// The units of the running and queued runs (`RunStore::busy_units`), one
+/// JSON string per row.
+pub const BUSY_UNITS: &str = "SELECT to_json(u.cfg_path)::text FROM (
+    SELECT DISTINCT e.cfg_path FROM executions e JOIN runs r ON r.run_id = e.run_id
+    WHERE r.status IN ('running', 'queued')) u ORDER BY u.cfg_path";
+
 /// A status change in one round trip: `live_ci_settle` (migration 0010) looks
 /// the execution up, records its end, claims what is ready in its run and
 /// counts the run, in one transaction.

@@ -95,6 +95,55 @@ async fn merges_created_in_reverse_order_start_in_trunk_order() {
     t.drop_db().await;
 }
 
+/// An execution of a unit another run also deploys (ids are unique).
+fn again(id: &str, cfg_path: &str) -> live_ci_core::deploy::NewExecution {
+    live_ci_core::deploy::NewExecution {
+        cfg_path: live_ci_core::path::RepoPath::new(cfg_path).unwrap(),
+        ..exec(id, "prod", &[])
+    }
+}
+
+/// The `units` merge lock scope's input: the units of running and queued
+/// runs, and none of a finished or superseded run's.
+#[tokio::test]
+async fn busy_units_are_those_of_running_and_queued_runs() {
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    assert!(db.busy_units().await.unwrap().is_empty());
+    let running = db
+        .create_run(&at(
+            "c20",
+            20,
+            vec![exec("vpc", "prod", &[]), exec("app", "prod", &["vpc"])],
+        ))
+        .await
+        .unwrap();
+    let older = db
+        .create_run(&at("c21", 21, vec![exec("db", "dev", &[])]))
+        .await
+        .unwrap();
+    db.create_run(&at(
+        "c22",
+        22,
+        vec![
+            again("c22-dev-app", "dev/app"),
+            again("c22-app", "prod/app"),
+        ],
+    ))
+    .await
+    .unwrap();
+    assert!(running.started && !older.started);
+    assert_eq!(
+        db.busy_units().await.unwrap(),
+        ["dev/app", "dev/db", "prod/app", "prod/vpc"]
+    );
+    finish_all(&db, running.run_id, Outcome::Succeeded).await;
+    db.finish_run(running.run_id).await.unwrap();
+    // c22 runs now; c21 is superseded and c20 finished: neither counts.
+    assert_eq!(db.busy_units().await.unwrap(), ["dev/app", "prod/app"]);
+    t.drop_db().await;
+}
+
 #[tokio::test]
 async fn a_queued_run_older_than_a_started_one_never_starts() {
     let t = TestDb::new().await;

@@ -26,7 +26,7 @@ type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, GitHubClient>;
 
 const REPO: &str = "acme/live";
 
-fn client(github: &FakeGitHub) -> GitHubClient {
+pub(crate) fn client(github: &FakeGitHub) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
         api_base: github.url(),
         repository: REPO.into(),
@@ -416,6 +416,10 @@ impl live_ci_core::port::GitHost for ChangingWhileWriting {
             ));
         }
         self.inner.upsert_comment(number, marker, body).await
+    }
+
+    async fn bot_comment(&self, number: u64, marker: &str) -> Result<Option<String>, Self::Error> {
+        self.inner.bot_comment(number, marker).await
     }
 }
 

@@ -908,6 +908,10 @@ impl GitHost for HangingGitHub {
     async fn upsert_comment(&self, _n: u64, _m: &str, _b: &str) -> Result<(), FakeError> {
         Ok(())
     }
+
+    async fn bot_comment(&self, _n: u64, _m: &str) -> Result<Option<String>, FakeError> {
+        Ok(None)
+    }
 }
 
 /// Statuses are posted after the invocation's real work: a GitHub that hangs
