@@ -28,6 +28,7 @@ locals {
       MAX_PARALLEL                 = tostring(var.max_parallel)
       FAIL_FAST                    = tostring(var.fail_fast)
       ALLOW_DESTROY                = tostring(var.allow_destroy)
+      POLICY_DIR                   = var.policy_dir == null ? "" : var.policy_dir
       TRIGGER_SF_FUNCTION_NAME     = local.function_names["trigger-sf"]
       PLAN_BUCKET                  = aws_s3_bucket.plans.bucket
       RUST_LOG                     = var.log_level

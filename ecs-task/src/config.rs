@@ -4,6 +4,7 @@
 //! (`live_ci_workflow::payload::task_env`). Every name read is in [`ENV_VARS`].
 
 use live_ci_core::approval::RunPages;
+use live_ci_core::path::RepoPath;
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
@@ -42,6 +43,7 @@ pub const ENV_VARS: &[&str] = &[
     "MAX_PARALLEL",
     "FAIL_FAST",
     "ALLOW_DESTROY",
+    "POLICY_DIR",
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -405,6 +407,10 @@ pub struct Common {
     /// Units a merge removes are destroyed (from the range's start, dependents
     /// first); off, they are only named in a commit status.
     pub allow_destroy: bool,
+    /// The directory of Rego policies judging every plan of pr-plan and
+    /// terra-run (`POLICY_DIR`, read at the trunk before the change,
+    /// `crate::policy`); unset, no policy runs.
+    pub policy_dir: Option<RepoPath>,
     pub log_group: Option<String>,
     pub log_stream_prefix: Option<String>,
     pub heartbeat_seconds: u64,
@@ -454,6 +460,19 @@ impl FromLookup for Common {
         let fail_fast = check.keep(fail_fast);
         let allow_destroy = check.env.flag("ALLOW_DESTROY", false);
         let allow_destroy = check.keep(allow_destroy);
+        let policy_dir = match check.opt("POLICY_DIR") {
+            None => Some(None),
+            Some(dir) => {
+                let read = RepoPath::new(dir.trim().trim_end_matches('/'))
+                    .map(Some)
+                    .map_err(|e| ConfigError::Invalid {
+                        name: "POLICY_DIR",
+                        value: dir.clone(),
+                        reason: e.to_string(),
+                    });
+                check.keep(read)
+            }
+        };
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
         let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
@@ -496,6 +515,7 @@ impl FromLookup for Common {
             max_parallel: max_parallel?,
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
+            policy_dir: policy_dir?,
             log_group: check.opt("LOG_GROUP"),
             log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,

@@ -123,6 +123,16 @@ impl Verdict {
 pub trait PolicyEngine: Send + Sync {
     /// Evaluates every `deny` of `policies` on the plan `plan_json`.
     fn evaluate(&self, policies: &[PolicyFile], plan_json: &str) -> Verdict;
+
+    /// Whether `policies` load, compile and run at all (on an empty input),
+    /// before any unit is planned: a broken policy stops everything, naming
+    /// its file and line, instead of failing each plan after it ran.
+    fn check(&self, policies: &[PolicyFile]) -> Result<(), PolicyFailure> {
+        match self.evaluate(policies, "{}") {
+            Verdict::Failed(f) => Err(f),
+            Verdict::Allowed | Verdict::Denied(_) => Ok(()),
+        }
+    }
 }
 
 /// The policy files under `dir` of `tree` (the trunk before the change),
