@@ -283,7 +283,6 @@ async fn terra_plan(
     ]);
     let err = terra_run(&config, &clone, None, &ports).await.unwrap_err();
     let saved = metadb.saved_plan(id).await.unwrap();
-    drop(ports);
     db.drop_db().await;
     (err, tokens.take(), github, saved)
 }
