@@ -30,6 +30,7 @@ locals {
       FAIL_FAST                    = tostring(var.fail_fast)
       ALLOW_DESTROY                = tostring(var.allow_destroy)
       DEPLOY_FILTERS               = jsonencode(var.deploy_filters)
+      POLICY_DIR                   = var.policy_dir == null ? "" : var.policy_dir
       TRIGGER_SF_FUNCTION_NAME     = local.function_names["trigger-sf"]
       PLAN_BUCKET                  = aws_s3_bucket.plans.bucket
       RUST_LOG                     = var.log_level

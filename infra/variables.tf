@@ -245,6 +245,17 @@ variable "deploy_filters" {
   default     = []
 }
 
+variable "policy_dir" {
+  description = "A directory of the live repository holding Rego policies (package live_ci or under it, each `deny` a set of strings) that judge every plan of pr-plan and of a run's plan phase, read from the trunk before the change (the pull request's base branch, the run's base commit). A denial fails the unit before anything goes to the vote. Null: no policy checks."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_dir == null || can(regex("^[A-Za-z0-9_.][A-Za-z0-9_./-]*$", var.policy_dir))
+    error_message = "policy_dir must be a relative path inside the live repository (letters, digits, _ . / -)."
+  }
+}
+
 variable "commit_status_config" {
   description = "Which commit statuses live-ci posts: the first value of an SSM parameter (JSON) that operators edit without a deploy. Terraform ignores the value once the parameter exists, so an edit in SSM survives every apply, and so does a later change of this variable: change it in SSM."
   type = object({

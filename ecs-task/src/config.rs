@@ -5,6 +5,7 @@
 
 use live_ci_core::approval::RunPages;
 use live_ci_core::merge_lock::Scope;
+use live_ci_core::path::RepoPath;
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
@@ -45,6 +46,7 @@ pub const ENV_VARS: &[&str] = &[
     "FAIL_FAST",
     "ALLOW_DESTROY",
     DEPLOY_FILTERS,
+    "POLICY_DIR",
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -416,6 +418,10 @@ pub struct Common {
     /// fails the run (naming its entry and column) rather than the task's start,
     /// so the error reaches the commit status.
     pub deploy_filters: Vec<String>,
+    /// The directory of Rego policies judging every plan of pr-plan and
+    /// terra-run (`POLICY_DIR`, read at the trunk before the change,
+    /// `crate::policy`); unset, no policy runs.
+    pub policy_dir: Option<RepoPath>,
     pub log_group: Option<String>,
     pub log_stream_prefix: Option<String>,
     pub heartbeat_seconds: u64,
@@ -476,6 +482,19 @@ impl FromLookup for Common {
             }
         };
         let deploy_filters = check.keep(deploy_filters);
+        let policy_dir = match check.opt("POLICY_DIR") {
+            None => Some(None),
+            Some(dir) => {
+                let read = RepoPath::new(dir.trim().trim_end_matches('/'))
+                    .map(Some)
+                    .map_err(|e| ConfigError::Invalid {
+                        name: "POLICY_DIR",
+                        value: dir.clone(),
+                        reason: e.to_string(),
+                    });
+                check.keep(read)
+            }
+        };
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
         let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
@@ -519,6 +538,7 @@ impl FromLookup for Common {
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
             deploy_filters: deploy_filters?,
+            policy_dir: policy_dir?,
             log_group: check.opt("LOG_GROUP"),
             log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,

@@ -668,6 +668,8 @@ async fn plan_scan<R: RoleAssumer>(
         &env,
         config.common.max_parallel as usize,
         false,
+        // The deploy stack's scan only selects units; terra-run judges each plan.
+        None,
     )
     .await?;
     let mut changed = BTreeSet::new();

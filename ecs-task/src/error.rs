@@ -84,6 +84,10 @@ pub enum TaskError {
     UnknownExecution(String),
     #[error("{unit}: {message}")]
     Unit { unit: String, message: String },
+    /// The trunk's policies denied a unit's plan, or could not judge it
+    /// (`crate::policy`): the plan fails, nothing goes to the vote.
+    #[error("{subject}: {message}")]
+    Policy { subject: String, message: String },
     #[error("{0}")]
     Io(String),
     /// A local file or directory the task needs; `action` is "creating" or
@@ -122,6 +126,7 @@ impl TaskError {
             TaskError::Config(_) => "Config",
             TaskError::Interrupted { .. } => "Interrupted",
             TaskError::Refused { .. } => "Refused",
+            TaskError::Policy { .. } => "PolicyDenied",
             _ => "TaskFailed",
         }
     }

@@ -16,6 +16,7 @@ pub mod git_credentials;
 pub mod git_ssh;
 pub mod logs;
 pub mod plans;
+pub mod policy;
 pub mod pr_plan;
 pub mod run;
 pub mod sandbox;

@@ -4,6 +4,7 @@
 //! is read from `show -json` of its saved plan file, never from its text.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::TemporaryCredentials;
@@ -15,6 +16,7 @@ use live_ci_core::terraform::{
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
+use crate::policy::Policies;
 use crate::run::{self, Finished};
 use crate::sandbox;
 
@@ -136,8 +138,10 @@ pub async fn describe_plan_json(
 /// `credentials_of` gives (already assumed by the caller), at most
 /// `max_parallel` at once, with `-detailed-exitcode` (any exit but 0 and 2 is
 /// a failure), then reads each saved plan with the show command `show_of`
-/// renders, and `with_text`, its text ([`plan_text`]). Results come back in
-/// the order of `units`.
+/// renders, and `with_text`, its text ([`plan_text`]). With `policies`, each
+/// plan's `show -json` is judged by them: a denial (or a policy that cannot
+/// judge) fails the unit with the rule's message. Results come back in the
+/// order of `units`.
 #[allow(clippy::too_many_arguments)]
 pub async fn plan_units(
     repo_dir: &Path,
@@ -149,6 +153,7 @@ pub async fn plan_units(
     env: &[(String, String)],
     max_parallel: usize,
     with_text: bool,
+    policies: Option<Arc<Policies>>,
 ) -> Result<Vec<UnitPlan>> {
     let mut pool = RunnerPool::new(
         TaskGraph::new(units.len()),
@@ -181,12 +186,23 @@ pub async fn plan_units(
             let env = sandbox::env_for(credentials_of(&path).as_ref(), &extra);
             let prefix = format!("[{path}] ");
             let show = show_of(&path);
+            let policies = policies.clone();
             running.spawn(async move {
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;
                 let outcome = match outcome(&command, &dir, finished) {
                     Ok(()) => {
                         let file = plan_file.display().to_string();
-                        match describe_plan(&show, &file, &dir, &env, &prefix).await {
+                        let described = describe_plan_json(&show, &file, &dir, &env, &prefix)
+                            .await
+                            .map_err(|e| e.to_string());
+                        let judged = match (described, &policies) {
+                            (Ok((summary, json)), Some(p)) => match p.judge(json).await.failure() {
+                                Some(denied) => Err(denied),
+                                None => Ok(summary),
+                            },
+                            (described, _) => described.map(|(summary, _)| summary),
+                        };
+                        match judged {
                             Ok(summary) => Ok(PlanOutcome {
                                 counts: summary.counts(),
                                 has_changes: summary.has_changes(),
@@ -197,7 +213,7 @@ pub async fn plan_units(
                                 },
                                 summary,
                             }),
-                            Err(e) => Err(e.to_string()),
+                            Err(e) => Err(e),
                         }
                     }
                     Err(e) => Err(e),

@@ -218,6 +218,11 @@ async fn plan<R: RoleAssumer>(
         .filter(|u| u.action == Action::Apply)
         .map(|u| u.path.clone())
         .collect();
+    // The trunk's policies (the base branch, not this head) judge each plan.
+    let policies = match &config.common.policy_dir {
+        Some(dir) => Some(crate::policy::Policies::load(&checkout.git, &base, dir)?),
+        None => None,
+    };
     // The plans write their files here, as the child user.
     let scratch = checkout.scratch_file("plans");
     sandbox::child_dirs(&[&scratch])?;
@@ -269,6 +274,7 @@ async fn plan<R: RoleAssumer>(
         &env,
         config.common.max_parallel as usize,
         true,
+        policies,
     )
     .await?;
     let lock_units = Some(lock_units(&detection, &checkout.commit));

@@ -17,6 +17,7 @@
 //! (its digest checked against the record), else a fetch of the commit.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunLinkKey, RunPages};
@@ -41,6 +42,7 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
 use crate::plans::{self, describe_plan_json};
+use crate::policy::Policies;
 use crate::run::{self, Tick};
 use crate::sandbox;
 use crate::timeline;
@@ -349,10 +351,21 @@ async fn phase<
             }
         }
     };
-    let ((), prepared, approved) = tokio::join!(
+    // A plan's judges: the policies of the run's base commit, never of the
+    // commit being planned.
+    let policies = async {
+        match (&config.phase, &config.common.policy_dir) {
+            (PhaseInput::Plan, Some(dir)) => {
+                base_policies(repo, ports, &record, dir).await.map(Some)
+            }
+            _ => Ok(None),
+        }
+    };
+    let ((), prepared, approved, policies) = tokio::join!(
         pending,
         prepare(config, repo, ports, &record, phase),
-        approved
+        approved,
+        policies
     );
     // An apply refuses a plan that is not the approved one before anything else.
     let approved = approved?;
@@ -361,6 +374,8 @@ async fn phase<
         unit_dir,
         credentials,
     } = prepared?;
+    // A policy that does not load stops the plan before it runs.
+    let policies = policies?;
     // In a directory of the child's: the plan command writes the file there.
     let out_dir = checkout.scratch_file("out");
     sandbox::child_dirs(&[&out_dir])?;
@@ -434,6 +449,17 @@ async fn phase<
                 tokio::join!(describe, store_plan(ports, &key, bytes), render);
             *unit_plan = text;
             let (summary, json) = summary?;
+            // Judged before the plan is recorded: a denied plan never reaches
+            // the vote (the state machine's Plan Failed ends the execution,
+            // the approval request sends nothing).
+            if let Some(policies) = &policies
+                && let Some(denied) = policies.judge(json.clone()).await.failure()
+            {
+                return Err(TaskError::Policy {
+                    subject: record.cfg_path.to_string(),
+                    message: denied,
+                });
+            }
             // The lock file the plan ran with travels in the sealed JSON, so
             // the apply's `init` selects the plan's providers.
             let lock = planned_lock(&unit_dir)?;
@@ -631,6 +657,30 @@ async fn prepare<M: RunStore, A: ArtifactStore, T, G, R: RoleAssumer>(
         unit_dir,
         credentials,
     })
+}
+
+/// The policies (`POLICY_DIR`) at the run's base commit: a one-commit fetch
+/// of it, read from git, never the checkout being planned.
+async fn base_policies<M: RunStore, A, T, G, R>(
+    repo: &Repo,
+    ports: &TerraRunPorts<'_, M, A, T, G, R>,
+    record: &ExecutionRecord,
+    dir: &RepoPath,
+) -> Result<Arc<Policies>> {
+    let base = ports
+        .metadb
+        .run(record.run_id)
+        .await
+        .port("metadb")?
+        .ok_or_else(|| TaskError::UnknownExecution(record.execution_id.clone()))?
+        .base_sha;
+    let (repo, dir) = (repo.clone(), dir.clone());
+    tokio::task::spawn_blocking(move || {
+        let checkout = Checkout::commit_only(&repo, &base)?;
+        Policies::load(&checkout.git, &checkout.commit, &dir)
+    })
+    .await
+    .map_err(|e| TaskError::Io(format!("reading the base commit's policies stopped: {e}")))?
 }
 
 /// The checkout of `source`: the run's packed checkout when it has one of that

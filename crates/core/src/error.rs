@@ -35,6 +35,8 @@ pub enum CoreError {
     Vcs(String),
     #[error("notification format {0:?} is not slack, teams or json")]
     NotificationFormat(String),
+    #[error("the policy directory {0:?} is not in the trunk (policy_dir)")]
+    PolicyDirMissing(String),
 }
 
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;

@@ -16,6 +16,7 @@ pub mod operate;
 pub mod path;
 pub mod plan_text;
 pub mod plan_view;
+pub mod policy;
 pub mod port;
 pub mod redact;
 pub mod run_view;

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod fs_tree;
 pub mod graph;
 pub mod plan;
+pub mod policy;
 pub mod providers;
 
 pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};

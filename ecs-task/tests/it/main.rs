@@ -12,6 +12,7 @@ mod iam_denied;
 mod migrate_at_start;
 mod module_sources;
 mod plan_json;
+mod policy;
 mod pr_plan;
 mod run_links;
 mod sandbox;

@@ -1,0 +1,364 @@
+//! Policy checks (`POLICY_DIR`) with real Rego policies on real terraform
+//! plans (the offline AWS provider, no AWS call: nothing is refreshed), in
+//! pr-plan and in terra-run's plan phase: a denial fails the unit with the
+//! rule's message, the trunk before the change judges (never the change's own
+//! policy files), and a policy that does not parse stops everything before
+//! any plan runs, naming its file and line.
+#![allow(clippy::unwrap_used)]
+
+use crate::support;
+
+use live_ci_core::RepoPath;
+use live_ci_core::port::{ExecutionStore, RunStore};
+use live_ci_core::status::{StatusState, Statuses, context};
+use live_ci_task::checkout::Repo;
+use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan, unit_context};
+use live_ci_task::terra_run::{TerraRunPorts, terra_run};
+use live_ci_task::{TaskError, TerraRunConfig};
+use support::fakes::{MemArtifacts, RecordingGitHost, RecordingTokens, Sent};
+use support::pg::{TestDb, exec, run};
+use support::repo::{GitRepo, TfTemplates};
+
+/// Denies every IAM user.
+const DENY_IAM_USER: &str = r#"package live_ci.iam
+
+deny contains msg if {
+    some rc in input.resource_changes
+    rc.type == "aws_iam_user"
+    msg := sprintf("%s: IAM users are not allowed, use roles", [rc.address])
+}
+"#;
+
+/// Every created or updated resource that takes tags has an `owner` tag.
+const REQUIRE_OWNER_TAG: &str = r#"package live_ci.tags
+
+deny contains msg if {
+    some rc in input.resource_changes
+    some action in rc.change.actions
+    action in {"create", "update"}
+    "tags" in object.keys(rc.change.after)
+    not rc.change.after.tags.owner
+    msg := sprintf("%s: the tag \"owner\" is required", [rc.address])
+}
+"#;
+
+/// The offline mirror of the AWS provider (`scripts/terraformrc`).
+fn terraformrc() -> String {
+    format!("{}/../scripts/terraformrc", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A unit of AWS resources (`body`), with fake credentials and no AWS call.
+fn aws_unit(repo: &GitRepo, dir: &str, body: &str) {
+    repo.write(
+        &format!("{dir}/main.tf"),
+        &format!(
+            r#"terraform {{
+  backend "local" {{}}
+}}
+
+provider "aws" {{
+  region                      = "eu-west-1"
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+}}
+
+{body}
+"#
+        ),
+    );
+    repo.write(&format!("{dir}/terragrunt.hcl"), "");
+}
+
+const USER_WITHOUT_OWNER: &str = "resource \"aws_iam_user\" \"bob\" {\n  name = \"bob\"\n}\n";
+const BUCKET_WITH_OWNER: &str =
+    "resource \"aws_s3_bucket\" \"b\" {\n  bucket = \"b\"\n  tags   = { owner = \"team-a\" }\n}\n";
+
+/// Plan templates through the offline provider mirror; each plan first
+/// leaves its unit's name in `ran` (so a test sees which plans ran).
+fn templates(ran: &std::path::Path) -> TfTemplates {
+    TfTemplates::new(&format!(
+        "echo \"$LIVE_CI_CFG_PATH\" >> {}; export TF_CLI_CONFIG_FILE={}; ",
+        ran.display(),
+        terraformrc()
+    ))
+}
+
+fn pr_config(repo: &GitRepo, head: &str, tf: &TfTemplates) -> live_ci_task::PrPlanConfig {
+    support::config(&[
+        ("REPO_CLONE_URL", &repo.url()),
+        ("LIVE_CI_PR_NUMBER", "12"),
+        ("LIVE_CI_COMMIT", head),
+        ("LIVE_CI_BASE_REF", "main"),
+        ("PLAN_COMMAND", &tf.plan),
+        ("MAX_PARALLEL", "2"),
+        ("POLICY_DIR", "policy/"),
+    ])
+}
+
+/// The trunk denies IAM users and requires an `owner` tag; the pull request
+/// adds a user without one and a tagged bucket, and rewrites the policy to
+/// allow everything. The trunk's policy judges: the user's unit fails with
+/// both rules' messages (status and comment), the bucket's passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_fails_the_unit_on_the_pull_request_and_the_base_judges() {
+    let repo = GitRepo::new();
+    repo.write("policy/iam.rego", DENY_IAM_USER)
+        .write("policy/tags.rego", REQUIRE_OWNER_TAG)
+        .write("README.md", "live\n");
+    repo.commit("policies");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    aws_unit(&repo, "dev/users", USER_WITHOUT_OWNER);
+    aws_unit(&repo, "dev/bucket", BUCKET_WITH_OWNER);
+    // The change's own policy files do not judge it.
+    repo.write("policy/iam.rego", "package live_ci.iam\n\ndeny := set()\n")
+        .write("policy/tags.rego", "package live_ci.tags\n");
+    let head = repo.commit("a user and a bucket; policies loosened");
+    let ran = tempfile::tempdir().unwrap();
+    let tf = templates(&ran.path().join("ran"));
+    let github = RecordingGitHost::default();
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let report = pr_plan(
+        &pr_config(&repo, &head, &tf),
+        &clone,
+        None,
+        &Statuses::new(&github, Default::default()),
+        &support::sts(),
+    )
+    .await
+    .unwrap();
+    let outcome = |unit: &str| {
+        report
+            .plans
+            .iter()
+            .find(|p| p.path.as_str() == unit)
+            .unwrap()
+            .outcome
+            .clone()
+    };
+    let denied = outcome("dev/users").unwrap_err();
+    assert_eq!(
+        denied,
+        "denied by policy: data.live_ci.iam.deny: aws_iam_user.bob: IAM users are not allowed, use roles; \
+         data.live_ci.tags.deny: aws_iam_user.bob: the tag \"owner\" is required"
+    );
+    let bucket = outcome("dev/bucket").unwrap();
+    assert_eq!(bucket.counts.add, 1);
+    assert_eq!(report.failed(), 1);
+    let statuses = github.statuses();
+    let users = statuses
+        .iter()
+        .find(|s| s.context == unit_context(&RepoPath::new("dev/users").unwrap()))
+        .unwrap();
+    assert_eq!(users.state, StatusState::Failure);
+    // GitHub's 140 characters: the rule's message begins the description.
+    assert!(
+        users.description.starts_with(
+            "denied by policy: data.live_ci.iam.deny: aws_iam_user.bob: IAM users are not allowed"
+        ),
+        "{}",
+        users.description
+    );
+    let overall = statuses
+        .iter()
+        .find(|s| s.context == context::PR_PLAN)
+        .unwrap();
+    assert_eq!(overall.state, StatusState::Failure);
+    let comments = github.comments();
+    let body = &comments[&(12, COMMENT_MARKER.to_string())];
+    assert!(
+        body.contains("**`dev/users`**: `failed: denied by policy: data.live_ci.iam.deny: aws_iam_user.bob: IAM users are not allowed, use roles;"),
+        "{body}"
+    );
+    assert!(body.contains("the tag \"owner\" is required`"), "{body}");
+}
+
+/// A policy that does not parse fails pr-plan before any plan runs, naming
+/// the file and the line, on the status and in the comment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_that_does_not_parse_stops_pr_plan_before_any_plan() {
+    let repo = GitRepo::new();
+    repo.write("policy/iam.rego", DENY_IAM_USER).write(
+        "policy/broken.rego",
+        "package live_ci.broken\n\ndeny contains msg if {\n    msg := \n}\n",
+    );
+    repo.commit("policies");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    aws_unit(&repo, "dev/bucket", BUCKET_WITH_OWNER);
+    let head = repo.commit("a bucket");
+    let ran = tempfile::tempdir().unwrap();
+    let ran_file = ran.path().join("ran");
+    let tf = templates(&ran_file);
+    let github = RecordingGitHost::default();
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let err = pr_plan(
+        &pr_config(&repo, &head, &tf),
+        &clone,
+        None,
+        &Statuses::new(&github, Default::default()),
+        &support::sts(),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, TaskError::Policy { .. }), "{text}");
+    assert!(
+        text.contains("policy \"policy/broken.rego\" line 4 does not parse: "),
+        "{text}"
+    );
+    assert!(!ran_file.exists(), "no plan ran");
+    let statuses = github.statuses();
+    let overall = statuses
+        .iter()
+        .find(|s| s.context == context::PR_PLAN)
+        .unwrap();
+    assert_eq!(overall.state, StatusState::Failure);
+    assert!(
+        overall.description.contains("policy/broken.rego"),
+        "{}",
+        overall.description
+    );
+    let comments = github.comments();
+    let body = &comments[&(12, COMMENT_MARKER.to_string())];
+    assert!(body.contains("policy/broken.rego"), "{body}");
+}
+
+/// One run of `commit` (unit `dev/app`) whose base commit is `base_sha`,
+/// its execution claimed, and terra-run's plan phase of it with
+/// `POLICY_DIR=policy`.
+async fn terra_plan(
+    repo: &GitRepo,
+    base_sha: &str,
+    commit: &str,
+    tf: &TfTemplates,
+) -> (
+    TaskError,
+    Vec<Sent>,
+    RecordingGitHost,
+    Option<live_ci_core::port::SavedPlan>,
+) {
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let id = "run-7-x-dev-app-001";
+    let mut e = exec(id, "dev", &[]);
+    e.cfg_path = RepoPath::new("dev/app").unwrap();
+    e.plan_command = tf.plan.clone();
+    e.apply_command = tf.apply.clone();
+    let mut r = run(commit, 1, vec![e]);
+    r.base_sha = base_sha.to_string();
+    let run_id = metadb.create_run(&r).await.unwrap().run_id;
+    assert_eq!(metadb.claim_ready(run_id, 10).await.unwrap().len(), 1);
+    let tokens = RecordingTokens::default();
+    let artifacts = MemArtifacts::default();
+    let github = RecordingGitHost::default();
+    let sts = support::sts();
+    let ports = TerraRunPorts {
+        metadb: &metadb,
+        artifacts: &artifacts,
+        tokens: &tokens,
+        roles: &sts,
+        statuses: Statuses::new(&github, Default::default()),
+    };
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let config: TerraRunConfig = support::config(&[
+        ("LIVE_CI_PHASE", "plan"),
+        ("LIVE_CI_TASK_TOKEN", "token-1"),
+        ("LIVE_CI_EXECUTION_ID", id),
+        ("LIVE_CI_CFG_PATH", "dev/app"),
+        ("LIVE_CI_ROLE_ARN", "arn:aws:iam::111111111111:role/plan"),
+        ("HEARTBEAT_SECONDS", "1"),
+        ("REPO_CLONE_URL", &repo.url()),
+        ("POLICY_DIR", "policy"),
+    ]);
+    let err = terra_run(&config, &clone, None, &ports).await.unwrap_err();
+    let saved = metadb.saved_plan(id).await.unwrap();
+    db.drop_db().await;
+    (err, tokens.take(), github, saved)
+}
+
+/// A base with the IAM policy, and a commit after it that adds an IAM user
+/// and loosens the policy; `(base, commit)`.
+fn user_after_policy(repo: &GitRepo) -> (String, String) {
+    repo.write("policy/iam.rego", DENY_IAM_USER)
+        .write("README.md", "live\n");
+    let base = repo.commit("policies");
+    aws_unit(repo, "dev/app", USER_WITHOUT_OWNER);
+    repo.write("policy/iam.rego", "package live_ci.iam\n");
+    let commit = repo.commit("a user; policy loosened");
+    (base, commit)
+}
+
+/// terra-run's plan phase: the run's base commit holds the policy; the run's
+/// commit adds an IAM user (and loosens the policy). The plan fails
+/// (`PolicyDenied`, the rule's message as the cause and on the status)
+/// before the plan is recorded, so nothing goes to the vote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terra_runs_plan_phase_fails_on_a_denial_of_the_base_policy() {
+    let repo = GitRepo::new();
+    let (base, commit) = user_after_policy(&repo);
+    let ran = tempfile::tempdir().unwrap();
+    let ran_file = ran.path().join("ran");
+    let tf = templates(&ran_file);
+    let (err, mut sent, github, saved) = terra_plan(&repo, &base, &commit, &tf).await;
+    let message = "dev/app: denied by policy: data.live_ci.iam.deny: aws_iam_user.bob: IAM users are not allowed, use roles";
+    assert_eq!(err.to_string(), message);
+    assert_eq!(sent.len(), 1);
+    let Sent::Failure { error, cause, .. } = sent.remove(0) else {
+        panic!("expected a failure")
+    };
+    assert_eq!(error, "PolicyDenied");
+    assert_eq!(cause, message);
+    let status = github
+        .statuses()
+        .into_iter()
+        .rfind(|s| s.context.contains("dev/app"))
+        .unwrap();
+    assert_eq!(status.state, StatusState::Failure);
+    assert_eq!(status.description, message);
+    // The plan ran, and was not recorded: nothing for the voters.
+    assert!(
+        std::fs::read_to_string(&ran_file)
+            .unwrap()
+            .contains("dev/app")
+    );
+    assert_eq!(saved, None);
+}
+
+/// A broken policy at the run's base stops the plan phase before the plan
+/// command runs, naming the file and line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terra_runs_plan_phase_stops_on_a_broken_base_policy_before_planning() {
+    let repo = GitRepo::new();
+    let (base, _) = user_after_policy(&repo);
+    repo.git(&["checkout", "-q", "-b", "broken", &base]);
+    repo.write(
+        "policy/broken.rego",
+        "package live_ci.broken\n\ndeny contains msg if {\n    msg := \n}\n",
+    );
+    let broken_base = repo.commit("a broken policy");
+    aws_unit(&repo, "dev/app", BUCKET_WITH_OWNER);
+    let commit = repo.commit("a bucket");
+    let ran = tempfile::tempdir().unwrap();
+    let ran_file = ran.path().join("ran");
+    let tf = templates(&ran_file);
+    let (err, sent, _, saved) = terra_plan(&repo, &broken_base, &commit, &tf).await;
+    let text = err.to_string();
+    assert!(
+        text.contains("policy \"policy/broken.rego\" line 4 does not parse: "),
+        "{text}"
+    );
+    assert!(matches!(&sent[..], [Sent::Failure { error, .. }] if error == "PolicyDenied"));
+    assert!(!ran_file.exists(), "no plan ran");
+    assert_eq!(saved, None);
+}
