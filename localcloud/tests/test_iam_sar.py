@@ -91,6 +91,7 @@ ENTRIES: list[tuple[str, str, dict[str, Any]]] = [
         )
     ],
     ("secretsmanager", "GetSecretValue", {"SecretId": "live-ci-metadb"}),
+    ("secretsmanager", "PutSecretValue", {"SecretId": "live-ci-metadb", "SecretString": "{}"}),
     ("sts", "AssumeRole", {"RoleArn": f"arn:aws:iam::{OTHER}:role/live-ci-plan", "RoleSessionName": "s"}),
     ("sts", "GetCallerIdentity", {}),
     (

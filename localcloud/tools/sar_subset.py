@@ -62,7 +62,7 @@ ACTIONS: dict[str, tuple[str, list[str]]] = {
         "amazonrdsdataapi",
         ["ExecuteStatement", "BatchExecuteStatement", "BeginTransaction", "CommitTransaction", "RollbackTransaction"],
     ),
-    "secretsmanager": ("awssecretsmanager", ["GetSecretValue"]),
+    "secretsmanager": ("awssecretsmanager", ["GetSecretValue", "PutSecretValue"]),
     "sts": ("awssecuritytokenservice", ["AssumeRole", "GetCallerIdentity"]),
     "ses": ("amazonsimpleemailservicev2", ["SendEmail"]),
     "logs": ("amazoncloudwatchlogs", ["CreateLogGroup", "CreateLogStream", "PutLogEvents"]),

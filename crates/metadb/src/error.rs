@@ -63,6 +63,18 @@ pub enum MetadbError {
     /// The database disagrees with what was just written: nothing is committed.
     #[error("{0}")]
     Inconsistent(String),
+    /// terra-run's start found a schema older than the one it was built for:
+    /// it does not migrate (its role may not), the migrator has not yet.
+    #[error(
+        "metadb schema is at migration {found}, this binary needs {expected}: not migrated yet"
+    )]
+    SchemaBehind { expected: u32, found: u32 },
+    /// A login's secret could not be read or written.
+    #[error("secret {secret:?}: {message}")]
+    Secret { secret: String, message: String },
+    /// A login could not be set up.
+    #[error("login {login:?}: {message}")]
+    Login { login: String, message: String },
 }
 
 impl MetadbError {

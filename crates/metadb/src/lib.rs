@@ -13,6 +13,7 @@ mod any;
 mod approvals;
 mod data_api;
 mod error;
+mod login;
 mod migrate;
 mod operator;
 mod pg;
@@ -23,6 +24,10 @@ pub mod tls;
 pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
+pub use login::{
+    LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
+    provision_terra_run_login, terra_run_login,
+};
 pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};
 pub use sql::{Param, Sql, SqlTx};

@@ -424,11 +424,16 @@ def rds_data_ops(call: Call) -> list[Check]:
 
 
 def secretsmanager_ops(call: Call) -> list[Check]:
-    if call.operation != "GetSecretValue":
+    # SAR list_awssecretsmanager: GetSecretValue, PutSecretValue — Secret*
+    # (create-deploy-stack writes terra-run's metadb login once).
+    if call.operation not in ("GetSecretValue", "PutSecretValue"):
         raise Unmapped
-    # SAR list_awssecretsmanager: GetSecretValue — Secret*.
     return [
-        Check("secretsmanager:GetSecretValue", _secret_arn(call, call.params["SecretId"]), dict(call.global_context))
+        Check(
+            f"secretsmanager:{call.operation}",
+            _secret_arn(call, call.params["SecretId"]),
+            dict(call.global_context),
+        )
     ]
 
 

@@ -10,6 +10,7 @@ mod errors;
 mod job_roles;
 mod pg;
 mod settle;
+mod terra_run_login;
 mod tls;
 mod trunk;
 mod trunk_sweep;

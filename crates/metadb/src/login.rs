@@ -1,0 +1,244 @@
+//! terra-run's own metadb login (issue 27): a login role per database, member
+//! of migration 0015's NOLOGIN `live_ci_terra_run`, whose password lives in a
+//! Secrets Manager secret the Terraform module creates empty. The migrator
+//! (create-deploy-stack, holding the master secret) sets it once; terra-run
+//! then reaches the Data API with that secret only, and checks the schema
+//! instead of migrating ([`check_schema`]).
+
+use std::future::Future;
+
+use rand::Rng;
+use rand::distr::Alphanumeric;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MetadbError, Result};
+use crate::migrate::MIGRATIONS;
+use crate::sql::statements::{APPLIED_MIGRATIONS, MIGRATION_LOCK};
+use crate::sql::{Param, Sql, SqlTx};
+
+/// The NOLOGIN role carrying terra-run's grants (migration 0015).
+pub const TERRA_RUN_ROLE: &str = "live_ci_terra_run";
+
+/// Characters of a generated password: alphanumeric, so it needs no quoting
+/// anywhere (a connection URL, a JSON secret).
+const PASSWORD_LEN: usize = 40;
+
+/// The secret's value, in the shape the RDS Data API reads.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginCredentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for LoginCredentials {
+    /// Never the password: this type reaches logs through errors and tracing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginCredentials")
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a login's credentials are kept: Secrets Manager in AWS
+/// ([`SecretsManagerLogin`]).
+pub trait LoginSecret: Send + Sync {
+    /// The stored credentials, `None` while the secret has no value yet.
+    fn read(&self) -> impl Future<Output = Result<Option<LoginCredentials>>> + Send;
+    fn write(&self, credentials: &LoginCredentials) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// terra-run's login in `database`: the local cloud shares one PostgreSQL
+/// server between deployments and roles are per server, so the name is per
+/// database. Database names are the module's `metadb_name`, an identifier.
+pub fn terra_run_login(database: &str) -> Result<String> {
+    let login = format!("{database}_terra_run");
+    let valid = database
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && database
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && login.len() <= 63;
+    if valid {
+        Ok(login)
+    } else {
+        Err(MetadbError::Login {
+            login,
+            message: format!(
+                "database name {database:?} is not a lowercase identifier of at most 53 characters"
+            ),
+        })
+    }
+}
+
+/// Makes terra-run's login usable: under the migrations' advisory lock (so
+/// two migrators never write two passwords), reads the secret, writes a
+/// generated password into it when it has none, and gives the login that
+/// password (as a SCRAM verifier: `log_statement = ddl` logs the statement)
+/// and membership of [`TERRA_RUN_ROLE`], creating the login when missing.
+/// A password once stored is never replaced, so a running terra-run is never
+/// locked out; setting the same password again (a new salt) also heals a
+/// start that stored the secret but died before `ALTER ROLE`. Returns the
+/// login's name.
+pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
+    sql: &S,
+    secret: &L,
+    database: &str,
+) -> Result<String> {
+    let login = terra_run_login(database)?;
+    let mut tx = sql.begin().await?;
+    match provision_in(&mut tx, secret, &login).await {
+        Ok(()) => tx.commit().await?,
+        Err(e) => {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+    }
+    Ok(login)
+}
+
+async fn provision_in<T: SqlTx, L: LoginSecret>(tx: &mut T, secret: &L, login: &str) -> Result<()> {
+    tx.query(MIGRATION_LOCK, &[]).await?;
+    let credentials = match secret.read().await? {
+        Some(stored) => stored,
+        None => {
+            let generated = LoginCredentials {
+                username: login.to_string(),
+                password: rand::rng()
+                    .sample_iter(&Alphanumeric)
+                    .take(PASSWORD_LEN)
+                    .map(char::from)
+                    .collect(),
+            };
+            secret.write(&generated).await?;
+            tracing::info!(
+                login,
+                "stored a generated password for terra-run's metadb login"
+            );
+            generated
+        }
+    };
+    if credentials.username != login {
+        return Err(MetadbError::Login {
+            login: login.to_string(),
+            message: format!(
+                "its secret names user {:?}, not this database's login",
+                credentials.username
+            ),
+        });
+    }
+    let exists = tx
+        .query(
+            "SELECT rolname::text FROM pg_roles WHERE rolname = :login",
+            &[("login", Param::text(login))],
+        )
+        .await?;
+    // Utility statements take no parameters: the login is a checked
+    // identifier and the verifier is base64 and `$:` only.
+    if exists.is_empty() {
+        tx.execute(&format!("CREATE ROLE \"{login}\" LOGIN INHERIT"), &[])
+            .await?;
+    }
+    let verifier = postgres_protocol::password::scram_sha_256(credentials.password.as_bytes());
+    tx.execute(
+        &format!("ALTER ROLE \"{login}\" LOGIN INHERIT PASSWORD '{verifier}'"),
+        &[],
+    )
+    .await?;
+    tx.execute(&format!("GRANT {TERRA_RUN_ROLE} TO \"{login}\""), &[])
+        .await?;
+    Ok(())
+}
+
+/// terra-run's start: it does not migrate (its role may not), it checks that
+/// every migration it was built with is applied, and names expected and found
+/// versions when not. A newer schema (a later binary migrated) passes.
+pub async fn check_schema<S: Sql>(sql: &S) -> Result<()> {
+    let applied: Vec<u32> = sql
+        .query(APPLIED_MIGRATIONS, &[])
+        .await?
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let expected = MIGRATIONS.last().map_or(0, |m| m.version);
+    if MIGRATIONS.iter().all(|m| applied.contains(&m.version)) {
+        Ok(())
+    } else {
+        Err(MetadbError::SchemaBehind {
+            expected,
+            found: applied.iter().copied().max().unwrap_or(0),
+        })
+    }
+}
+
+/// [`LoginSecret`] in Secrets Manager (the secret the module creates empty).
+#[derive(Debug, Clone)]
+pub struct SecretsManagerLogin {
+    client: aws_sdk_secretsmanager::Client,
+    secret_arn: String,
+}
+
+impl SecretsManagerLogin {
+    pub fn new(client: aws_sdk_secretsmanager::Client, secret_arn: &str) -> Self {
+        SecretsManagerLogin {
+            client,
+            secret_arn: secret_arn.to_string(),
+        }
+    }
+
+    /// The client built from the binary's AWS config (binaries need not
+    /// depend on the Secrets Manager SDK themselves).
+    pub fn from_sdk_config(aws: &aws_config::SdkConfig, secret_arn: &str) -> Self {
+        Self::new(aws_sdk_secretsmanager::Client::new(aws), secret_arn)
+    }
+
+    fn error(&self, message: String) -> MetadbError {
+        MetadbError::Secret {
+            secret: self.secret_arn.clone(),
+            message,
+        }
+    }
+}
+
+impl LoginSecret for SecretsManagerLogin {
+    async fn read(&self) -> Result<Option<LoginCredentials>> {
+        use aws_sdk_secretsmanager::error::{DisplayErrorContext, ProvideErrorMetadata};
+        let out = match self
+            .client
+            .get_secret_value()
+            .secret_id(&self.secret_arn)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            // A secret without any value has no AWSCURRENT version.
+            Err(e) if e.code() == Some("ResourceNotFoundException") => return Ok(None),
+            Err(e) => {
+                return Err(self.error(format!("GetSecretValue: {}", DisplayErrorContext(&e))));
+            }
+        };
+        let Some(text) = out.secret_string() else {
+            return Ok(None);
+        };
+        serde_json::from_str(text).map(Some).map_err(|e| {
+            self.error(format!(
+                "value is not {{\"username\", \"password\"}} json: {e}"
+            ))
+        })
+    }
+
+    async fn write(&self, credentials: &LoginCredentials) -> Result<()> {
+        use aws_sdk_secretsmanager::error::DisplayErrorContext;
+        let value = serde_json::to_string(credentials)
+            .map_err(|e| self.error(format!("encoding the value: {e}")))?;
+        self.client
+            .put_secret_value()
+            .secret_id(&self.secret_arn)
+            .secret_string(value)
+            .send()
+            .await
+            .map_err(|e| self.error(format!("PutSecretValue: {}", DisplayErrorContext(&e))))?;
+        Ok(())
+    }
+}
