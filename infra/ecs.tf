@@ -47,7 +47,8 @@ locals {
       kind == "terra-run" ? local.terra_run_link_env : {},
       # terra-run logs in as its own restricted login (metadb.tf); the
       # migrator, create-deploy-stack, sets that login's password.
-      local.metadb_direct ? {} : lookup(local.metadb_login_env, kind, {}),
+      kind == "terra-run" && !local.metadb_direct ? local.metadb_terra_run_login_env : {},
+      kind == "create-deploy-stack" && !local.metadb_direct ? local.metadb_migrator_env : {},
     )
   }
 
