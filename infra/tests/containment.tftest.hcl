@@ -197,6 +197,10 @@ run "terra_run_reads_its_own_metadb_login_never_the_master" {
     error_message = "no terra-run role names the metadb master secret"
   }
   assert {
+    condition     = aws_secretsmanager_secret.metadb_terra_run.name == "live-ci/metadb/live_ci/terra-run"
+    error_message = "the login secret's name carries metadb_name (the login is per database; a changed name gets a new, empty secret)"
+  }
+  assert {
     condition     = length([for s in data.aws_iam_policy_document.metadb_data_api_calls.statement : s if anytrue([for a in s.actions : startswith(a, "secretsmanager:")])]) == 0
     error_message = "the shared Data API calls document grants no secret"
   }
