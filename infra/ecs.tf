@@ -38,17 +38,21 @@ locals {
   )
 
   task_env_by_kind = {
-    for kind, _ in local.task_kinds : kind => merge(local.task_env, {
-      LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
-      LOG_STREAM_PREFIX = local.task_log_stream_prefix
+    for kind, _ in local.task_kinds : kind => merge(
+      local.task_env,
+      {
+        LOG_GROUP         = aws_cloudwatch_log_group.task[kind].name
+        LOG_STREAM_PREFIX = local.task_log_stream_prefix
       },
       # terra-run's plan and apply statuses link to the read-only run page,
       # signed with the run-link key (never the vote-link key); only its roles
       # may read that key.
-      kind == "terra-run" ? {
-        RUN_LINK_KEY_SSM_KEY = local.ssm_names.run_link_key
-        RUN_PAGE_URL         = aws_lambda_function_url.approval_response.function_url
-    } : {})
+      kind == "terra-run" ? local.terra_run_link_env : {},
+      # terra-run logs in as its own restricted login (metadb.tf); the
+      # migrator, create-deploy-stack, sets that login's password.
+      kind == "terra-run" && !local.metadb_direct ? local.metadb_terra_run_login_env : {},
+      kind == "create-deploy-stack" && !local.metadb_direct ? local.metadb_migrator_env : {},
+    )
   }
 
   # Injected by ECS from SSM at start: never plain text in the task definition.

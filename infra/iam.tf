@@ -169,7 +169,9 @@ data "aws_iam_policy_document" "receiver" {
 # trigger-sf: status changes → metadb, StartExecution, merge lock
 ################################################################################
 
-data "aws_iam_policy_document" "metadb_data_api" {
+# The Data API calls themselves, without a secret: each client adds the one
+# secret it logs in with (the master's, or terra-run's restricted login).
+data "aws_iam_policy_document" "metadb_data_api_calls" {
   statement {
     sid = "MetadbDataApi"
     actions = [
@@ -180,6 +182,10 @@ data "aws_iam_policy_document" "metadb_data_api" {
     ]
     resources = [aws_rds_cluster.metadb.arn]
   }
+}
+
+data "aws_iam_policy_document" "metadb_data_api" {
+  source_policy_documents = [data.aws_iam_policy_document.metadb_data_api_calls.json]
 
   # The Data API reads the credentials with the caller's permissions.
   statement {
@@ -480,6 +486,17 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
     resources = [local.ssm_arn.merge_lock]
   }
 
+  # The migrator sets terra-run's login once: reads its secret, and when it is
+  # still empty writes a generated password into it.
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [] : [1]
+    content {
+      sid       = "SetTerraRunLogin"
+      actions   = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"]
+      resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
+    }
+  }
+
   # SecureString parameters; the run's packed checkout is encrypted with the
   # key on upload (S3 SSE-KMS).
   statement {
@@ -519,7 +536,19 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
 data "aws_iam_policy_document" "task_terra_run" {
   for_each = local.terra_run_roles
 
-  source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api.json]
+  source_policy_documents = local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api_calls.json]
+
+  # terra-run logs in to the metadb as its own restricted login (migration
+  # 0015's live_ci_terra_run), never as the master: it reads that login's
+  # secret only.
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [] : [1]
+    content {
+      sid       = "MetadbTerraRunSecret"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
+    }
+  }
 
   statement {
     sid       = "ReadParameters"

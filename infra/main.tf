@@ -86,4 +86,19 @@ locals {
     METADB_SECRET_ARN  = aws_rds_cluster.metadb.master_user_secret[0].secret_arn
     METADB_NAME        = var.metadb_name
   }
+  # terra-run logs in with its own restricted login's secret (metadb.tf),
+  # never the master's; create-deploy-stack, the migrator, keeps the master and
+  # is told terra-run's secret, whose password it sets (ecs.tf task_env_by_kind).
+  metadb_terra_run_login_env = {
+    METADB_SECRET_ARN = aws_secretsmanager_secret.metadb_terra_run.arn
+  }
+  metadb_migrator_env = {
+    METADB_TERRA_RUN_SECRET_ARN = aws_secretsmanager_secret.metadb_terra_run.arn
+  }
+  # terra-run's statuses link to the read-only run page, signed with the
+  # run-link key.
+  terra_run_link_env = {
+    RUN_LINK_KEY_SSM_KEY = local.ssm_names.run_link_key
+    RUN_PAGE_URL         = aws_lambda_function_url.approval_response.function_url
+  }
 }

@@ -100,3 +100,18 @@ resource "aws_rds_cluster_instance" "metadb" {
   performance_insights_retention_period = 7
   tags                                  = local.tags
 }
+
+# terra-run's own login (migration 0015's live_ci_terra_run role, granted to a
+# login per database): created empty — no value in the state. The migrator
+# (create-deploy-stack) writes a generated password into it once, and sets the
+# login's SCRAM verifier; it never rotates, so a running terra-run is never
+# locked out. Its name carries the database's: the login is per database
+# (`<metadb_name>_terra_run_login`), and the migrator refuses a secret naming
+# another user, so a changed metadb_name gets a new, empty secret.
+resource "aws_secretsmanager_secret" "metadb_terra_run" {
+  #checkov:skip=CKV2_AWS_57:Never rotated by design: the migrator sets it once and a running terra-run must keep its login.
+  name        = "${var.name}/metadb/${var.metadb_name}/terra-run"
+  description = "live-ci metadb: terra-run's restricted login (set by create-deploy-stack)"
+  kms_key_id  = local.kms_key_arn
+  tags        = local.tags
+}

@@ -58,6 +58,7 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
+    METADB_TERRA_RUN_SECRET_ARN,
     task::PR_NUMBER,
     task::COMMIT,
     task::BASE_REF,
@@ -91,6 +92,10 @@ pub const RUN_LINK_KEY_SSM_KEY: &str = "RUN_LINK_KEY_SSM_KEY";
 /// The run page's address (approval-response's Function URL).
 pub const RUN_PAGE_URL: &str = "RUN_PAGE_URL";
 
+/// create-deploy-stack (the migrator) sets terra-run's own metadb login: this
+/// is the secret holding its password (`live_ci_metadb::provision_terra_run_login`).
+pub const METADB_TERRA_RUN_SECRET_ARN: &str = "METADB_TERRA_RUN_SECRET_ARN";
+
 /// The metadb's actions through the RDS Data API (`live_ci_metadb::AWS_ACTIONS`).
 const METADB_ACTIONS: [&str; 5] = [
     "rds-data:ExecuteStatement",
@@ -121,6 +126,7 @@ pub const CREATE_DEPLOY_STACK_AWS_ACTIONS: &[&str] = &[
     METADB_ACTIONS[2],
     METADB_ACTIONS[3],
     METADB_ACTIONS[4],
+    "secretsmanager:PutSecretValue",
 ];
 
 /// What `terra-run` calls (`kms:GenerateDataKey` through S3's SSE-KMS on
@@ -169,6 +175,7 @@ pub const AWS_ACTIONS: &[&str] = &[
     METADB_ACTIONS[2],
     METADB_ACTIONS[3],
     METADB_ACTIONS[4],
+    "secretsmanager:PutSecretValue",
 ];
 
 /// How create-deploy-stack finds the affected units.
@@ -740,6 +747,9 @@ impl FromLookup for PrPlanConfig {
 pub enum Config {
     CreateDeployStack {
         metadb: MetadbConfig,
+        /// terra-run's login secret, which this migrator fills (Data API
+        /// only: a direct connection's terra-run keeps the URL it is given).
+        terra_run_secret: Option<String>,
         /// Where the run's packed checkout is stored (the plan bucket).
         plan_bucket: String,
         job: CreateDeployStackConfig,
@@ -772,10 +782,12 @@ impl Config {
             TaskCommand::CreateDeployStack => {
                 let job = CreateDeployStackConfig::read(&mut check);
                 let metadb = check.metadb();
+                let terra_run_secret = check.opt(METADB_TERRA_RUN_SECRET_ARN);
                 let plan_bucket = check.req("PLAN_BUCKET");
                 (|| {
                     Some(Config::CreateDeployStack {
                         metadb: metadb?,
+                        terra_run_secret,
                         plan_bucket: plan_bucket?,
                         job: job?,
                     })

@@ -20,6 +20,9 @@ pub enum TaskError {
     Port(#[from] PortError),
     #[error("{}: migrating at start: {}", .0.port(), .0.adapter_error())]
     Migrate(#[source] PortError),
+    /// terra-run's start found the schema not current (it does not migrate).
+    #[error("{}: checking the schema at start: {}", .0.port(), .0.adapter_error())]
+    Schema(#[source] PortError),
     /// A parameter's value that does not parse.
     #[error("parameter store: {0}")]
     Params(String),
@@ -114,9 +117,10 @@ impl TaskError {
     /// machine's Catch, shown as `$.error.Error`).
     pub fn name(&self) -> &'static str {
         match self {
-            TaskError::Port(e) | TaskError::Migrate(e) | TaskError::Invoke { source: e, .. } => {
-                e.kind().name()
-            }
+            TaskError::Port(e)
+            | TaskError::Migrate(e)
+            | TaskError::Schema(e)
+            | TaskError::Invoke { source: e, .. } => e.kind().name(),
             TaskError::StalePlan { .. } => "StalePlan",
             TaskError::CommandFailed { .. }
             | TaskError::Spawn { .. }

@@ -18,7 +18,7 @@ use live_ci_task::cli::Cli;
 use live_ci_task::config::TerraRunConfig;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
 use live_ci_task::pr_plan::pr_plan;
-use live_ci_task::startup::{open_metadb, open_metadb_reading};
+use live_ci_task::startup::{open_metadb_as_migrator, open_metadb_reading};
 use live_ci_task::terra_run::{TerraRunPorts, run_pages, terra_run_with};
 use live_ci_task::{
     AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, git_credentials, logs, sandbox, timeline,
@@ -95,9 +95,15 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
     // execution's record there, beside the metadb's schema check.
     let open = async {
         match &config {
-            Config::CreateDeployStack { metadb, .. } => {
-                Some(open_metadb(metadb, &aws).await.map(|m| (m, None)))
-            }
+            Config::CreateDeployStack {
+                metadb,
+                terra_run_secret,
+                ..
+            } => Some(
+                open_metadb_as_migrator(metadb, terra_run_secret.as_deref(), &aws)
+                    .await
+                    .map(|m| (m, None)),
+            ),
             Config::TerraRun { metadb, job, .. } => {
                 Some(open_metadb_reading(metadb, &aws, &job.execution_id).await)
             }

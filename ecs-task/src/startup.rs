@@ -1,11 +1,16 @@
 //! What every subcommand does first: open the metadb the module configured
-//! (direct PostgreSQL or the RDS Data API) and bring its schema up to date under
-//! the migrations' advisory lock, so the first task after an apply or an upgrade
-//! migrates and concurrent tasks wait for it instead of failing on a missing table.
+//! (direct PostgreSQL or the RDS Data API). create-deploy-stack, which holds the
+//! master secret, brings its schema up to date under the migrations' advisory
+//! lock and sets terra-run's own login; terra-run, logged in as that restricted
+//! login, only checks the schema is current (its role may not migrate), failing
+//! with the expected and found versions otherwise.
 
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::{ExecutionStore, PortResultExt};
-use live_ci_metadb::{AnyMetadb, MetadbConfig, Sql, Store};
+use live_ci_metadb::{
+    AnyMetadb, MetadbConfig, SecretsManagerLogin, Sql, Store, check_schema,
+    provision_terra_run_login,
+};
 
 use crate::error::{Result, TaskError};
 
@@ -17,6 +22,26 @@ const CONNECTIONS: usize = 2;
 pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> Result<AnyMetadb> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
     migrated(metadb.migrate().await)?;
+    Ok(metadb)
+}
+
+/// create-deploy-stack's start: [`open_metadb`], then terra-run's login set
+/// from `terra_run_secret` (Data API only: through a direct connection
+/// terra-run keeps the URL it is given).
+pub async fn open_metadb_as_migrator(
+    config: &MetadbConfig,
+    terra_run_secret: Option<&str>,
+    aws: &aws_config::SdkConfig,
+) -> Result<AnyMetadb> {
+    let metadb = open_metadb(config, aws).await?;
+    if let (MetadbConfig::DataApi { database, .. }, Some(secret)) = (config, terra_run_secret) {
+        let secret = SecretsManagerLogin::from_sdk_config(aws, secret);
+        let login = provision_terra_run_login(metadb.sql(), &secret, database)
+            .await
+            .port("metadb")
+            .map_err(TaskError::Migrate)?;
+        tracing::debug!(login, "terra-run's metadb login is set");
+    }
     Ok(metadb)
 }
 
@@ -35,13 +60,31 @@ pub async fn open_metadb_reading(
 ) -> Result<(AnyMetadb, Option<ExecutionRecord>)> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
     let record = match config {
-        MetadbConfig::DataApi { .. } => read_while_migrating(&metadb, execution_id).await?,
+        MetadbConfig::DataApi { .. } => read_while_checking(&metadb, execution_id).await?,
         MetadbConfig::Postgres { .. } => {
-            migrated(metadb.migrate().await)?;
+            checked(check_schema(metadb.sql()).await)?;
             metadb.execution(execution_id).await.ok().flatten()
         }
     };
     Ok((metadb, record))
+}
+
+/// terra-run's schema check and record read of [`open_metadb_reading`], at
+/// once, on any store: the record is kept only when the schema is current.
+pub async fn read_while_checking<S: Sql + Send + Sync>(
+    metadb: &Store<S>,
+    execution_id: &str,
+) -> Result<Option<ExecutionRecord>>
+where
+    Store<S>: ExecutionStore,
+{
+    let (schema, record) = tokio::join!(check_schema(metadb.sql()), metadb.execution(execution_id));
+    checked(schema)?;
+    Ok(record.ok().flatten())
+}
+
+fn checked(schema: live_ci_metadb::Result<()>) -> Result<()> {
+    schema.port("metadb").map_err(TaskError::Schema)
 }
 
 /// The migration and the record read of [`open_metadb_reading`], on any store.

@@ -37,6 +37,11 @@ override_resource {
     master_user_secret = [{ secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:metadb", kms_key_id = "k", secret_status = "active" }]
   }
 }
+override_resource {
+  target          = aws_secretsmanager_secret.metadb_terra_run
+  override_during = plan
+  values          = { arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run" }
+}
 
 variables {
   repo_full_name        = "acme/live"
@@ -167,6 +172,51 @@ run "a_plan_phase_role_reaches_its_accounts_plan_role_only" {
       for k, d in data.aws_iam_policy_document.task_terra_run : !contains(flatten([for s in d.statement : s.actions]), "s3:GetObjectVersion") if startswith(k, "plan-")
     ])
     error_message = "a plan-phase role cannot read saved plans back"
+  }
+}
+
+# terra-run logs in to the metadb as its own restricted login (migration
+# 0015's live_ci_terra_run), not as the master: every terra-run role reads
+# that login's secret and no other, its Data API document names no secret,
+# and its task definition is given that secret; create-deploy-stack (the
+# migrator) may read the login's secret and put its value.
+run "terra_run_reads_its_own_metadb_login_never_the_master" {
+  command = plan
+  assert {
+    condition = alltrue([
+      for k, d in data.aws_iam_policy_document.task_terra_run : toset(flatten([
+        for s in d.statement : s.resources if contains(s.actions, "secretsmanager:GetSecretValue")
+      ])) == toset(["arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"])
+    ])
+    error_message = "each terra-run role reads terra-run's metadb login secret and no other secret"
+  }
+  assert {
+    condition = alltrue([
+      for k, d in data.aws_iam_policy_document.task_terra_run : !contains(flatten([for s in d.statement : s.resources]), "arn:aws:secretsmanager:eu-west-1:123456789012:secret:metadb")
+    ])
+    error_message = "no terra-run role names the metadb master secret"
+  }
+  assert {
+    condition     = aws_secretsmanager_secret.metadb_terra_run.name == "live-ci/metadb/live_ci/terra-run"
+    error_message = "the login secret's name carries metadb_name (the login is per database; a changed name gets a new, empty secret)"
+  }
+  assert {
+    condition     = length([for s in data.aws_iam_policy_document.metadb_data_api_calls.statement : s if anytrue([for a in s.actions : startswith(a, "secretsmanager:")])]) == 0
+    error_message = "the shared Data API calls document grants no secret"
+  }
+  assert {
+    condition     = local.task_env_by_kind["terra-run"].METADB_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"
+    error_message = "terra-run's task definition logs in with terra-run's secret"
+  }
+  assert {
+    condition     = local.task_env_by_kind["create-deploy-stack"].METADB_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:metadb" && local.task_env_by_kind["create-deploy-stack"].METADB_TERRA_RUN_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"
+    error_message = "create-deploy-stack logs in as the master and is told terra-run's secret"
+  }
+  assert {
+    condition = toset(flatten([
+      for s in data.aws_iam_policy_document.task_create_deploy_stack.statement : s.actions if contains(s.resources, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run")
+    ])) == toset(["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"])
+    error_message = "create-deploy-stack may read terra-run's secret and put its value"
   }
 }
 

@@ -50,8 +50,10 @@ pub trait LoginSecret: Send + Sync {
 /// terra-run's login in `database`: the local cloud shares one PostgreSQL
 /// server between deployments and roles are per server, so the name is per
 /// database. Database names are the module's `metadb_name`, an identifier.
+/// The suffix keeps it apart from [`TERRA_RUN_ROLE`] for the module's default
+/// `metadb_name`, `live_ci` (a role cannot be granted to itself).
 pub fn terra_run_login(database: &str) -> Result<String> {
-    let login = format!("{database}_terra_run");
+    let login = format!("{database}_terra_run_login");
     let valid = database
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -66,7 +68,7 @@ pub fn terra_run_login(database: &str) -> Result<String> {
         Err(MetadbError::Login {
             login,
             message: format!(
-                "database name {database:?} is not a lowercase identifier of at most 53 characters"
+                "database name {database:?} is not a lowercase identifier of at most 47 characters"
             ),
         })
     }

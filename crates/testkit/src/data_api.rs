@@ -103,6 +103,66 @@ pub async fn create_cluster_with(
     })
 }
 
+/// Creates secret `name` with no value, as the module creates terra-run's
+/// login secret (`infra/metadb.tf`); returns its ARN.
+pub async fn create_empty_secret(endpoint: &str, name: &str) -> Result<String, String> {
+    let answer = secrets_call(
+        endpoint,
+        "CreateSecret",
+        serde_json::json!({
+            "Name": name,
+            "ClientRequestToken": format!("{name:0>40}").chars().take(64).collect::<String>(),
+        }),
+    )
+    .await?;
+    answer["ARN"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("CreateSecret answered {answer}"))
+}
+
+/// The current `SecretString` of secret `arn`, `None` while it has no value.
+pub async fn secret_string(endpoint: &str, arn: &str) -> Result<Option<String>, String> {
+    let answer = secrets_call(
+        endpoint,
+        "GetSecretValue",
+        serde_json::json!({ "SecretId": arn }),
+    )
+    .await?;
+    if answer["__type"]
+        .as_str()
+        .is_some_and(|t| t.ends_with("ResourceNotFoundException"))
+    {
+        return Ok(None);
+    }
+    answer["SecretString"]
+        .as_str()
+        .map(|s| Some(s.to_string()))
+        .ok_or_else(|| format!("GetSecretValue answered {answer}"))
+}
+
+async fn secrets_call(
+    endpoint: &str,
+    operation: &str,
+    body: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| e.to_string())?
+        .post(format!("{endpoint}/"))
+        .header("Authorization", authorization("secretsmanager"))
+        .header("X-Amz-Target", format!("secretsmanager.{operation}"))
+        .header("Content-Type", "application/x-amz-json-1.1")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("{operation}: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("{operation}: {e}"))
+}
+
 /// Sets the local cloud's Aurora Serverless v2 auto-pause (localcloud
 /// `aurora.py`, `PUT /_live_ci/aurora`): clusters with minimum capacity 0 pause
 /// after `idle_seconds` without a call and then answer `DatabaseResumingException`

@@ -1,8 +1,10 @@
-//! Every `live-ci-task` subcommand migrates the metadb at start, through the
+//! create-deploy-stack migrates the metadb at start and terra-run only checks the
+//! schema is current (its restricted login may not migrate), through the
 //! connection the module configured: the real binary against an empty database,
 //! directly (scripts/pg.sh, TLS verified) and through the RDS Data API (the local
-//! cloud's rds-data service on the same PostgreSQL). Each run then stops at a
-//! missing input of its own; the schema it left behind is what is checked.
+//! cloud's rds-data service on the same PostgreSQL), where create-deploy-stack
+//! also sets terra-run's own login and terra-run logs in as it. Each run then
+//! stops at a missing input of its own; the schema it left behind is checked.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -110,37 +112,48 @@ fn task(subcommand: &str, endpoint: &str, env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
-/// The subcommands that use the metadb (pr-plan never opens it).
-const SUBCOMMANDS: [&str; 2] = ["create-deploy-stack", "terra-run"];
-
-#[tokio::test]
-async fn every_subcommand_migrates_a_direct_metadb_at_start() {
-    for subcommand in SUBCOMMANDS {
-        let (_, url) = fresh_database("mig_direct").await;
-        assert!(applied(&url).await.is_empty());
-        let out = task(subcommand, "http://127.0.0.1:9", &[("METADB_URL", &url)]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !stderr.contains("migrating at start"),
-            "{subcommand}: {stderr}"
-        );
-        assert_eq!(
-            applied(&url).await,
-            all_versions(),
-            "{subcommand}: {stderr}"
-        );
-    }
+/// The schema check's failure for a database never migrated, as terra-run
+/// reports it (there is no `schema_migrations` yet).
+fn never_migrated(stderr: &str) -> bool {
+    stderr.contains("metadb: checking the schema at start")
+        && stderr.contains("relation \"schema_migrations\" does not exist")
 }
 
 #[tokio::test]
-async fn concurrent_tasks_migrate_once_and_none_fails_on_it() {
+async fn create_deploy_stack_migrates_a_direct_metadb_and_terra_run_only_checks_it() {
+    let (_, url) = fresh_database("mig_direct").await;
+    let out = task("terra-run", "http://127.0.0.1:9", &[("METADB_URL", &url)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(never_migrated(&stderr), "{stderr}");
+    assert!(
+        applied(&url).await.is_empty(),
+        "terra-run migrated: {stderr}"
+    );
+
+    let out = task(
+        "create-deploy-stack",
+        "http://127.0.0.1:9",
+        &[("METADB_URL", &url)],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("migrating at start"), "{stderr}");
+    assert_eq!(applied(&url).await, all_versions(), "{stderr}");
+
+    let out = task("terra-run", "http://127.0.0.1:9", &[("METADB_URL", &url)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("checking the schema"), "{stderr}");
+}
+
+#[tokio::test]
+async fn concurrent_migrators_migrate_once_and_none_fails_on_it() {
     let (_, url) = fresh_database("mig_race").await;
     let runs: Vec<_> = (0..4)
-        .map(|i| {
+        .map(|_| {
             let url = url.clone();
             std::thread::spawn(move || {
                 task(
-                    SUBCOMMANDS[i % 2],
+                    "create-deploy-stack",
                     "http://127.0.0.1:9",
                     &[("METADB_URL", &url)],
                 )
@@ -176,50 +189,97 @@ async fn a_task_without_a_metadb_does_not_fail_on_it() {
 }
 
 #[tokio::test]
-async fn a_refused_migration_stops_the_task_naming_it() {
+async fn a_refused_connection_stops_the_task_naming_its_step() {
     // A server whose certificate the default trust (the RDS bundle) refuses.
     let url = pg_server();
     let base = url.split_once('?').map_or(url.as_str(), |(b, _)| b);
-    let out = task("terra-run", "http://127.0.0.1:9", &[("METADB_URL", base)]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("metadb: migrating at start") && stderr.contains("UnknownIssuer"),
-        "{stderr}"
-    );
-}
-
-#[tokio::test]
-async fn every_subcommand_migrates_through_the_data_api_at_start() {
-    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
-    // The rds-data service runs on scripts/pg.sh's server; start it first.
-    let server = pg_server();
-    for subcommand in SUBCOMMANDS {
-        let id = live_ci_testkit::unique("mig-data-api");
-        let database = id.replace('-', "_");
-        let cluster =
-            live_ci_testkit::data_api::create_cluster(&endpoint, &id, &database, "liveci_master")
-                .await
-                .unwrap();
-        let out = task(
-            subcommand,
-            &endpoint,
-            &[
-                ("METADB_CLUSTER_ARN", &cluster.cluster_arn),
-                ("METADB_SECRET_ARN", &cluster.secret_arn),
-                ("METADB_NAME", &cluster.database),
-            ],
-        );
+    for (subcommand, step) in [
+        ("create-deploy-stack", "metadb: migrating at start"),
+        ("terra-run", "metadb: checking the schema at start"),
+    ] {
+        let out = task(subcommand, "http://127.0.0.1:9", &[("METADB_URL", base)]);
+        assert_eq!(out.status.code(), Some(1));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            !stderr.contains("migrating at start"),
-            "{subcommand}: {stderr}"
-        );
-        let url = live_ci_metadb::with_database(&server, &database);
-        assert_eq!(
-            applied(&url).await,
-            all_versions(),
+            stderr.contains(step) && stderr.contains("UnknownIssuer"),
             "{subcommand}: {stderr}"
         );
     }
+}
+
+/// Through the Data API: create-deploy-stack (the master secret) migrates and
+/// fills terra-run's empty login secret; terra-run, given that secret only,
+/// passes its schema check as that login, and it is that restricted login:
+/// once `live_ci_terra_run` may no longer read `schema_migrations`, terra-run's
+/// check is refused (the master would still pass).
+#[tokio::test]
+async fn through_the_data_api_the_migrator_sets_terra_runs_login_and_terra_run_uses_it() {
+    let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
+    // The rds-data service runs on scripts/pg.sh's server; start it first.
+    let server = pg_server();
+    let id = live_ci_testkit::unique("login-data-api");
+    let database = id.replace('-', "_");
+    let cluster =
+        live_ci_testkit::data_api::create_cluster(&endpoint, &id, &database, "liveci_master")
+            .await
+            .unwrap();
+    let login_secret = live_ci_testkit::data_api::create_empty_secret(
+        &endpoint,
+        &format!("{id}/metadb/terra-run"),
+    )
+    .await
+    .unwrap();
+    let metadb = |secret: &str| {
+        vec![
+            ("METADB_CLUSTER_ARN", cluster.cluster_arn.clone()),
+            ("METADB_SECRET_ARN", secret.to_string()),
+            ("METADB_NAME", cluster.database.clone()),
+        ]
+    };
+    let run = |subcommand: &str, env: Vec<(&'static str, String)>| {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        task(subcommand, &endpoint, &env)
+    };
+
+    // terra-run before any migration: refused, naming both versions.
+    let out = run("terra-run", metadb(&cluster.secret_arn));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(never_migrated(&stderr), "{stderr}");
+
+    let mut env = metadb(&cluster.secret_arn);
+    env.push(("METADB_TERRA_RUN_SECRET_ARN", login_secret.clone()));
+    let out = run("create-deploy-stack", env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("migrating at start"), "{stderr}");
+    let url = live_ci_metadb::with_database(&server, &database);
+    assert_eq!(applied(&url).await, all_versions(), "{stderr}");
+    let stored = live_ci_testkit::data_api::secret_string(&endpoint, &login_secret)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("create-deploy-stack left the login secret empty: {stderr}"));
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let login = format!("{database}_terra_run_login");
+    assert_eq!(stored["username"], login.as_str());
+
+    let out = run("terra-run", metadb(&login_secret));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("checking the schema"), "{stderr}");
+    assert!(!stderr.contains("password authentication"), "{stderr}");
+
+    let admin = live_ci_metadb::connect(&url).await.unwrap();
+    admin
+        .batch_execute("REVOKE SELECT ON schema_migrations FROM live_ci_terra_run")
+        .await
+        .unwrap();
+    let out = run("terra-run", metadb(&login_secret));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("checking the schema at start")
+            && stderr.contains("permission denied for table schema_migrations"),
+        "terra-run did not run as {login}: {stderr}"
+    );
+    admin
+        .batch_execute(&format!("DROP OWNED BY {login}; DROP ROLE {login}"))
+        .await
+        .unwrap();
 }

@@ -7,8 +7,8 @@
 use std::sync::Mutex;
 
 use live_ci_metadb::{
-    LoginCredentials, LoginSecret, MetadbError, check_schema, provision_terra_run_login,
-    terra_run_login,
+    LoginCredentials, LoginSecret, MetadbError, TERRA_RUN_ROLE, check_schema,
+    provision_terra_run_login, terra_run_login,
 };
 use live_ci_testkit::pg as support;
 use support::TestDb;
@@ -63,7 +63,7 @@ async fn the_migrator_sets_terra_runs_login_once_and_terra_run_connects_as_it() 
     let login = provision_terra_run_login(master.sql(), &secret, &t.name)
         .await
         .unwrap();
-    assert_eq!(login, format!("{}_terra_run", t.name));
+    assert_eq!(login, format!("{}_terra_run_login", t.name));
     let stored = secret.value.lock().unwrap().clone().unwrap();
     assert_eq!(stored.username, login);
     assert!(stored.password.len() >= 32, "a generated password");
@@ -147,7 +147,7 @@ async fn a_secret_naming_another_user_is_refused_and_nothing_is_created() {
     let n: i64 = admin
         .query_one(
             "SELECT count(*) FROM pg_roles WHERE rolname = $1",
-            &[&format!("{}_terra_run", t.name)],
+            &[&format!("{}_terra_run_login", t.name)],
         )
         .await
         .unwrap()
@@ -157,16 +157,46 @@ async fn a_secret_naming_another_user_is_refused_and_nothing_is_created() {
     t.drop_db().await;
 }
 
+/// The module's default `metadb_name` is `live_ci`: its login must not be the
+/// NOLOGIN group role `live_ci_terra_run` itself (PostgreSQL refuses granting
+/// a role to itself, and the group would become a login).
+#[tokio::test]
+async fn the_default_database_names_login_is_apart_from_the_group_role() {
+    let t = TestDb::new().await;
+    let master = t.metadb(2).await;
+    let secret = Secret::default();
+    let login = provision_terra_run_login(master.sql(), &secret, "live_ci")
+        .await
+        .unwrap();
+    assert_ne!(login, TERRA_RUN_ROLE);
+    let admin = live_ci_metadb::connect(&t.url).await.unwrap();
+    let group_logs_in: bool = admin
+        .query_one(
+            "SELECT rolcanlogin FROM pg_roles WHERE rolname = $1",
+            &[&TERRA_RUN_ROLE],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!group_logs_in, "{TERRA_RUN_ROLE} stays NOLOGIN");
+    drop(admin);
+    drop_login(t, &login).await;
+}
+
 #[test]
 fn the_login_name_is_a_checked_identifier() {
-    assert_eq!(terra_run_login("live_ci").unwrap(), "live_ci_terra_run");
+    assert_eq!(
+        terra_run_login("live_ci").unwrap(),
+        "live_ci_terra_run_login"
+    );
+    assert_eq!(terra_run_login(&"a".repeat(47)).unwrap().len(), 63);
     for bad in [
         "Live",
         "a-b",
         "a\"; DROP ROLE x; --",
         "",
         "9a",
-        &"a".repeat(54),
+        &"a".repeat(48),
     ] {
         let e = terra_run_login(bad).unwrap_err();
         assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
