@@ -899,6 +899,7 @@ mod tests {
                     "MODULE_SOURCES_FOR_FORKS" => "true".into(),
                     "SSH_KNOWN_HOSTS" => "git.example.com ssh-ed25519 AAAA".into(),
                     "DEPLOY_FILTERS" => r#"["./dev/**"]"#.into(),
+                    "MERGE_LOCK_SCOPE" => "units".into(),
                     _ => format!("value-of-{k}"),
                 })
             }
