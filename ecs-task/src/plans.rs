@@ -165,8 +165,18 @@ pub async fn plan_units(
     )?;
     let mut results: Vec<Option<UnitPlan>> = vec![None; units.len()];
     let mut running = JoinSet::new();
+    // One plugin cache per slot, never one shared by concurrent units
+    // (sandbox::slot_plugin_cache says why).
+    let mut free_slots: Vec<usize> = (0..max_parallel.max(1)).rev().collect();
     loop {
         for i in pool.start_ready() {
+            let slot = free_slots.pop().ok_or_else(|| {
+                TaskError::Io(format!(
+                    "no free plan slot for unit {:?}: the pool started more than {} at once",
+                    units[i].as_str(),
+                    max_parallel.max(1)
+                ))
+            })?;
             let path = units[i].clone();
             let dir: PathBuf = repo_dir.join(path.as_str());
             let plan_file = scratch.join(format!("scan-{i}.tfplan"));
@@ -183,6 +193,7 @@ pub async fn plan_units(
             );
             let mut extra = env.to_vec();
             extra.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
+            extra.extend(sandbox::slot_plugin_cache(&extra, slot)?);
             let env = sandbox::env_for(credentials_of(&path).as_ref(), &extra);
             let prefix = format!("[{path}] ");
             let show = show_of(&path);
@@ -218,14 +229,15 @@ pub async fn plan_units(
                     }
                     Err(e) => Err(e),
                 };
-                (i, outcome)
+                (i, slot, outcome)
             });
         }
         let Some(joined) = running.join_next().await else {
             break;
         };
-        let (i, outcome) =
+        let (i, slot, outcome) =
             joined.map_err(|e| TaskError::Io(format!("a plan task panicked: {e}")))?;
+        free_slots.push(slot);
         pool.finish(i, outcome.is_ok())?;
         results[i] = Some(UnitPlan {
             path: units[i].clone(),
@@ -259,7 +271,7 @@ mod tests {
         let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
         let started = std::time::Instant::now();
         let err = describe_plan(
-            "yes '{\"resource_changes\": []}' # {plan_file}",
+            "yes '{\"planned_values\": {}, \"resource_changes\": []}' # {plan_file}",
             "p.tfplan",
             unit.path(),
             &env,
@@ -279,5 +291,63 @@ mod tests {
         assert_eq!(run::MAX_CAPTURE_BYTES, 67108864);
         assert!(text.ends_with("the command was stopped)"), "{text}");
         assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+
+    /// Concurrent units never share a plugin cache (terraform's is not safe
+    /// for concurrent `init`s): each plan claims its cache with a no-clobber
+    /// file for a while; a cache shared by two running plans fails the second
+    /// (exit 7: a failed redirection's own 2 would read as "changes").
+    /// Six units, three at a time, use three caches in all.
+    #[tokio::test]
+    async fn concurrent_plans_each_get_a_plugin_cache_of_their_own_slot() {
+        let repo = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let log = scratch.path().join("caches.log");
+        let units: Vec<RepoPath> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .map(|u| {
+                std::fs::create_dir(repo.path().join(u)).unwrap();
+                RepoPath::new(u).unwrap()
+            })
+            .collect();
+        let cache = scratch.path().join("plugin-cache");
+        std::fs::create_dir(&cache).unwrap();
+        let env = vec![
+            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+            (
+                "TF_PLUGIN_CACHE_DIR".to_string(),
+                cache.display().to_string(),
+            ),
+        ];
+        let plan = format!(
+            "(set -C && : > \"$TF_PLUGIN_CACHE_DIR/writer\") 2>/dev/null || exit 7; echo \"$TF_PLUGIN_CACHE_DIR\" >> {log:?} \
+             && sleep 0.5 && rm \"$TF_PLUGIN_CACHE_DIR/writer\" && true {{plan_file}}"
+        );
+        let results = plan_units(
+            repo.path(),
+            scratch.path(),
+            &units,
+            |_| plan.clone(),
+            |_| "printf '%s' '{\"format_version\": \"1.2\", \"planned_values\": {}, \"resource_changes\": []}' # {plan_file}".to_string(),
+            |_| None,
+            &env,
+            3,
+            false,
+            None,
+        )
+        .await
+        .unwrap();
+        for r in &results {
+            assert!(r.outcome.is_ok(), "{}: {:?}", r.path, r.outcome);
+        }
+        let used: std::collections::BTreeSet<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(used.len(), 3, "{used:?}");
+        for dir in &used {
+            assert!(Path::new(dir).starts_with(&cache), "{dir}");
+        }
     }
 }

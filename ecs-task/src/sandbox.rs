@@ -436,6 +436,31 @@ pub fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
     ])
 }
 
+/// The provider plugin cache of one of the concurrent slots of a bulk plan:
+/// `slot-<n>` under the cache [`private_dirs`] put in `env`, created for the
+/// child, as the entry that overrides it; `None` when `env` names no cache.
+///
+/// Why: terraform's plugin cache is not safe for concurrent `init`s (its own
+/// documentation; hashicorp/terraform#31964, still open): two units
+/// installing the same provider into one cache at once fail with "failed to
+/// compute a checksum" or a checksum mismatch. A slot runs one unit at a time,
+/// so each cache has one writer, and a provider is fetched at most once per
+/// slot instead of once per unit.
+pub fn slot_plugin_cache(
+    env: &[(String, String)],
+    slot: usize,
+) -> Result<Option<(String, String)>> {
+    let Some((_, cache)) = env.iter().rev().find(|(k, _)| k == "TF_PLUGIN_CACHE_DIR") else {
+        return Ok(None);
+    };
+    let dir = Path::new(cache).join(format!("slot-{slot}"));
+    child_dirs(&[&dir])?;
+    Ok(Some((
+        "TF_PLUGIN_CACHE_DIR".into(),
+        dir.display().to_string(),
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
