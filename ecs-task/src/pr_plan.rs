@@ -290,9 +290,12 @@ async fn plan<R: RoleAssumer>(
 }
 
 /// The pull request's units for the merge lock: every unit it applies or
-/// destroys, closed over the dependency edges of the head's graph and of
-/// the base's (a removed unit's edges are only there), so an edge the pull
-/// request adds or removes counts either way.
+/// destroys, closed over the dependency edges of the head's graph, and of the
+/// base's when the pull request removes a unit (a removed unit's edges are
+/// only there; detection discovers the base graph only then). An edge the
+/// pull request removes from a unit that stays needs no base graph: a run
+/// that changes the old dependency lists this unit among its own affected
+/// units (dependents are affected), so the overlap is seen from that side.
 fn lock_units(detection: &Detection, commit: &str) -> PullRequestUnits {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for graph in std::iter::once(&detection.head).chain(detection.base.as_ref()) {

@@ -459,3 +459,53 @@ async fn the_comment_shows_each_plan_fitted_to_githubs_limit_with_sensitive_valu
     );
     assert!(!body.contains("terraform_data.many[4999]"));
 }
+
+/// The merge lock's record in pr-plan's comment (`merge_lock_scope =
+/// "units"`): the head commit and the changed units closed over their
+/// dependencies and dependents at the head, never over siblings. dev/d's
+/// dropped edge to dev/c is not followed: a run changing dev/c lists dev/d
+/// among its own units (see `lock_units`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_comment_records_the_pull_requests_unit_closure_for_its_head() {
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[])
+        .unit("dev/b", "2", &["../a"])
+        .unit("dev/f", "3", &["../a"])
+        .unit("dev/c", "4", &[])
+        .unit("dev/d", "5", &["../c"])
+        .unit("dev/g", "6", &[]);
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.unit("dev/b", "20", &["../a"]);
+    // dev/d drops its dependency on dev/c.
+    repo.unit("dev/d", "5", &[]);
+    let head = repo.commit("change b, cut d from c");
+    let tf = TfTemplates::new("");
+    let github = RecordingGitHost::default();
+    let config = support::config(&[
+        ("REPO_CLONE_URL", &repo.url()),
+        ("LIVE_CI_PR_NUMBER", "41"),
+        ("LIVE_CI_COMMIT", &head),
+        ("LIVE_CI_BASE_REF", "main"),
+        ("PLAN_COMMAND", &tf.plan),
+        ("MERGE_LOCK_SCOPE", "units"),
+    ]);
+    let clone = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let report = plan_pr(&config, &clone, &github).await.unwrap();
+    let recorded = report.lock_units.clone().unwrap();
+    let comments = github.comments();
+    let body = &comments[&(41, COMMENT_MARKER.to_string())];
+    let record = live_ci_core::merge_lock::PullRequestUnits::from_comment(body)
+        .unwrap_or_else(|| panic!("no lock-units record in the comment: {body}"));
+    assert_eq!(record, recorded);
+    assert_eq!(record.head_sha, head);
+    let units: Vec<&str> = record.units.iter().map(String::as_str).collect();
+    assert_eq!(
+        units,
+        ["dev/a", "dev/b", "dev/d"],
+        "not dev/f (a sibling of dev/b), dev/c (cut at the head) nor dev/g"
+    );
+}
