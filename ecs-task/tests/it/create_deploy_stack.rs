@@ -702,3 +702,90 @@ async fn priorities_take_the_median_duration_of_earlier_executions() {
     assert_eq!(order, ["dev/z", "dev/new", "dev/a"]);
     db.drop_db().await;
 }
+
+/// `merge_lock_scope = "units"`: queueing a run refreshes the open pull
+/// requests' `Merge Lock` statuses, since the queued run's units are busy
+/// too. PR #50 (units: dev/b) is free while only dev/a deploys, and pending
+/// naming dev/b once the run changing dev/b is queued; PR #51 (dev/c) stays free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_units_scope_a_queued_run_refreshes_the_open_pull_requests_lock_statuses() {
+    use live_ci_core::merge_lock::{PLAN_COMMENT_MARKER, PullRequestUnits};
+    use live_ci_core::status::PullRequest;
+
+    let repo = GitRepo::new();
+    repo.unit("dev/a", "1", &[])
+        .unit("dev/b", "2", &[])
+        .unit("dev/c", "3", &[]);
+    repo.commit("base");
+    repo.write("dev/a/main.tf", "resource \"terraform_data\" \"this\" {}\n");
+    let first = repo.commit("change a");
+    repo.write("dev/b/extra.tf", "output \"x\" {\n  value = 1\n}\n");
+    let second = repo.commit("change b");
+
+    let open = |number: u64| PullRequest {
+        number,
+        head_sha: format!("{number:040x}"),
+        base_ref: "main".into(),
+    };
+    let mut fakes = Fakes::new();
+    fakes.github = RecordingGitHost::with_open(vec![open(50), open(51)], &["dev/x/terragrunt.hcl"]);
+    for (pr, unit) in [(50u64, "dev/b"), (51, "dev/c")] {
+        let record = PullRequestUnits {
+            head_sha: format!("{pr:040x}"),
+            units: [unit.to_string()].into(),
+        };
+        fakes.github.comments.lock().unwrap().insert(
+            (pr, PLAN_COMMENT_MARKER.to_string()),
+            format!(
+                "{PLAN_COMMENT_MARKER}\n{}\n### plan",
+                record.to_comment_line()
+            ),
+        );
+    }
+    let latest = |pr: u64| {
+        fakes
+            .github
+            .statuses()
+            .into_iter()
+            .rfind(|s| s.sha == format!("{pr:040x}") && s.context == context::MERGE_LOCK)
+            .unwrap_or_else(|| panic!("no Merge Lock status on #{pr}"))
+    };
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let repo_ref = Repo {
+        clone_url: repo.url(),
+        token: None,
+    };
+    let units = [("MERGE_LOCK_SCOPE", "units")];
+    let started = create_deploy_stack(
+        &config(&repo.url(), &first, "9", DEV_ONLY, &units),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert!(started.started);
+    assert_eq!(latest(50).state, StatusState::Success, "{:?}", latest(50));
+    assert_eq!(latest(51).state, StatusState::Success, "{:?}", latest(51));
+
+    let queued = create_deploy_stack(
+        &config(&repo.url(), &second, "10", DEV_ONLY, &units),
+        &repo_ref,
+        None,
+        &fakes.ports(&metadb),
+    )
+    .await
+    .unwrap();
+    assert!(queued.created && !queued.started);
+    let fifty = latest(50);
+    assert_eq!(fifty.state, StatusState::Pending, "{fifty:?}");
+    assert!(fifty.description.contains("unit dev/b"), "{fifty:?}");
+    assert_eq!(latest(51).state, StatusState::Success, "{:?}", latest(51));
+    // The lock parameter names the running run's PR only.
+    assert_eq!(
+        fakes.params.puts(),
+        vec![(LOCK.to_string(), "9".to_string())]
+    );
+    db.drop_db().await;
+}
