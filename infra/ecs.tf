@@ -5,7 +5,7 @@
 
 locals {
   task_env = merge(
-    # Direct connections get METADB_URL as a secret (local.task_secrets) instead.
+    # Direct connections get METADB_URL as a secret (local.task_secrets, local.terra_run_task_secrets) instead.
     local.metadb_direct ? {} : local.metadb_data_api_env,
     local.github_env,
     local.module_sources_env,
@@ -49,14 +49,20 @@ locals {
       # may read that key.
       kind == "terra-run" ? local.terra_run_link_env : {},
       # terra-run logs in as its own restricted login (metadb.tf); the
-      # migrator, create-deploy-stack, sets that login's password.
+      # migrator, create-deploy-stack, sets that login's password (and, for
+      # direct connections, its URL: terra_run_task_secrets).
       kind == "terra-run" && !local.metadb_direct ? local.metadb_terra_run_login_env : {},
-      kind == "create-deploy-stack" && !local.metadb_direct ? local.metadb_migrator_env : {},
+      kind == "create-deploy-stack" ? local.metadb_migrator_env : {},
     )
   }
 
-  # Injected by ECS from SSM at start: never plain text in the task definition.
-  task_secrets = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = local.ssm_arn.metadb_url }] : []
+  # Injected by ECS at start: never plain text in the task definition. Direct
+  # connections: create-deploy-stack gets the URL you filled (the master's);
+  # terra-run gets its own login's URL, the `url` key of the login's secret,
+  # which create-deploy-stack writes (ecs-task/src/startup.rs), so code that
+  # terra-run's plans run never finds the master URL in its task.
+  task_secrets           = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = local.ssm_arn.metadb_url }] : []
+  terra_run_task_secrets = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = "${aws_secretsmanager_secret.metadb_terra_run.arn}:url::" }] : []
   # The deploy key for git::ssh:// module sources (live-ci-task writes it to a file).
   task_ssh_key_secret = var.git_ssh_key_arn != null ? [{ name = "GIT_SSH_KEY", valueFrom = var.git_ssh_key_arn }] : []
   # The user's own secrets (task_secrets), by name.
@@ -155,7 +161,7 @@ resource "aws_ecs_task_definition" "this" {
     # user's secrets and the SSH deploy key (task_secrets, git_ssh_key_arn) go to
     # every task.
     secrets = concat(
-      each.key == "pr-plan" ? [] : local.task_secrets,
+      each.key == "pr-plan" ? [] : (each.key == "terra-run" ? local.terra_run_task_secrets : local.task_secrets),
       local.task_ssh_key_secret,
       local.task_user_secrets,
     )

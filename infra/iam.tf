@@ -487,14 +487,12 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
   }
 
   # The migrator sets terra-run's login once: reads its secret, and when it is
-  # still empty writes a generated password into it.
-  dynamic "statement" {
-    for_each = local.metadb_direct ? [] : [1]
-    content {
-      sid       = "SetTerraRunLogin"
-      actions   = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"]
-      resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
-    }
+  # still empty writes a generated password into it (and, for direct
+  # connections, the login's URL).
+  statement {
+    sid       = "SetTerraRunLogin"
+    actions   = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"]
+    resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
   }
 
   # SecureString parameters; the run's packed checkout is encrypted with the
@@ -696,6 +694,17 @@ data "aws_iam_policy_document" "task_execution" {
       sid       = "InjectMetadbUrl"
       actions   = ["ssm:GetParameters"]
       resources = [local.ssm_arn.metadb_url]
+    }
+  }
+
+  # terra-run's METADB_URL for direct connections: its own login's URL, a key
+  # of the login's secret (ecs.tf terra_run_task_secrets).
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [1] : []
+    content {
+      sid       = "InjectTerraRunMetadbUrl"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
     }
   }
 

@@ -8,7 +8,7 @@
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::{ExecutionStore, PortResultExt};
 use live_ci_metadb::{
-    AnyMetadb, MetadbConfig, SecretsManagerLogin, Sql, Store, check_schema,
+    AnyMetadb, MetadbConfig, SecretsManagerLogin, Sql, Store, check_schema, database_of_url,
     provision_terra_run_login,
 };
 
@@ -26,22 +26,33 @@ pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> 
 }
 
 /// create-deploy-stack's start: [`open_metadb`], then terra-run's login set
-/// from `terra_run_secret` (Data API only: through a direct connection
-/// terra-run keeps the URL it is given).
+/// from `terra_run_secret`. Through a direct connection the secret also gets
+/// the login's URL on this metadb, which ECS gives terra-run as its
+/// `METADB_URL` (infra/ecs.tf): terra-run never holds the master URL.
 pub async fn open_metadb_as_migrator(
     config: &MetadbConfig,
     terra_run_secret: Option<&str>,
     aws: &aws_config::SdkConfig,
 ) -> Result<AnyMetadb> {
     let metadb = open_metadb(config, aws).await?;
-    if let (MetadbConfig::DataApi { database, .. }, Some(secret)) = (config, terra_run_secret) {
-        let secret = SecretsManagerLogin::from_sdk_config(aws, secret);
-        let login = provision_terra_run_login(metadb.sql(), &secret, database)
-            .await
-            .port("metadb")
-            .map_err(TaskError::Migrate)?;
-        tracing::debug!(login, "terra-run's metadb login is set");
-    }
+    let Some(secret) = terra_run_secret else {
+        return Ok(metadb);
+    };
+    let (database, direct_url) = match config {
+        MetadbConfig::DataApi { database, .. } => (database.clone(), None),
+        MetadbConfig::Postgres { url } => (
+            database_of_url(url)
+                .port("metadb")
+                .map_err(TaskError::Migrate)?,
+            Some(url.as_str()),
+        ),
+    };
+    let secret = SecretsManagerLogin::from_sdk_config(aws, secret);
+    let login = provision_terra_run_login(metadb.sql(), &secret, &database, direct_url)
+        .await
+        .port("metadb")
+        .map_err(TaskError::Migrate)?;
+    tracing::debug!(login, "terra-run's metadb login is set");
     Ok(metadb)
 }
 

@@ -243,3 +243,51 @@ run "public_invoke_grants_only_the_two_url_functions" {
     error_message = "the unconditioned InvokeFunction grant names its Function URL's function and nothing else"
   }
 }
+
+# Direct connections (metadb_connection = "direct"): terra-run's METADB_URL
+# is its own login's URL, the `url` key of the login's secret that
+# create-deploy-stack writes; never the master URL you fill in SSM, which
+# only create-deploy-stack gets. ECS's execution role reads that key at task
+# start; terra-run's task roles read no secret at all.
+run "with_direct_connections_terra_run_gets_its_own_logins_url_never_the_master" {
+  command = plan
+  variables {
+    metadb_connection = "direct"
+  }
+  assert {
+    condition     = length(local.terra_run_task_secrets) == 1 && local.terra_run_task_secrets[0].name == "METADB_URL" && local.terra_run_task_secrets[0].valueFrom == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run:url::"
+    error_message = "terra-run's METADB_URL is the url key of its login's secret"
+  }
+  assert {
+    condition     = length(local.task_secrets) == 1 && local.task_secrets[0].name == "METADB_URL" && local.task_secrets[0].valueFrom == "arn:aws:ssm:eu-west-1:123456789012:parameter/live-ci/metadb-url"
+    error_message = "create-deploy-stack's METADB_URL is the parameter the operator fills"
+  }
+  assert {
+    condition     = local.task_env_by_kind["create-deploy-stack"].METADB_TERRA_RUN_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"
+    error_message = "create-deploy-stack is told terra-run's secret, to write the login's URL into it"
+  }
+  assert {
+    condition     = !contains(keys(local.task_env_by_kind["terra-run"]), "METADB_SECRET_ARN") && !contains(keys(local.task_env_by_kind["terra-run"]), "METADB_URL")
+    error_message = "terra-run's plain environment names no metadb credentials"
+  }
+  assert {
+    condition = alltrue([
+      for k, d in data.aws_iam_policy_document.task_terra_run : length(flatten([
+        for s in d.statement : s.resources if anytrue([for a in s.actions : startswith(a, "secretsmanager:")])
+      ])) == 0
+    ])
+    error_message = "no terra-run task role reads a secret: ECS injects the URL"
+  }
+  assert {
+    condition = toset(flatten([
+      for s in data.aws_iam_policy_document.task_execution.statement : s.resources if contains(s.actions, "secretsmanager:GetSecretValue")
+    ])) == toset(["arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"])
+    error_message = "the execution role reads terra-run's login secret (and no other secret) to inject its URL"
+  }
+  assert {
+    condition = toset(flatten([
+      for s in data.aws_iam_policy_document.task_create_deploy_stack.statement : s.actions if contains(s.resources, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run")
+    ])) == toset(["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"])
+    error_message = "create-deploy-stack may read terra-run's secret and put its value"
+  }
+}

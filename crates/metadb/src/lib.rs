@@ -28,7 +28,7 @@ pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiM
 pub use error::{MetadbError, Result};
 pub use login::{
     LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
-    provision_terra_run_login, terra_run_login,
+    database_of_url, provision_terra_run_login, terra_run_login,
 };
 pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};

@@ -3,7 +3,10 @@
 //! Secrets Manager secret the Terraform module creates empty. The migrator
 //! (create-deploy-stack, holding the master secret) sets it once; terra-run
 //! then reaches the Data API with that secret only, and checks the schema
-//! instead of migrating ([`check_schema`]).
+//! instead of migrating ([`check_schema`]). Through a direct connection the
+//! secret also holds the login's own URL, which ECS injects into terra-run as
+//! `METADB_URL` (the secret's `url` JSON key), so terra-run never holds the
+//! master URL either.
 
 use std::future::Future;
 
@@ -28,15 +31,62 @@ const PASSWORD_LEN: usize = 40;
 pub struct LoginCredentials {
     pub username: String,
     pub password: String,
+    /// Direct connections only: the metadb's URL with this login's user and
+    /// password, injected by ECS into terra-run as `METADB_URL` (the task
+    /// definition names the secret's `url` key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl std::fmt::Debug for LoginCredentials {
-    /// Never the password: this type reaches logs through errors and tracing.
+    /// Never the password, nor the URL that holds it: this type reaches logs
+    /// through errors and tracing.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginCredentials")
             .field("username", &self.username)
+            .field("url", &self.url.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }
+}
+
+/// The database a direct connection's URL names (its path), which names
+/// terra-run's login ([`terra_run_login`]). The error never quotes the URL:
+/// it holds the master password.
+pub fn database_of_url(url: &str) -> Result<String> {
+    let parsed = parse_url(url)?;
+    let database = parsed.path().trim_start_matches('/');
+    if database.is_empty() {
+        return Err(MetadbError::Login {
+            login: String::new(),
+            message: "METADB_URL names no database (postgres://host:port/<database>); terra-run's login is per database".into(),
+        });
+    }
+    Ok(database.to_string())
+}
+
+/// `url` (the migrator's, the master's) with `login`'s user and password in
+/// place of its own: same host, port, database and parameters (`sslmode`).
+fn login_url(url: &str, login: &LoginCredentials) -> Result<String> {
+    let mut parsed = parse_url(url)?;
+    let refused = || MetadbError::Login {
+        login: login.username.clone(),
+        message: "METADB_URL has no host to put a user in".into(),
+    };
+    parsed
+        .set_username(&login.username)
+        .map_err(|()| refused())?;
+    parsed
+        .set_password(Some(&login.password))
+        .map_err(|()| refused())?;
+    Ok(parsed.into())
+}
+
+fn parse_url(url: &str) -> Result<url::Url> {
+    // url's ParseError says what is wrong without quoting the input.
+    url::Url::parse(url).map_err(|e| MetadbError::Login {
+        login: String::new(),
+        message: format!("METADB_URL is not a postgres:// URL: {e}"),
+    })
 }
 
 /// Where a login's credentials are kept: Secrets Manager in AWS
@@ -81,16 +131,19 @@ pub fn terra_run_login(database: &str) -> Result<String> {
 /// and membership of [`TERRA_RUN_ROLE`], creating the login when missing.
 /// A password once stored is never replaced, so a running terra-run is never
 /// locked out; setting the same password again (a new salt) also heals a
-/// start that stored the secret but died before `ALTER ROLE`. Returns the
-/// login's name.
+/// start that stored the secret but died before `ALTER ROLE`. With
+/// `direct_url` (the migrator's own URL, direct connections), the secret also
+/// gets the login's URL on the same server and database, rewritten only when
+/// it differs. Returns the login's name.
 pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
     sql: &S,
     secret: &L,
     database: &str,
+    direct_url: Option<&str>,
 ) -> Result<String> {
     let login = terra_run_login(database)?;
     let mut tx = sql.begin().await?;
-    match provision_in(&mut tx, secret, &login).await {
+    match provision_in(&mut tx, secret, &login, direct_url).await {
         Ok(()) => tx.commit().await?,
         Err(e) => {
             let _ = tx.rollback().await;
@@ -100,26 +153,25 @@ pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
     Ok(login)
 }
 
-async fn provision_in<T: SqlTx, L: LoginSecret>(tx: &mut T, secret: &L, login: &str) -> Result<()> {
+async fn provision_in<T: SqlTx, L: LoginSecret>(
+    tx: &mut T,
+    secret: &L,
+    login: &str,
+    direct_url: Option<&str>,
+) -> Result<()> {
     tx.query(MIGRATION_LOCK, &[]).await?;
-    let credentials = match secret.read().await? {
-        Some(stored) => stored,
-        None => {
-            let generated = LoginCredentials {
-                username: login.to_string(),
-                password: rand::rng()
-                    .sample_iter(&Alphanumeric)
-                    .take(PASSWORD_LEN)
-                    .map(char::from)
-                    .collect(),
-            };
-            secret.write(&generated).await?;
-            tracing::info!(
-                login,
-                "stored a generated password for terra-run's metadb login"
-            );
-            generated
-        }
+    let stored = secret.read().await?;
+    let mut credentials = match &stored {
+        Some(stored) => stored.clone(),
+        None => LoginCredentials {
+            username: login.to_string(),
+            password: rand::rng()
+                .sample_iter(&Alphanumeric)
+                .take(PASSWORD_LEN)
+                .map(char::from)
+                .collect(),
+            url: None,
+        },
     };
     if credentials.username != login {
         return Err(MetadbError::Login {
@@ -129,6 +181,17 @@ async fn provision_in<T: SqlTx, L: LoginSecret>(tx: &mut T, secret: &L, login: &
                 credentials.username
             ),
         });
+    }
+    if let Some(url) = direct_url {
+        credentials.url = Some(login_url(url, &credentials)?);
+    }
+    if stored.as_ref() != Some(&credentials) {
+        secret.write(&credentials).await?;
+        tracing::info!(
+            login,
+            generated = stored.is_none(),
+            "stored terra-run's metadb login in its secret"
+        );
     }
     let exists = tx
         .query(

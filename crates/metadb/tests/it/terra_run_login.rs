@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use live_ci_metadb::{
-    LoginCredentials, LoginSecret, MetadbError, TERRA_RUN_ROLE, check_schema,
+    LoginCredentials, LoginSecret, MetadbError, TERRA_RUN_ROLE, check_schema, database_of_url,
     provision_terra_run_login, terra_run_login,
 };
 use live_ci_testkit::pg as support;
@@ -60,7 +60,7 @@ async fn the_migrator_sets_terra_runs_login_once_and_terra_run_connects_as_it() 
     let master = t.metadb(2).await;
     let secret = Secret::default();
 
-    let login = provision_terra_run_login(master.sql(), &secret, &t.name)
+    let login = provision_terra_run_login(master.sql(), &secret, &t.name, None)
         .await
         .unwrap();
     assert_eq!(login, format!("{}_terra_run_login", t.name));
@@ -111,7 +111,7 @@ async fn the_migrator_sets_terra_runs_login_once_and_terra_run_connects_as_it() 
     );
 
     // A second migrator start never rotates it: the running login keeps working.
-    provision_terra_run_login(master.sql(), &secret, &t.name)
+    provision_terra_run_login(master.sql(), &secret, &t.name, None)
         .await
         .unwrap();
     assert_eq!(*secret.puts.lock().unwrap(), 1, "the password is put once");
@@ -137,8 +137,9 @@ async fn a_secret_naming_another_user_is_refused_and_nothing_is_created() {
     *secret.value.lock().unwrap() = Some(LoginCredentials {
         username: "postgres".into(),
         password: "x".into(),
+        url: None,
     });
-    let e = provision_terra_run_login(master.sql(), &secret, &t.name)
+    let e = provision_terra_run_login(master.sql(), &secret, &t.name, None)
         .await
         .unwrap_err();
     assert!(matches!(e, MetadbError::Login { .. }), "{e}");
@@ -165,7 +166,7 @@ async fn the_default_database_names_login_is_apart_from_the_group_role() {
     let t = TestDb::new().await;
     let master = t.metadb(2).await;
     let secret = Secret::default();
-    let login = provision_terra_run_login(master.sql(), &secret, "live_ci")
+    let login = provision_terra_run_login(master.sql(), &secret, "live_ci", None)
         .await
         .unwrap();
     assert_ne!(login, TERRA_RUN_ROLE);
@@ -227,4 +228,81 @@ async fn terra_runs_schema_check_names_expected_and_found_when_behind() {
     );
     drop(admin);
     t.drop_db().await;
+}
+
+/// Direct connections (`metadb_connection = "direct"`): the migrator, on the
+/// master URL, also stores the login's own URL in the secret (the `url` key
+/// ECS injects into terra-run as `METADB_URL`): same server, database and
+/// parameters, the login's user and password, never the master's. A secret
+/// stored by the Data API mode gains the URL once, keeping its password.
+#[tokio::test]
+async fn through_a_direct_connection_the_secret_holds_the_logins_own_url() {
+    let t = TestDb::new().await;
+    let master = t.metadb(2).await;
+    // The test server's URL carries its TLS parameters (sslmode, sslrootcert).
+    let master_url = t.url.clone();
+    let master_query = url::Url::parse(&master_url)
+        .unwrap()
+        .query()
+        .map(str::to_string);
+    assert!(
+        master_query
+            .as_deref()
+            .is_some_and(|q| q.contains("sslmode=")),
+        "{master_query:?}"
+    );
+    assert_eq!(database_of_url(&master_url).unwrap(), t.name);
+
+    // First as the Data API mode leaves it: a password and no URL.
+    let secret = Secret::default();
+    provision_terra_run_login(master.sql(), &secret, &t.name, None)
+        .await
+        .unwrap();
+    let before = secret.value.lock().unwrap().clone().unwrap();
+    assert_eq!(before.url, None);
+
+    let login = provision_terra_run_login(master.sql(), &secret, &t.name, Some(&master_url))
+        .await
+        .unwrap();
+    let stored = secret.value.lock().unwrap().clone().unwrap();
+    assert_eq!(stored.password, before.password, "the password is kept");
+    let url = stored.url.clone().expect("the login's URL is stored");
+    let parsed = url::Url::parse(&url).unwrap();
+    assert_eq!(parsed.username(), login);
+    assert_eq!(parsed.password(), Some(stored.password.as_str()));
+    assert_eq!(parsed.path(), format!("/{}", t.name));
+    assert_eq!(
+        parsed.query(),
+        master_query.as_deref(),
+        "the same TLS parameters"
+    );
+    assert!(!url.contains("postgres@"), "never the master's user: {url}");
+    assert!(!format!("{stored:?}").contains(&stored.password));
+    assert!(!format!("{stored:?}").contains(&url));
+
+    // terra-run, given only that URL, is its own restricted login.
+    let job = live_ci_metadb::connect(&url).await.unwrap();
+    let who: String = job
+        .query_one("SELECT current_user::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(who, login);
+    job.batch_execute("DELETE FROM votes")
+        .await
+        .expect_err("terra-run's login may not touch votes");
+
+    // Unchanged on the next start: nothing is written.
+    provision_terra_run_login(master.sql(), &secret, &t.name, Some(&master_url))
+        .await
+        .unwrap();
+    assert_eq!(*secret.puts.lock().unwrap(), 2, "one put per change");
+
+    // A URL without a database names no login, and the error never quotes it.
+    let e = database_of_url("postgres://postgres:hunter2@db:5432").unwrap_err();
+    assert!(e.to_string().contains("names no database"), "{e}");
+    let e = database_of_url("not a url with hunter2").unwrap_err();
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    drop(job);
+    drop_login(t, &login).await;
 }
