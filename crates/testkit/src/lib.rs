@@ -5,7 +5,8 @@
 //! Behind features, so crates that do not need them skip their dependencies:
 //! `pg` (a throwaway PostgreSQL, and [`round_trips`] counting a metadb's calls), `aws` (LocalStack SDK clients and state
 //! machines), `data-api-mock` (request-exact RDS Data API rules) and
-//! `approval` (the approval Lambdas' support).
+//! `approval` (the approval Lambdas' support) and `screens` (messages rendered
+//! as GitHub and Slack show them, screenshot in headless Chromium).
 
 #[cfg(feature = "approval")]
 pub mod approval;
@@ -22,6 +23,8 @@ pub mod params;
 pub mod pg;
 #[cfg(feature = "pg")]
 pub mod round_trips;
+#[cfg(feature = "screens")]
+pub mod screens;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod delivery;
+mod screens;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -7,5 +7,6 @@ mod localstack;
 mod lock_scope;
 mod notify;
 mod round_trips;
+mod screens;
 mod trigger;
 mod trunk_sweep;
