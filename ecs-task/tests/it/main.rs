@@ -17,6 +17,7 @@ mod pr_plan;
 mod run_links;
 mod sandbox;
 mod saved_plan_lock;
+mod stacks;
 mod support;
 mod task_tokens;
 mod terra_run;

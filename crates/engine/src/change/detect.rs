@@ -5,7 +5,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::change::affected::{Affected, affected_units};
-use crate::discovery::{DiscoverOptions, Discovery, STACK_FILE, Stack, discover, discover_with};
+use crate::discovery::{
+    DiscoverOptions, Discovery, STACK_FILE, Stack, discover, discover_with, generate_stacks,
+};
 use crate::error::{EngineError, Result};
 use crate::filter::{GitRanges, RangeChanges};
 use crate::graph::Graph;
@@ -87,6 +89,15 @@ pub fn refuse_changed_stacks(stacks: &[Stack], changes: &[FileChange]) -> Result
         }
     }
     Ok(())
+}
+
+/// The stack check of [`detect`] alone, without discovering units: for a
+/// caller that must refuse before it knows the range it deploys, or that
+/// finds units another way (a plan scan).
+pub fn refuse_changed_stacks_between(vcs: &dyn Vcs, base: &str, head: &str) -> Result<()> {
+    let changes = vcs.changed_files(base, Some(head))?;
+    let (stacks, _) = generate_stacks(&*vcs.tree_at(Some(head))?)?;
+    refuse_changed_stacks(&stacks, &changes)
 }
 
 /// The unit graph at `rev` (`None`: the working tree); any discovery error fails it.

@@ -7,4 +7,5 @@ mod detect;
 pub use affected::{Affected, AffectedUnit, Reason, Skipped, affected_units};
 pub use detect::{
     Detection, VcsRanges, detect, detect_with, graph_at, range_changes, refuse_changed_stacks,
+    refuse_changed_stacks_between,
 };

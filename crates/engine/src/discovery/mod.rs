@@ -115,6 +115,14 @@ pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discover
     }
 }
 
+/// What the stacks of `tree` generate, without discovering units: for
+/// writing the generated directories into a checkout. Stacks live-ci cannot
+/// generate are returned with their errors and generate nothing.
+pub fn generate_stacks(tree: &dyn FileTree) -> Result<(Vec<Stack>, Generation), EngineError> {
+    let files = tree.files()?;
+    Ok(stack::generate(tree, &files))
+}
+
 /// Discovery over `files`, the listing of `tree` (generated files included).
 fn discover_files(
     tree: &dyn FileTree,
