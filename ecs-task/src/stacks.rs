@@ -79,3 +79,46 @@ fn refuse_links(dir: &Path, rel: &str) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn writes_the_layout_and_refuses_a_committed_symlink_on_the_way() {
+        let repo = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let w = |p: &str, c: &str| {
+            let f = repo.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, c).unwrap();
+        };
+        w("units/a/terragrunt.hcl", "# a\n");
+        w(
+            "live/terragrunt.stack.hcl",
+            "unit \"a\" {\n  source = \"../units/a\"\n  path = \"a\"\n  values = { n = 1 }\n}\n",
+        );
+        assert_eq!(write_generated(repo.path()).unwrap(), 2);
+        let generated = repo.path().join("live/.terragrunt-stack/a");
+        assert_eq!(
+            std::fs::read_to_string(generated.join("terragrunt.hcl")).unwrap(),
+            "# a\n"
+        );
+        assert!(
+            std::fs::read_to_string(generated.join("terragrunt.values.hcl"))
+                .unwrap()
+                .ends_with("n = 1\n")
+        );
+        // Generated beside the stack file, where the repository holds a link
+        // out of the checkout: refused, nothing written outside.
+        w(
+            "live/terragrunt.stack.hcl",
+            "unit \"a\" {\n  source = \"../units/a\"\n  path = \"a\"\n  no_dot_terragrunt_stack = true\n}\n",
+        );
+        std::os::unix::fs::symlink(outside.path(), repo.path().join("live/a")).unwrap();
+        let err = write_generated(repo.path()).unwrap_err().to_string();
+        assert!(err.contains("\"live/a\" is a symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+}

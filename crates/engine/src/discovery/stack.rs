@@ -468,7 +468,7 @@ fn read_blocks(
                         })?;
                         plain.insert(k, value);
                     }
-                    values = Some(values_file(&plain).map_err(|m| refuse(label.clone(), m))?);
+                    values = Some(values_file(&plain));
                 }
                 ("no_dot_terragrunt_stack", V::Bool(b)) => flat = b,
                 // A terragrunt-side validation switch: nothing to generate.
@@ -615,14 +615,59 @@ fn local_source(shared: &Shared<'_>, dir: &RepoPath, source: &str) -> Result<Rep
 }
 
 /// The values file terragrunt writes: its header, then one attribute per
-/// value. Terragrunt's key order is its map's; ours is sorted, which reads
-/// back as the same `values` object.
-fn values_file(values: &BTreeMap<String, Value>) -> Result<String, String> {
-    let mut body = hcl::Body::builder();
+/// value. Terragrunt's key order is its map's and its layout hclwrite's; ours
+/// is sorted and on one line per key, which reads back as the same `values`
+/// object. Written by hand: hcl-rs's formatter drops the comma after an empty
+/// list inside a list (`[[] false]`), which no longer parses.
+fn values_file(values: &BTreeMap<String, Value>) -> String {
+    let mut out = String::from(VALUES_HEADER);
     for (k, v) in values {
-        body = body.add_attribute((k.as_str(), v.clone()));
+        out.push_str(&format!("{k} = {}\n", literal(v)));
     }
-    let text = hcl::format::to_string(&body.build())
-        .map_err(|e| format!("values cannot be written as HCL: {e}"))?;
-    Ok(format!("{VALUES_HEADER}{text}"))
+    out
+}
+
+/// `value` as an HCL literal expression.
+fn literal(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => quoted(s),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{} = {}", quoted(k), literal(v)))
+                .collect();
+            format!("{{ {} }}", items.join(", "))
+        }
+    }
+}
+
+/// A quoted HCL string whose content is `s` exactly: escapes, and template
+/// sequences doubled so `${` and `%{` stay text.
+fn quoted(s: &str) -> String {
+    let mut out = String::from('"');
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '$' | '%' if chars.peek() == Some(&'{') => {
+                out.push(c);
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

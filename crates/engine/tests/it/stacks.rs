@@ -395,7 +395,7 @@ fn value_strategy() -> impl Strategy<Value = hcl::Value> {
     let leaf = prop_oneof![
         any::<bool>().prop_map(hcl::Value::Bool),
         (-1000i64..1000).prop_map(hcl::Value::from),
-        "[a-z0-9 ./${}\"\\\\-]{0,12}".prop_map(hcl::Value::String),
+        "[a-z0-9 ./${}%\"\\\\\n-]{0,12}".prop_map(hcl::Value::String),
     ];
     leaf.prop_recursive(2, 8, 3, |inner| {
         prop_oneof![
@@ -423,7 +423,8 @@ proptest! {
         let mut stack = String::new();
         for (name, values) in &units {
             let obj = hcl::Value::Object(values.clone().into_iter().collect());
-            let expr = hcl::format::to_string(&hcl::Expression::from(obj)).unwrap();
+            // JSON is HCL's literal syntax too, once `${` is escaped.
+            let expr = serde_json::to_string(&obj).unwrap().replace("${", "$${").replace("%{", "%%{");
             stack.push_str(&format!(
                 "unit \"{name}\" {{\n  source = \"../src\"\n  path = \"{name}\"\n  values = {expr}\n}}\n"
             ));
