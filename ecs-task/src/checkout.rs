@@ -84,6 +84,8 @@ impl Checkout {
         git.verify_work_tree(&head)
             .map_err(|e| bad(e.to_string()))?;
         crate::timeline::mark("verify");
+        // After the check: generated files are no part of the commit's tree.
+        crate::stacks::write_generated(&dir)?;
         crate::sandbox::share_checkout(&dir)?;
         Ok(Checkout {
             scratch,
@@ -99,6 +101,7 @@ impl Checkout {
         let scratch = scratch()?;
         let git = check_out(&scratch.path().join("repo"))?;
         let commit = git.resolve(commit)?;
+        crate::stacks::write_generated(git.dir())?;
         crate::sandbox::share_checkout(git.dir())?;
         Ok(Checkout {
             scratch,

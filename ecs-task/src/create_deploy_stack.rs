@@ -32,7 +32,9 @@ use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, superseded,
 };
 use live_ci_core::terraform::new_providers;
-use live_ci_engine::change::{Affected, AffectedUnit, Reason, detect, graph_at};
+use live_ci_engine::change::{
+    Affected, AffectedUnit, Reason, detect, graph_at, refuse_changed_stacks_between,
+};
 use live_ci_engine::executions::{RunContext, executions_from_plan};
 use live_ci_engine::plan::{DeploymentPlan, PlanOptions, build_plan};
 use live_ci_engine::providers::ProviderIndex;
@@ -222,6 +224,14 @@ where
     // First, before the trunk placement can record anything: a filter that
     // does not parse fails the run with nothing written.
     let filters = crate::filters::load(&checkout.git, &commit, &config.common.deploy_filters)?;
+    // Likewise a change to a stack live-ci cannot generate (its units would
+    // silently be missing from the run): the merge's own changes are checked
+    // here; the whole deployed range again when the units are found.
+    let merged_onto = match &config.base_sha {
+        Some(b) if checkout.git.is_ancestor(b, &commit)? => checkout.git.resolve(b)?,
+        _ => checkout.git.first_parent(&commit)?,
+    };
+    refuse_changed_stacks_between(&checkout.git, &merged_onto, &commit)?;
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
     let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
@@ -275,6 +285,7 @@ where
             (d.affected, d.head, d.base)
         }
         ScanType::Plan => {
+            refuse_changed_stacks_between(&checkout.git, &base, &commit)?;
             let head = graph_at(&checkout.git, Some(&commit))?;
             let affected = plan_scan(config, &accounts, &checkout, &head, ports.roles).await?;
             (affected, head, None)

@@ -20,6 +20,7 @@ pub mod policy;
 pub mod pr_plan;
 pub mod run;
 pub mod sandbox;
+pub mod stacks;
 pub mod startup;
 pub mod terra_run;
 pub mod timeline;

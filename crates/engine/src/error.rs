@@ -70,6 +70,24 @@ pub enum EngineError {
     },
     #[error("{unit}: {message}")]
     Plan { unit: RepoPath, message: String },
+    /// A construct of a `terragrunt.stack.hcl` that live-ci cannot generate
+    /// as `terragrunt stack generate` would; `block` is e.g. `unit "vpc"`.
+    #[error("{file}: {block}: {message}")]
+    Stack {
+        file: RepoPath,
+        block: String,
+        message: String,
+    },
+    /// A change touches a stack live-ci cannot generate: the run stops
+    /// rather than deploy without the units it would generate.
+    #[error(
+        "stack {stack:?} is changed by {changed:?} and live-ci cannot generate it, so the run stops before anything is written: {error}"
+    )]
+    StackChanged {
+        stack: RepoPath,
+        changed: RepoPath,
+        error: Box<EngineError>,
+    },
     /// A problem of one unit's configuration, naming the unit.
     #[error("unit {unit}: {error}")]
     Unit {

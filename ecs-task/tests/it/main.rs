@@ -18,6 +18,7 @@ mod run_links;
 mod sandbox;
 mod saved_plan_lock;
 mod screens;
+mod stacks;
 mod support;
 mod task_tokens;
 mod terra_run;

@@ -5,7 +5,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::change::affected::{Affected, affected_units};
-use crate::discovery::{DiscoverOptions, Discovery, STACK_FILE, discover, discover_with};
+use crate::discovery::{
+    DiscoverOptions, Discovery, STACK_FILE, Stack, discover, discover_with, generate_stacks,
+};
 use crate::error::{EngineError, Result};
 use crate::filter::{GitRanges, RangeChanges};
 use crate::graph::Graph;
@@ -44,7 +46,9 @@ pub fn detect_with(
     options: &DiscoverOptions,
 ) -> Result<Detection> {
     let changes = vcs.changed_files(base, head)?;
-    let head_graph = strict_graph(discover_with(&*vcs.tree_at(head)?, options))?;
+    let discovery = discover_with(&*vcs.tree_at(head)?, options);
+    refuse_changed_stacks(&discovery.stacks, &changes)?;
+    let head_graph = strict_graph(discovery)?;
     let removes_config = changes
         .iter()
         .any(|c| c.kind == ChangeKind::Deleted && c.path.file_name() == "terragrunt.hcl");
@@ -66,6 +70,34 @@ pub fn detect_with(
         base: base_graph,
         affected,
     })
+}
+
+/// A change touching a stack live-ci cannot generate fails the detection,
+/// naming the stack and the construct: its units would otherwise be silently
+/// left out of the run. Stacks no change touches only warn (in listings).
+pub fn refuse_changed_stacks(stacks: &[Stack], changes: &[FileChange]) -> Result<()> {
+    for stack in stacks {
+        let Some(error) = stack.errors.first() else {
+            continue;
+        };
+        if let Some(change) = changes.iter().find(|c| stack.is_touched_by(&c.path)) {
+            return Err(EngineError::StackChanged {
+                stack: stack.path.child(STACK_FILE),
+                changed: change.path.clone(),
+                error: Box::new(error.clone()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The stack check of [`detect`] alone, without discovering units: for a
+/// caller that must refuse before it knows the range it deploys, or that
+/// finds units another way (a plan scan).
+pub fn refuse_changed_stacks_between(vcs: &dyn Vcs, base: &str, head: &str) -> Result<()> {
+    let changes = vcs.changed_files(base, Some(head))?;
+    let (stacks, _) = generate_stacks(&*vcs.tree_at(Some(head))?)?;
+    refuse_changed_stacks(&stacks, &changes)
 }
 
 /// The unit graph at `rev` (`None`: the working tree); any discovery error fails it.

@@ -5,4 +5,7 @@ mod affected;
 mod detect;
 
 pub use affected::{Affected, AffectedUnit, Reason, Skipped, affected_units};
-pub use detect::{Detection, VcsRanges, detect, detect_with, graph_at, range_changes};
+pub use detect::{
+    Detection, VcsRanges, detect, detect_with, graph_at, range_changes, refuse_changed_stacks,
+    refuse_changed_stacks_between,
+};

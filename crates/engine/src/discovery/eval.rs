@@ -335,9 +335,49 @@ impl<'a> FileEval<'a> {
                         .collect(),
                 )
             }
-            "feature" | "values" => V::unknown(format!("{name}.* is set at run time")),
+            "values" => self.values(),
+            "feature" => V::unknown(format!("{name}.* is set at run time")),
             _ => V::failing(format!("unknown variable {name:?}")),
         }
+    }
+
+    /// `values`: the attributes of the `terragrunt.values.hcl` beside the unit
+    /// (or stack file) evaluated, which stack generation writes; without one
+    /// they are known only at run time, as before stacks were generated.
+    fn values(&mut self) -> V {
+        let file = self.original_dir.child(super::VALUES_FILE);
+        if !self.shared.files.contains(&file) {
+            return V::unknown("values.* is set at run time");
+        }
+        if self.stack.contains(&file) {
+            return V::failing(format!("{:?} refers to its own values", file.as_str()));
+        }
+        self.sink.reads.insert(file.clone());
+        let parsed = match self.shared.parse(&file) {
+            Ok(p) => p,
+            Err(e) => return self.error(e),
+        };
+        let mut stack = self.stack.clone();
+        stack.push(file.clone());
+        let dir = self.original_dir.clone();
+        let mut fe = FileEval::new(
+            self.shared,
+            file,
+            parsed.clone(),
+            dir.clone(),
+            dir,
+            IncludeCtx::Child(Vec::new()),
+            stack,
+        );
+        fe.locals_ready = true;
+        let root = Scope::default();
+        let map: BTreeMap<String, V> = parsed
+            .body
+            .attributes()
+            .map(|a| (a.key.as_str().to_string(), fe.eval(&a.expr, &root)))
+            .collect();
+        self.sink.absorb(fe.sink);
+        V::Object(map)
     }
 
     fn traversal(&mut self, t: &Traversal, scope: &Scope) -> V {

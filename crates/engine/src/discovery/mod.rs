@@ -28,7 +28,10 @@ use live_ci_core::tree::in_hidden_dir;
 use live_ci_core::unit::{Unit, Unresolved};
 
 pub(crate) use stack::STACK_FILE;
-pub use stack::{GeneratedKind, GeneratedUnit, Stack};
+pub use stack::{
+    GENERATED_DIR, GeneratedFile, GeneratedKind, GeneratedUnit, Generation, Origin, Overlay, Stack,
+    VALUES_FILE, in_generated_dir,
+};
 
 use config::{ConfigOutcome, Mode, Source};
 use value::V;
@@ -48,6 +51,9 @@ pub struct Discovery {
     pub unit_errors: BTreeMap<RepoPath, Vec<EngineError>>,
     /// Directories holding a `terragrunt.stack.hcl`, sorted by path.
     pub stacks: Vec<Stack>,
+    /// What the stacks generate: the units above include the generated ones,
+    /// discovered as if `terragrunt stack generate` had run.
+    pub generation: Generation,
 }
 
 /// How discovery walks the tree.
@@ -81,7 +87,8 @@ pub fn discover(tree: &dyn FileTree) -> Discovery {
     discover_with(tree, &DiscoverOptions::default())
 }
 
-/// Discovers every unit of `tree` as `options` say.
+/// Discovers every unit of `tree` as `options` say, the units its stacks
+/// generate included.
 pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discovery {
     let files = match tree.files() {
         Ok(f) => f,
@@ -92,20 +99,60 @@ pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discover
             };
         }
     };
-    let shared = Shared::new(tree, &files);
+    let (mut stacks, generation) = stack::generate(tree, &files);
+    stacks.sort_by(|a, b| a.path.cmp(&b.path));
+    if generation.is_empty() {
+        return discover_files(tree, &files, options, stacks, generation);
+    }
+    let overlay = Overlay::new(tree, &generation);
+    match overlay.files() {
+        Ok(all) => discover_files(&overlay, &all, options, stacks, generation.clone()),
+        Err(e) => Discovery {
+            errors: vec![e.into()],
+            stacks,
+            ..Default::default()
+        },
+    }
+}
+
+/// What the stacks of `tree` generate, without discovering units: for
+/// writing the generated directories into a checkout. Stacks live-ci cannot
+/// generate are returned with their errors and generate nothing.
+pub fn generate_stacks(tree: &dyn FileTree) -> Result<(Vec<Stack>, Generation), EngineError> {
+    let files = tree.files()?;
+    Ok(stack::generate(tree, &files))
+}
+
+/// Discovery over `files`, the listing of `tree` (generated files included).
+fn discover_files(
+    tree: &dyn FileTree,
+    files: &[RepoPath],
+    options: &DiscoverOptions,
+    stacks: Vec<Stack>,
+    generation: Generation,
+) -> Discovery {
+    let shared = Shared::new(tree, files);
     // `--no-hidden` only stops units being found there: a unit may still read
-    // or include a file under a hidden directory, as in terragrunt.
-    let visible = |f: &&RepoPath| options.hidden || !in_hidden_dir(f);
+    // or include a file under a hidden directory, as in terragrunt. Generated
+    // units live under `.terragrunt-stack` and are found regardless: hiding
+    // them would hide the stack.
+    let visible = |f: &&RepoPath| {
+        options.hidden
+            || !in_hidden_dir(f)
+            || f.parent()
+                .is_some_and(|d| generation.units.contains_key(&d))
+    };
+    // A block's source directory is a template terragrunt copies; evaluated
+    // in place its `values.*` do not exist, and it deploys nothing there.
+    let template = |f: &&RepoPath| {
+        f.parent()
+            .is_some_and(|d| generation.templates.contains(&d))
+    };
     let candidates: Vec<&RepoPath> = files
         .iter()
         .filter(|f| f.file_name() == "terragrunt.hcl")
         .filter(visible)
-        .collect();
-    let stacks: Vec<Stack> = files
-        .iter()
-        .filter(|f| f.file_name() == stack::STACK_FILE)
-        .filter(visible)
-        .map(|f| stack::read(tree, f))
+        .filter(|f| !template(f))
         .collect();
     let outcomes: Vec<(RepoPath, ConfigOutcome)> = candidates
         .par_iter()
@@ -136,7 +183,14 @@ pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discover
         if included.contains(&config_file) {
             continue;
         }
-        units.push(to_unit(dir.clone(), &config_file, &out));
+        let mut unit = to_unit(dir.clone(), &config_file, &out);
+        if let Some(origin) = generation.units.get(&dir) {
+            // Generated files are in no diff: the unit changes when its stack
+            // file or a source copied into it changes.
+            unit.reads.extend(origin.stack_file.iter().cloned());
+            unit.module_sources.extend(origin.sources.iter().cloned());
+        }
+        units.push(unit);
         if !out.sink.errors.is_empty() {
             let mut own = out.sink.errors.clone();
             let mut seen = HashSet::new();
@@ -150,14 +204,13 @@ pub fn discover_with(tree: &dyn FileTree, options: &DiscoverOptions) -> Discover
     let mut seen = HashSet::new();
     errors.retain(|e| seen.insert(e.to_string()));
     errors.sort_by_cached_key(ToString::to_string);
-    let mut stacks = stacks;
-    stacks.sort_by(|a, b| a.path.cmp(&b.path));
     Discovery {
         units,
         parents: parents.into_iter().collect(),
         errors,
         unit_errors,
         stacks,
+        generation,
     }
 }
 

@@ -3,3 +3,4 @@
 
 mod discovery;
 mod hostile_hcl;
+mod stacks;
