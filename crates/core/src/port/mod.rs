@@ -46,7 +46,7 @@ pub use deploy_comments::{CommentTarget, DeployCommentStore};
 pub use drift::DriftStore;
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
-pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};
+pub use git_host::{BranchHead, CommitPullRequest, GitHost, IssueHost, merge_that_produced};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use notify::{NoNotifications, Notifications, announce};
