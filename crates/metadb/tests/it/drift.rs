@@ -13,6 +13,9 @@ use live_ci_core::terraform::ChangeCounts;
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::pg::{self as support, TestDb, exec, run};
 
+/// (unit, state, commit, issue, message) of a latest result.
+type Seen<'a> = (&'a str, DriftState, &'a str, Option<u64>, Option<&'a str>);
+
 fn unit(p: &str) -> RepoPath {
     RepoPath::new(p).unwrap()
 }
@@ -56,7 +59,7 @@ async fn checks_record_whole_and_the_latest_result_per_unit_wins() {
     assert_eq!(db.drift_issue(&unit("dev/a")).await.unwrap(), None);
 
     let latest = db.latest_drift().await.unwrap();
-    let seen: Vec<(&str, DriftState, &str, Option<u64>, Option<&str>)> = latest
+    let seen: Vec<Seen<'_>> = latest
         .iter()
         .map(|r| {
             (
