@@ -740,6 +740,26 @@ impl FromLookup for PrPlanConfig {
     }
 }
 
+/// `drift`: a scheduled check of every unit on the trunk head (issue 32
+/// item 4). Plans with the accounts' plan roles only; never a lock, never an
+/// apply.
+#[derive(Debug, Clone)]
+pub struct DriftConfig {
+    pub common: Common,
+    /// Without it, every unit plans with the task's own credentials.
+    pub accounts_json: Option<String>,
+}
+
+impl FromLookup for DriftConfig {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+        let common = Common::read(check);
+        Some(DriftConfig {
+            common: common?,
+            accounts_json: check.opt("ACCOUNT_PARENT_CFG"),
+        })
+    }
+}
+
 /// The task's whole configuration for the subcommand it was started with,
 /// including what `main` wires (the metadb, the plan bucket); built before
 /// anything is done.

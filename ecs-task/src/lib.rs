@@ -10,6 +10,7 @@ pub mod checkout_cache;
 pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;
+pub mod drift;
 pub mod error;
 pub mod filters;
 pub mod git_credentials;
@@ -27,7 +28,7 @@ pub mod timeline;
 
 pub use config::{
     AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
-    CreateDeployStackConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS, PR_PLAN_AWS_ACTIONS,
-    PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
+    CreateDeployStackConfig, DriftConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS,
+    PR_PLAN_AWS_ACTIONS, PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
 };
 pub use error::{Result, TaskError};

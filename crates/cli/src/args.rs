@@ -28,6 +28,8 @@ pub enum Command {
     Status(StatusArgs),
     /// The newest runs with their progress, and who holds the merge lock.
     Runs(RunsArgs),
+    /// The latest drift-check result of every unit: state, commit, when, counts, issue.
+    Drift(DriftArgs),
     /// Stop a run: stop its Step Functions executions, abort the rest, release the lock.
     Abort(AbortArgs),
     /// Re-queue the failed and aborted units of the last run at the same commit.
@@ -73,6 +75,14 @@ pub struct RunsArgs {
     /// How many runs, newest first.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
 }

@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Status(a) => commands::status::run(a),
         Command::Runs(a) => commands::runs::run(a),
+        Command::Drift(a) => commands::drift::run(a),
         Command::Abort(a) => commands::control::abort(a),
         Command::Retry(a) => commands::control::retry(a),
         Command::Unlock(a) => commands::control::unlock(a),

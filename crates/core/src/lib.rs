@@ -8,6 +8,7 @@ pub mod approval;
 pub mod child_env;
 pub mod deploy;
 pub mod deploy_comment;
+pub mod drift;
 pub mod error;
 pub mod escape;
 pub mod merge_lock;

@@ -102,6 +102,24 @@ pub enum Event {
         units: u32,
         page_url: Option<String>,
     },
+    /// A drift check (issue 32 item 4) found units whose cloud differs from
+    /// the trunk's code.
+    DriftDetected {
+        repository: String,
+        /// The trunk commit the check planned.
+        commit: String,
+        /// Units the check planned (drifted or not).
+        checked: u32,
+        drifted: Vec<DriftedUnit>,
+    },
+}
+
+/// One drifted unit: its plan's counts and its GitHub issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriftedUnit {
+    pub unit: String,
+    pub counts: Counts,
+    pub issue_url: Option<String>,
 }
 
 /// Whether `arn` reads as an SNS topic's ARN
@@ -258,6 +276,24 @@ impl Event {
                 units,
                 page_url: safe_link(page_url),
             },
+            Event::DriftDetected {
+                repository,
+                commit,
+                checked,
+                drifted,
+            } => Event::DriftDetected {
+                repository: scrub(&repository),
+                commit: scrub(&commit),
+                checked,
+                drifted: drifted
+                    .into_iter()
+                    .map(|d| DriftedUnit {
+                        unit: scrub(&d.unit),
+                        counts: d.counts,
+                        issue_url: safe_link(d.issue_url),
+                    })
+                    .collect(),
+            },
         }
     }
 
@@ -266,6 +302,7 @@ impl Event {
             Event::ApprovalPending { .. } => "approval_pending",
             Event::RunFailed { .. } => "run_failed",
             Event::RunFinished { .. } => "run_finished",
+            Event::DriftDetected { .. } => "drift_detected",
         }
     }
 }
@@ -394,6 +431,49 @@ fn lines(e: &Event) -> Lines {
                 title: "Run finished".into(),
                 facts,
                 items: vec![],
+                links,
+            }
+        }
+        Event::DriftDetected {
+            repository,
+            commit,
+            checked,
+            drifted,
+        } => {
+            let facts = vec![
+                ("Repository", repository.clone()),
+                ("Trunk commit", commit.clone()),
+                ("Units checked", checked.to_string()),
+                ("Drifted units", drifted.len().to_string()),
+            ];
+            let mut items: Vec<String> = drifted
+                .iter()
+                .take(MAX_LISTED)
+                .map(|d| {
+                    format!(
+                        "{}: {} to add, {} to change, {} to destroy",
+                        d.unit, d.counts.add, d.counts.change, d.counts.destroy
+                    )
+                })
+                .collect();
+            if drifted.len() > MAX_LISTED {
+                items.push(format!(
+                    "and {} more (see the drift issues)",
+                    drifted.len() - MAX_LISTED
+                ));
+            }
+            // The first issues as links (user-controlled only through the
+            // unit, which is not part of a GitHub issue URL).
+            let links = drifted
+                .iter()
+                .filter_map(|d| d.issue_url.clone())
+                .take(MAX_LISTED)
+                .map(|url| ("Drift issue", url))
+                .collect();
+            Lines {
+                title: "Drift detected".into(),
+                facts,
+                items,
                 links,
             }
         }
@@ -691,6 +771,51 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "notification format \"discord\" is not slack, teams or json"
+        );
+    }
+
+    #[test]
+    fn drift_is_rendered_escaped_in_every_format() {
+        let event = Event::DriftDetected {
+            repository: "acme/live".into(),
+            commit: "0123456789abcdef".into(),
+            checked: 2,
+            drifted: vec![DriftedUnit {
+                unit: "dev/<!channel>*x*".into(),
+                counts: Counts {
+                    add: 0,
+                    change: 1,
+                    destroy: 0,
+                },
+                issue_url: Some("https://github.com/acme/live/issues/5".into()),
+            }],
+        };
+        let slack = render(&event, Format::Slack).to_string();
+        assert!(!slack.contains("<!channel>"), "{slack}");
+        assert!(slack.contains("dev/&lt;!channel&gt;"), "{slack}");
+        assert!(slack.contains("<https://github.com/acme/live/issues/5|Drift issue>"));
+        let teams = render(&event, Format::Teams).to_string();
+        let escaped = Value::String(chat::teams("dev/<!channel>*x*")).to_string();
+        assert!(teams.contains(escaped.trim_matches('"')), "{teams}");
+        assert!(!teams.contains("*x*"), "{teams}");
+        let json = render(&event, Format::Json);
+        assert_eq!(json["event"]["kind"], "drift_detected");
+        assert_eq!(json["event"]["drifted"][0]["unit"], "dev/<!channel>*x*");
+        assert_eq!(json["event"]["drifted"][0]["counts"]["change"], 1);
+        // A vote-like link never leaves.
+        let leaky = Event::DriftDetected {
+            repository: "acme/live".into(),
+            commit: "0123456".into(),
+            checked: 1,
+            drifted: vec![DriftedUnit {
+                unit: "dev/a".into(),
+                counts: Counts::default(),
+                issue_url: Some("https://x.example/vote?t=abc".into()),
+            }],
+        };
+        assert_eq!(
+            render(&leaky, Format::Json)["event"]["drifted"][0]["issue_url"],
+            Value::Null
         );
     }
 }

@@ -112,7 +112,7 @@ fn is_env_assignment(word: &str) -> bool {
 }
 
 /// Resource counts from a plan or apply summary line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChangeCounts {
     pub add: u32,
     pub change: u32,

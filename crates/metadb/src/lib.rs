@@ -4,7 +4,8 @@
 //! [`SweepStore`](live_ci_core::port::SweepStore),
 //! [`ApprovalStore`](live_ci_core::port::ApprovalStore),
 //! [`RunControl`](live_ci_core::port::RunControl),
-//! [`DeployCommentStore`](live_ci_core::port::DeployCommentStore)) over PostgreSQL, reached
+//! [`DeployCommentStore`](live_ci_core::port::DeployCommentStore),
+//! [`DriftStore`](live_ci_core::port::DriftStore)) over PostgreSQL, reached
 //! either directly (tokio-postgres; local runs and an option in AWS) or through
 //! the RDS Data API (the AWS default). Both adapters run the same SQL text and
 //! the same transaction logic ([`Store`]); they differ only in how a statement
@@ -14,6 +15,7 @@ mod any;
 mod approvals;
 mod data_api;
 mod deploy_comments;
+mod drift;
 mod error;
 mod login;
 mod migrate;
@@ -27,7 +29,7 @@ pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
 pub use login::{
-    LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
+    DRIFT_ROLE, LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
     database_of_url, provision_terra_run_login, terra_run_login,
 };
 pub use migrate::{MIGRATIONS, Migration, migrate};

@@ -22,6 +22,9 @@ use crate::sql::{Param, Sql, SqlTx};
 /// The NOLOGIN role carrying terra-run's grants (migration 0015).
 pub const TERRA_RUN_ROLE: &str = "live_ci_terra_run";
 
+/// The NOLOGIN role carrying the drift job's grants (migration 0020).
+pub const DRIFT_ROLE: &str = "live_ci_drift";
+
 /// Characters of a generated password: alphanumeric, so it needs no quoting
 /// anywhere (a connection URL, a JSON secret).
 const PASSWORD_LEN: usize = 40;

@@ -85,3 +85,117 @@ impl GitHost for RecordingGitHost {
             .cloned())
     }
 }
+
+/// One issue as [`RecordingIssues`] keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeIssue {
+    pub number: u64,
+    /// Who opened it: [`RecordingIssues::BOT`] for every issue the code
+    /// under test creates.
+    pub author: String,
+    pub title: String,
+    pub body: String,
+    pub open: bool,
+    pub comments: Vec<String>,
+}
+
+/// The issues port's fake (the drift check's): keeps issues as GitHub does
+/// and records every call, in order, for exact assertions.
+#[derive(Debug, Default)]
+pub struct RecordingIssues {
+    pub issues: Mutex<BTreeMap<u64, FakeIssue>>,
+    /// Every call: `find <marker>`, `create <title>`, `update #<n>`,
+    /// `close #<n>`.
+    pub calls: Mutex<Vec<String>>,
+}
+
+impl RecordingIssues {
+    /// The bot's login: the author of the issues the code creates.
+    pub const BOT: &'static str = "live-ci[bot]";
+
+    /// An issue someone opened (a forged marker, an earlier one).
+    pub fn add(&self, author: &str, title: &str, body: &str) -> u64 {
+        let mut issues = lock(&self.issues);
+        let number = 100 + issues.len() as u64;
+        issues.insert(
+            number,
+            FakeIssue {
+                number,
+                author: author.to_string(),
+                title: title.to_string(),
+                body: body.to_string(),
+                open: true,
+                comments: vec![],
+            },
+        );
+        number
+    }
+
+    pub fn issues(&self) -> Vec<FakeIssue> {
+        lock(&self.issues).values().cloned().collect()
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        lock(&self.calls).clone()
+    }
+
+    fn call(&self, c: String) {
+        lock(&self.calls).push(c);
+    }
+}
+
+impl live_ci_core::port::IssueHost for RecordingIssues {
+    type Error = FakeError;
+
+    async fn find_bot_issue(&self, marker: &str) -> Result<Option<u64>, FakeError> {
+        self.call(format!("find {marker}"));
+        Ok(lock(&self.issues)
+            .values()
+            .find(|i| i.open && i.author == Self::BOT && i.body.contains(marker))
+            .map(|i| i.number))
+    }
+
+    async fn create_issue(&self, title: &str, body: &str) -> Result<u64, FakeError> {
+        self.call(format!("create {title}"));
+        let mut issues = lock(&self.issues);
+        let number = 100 + issues.len() as u64;
+        issues.insert(
+            number,
+            FakeIssue {
+                number,
+                author: Self::BOT.to_string(),
+                title: title.to_string(),
+                body: body.to_string(),
+                open: true,
+                comments: vec![],
+            },
+        );
+        Ok(number)
+    }
+
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), FakeError> {
+        self.call(format!("update #{number}"));
+        let mut issues = lock(&self.issues);
+        let issue = issues
+            .get_mut(&number)
+            .ok_or_else(|| FakeError(format!("no issue {number:?}")))?;
+        issue.title = title.to_string();
+        issue.body = body.to_string();
+        Ok(())
+    }
+
+    async fn close_issue(&self, number: u64, comment: &str) -> Result<(), FakeError> {
+        self.call(format!("close #{number}"));
+        let mut issues = lock(&self.issues);
+        let issue = issues
+            .get_mut(&number)
+            .ok_or_else(|| FakeError(format!("no issue {number:?}")))?;
+        issue.comments.push(comment.to_string());
+        issue.open = false;
+        Ok(())
+    }
+
+    fn issue_url(&self, number: u64) -> Option<String> {
+        Some(format!("https://github.com/acme/live/issues/{number}"))
+    }
+}

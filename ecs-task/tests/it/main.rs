@@ -5,6 +5,7 @@ mod binary;
 mod checkout_cache;
 mod child_env;
 mod create_deploy_stack;
+mod drift;
 mod filters;
 mod git_ssh;
 mod github_app;

@@ -3,6 +3,7 @@
 pub mod affected;
 pub mod control;
 pub mod db;
+pub mod drift;
 pub mod find;
 pub mod graph;
 pub mod migrate;

@@ -3,6 +3,7 @@
 
 mod cli;
 mod data_api;
+mod drift;
 mod operator;
 mod pacing;
 mod parity;

@@ -56,6 +56,47 @@ pub trait GitHost: Send + Sync {
     }
 }
 
+/// The git host's issues, for the drift check (issue 32 item 4): one issue
+/// per drifted unit, found again by a hidden marker in its body, edited while
+/// the drift lasts and closed when it is gone. A trait of its own beside
+/// [`GitHost`] so that only the job that files issues needs them (and its
+/// GitHub token the issues permission).
+pub trait IssueHost: Send + Sync {
+    type Error: super::Classify;
+
+    /// The open issue the bot itself opened whose body contains `marker`
+    /// (anyone can write a marker into an issue of theirs: never theirs).
+    fn find_bot_issue(
+        &self,
+        marker: &str,
+    ) -> impl Future<Output = Result<Option<u64>, Self::Error>> + Send;
+
+    /// Opens an issue; returns its number.
+    fn create_issue(
+        &self,
+        title: &str,
+        body: &str,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send;
+
+    /// Replaces an issue's title and body.
+    fn update_issue(
+        &self,
+        number: u64,
+        title: &str,
+        body: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Comments `comment` on the issue, then closes it.
+    fn close_issue(
+        &self,
+        number: u64,
+        comment: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The issue's web address, for the notification.
+    fn issue_url(&self, number: u64) -> Option<String>;
+}
+
 /// Where a branch of the repository points now, and what put it there.
 /// Implemented by the GitHub adapter; the sweep compares the trunk's head with
 /// what the metadb knows, so a merge whose webhook was lost is still deployed

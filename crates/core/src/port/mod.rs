@@ -7,7 +7,8 @@
 //! scheduler's executions and what the tasks record), [`SweepStore`] (the
 //! sweep's repair queries), [`ApprovalStore`] (approvals and votes) and
 //! [`RunControl`] (the operator's commands), [`DeployCommentStore`] (the
-//! deploy comment's targets and digests). [`Notifications`] publishes the
+//! deploy comment's targets and digests), [`DriftStore`] (drift checks and
+//! their issues). [`Notifications`] publishes the
 //! events teams read in chat, advisory like commit statuses. `live-ci-metadb`'s adapters
 //! implement all of them over one SQL text.
 
@@ -17,6 +18,7 @@ mod cipher;
 mod credentials;
 mod deliveries;
 mod deploy_comments;
+mod drift;
 mod error;
 mod executions;
 mod git_host;
@@ -41,9 +43,10 @@ pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
 pub use credentials::{RoleAssumer, TemporaryCredentials, session_name};
 pub use deliveries::{DELIVERY_HORIZON, DeliveryClaim, DeliveryLog, STALE_CLAIM};
 pub use deploy_comments::{CommentTarget, DeployCommentStore};
+pub use drift::DriftStore;
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
-pub use git_host::{BranchHead, CommitPullRequest, GitHost, merge_that_produced};
+pub use git_host::{BranchHead, CommitPullRequest, GitHost, IssueHost, merge_that_produced};
 pub use invoke::{FunctionInvoker, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use notify::{NoNotifications, Notifications, announce};

@@ -3,6 +3,7 @@
 
 pub mod approval_statements;
 pub mod deploy_comment_statements;
+pub mod drift_statements;
 pub mod operator_statements;
 pub mod statements;
 pub mod text;

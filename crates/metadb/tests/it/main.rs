@@ -7,6 +7,7 @@ mod data_api;
 mod data_api_local;
 mod deliveries;
 mod deploy_comments;
+mod drift;
 mod errors;
 mod job_roles;
 mod pacing;

@@ -1,0 +1,309 @@
+//! `drift` (issue 32 item 4): plans every unit of the trunk head with plan
+//! roles only, in the runner pool's bounded order ([`plan_units`]), records
+//! each unit's result in the metadb and reports the drifted ones: one GitHub
+//! issue per drifted unit (found again by its hidden marker, edited while the
+//! drift lasts, closed by the first check that finds the unit clean) and one
+//! notification per check with drift.
+//!
+//! A drift check never takes the merge lock, never applies and writes nothing
+//! a deploy reads: its metadb role (migration 0020) may only write its own
+//! tables. "A merge during a check wins": the units of the runs running or
+//! queued when the check starts or ends (`RunStore::busy_units`) are recorded
+//! `superseded`, not drifted, since their plan compares the cloud with a
+//! commit a deploy is replacing.
+
+use std::collections::BTreeSet;
+
+use live_ci_core::account::Accounts;
+use live_ci_core::deploy::Action;
+use live_ci_core::drift::{self, DriftState, IssueAction, UnitDrift};
+use live_ci_core::notification::{Counts, DriftedUnit, Event};
+use live_ci_core::path::RepoPath;
+use live_ci_core::port::{
+    DriftStore, IssueHost, Notifications, PortResultExt, RoleAssumer, RunStore, announce,
+};
+use live_ci_engine::change::{Affected, AffectedUnit, Reason, graph_at};
+use live_ci_engine::filter::Excluded;
+
+use crate::checkout::{Checkout, Repo};
+use crate::config::DriftConfig;
+use crate::error::Result;
+use crate::plans::plan_units;
+use crate::sandbox;
+
+/// What one drift check found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriftReport {
+    pub commit: String,
+    pub check_id: i64,
+    /// Every planned unit's result, in unit order.
+    pub results: Vec<UnitDrift>,
+    /// Units the filters leave out, each with the expression.
+    pub excluded: Vec<Excluded>,
+    /// What was done with each unit's issue (only units with an action),
+    /// and the unit's open issue after it.
+    pub issues: Vec<(RepoPath, IssueAction, Option<u64>)>,
+    /// Advisory failures (an issue or the notification that could not be
+    /// written): the check itself is recorded.
+    pub warnings: Vec<String>,
+}
+
+impl DriftReport {
+    pub fn drifted(&self) -> impl Iterator<Item = &UnitDrift> {
+        self.results
+            .iter()
+            .filter(|r| r.state == DriftState::Drifted)
+    }
+}
+
+/// The ports a drift check uses.
+#[allow(missing_debug_implementations)]
+pub struct DriftPorts<'a, S, R, I, N> {
+    pub store: &'a S,
+    pub roles: &'a R,
+    pub issues: &'a I,
+    pub notifications: &'a N,
+}
+
+/// Checks the trunk head for drift, records the results and reports them.
+pub async fn drift_check<S, R, I, N>(
+    config: &DriftConfig,
+    repo: &Repo,
+    ports: &DriftPorts<'_, S, R, I, N>,
+) -> Result<DriftReport>
+where
+    S: DriftStore + RunStore,
+    R: RoleAssumer,
+    I: IssueHost,
+    N: Notifications,
+{
+    let trunk = format!("origin/{}", config.common.trunk_branch);
+    // Units a running or queued run deploys now; read again after the plans.
+    let busy_before = RunStore::busy_units(ports.store).await.port("metadb")?;
+    let checkout = Checkout::new(repo, &trunk)?;
+    let commit = checkout.commit.clone();
+    println!("live-ci drift: planning every unit of {trunk} at {commit}");
+    // Before any plan runs: a filter that does not parse fails here.
+    let filters = crate::filters::load(
+        &checkout.git,
+        &checkout.commit,
+        &config.common.deploy_filters,
+    )?;
+    let graph = graph_at(&checkout.git, Some(&checkout.commit))?;
+    let every = Affected {
+        units: graph
+            .units()
+            .iter()
+            .map(|u| AffectedUnit {
+                path: u.path.clone(),
+                action: Action::Apply,
+                reasons: vec![Reason::Changed],
+            })
+            .collect(),
+        skipped: vec![],
+    };
+    let narrowed = crate::filters::narrow_affected(
+        &checkout.git,
+        checkout.dir(),
+        every,
+        &graph,
+        None,
+        &filters,
+    )?;
+    let units: Vec<RepoPath> = narrowed
+        .affected
+        .units
+        .iter()
+        .filter(|u| u.action == Action::Apply)
+        .map(|u| u.path.clone())
+        .collect();
+    let accounts = match &config.accounts_json {
+        Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
+        None => None,
+    };
+    let scratch = checkout.scratch_file("plans");
+    sandbox::child_dirs(&[&scratch])?;
+    let mut env = vec![(
+        "LIVE_CI_REPO_DIR".to_string(),
+        checkout.dir().display().to_string(),
+    )];
+    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
+    // The trunk's code is merged code: its plans may use the deploy key, as
+    // create-deploy-stack's plan scan does.
+    let ssh = crate::git_ssh::child_env(
+        config.common.git_ssh_key.as_ref(),
+        &config.common.ssh_known_hosts,
+        &checkout.scratch_file("ssh"),
+        crate::git_ssh::KeyUse::Allowed,
+    )
+    .await?;
+    env.extend(ssh.env().iter().cloned());
+    let role_of = |p: &RepoPath| {
+        accounts
+            .as_ref()
+            .and_then(|a| a.account_of(p))
+            .map(|a| a.plan_role_arn.clone())
+    };
+    // Plan roles only: the drift task's role may assume nothing else.
+    let credentials = sandbox::assume_each(
+        ports.roles,
+        units.iter().filter_map(role_of).collect(),
+        &format!("drift-{}", short(&commit)),
+    )
+    .await?;
+    let plans = plan_units(
+        checkout.dir(),
+        &scratch,
+        &units,
+        |p| config.common.plan_command.for_unit(p),
+        |p| config.common.show_command.for_unit(p),
+        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
+        &env,
+        config.common.max_parallel as usize,
+        false,
+        None,
+    )
+    .await?;
+    drop(ssh);
+    let busy_after = RunStore::busy_units(ports.store).await.port("metadb")?;
+    let busy: BTreeSet<String> = busy_before.into_iter().chain(busy_after).collect();
+    let results: Vec<UnitDrift> = plans
+        .into_iter()
+        .map(|p| {
+            let verdict = p.outcome.map(|o| (o.counts, o.has_changes));
+            let is_busy = busy.contains(p.path.as_str());
+            drift::classify(p.path, verdict, is_busy)
+        })
+        .collect();
+    let check_id = ports
+        .store
+        .record_drift_check(&commit, &results)
+        .await
+        .port("metadb")?;
+    let mut report = DriftReport {
+        commit,
+        check_id,
+        results,
+        excluded: narrowed.excluded,
+        issues: Vec::new(),
+        warnings: Vec::new(),
+    };
+    report_issues(ports, &mut report).await?;
+    notify(config, ports, &mut report).await;
+    Ok(report)
+}
+
+/// Opens, updates or closes each unit's issue ([`drift::issue_action`]). The
+/// metadb's record of the open issue comes first; without one, the bot's
+/// open issue holding the unit's marker (an issue opened by a check whose
+/// record then failed): never a second issue for one unit.
+async fn report_issues<S, R, I, N>(
+    ports: &DriftPorts<'_, S, R, I, N>,
+    report: &mut DriftReport,
+) -> Result<()>
+where
+    S: DriftStore + RunStore,
+    I: IssueHost,
+{
+    for r in &report.results {
+        if matches!(r.state, DriftState::Failed | DriftState::Superseded) {
+            continue;
+        }
+        let mut open = ports.store.drift_issue(&r.unit).await.port("metadb")?;
+        let marker = drift::issue_marker(&r.unit);
+        if open.is_none() {
+            match ports.issues.find_bot_issue(&marker).await.port("github") {
+                Ok(found) => open = found,
+                Err(e) => {
+                    report
+                        .warnings
+                        .push(format!("drift issue of {}: {e}", r.unit));
+                    continue;
+                }
+            }
+        }
+        let action = drift::issue_action(r.state, open);
+        let title = drift::issue_title(&r.unit);
+        let body = drift::issue_body(&r.unit, &report.commit, r.counts);
+        let done = match action {
+            IssueAction::Open => ports
+                .issues
+                .create_issue(&title, &body)
+                .await
+                .map(Some)
+                .port("github"),
+            IssueAction::Update(n) => ports
+                .issues
+                .update_issue(n, &title, &body)
+                .await
+                .map(|()| Some(n))
+                .port("github"),
+            IssueAction::Close(n) => ports
+                .issues
+                .close_issue(n, &drift::closing_comment(&report.commit))
+                .await
+                .map(|()| None)
+                .port("github"),
+            IssueAction::Keep => continue,
+        };
+        match done {
+            Ok(issue) => {
+                ports
+                    .store
+                    .set_drift_issue(&r.unit, issue)
+                    .await
+                    .port("metadb")?;
+                report.issues.push((r.unit.clone(), action, issue));
+            }
+            Err(e) => report
+                .warnings
+                .push(format!("drift issue of {}: {e}", r.unit)),
+        }
+    }
+    Ok(())
+}
+
+/// One notification per check that found drift (advisory: a failed publish
+/// is a warning).
+async fn notify<S, R, I, N>(
+    config: &DriftConfig,
+    ports: &DriftPorts<'_, S, R, I, N>,
+    report: &mut DriftReport,
+) where
+    I: IssueHost,
+    N: Notifications,
+{
+    let drifted: Vec<DriftedUnit> = report
+        .drifted()
+        .map(|r| DriftedUnit {
+            unit: r.unit.to_string(),
+            counts: Counts {
+                add: r.counts.add,
+                change: r.counts.change,
+                destroy: r.counts.destroy,
+            },
+            issue_url: report
+                .issues
+                .iter()
+                .find(|(u, _, _)| *u == r.unit)
+                .and_then(|(_, _, n)| *n)
+                .and_then(|n| ports.issues.issue_url(n)),
+        })
+        .collect();
+    if drifted.is_empty() {
+        return;
+    }
+    let event = Event::DriftDetected {
+        repository: config.common.repository.clone().unwrap_or_default(),
+        commit: report.commit.clone(),
+        checked: u32::try_from(report.results.len()).unwrap_or(u32::MAX),
+        drifted,
+    };
+    if let Some(w) = announce(ports.notifications, event).await {
+        report.warnings.push(w);
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
+}
