@@ -105,6 +105,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0017_account_pacing",
         sql: include_str!("../migrations/0017_account_pacing.sql"),
     },
+    Migration {
+        version: 18,
+        name: "0018_vote_channel",
+        sql: include_str!("../migrations/0018_vote_channel.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.
