@@ -163,6 +163,16 @@ data "aws_iam_policy_document" "receiver" {
       values   = ["ecs-tasks.amazonaws.com"]
     }
   }
+  # Votes from the pull request: the receiver only hands a vote comment's
+  # place to approval-response (asynchronously); it never votes itself.
+  dynamic "statement" {
+    for_each = local.github_votes ? [1] : []
+    content {
+      sid       = "HandVotesToApprovalResponse"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [local.approval_response_arn]
+    }
+  }
 }
 
 ################################################################################
@@ -348,6 +358,17 @@ data "aws_iam_policy_document" "approval_response" {
     sid       = "ReadRunLinkKey"
     actions   = ["ssm:GetParameter"]
     resources = [local.ssm_arn.run_link_key]
+  }
+
+  # Votes from the pull request: GitHub's token or App key, to read the vote
+  # comment, the merge commit and team membership, and to reply.
+  dynamic "statement" {
+    for_each = local.github_votes ? [1] : []
+    content {
+      sid       = "ReadGitHubCredentials"
+      actions   = ["ssm:GetParameter"]
+      resources = [local.ssm_arn[local.github_secret]]
+    }
   }
 
   statement {

@@ -31,7 +31,9 @@ locals {
     CREATE_DEPLOY_STACK_LOG_GROUP           = aws_cloudwatch_log_group.task["create-deploy-stack"].name
     CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
     RUST_LOG                                = var.log_level
-  })
+    }, local.github_votes ? {
+    APPROVAL_RESPONSE_FUNCTION = local.approval_response_arn
+  } : {})
 
   trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, local.notification_publisher_env, {
     STATE_MACHINE_ARN  = aws_sfn_state_machine.deployment.arn
@@ -78,13 +80,26 @@ locals {
     RUST_LOG                 = var.log_level
   })
 
-  approval_response_env = merge(local.metadb_data_api_env, {
+  approval_response_env = merge(local.metadb_data_api_env, local.github_votes ? merge(local.github_env, {
+    # Votes from the pull request (README: Voting from the pull request):
+    # the comment, the merge commit, team membership and the reply.
+    REPO_FULL_NAME     = var.repo_full_name
+    GITHUB_API_URL     = var.github_api_url
+    ACCOUNT_PARENT_CFG = jsonencode(var.account_parent_cfg)
+    }) : {}, {
     VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
     RUN_LINK_KEY_SSM_KEY  = local.ssm_names.run_link_key
     TASK_TOKEN_KEY_ID     = aws_kms_key.task_token.arn
     PLAN_BUCKET           = aws_s3_bucket.plans.bucket
     RUST_LOG              = var.log_level
   })
+
+  # Votes from the pull request are on when an account lists github_voters:
+  # the receiver then hands vote comments to approval-response.
+  github_votes = length(flatten([for a in var.account_parent_cfg : a.github_voters])) > 0
+  # Built from the name, not the function's resource: the receiver's policy
+  # would otherwise wait for a function that waits for every Lambda policy.
+  approval_response_arn = "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.function_names["approval-response"]}"
 }
 
 resource "aws_cloudwatch_log_group" "lambda" {

@@ -71,12 +71,13 @@ variable "pr_plan_author_associations" {
 }
 
 variable "account_parent_cfg" {
-  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments and its units wait for every unit of the accounts it depends on. max_parallel (optional, at least 1) caps how many of a run's units run at once in the account (null: the run's max_parallel)."
+  description = "The AWS accounts of the live repository: each unit belongs to the account with the longest matching path; its voters approve its deployments (by e-mail; github_voters, optional, lists GitHub logins and \"org/team-slug\" teams who may also vote with /live-ci approve|reject <unit> on the merged pull request; the thresholds count against voters alone) and its units wait for every unit of the accounts it depends on. max_parallel (optional, at least 1) caps how many of a run's units run at once in the account (null: the run's max_parallel)."
   type = list(object({
     name                = string
     path                = string
     dependencies        = optional(list(string), [])
     voters              = list(string)
+    github_voters       = optional(list(string), [])
     min_approval_count  = number
     min_rejection_count = number
     plan_role_arn       = string
@@ -106,6 +107,13 @@ variable "account_parent_cfg" {
       for a in var.account_parent_cfg : length(a.voters) > 0 && a.min_approval_count >= 1 && a.min_rejection_count >= 1 && a.min_approval_count <= length(a.voters) && a.min_rejection_count <= length(a.voters)
     ])
     error_message = "account_parent_cfg: each account needs voters, and min_approval_count and min_rejection_count between 1 and the number of voters."
+  }
+
+  validation {
+    condition = alltrue(flatten([
+      for a in var.account_parent_cfg : [for v in a.github_voters : can(regex("^[A-Za-z0-9](-?[A-Za-z0-9])*(/[A-Za-z0-9_-]+)?$", v)) && length(split("/", v)[0]) <= 39]
+    ]))
+    error_message = "account_parent_cfg: github_voters takes GitHub logins and \"org/team-slug\" teams; not so for ${join(", ", flatten([for a in var.account_parent_cfg : [for v in a.github_voters : "${jsonencode(a.name)}: ${jsonencode(v)}" if !(can(regex("^[A-Za-z0-9](-?[A-Za-z0-9])*(/[A-Za-z0-9_-]+)?$", v)) && length(split("/", v)[0]) <= 39)]]))}."
   }
 
   validation {

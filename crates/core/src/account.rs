@@ -19,6 +19,12 @@ pub struct Account {
     #[serde(default)]
     pub dependencies: Vec<String>,
     pub voters: Vec<String>,
+    /// GitHub logins and `org/team-slug` teams who may also vote by commenting
+    /// `/live-ci approve|reject <unit>` on the merged pull request (issue 29).
+    /// E-mail stays the default: the thresholds are checked against `voters`
+    /// alone, so the mailed voters can always decide without GitHub.
+    #[serde(default)]
+    pub github_voters: Vec<String>,
     pub min_approval_count: u32,
     pub min_rejection_count: u32,
     pub plan_role_arn: String,
@@ -93,6 +99,17 @@ impl Accounts {
                         &a.name,
                         "voters",
                         format!("{v:?} is not an e-mail address"),
+                    ));
+                }
+            }
+            let mut seen_github = BTreeSet::new();
+            for v in &a.github_voters {
+                let voter = GitHubVoter::parse(v).map_err(|e| bad(&a.name, "github_voters", e))?;
+                if !seen_github.insert(voter) {
+                    return Err(bad(
+                        &a.name,
+                        "github_voters",
+                        format!("{v:?} is listed twice"),
                     ));
                 }
             }
@@ -215,6 +232,69 @@ impl Accounts {
     }
 }
 
+/// One entry of an account's `github_voters`: a login, or every active member
+/// of an organization's team. GitHub compares logins and slugs without case,
+/// so both are kept lowercase.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GitHubVoter {
+    Login(String),
+    Team { org: String, slug: String },
+}
+
+impl GitHubVoter {
+    /// Parses `login` or `org/team-slug`; the error quotes the entry. Logins
+    /// and organizations are GitHub's: letters, digits and single inner
+    /// hyphens, at most 39 characters; a team slug is letters, digits, `-`
+    /// and `_`. Nothing else may reach the membership URL the entry builds.
+    pub fn parse(entry: &str) -> std::result::Result<Self, String> {
+        let shape = "is neither a GitHub login nor an \"org/team-slug\"";
+        let login_ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 39
+                && !s.starts_with('-')
+                && !s.ends_with('-')
+                && !s.contains("--")
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        };
+        match entry.split_once('/') {
+            None if login_ok(entry) => Ok(GitHubVoter::Login(entry.to_ascii_lowercase())),
+            Some((org, slug))
+                if login_ok(org)
+                    && !slug.is_empty()
+                    && slug.len() <= 100
+                    && slug
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+            {
+                Ok(GitHubVoter::Team {
+                    org: org.to_ascii_lowercase(),
+                    slug: slug.to_ascii_lowercase(),
+                })
+            }
+            _ => Err(format!("{entry:?} {shape}")),
+        }
+    }
+
+    /// The entry as configured (lowercase).
+    pub fn as_entry(&self) -> String {
+        match self {
+            GitHubVoter::Login(login) => login.clone(),
+            GitHubVoter::Team { org, slug } => format!("{org}/{slug}"),
+        }
+    }
+}
+
+impl Account {
+    /// The account's GitHub voters, parsed ([`Accounts::new`] refused any
+    /// entry that does not parse, so none is dropped for a validated list).
+    pub fn github_voters(&self) -> Vec<GitHubVoter> {
+        self.github_voters
+            .iter()
+            .filter_map(|v| GitHubVoter::parse(v).ok())
+            .collect()
+    }
+}
+
 /// A cheap shape check (one `@`, something on each side, a dot in the domain);
 /// the mailer does the real validation when it sends.
 fn is_plausible_email(s: &str) -> bool {
@@ -299,6 +379,22 @@ mod tests {
             "accounts.json: account \"shared\", field voters: \"not-an-address\" is not an e-mail address",
         );
         check(
+            &|a| a[0].github_voters = vec!["alice".into(), "acme/ops team".into()],
+            "accounts.json: account \"shared\", field github_voters: \"acme/ops team\" is neither a GitHub login nor an \"org/team-slug\"",
+        );
+        check(
+            &|a| a[0].github_voters = vec!["-alice".into()],
+            "accounts.json: account \"shared\", field github_voters: \"-alice\" is neither a GitHub login nor an \"org/team-slug\"",
+        );
+        check(
+            &|a| a[0].github_voters = vec!["acme/../admin".into()],
+            "accounts.json: account \"shared\", field github_voters: \"acme/../admin\" is neither a GitHub login nor an \"org/team-slug\"",
+        );
+        check(
+            &|a| a[0].github_voters = vec!["Alice".into(), "alice".into()],
+            "accounts.json: account \"shared\", field github_voters: \"alice\" is listed twice",
+        );
+        check(
             &|a| a[2].name = "dev".into(),
             "accounts.json: account \"dev\", field name: \"dev\" is defined twice",
         );
@@ -309,6 +405,31 @@ mod tests {
         check(
             &|a| a[2].max_parallel = Some(0),
             "accounts.json: account \"dev-eu\", field max_parallel: is 0; it must be at least 1 (or null: the run's cap)",
+        );
+    }
+
+    #[test]
+    fn github_voters_are_optional_logins_and_teams() {
+        let a = Accounts::from_json("accounts.json", OK).unwrap();
+        assert!(a.get("shared").unwrap().github_voters().is_empty());
+        let a = Accounts::from_json(
+            "accounts.json",
+            &OK.replacen(
+                r#""voters": ["ops@example.com"],"#,
+                r#""voters": ["ops@example.com"], "github_voters": ["Alice", "acme/Platform_ops"],"#,
+                1,
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            a.get("shared").unwrap().github_voters(),
+            vec![
+                GitHubVoter::Login("alice".into()),
+                GitHubVoter::Team {
+                    org: "acme".into(),
+                    slug: "platform_ops".into()
+                }
+            ]
         );
     }
 

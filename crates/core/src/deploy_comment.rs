@@ -245,6 +245,7 @@ mod tests {
             account_path: "dev".into(),
             account_deps: vec![],
             voters: vec!["alice@example.com".into(), "bob@example.com".into()],
+            github_voters: Vec::new(),
             approval_voters: vec![],
             min_approval_count: 2,
             rejection_voters: vec![],

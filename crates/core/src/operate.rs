@@ -434,6 +434,7 @@ mod tests {
             account_path: "dev".into(),
             account_deps: vec![],
             voters: vec!["a@example.com".into()],
+            github_voters: Vec::new(),
             approval_voters: vec!["a@example.com".into()],
             min_approval_count: 1,
             rejection_voters: vec![],

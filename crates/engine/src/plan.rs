@@ -351,6 +351,7 @@ mod tests {
                 path: name.to_string(),
                 dependencies: d.iter().map(|s| s.to_string()).collect(),
                 voters: vec!["ops@example.com".into()],
+                github_voters: vec![],
                 min_approval_count: 1,
                 min_rejection_count: 1,
                 plan_role_arn: "p".into(),

@@ -11,6 +11,7 @@ use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PullRequestAuthority;
+use live_ci_core::port::{PullRequestComment, PullRequestVotes};
 use live_ci_core::webhook::{PullRequestHead, RepoPermission};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LINK, USER_AGENT};
 use reqwest::{Method, StatusCode};
@@ -328,7 +329,10 @@ impl GitHubClient {
                 let (id, rest) = rest.split_once('/')?;
                 id.chars().all(|c| c.is_ascii_digit()).then_some(rest)
             });
-        let needs = in_repo.and_then(|rest| required(method, rest));
+        let needs = match in_repo {
+            Some(rest) => required(method, rest),
+            None => crate::permissions::required_outside_repo(method, path_only),
+        };
         match needs {
             Some(grant) if self.config.job.allows(grant) => Ok(()),
             _ => Err(GitHubError::NotPermitted {
@@ -837,6 +841,111 @@ impl PullRequestAuthority for GitHubClient {
             head_ref: pr.head.name,
             base_ref: pr.base.name,
         })
+    }
+}
+
+#[derive(Deserialize)]
+struct CommentDetail {
+    id: u64,
+    #[serde(default)]
+    body: String,
+    user: CommentUser,
+    issue_url: String,
+}
+
+#[derive(Deserialize)]
+struct MergeDetail {
+    #[serde(default)]
+    merged: bool,
+    #[serde(default)]
+    merge_commit_sha: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MembershipDetail {
+    state: String,
+}
+
+/// A login or team slug that goes into a URL path: GitHub's characters only.
+fn path_safe(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 100
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl PullRequestVotes for GitHubClient {
+    type Error = GitHubError;
+
+    /// `GET /repos/{owner}/{repo}/issues/comments/{id}`; 404: `None`.
+    async fn vote_comment(&self, id: u64) -> Result<Option<PullRequestComment>, GitHubError> {
+        let url = self.repo_url(&format!("issues/comments/{id}"));
+        let value = match self.send(Method::GET, &url, None).await {
+            Ok((value, _)) => value,
+            Err(GitHubError::Status { status: 404, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let c: CommentDetail = self.decode(&url, value)?;
+        // The comment's issue, from its own URL (`…/issues/{number}`).
+        let number = c
+            .issue_url
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| GitHubError::Decode {
+                method: "GET".into(),
+                path: url.clone(),
+                message: format!("issue_url {:?} names no issue number", c.issue_url),
+            })?;
+        Ok(Some(PullRequestComment {
+            id: c.id,
+            number,
+            author: c.user.login,
+            body: c.body,
+        }))
+    }
+
+    /// `GET /repos/{owner}/{repo}/pulls/{number}`: its merge commit once merged.
+    async fn merge_commit(&self, number: u64) -> Result<Option<String>, GitHubError> {
+        let url = self.repo_url(&format!("pulls/{number}"));
+        let (value, _) = self.send(Method::GET, &url, None).await?;
+        let pr: MergeDetail = self.decode(&url, value)?;
+        Ok(pr.merge_commit_sha.filter(|_| pr.merged))
+    }
+
+    /// `GET /orgs/{org}/teams/{team_slug}/memberships/{username}`: 404 is no
+    /// membership; only state "active" counts (not "pending").
+    async fn team_member(
+        &self,
+        org: &str,
+        team_slug: &str,
+        login: &str,
+    ) -> Result<bool, GitHubError> {
+        for part in [org, team_slug, login] {
+            if !path_safe(part) {
+                return Err(GitHubError::Login(part.to_string()));
+            }
+        }
+        let url = format!(
+            "{}/orgs/{org}/teams/{team_slug}/memberships/{login}",
+            self.base
+        );
+        match self.send(Method::GET, &url, None).await {
+            Ok((value, _)) => {
+                let m: MembershipDetail = self.decode(&url, value)?;
+                Ok(m.state == "active")
+            }
+            Err(GitHubError::Status { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `POST /repos/{owner}/{repo}/issues/{number}/comments`.
+    async fn reply(&self, number: u64, body: &str) -> Result<(), GitHubError> {
+        let url = self.repo_url(&format!("issues/{number}/comments"));
+        self.send(Method::POST, &url, Some(&json!({ "body": body })))
+            .await?;
+        Ok(())
     }
 }
 

@@ -18,13 +18,16 @@ pub enum Job {
     PrPlan,
     CreateDeployStack,
     TerraRun,
+    ApprovalResponse,
 }
 
-/// A GitHub App repository permission, by the name GitHub's API uses.
+/// A GitHub App permission, by the name GitHub's API uses: repository
+/// permissions, and `members` (an organization permission: team membership).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Permission {
     Checks,
     Contents,
+    Members,
     Metadata,
     PullRequests,
     Statuses,
@@ -41,7 +44,7 @@ pub enum Access {
 pub type Grant = (Permission, Access);
 
 use Access::{Read, Write};
-use Permission::{Checks, Contents, Metadata, PullRequests, Statuses};
+use Permission::{Checks, Contents, Members, Metadata, PullRequests, Statuses};
 
 /// Every job's permissions, the only place they are written. Why each:
 /// - receiver: the merge lock status (statuses), the pull request, its files
@@ -55,6 +58,11 @@ use Permission::{Checks, Contents, Metadata, PullRequests, Statuses};
 ///   merge lock status on every open pull request.
 /// - terra-run: clones the unit's commit (when no packed checkout is stored)
 ///   and posts the unit's status.
+/// - approval-response: counts a `/live-ci approve|reject` comment on a merged
+///   pull request (issue 29): reads the comment by id and the pull request's
+///   merge commit, answers with one comment (pull requests: write), and asks
+///   whether the commenter is an active member of a voting team (members:
+///   read, an organization permission).
 ///
 /// Every job that posts statuses holds checks: write too: with an App, a
 /// unit's status is a check run ([`crate::GitHubClient::with_check_runs`]);
@@ -101,6 +109,10 @@ pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
         Job::TerraRun,
         &[(Checks, Write), (Contents, Read), (Statuses, Write)],
     ),
+    (
+        Job::ApprovalResponse,
+        &[(Members, Read), (PullRequests, Write)],
+    ),
 ];
 
 /// What cloning the live repository over HTTPS with the job's token needs.
@@ -112,12 +124,13 @@ pub const MODULE_SOURCES: Grant = (Contents, Read);
 
 impl Job {
     /// Every job, in the table's order.
-    pub const ALL: [Job; 5] = [
+    pub const ALL: [Job; 6] = [
         Job::Receiver,
         Job::TriggerSf,
         Job::PrPlan,
         Job::CreateDeployStack,
         Job::TerraRun,
+        Job::ApprovalResponse,
     ];
 
     /// The job's name as the module and the logs spell it.
@@ -128,6 +141,7 @@ impl Job {
             Job::PrPlan => "pr-plan",
             Job::CreateDeployStack => "create-deploy-stack",
             Job::TerraRun => "terra-run",
+            Job::ApprovalResponse => "approval-response",
         }
     }
 
@@ -183,6 +197,7 @@ impl fmt::Display for Permission {
         f.write_str(match self {
             Checks => "checks",
             Contents => "contents",
+            Members => "members",
             Metadata => "metadata",
             PullRequests => "pull_requests",
             Statuses => "statuses",
@@ -218,7 +233,9 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
         }
         // A pull request's conversation comments are issue comments; GitHub
         // lets a pull-requests permission read and write them.
-        ("GET", ["issues", _, "comments"]) => (PullRequests, Read),
+        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => {
+            (PullRequests, Read)
+        }
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
             (PullRequests, Write)
         }
@@ -231,6 +248,22 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
         _ => return None,
     };
     Some(grant)
+}
+
+/// The permission a request outside the repository needs, from its method and
+/// its whole path: only a team membership look-up
+/// (`/orgs/{org}/teams/{team_slug}/memberships/{username}`, members: read).
+/// `None` for anything else (refused, as for [`required`]).
+pub fn required_outside_repo(method: &Method, path: &str) -> Option<Grant> {
+    let segments: Vec<&str> = path.split('/').collect();
+    match (method.as_str(), segments.as_slice()) {
+        ("GET", ["", "orgs", org, "teams", slug, "memberships", user])
+            if !org.is_empty() && !slug.is_empty() && !user.is_empty() =>
+        {
+            Some((Members, Read))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +324,21 @@ mod tests {
         assert_eq!(required(&Method::PUT, "contents/README.md"), None);
         assert_eq!(required(&Method::POST, "statuses/"), None);
         assert_eq!(required(&get, "hooks"), None);
+        assert_eq!(
+            required(&get, "issues/comments/9"),
+            Some((PullRequests, Read))
+        );
+        assert_eq!(
+            required_outside_repo(&get, "/orgs/acme/teams/ops/memberships/alice"),
+            Some((Members, Read))
+        );
+        assert_eq!(
+            required_outside_repo(&Method::PUT, "/orgs/acme/teams/ops/memberships/alice"),
+            None
+        );
+        assert_eq!(required_outside_repo(&get, "/orgs/acme/members"), None);
+        assert!(Job::ApprovalResponse.allows((Members, Read)));
+        assert!(!Job::Receiver.allows((Members, Read)));
     }
 
     #[test]

@@ -327,6 +327,7 @@ impl<S: Sql> ApprovalStore for Store<S> {
                     ("vote", Param::text(ballot.vote.as_str())),
                     ("task_token_hash", Param::text(ballot.task_token_hash)),
                     ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
+                    ("channel", Param::text(ballot.channel.as_str())),
                 ],
             )
             .await?;
@@ -334,6 +335,21 @@ impl<S: Sql> ApprovalStore for Store<S> {
         match rows.first().map(String::as_str) {
             None | Some("") => Ok(None),
             Some(row) => decode(q::VOTE, row).map(Some),
+        }
+    }
+
+    async fn awaiting_vote(&self, commit: &str, unit: &str) -> Result<Option<VoteView>> {
+        let rows = self
+            .sql()
+            .query(
+                q::AWAITING_VOTE,
+                &[("commit", Param::text(commit)), ("unit", Param::text(unit))],
+            )
+            .await?;
+        // SQL NULL: no execution of the unit awaits approval in that run.
+        match rows.first().map(String::as_str) {
+            None | Some("") => Ok(None),
+            Some(row) => decode(q::AWAITING_VOTE, row).map(Some),
         }
     }
 }

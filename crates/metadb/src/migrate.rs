@@ -105,8 +105,13 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0017_account_pacing",
         sql: include_str!("../migrations/0017_account_pacing.sql"),
     },
-    // 0018 and 0019 are other branches' (issue 32); versions need not be
-    // contiguous, only increasing.
+    Migration {
+        version: 18,
+        name: "0018_vote_channel",
+        sql: include_str!("../migrations/0018_vote_channel.sql"),
+    },
+    // 0019 is another branch's (issue 32); versions need not be contiguous,
+    // only increasing.
     Migration {
         version: 20,
         name: "0020_drift",

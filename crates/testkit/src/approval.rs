@@ -397,4 +397,8 @@ impl<S: ApprovalStore> ApprovalStore for ApprovalsOnly<S> {
     async fn vote(&self, ballot: &Ballot<'_>) -> Result<Option<Voted>, S::Error> {
         self.0.vote(ballot).await
     }
+
+    async fn awaiting_vote(&self, commit: &str, unit: &str) -> Result<Option<VoteView>, S::Error> {
+        self.0.awaiting_vote(commit, unit).await
+    }
 }

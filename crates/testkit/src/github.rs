@@ -2,7 +2,7 @@
 //! end-to-end tests and the demo point `GITHUB_API_URL` of the Lambdas and tasks
 //! at it. It serves the calls `live-ci-github`'s client makes (commit statuses,
 //! pull-request files, open pull requests, one pull request, a collaborator's
-//! permission, issue comments, a branch's head, the token's user, the pull
+//! permission, issue comments (listed, or one by id), a team membership, a branch's head, the token's user, the pull
 //! requests that produced a commit, check runs: created, edited, listed per
 //! commit) and a GitHub App's token exchange, keeps
 //! what they wrote, and answers anything else with 404 so an unexpected call
@@ -99,6 +99,9 @@ struct State {
     /// The status every comment write (create, edit) is refused with, when
     /// set ([`FakeGitHub::refuse_comment_writes`]).
     refuse_comment_writes: Option<u16>,
+    /// `(org, team slug)` → login → membership state (`active`, `pending`);
+    /// anyone else is no member (404).
+    team_members: BTreeMap<(String, String), BTreeMap<String, String>>,
 }
 
 /// A check run as GitHub keeps it: created by `POST check-runs`, its fields
@@ -261,6 +264,17 @@ impl FakeGitHub {
         id
     }
 
+    /// Makes `login` a member of `org`'s team `slug` in `state` (`active`,
+    /// or `pending`: invited, not yet a member), as
+    /// `GET /orgs/{org}/teams/{slug}/memberships/{login}` answers.
+    pub fn set_team_member(&self, org: &str, slug: &str, login: &str, state: &str) {
+        lock(&self.state)
+            .team_members
+            .entry((org.to_owned(), slug.to_owned()))
+            .or_default()
+            .insert(login.to_owned(), state.to_owned());
+    }
+
     /// Closes (merges) a pull request: it leaves the open list.
     pub fn close_pull_request(&self, number: u64) {
         if let Some(pr) = lock(&self.state).pulls.get_mut(&number) {
@@ -392,6 +406,17 @@ fn not_found(what: &str) -> ResponseTemplate {
 }
 
 impl Api {
+    /// `scheme://host:port` of the request, for URLs in answers.
+    fn base_url(&self, request: &Request) -> String {
+        let url = &request.url;
+        format!(
+            "{}://{}{}",
+            url.scheme(),
+            url.host_str().unwrap_or("127.0.0.1"),
+            url.port().map(|p| format!(":{p}")).unwrap_or_default()
+        )
+    }
+
     /// A GitHub App's token exchange, as GitHub checks it: the JWT verifies
     /// against the trusted App's key and names it, the installation is the
     /// App's, and every repository asked for is one the installation holds
@@ -461,6 +486,47 @@ impl Api {
             "permissions": body["permissions"],
             "repository_selection": "selected",
         }))
+    }
+
+    /// A team membership (an organization permission: an installation token
+    /// needs `members: read`, else 403 as on GitHub).
+    fn membership(
+        &self,
+        org: &str,
+        slug: &str,
+        login: &str,
+        request: &Request,
+    ) -> ResponseTemplate {
+        let mut state = lock(&self.state);
+        let token = bearer(request);
+        if token.starts_with("ghs_") {
+            let empty = serde_json::Map::new();
+            let allowed = state.app_tokens.iter().any(|t| {
+                t.token == token
+                    && t.live()
+                    && app::covers(
+                        t.request["permissions"].as_object().unwrap_or(&empty),
+                        "members",
+                        false,
+                    )
+            });
+            if !allowed {
+                let path = request.url.path().to_owned();
+                state.token_refusals.push(format!("GET {path}: 403"));
+                return ResponseTemplate::new(403)
+                    .set_body_json(json!({ "message": "Resource not accessible by integration" }));
+            }
+        }
+        match state
+            .team_members
+            .get(&(org.to_owned(), slug.to_owned()))
+            .and_then(|m| m.get(login))
+        {
+            Some(s) => {
+                ResponseTemplate::new(200).set_body_json(json!({ "state": s, "role": "member" }))
+            }
+            None => not_found(request.url.path()),
+        }
     }
 
     /// A request for `owner/name.git/…` of a served private repository.
@@ -620,6 +686,12 @@ impl Respond for Api {
         ) {
             return self.access_token(id, request);
         }
+        if let ("GET", ["", "orgs", org, "teams", slug, "memberships", login]) = (
+            request.method.as_str(),
+            path.split('/').collect::<Vec<_>>().as_slice(),
+        ) {
+            return self.membership(org, slug, login, request);
+        }
         let Some(rest) = path.strip_prefix(&self.prefix) else {
             return self.git(path, request).unwrap_or_else(|| not_found(path));
         };
@@ -674,12 +746,39 @@ impl Respond for Api {
                 }
             }
             ("GET", ["pulls", number]) => {
-                match number.parse().ok().and_then(|n: u64| state.pulls.get(&n)) {
+                let n: u64 = number.parse().unwrap_or(0);
+                let merge = state.merged.values().find(|m| m.number == n);
+                match state.pulls.get(&n) {
                     Some(pr) => ResponseTemplate::new(200).set_body_json(json!({
                         "number": pr.number,
                         "state": if pr.open { "open" } else { "closed" },
+                        "merged": merge.is_some(),
+                        "merge_commit_sha": merge.map(|m| m.merge_commit_sha.clone()),
                         "head": { "sha": pr.head_sha, "ref": format!("pr-{}", pr.number) },
                         "base": { "sha": "", "ref": pr.base },
+                    })),
+                    // A merged pull request known only by its merge.
+                    None => match merge {
+                        Some(m) => ResponseTemplate::new(200).set_body_json(json!({
+                            "number": m.number,
+                            "state": "closed",
+                            "merged": true,
+                            "merge_commit_sha": m.merge_commit_sha,
+                            "head": { "sha": m.head_sha, "ref": m.head_ref },
+                            "base": { "sha": m.base_sha, "ref": m.base_ref },
+                        })),
+                        None => not_found(path),
+                    },
+                }
+            }
+            ("GET", ["issues", "comments", id]) => {
+                let id: u64 = id.parse().unwrap_or(0);
+                match state.comments.iter().find(|c| c.id == id) {
+                    Some(c) => ResponseTemplate::new(200).set_body_json(json!({
+                        "id": c.id,
+                        "body": c.body,
+                        "user": { "login": c.login },
+                        "issue_url": format!("{}{}issues/{}", self.base_url(request), self.prefix, c.issue),
                     })),
                     None => not_found(path),
                 }

@@ -2,6 +2,7 @@
 
 pub use live_ci_core::settings::ConfigError;
 use live_ci_core::settings::Settings;
+use live_ci_github::GitHubAuth;
 pub use live_ci_metadb::MetadbConfig;
 
 /// Every environment variable [`Config::from_lookup`] reads (the metadb's
@@ -15,6 +16,15 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
+    // Votes from the pull request (issue 29): all unset, the receiver
+    // invokes nothing and the function counts mailed votes only.
+    "REPO_FULL_NAME",
+    "GITHUB_API_URL",
+    live_ci_github::TOKEN_PARAM,
+    live_ci_github::APP_ID,
+    live_ci_github::APP_INSTALLATION_ID,
+    live_ci_github::APP_PRIVATE_KEY_PARAM,
+    "ACCOUNT_PARENT_CFG",
 ];
 
 /// The IAM actions the binary calls: the two link keys (SecureStrings) and the task
@@ -36,6 +46,18 @@ pub const AWS_ACTIONS: &[&str] = &[
     "secretsmanager:GetSecretValue",
 ];
 
+/// What counting votes from the pull request needs: the repository, GitHub
+/// (the comment, the merge commit, team membership, the reply) and each
+/// account's `github_voters`.
+#[derive(Debug, Clone)]
+pub struct GitHubVotesConfig {
+    pub repository: String,
+    pub api_url: String,
+    pub auth: GitHubAuth,
+    /// `jsonencode(var.account_parent_cfg)`, as the ECS tasks get it.
+    pub accounts_json: String,
+}
+
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -47,6 +69,8 @@ pub struct Config {
     /// The bucket terra-run saves plans (and their JSON) in.
     pub plan_bucket: String,
     pub metadb: MetadbConfig,
+    /// `None` (no `REPO_FULL_NAME`): votes come by mail only.
+    pub github_votes: Option<GitHubVotesConfig>,
 }
 
 impl Config {
@@ -63,6 +87,16 @@ impl Config {
             task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
             plan_bucket: env.req("PLAN_BUCKET")?,
             metadb: MetadbConfig::from_settings(&env)?,
+            github_votes: match env.opt("REPO_FULL_NAME") {
+                None => None,
+                Some(repository) => Some(GitHubVotesConfig {
+                    repository,
+                    api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
+                    auth: GitHubAuth::from_settings(&env)?
+                        .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
+                    accounts_json: env.req("ACCOUNT_PARENT_CFG")?,
+                }),
+            },
         })
     }
 }
@@ -83,6 +117,9 @@ mod tests {
                 "TASK_TOKEN_KEY_ID" => Some("alias/live-ci-task-tokens".into()),
                 "PLAN_BUCKET" => Some("live-ci-plans".into()),
                 "METADB_CLUSTER_ARN" | "METADB_SECRET_ARN" | "METADB_NAME" => Some("x".into()),
+                "REPO_FULL_NAME" => Some("acme/live".into()),
+                "ACCOUNT_PARENT_CFG" => Some("[]".into()),
+                k if k == live_ci_github::TOKEN_PARAM => Some("/live-ci/github-token".into()),
                 _ => None,
             }
         })
@@ -91,6 +128,9 @@ mod tests {
         assert_eq!(c.run_link_key_param, "/live-ci/run-link-key");
         assert_eq!(c.task_token_key_id, "alias/live-ci-task-tokens");
         assert_eq!(c.plan_bucket, "live-ci-plans");
+        let votes = c.github_votes.unwrap();
+        assert_eq!(votes.repository, "acme/live");
+        assert_eq!(votes.accounts_json, "[]");
         let seen = seen.into_inner();
         for name in &seen {
             assert!(ENV_VARS.contains(&name.as_str()), "{name} not in ENV_VARS");

@@ -36,7 +36,7 @@ use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, Tally, Vote};
 use live_ci_core::plan_view;
 use live_ci_core::port::{
     ApprovalRecord, ApprovalStore, ArtifactStore, Ballot, Cast, ErrorKind, PortError,
-    PortResultExt, TaskTokens, TokenCipher, TokenDelivery, VoteView,
+    PortResultExt, TaskTokens, TokenCipher, TokenDelivery, VoteChannel, VoteView,
 };
 use live_ci_workflow::{ApprovalDecision, Decision};
 
@@ -231,6 +231,18 @@ impl Context {
             now_ms: self.now_ms,
         }
     }
+}
+
+/// What became of a decided vote's hand-over of the task token.
+pub(crate) enum HandOver {
+    /// Another caller holds the claim: it sends (or sent) the decision.
+    NotOurs,
+    /// Sent; what Step Functions said.
+    Sent(TokenDelivery),
+    /// Nothing was sent and retrying will not help: why.
+    Refused(&'static str),
+    /// Step Functions could not be reached; the claim stays for its lease.
+    Unreachable,
 }
 
 /// The votes decided but nothing was sent, and retrying will not help.
@@ -602,6 +614,7 @@ where
             .vote(&Ballot {
                 execution_id: &link.execution_id,
                 voter: &link.voter,
+                channel: VoteChannel::Mail,
                 vote: link.vote,
                 task_token_hash: &hash,
                 lease_secs: DELIVERY_LEASE_SECS,
@@ -669,11 +682,50 @@ where
         let tally = &cast.tally;
         // The request as it is after the claim: with a newer task token if a
         // newer request replaced it, or with the delivery someone else made.
-        let current = cast.approval.unwrap_or_else(|| ctx.approval.clone());
-        if !cast.claimed {
+        let current = cast
+            .approval
+            .clone()
+            .unwrap_or_else(|| ctx.approval.clone());
+        match self.hand_over(id, &cast, &current, decision).await {
             // Someone else sends (or sent) it: show what is known.
-            return Ok(self.decided_page(&ctx.with_approval(current), tally, decision, status));
+            HandOver::NotOurs => {
+                Ok(self.decided_page(&ctx.with_approval(current), tally, decision, status))
+            }
+            HandOver::Refused(why) => Ok(not_delivered(id, decision, why)),
+            HandOver::Unreachable => Ok(message(
+                502,
+                "Decision not yet delivered",
+                "bad",
+                &format!(
+                    "The votes decided to {}, but Step Functions could not be reached. Submit your vote again in {} seconds to retry.",
+                    decision.as_str(),
+                    DELIVERY_LEASE_SECS
+                ),
+            )),
+            HandOver::Sent(delivery) => {
+                let mut approval = ctx.approval.clone();
+                approval.delivery = Some(delivery);
+                approval.decision_sent_at = Some(ctx.now_ms);
+                Ok(self.decided_page(&ctx.with_approval(approval), tally, decision, status))
+            }
         }
+    }
+
+    /// The hand-over of a decided vote, for a mailed vote's page and a vote
+    /// from the pull request alike: when `cast` holds the claim, the decision
+    /// is encoded, the task token of `current` decrypted and checked, sent
+    /// with `SendTaskSuccess`, and what Step Functions said recorded.
+    pub(crate) async fn hand_over(
+        &self,
+        id: &str,
+        cast: &Cast,
+        current: &ApprovalRecord,
+        decision: Vote,
+    ) -> HandOver {
+        if !cast.claimed {
+            return HandOver::NotOurs;
+        }
+        let tally = &cast.tally;
         let payload = ApprovalDecision {
             decision: match decision {
                 Vote::Approve => Decision::Approve,
@@ -687,50 +739,30 @@ where
             Err(err) => {
                 // Cannot happen for this plain struct; said rather than unwrapped.
                 tracing::error!(error = %err, execution = %id, "encoding the decision failed");
-                return Ok(not_delivered(
-                    id,
-                    decision,
-                    "the decision could not be encoded",
-                ));
+                return HandOver::Refused("the decision could not be encoded");
             }
         };
-        let token = match self.task_token(&current).await {
+        let token = match self.task_token(current).await {
             Ok(token) => token,
             Err(problem) => {
                 // The claim stays: nothing was sent, and a repaired row is
-                // retried after the lease by the next POST.
+                // retried after the lease by the next vote.
                 tracing::error!(execution = %id, problem = %problem, "task token refused");
-                return Ok(not_delivered(
-                    id,
-                    decision,
-                    "the stored approval request could not be verified",
-                ));
+                return HandOver::Refused("the stored approval request could not be verified");
             }
         };
         let delivery = match self.tokens.send_success(&token, &output).await {
             Ok(delivery) => delivery,
             Err(err) => {
-                // The claim stays; after the lease the next POST retries.
+                // The claim stays; after the lease the next vote retries.
                 tracing::error!(error = %err, execution = %id, "SendTaskSuccess failed");
-                return Ok(message(
-                    502,
-                    "Decision not yet delivered",
-                    "bad",
-                    &format!(
-                        "The votes decided to {}, but Step Functions could not be reached. Submit your vote again in {} seconds to retry.",
-                        decision.as_str(),
-                        DELIVERY_LEASE_SECS
-                    ),
-                ));
+                return HandOver::Unreachable;
             }
         };
         if let Err(err) = self.db.record_decision_delivery(id, &delivery).await {
             tracing::error!(error = %err, execution = %id, "recording the delivery failed");
         }
-        let mut approval = ctx.approval.clone();
-        approval.delivery = Some(delivery);
-        approval.decision_sent_at = Some(ctx.now_ms);
-        Ok(self.decided_page(&ctx.with_approval(approval), tally, decision, status))
+        HandOver::Sent(delivery)
     }
 
     /// The plain task token of `approval`: decrypted for its own execution

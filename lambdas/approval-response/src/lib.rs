@@ -2,14 +2,18 @@
 //! shows a confirmation page (mail scanners that prefetch links change
 //! nothing); the page's button POSTs the signed token back, which records the
 //! vote, and once a threshold is reached exactly one caller sends the
-//! decision to Step Functions. `main.rs` only wires clients to
+//! decision to Step Functions. An asynchronous invoke by the receiver counts a
+//! vote comment on the merged pull request the same way
+//! ([`ApprovalResponder::github_vote`]). `main.rs` only wires clients to
 //! [`ApprovalResponder`].
 
 mod config;
+mod github_vote;
 mod handler;
 mod http;
 mod page;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
+pub use github_vote::{GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting};
 pub use handler::{ApprovalResponder, NoPlanStore};
 pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};

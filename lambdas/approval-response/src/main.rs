@@ -1,11 +1,17 @@
 //! The approval_response Lambda's entry point: wires the metadb, Step Functions,
 //! KMS and S3 (the saved plans) clients, the vote-link key and the run-link key into [`ApprovalResponder`] once per
-//! cold start, and serves Function URL requests with it.
+//! cold start, and serves Function URL requests with it. With votes from
+//! the pull request configured, it wires GitHub too and counts the vote
+//! comments the receiver invokes it with (`{"github_vote": …}`).
 
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
-use live_ci_approval_response::{ApprovalResponder, Config, from_function_url, to_function_url};
+use live_ci_approval_response::{
+    ApprovalResponder, Config, GitHubVoteEvent, GitHubVoting, from_function_url, to_function_url,
+};
 use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
+use live_ci_core::account::Accounts;
+use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_workflow::SfnTaskTokens;
 
@@ -22,9 +28,43 @@ async fn main() -> anyhow::Result<()> {
     let responder = &ApprovalResponder::new(key, metadb, tokens, cipher)
         .with_plan_store(plans)
         .with_run_key(run_key);
-    Ok(serve(|event: LambdaFunctionUrlRequest| async move {
+    let github_votes = match &config.github_votes {
+        None => None,
+        Some(c) => {
+            let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &c.accounts_json)?;
+            let github = boot
+                .github(&c.auth, &c.api_url, &c.repository, Job::ApprovalResponse)
+                .await?;
+            let voting = GitHubVoting {
+                repository: c.repository.clone(),
+                accounts,
+            };
+            Some((github, voting))
+        }
+    };
+    let github_votes = &github_votes;
+    Ok(serve(|event: serde_json::Value| async move {
+        // Only a direct invoke can put `github_vote` at the top level: a
+        // Function URL event's keys are AWS's.
+        if event.get("github_vote").is_some() {
+            let request: GitHubVoteEvent = serde_json::from_value(event)
+                .map_err(|e| format!("a github_vote invoke that does not parse: {e}"))?;
+            let Some((github, voting)) = github_votes else {
+                return Err("a github_vote invoke, but votes from the pull request are not configured (REPO_FULL_NAME unset)".to_string());
+            };
+            // An error (a port failed before the vote) fails the invoke:
+            // Lambda retries an asynchronous invoke, and nothing changed.
+            let outcome = responder
+                .github_vote(github, voting, &request.github_vote)
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!(counted = outcome.counted, note = %outcome.note, "vote from the pull request");
+            return serde_json::to_value(&outcome).map_err(|e| e.to_string());
+        }
+        let event: LambdaFunctionUrlRequest = serde_json::from_value(event)
+            .map_err(|e| format!("not a Function URL request: {e}"))?;
         let response = responder.handle(&from_function_url(&event), now_ms()).await;
-        Ok::<_, std::convert::Infallible>(to_function_url(&response))
+        serde_json::to_value(to_function_url(&response)).map_err(|e| e.to_string())
     })
     .await?)
 }

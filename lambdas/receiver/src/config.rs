@@ -50,6 +50,10 @@ pub struct Config {
     pub ecs: EcsConfig,
     /// Where a "locked" merge lock parameter is confirmed (the lock row).
     pub metadb: MetadbConfig,
+    /// approval_response's function name or ARN: vote comments on merged
+    /// pull requests are handed to it. `None`: votes from GitHub are not
+    /// enabled (no account lists `github_voters`).
+    pub approval_response_function: Option<String>,
 }
 
 pub use live_ci_core::settings::ConfigError;
@@ -88,6 +92,7 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_CLUSTER_ARN",
     "METADB_SECRET_ARN",
     "METADB_NAME",
+    "APPROVAL_RESPONSE_FUNCTION",
 ];
 
 /// Every AWS action the receiver's code calls, for the IAM policy the Terraform
@@ -106,6 +111,9 @@ pub const AWS_ACTIONS: &[&str] = &[
     "rds-data:CommitTransaction",
     "rds-data:RollbackTransaction",
     "secretsmanager:GetSecretValue",
+    // Votes from the pull request: an asynchronous invoke of approval_response
+    // only (the module scopes it to that function's ARN).
+    "lambda:InvokeFunction",
 ];
 
 impl Config {
@@ -147,6 +155,7 @@ impl Config {
                 .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
             ecs: EcsConfig::from_settings(&env, &[TaskKind::PrPlan, TaskKind::CreateDeployStack])?,
             metadb: MetadbConfig::from_settings(&env)?,
+            approval_response_function: env.opt("APPROVAL_RESPONSE_FUNCTION"),
         })
     }
 }

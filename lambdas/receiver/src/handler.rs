@@ -38,6 +38,7 @@ use crate::http::{WebhookRequest, WebhookResponse};
 use crate::lock::{LockTruth, NoLockCheck};
 use crate::secret::SecretCache;
 use live_ci_core::port::DeliveryClaim;
+use live_ci_core::port::{FunctionInvoker, github_vote_payload};
 
 /// Failures of the services behind the handler; each becomes a 500 so GitHub
 /// marks the delivery failed and it can be redelivered.
@@ -70,9 +71,21 @@ impl From<ReceiverError> for lambda_runtime::Diagnostic {
     }
 }
 
+/// No votes from the pull request: a vote comment is answered "not enabled".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoVotes;
+
+impl FunctionInvoker for NoVotes {
+    type Error = std::convert::Infallible;
+
+    async fn invoke(&self, _: &str, _: &str) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
 /// The handler with its clients; built once per cold start.
 #[derive(Debug)]
-pub struct Receiver<P, G, L, T = NoLockCheck, D = NoDeliveryLog> {
+pub struct Receiver<P, G, L, T = NoLockCheck, D = NoDeliveryLog, V = NoVotes> {
     config: HandlerConfig,
     params: P,
     github: G,
@@ -83,6 +96,9 @@ pub struct Receiver<P, G, L, T = NoLockCheck, D = NoDeliveryLog> {
     seen: SeenDeliveries,
     /// Claims deliveries across containers (`main.rs` always wires the metadb).
     deliveries: Option<D>,
+    /// Hands vote comments to approval_response: the invoker and that
+    /// function's name (ARN). `None`: votes from GitHub are not enabled.
+    votes: Option<(V, String)>,
 }
 
 impl<P, G, L> Receiver<P, G, L>
@@ -117,6 +133,7 @@ where
             secret,
             seen: SeenDeliveries::new(4096),
             deliveries: None,
+            votes: None,
         })
     }
 
@@ -131,6 +148,7 @@ where
             secret: self.secret,
             seen: self.seen,
             deliveries: None,
+            votes: None,
         }
     }
 }
@@ -148,17 +166,43 @@ impl<P, G, L, T> Receiver<P, G, L, T> {
             secret: self.secret,
             seen: self.seen,
             deliveries: Some(log),
+            votes: None,
         }
     }
 }
 
-impl<P, G, L, T, D> Receiver<P, G, L, T, D>
+impl<P, G, L, T, D> Receiver<P, G, L, T, D> {
+    /// The same receiver, handing each vote comment on a merged pull request
+    /// to `function` (approval_response) through `invoker`, asynchronously.
+    /// The receiver itself holds no vote rights and no task tokens: it only
+    /// says where the comment is; approval_response reads it from GitHub.
+    pub fn with_votes<V: FunctionInvoker>(
+        self,
+        invoker: V,
+        function: &str,
+    ) -> Receiver<P, G, L, T, D, V> {
+        Receiver {
+            config: self.config,
+            params: self.params,
+            github: self.github,
+            launcher: self.launcher,
+            lock_truth: self.lock_truth,
+            secret: self.secret,
+            seen: self.seen,
+            deliveries: self.deliveries,
+            votes: Some((invoker, function.to_string())),
+        }
+    }
+}
+
+impl<P, G, L, T, D, V> Receiver<P, G, L, T, D, V>
 where
     P: ParamStore,
     G: GitHost + PullRequestAuthority,
     L: TaskLauncher,
     T: LockTruth,
     D: Deliveries,
+    V: FunctionInvoker,
 {
     /// The parameter mirrors the metadb's lock row; a "locked" value is
     /// answered only when the row agrees, so a lost mirror write after a run
@@ -325,18 +369,13 @@ where
         let outcome = match routed {
             Route::Ping => Ok(json!({"pong": true})),
             Route::Ignore(reason) => Ok(json!({"ignored": reason})),
-            // Routing recognises votes from GitHub; counting them (voter
-            // check, the shared tally, the task-token hand-over) is not wired
-            // yet, so a vote changes nothing and says so.
             Route::Vote {
                 number,
+                comment_id,
                 voter,
                 unit,
                 ..
-            } => Ok(json!({"ignored": format!(
-                "{voter:?}'s vote on {:?} (pull request #{number}) is not counted: votes from GitHub are not enabled",
-                unit.as_str()
-            )})),
+            } => self.hand_vote(number, comment_id, &voter, &unit).await,
             Route::VoteRefused {
                 number,
                 voter,
@@ -397,6 +436,42 @@ where
                 reply(500, json!({"error": e.to_string()}))
             }
         }
+    }
+
+    /// A vote comment on a merged pull request: handed to approval_response
+    /// (which counts it and replies on the pull request) with only where the
+    /// comment is. An invoke that fails fails the delivery (500), so GitHub's
+    /// redelivery tries again; nothing was counted.
+    async fn hand_vote(
+        &self,
+        number: u64,
+        comment_id: u64,
+        voter: &str,
+        unit: &live_ci_core::RepoPath,
+    ) -> Result<Value, ReceiverError> {
+        let Some((invoker, function)) = &self.votes else {
+            return Ok(json!({"ignored": format!(
+                "{voter:?}'s vote on {:?} (pull request #{number}) is not counted: votes from GitHub are not enabled",
+                unit.as_str()
+            )}));
+        };
+        let payload = github_vote_payload(&self.config.repository, number, comment_id);
+        invoker
+            .invoke(function, &payload)
+            .await
+            .port("approval_response invoke")?;
+        tracing::info!(
+            voter,
+            pull_request = number,
+            comment_id,
+            unit = unit.as_str(),
+            "vote handed to approval_response"
+        );
+        Ok(json!({
+            "vote": "handed to approval_response",
+            "pull_request": number,
+            "comment_id": comment_id,
+        }))
     }
 
     async fn touches_matching_files(&self, number: u64) -> Result<bool, ReceiverError> {

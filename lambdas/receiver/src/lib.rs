@@ -20,6 +20,6 @@ pub use config::{
     MetadbConfig, SECRET_RETRY, SECRET_TTL,
 };
 pub use dedupe::{CLAIM_BUDGET, Deliveries, MetadbDeliveries, NoDeliveryLog};
-pub use handler::{Receiver, ReceiverError};
+pub use handler::{NoVotes, Receiver, ReceiverError};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};
 pub use lock::{LockTruth, MetadbLock, NoLockCheck};

@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
-use live_ci_aws::{EcsTaskLauncher, sdk};
+use live_ci_aws::{EcsTaskLauncher, LambdaInvoker, sdk};
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_receiver::{
@@ -32,11 +32,27 @@ async fn main() -> anyhow::Result<()> {
         .with_resume_deadline(METADB_RESUME_DEADLINE);
     let lock = MetadbLock(metadb.clone());
     let deliveries = MetadbDeliveries(metadb);
-    let receiver = Receiver::new(config.handler, boot.params(), github, launcher).await?;
-    let receiver = &receiver.with_lock_check(lock).with_delivery_log(deliveries);
-    Ok(serve(|event: LambdaFunctionUrlRequest| async move {
-        let response = receiver.handle(&from_function_url(&event)).await;
-        Ok::<_, std::convert::Infallible>(to_function_url(&response))
-    })
-    .await?)
+    let receiver = Receiver::new(config.handler.clone(), boot.params(), github, launcher).await?;
+    let receiver = receiver.with_lock_check(lock).with_delivery_log(deliveries);
+    // Votes from the pull request go to approval_response; without its name
+    // a vote comment is answered "not enabled".
+    match &config.approval_response_function {
+        Some(function) => {
+            let invoker = LambdaInvoker::new(sdk::lambda::Client::new(&boot.aws));
+            let receiver = &receiver.with_votes(invoker, function);
+            Ok(serve(|event: LambdaFunctionUrlRequest| async move {
+                let response = receiver.handle(&from_function_url(&event)).await;
+                Ok::<_, std::convert::Infallible>(to_function_url(&response))
+            })
+            .await?)
+        }
+        None => {
+            let receiver = &receiver;
+            Ok(serve(|event: LambdaFunctionUrlRequest| async move {
+                let response = receiver.handle(&from_function_url(&event)).await;
+                Ok::<_, std::convert::Infallible>(to_function_url(&response))
+            })
+            .await?)
+        }
+    }
 }

@@ -602,6 +602,7 @@ fn the_json_the_module_passes_has_the_binaries_field_names() {
         path: "dev".into(),
         dependencies: vec![],
         voters: vec![],
+        github_voters: vec![],
         min_approval_count: 1,
         min_rejection_count: 1,
         plan_role_arn: "p".into(),

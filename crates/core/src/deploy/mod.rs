@@ -277,6 +277,12 @@ pub struct ExecutionRecord {
     pub account_path: String,
     pub account_deps: Vec<String>,
     pub voters: Vec<String>,
+    /// The GitHub voters (`github:<login>`) whose vote from the pull request
+    /// was counted: approval_response checked each against the account's
+    /// `github_voters` and admitted it with the vote (migration 0018). Not
+    /// mailed; counted by [`Self::apply_refusal`] like `voters`.
+    #[serde(default)]
+    pub github_voters: Vec<String>,
     pub approval_voters: Vec<String>,
     pub min_approval_count: u32,
     pub rejection_voters: Vec<String>,
@@ -327,7 +333,7 @@ impl ExecutionRecord {
         let of_voters = |votes: &[String]| -> Vec<String> {
             let mut counted: Vec<String> = votes
                 .iter()
-                .filter(|v| self.voters.contains(v))
+                .filter(|v| self.voters.contains(v) || self.github_voters.contains(v))
                 .cloned()
                 .collect();
             counted.sort();
@@ -664,6 +670,7 @@ mod tests {
             account_deps: Vec::new(),
             approval_voters: voters[..2].to_vec(),
             voters,
+            github_voters: Vec::new(),
             min_approval_count: 2,
             rejection_voters: Vec::new(),
             min_rejection_count: 1,
@@ -680,6 +687,20 @@ mod tests {
             finished_at: None,
             updated_at: 0,
         }
+    }
+
+    /// A GitHub vote counts at the apply only for a voter admitted into
+    /// `github_voters` with it (migration 0018); a `github:` vote of anyone
+    /// else does not.
+    #[test]
+    fn an_admitted_github_voter_counts_at_the_apply_and_no_one_else() {
+        let mut e = approved_record();
+        e.approval_voters = vec!["a@x".into(), "github:alice".into()];
+        assert!(e.apply_refusal(RunStatus::Running).is_some());
+        e.github_voters = vec!["github:alice".into()];
+        assert_eq!(e.apply_refusal(RunStatus::Running), None);
+        e.approval_voters = vec!["a@x".into(), "github:mallory".into()];
+        assert!(e.apply_refusal(RunStatus::Running).is_some());
     }
 
     /// Each way an execution may not be applied is refused with its reason;

@@ -217,6 +217,7 @@ mod tests {
             account_path: account.into(),
             account_deps: Vec::new(),
             voters: vec!["a@example.com".into()],
+            github_voters: Vec::new(),
             approval_voters: Vec::new(),
             min_approval_count: 1,
             rejection_voters: Vec::new(),

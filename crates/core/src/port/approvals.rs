@@ -101,11 +101,42 @@ pub struct VoteView {
     pub tally: Tally,
 }
 
-/// One voter's vote, as a signed link submits it.
+/// Where a vote came from: a signed link of the approval mail, or a
+/// `/live-ci approve|reject` comment on the merged pull request (issue 29).
+/// Both are counted in the same tally by the same decision path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VoteChannel {
+    #[default]
+    Mail,
+    GitHub,
+}
+
+impl VoteChannel {
+    /// The metadb's `votes.channel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VoteChannel::Mail => "mail",
+            VoteChannel::GitHub => "github",
+        }
+    }
+}
+
+/// The voter identity of a GitHub login: `github:<login>`, lowercase (GitHub
+/// logins ignore case). It never equals an e-mail address, which always holds
+/// an `@` a login cannot.
+pub fn github_voter_id(login: &str) -> String {
+    format!("github:{}", login.to_ascii_lowercase())
+}
+
+/// One voter's vote, as a signed link (or a pull request comment) submits it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ballot<'a> {
     pub execution_id: &'a str,
+    /// An e-mail address for [`VoteChannel::Mail`] (one of the execution's
+    /// `voters`), [`github_voter_id`] for [`VoteChannel::GitHub`] (whose
+    /// right to vote the caller checked).
     pub voter: &'a str,
+    pub channel: VoteChannel,
     pub vote: Vote,
     /// The task token hash the link carries (lowercase hex): a link of an
     /// older request of the execution records nothing.
@@ -281,4 +312,14 @@ pub trait ApprovalStore: Send + Sync {
         &self,
         ballot: &Ballot<'_>,
     ) -> impl Future<Output = Result<Option<Voted>, Self::Error>> + Send;
+
+    /// The execution of `unit` awaiting approval in the run of `commit` (a
+    /// merged pull request's merge commit), read as [`Self::vote_view`]:
+    /// running, undecided, with a stored request not yet answered; `None`
+    /// when no such execution exists.
+    fn awaiting_vote(
+        &self,
+        commit: &str,
+        unit: &str,
+    ) -> impl Future<Output = Result<Option<VoteView>, Self::Error>> + Send;
 }

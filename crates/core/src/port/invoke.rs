@@ -1,5 +1,6 @@
 //! The function-invoker port (Lambda in AWS): `create-deploy-stack` hands a
-//! new run to `trigger_sf` with `{"run_id": N}`.
+//! new run to `trigger_sf` with `{"run_id": N}`, and the receiver hands a vote
+//! comment to `approval_response` with `{"github_vote": …}`.
 
 use std::future::Future;
 
@@ -21,6 +22,18 @@ pub trait FunctionInvoker: Send + Sync {
 /// The payload that asks `trigger_sf` to start what is ready in a run.
 pub fn run_payload(run_id: RunId) -> String {
     format!("{{\"run_id\":{run_id}}}")
+}
+
+/// The payload that asks `approval_response` to count the vote comment
+/// `comment_id` on pull request `pull_request` of `repository`: where the
+/// comment is, never who wrote it or what it says (read again from GitHub).
+pub fn github_vote_payload(repository: &str, pull_request: u64, comment_id: u64) -> String {
+    serde_json::json!({"github_vote": {
+        "repository": repository,
+        "pull_request": pull_request,
+        "comment_id": comment_id,
+    }})
+    .to_string()
 }
 
 #[cfg(test)]

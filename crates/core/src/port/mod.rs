@@ -36,7 +36,7 @@ mod workflow;
 
 pub use approvals::{
     ApprovalRecord, ApprovalStore, Ballot, Cast, NewApprovalRequest, RequestStored, StoredRequest,
-    VoteView, Voted,
+    VoteChannel, VoteView, Voted, github_voter_id,
 };
 pub use artifact::{ArtifactStore, CachedCheckout, SavedPlan, checkout_key, sha256_hex};
 pub use cipher::{EXECUTION_CONTEXT_KEY, TokenCipher};
@@ -47,11 +47,11 @@ pub use drift::DriftStore;
 pub use error::{Classify, ErrorKind, PERMANENT_ERROR, PortError, PortResultExt, RETRYABLE_ERROR};
 pub use executions::ExecutionStore;
 pub use git_host::{BranchHead, CommitPullRequest, GitHost, IssueHost, merge_that_produced};
-pub use invoke::{FunctionInvoker, run_payload};
+pub use invoke::{FunctionInvoker, github_vote_payload, run_payload};
 pub use mailer::{Email, Mailer, address_problem};
 pub use notify::{NoNotifications, Notifications, announce};
 pub use params::ParamStore;
-pub use pr_authority::PullRequestAuthority;
+pub use pr_authority::{PullRequestAuthority, PullRequestComment, PullRequestVotes};
 pub use run_control::RunControl;
 pub use runs::RunStore;
 pub use sweep::SweepStore;

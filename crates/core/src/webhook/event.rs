@@ -75,6 +75,10 @@ pub struct IssuePayload {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CommentPayload {
+    /// The comment's id: what a vote is counted from (approval_response
+    /// reads the comment again by it; `0` when absent).
+    #[serde(default)]
+    pub id: u64,
     #[serde(default)]
     pub body: String,
     pub user: UserPayload,

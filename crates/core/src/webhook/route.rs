@@ -58,6 +58,9 @@ pub enum Route {
     /// or a team membership) before anything counts.
     Vote {
         number: u64,
+        /// The comment's id: approval_response counts the vote from the
+        /// comment as GitHub serves it by this id, never from the delivery.
+        comment_id: u64,
         voter: String,
         unit: RepoPath,
         choice: VoteChoice,
@@ -282,6 +285,7 @@ fn route_vote(ev: &IssueCommentEvent, vote: Result<super::vote::VoteCommand, Str
     match vote {
         Ok(cmd) => Route::Vote {
             number,
+            comment_id: ev.comment.id,
             voter,
             unit: cmd.unit,
             choice: cmd.choice,

@@ -397,6 +397,7 @@ fn a_vote_on_a_merged_pull_request_names_the_signed_login_and_the_unit() {
         .unwrap(),
         Route::Vote {
             number: 43,
+            comment_id: 2501234567,
             voter: "octo-lead".into(),
             unit: RepoPath::new("dev/app").unwrap(),
             choice: VoteChoice::Approve,
@@ -413,6 +414,7 @@ fn a_vote_on_a_merged_pull_request_names_the_signed_login_and_the_unit() {
         route("issue_comment", &body, "main", REPO).unwrap(),
         Route::Vote {
             number: 43,
+            comment_id: 2501234567,
             voter: "octo-lead".into(),
             unit: RepoPath::new("dev/app").unwrap(),
             choice: VoteChoice::Reject {

@@ -83,12 +83,19 @@ WHERE c IS NOT NULL";
 pub const VOTE_VIEW: &str = "\
 SELECT live_ci_vote_view(e)::text FROM executions e WHERE e.execution_id = :execution_id";
 
-/// A voter's POST in one round trip (`live_ci_vote`, migration 0012): checks,
+/// A voter's POST (or pull request comment: `channel`, migration 0018) in one
+/// round trip (`live_ci_vote`, migration 0012): checks,
 /// records the vote, decides, tallies and claims the hand-over of a decision,
 /// under the execution's row lock.
 pub const VOTE: &str = "\
 SELECT live_ci_vote(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
-                    CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision))";
+                    CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision),
+                    CAST(:channel AS text))";
+
+/// The execution of a unit awaiting approval in the run of a merge commit
+/// (`live_ci_awaiting_vote`, migration 0018), as [`VOTE_VIEW`] reads it.
+pub const AWAITING_VOTE: &str = "\
+SELECT live_ci_awaiting_vote(CAST(:commit AS text), CAST(:unit AS text))";
 
 pub const RECORD_DECISION_DELIVERY: &str = "\
 UPDATE approval_requests

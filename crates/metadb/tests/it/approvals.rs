@@ -457,6 +457,7 @@ where
     let ballot = |voter, hash, lease_secs| Ballot {
         execution_id: &id,
         voter,
+        channel: live_ci_core::port::VoteChannel::Mail,
         vote: Vote::Approve,
         task_token_hash: hash,
         lease_secs,
@@ -567,5 +568,177 @@ async fn a_vote_decides_and_takes_the_hand_over_once_in_one_call() {
     let t = TestDb::new().await;
     let db = t.metadb(2).await;
     a_vote_decides_and_takes_the_hand_over_once(&db, "pv").await;
+    t.drop_db().await;
+}
+
+/// Votes from the pull request (migration 0018): a GitHub vote goes through
+/// `live_ci_vote` like a mailed one, in the same tally and thresholds,
+/// recorded with its channel as `github:<login>`; changed before the
+/// decision it counts once; a mailed and a GitHub vote by two people reach a
+/// 2-vote threshold, admit the GitHub voter for the apply's check, and take
+/// the hand-over. The execution is found by merge commit and unit.
+#[tokio::test]
+async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
+    use live_ci_core::deploy::RunStatus;
+    use live_ci_core::port::{Ballot, VoteChannel};
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let id = "gh-vote".to_string();
+    let mut e = exec(&id, "dev", &[]);
+    e.voters = vec!["a@example.com".into(), "b@example.com".into()];
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db.create_run(&run("gh-merge", 4, vec![e])).await.unwrap();
+    // Not claimed yet, no request: nothing awaits.
+    assert!(
+        db.awaiting_vote("gh-merge", "dev/gh-vote")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    assert!(
+        db.awaiting_vote("other", "dev/gh-vote")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        db.awaiting_vote("gh-merge", "dev/other")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let view = db
+        .awaiting_vote("gh-merge", "dev/gh-vote")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.execution.execution_id, id);
+    let hash = view.approval.unwrap().task_token_hash;
+
+    let gh = |vote| Ballot {
+        execution_id: &id,
+        voter: "github:alice",
+        channel: VoteChannel::GitHub,
+        vote,
+        task_token_hash: &hash,
+        lease_secs: 30,
+    };
+    // Reject, then changed to approve before the decision: one vote.
+    let first = db
+        .vote(&gh(Vote::Reject))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(first.recorded && first.decision.is_none());
+    assert_eq!(first.tally.rejection_voters, ["github:alice"]);
+    let changed = db
+        .vote(&gh(Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(changed.recorded && changed.decision.is_none() && !changed.claimed);
+    assert_eq!(changed.tally.approval_voters, ["github:alice"]);
+    assert!(changed.tally.rejection_voters.is_empty());
+
+    // A mailed vote by someone else reaches the 2-vote threshold.
+    let mail = db
+        .vote(&Ballot {
+            execution_id: &id,
+            voter: "a@example.com",
+            channel: VoteChannel::Mail,
+            vote: Vote::Approve,
+            task_token_hash: &hash,
+            lease_secs: 30,
+        })
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(mail.recorded && mail.claimed);
+    assert_eq!(mail.decision, Some(Vote::Approve));
+    assert_eq!(
+        mail.tally.approval_voters,
+        ["a@example.com", "github:alice"]
+    );
+
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    let rows = client
+        .query("SELECT voter, vote, channel FROM votes ORDER BY voter", &[])
+        .await
+        .unwrap();
+    let rows: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("a@example.com".into(), "approve".into(), "mail".into()),
+            ("github:alice".into(), "approve".into(), "github".into()),
+        ]
+    );
+    // The apply's check counts the admitted GitHub voter.
+    let record = db.execution(&id).await.unwrap().unwrap();
+    assert_eq!(record.github_voters, ["github:alice"]);
+    assert_eq!(record.apply_refusal(RunStatus::Running), None);
+    // Decided: nothing awaits any more.
+    assert!(
+        db.awaiting_vote("gh-merge", "dev/gh-vote")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    t.drop_db().await;
+}
+
+/// A GitHub vote must be `github:<login>` and a mailed vote may not pose as
+/// one: the function refuses before it records anything.
+#[tokio::test]
+async fn a_vote_whose_voter_does_not_match_its_channel_is_refused() {
+    let t = TestDb::new().await;
+    let db = t.metadb(1).await;
+    let r = db
+        .create_run(&run("gh-bad", 4, vec![exec("gh-bad", "dev", &[])]))
+        .await
+        .unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request("gh-bad", "t1"))
+        .await
+        .unwrap();
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    for (voter, channel) in [
+        ("a@example.com", "github"),
+        ("github:Alice", "github"),
+        ("github:a/b", "github"),
+        ("a@example.com", "sms"),
+    ] {
+        let err = client
+            .query(
+                "SELECT live_ci_vote('gh-bad', $1, 'approve', 'hash-of-t1', 30, $2)",
+                &[&voter, &channel],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("live-ci:") || format!("{err:?}").contains("live-ci:"),
+            "{voter} {channel}: {err:?}"
+        );
+    }
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM votes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
     t.drop_db().await;
 }

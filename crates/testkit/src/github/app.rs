@@ -82,7 +82,9 @@ pub(crate) fn needs(method: &str, segments: &[&str]) -> Option<(&'static str, bo
         ("POST", ["check-runs"]) | ("PATCH", ["check-runs", _]) => ("checks", true),
         ("GET", ["commits", _, "check-runs"]) => ("checks", false),
         ("GET", ["pulls", ..]) | ("GET", ["commits", _, "pulls"]) => ("pull_requests", false),
-        ("GET", ["issues", _, "comments"]) => ("pull_requests", false),
+        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => {
+            ("pull_requests", false)
+        }
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
             ("pull_requests", true)
         }

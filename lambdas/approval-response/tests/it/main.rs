@@ -3,6 +3,7 @@
 
 mod approval_store_only;
 mod browser;
+mod github_votes;
 mod iam_denied;
 mod plan_page;
 mod responder;

@@ -1155,3 +1155,116 @@ async fn a_vote_comment_is_not_counted_and_starts_nothing() {
     );
     assert!(launched(&h).is_empty());
 }
+
+/// Records every invoke (function, payload); refuses them all when `refuse`.
+#[derive(Debug, Default)]
+struct RecordingInvoker {
+    calls: Mutex<Vec<(String, String)>>,
+    refuse: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("lambda refused the invoke")]
+struct InvokeRefused;
+
+impl live_ci_core::port::Classify for InvokeRefused {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        live_ci_core::port::ErrorKind::Retryable
+    }
+}
+
+impl live_ci_core::port::FunctionInvoker for &RecordingInvoker {
+    type Error = InvokeRefused;
+
+    async fn invoke(&self, function: &str, payload: &str) -> Result<(), InvokeRefused> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((function.to_string(), payload.to_string()));
+        if self.refuse {
+            return Err(InvokeRefused);
+        }
+        Ok(())
+    }
+}
+
+const APPROVAL_RESPONSE: &str =
+    "arn:aws:lambda:us-west-2:111111111111:function:live-ci-approval-response";
+
+/// With votes from GitHub enabled, a vote comment on a merged pull request
+/// is handed to approval_response with exactly where the comment is (the
+/// repository, the pull request, the comment id) and nothing else: no
+/// login, no body, no vote. The receiver starts nothing and asks GitHub for
+/// nothing beyond its own login; a refused invoke fails the delivery (500)
+/// so GitHub's redelivery tries again.
+#[tokio::test]
+async fn a_vote_comment_is_handed_to_approval_response_with_only_its_place() {
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    no_other_github_calls(&h.server).await;
+    let invoker = RecordingInvoker::default();
+    let receiver = h.receiver.with_votes(&invoker, APPROVAL_RESPONSE);
+    let r = receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-vote-on",
+            fixture("issue_comment_vote.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["vote"], "handed to approval_response");
+    let calls = invoker.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, APPROVAL_RESPONSE);
+    let payload: Value = serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(
+        payload,
+        json!({"github_vote": {
+            "repository": "acme/infrastructure-live",
+            "pull_request": 43,
+            "comment_id": 2501234567u64,
+        }})
+    );
+    assert_eq!(
+        requests_summary(&h.server.received_requests().await.unwrap()),
+        ["GET /user"]
+    );
+    assert!(receiver.launcher().started().is_empty());
+
+    let refusing = RecordingInvoker {
+        refuse: true,
+        ..Default::default()
+    };
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    let receiver = h.receiver.with_votes(&refusing, APPROVAL_RESPONSE);
+    let r = receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-vote-refused",
+            fixture("issue_comment_vote.json"),
+        ))
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+}
+
+/// A vote refused by routing (here: on a pull request that is not merged)
+/// invokes nothing even with votes enabled.
+#[tokio::test]
+async fn a_refused_vote_command_invokes_nothing() {
+    let h = harness("none", "{}").await;
+    bot_is(&h.server, "live-ci-bot").await;
+    let invoker = RecordingInvoker::default();
+    let receiver = h.receiver.with_votes(&invoker, APPROVAL_RESPONSE);
+    let mut body: Value = serde_json::from_slice(&fixture("issue_comment_vote.json")).unwrap();
+    body["issue"]["pull_request"]["merged_at"] = Value::Null;
+    let r = receiver
+        .handle(&signed(
+            "issue_comment",
+            "d-vote-open",
+            serde_json::to_vec(&body).unwrap(),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(invoker.calls.lock().unwrap().is_empty());
+}

@@ -1,0 +1,325 @@
+//! Votes from the pull request (issue 29 item 6): `/live-ci approve <unit>`
+//! and `/live-ci reject <unit> <reason>` on the merged pull request, counted
+//! in the same tally as mailed votes.
+//!
+//! Why here and not in the receiver: the receiver faces the internet and
+//! holds neither vote rights nor `SendTaskSuccess`; it verifies the webhook
+//! and invokes this function asynchronously with only where the comment is
+//! ([`GitHubVoteRequest`]). Vote power stays in one place. And nothing in
+//! that payload is trusted for identity: the comment is read again from
+//! GitHub by its id (author, body, pull request), the pull request's merge
+//! commit too, and team membership is asked of GitHub.
+//!
+//! Every outcome that names a comment gets one reply on the pull request
+//! ("counted: …", "… is not a voter of …", "… is not awaiting approval");
+//! a refused vote changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+use live_ci_core::account::{Accounts, GitHubVoter};
+use live_ci_core::deploy::Vote;
+use live_ci_core::escape::markdown::code;
+use live_ci_core::port::{
+    ApprovalStore, ArtifactStore, Ballot, PortError, PortResultExt, PullRequestVotes, TaskTokens,
+    TokenCipher, TokenDelivery, VoteChannel, github_voter_id,
+};
+use live_ci_core::webhook::{VoteChoice, vote_command};
+
+use crate::handler::{ApprovalResponder, DELIVERY_LEASE_SECS, HandOver};
+
+/// What the receiver's asynchronous invoke carries: where the vote comment
+/// is. Never who wrote it or what it says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitHubVoteRequest {
+    /// `owner/name`: must be this pipeline's repository.
+    pub repository: String,
+    pub pull_request: u64,
+    pub comment_id: u64,
+}
+
+/// The invoke's payload: `{"github_vote": {…}}`. A Function URL event never
+/// has this key at its top level, so `main.rs` tells the two apart by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitHubVoteEvent {
+    pub github_vote: GitHubVoteRequest,
+}
+
+impl GitHubVoteEvent {
+    /// The payload the receiver sends for one vote comment (the core's
+    /// [`live_ci_core::port::github_vote_payload`], which this parses).
+    pub fn payload(repository: &str, pull_request: u64, comment_id: u64) -> String {
+        live_ci_core::port::github_vote_payload(repository, pull_request, comment_id)
+    }
+}
+
+/// Who may vote from GitHub: the repository the votes are on, and each
+/// account's `github_voters`.
+#[derive(Debug, Clone)]
+pub struct GitHubVoting {
+    pub repository: String,
+    pub accounts: Accounts,
+}
+
+/// What counting a vote comment did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GitHubVoteOutcome {
+    /// The vote was recorded in the tally.
+    pub counted: bool,
+    /// The comment posted on the pull request (`None`: none was due, e.g.
+    /// the comment is gone, or it failed: see `note`).
+    pub reply: Option<String>,
+    /// What happened, for the log.
+    pub note: String,
+}
+
+impl GitHubVoteOutcome {
+    fn silent(note: String) -> Self {
+        GitHubVoteOutcome {
+            counted: false,
+            reply: None,
+            note,
+        }
+    }
+}
+
+/// The vote as the reply words it.
+fn choice_words(choice: &VoteChoice) -> &'static str {
+    match choice {
+        VoteChoice::Approve => "approves",
+        VoteChoice::Reject { .. } => "rejects",
+    }
+}
+
+impl<D, T, C, A> ApprovalResponder<D, T, C, A>
+where
+    D: ApprovalStore,
+    T: TaskTokens,
+    C: TokenCipher,
+    A: ArtifactStore,
+{
+    /// Counts the vote comment `request` names, and answers it on the pull
+    /// request. A port failing before the vote is an error (the invoke is
+    /// retried by Lambda: nothing changed); after it, only logged.
+    pub async fn github_vote<G: PullRequestVotes>(
+        &self,
+        github: &G,
+        voting: &GitHubVoting,
+        request: &GitHubVoteRequest,
+    ) -> Result<GitHubVoteOutcome, PortError> {
+        if !request.repository.eq_ignore_ascii_case(&voting.repository) {
+            return Ok(GitHubVoteOutcome::silent(format!(
+                "repository {:?} is not this pipeline's {:?}",
+                request.repository, voting.repository
+            )));
+        }
+        let Some(comment) = github
+            .vote_comment(request.comment_id)
+            .await
+            .port("github")?
+        else {
+            return Ok(GitHubVoteOutcome::silent(format!(
+                "comment {} no longer exists",
+                request.comment_id
+            )));
+        };
+        if comment.number != request.pull_request {
+            return Ok(GitHubVoteOutcome::silent(format!(
+                "comment {} is on #{}, not on pull request #{}",
+                comment.id, comment.number, request.pull_request
+            )));
+        }
+        let number = comment.number;
+        let login = comment.author.to_ascii_lowercase();
+        let who = code(&comment.author);
+        let cmd = match vote_command(&comment.body) {
+            None => {
+                return Ok(GitHubVoteOutcome::silent(format!(
+                    "comment {} is no vote command (edited since?)",
+                    comment.id
+                )));
+            }
+            Some(Err(why)) => {
+                let reply = format!("{who}'s vote is not counted: {}", code(&why));
+                return Ok(self.answer(github, number, false, reply).await);
+            }
+            Some(Ok(cmd)) => cmd,
+        };
+        let unit = code(cmd.unit.as_str());
+        let Some(merge) = github.merge_commit(number).await.port("github")? else {
+            let reply = format!(
+                "{who}'s vote on {unit} is not counted: pull request #{number} is not merged"
+            );
+            return Ok(self.answer(github, number, false, reply).await);
+        };
+        let not_awaiting = format!(
+            "{who}'s vote is not counted: unit {unit} is not awaiting approval in the deployment of pull request #{number}"
+        );
+        let Some(view) = self
+            .db()
+            .awaiting_vote(&merge, cmd.unit.as_str())
+            .await
+            .port("metadb")?
+        else {
+            return Ok(self.answer(github, number, false, not_awaiting).await);
+        };
+        let account = &view.execution.account_name;
+        let voters = voting
+            .accounts
+            .get(account)
+            .map(|a| a.github_voters())
+            .unwrap_or_default();
+        if !self.is_voter(github, &voters, &login).await? {
+            let reply = format!(
+                "{who} is not a voter of {unit} (account {}): the vote is not counted",
+                code(account)
+            );
+            return Ok(self.answer(github, number, false, reply).await);
+        }
+        let Some(approval) = view.approval else {
+            return Ok(self.answer(github, number, false, not_awaiting).await);
+        };
+        let voter = github_voter_id(&login);
+        let vote = match cmd.choice {
+            VoteChoice::Approve => Vote::Approve,
+            VoteChoice::Reject { .. } => Vote::Reject,
+        };
+        if let VoteChoice::Reject { reason } = &cmd.choice {
+            tracing::info!(
+                voter,
+                unit = cmd.unit.as_str(),
+                reason,
+                "rejected from the pull request"
+            );
+        }
+        let voted = self
+            .db()
+            .vote(&Ballot {
+                execution_id: &view.execution.execution_id,
+                voter: &voter,
+                channel: VoteChannel::GitHub,
+                vote,
+                task_token_hash: &approval.task_token_hash,
+                lease_secs: DELIVERY_LEASE_SECS,
+            })
+            .await
+            .port("metadb")?;
+        let Some(cast) = voted.and_then(|v| v.cast).filter(|c| c.recorded) else {
+            return Ok(self.answer(github, number, false, not_awaiting).await);
+        };
+        let tally = format!(
+            "{} of {} approvals, {} of {} rejections",
+            cast.tally.approval_voters.len(),
+            cast.tally.min_approval_count,
+            cast.tally.rejection_voters.len(),
+            cast.tally.min_rejection_count
+        );
+        let counted = format!(
+            "counted: {who} {} {unit} ({tally})",
+            choice_words(&cmd.choice)
+        );
+        let Some(decision) = cast.decision else {
+            return Ok(self
+                .answer(github, number, true, format!("{counted}."))
+                .await);
+        };
+        let id = view.execution.execution_id.clone();
+        let current = cast.approval.clone().unwrap_or(approval);
+        let outcome = match self.hand_over(&id, &cast, &current, decision).await {
+            HandOver::NotOurs => "the decision is being handed over".to_string(),
+            HandOver::Sent(TokenDelivery::Delivered) => match decision {
+                Vote::Approve => "the deployment goes on to Apply".to_string(),
+                Vote::Reject => "the deployment is rejected and will not be applied".to_string(),
+            },
+            HandOver::Sent(TokenDelivery::Gone { .. }) => {
+                "but Step Functions no longer waits for this approval: it changes nothing"
+                    .to_string()
+            }
+            HandOver::Refused(why) => {
+                format!("but {why}, so nothing was sent: an operator must look at it")
+            }
+            HandOver::Unreachable => {
+                "but Step Functions could not be reached; the next vote retries the hand-over"
+                    .to_string()
+            }
+        };
+        let reply = format!(
+            "{counted}. The votes decided: {}; {outcome}.",
+            decision.as_str()
+        );
+        Ok(self.answer(github, number, true, reply).await)
+    }
+
+    /// Whether `login` is one of `voters`: listed, or an active member of a
+    /// listed team (asked of GitHub, team by team, until one says yes).
+    async fn is_voter<G: PullRequestVotes>(
+        &self,
+        github: &G,
+        voters: &[GitHubVoter],
+        login: &str,
+    ) -> Result<bool, PortError> {
+        if voters
+            .iter()
+            .any(|v| matches!(v, GitHubVoter::Login(l) if l == login))
+        {
+            return Ok(true);
+        }
+        for voter in voters {
+            if let GitHubVoter::Team { org, slug } = voter
+                && github.team_member(org, slug, login).await.port("github")?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Posts `reply` on the pull request; a refusal is logged, never fatal
+    /// (the vote, if counted, stays counted).
+    async fn answer<G: PullRequestVotes>(
+        &self,
+        github: &G,
+        number: u64,
+        counted: bool,
+        reply: String,
+    ) -> GitHubVoteOutcome {
+        match github.reply(number, &reply).await.port("github") {
+            Ok(()) => GitHubVoteOutcome {
+                counted,
+                note: reply.clone(),
+                reply: Some(reply),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, pull_request = number, "replying to a vote failed");
+                GitHubVoteOutcome {
+                    counted,
+                    reply: None,
+                    note: format!("{reply} (the reply failed: {e})"),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receivers_payload_is_what_the_invoke_decodes() {
+        let event: GitHubVoteEvent =
+            serde_json::from_str(&GitHubVoteEvent::payload("acme/live", 43, 9)).unwrap();
+        assert_eq!(
+            event.github_vote,
+            GitHubVoteRequest {
+                repository: "acme/live".into(),
+                pull_request: 43,
+                comment_id: 9
+            }
+        );
+        // Nothing else rides along: an author or a body would be refused.
+        let extra = r#"{"github_vote": {"repository": "acme/live", "pull_request": 43, "comment_id": 9, "author": "admin"}}"#;
+        assert!(serde_json::from_str::<GitHubVoteEvent>(extra).is_err());
+    }
+}

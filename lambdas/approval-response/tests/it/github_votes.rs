@@ -1,0 +1,399 @@
+//! Votes from the pull request (issue 29 item 6) against a real PostgreSQL
+//! metadb, LocalStack's KMS (the stored task token) and the fake GitHub
+//! asserting the exact requests: a listed login's vote counts and hands over;
+//! a team member's counts after the membership API said "active"; a
+//! non-voter and a unit not awaiting approval get a reply and change
+//! nothing; a vote changed before the decision counts once; a mailed and a
+//! GitHub vote by two people reach a 2-vote threshold.
+#![allow(clippy::unwrap_used)]
+
+use live_ci_testkit::approval as support;
+
+use std::time::Duration;
+
+use live_ci_approval_request::{ApprovalRequester, RequestSettings};
+use live_ci_approval_response::{ApprovalResponder, GitHubVoteRequest, GitHubVoting, PageRequest};
+use live_ci_core::account::Accounts;
+use live_ci_core::deploy::ExecutionRecord;
+use live_ci_core::port::{ApprovalStore, Email};
+use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
+use live_ci_metadb::PgMetadb;
+use live_ci_testkit::github::{FakeGitHub, MergedPull};
+use support::*;
+
+const REPO: &str = "acme/live";
+const PR: u64 = 43;
+
+fn accounts(github_voters: &[&str]) -> Accounts {
+    let voters: Vec<String> = github_voters.iter().map(|v| format!("{v:?}")).collect();
+    Accounts::from_json(
+        "accounts.json",
+        &format!(
+            r#"[{{"name": "dev", "path": "dev", "voters": ["alice@example.com", "bob@example.com"],
+                 "github_voters": [{}],
+                 "min_approval_count": 1, "min_rejection_count": 1,
+                 "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
+                 "apply_role_arn": "arn:aws:iam::111111111111:role/apply"}}]"#,
+            voters.join(", ")
+        ),
+    )
+    .unwrap()
+}
+
+fn client(fake: &FakeGitHub) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
+        api_base: fake.url(),
+        repository: REPO.into(),
+        credentials: Credentials::Token("a-token".into()),
+        job: Job::ApprovalResponse,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        },
+    })
+    .unwrap()
+}
+
+/// The fake GitHub with pull request #43 merged by the run's commit.
+async fn github(record: &ExecutionRecord) -> FakeGitHub {
+    let fake = FakeGitHub::start(REPO).await;
+    fake.add_merged_pull_request(MergedPull {
+        number: PR,
+        merge_commit_sha: record.commit_id.clone(),
+        base_ref: "main".into(),
+        base_sha: "1111111".into(),
+        head_ref: "feature".into(),
+        head_sha: "2222222".into(),
+    });
+    fake
+}
+
+/// Stores the approval request of `record` (with its encrypted task token)
+/// as approval_request does, and returns the mails.
+async fn request(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
+    let requester = ApprovalRequester::new(
+        RequestSettings {
+            approval_url: "https://approve.example.com".into(),
+            from_address: "live-ci@example.com".into(),
+            approval_timeout_secs: 3600,
+            repository: REPO.into(),
+            github_web_url: "https://github.com".into(),
+        },
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        RecordingFailures::default(),
+    );
+    requester
+        .handle(&request_for(record, "task-token-gh"), now())
+        .await
+        .unwrap();
+    requester.mailer().sent()
+}
+
+async fn responder(
+    db: &PgMetadb,
+) -> ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher> {
+    ApprovalResponder::new(
+        key(),
+        db.clone(),
+        RecordingTokens::default(),
+        cipher().await,
+    )
+}
+
+fn vote(comment_id: u64) -> GitHubVoteRequest {
+    GitHubVoteRequest {
+        repository: REPO.into(),
+        pull_request: PR,
+        comment_id,
+    }
+}
+
+/// The requests the fake received, as "METHOD path".
+async fn requests(fake: &FakeGitHub) -> Vec<String> {
+    fake.requests()
+        .await
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.url.path()))
+        .collect()
+}
+
+fn replies(fake: &FakeGitHub) -> Vec<String> {
+    fake.comments(PR)
+        .into_iter()
+        .filter(|c| c.login == FakeGitHub::BOT_LOGIN)
+        .map(|c| c.body)
+        .collect()
+}
+
+fn sends(
+    r: &ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher>,
+) -> Vec<(String, String)> {
+    r.tokens().calls.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_listed_logins_approval_counts_and_hands_over() {
+    let (_t, db, record) = awaiting("run-1-gh-login", &["alice@example.com"], 1, 1).await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "Octo-Lead", &format!("/live-ci approve {unit}"));
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead"]),
+    };
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(id))
+        .await
+        .unwrap();
+    assert!(outcome.counted, "{outcome:?}");
+    assert_eq!(
+        requests(&fake).await,
+        [
+            format!("GET /repos/{REPO}/issues/comments/{id}"),
+            format!("GET /repos/{REPO}/pulls/{PR}"),
+            format!("POST /repos/{REPO}/issues/{PR}/comments"),
+        ]
+    );
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "counted: `Octo-Lead` approves `{unit}` (1 of 1 approvals, 0 of 1 rejections). The votes decided: approve; the deployment goes on to Apply."
+        )]
+    );
+    let sent = sends(&r);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, "task-token-gh");
+    let output: serde_json::Value = serde_json::from_str(&sent[0].1).unwrap();
+    assert_eq!(
+        output["approval_voters"],
+        serde_json::json!(["github:octo-lead"])
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["github:octo-lead"]);
+}
+
+#[tokio::test]
+async fn a_team_members_vote_counts_after_the_membership_api_says_active() {
+    let (_t, db, record) = awaiting("run-1-gh-team", &["alice@example.com"], 1, 1).await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    fake.set_team_member("acme", "platform", "bob", "active");
+    fake.set_team_member("acme", "platform", "carol", "pending");
+    let unit = record.cfg_path.as_str().to_string();
+    let carol = fake.add_comment(PR, "carol", &format!("/live-ci reject {unit} not yet"));
+    let bob = fake.add_comment(
+        PR,
+        "bob",
+        &format!("/live-ci reject {unit} opens the bucket"),
+    );
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["someone-else", "acme/platform"]),
+    };
+    // An invitation is not membership.
+    let pending = r
+        .github_vote(&client(&fake), &voting, &vote(carol))
+        .await
+        .unwrap();
+    assert!(!pending.counted);
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(bob))
+        .await
+        .unwrap();
+    assert!(outcome.counted, "{outcome:?}");
+    let asked: Vec<String> = requests(&fake)
+        .await
+        .into_iter()
+        .filter(|r| r.contains("/orgs/"))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "GET /orgs/acme/teams/platform/memberships/carol",
+            "GET /orgs/acme/teams/platform/memberships/bob",
+        ]
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.rejection_voters, ["github:bob"]);
+    assert_eq!(sends(&r).len(), 1);
+    assert!(replies(&fake)[1].starts_with(&format!("counted: `bob` rejects `{unit}`")));
+}
+
+#[tokio::test]
+async fn a_non_voter_gets_a_reply_and_nothing_changes() {
+    let (_t, db, record) = awaiting("run-1-gh-none", &["alice@example.com"], 1, 1).await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "mallory", &format!("/live-ci approve {unit}"));
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead", "acme/platform"]),
+    };
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(id))
+        .await
+        .unwrap();
+    assert!(!outcome.counted);
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "`mallory` is not a voter of `{unit}` (account `dev`): the vote is not counted"
+        )]
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty() && tally.rejection_voters.is_empty());
+    assert!(sends(&r).is_empty());
+    let view = db.vote_view(&record.execution_id).await.unwrap().unwrap();
+    assert!(view.execution.github_voters.is_empty());
+    assert_eq!(view.execution.decision, None);
+}
+
+#[tokio::test]
+async fn a_unit_not_awaiting_approval_gets_a_reply_and_nothing_changes() {
+    let (_t, db, record) = awaiting("run-1-gh-unit", &["alice@example.com"], 1, 1).await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let id = fake.add_comment(PR, "octo-lead", "/live-ci approve dev/elsewhere");
+    // A payload naming another repository is not this pipeline's: ignored.
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead"]),
+    };
+    let mut spoofed = vote(id);
+    spoofed.repository = "evil/live".into();
+    assert!(
+        !r.github_vote(&client(&fake), &voting, &spoofed)
+            .await
+            .unwrap()
+            .counted
+    );
+    assert!(requests(&fake).await.is_empty());
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(id))
+        .await
+        .unwrap();
+    assert!(!outcome.counted);
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "`octo-lead`'s vote is not counted: unit `dev/elsewhere` is not awaiting approval in the deployment of pull request #{PR}"
+        )]
+    );
+    assert!(sends(&r).is_empty());
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty());
+}
+
+#[tokio::test]
+async fn a_vote_changed_before_the_decision_counts_once() {
+    let (_t, db, record) = awaiting(
+        "run-1-gh-change",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let reject = fake.add_comment(PR, "octo-lead", &format!("/live-ci reject {unit} wait"));
+    let approve = fake.add_comment(PR, "octo-lead", &format!("/live-ci approve {unit}"));
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead"]),
+    };
+    assert!(
+        r.github_vote(&client(&fake), &voting, &vote(reject))
+            .await
+            .unwrap()
+            .counted
+    );
+    assert!(
+        r.github_vote(&client(&fake), &voting, &vote(approve))
+            .await
+            .unwrap()
+            .counted
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["github:octo-lead"]);
+    assert!(tally.rejection_voters.is_empty());
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    assert_eq!(
+        replies(&fake)[1],
+        format!("counted: `octo-lead` approves `{unit}` (1 of 2 approvals, 0 of 2 rejections).")
+    );
+}
+
+#[tokio::test]
+async fn a_mailed_and_a_github_vote_by_two_people_reach_a_two_vote_threshold() {
+    let (_t, db, record) = awaiting(
+        "run-1-gh-mixed",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    let mails = request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    // Alice approves by mail (the signed link's POST).
+    let mail = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
+    let token = token_of(&text_link(mail, "Approve"));
+    let page = r
+        .handle(
+            &PageRequest {
+                method: "POST".into(),
+                query: String::new(),
+                headers: [(
+                    "content-type".to_string(),
+                    "application/x-www-form-urlencoded".to_string(),
+                )]
+                .into(),
+                body: format!("t={token}").into_bytes(),
+            },
+            i64::try_from(now()).unwrap() * 1000,
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(sends(&r).is_empty());
+    // Octo-lead approves on the pull request: the second approval decides.
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "octo-lead", &format!("/live-ci approve {unit}"));
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead"]),
+    };
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(id))
+        .await
+        .unwrap();
+    assert!(outcome.counted);
+    let sent = sends(&r);
+    assert_eq!(sent.len(), 1);
+    let output: serde_json::Value = serde_json::from_str(&sent[0].1).unwrap();
+    assert_eq!(output["decision"], "approve");
+    assert_eq!(
+        output["approval_voters"],
+        serde_json::json!(["alice@example.com", "github:octo-lead"])
+    );
+    // The apply's own check counts the admitted GitHub voter.
+    let view = db.vote_view(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(view.execution.github_voters, ["github:octo-lead"]);
+    assert_eq!(
+        view.execution
+            .apply_refusal(live_ci_core::deploy::RunStatus::Running),
+        None
+    );
+}
