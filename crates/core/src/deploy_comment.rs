@@ -270,6 +270,7 @@ mod tests {
             planned: false,
             plan: None,
             votes: vec![],
+            policy_denials: vec![],
         }
     }
 
@@ -312,6 +313,7 @@ mod tests {
             voter: "alice@example.com".into(),
             vote: Vote::Approve,
             at: 0,
+            reason: None,
         }];
         u
     }

@@ -327,6 +327,7 @@ impl<S: Sql> ApprovalStore for Store<S> {
                     ("vote", Param::text(ballot.vote.as_str())),
                     ("task_token_hash", Param::text(ballot.task_token_hash)),
                     ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
+                    ("reason", ballot.reason.map_or(Param::NullText, Param::text)),
                 ],
             )
             .await?;

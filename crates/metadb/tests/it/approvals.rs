@@ -460,6 +460,7 @@ where
         vote: Vote::Approve,
         task_token_hash: hash,
         lease_secs,
+        reason: None,
     };
 
     let view = db.vote_view(&id).await.unwrap().unwrap();
