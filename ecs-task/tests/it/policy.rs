@@ -416,7 +416,7 @@ async fn with_the_override_a_denied_plan_goes_to_the_vote_and_an_approve_needs_a
     let Ok(live_ci_task::terra_run::TerraRunResult::Plan(plan)) = result else {
         panic!("{result:?}")
     };
-    assert_eq!(plan.policy_denials, [denial.clone()]);
+    assert_eq!(plan.policy_denials, std::slice::from_ref(&denial));
     assert!(matches!(&sent[..], [Sent::Success { .. }]), "{sent:?}");
     let saved = saved.expect("the plan is recorded for the vote");
     let metadb = db.metadb(2).await;
@@ -445,7 +445,7 @@ async fn with_the_override_a_denied_plan_goes_to_the_vote_and_an_approve_needs_a
         .await
         .unwrap();
     let view = metadb.vote_view(EXEC_ID).await.unwrap().unwrap();
-    assert_eq!(view.policy_denials, [denial.clone()]);
+    assert_eq!(view.policy_denials, std::slice::from_ref(&denial));
     assert!(!saved.sha256.is_empty());
     let ballot = |voter, vote, reason| Ballot {
         execution_id: EXEC_ID,
@@ -492,7 +492,7 @@ async fn with_the_override_a_denied_plan_goes_to_the_vote_and_an_approve_needs_a
     let run = view.execution.run_id;
     let page = metadb.run_view(run, 10).await.unwrap().unwrap();
     let unit = &page.units[0];
-    assert_eq!(unit.policy_denials, [denial.clone()]);
+    assert_eq!(unit.policy_denials, std::slice::from_ref(&denial));
     let reasons: Vec<(String, Option<String>)> = unit
         .votes
         .iter()

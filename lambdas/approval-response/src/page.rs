@@ -139,6 +139,7 @@ pub fn standing(t: &Tally, voter: &str) -> String {
 }
 
 /// The confirmation page a link opens: nothing is recorded until the button.
+#[allow(clippy::too_many_arguments)]
 pub fn confirm(
     e: &ExecutionRecord,
     a: &ApprovalRecord,
