@@ -31,6 +31,8 @@ locals {
       ALLOW_DESTROY                = tostring(var.allow_destroy)
       DEPLOY_FILTERS               = jsonencode(var.deploy_filters)
       POLICY_DIR                   = var.policy_dir == null ? "" : var.policy_dir
+      POLICY_OVERRIDE              = tostring(var.policy_override)
+      POLICY_COMMAND               = var.policy_command
       TRIGGER_SF_FUNCTION_NAME     = local.function_names["trigger-sf"]
       PLAN_BUCKET                  = aws_s3_bucket.plans.bucket
       RUST_LOG                     = var.log_level

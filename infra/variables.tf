@@ -264,6 +264,23 @@ variable "policy_dir" {
   }
 }
 
+variable "policy_override" {
+  description = "Whether voters may override a policy denial (policy_dir's Rego or policy_command): on, a unit whose plan is denied in a run's plan phase goes to the vote with its denials recorded and shown (mail, approval page, run page), and an approve vote then needs a non-empty reason, recorded with it; pr-plan says \"denied by policy (voters may override with a reason)\". Off: a denial fails the unit. A policy that cannot judge (does not parse, a policy_command that cannot run) fails the unit either way."
+  type        = bool
+  default     = false
+}
+
+variable "policy_command" {
+  description = "A shell command template run after each plan of pr-plan and of a run's plan phase, with {plan_json} replaced by the file of the plan's `show -json` (e.g. \"checkov -f {plan_json}\"). It runs as terraform runs: the same unprivileged user, environment allow-list and plan-role credentials, in the unit's directory. Exit 0 passes; another exit denies the plan, the output's last lines as the message (overridable like a Rego denial, see policy_override); exit 126, 127 or a signal (it could not run) fails the unit. The tool must be in the task image. Empty: none."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.policy_command == "" || strcontains(var.policy_command, "{plan_json}")
+    error_message = "policy_command must contain the placeholder {plan_json}."
+  }
+}
+
 variable "commit_status_config" {
   description = "Which commit statuses live-ci posts: the first value of an SSM parameter (JSON) that operators edit without a deploy. Terraform ignores the value once the parameter exists, so an edit in SSM survives every apply, and so does a later change of this variable: change it in SSM."
   type = object({

@@ -6,6 +6,7 @@
 use live_ci_core::approval::RunPages;
 use live_ci_core::merge_lock::Scope;
 use live_ci_core::path::RepoPath;
+use live_ci_core::policy::PolicyCommand;
 use live_ci_core::settings::{ConfigError, Settings};
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
@@ -47,6 +48,8 @@ pub const ENV_VARS: &[&str] = &[
     "ALLOW_DESTROY",
     DEPLOY_FILTERS,
     "POLICY_DIR",
+    POLICY_OVERRIDE,
+    POLICY_COMMAND,
     "TRIGGER_SF_FUNCTION_NAME",
     "PLAN_BUCKET",
     "LOG_GROUP",
@@ -85,6 +88,12 @@ pub const ENV_VARS: &[&str] = &[
 /// The module's `deploy_filters`: a JSON list of filter queries that narrow
 /// what pr-plan plans and create-deploy-stack deploys (`crate::filters`).
 pub const DEPLOY_FILTERS: &str = "DEPLOY_FILTERS";
+
+/// The module's `policy_override` (`crate::policy`).
+pub const POLICY_OVERRIDE: &str = "POLICY_OVERRIDE";
+
+/// The module's `policy_command` (`crate::policy`).
+pub const POLICY_COMMAND: &str = "POLICY_COMMAND";
 
 /// terra-run's run-link key parameter: its statuses link to the read-only run
 /// page, signed with this key (never the vote-link key).
@@ -429,6 +438,14 @@ pub struct Common {
     /// terra-run (`POLICY_DIR`, read at the trunk before the change,
     /// `crate::policy`); unset, no policy runs.
     pub policy_dir: Option<RepoPath>,
+    /// A plan the policies deny goes to the vote with its denials recorded
+    /// instead of failing the unit; an approve then needs a reason
+    /// (`POLICY_OVERRIDE`, default off).
+    pub policy_override: bool,
+    /// Another policy tool run after each plan on the plan's `show -json`
+    /// file, as terraform runs (`POLICY_COMMAND`, `{plan_json}` required;
+    /// unset or empty: none).
+    pub policy_command: Option<PolicyCommand>,
     pub log_group: Option<String>,
     pub log_stream_prefix: Option<String>,
     pub heartbeat_seconds: u64,
@@ -502,6 +519,23 @@ impl FromLookup for Common {
                 check.keep(read)
             }
         };
+        let policy_override = check.env.flag(POLICY_OVERRIDE, false);
+        let policy_override = check.keep(policy_override);
+        let policy_command = match check.opt(POLICY_COMMAND) {
+            None => Some(None),
+            Some(t) if t.trim().is_empty() => Some(None),
+            Some(t) => {
+                let read =
+                    PolicyCommand::new(&t)
+                        .map(Some)
+                        .map_err(|reason| ConfigError::Invalid {
+                            name: POLICY_COMMAND,
+                            value: t.clone(),
+                            reason,
+                        });
+                check.keep(read)
+            }
+        };
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
         let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
@@ -546,6 +580,8 @@ impl FromLookup for Common {
             allow_destroy: allow_destroy?,
             deploy_filters: deploy_filters?,
             policy_dir: policy_dir?,
+            policy_override: policy_override?,
+            policy_command: policy_command?,
             log_group: check.opt("LOG_GROUP"),
             log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,
@@ -887,6 +923,30 @@ mod tests {
     use std::cell::RefCell;
     use std::collections::{BTreeSet, HashMap};
 
+    /// A policy command without `{plan_json}` is refused at start-up,
+    /// naming POLICY_COMMAND and quoting the template; empty means none.
+    #[test]
+    fn a_policy_command_without_its_placeholder_is_refused_at_start() {
+        let err = common(&[(POLICY_COMMAND, "checkov -f plan.json")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("POLICY_COMMAND"), "{err}");
+        assert!(
+            err.contains("lacks the placeholder {plan_json}")
+                && err.contains("\"checkov -f plan.json\""),
+            "{err}"
+        );
+        let none = common(&[(POLICY_COMMAND, "")]).unwrap();
+        assert_eq!(none.policy_command, None);
+        assert!(!none.policy_override, "off by default");
+        let on = common(&[
+            (POLICY_COMMAND, "checkov -f {plan_json}"),
+            (POLICY_OVERRIDE, "true"),
+        ])
+        .unwrap();
+        assert!(on.policy_command.is_some() && on.policy_override);
+    }
+
     #[test]
     fn reads_nothing_outside_env_vars() {
         let read = RefCell::new(BTreeSet::new());
@@ -920,6 +980,8 @@ mod tests {
                     "SSH_KNOWN_HOSTS" => "git.example.com ssh-ed25519 AAAA".into(),
                     "DEPLOY_FILTERS" => r#"["./dev/**"]"#.into(),
                     "MERGE_LOCK_SCOPE" => "units".into(),
+                    POLICY_OVERRIDE => "true".into(),
+                    POLICY_COMMAND => "checkov -f {plan_json}".into(),
                     _ => format!("value-of-{k}"),
                 })
             }

@@ -16,9 +16,10 @@ use live_ci_core::terraform::{
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TaskError};
-use crate::policy::Policies;
+use crate::policy::{CommandPlace, Policies};
 use crate::run::{self, Finished};
 use crate::sandbox;
+use live_ci_core::policy::Judged;
 
 /// How one unit's plan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct PlanOutcome {
     pub has_changes: bool,
     pub summary: PlanSummary,
     pub text: Option<String>,
+    /// The policy denials (`rule: message`) the voters may override
+    /// (`POLICY_OVERRIDE` on); empty when none.
+    pub policy_denials: Vec<String>,
 }
 
 /// The most of a plan's text kept: GitHub shows at most 65,536 characters
@@ -139,8 +143,10 @@ pub async fn describe_plan_json(
 /// `max_parallel` at once, with `-detailed-exitcode` (any exit but 0 and 2 is
 /// a failure), then reads each saved plan with the show command `show_of`
 /// renders, and `with_text`, its text ([`plan_text`]). With `policies`, each
-/// plan's `show -json` is judged by them: a denial (or a policy that cannot
-/// judge) fails the unit with the rule's message. Results come back in the
+/// plan's `show -json` is judged by them (the policy command with the plan's
+/// environment and credentials): a denial (or a policy that cannot judge)
+/// fails the unit with the rule's message, unless the override is on and it
+/// is a denial: then the plan passes carrying it. Results come back in the
 /// order of `units`.
 #[allow(clippy::too_many_arguments)]
 pub async fn plan_units(
@@ -198,6 +204,7 @@ pub async fn plan_units(
             let prefix = format!("[{path}] ");
             let show = show_of(&path);
             let policies = policies.clone();
+            let scratch = scratch.to_path_buf();
             running.spawn(async move {
                 let finished = run::run_quietly(&command, &dir, &env, &prefix).await;
                 let outcome = match outcome(&command, &dir, finished) {
@@ -206,15 +213,24 @@ pub async fn plan_units(
                         let described = describe_plan_json(&show, &file, &dir, &env, &prefix)
                             .await
                             .map_err(|e| e.to_string());
+                        let json_file = scratch.join(format!("scan-{i}.plan.json"));
+                        let place = CommandPlace {
+                            dir: &dir,
+                            env: &env,
+                            json_file: &json_file,
+                            prefix: &prefix,
+                        };
                         let judged = match (described, &policies) {
-                            (Ok((summary, json)), Some(p)) => match p.judge(json).await.failure() {
-                                Some(denied) => Err(denied),
-                                None => Ok(summary),
+                            (Ok((summary, json)), Some(p)) => match p.judge(json, place).await {
+                                Judged::Failed(denied) => Err(denied),
+                                Judged::Passed => Ok((summary, Vec::new())),
+                                Judged::Overridable(d) => Ok((summary, d)),
                             },
-                            (described, _) => described.map(|(summary, _)| summary),
+                            (described, _) => described.map(|(summary, _)| (summary, Vec::new())),
                         };
                         match judged {
-                            Ok(summary) => Ok(PlanOutcome {
+                            Ok((summary, policy_denials)) => Ok(PlanOutcome {
+                                policy_denials,
                                 counts: summary.counts(),
                                 has_changes: summary.has_changes(),
                                 text: if with_text {

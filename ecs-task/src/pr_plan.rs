@@ -8,12 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use live_ci_core::CoreError;
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::escape::markdown;
 use live_ci_core::merge_lock::{self, PullRequestUnits};
 use live_ci_core::path::RepoPath;
 use live_ci_core::plan_text::{self, UnitText};
+use live_ci_core::policy;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
@@ -23,7 +25,7 @@ use live_ci_engine::filter::Excluded;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
-use crate::error::Result;
+use crate::error::{Result, TaskError};
 use crate::plans::{UnitPlan, plan_units};
 use crate::sandbox;
 
@@ -84,6 +86,12 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
         Ok(report) => {
             for p in &report.plans {
                 let (state, text) = match &p.outcome {
+                    // Overridable (POLICY_OVERRIDE): not a failure, since
+                    // the voters decide at deploy time; said first.
+                    Ok(o) if !o.policy_denials.is_empty() => (
+                        StatusState::Success,
+                        format!("{}: {}", policy::OVERRIDABLE, o.policy_denials.join("; ")),
+                    ),
                     Ok(o) => (
                         StatusState::Success,
                         format!(
@@ -138,7 +146,8 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                 ),
                 &[],
                 &format!(
-                    "The affected units could not be found: {}\n",
+                    "{}: {}\n",
+                    stopped_before_planning(e),
                     markdown::code(
                         &e.to_string()
                             .chars()
@@ -219,10 +228,15 @@ async fn plan<R: RoleAssumer>(
         .map(|u| u.path.clone())
         .collect();
     // The trunk's policies (the base branch, not this head) judge each plan.
-    let policies = match &config.common.policy_dir {
-        Some(dir) => Some(crate::policy::Policies::load(&checkout.git, &base, dir)?),
+    let rego = match &config.common.policy_dir {
+        Some(dir) => Some(crate::policy::Rego::load(&checkout.git, &base, dir)?),
         None => None,
     };
+    let policies = crate::policy::Policies::new(
+        rego,
+        config.common.policy_command.clone(),
+        config.common.policy_override,
+    );
     // The plans write their files here, as the child user.
     let scratch = checkout.scratch_file("plans");
     sandbox::child_dirs(&[&scratch])?;
@@ -338,9 +352,31 @@ fn short(commit: &str) -> &str {
 /// The most of a unit's error shown as its result (the rest is in the log).
 const MAX_ERROR_CHARS: usize = 1_000;
 
+/// What the comment says when pr-plan stopped before any plan: the policies
+/// that did not load (with their file and line, in the error) are not a
+/// detection problem.
+fn stopped_before_planning(e: &TaskError) -> &'static str {
+    match e {
+        TaskError::Policy { .. } | TaskError::Core(CoreError::PolicyDirMissing(_)) => {
+            "The policies failed to load"
+        }
+        _ => "The affected units could not be found",
+    }
+}
+
 /// A unit's one-line result: its plan's summary, or why it was not planned.
 pub fn unit_result(plan: &UnitPlan) -> String {
     match &plan.outcome {
+        Ok(o) if !o.policy_denials.is_empty() => format!(
+            "{}; {}: {}",
+            o.summary.describe(),
+            policy::OVERRIDABLE,
+            o.policy_denials
+                .join("; ")
+                .chars()
+                .take(MAX_ERROR_CHARS)
+                .collect::<String>()
+        ),
         Ok(o) => o.summary.describe(),
         Err(e) => format!(
             "failed: {}",

@@ -17,7 +17,6 @@
 //! (its digest checked against the record), else a fetch of the commit.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunLinkKey, RunPages};
@@ -42,10 +41,11 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
 use crate::plans::{self, describe_plan_json};
-use crate::policy::Policies;
+use crate::policy::{CommandPlace, Policies, Rego};
 use crate::run::{self, Tick};
 use crate::sandbox;
 use crate::timeline;
+use live_ci_core::policy::Judged;
 
 /// The ports terra-run talks to.
 #[derive(Debug)]
@@ -375,7 +375,14 @@ async fn phase<
         credentials,
     } = prepared?;
     // A policy that does not load stops the plan before it runs.
-    let policies = policies?;
+    let policies = match &config.phase {
+        PhaseInput::Plan => Policies::new(
+            policies?,
+            config.common.policy_command.clone(),
+            config.common.policy_override,
+        ),
+        PhaseInput::Apply { .. } => None,
+    };
     // In a directory of the child's: the plan command writes the file there.
     let out_dir = checkout.scratch_file("out");
     sandbox::child_dirs(&[&out_dir])?;
@@ -451,14 +458,52 @@ async fn phase<
             let (summary, json) = summary?;
             // Judged before the plan is recorded: a denied plan never reaches
             // the vote (the state machine's Plan Failed ends the execution,
-            // the approval request sends nothing).
-            if let Some(policies) = &policies
-                && let Some(denied) = policies.judge(json.clone()).await.failure()
-            {
-                return Err(TaskError::Policy {
-                    subject: record.cfg_path.to_string(),
-                    message: denied,
-                });
+            // the approval request sends nothing), unless POLICY_OVERRIDE is
+            // on: then its denials are recorded before the plan, so no vote
+            // can see the plan without them.
+            let mut policy_denials = Vec::new();
+            if let Some(policies) = &policies {
+                let json_file = out_dir.join("unit.plan.json");
+                let place = CommandPlace {
+                    dir: &unit_dir,
+                    env: &env,
+                    json_file: &json_file,
+                    prefix: "",
+                };
+                match policies.judge(json.clone(), place).await {
+                    Judged::Passed => {}
+                    Judged::Failed(denied) => {
+                        return Err(TaskError::Policy {
+                            subject: record.cfg_path.to_string(),
+                            message: denied,
+                        });
+                    }
+                    Judged::Overridable(denials) => {
+                        println!(
+                            "live-ci: {}: {}",
+                            live_ci_core::policy::OVERRIDABLE,
+                            denials.join("; ")
+                        );
+                        policy_denials = denials;
+                    }
+                }
+            }
+            let stored = stored?;
+            if !policy_denials.is_empty() {
+                let recorded = ports
+                    .metadb
+                    .record_policy_denials(&record.execution_id, &stored.sha256, &policy_denials)
+                    .await
+                    .port("metadb")?;
+                if !recorded {
+                    return Err(TaskError::PlanArtifact {
+                        artifact: ports.artifacts.uri(&key),
+                        message: format!(
+                            "execution {:?} has ended: the policy denials were not recorded",
+                            record.execution_id
+                        ),
+                    });
+                }
             }
             // The lock file the plan ran with travels in the sealed JSON, so
             // the apply's `init` selects the plan's providers.
@@ -469,7 +514,7 @@ async fn phase<
                 ports,
                 &record,
                 &key,
-                stored?,
+                stored,
                 json.as_bytes(),
                 lock.as_deref(),
             )
@@ -493,6 +538,7 @@ async fn phase<
                 logs_url,
                 first_changes,
                 more_changes,
+                policy_denials,
             };
             println!(
                 "live-ci: plan saved to {} ({}){}",
@@ -666,7 +712,7 @@ async fn base_policies<M: RunStore, A, T, G, R>(
     ports: &TerraRunPorts<'_, M, A, T, G, R>,
     record: &ExecutionRecord,
     dir: &RepoPath,
-) -> Result<Arc<Policies>> {
+) -> Result<Rego> {
     let base = ports
         .metadb
         .run(record.run_id)
@@ -677,7 +723,7 @@ async fn base_policies<M: RunStore, A, T, G, R>(
     let (repo, dir) = (repo.clone(), dir.clone());
     tokio::task::spawn_blocking(move || {
         let checkout = Checkout::commit_only(&repo, &base)?;
-        Policies::load(&checkout.git, &checkout.commit, &dir)
+        Rego::load(&checkout.git, &checkout.commit, &dir)
     })
     .await
     .map_err(|e| TaskError::Io(format!("reading the base commit's policies stopped: {e}")))?

@@ -271,6 +271,7 @@ mod tests {
             planned: false,
             plan: None,
             votes: vec![],
+            policy_denials: vec![],
         }
     }
 
@@ -313,6 +314,7 @@ mod tests {
             voter: "alice@example.com".into(),
             vote: Vote::Approve,
             at: 0,
+            reason: None,
         }];
         u
     }

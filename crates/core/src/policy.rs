@@ -62,6 +62,10 @@ pub enum PolicyFailure {
     NotStrings { rule: String, value: String },
     /// The plan is not JSON.
     Input { message: String },
+    /// The `policy_command` could not judge: it could not be started, was
+    /// not found or not executable (the shell's 126 and 127), or a signal
+    /// ended it. Unlike a non-zero exit, never a denial (nor overridable).
+    Command { command: String, message: String },
 }
 
 impl PolicyFailure {
@@ -86,9 +90,19 @@ impl PolicyFailure {
             PolicyFailure::Input { message } => {
                 format!("the plan JSON is not a policy input: {message}")
             }
+            PolicyFailure::Command { command, message } => {
+                format!("the policy command {command:?} could not judge the plan: {message}")
+            }
         }
     }
 }
+
+/// How a denial is named when `policy_override` is on: the unit goes to the
+/// vote, and an approve needs a reason.
+pub const OVERRIDABLE: &str = "denied by policy (voters may override with a reason)";
+
+/// The rule name of a `policy_command` denial.
+pub const COMMAND_RULE: &str = "policy_command";
 
 /// What the policies said of one plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +129,166 @@ impl Verdict {
             )),
             Verdict::Failed(f) => Some(f.describe()),
         }
+    }
+
+    /// Both judges' verdicts as one: a failure wins (the plan was not
+    /// judged), else every denial of both, sorted.
+    pub fn and(self, other: Verdict) -> Verdict {
+        match (self, other) {
+            (Verdict::Failed(f), _) | (_, Verdict::Failed(f)) => Verdict::Failed(f),
+            (Verdict::Allowed, v) | (v, Verdict::Allowed) => v,
+            (Verdict::Denied(mut a), Verdict::Denied(b)) => {
+                a.extend(b);
+                a.sort();
+                a.dedup();
+                Verdict::Denied(a)
+            }
+        }
+    }
+
+    /// With `policy_override` on, the denials the voters may override
+    /// (`rule: message` each); `None` when allowed or when the policies
+    /// failed (never overridable: nothing judged the plan).
+    pub fn overridable(&self) -> Option<Vec<String>> {
+        match self {
+            Verdict::Denied(d) => Some(d.iter().map(Denial::describe).collect()),
+            Verdict::Allowed | Verdict::Failed(_) => None,
+        }
+    }
+}
+
+/// What becomes of a judged plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// Nothing denied it.
+    Passed,
+    /// Denied, and `policy_override` is on: the plan goes to the vote with
+    /// these denials (`rule: message`), and an approve needs a reason.
+    Overridable(Vec<String>),
+    /// The unit fails with this reason: a denial with the override off, or
+    /// policies that could not judge (never overridable).
+    Failed(String),
+}
+
+impl Verdict {
+    /// The verdict under the module's `policy_override`.
+    pub fn judged(&self, policy_override: bool) -> Judged {
+        match (self.overridable(), self.failure()) {
+            (Some(denials), _) if policy_override => Judged::Overridable(denials),
+            (_, Some(reason)) => Judged::Failed(reason),
+            (_, None) => Judged::Passed,
+        }
+    }
+}
+
+/// The placeholder of [`PolicyCommand`]: the file of the plan's `show -json`.
+pub const PLAN_JSON: &str = "{plan_json}";
+
+/// How much of a `policy_command`'s output a denial keeps: its last lines
+/// (the verdict is at the end), at most this many characters.
+pub const COMMAND_TAIL_CHARS: usize = 1_000;
+
+/// The lines of output a denial keeps at most.
+pub const COMMAND_TAIL_LINES: usize = 20;
+
+/// The module's `policy_command` (`POLICY_COMMAND`): a shell template with
+/// [`PLAN_JSON`], run after each plan as terraform runs (the child user, the
+/// plan's credentials and environment); its exit judges the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyCommand {
+    template: String,
+}
+
+impl PolicyCommand {
+    /// Checks the template: not empty, [`PLAN_JSON`] present, no other
+    /// `{placeholder}` (a typo would reach the shell). Errors quote it.
+    pub fn new(template: &str) -> std::result::Result<Self, String> {
+        if template.trim().is_empty() {
+            return Err("the policy command template is empty".into());
+        }
+        if !template.contains(PLAN_JSON) {
+            return Err(format!(
+                "the policy command template {template:?} lacks the placeholder {PLAN_JSON}"
+            ));
+        }
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open..];
+            let Some(close) = after.find('}') else { break };
+            let name = &after[..=close];
+            let is_shell = open > 0 && rest.as_bytes()[open - 1] == b'$';
+            let is_ident = name.len() > 2
+                && name[1..name.len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_');
+            if is_ident && !is_shell && name != PLAN_JSON {
+                return Err(format!(
+                    "the policy command template {template:?} has an unknown placeholder {name:?} (known: {PLAN_JSON})"
+                ));
+            }
+            rest = &after[close + 1..];
+        }
+        Ok(PolicyCommand {
+            template: template.to_string(),
+        })
+    }
+
+    pub fn template(&self) -> &str {
+        &self.template
+    }
+
+    /// The command for the plan JSON at `path` (quoted for the shell).
+    pub fn render(&self, path: &str) -> String {
+        self.template
+            .replace(PLAN_JSON, &crate::terraform::shell_quote(path))
+    }
+
+    /// The verdict of the command's exit: 0 allows; 126, 127 (the shell
+    /// could not run it) and a signal (`None`) fail the unit; any other code
+    /// denies, the output's tail ([`command_tail`]) as the message.
+    pub fn verdict(&self, command: &str, code: Option<i32>, output: &str) -> Verdict {
+        match code {
+            Some(0) => Verdict::Allowed,
+            Some(c @ (126 | 127)) => Verdict::Failed(PolicyFailure::Command {
+                command: command.to_string(),
+                message: format!(
+                    "exit code {c} (not found or not executable): {}",
+                    command_tail(output)
+                ),
+            }),
+            None => Verdict::Failed(PolicyFailure::Command {
+                command: command.to_string(),
+                message: format!("a signal ended it: {}", command_tail(output)),
+            }),
+            Some(c) => Verdict::Denied(vec![Denial {
+                rule: COMMAND_RULE.to_string(),
+                message: match command_tail(output) {
+                    tail if tail.is_empty() => format!("exit code {c}, no output"),
+                    tail => format!("exit code {c}: {tail}"),
+                },
+            }]),
+        }
+    }
+}
+
+/// The last [`COMMAND_TAIL_LINES`] non-empty lines of `output` on one line
+/// (` / ` between them), control characters dropped, at most
+/// [`COMMAND_TAIL_CHARS`] characters (the end kept): one line for a status,
+/// a comment, a mail and a page, each of which escapes it for itself.
+pub fn command_tail(output: &str) -> String {
+    let lines: Vec<String> = output
+        .lines()
+        .map(|l| l.chars().filter(|c| !c.is_control()).collect::<String>())
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let kept = lines[lines.len().saturating_sub(COMMAND_TAIL_LINES)..].join(" / ");
+    let count = kept.chars().count();
+    if count <= COMMAND_TAIL_CHARS {
+        kept
+    } else {
+        let cut: String = kept.chars().skip(count - COMMAND_TAIL_CHARS + 1).collect();
+        format!("…{cut}")
     }
 }
 
@@ -192,6 +366,94 @@ mod tests {
                 .contains("the policy directory \"policy\" is not in the trunk"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn policy_command_templates_need_the_placeholder_and_no_other() {
+        let c = PolicyCommand::new("checkov -f {plan_json}").unwrap();
+        assert_eq!(c.render("/tmp/a b.json"), "checkov -f '/tmp/a b.json'");
+        assert_eq!(
+            PolicyCommand::new("checkov -f plan.json").unwrap_err(),
+            "the policy command template \"checkov -f plan.json\" lacks the placeholder {plan_json}"
+        );
+        assert!(
+            PolicyCommand::new("x {plan_json} {plan_file}")
+                .unwrap_err()
+                .contains("unknown placeholder \"{plan_file}\"")
+        );
+        assert!(PolicyCommand::new("x {plan_json} ${HOME}").is_ok());
+        assert!(PolicyCommand::new("  ").is_err());
+    }
+
+    #[test]
+    fn policy_command_exits_deny_or_fail() {
+        let c = PolicyCommand::new("check {plan_json}").unwrap();
+        assert_eq!(c.verdict("check p", Some(0), "ok"), Verdict::Allowed);
+        assert_eq!(
+            c.verdict("check p", Some(1), "a\n\nFAILED: tags\n")
+                .failure()
+                .unwrap(),
+            "denied by policy: policy_command: exit code 1: a / FAILED: tags"
+        );
+        assert!(matches!(
+            c.verdict("check p", Some(127), "check: not found"),
+            Verdict::Failed(PolicyFailure::Command { .. })
+        ));
+        assert!(matches!(
+            c.verdict("check p", None, ""),
+            Verdict::Failed(PolicyFailure::Command { .. })
+        ));
+        let long = "x".repeat(5000);
+        let tail = command_tail(&long);
+        assert_eq!(tail.chars().count(), COMMAND_TAIL_CHARS);
+        assert!(tail.starts_with('…'));
+        assert_eq!(command_tail("a\u{1b}[31mb"), "a[31mb");
+    }
+
+    #[test]
+    fn verdicts_combine_failure_first_then_denials() {
+        let d = |m: &str| Denial {
+            rule: "r".into(),
+            message: m.into(),
+        };
+        let failed = Verdict::Failed(PolicyFailure::Input {
+            message: "x".into(),
+        });
+        assert_eq!(
+            Verdict::Denied(vec![d("a")]).and(failed.clone()),
+            failed.clone()
+        );
+        assert_eq!(
+            Verdict::Denied(vec![d("b")]).and(Verdict::Denied(vec![d("a")])),
+            Verdict::Denied(vec![d("a"), d("b")])
+        );
+        assert_eq!(Verdict::Allowed.and(Verdict::Allowed), Verdict::Allowed);
+        assert_eq!(failed.overridable(), None);
+        assert_eq!(
+            Verdict::Denied(vec![d("a")]).overridable().unwrap(),
+            ["r: a"]
+        );
+    }
+
+    #[test]
+    fn only_denials_are_overridable_and_only_when_on() {
+        let denied = Verdict::Denied(vec![Denial {
+            rule: "r".into(),
+            message: "m".into(),
+        }]);
+        assert_eq!(
+            denied.judged(true),
+            Judged::Overridable(vec!["r: m".into()])
+        );
+        assert_eq!(
+            denied.judged(false),
+            Judged::Failed("denied by policy: r: m".into())
+        );
+        let failed = Verdict::Failed(PolicyFailure::Input {
+            message: "x".into(),
+        });
+        assert!(matches!(failed.judged(true), Judged::Failed(_)));
+        assert_eq!(Verdict::Allowed.judged(true), Judged::Passed);
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct UnitView {
     /// The votes cast, oldest first.
     #[serde(default)]
     pub votes: Vec<CastVote>,
+    /// The policy denials of the recorded plan (`policy_override`: voted on
+    /// anyway), empty when none.
+    #[serde(default)]
+    pub policy_denials: Vec<String>,
 }
 
 /// What the approval request stored of the plan.
@@ -63,6 +67,9 @@ pub struct CastVote {
     pub vote: Vote,
     /// When it was cast (or last changed).
     pub at: UnixMillis,
+    /// The voter's reason (required to approve a plan the policies denied).
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// Where a unit is in its deployment.
@@ -244,6 +251,22 @@ impl RunView {
             None if u.planned => "planned".into(),
             None => "—".into(),
         };
+        // A plan the policies denied that the voters may override: said
+        // beside the plan, each denial as the policy wrote it (escaped).
+        let plan = if u.policy_denials.is_empty() {
+            plan
+        } else {
+            let items: Vec<String> = u
+                .policy_denials
+                .iter()
+                .map(|d| format!("<li>{}</li>", h(d)))
+                .collect();
+            format!(
+                "{plan}<div class=\"policy-denials\"><b>Denied by policy</b> (voters may \
+                 override with a reason):<ul>{}</ul></div>",
+                items.concat()
+            )
+        };
         let votes = if e.voters.is_empty() {
             "—".to_string()
         } else {
@@ -251,8 +274,13 @@ impl RunView {
                 .votes
                 .iter()
                 .map(|v| {
+                    let reason = v
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(" <q class=\"reason\">{}</q>", h(r)))
+                        .unwrap_or_default();
                     format!(
-                        "<li>{} {} <span class=\"muted\">{}</span></li>",
+                        "<li>{} {}{reason} <span class=\"muted\">{}</span></li>",
                         h(&voter_label(&v.voter)),
                         h(v.vote.as_str()),
                         h(&utc(v.at)),

@@ -328,6 +328,7 @@ impl<S: Sql> ApprovalStore for Store<S> {
                     ("task_token_hash", Param::text(ballot.task_token_hash)),
                     ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
                     ("channel", Param::text(ballot.channel.as_str())),
+                    ("reason", ballot.reason.map_or(Param::NullText, Param::text)),
                 ],
             )
             .await?;

@@ -803,6 +803,30 @@ impl<S: Sql> ExecutionStore for Store<S> {
         Ok(!rows.is_empty())
     }
 
+    async fn record_policy_denials(
+        &self,
+        execution_id: &str,
+        plan_sha256: &str,
+        denials: &[String],
+    ) -> Result<bool> {
+        let denials = serde_json::to_string(denials).map_err(|e| MetadbError::Decode {
+            statement: "RECORD_POLICY_DENIALS".into(),
+            message: format!("the denials do not encode: {e}"),
+        })?;
+        let rows = self
+            .sql
+            .query(
+                q::RECORD_POLICY_DENIALS,
+                &[
+                    ("execution_id", Param::text(execution_id)),
+                    ("plan_sha256", Param::text(plan_sha256)),
+                    ("denials", Param::text(&denials)),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
     async fn saved_plan(&self, execution_id: &str) -> Result<Option<SavedPlan>> {
         let rows = self
             .sql

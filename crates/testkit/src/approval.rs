@@ -121,6 +121,7 @@ pub fn request_for(record: &ExecutionRecord, task_token: &str) -> ApprovalReques
             logs_url: "https://console.aws.amazon.com/cloudwatch/home#logs/terra-run".into(),
             first_changes: Vec::new(),
             more_changes: 0,
+            policy_denials: Vec::new(),
         },
     }
 }

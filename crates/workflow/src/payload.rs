@@ -57,6 +57,11 @@ pub struct PlanResult {
     /// Resource changes beyond `first_changes`.
     #[serde(default)]
     pub more_changes: u32,
+    /// The policy denials (`rule: message`) of a plan that goes to the vote
+    /// anyway (`policy_override`): the mail shows them. The vote itself
+    /// checks the ones the metadb recorded, never these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_denials: Vec<String>,
 }
 
 /// How many resource changes a [`PlanResult`] carries for the mail (the

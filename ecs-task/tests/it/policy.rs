@@ -229,6 +229,13 @@ async fn a_policy_that_does_not_parse_stops_pr_plan_before_any_plan() {
     let comments = github.comments();
     let body = &comments[&(12, COMMENT_MARKER.to_string())];
     assert!(body.contains("policy/broken.rego"), "{body}");
+    // Said as what it is, not as a detection failure.
+    assert!(
+        body.contains("The policies failed to load: ``the trunk's policies (")
+            && body.contains("policy \"policy/broken.rego\" line 4 does not parse"),
+        "{body}"
+    );
+    assert!(!body.contains("could not be found"), "{body}");
 }
 
 /// One run of `commit` (unit `dev/app`) whose base commit is `base_sha`,
@@ -244,6 +251,26 @@ async fn terra_plan(
     Vec<Sent>,
     RecordingGitHost,
     Option<live_ci_core::port::SavedPlan>,
+) {
+    let (result, sent, github, saved, db) = terra_plan_with(repo, base_sha, commit, tf, &[]).await;
+    db.drop_db().await;
+    (result.unwrap_err(), sent, github, saved)
+}
+
+/// [`terra_plan`] with more of the task's environment (`extra`), answering
+/// the phase's result and keeping the database (the caller drops it).
+async fn terra_plan_with(
+    repo: &GitRepo,
+    base_sha: &str,
+    commit: &str,
+    tf: &TfTemplates,
+    extra: &[(&str, &str)],
+) -> (
+    Result<live_ci_task::terra_run::TerraRunResult, TaskError>,
+    Vec<Sent>,
+    RecordingGitHost,
+    Option<live_ci_core::port::SavedPlan>,
+    TestDb,
 ) {
     let db = TestDb::new().await;
     let metadb = db.metadb(2).await;
@@ -271,20 +298,22 @@ async fn terra_plan(
         clone_url: repo.url(),
         token: None,
     };
-    let config: TerraRunConfig = support::config(&[
+    let url = repo.url();
+    let mut pairs = vec![
         ("LIVE_CI_PHASE", "plan"),
         ("LIVE_CI_TASK_TOKEN", "token-1"),
         ("LIVE_CI_EXECUTION_ID", id),
         ("LIVE_CI_CFG_PATH", "dev/app"),
         ("LIVE_CI_ROLE_ARN", "arn:aws:iam::111111111111:role/plan"),
         ("HEARTBEAT_SECONDS", "1"),
-        ("REPO_CLONE_URL", &repo.url()),
+        ("REPO_CLONE_URL", &url),
         ("POLICY_DIR", "policy"),
-    ]);
-    let err = terra_run(&config, &clone, None, &ports).await.unwrap_err();
+    ];
+    pairs.extend_from_slice(extra);
+    let config: TerraRunConfig = support::config(&pairs);
+    let result = terra_run(&config, &clone, None, &ports).await;
     let saved = metadb.saved_plan(id).await.unwrap();
-    db.drop_db().await;
-    (err, tokens.take(), github, saved)
+    (result, tokens.take(), github, saved, db)
 }
 
 /// A base with the IAM policy, and a commit after it that adds an IAM user
@@ -360,5 +389,275 @@ async fn terra_runs_plan_phase_stops_on_a_broken_base_policy_before_planning() {
     );
     assert!(matches!(&sent[..], [Sent::Failure { error, .. }] if error == "PolicyDenied"));
     assert!(!ran_file.exists(), "no plan ran");
+    assert_eq!(saved, None);
+}
+
+/// The execution id [`terra_plan_with`] plans.
+const EXEC_ID: &str = "run-7-x-dev-app-001";
+
+/// `POLICY_OVERRIDE=true`: the base's policy denies the run's IAM user, and
+/// the plan goes to the vote anyway: the plan is recorded, the result
+/// carries the denial (the mail shows it), the metadb records it for the
+/// vote, the approval page's view and the run page. An approve without a
+/// reason is refused with nothing recorded; with one it counts, the reason
+/// stored beside the vote. A reject needs none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_override_a_denied_plan_goes_to_the_vote_and_an_approve_needs_a_reason() {
+    use live_ci_core::deploy::Vote;
+    use live_ci_core::port::{ApprovalStore, Ballot, NewApprovalRequest};
+    let repo = GitRepo::new();
+    let (base, commit) = user_after_policy(&repo);
+    let ran = tempfile::tempdir().unwrap();
+    let tf = templates(&ran.path().join("ran"));
+    let (result, sent, _github, saved, db) =
+        terra_plan_with(&repo, &base, &commit, &tf, &[("POLICY_OVERRIDE", "true")]).await;
+    let denial =
+        "data.live_ci.iam.deny: aws_iam_user.bob: IAM users are not allowed, use roles".to_string();
+    let Ok(live_ci_task::terra_run::TerraRunResult::Plan(plan)) = result else {
+        panic!("{result:?}")
+    };
+    assert_eq!(plan.policy_denials, std::slice::from_ref(&denial));
+    assert!(matches!(&sent[..], [Sent::Success { .. }]), "{sent:?}");
+    let saved = saved.expect("the plan is recorded for the vote");
+    let metadb = db.metadb(2).await;
+    // The approval request the state machine's next state stores.
+    let hash = "ab".repeat(32);
+    metadb
+        .store_approval_request(&NewApprovalRequest {
+            execution_id: EXEC_ID.into(),
+            sfn_execution_arn: "arn:aws:states:eu-west-1:1:execution:sm:x".into(),
+            task_token_ciphertext: "ciphertext".into(),
+            task_token_hash: hash.clone(),
+            to_add: 1,
+            to_change: 0,
+            to_destroy: 0,
+            plan_summary: "1 to add".into(),
+            logs_url: "https://logs".into(),
+            expires_at: i64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis(),
+            )
+            .unwrap()
+                + 86_400_000,
+        })
+        .await
+        .unwrap();
+    let view = metadb.vote_view(EXEC_ID).await.unwrap().unwrap();
+    assert_eq!(view.policy_denials, std::slice::from_ref(&denial));
+    assert!(!saved.sha256.is_empty());
+    let ballot = |voter, vote, reason| Ballot {
+        execution_id: EXEC_ID,
+        voter,
+        vote,
+        task_token_hash: &hash,
+        lease_secs: 30,
+        reason,
+        channel: live_ci_core::port::VoteChannel::Mail,
+    };
+    for blank in [None, Some(""), Some("   ")] {
+        let refused = metadb
+            .vote(&ballot("a@example.com", Vote::Approve, blank))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(refused.reason_required, "{blank:?}");
+        assert_eq!(refused.cast, None);
+    }
+    let tally = metadb.tally(EXEC_ID).await.unwrap().unwrap();
+    assert!(
+        tally.approval_voters.is_empty(),
+        "nothing recorded: {tally:?}"
+    );
+    let counted = metadb
+        .vote(&ballot(
+            "a@example.com",
+            Vote::Approve,
+            Some("  accepted: the user is removed in INC-42  "),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!counted.reason_required);
+    let cast = counted.cast.unwrap();
+    assert!(cast.recorded);
+    assert_eq!(cast.tally.approval_voters, ["a@example.com"]);
+    // A reject needs no reason (and it decides: one rejection is enough).
+    let rejected = metadb
+        .vote(&ballot("b@example.com", Vote::Reject, None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(rejected.cast.unwrap().recorded);
+    let run = view.execution.run_id;
+    let page = metadb.run_view(run, 10).await.unwrap().unwrap();
+    let unit = &page.units[0];
+    assert_eq!(unit.policy_denials, std::slice::from_ref(&denial));
+    let reasons: Vec<(String, Option<String>)> = unit
+        .votes
+        .iter()
+        .map(|v| (v.voter.clone(), v.reason.clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (
+                "a@example.com".to_string(),
+                Some("accepted: the user is removed in INC-42".to_string())
+            ),
+            ("b@example.com".to_string(), None)
+        ]
+    );
+    let html = page.to_html(0);
+    assert!(html.contains("Denied by policy"), "{html}");
+    assert!(
+        html.contains("accepted: the user is removed in INC-42"),
+        "{html}"
+    );
+    db.drop_db().await;
+}
+
+/// `POLICY_COMMAND` in pr-plan: a shell script judging the plan's JSON file
+/// (here: no IAM user), run as the plan ran (it sees the unit's
+/// `LIVE_CI_CFG_PATH`). A non-zero exit denies with the output's tail; exit
+/// 0 passes. With `POLICY_OVERRIDE` on, the denial is overridable: the unit
+/// passes, the comment and status say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_command_denies_and_passes_on_the_pull_request() {
+    let repo = GitRepo::new();
+    repo.write("README.md", "live\n");
+    repo.commit("trunk");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    aws_unit(&repo, "dev/users", USER_WITHOUT_OWNER);
+    aws_unit(&repo, "dev/bucket", BUCKET_WITH_OWNER);
+    let head = repo.commit("a user and a bucket");
+    let tools = tempfile::tempdir().unwrap();
+    let script = tools.path().join("no-iam-users.sh");
+    let seen = tools.path().join("seen");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$LIVE_CI_CFG_PATH $1\" >> {seen:?}\n\
+             if grep -q '\"type\":\"aws_iam_user\"' \"$1\"; then\n  echo 'checking...'\n  \
+             echo \"FAILED: <b>IAM user</b> in $LIVE_CI_CFG_PATH\"\n  exit 1\nfi\necho passed\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let command = format!("{} {{plan_json}}", script.display());
+    let ran = tempfile::tempdir().unwrap();
+    let tf = templates(&ran.path().join("ran"));
+    for override_on in [false, true] {
+        let github = RecordingGitHost::default();
+        let clone = Repo {
+            clone_url: repo.url(),
+            token: None,
+        };
+        let mut config = pr_config(&repo, &head, &tf);
+        config.common.policy_dir = None;
+        config.common.policy_command =
+            Some(live_ci_core::policy::PolicyCommand::new(&command).unwrap());
+        config.common.policy_override = override_on;
+        let report = pr_plan(
+            &config,
+            &clone,
+            None,
+            &Statuses::new(&github, Default::default()),
+            &support::sts(),
+        )
+        .await
+        .unwrap();
+        let outcome = |unit: &str| {
+            report
+                .plans
+                .iter()
+                .find(|p| p.path.as_str() == unit)
+                .unwrap()
+                .outcome
+                .clone()
+        };
+        let message =
+            "policy_command: exit code 1: checking... / FAILED: <b>IAM user</b> in dev/users";
+        let bucket = outcome("dev/bucket").unwrap();
+        assert!(bucket.policy_denials.is_empty());
+        let comments = github.comments();
+        let body = &comments[&(12, COMMENT_MARKER.to_string())];
+        if override_on {
+            let users = outcome("dev/users").unwrap();
+            assert_eq!(users.policy_denials, [message]);
+            assert_eq!(report.failed(), 0);
+            assert!(
+                body.contains(&format!(
+                    "denied by policy (voters may override with a reason): {message}"
+                )),
+                "{body}"
+            );
+            let status = github
+                .statuses()
+                .into_iter()
+                .find(|s| s.context == unit_context(&RepoPath::new("dev/users").unwrap()))
+                .unwrap();
+            assert_eq!(status.state, StatusState::Success);
+            assert!(
+                status.description.starts_with(
+                    "denied by policy (voters may override with a reason): policy_command"
+                ),
+                "{}",
+                status.description
+            );
+        } else {
+            assert_eq!(
+                outcome("dev/users").unwrap_err(),
+                format!("denied by policy: {message}")
+            );
+            assert_eq!(report.failed(), 1);
+            assert!(
+                body.contains(&format!("failed: denied by policy: {message}")),
+                "{body}"
+            );
+        }
+    }
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(seen.lines().count(), 4, "{seen}");
+    assert!(seen.lines().all(|l| l.ends_with(".plan.json")), "{seen}");
+    assert!(
+        seen.contains("dev/users ") && seen.contains("dev/bucket "),
+        "{seen}"
+    );
+}
+
+/// A policy command that cannot run (not found: the shell's 127) fails the
+/// unit naming the command, even with the override on: nothing judged the
+/// plan, so nothing can be overridden. In terra-run nothing is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_command_that_cannot_run_fails_the_unit_even_with_the_override() {
+    let repo = GitRepo::new();
+    let (base, commit) = user_after_policy(&repo);
+    let ran = tempfile::tempdir().unwrap();
+    let tf = templates(&ran.path().join("ran"));
+    let (result, sent, _github, saved, db) = terra_plan_with(
+        &repo,
+        &base,
+        &commit,
+        &tf,
+        &[
+            ("POLICY_OVERRIDE", "true"),
+            ("POLICY_COMMAND", "/nonexistent/checker -f {plan_json}"),
+        ],
+    )
+    .await;
+    db.drop_db().await;
+    let text = result.unwrap_err().to_string();
+    assert!(
+        text.starts_with("dev/app: the policy command \"/nonexistent/checker -f "),
+        "{text}"
+    );
+    assert!(
+        text.contains("could not judge the plan: exit code 127 (not found or not executable)"),
+        "{text}"
+    );
+    assert!(matches!(&sent[..], [Sent::Failure { error, .. }] if error == "PolicyDenied"));
     assert_eq!(saved, None);
 }

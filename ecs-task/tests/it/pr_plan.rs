@@ -303,6 +303,7 @@ fn the_summary_comment_shows_repository_text_inert() {
                     has_changes: false,
                     summary: Default::default(),
                     text: None,
+                    policy_denials: vec![],
                 }),
             },
             UnitPlan {

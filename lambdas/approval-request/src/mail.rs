@@ -76,6 +76,45 @@ fn html_changes(plan: &live_ci_workflow::PlanResult) -> String {
     format!("<p><b>Changes</b></p>\n<ul id=\"changes\">{items}</ul>\n{more}")
 }
 
+/// The policy denials of a plan voted on anyway (`policy_override`), for
+/// the text part: each line made visible.
+fn text_denials(plan: &live_ci_workflow::PlanResult) -> String {
+    if plan.policy_denials.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{}:\n", capitalized(live_ci_core::policy::OVERRIDABLE));
+    for d in &plan.policy_denials {
+        out.push_str(&format!("  {}\n", text::visible(d)));
+    }
+    out.push_str("  An approval needs a reason, given on the confirmation page.\n\n");
+    out
+}
+
+/// The same for the HTML part, escaped.
+fn html_denials(plan: &live_ci_workflow::PlanResult) -> String {
+    if plan.policy_denials.is_empty() {
+        return String::new();
+    }
+    let items: String = plan
+        .policy_denials
+        .iter()
+        .map(|d| format!("<li><code>{}</code></li>", escape_html(&text::visible(d))))
+        .collect();
+    format!(
+        "<p id=\"policy-denials\" style=\"color:#9a6700\"><b>{}</b></p>\n<ul>{items}</ul>\n\
+         <p>An approval needs a reason, given on the confirmation page.</p>\n",
+        escape_html(&capitalized(live_ci_core::policy::OVERRIDABLE))
+    )
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// Subject, plain text and HTML of one voter's mail.
 pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
     let e = &ctx.request.execution;
@@ -112,7 +151,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          Commit:   {commit} {commit_url}\n\
          Plan:     {summary}\n\
          Logs:     {logs}\n\n\
-         {changes}\
+         {denials}{changes}\
          Approve:  {approve}\n\
          Reject:   {reject}\n\n\
          Each link opens a confirmation page; nothing is recorded until you press its button.\n\
@@ -131,6 +170,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
         reject = v(ctx.reject_url),
         execution_id = v(&e.execution_id),
         changes = text_changes(plan),
+        denials = text_denials(plan),
     );
     let h = |s: &str| escape_html(&v(s));
     let link = |url: &str, label: &str| {
@@ -163,7 +203,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          <body style=\"font-family:Arial,Helvetica,sans-serif;color:#1f2328\">\n\
          <h2 style=\"margin-bottom:4px\">Approve {action} of <code>{unit}</code>?</h2>\n\
          <p>live-ci asks you (<b>{voter}</b>) to approve this deployment.</p>\n\
-         <table style=\"border-collapse:collapse\">\n{rows}</table>\n{changes}\
+         <table style=\"border-collapse:collapse\">\n{rows}</table>\n{denials}{changes}\
          <p style=\"margin:20px 0\">{approve}{reject}</p>\n\
          <p style=\"color:#59636e;font-size:13px\">Each button opens a confirmation page; nothing is \
          recorded until you press its button. {thresholds} You may change your vote until a \
@@ -184,6 +224,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
         ]
         .concat(),
         changes = html_changes(plan),
+        denials = html_denials(plan),
         approve = button(ctx.approve_url, "Approve", "#1a7f37"),
         reject = button(ctx.reject_url, "Reject", "#cf222e"),
         thresholds = h(&thresholds),

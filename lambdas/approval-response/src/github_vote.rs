@@ -202,9 +202,22 @@ where
                 vote,
                 task_token_hash: &approval.task_token_hash,
                 lease_secs: DELIVERY_LEASE_SECS,
+                // A comment's approve carries no reason: an approve of a plan
+                // the policies denied (policy_override) is then refused, as
+                // the page refuses one without a reason.
+                reason: match &cmd.choice {
+                    VoteChoice::Reject { reason } => Some(reason.as_str()),
+                    VoteChoice::Approve => None,
+                },
             })
             .await
             .port("metadb")?;
+        if voted.as_ref().is_some_and(|v| v.reason_required) {
+            let reply = format!(
+                "{who}'s approval of {unit} is not counted: its plan was denied by policy, and approving it needs a reason; approve from the approval page, which asks for one"
+            );
+            return Ok(self.answer(github, number, false, reply).await);
+        }
         let Some(cast) = voted.and_then(|v| v.cast).filter(|c| c.recorded) else {
             return Ok(self.answer(github, number, false, not_awaiting).await);
         };

@@ -216,6 +216,9 @@ struct Context {
     approval: ApprovalRecord,
     /// The votes as read with the execution.
     tally: Tally,
+    /// The recorded plan's policy denials (`policy_override`): shown, and an
+    /// approve needs a reason.
+    policy_denials: Vec<String>,
     now_ms: i64,
 }
 
@@ -228,6 +231,7 @@ impl Context {
             token: self.token.clone(),
             execution: self.execution.clone(),
             tally: self.tally.clone(),
+            policy_denials: self.policy_denials.clone(),
             now_ms: self.now_ms,
         }
     }
@@ -352,7 +356,10 @@ where
             );
         };
         let answer = match self.verify(&token, now_ms) {
-            Ok(link) if post => self.vote(link, token, now_ms).await,
+            Ok(link) if post => {
+                let reason = req.form_field("reason");
+                self.vote(link, token, reason.as_deref(), now_ms).await
+            }
             Ok(link) => self.show(link, token, now_ms).await,
             Err(stop) => Err(stop),
         };
@@ -467,6 +474,7 @@ where
             execution,
             approval,
             tally,
+            policy_denials,
         }) = view
         else {
             return Err(Stop::Page(message(
@@ -509,6 +517,7 @@ where
             execution,
             approval,
             tally,
+            policy_denials,
             now_ms,
         })
     }
@@ -569,6 +578,7 @@ where
                 ctx.link.vote,
                 &ctx.token,
                 &plan,
+                &ctx.policy_denials,
             ),
         ))
     }
@@ -606,8 +616,15 @@ where
         }
     }
 
-    /// POST: record the vote, decide, hand the decision over.
-    async fn vote(&self, link: VoteLink, token: String, now_ms: i64) -> Result<PageResponse, Stop> {
+    /// POST: record the vote (with the form's `reason`), decide, hand the
+    /// decision over.
+    async fn vote(
+        &self,
+        link: VoteLink,
+        token: String,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<PageResponse, Stop> {
         let hash = link.task_token_hash_hex();
         let voted = self
             .db
@@ -618,16 +635,32 @@ where
                 vote: link.vote,
                 task_token_hash: &hash,
                 lease_secs: DELIVERY_LEASE_SECS,
+                reason: reason.map(str::trim).filter(|r| !r.is_empty()),
             })
             .await
             .port("metadb")?;
-        let (view, cast) = match voted {
-            Some(voted) => (Some(voted.view), voted.cast),
-            None => (None, None),
+        let (view, cast, reason_required) = match voted {
+            Some(voted) => (Some(voted.view), voted.cast, voted.reason_required),
+            None => (None, None, false),
         };
         let ctx = self.context(link, token, view, now_ms)?;
         if let Some(resp) = self.closed(&ctx) {
             return Ok(resp);
+        }
+        if reason_required {
+            // The store refused it under the execution's lock: nothing is
+            // recorded, and the voter may post again with a reason.
+            return Ok(message(
+                422,
+                "A reason is required",
+                "bad",
+                &format!(
+                    "The policies denied this plan of {:?}: approving it needs a reason (the \
+                     page's reason field). Nothing was recorded; open the link again to vote \
+                     with one.",
+                    ctx.execution.cfg_path.as_str()
+                ),
+            ));
         }
         let Some(cast) = cast else {
             // The store refused what the view above let through: it read the

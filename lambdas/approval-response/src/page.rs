@@ -139,6 +139,7 @@ pub fn standing(t: &Tally, voter: &str) -> String {
 }
 
 /// The confirmation page a link opens: nothing is recorded until the button.
+#[allow(clippy::too_many_arguments)]
 pub fn confirm(
     e: &ExecutionRecord,
     a: &ApprovalRecord,
@@ -147,15 +148,17 @@ pub fn confirm(
     vote: Vote,
     token: &str,
     plan: &str,
+    policy_denials: &[String],
 ) -> String {
     let word = action_word(vote);
     let class = word.to_ascii_lowercase();
+    let (denials, reason) = policy_section(policy_denials, vote);
     layout(
         &format!("{word} deployment of {}?", e.cfg_path.as_str()),
         &format!(
-            "{details}\n{standing}\n\
+            "{details}\n{denials}{standing}\n\
              <form method=\"post\" id=\"vote-form\">\
-             <input type=\"hidden\" name=\"t\" value=\"{token}\">\
+             <input type=\"hidden\" name=\"t\" value=\"{token}\">{reason}\
              <button type=\"submit\" id=\"vote\" class=\"{class}\">{word}</button></form>\n\
              <p class=\"muted\">Nothing is recorded until you press {word}. You may change your \
              vote (with the other link in your e-mail) until a decision is reached.</p>\n{plan}",
@@ -164,6 +167,36 @@ pub fn confirm(
             token = h(token),
         ),
     )
+}
+
+/// The recorded plan's policy denials (escaped, as the policies wrote them)
+/// and the form's reason field: required to approve, optional to reject.
+/// Both empty when nothing was denied.
+fn policy_section(policy_denials: &[String], vote: Vote) -> (String, String) {
+    if policy_denials.is_empty() {
+        return (String::new(), String::new());
+    }
+    let items: String = policy_denials
+        .iter()
+        .map(|d| format!("<li><code>{}</code></li>", h(d)))
+        .collect();
+    let denials = format!(
+        "<div id=\"policy-denials\" class=\"warn\"><p><b>Denied by policy.</b> The voters \
+         may override it with a reason.</p><ul>{items}</ul></div>\n"
+    );
+    let reason = match vote {
+        Vote::Approve => {
+            "<p><label for=\"reason\">Why approve despite the denials \
+             (required, recorded with your vote):</label><br><textarea id=\"reason\" \
+             name=\"reason\" rows=\"3\" cols=\"60\" maxlength=\"2000\" required></textarea></p>"
+        }
+        Vote::Reject => {
+            "<p><label for=\"reason\">Reason (optional, recorded with your \
+             vote):</label><br><textarea id=\"reason\" name=\"reason\" rows=\"3\" \
+             cols=\"60\" maxlength=\"2000\"></textarea></p>"
+        }
+    };
+    (denials, reason.to_string())
 }
 
 /// Where the plan would be, saying why it is not shown as the plan this

@@ -99,6 +99,11 @@ pub struct VoteView {
     pub execution: ExecutionRecord,
     pub approval: Option<ApprovalRecord>,
     pub tally: Tally,
+    /// The policy denials of the execution's recorded plan (`rule: message`),
+    /// empty when none: with `policy_override` on, a denied plan is voted on
+    /// and an approve needs a reason.
+    #[serde(default)]
+    pub policy_denials: Vec<String>,
 }
 
 /// Where a vote came from: a signed link of the approval mail, or a
@@ -144,6 +149,9 @@ pub struct Ballot<'a> {
     /// How long a hand-over may take before another caller retries it (see
     /// [`ApprovalStore::claim_decision_delivery`]).
     pub lease_secs: u32,
+    /// Why the voter votes so (the page's `reason` field); an approve of a
+    /// plan the policies denied is refused without one.
+    pub reason: Option<&'a str>,
 }
 
 /// What [`ApprovalStore::vote`] did.
@@ -157,6 +165,10 @@ pub struct Voted {
     /// the request has no ciphertext or the execution no longer runs).
     #[serde(default)]
     pub cast: Option<Cast>,
+    /// The vote approves a plan the policies denied without a reason: it was
+    /// refused and nothing changed (`cast` is `None`).
+    #[serde(default)]
+    pub reason_required: bool,
 }
 
 /// A vote the view let through, and what followed from it.

@@ -126,6 +126,17 @@ pub trait ExecutionStore: Send + Sync {
         plan: &SavedPlan,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
+    /// Records the policy denials (`rule: message`, not empty) of the plan
+    /// whose hash is `plan_sha256`, before that plan is recorded: with
+    /// `policy_override` on, the plan goes to the vote with them, and they
+    /// apply only while it is the execution's recorded plan.
+    fn record_policy_denials(
+        &self,
+        execution_id: &str,
+        plan_sha256: &str,
+        denials: &[String],
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
     /// The plan recorded for the execution, if any.
     fn saved_plan(
         &self,

@@ -80,17 +80,22 @@ SELECT c FROM live_ci_claim_delivery(CAST(:execution_id AS text),
 WHERE c IS NOT NULL";
 
 /// What a vote link's page shows, in one read (`live_ci_vote_view`, 0012).
+/// With the policy denials of the recorded plan (`live_ci_policy_denials`,
+/// 0019) beside it.
 pub const VOTE_VIEW: &str = "\
-SELECT live_ci_vote_view(e)::text FROM executions e WHERE e.execution_id = :execution_id";
+SELECT (live_ci_vote_view(e) || jsonb_build_object('policy_denials', live_ci_policy_denials(e)))::text
+FROM executions e WHERE e.execution_id = :execution_id";
 
 /// A voter's POST (or pull request comment: `channel`, migration 0018) in one
 /// round trip (`live_ci_vote`, migration 0012): checks,
 /// records the vote, decides, tallies and claims the hand-over of a decision,
-/// under the execution's row lock.
+/// under the execution's row lock; through `live_ci_vote_reasoned` (0019),
+/// which refuses an approve of a plan the policies denied without a reason
+/// and stores the reason with the vote.
 pub const VOTE: &str = "\
-SELECT live_ci_vote(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
-                    CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision),
-                    CAST(:channel AS text))";
+SELECT live_ci_vote_reasoned(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
+                             CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision),
+                             CAST(:reason AS text), CAST(:channel AS text))";
 
 /// The execution of a unit awaiting approval in the run of a merge commit
 /// (`live_ci_awaiting_vote`, migration 0018), as [`VOTE_VIEW`] reads it.
@@ -118,9 +123,13 @@ SELECT jsonb_build_object(
                                        'requested_at', live_ci_ms(a.requested_at))
              FROM approval_requests a WHERE a.execution_id = e.execution_id),
     'votes', coalesce((SELECT jsonb_agg(jsonb_build_object('voter', v.voter, 'vote', v.vote,
-                                                           'at', live_ci_ms(v.updated_at))
+                                                           'at', live_ci_ms(v.updated_at),
+                                                           'reason', r.reason)
                                         ORDER BY v.updated_at, v.voter)
-                       FROM votes v WHERE v.execution = e.id), '[]'))::text
+                       FROM votes v LEFT JOIN vote_reasons r
+                            ON r.execution = v.execution AND r.voter = v.voter
+                       WHERE v.execution = e.id), '[]'),
+    'policy_denials', live_ci_policy_denials(e))::text
 FROM executions e WHERE e.run_id = :run_id
 ORDER BY e.priority DESC, e.seq
 LIMIT :limit";

@@ -212,6 +212,17 @@ UPDATE executions SET plan_key = :plan_key, plan_sha256 = :plan_sha256,
 WHERE execution_id = :execution_id AND status IN ('waiting', 'running')
 RETURNING execution_id";
 
+/// The policy denials of one plan (migration 0019), recorded by terra-run
+/// before the plan itself: keyed by the plan's hash, so a later plan of the
+/// execution is not judged by them. Only while the execution runs.
+pub const RECORD_POLICY_DENIALS: &str = "\
+INSERT INTO policy_denials (execution, plan_sha256, denials)
+SELECT e.id, CAST(:plan_sha256 AS text), CAST(:denials AS jsonb) FROM executions e
+WHERE e.execution_id = :execution_id AND e.status IN ('waiting', 'running')
+ON CONFLICT (execution) DO UPDATE
+    SET plan_sha256 = excluded.plan_sha256, denials = excluded.denials, recorded_at = clock_timestamp()
+RETURNING CAST(execution AS text)";
+
 pub const SAVED_PLAN: &str = "\
 SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
     'version_id', plan_version_id, 'json_sha256', plan_json_sha256)::text

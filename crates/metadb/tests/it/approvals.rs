@@ -461,6 +461,7 @@ where
         vote: Vote::Approve,
         task_token_hash: hash,
         lease_secs,
+        reason: None,
     };
 
     let view = db.vote_view(&id).await.unwrap().unwrap();
@@ -627,6 +628,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
         vote,
         task_token_hash: &hash,
         lease_secs: 30,
+        reason: None,
     };
     // Reject, then changed to approve before the decision: one vote.
     let first = db
@@ -658,6 +660,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
             vote: Vote::Approve,
             task_token_hash: &hash,
             lease_secs: 30,
+            reason: None,
         })
         .await
         .unwrap()

@@ -673,3 +673,115 @@ async fn a_failed_port_is_a_503_when_retryable_and_a_502_when_not() {
         assert!(r.tokens().calls().is_empty());
     }
 }
+
+/// `policy_override`: a plan the policies denied (its denials recorded with
+/// the plan) is voted on. The mail and the page show the denials, escaped;
+/// the approve page asks for a reason. An approve posted without one is
+/// refused (422) and records nothing; with one it is counted and the reason
+/// stored with the vote (the run page shows it). A reject needs none.
+#[tokio::test]
+async fn an_approve_of_a_denied_plan_needs_a_reason_and_records_it() {
+    let id = "run-1-c8c5-dev-deny-001";
+    let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 2, 2).await;
+    let plan = live_ci_core::port::SavedPlan {
+        key: format!("{id}/plan.tfplan"),
+        sha256: "cd".repeat(32),
+        version_id: None,
+        json_sha256: None,
+    };
+    let denial = "data.live_ci.iam.deny: aws_iam_user.bob: <script>no</script>".to_string();
+    assert!(
+        db.record_policy_denials(id, &plan.sha256, std::slice::from_ref(&denial))
+            .await
+            .unwrap()
+    );
+    assert!(db.record_saved_plan(id, &plan).await.unwrap());
+    let mut request = request_for(&record, "token-deny");
+    request.plan.policy_denials = vec![denial.clone()];
+    let requester = ApprovalRequester::new(
+        settings(),
+        key(),
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
+    requester.handle(&request, now()).await.unwrap();
+    let mails = requester.mailer().sent();
+    let mail = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
+    assert!(
+        mail.text
+            .contains("Denied by policy (voters may override with a reason):"),
+        "{}",
+        mail.text
+    );
+    assert!(mail.text.contains(&denial), "{}", mail.text);
+    assert!(
+        mail.html
+            .contains("aws_iam_user.bob: &lt;script&gt;no&lt;/script&gt;"),
+        "{}",
+        mail.html
+    );
+    assert!(!mail.html.contains("<script>"), "{}", mail.html);
+    let r = responder(&db).await;
+    let approve = link(&mails, "alice@example.com", "Approve");
+    let page = r.handle(&get(&approve), now_ms()).await;
+    assert_page(&page, 200, "<b>Denied by policy.</b>");
+    assert!(page.body.contains("&lt;script&gt;no&lt;/script&gt;"));
+    assert!(!page.body.contains("<script>"));
+    assert!(
+        page.body
+            .contains("name=\"reason\" rows=\"3\" cols=\"60\" maxlength=\"2000\" required"),
+        "{}",
+        page.body
+    );
+    let with_reason = |token: &str, reason: &str| {
+        let mut req = post(token);
+        req.body = format!(
+            "t={token}&reason={}",
+            form_urlencoded::byte_serialize(reason.as_bytes()).collect::<String>()
+        )
+        .into_bytes();
+        req
+    };
+    for blank in [post(&approve), with_reason(&approve, "  \n ")] {
+        let refused = r.handle(&blank, now_ms()).await;
+        assert_page(&refused, 422, "approving it needs a reason");
+        assert!(refused.body.contains("Nothing was recorded"));
+    }
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty(), "{tally:?}");
+    let counted = r
+        .handle(
+            &with_reason(&approve, "risk accepted: INC-42 <b>"),
+            now_ms(),
+        )
+        .await;
+    assert_eq!(counted.status, 200, "{}", counted.body);
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["alice@example.com"]);
+    // A reject needs no reason.
+    let reject = link(&mails, "bob@example.com", "Reject");
+    let rejected = r.handle(&post(&reject), now_ms()).await;
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    let run = db.run_view(record.run_id, 10).await.unwrap().unwrap();
+    let votes: Vec<(String, Option<String>)> = run.units[0]
+        .votes
+        .iter()
+        .map(|v| (v.voter.clone(), v.reason.clone()))
+        .collect();
+    assert_eq!(
+        votes,
+        [
+            (
+                "alice@example.com".to_string(),
+                Some("risk accepted: INC-42 <b>".to_string())
+            ),
+            ("bob@example.com".to_string(), None)
+        ]
+    );
+    let html = run.to_html(now_ms());
+    assert!(html.contains("risk accepted: INC-42 &lt;b&gt;"), "{html}");
+    assert!(html.contains("Denied by policy"), "{html}");
+    tdb.drop_db().await;
+}
