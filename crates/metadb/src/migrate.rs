@@ -202,7 +202,12 @@ mod tests {
     #[test]
     fn migrations_are_numbered_in_order_and_split_cleanly() {
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(m.version as usize, i + 1, "{}: numbered without gaps", m.name);
+            assert_eq!(
+                m.version as usize,
+                i + 1,
+                "{}: numbered without gaps",
+                m.name
+            );
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
             let statements = split_statements(m.sql);
             assert!(!statements.is_empty());
