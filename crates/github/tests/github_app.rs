@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use live_ci_core::port::GitHost;
+use live_ci_core::port::{GitHost, PullRequestVotes};
 use live_ci_core::status::{CommitStatus, StatusState};
 use live_ci_github::{AppCredentials, Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use serde_json::{Value, json};
@@ -240,16 +240,33 @@ async fn each_job_asks_for_a_token_for_the_live_repository_with_exactly_its_perm
             Job::TerraRun,
             json!({"checks": "write", "contents": "read", "statuses": "write"}),
         ),
+        (
+            // Votes from pull requests (issue 29 item 6): the comment, the
+            // pull request, team membership (an organization permission), the reply.
+            Job::ApprovalResponse,
+            json!({"members": "read", "pull_requests": "write"}),
+        ),
     ];
     assert_eq!(expected.len(), Job::ALL.len());
     for (job, permissions) in expected {
         let server = MockServer::start().await;
         mount_tokens(&server, &["ghs_job"], 3600).await;
-        mount_status(&server, "ghs_job", 201).await;
-        app_client(&server, &key, job)
-            .set_status(&status())
-            .await
-            .unwrap();
+        let client = app_client(&server, &key, job);
+        if job == Job::ApprovalResponse {
+            // It posts no status: its first call reads a vote comment.
+            Mock::given(method("GET"))
+                .and(path("/repos/acme/live/issues/comments/7"))
+                .and(header("authorization", "Bearer ghs_job"))
+                .respond_with(
+                    ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})),
+                )
+                .mount(&server)
+                .await;
+            assert_eq!(client.vote_comment(7).await.unwrap(), None, "{job}");
+        } else {
+            mount_status(&server, "ghs_job", 201).await;
+            client.set_status(&status()).await.unwrap();
+        }
         let exchange = exchanges(&server).await;
         assert_eq!(exchange.len(), 1, "{job}");
         let body: Value = serde_json::from_slice(&exchange[0].body).unwrap();

@@ -397,3 +397,67 @@ async fn a_mailed_and_a_github_vote_by_two_people_reach_a_two_vote_threshold() {
         None
     );
 }
+
+/// With `policy_override`, an approve of a plan the policies denied needs a
+/// reason, which a comment's `/live-ci approve` does not carry: the comment
+/// is answered, nothing is recorded and nothing is handed over; a reject
+/// from a comment (which carries its reason) still counts.
+#[tokio::test]
+async fn a_comments_approve_of_a_plan_denied_by_policy_is_refused_and_changes_nothing() {
+    use live_ci_core::port::ExecutionStore;
+
+    let id = "run-1-gh-denied";
+    let (_t, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let plan = live_ci_core::port::SavedPlan {
+        key: format!("{id}/plan.tfplan"),
+        sha256: "ab".repeat(32),
+        version_id: None,
+        json_sha256: None,
+    };
+    assert!(
+        db.record_policy_denials(
+            id,
+            &plan.sha256,
+            &["data.live_ci.iam.deny: no users".to_string()]
+        )
+        .await
+        .unwrap()
+    );
+    assert!(db.record_saved_plan(id, &plan).await.unwrap());
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let approve = fake.add_comment(PR, "octo-lead", &format!("/live-ci approve {unit}"));
+    let r = responder(&db).await;
+    let voting = GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(&["octo-lead"]),
+    };
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(approve))
+        .await
+        .unwrap();
+    assert!(!outcome.counted, "{outcome:?}");
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "`octo-lead`'s approval of `{unit}` is not counted: its plan was denied by policy, and approving it needs a reason; approve from the approval page, which asks for one"
+        )]
+    );
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty() && tally.rejection_voters.is_empty());
+    assert!(sends(&r).is_empty());
+
+    let reject = fake.add_comment(
+        PR,
+        "octo-lead",
+        &format!("/live-ci reject {unit} the policy is right"),
+    );
+    let outcome = r
+        .github_vote(&client(&fake), &voting, &vote(reject))
+        .await
+        .unwrap();
+    assert!(outcome.counted, "{outcome:?}");
+    let tally = db.tally(id).await.unwrap().unwrap();
+    assert_eq!(tally.rejection_voters, ["github:octo-lead"]);
+}
