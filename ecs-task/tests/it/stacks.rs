@@ -310,3 +310,93 @@ async fn a_change_to_a_remote_source_stack_fails_both_tasks_before_anything_is_w
     assert_eq!(statuses[0].context, context::CREATE_DEPLOY_STACK);
     db.drop_db().await;
 }
+
+/// The stack of [`STACK`] without its `app` unit.
+const STACK_WITHOUT_APP: &str = r#"unit "net" {
+  source = "../catalog/net"
+  path   = "net"
+  values = { name = "net" }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_removed_from_a_stack_is_destroyed_from_the_base_or_named_as_not_destroyed() {
+    // main holds the two-unit stack; a second pull request drops `app`.
+    let (repo, _) = feature(STACK);
+    merge(&repo);
+    repo.git(&["checkout", "-q", "-b", "drop-app"]);
+    repo.write("live/terragrunt.stack.hcl", STACK_WITHOUT_APP);
+    repo.commit("drop app from the stack");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "merge drop-app",
+        "drop-app",
+    ]);
+    let merged = repo.git(&["rev-parse", "HEAD"]);
+    let app = "live/.terragrunt-stack/app";
+
+    // With ALLOW_DESTROY the run destroys app (no file of it is in the diff:
+    // generated files are not committed) and re-applies net.
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let mut config = deploy_config(&repo.url(), &merged);
+    config.common.allow_destroy = true;
+    let report = Fakes::new().deploy(&metadb, &config).await.unwrap();
+    let run_id = report.run_id.unwrap();
+    let mut executions: Vec<(String, live_ci_core::deploy::Action)> = metadb
+        .executions(run_id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| (e.cfg_path.to_string(), e.action))
+        .collect();
+    executions.sort();
+    assert_eq!(
+        executions,
+        [
+            (app.to_string(), live_ci_core::deploy::Action::Destroy),
+            (
+                "live/.terragrunt-stack/net".to_string(),
+                live_ci_core::deploy::Action::Apply
+            ),
+        ]
+    );
+    assert!(report.not_destroyed.is_empty(), "{report:?}");
+    // The destroy runs from the run's base, whose checkout still generates app.
+    let base = metadb.run(run_id).await.unwrap().unwrap().base_sha;
+    let checkout = Checkout::commit_only(
+        &Repo {
+            clone_url: repo.url(),
+            token: None,
+        },
+        &base,
+    )
+    .unwrap();
+    assert!(checkout.dir().join(app).join("main.tf").is_file());
+    db.drop_db().await;
+
+    // Without it, app is named as not destroyed, never dropped in silence.
+    let db = TestDb::new().await;
+    let metadb = db.metadb(2).await;
+    let report = Fakes::new()
+        .deploy(&metadb, &deploy_config(&repo.url(), &merged))
+        .await
+        .unwrap();
+    assert_eq!(
+        report
+            .not_destroyed
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        [app]
+    );
+    db.drop_db().await;
+}

@@ -23,7 +23,9 @@ pub enum Reason {
     ModuleChanged,
     /// A unit it depends on, directly or transitively, is affected.
     DependencyAffected,
-    /// Its `terragrunt.hcl` exists at base and not at head.
+    /// Its `terragrunt.hcl` exists at base and not at head, or a stack
+    /// generated it at base and no longer does (a `unit` block removed or
+    /// renamed, or the stack file deleted).
     Removed,
     /// Its last deployment failed or was aborted: it stays pending until a run
     /// applies it.
@@ -125,12 +127,17 @@ impl<'g> FileIndex<'g> {
 
 /// The units `changes` affect. `head` is the graph at the head revision; `base`
 /// the graph at the merge base, needed only when a `terragrunt.hcl` was deleted
-/// (to tell a removed unit from a removed parent config). Removed units are
-/// destroyed only with `allow_destroy`; otherwise they are listed as skipped.
+/// (to tell a removed unit from a removed parent config). `unstacked` are the
+/// units a stack generated at the merge base and no longer generates: no file
+/// of theirs is in the diff (generated files are not committed), so the
+/// caller finds them by generating both sides. Removed units are destroyed
+/// only with `allow_destroy`; otherwise they are listed as skipped, never
+/// dropped in silence.
 pub fn affected_units(
     head: &Graph,
     base: Option<&Graph>,
     changes: &[FileChange],
+    unstacked: &BTreeSet<RepoPath>,
     allow_destroy: bool,
 ) -> Affected {
     let index = FileIndex::new(head);
@@ -150,6 +157,12 @@ pub fn affected_units(
             removed.insert(dir);
         }
     }
+    removed.extend(
+        unstacked
+            .iter()
+            .filter(|u| head.index_of(u).is_none())
+            .cloned(),
+    );
     let closure = head.dependents_closure(seeds.keys().copied(), None);
     let mut units: Vec<AffectedUnit> = closure
         .iter()
@@ -254,6 +267,7 @@ mod tests {
             &g,
             None,
             &changed(&[("shared/vpc/peering/main.tf", Modified)]),
+            &BTreeSet::new(),
             false,
         );
         assert_eq!(
@@ -264,6 +278,7 @@ mod tests {
             &g,
             None,
             &changed(&[("shared/vpc/terragrunt.hcl", Modified)]),
+            &BTreeSet::new(),
             false,
         );
         assert_eq!(
@@ -284,7 +299,13 @@ mod tests {
     #[test]
     fn read_files_and_modules_affect_their_readers() {
         let g = head();
-        let a = affected_units(&g, None, &changed(&[("dev/account.hcl", Modified)]), false);
+        let a = affected_units(
+            &g,
+            None,
+            &changed(&[("dev/account.hcl", Modified)]),
+            &BTreeSet::new(),
+            false,
+        );
         assert_eq!(
             summary(&a),
             [
@@ -297,6 +318,7 @@ mod tests {
             &g,
             None,
             &changed(&[("modules/app/sub/x.tf", Added)]),
+            &BTreeSet::new(),
             false,
         );
         assert_eq!(
@@ -311,6 +333,7 @@ mod tests {
             &g,
             None,
             &changed(&[("shared/vpc/x.tf", Modified), ("dev/dns/y.tf", Modified)]),
+            &BTreeSet::new(),
             false,
         );
         let dns = a.units.iter().find(|u| u.path == p("dev/dns")).unwrap();
@@ -328,6 +351,7 @@ mod tests {
                 ("dev/app/.terraform/modules.json", Modified),
                 ("dev/app/.terragrunt-cache/x/main.tf", Modified),
             ]),
+            &BTreeSet::new(),
             false,
         );
         assert_eq!(a, Affected::default());
@@ -349,7 +373,7 @@ mod tests {
             // a parent config deleted at base is not a unit: not a destroy
             ("dev/terragrunt.hcl", Deleted),
         ]);
-        let a = affected_units(&g, Some(&base), &changes, false);
+        let a = affected_units(&g, Some(&base), &changes, &BTreeSet::new(), false);
         assert!(a.units.is_empty());
         assert_eq!(
             a.skipped
@@ -359,7 +383,7 @@ mod tests {
             ["dev/old", "dev/older"]
         );
         assert!(a.skipped[0].reason.contains("--allow-destroy"));
-        let a = affected_units(&g, Some(&base), &changes, true);
+        let a = affected_units(&g, Some(&base), &changes, &BTreeSet::new(), true);
         assert_eq!(
             summary(&a),
             [

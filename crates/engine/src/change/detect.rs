@@ -20,7 +20,8 @@ use live_ci_core::tree::in_skipped_dir;
 pub struct Detection {
     pub changes: Vec<FileChange>,
     pub head: Graph,
-    /// The graph at the merge base, discovered only when a `terragrunt.hcl` was deleted.
+    /// The graph at the merge base, discovered only when a `terragrunt.hcl` was
+    /// deleted or a change may alter what a stack generates.
     pub base: Option<Graph>,
     pub affected: Affected,
 }
@@ -48,22 +49,40 @@ pub fn detect_with(
     let changes = vcs.changed_files(base, head)?;
     let discovery = discover_with(&*vcs.tree_at(head)?, options);
     refuse_changed_stacks(&discovery.stacks, &changes)?;
-    let head_graph = strict_graph(discovery)?;
     let removes_config = changes
         .iter()
         .any(|c| c.kind == ChangeKind::Deleted && c.path.file_name() == "terragrunt.hcl");
-    let base_graph = if removes_config {
+    // What a stack generates is not committed, so a unit a stack no longer
+    // generates deletes no file of the diff: both sides are generated when a
+    // change may alter a stack (a stack file anywhere, or what a stack at
+    // head watches; a deleted stack file is among the former).
+    let regenerates = changes.iter().any(|c| {
+        c.path.file_name() == STACK_FILE
+            || discovery.stacks.iter().any(|s| s.is_touched_by(&c.path))
+    });
+    let head_graph = strict_graph(discovery)?;
+    let (base_graph, unstacked) = if removes_config || regenerates {
         let merge_base = vcs.merge_base(base, head.unwrap_or("HEAD"))?;
         // Errors at base are not ours to fix: the removed units are all we need.
-        Some(
-            discover_with(&*vcs.tree_at(Some(&merge_base))?, options)
-                .into_graph()
-                .0,
-        )
+        let at_base = discover_with(&*vcs.tree_at(Some(&merge_base))?, options);
+        let unstacked: BTreeSet<RepoPath> = at_base
+            .generation
+            .units
+            .keys()
+            .filter(|u| head_graph.index_of(u).is_none())
+            .cloned()
+            .collect();
+        (Some(at_base.into_graph().0), unstacked)
     } else {
-        None
+        (None, BTreeSet::new())
     };
-    let affected = affected_units(&head_graph, base_graph.as_ref(), &changes, allow_destroy);
+    let affected = affected_units(
+        &head_graph,
+        base_graph.as_ref(),
+        &changes,
+        &unstacked,
+        allow_destroy,
+    );
     Ok(Detection {
         changes,
         head: head_graph,

@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use live_ci_core::port::{ChangeKind, FileChange};
+use live_ci_core::deploy::Action;
+use live_ci_core::port::{ChangeKind, FileChange, FileTree, Vcs};
 use live_ci_core::{MemTree, RepoPath};
-use live_ci_engine::change::{Reason, affected_units, refuse_changed_stacks};
+use live_ci_engine::change::{Reason, affected_units, detect, refuse_changed_stacks};
 use live_ci_engine::discovery::GeneratedFile;
 use live_ci_engine::{Discovery, EngineError, discover};
 use proptest::prelude::*;
@@ -179,6 +180,7 @@ fn a_change_to_the_stack_file_or_a_source_affects_the_generated_units() {
                 path: p(f),
                 kind: ChangeKind::Modified,
             }],
+            &std::collections::BTreeSet::new(),
             false,
         )
         .units
@@ -389,6 +391,105 @@ fn a_refused_stack_fails_detection_only_when_a_change_touches_it() {
     .unwrap();
     let d2 = discover(&t2);
     assert!(refuse_changed_stacks(&d2.stacks, &change("catalog/units/vpc/extra.tf")).is_err());
+}
+
+/// Two revisions, `base` and `head`, and the diff between them: what change
+/// detection asks of git.
+struct TwoRevisions {
+    base: MemTree,
+    head: MemTree,
+    changes: Vec<FileChange>,
+}
+
+impl Vcs for TwoRevisions {
+    fn changed_files(&self, _: &str, _: Option<&str>) -> live_ci_core::Result<Vec<FileChange>> {
+        Ok(self.changes.clone())
+    }
+
+    fn tree_at(&self, rev: Option<&str>) -> live_ci_core::Result<Box<dyn FileTree>> {
+        Ok(Box::new(match rev {
+            Some("base") => self.base.clone(),
+            _ => self.head.clone(),
+        }))
+    }
+
+    fn merge_base(&self, _: &str, _: &str) -> live_ci_core::Result<String> {
+        Ok("base".into())
+    }
+}
+
+fn destroyed_and_skipped(d: &TwoRevisions, allow_destroy: bool) -> (Vec<String>, Vec<String>) {
+    let a = detect(d, "base", Some("head"), allow_destroy)
+        .unwrap()
+        .affected;
+    (
+        a.units
+            .iter()
+            .filter(|u| u.action == Action::Destroy)
+            .inspect(|u| assert_eq!(u.reasons, [Reason::Removed]))
+            .map(|u| u.path.to_string())
+            .collect(),
+        a.skipped.iter().map(|s| s.path.to_string()).collect(),
+    )
+}
+
+#[test]
+fn units_a_stack_no_longer_generates_are_removed_though_no_file_of_theirs_is_in_the_diff() {
+    let base = two_unit_repo();
+    // The `app` block is dropped from the stack file.
+    let mut head = two_unit_repo();
+    head.insert(
+        "live/terragrunt.stack.hcl",
+        STACK.split("unit \"app\"").next().unwrap(),
+    )
+    .unwrap();
+    let dropped = TwoRevisions {
+        base: base.clone(),
+        head,
+        changes: vec![FileChange {
+            path: p("live/terragrunt.stack.hcl"),
+            kind: ChangeKind::Modified,
+        }],
+    };
+    assert_eq!(
+        destroyed_and_skipped(&dropped, true),
+        (vec!["live/.terragrunt-stack/app".to_string()], vec![])
+    );
+    assert_eq!(
+        destroyed_and_skipped(&dropped, false),
+        (vec![], vec!["live/.terragrunt-stack/app".to_string()])
+    );
+    // The whole stack file deleted: every unit it generated is removed.
+    let files: Vec<(&str, &str)> = vec![
+        ("catalog/units/vpc/terragrunt.hcl", VPC_UNIT),
+        ("catalog/units/vpc/extra.tf", "# extra\n"),
+        ("catalog/units/app/terragrunt.hcl", APP_UNIT),
+        ("modules/net/main.tf", "# net\n"),
+        ("modules/app/main.tf", "# app\n"),
+        ("other/terragrunt.hcl", ""),
+    ];
+    let deleted = TwoRevisions {
+        base,
+        head: tree(&files),
+        changes: vec![FileChange {
+            path: p("live/terragrunt.stack.hcl"),
+            kind: ChangeKind::Deleted,
+        }],
+    };
+    assert_eq!(
+        destroyed_and_skipped(&deleted, true).0,
+        ["live/.terragrunt-stack/app", "live/.terragrunt-stack/vpc"]
+    );
+    // A change no stack watches needs no second generation and removes nothing.
+    let unrelated = TwoRevisions {
+        base: two_unit_repo(),
+        head: two_unit_repo(),
+        changes: vec![FileChange {
+            path: p("other/main.tf"),
+            kind: ChangeKind::Modified,
+        }],
+    };
+    assert_eq!(destroyed_and_skipped(&unrelated, true), (vec![], vec![]));
 }
 
 fn value_strategy() -> impl Strategy<Value = hcl::Value> {
