@@ -213,6 +213,19 @@ pub(crate) fn generate(tree: &dyn FileTree, files: &[RepoPath]) -> (Vec<Stack>, 
             Ok(one) => merge(&mut all, one, &mut stack),
             Err(e) => stack.errors.push(e),
         }
+        if !stack.errors.is_empty() {
+            // A refused stack generates nothing, yet the local sources it
+            // names stay templates: evaluated in place their `values.*` do
+            // not exist, and deploying them as units of their own would be
+            // the wrong thing done in silence.
+            all.templates.extend(
+                stack
+                    .watched
+                    .iter()
+                    .filter(|w| w.file_name() != STACK_FILE && w.file_name() != VALUES_FILE)
+                    .cloned(),
+            );
+        }
         stacks.push(stack);
     }
     (stacks, all)

@@ -393,6 +393,29 @@ fn a_refused_stack_fails_detection_only_when_a_change_touches_it() {
     assert!(refuse_changed_stacks(&d2.stacks, &change("catalog/units/vpc/extra.tf")).is_err());
 }
 
+#[test]
+fn the_local_sources_of_a_refused_stack_stay_templates_not_units() {
+    let mut t = two_unit_repo();
+    t.insert(
+        "live/terragrunt.stack.hcl",
+        "unit \"vpc\" {\n  source = \"../catalog/units/vpc\"\n  path = \"vpc\"\n}\nunit \"r\" {\n  source = \"git::https://x/y.git\"\n  path = \"r\"\n}\n",
+    )
+    .unwrap();
+    let d = discover(&t);
+    assert!(!d.stacks[0].errors.is_empty());
+    // The template the stack names is neither deployed in place nor listed
+    // broken (its `values.cidr` exists only once generated); `catalog/units/app`,
+    // which no stack names here, is a unit like any other.
+    assert_eq!(paths(&d), ["catalog/units/app", "other"]);
+    assert!(
+        !d.unit_errors
+            .keys()
+            .any(|u| u.as_str() == "catalog/units/vpc"),
+        "{:?}",
+        d.unit_errors
+    );
+}
+
 /// Two revisions, `base` and `head`, and the diff between them: what change
 /// detection asks of git.
 struct TwoRevisions {
