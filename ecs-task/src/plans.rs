@@ -1,13 +1,16 @@
 //! Plans of many units at once, bounded by the runner pool (`MAX_PARALLEL`):
-//! the plan scan of create-deploy-stack and the plans of pr-plan. Plans read
-//! state and change nothing, so they run without dependency order. Every plan
-//! is read from `show -json` of its saved plan file, never from its text.
+//! the plan scan of create-deploy-stack, the plans of pr-plan and of the drift
+//! check, each with its accounts' plan roles only ([`plan_with_plan_roles`]).
+//! Plans read state and change nothing, so they run without dependency
+//! order. Every plan is read from `show -json` of its saved plan file, never
+//! from its text.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use live_ci_core::account::Accounts;
 use live_ci_core::path::RepoPath;
-use live_ci_core::port::TemporaryCredentials;
+use live_ci_core::port::{RoleAssumer, TemporaryCredentials};
 use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
 use live_ci_core::terraform::plan_json::PlanSummary;
 use live_ci_core::terraform::{
@@ -15,11 +18,92 @@ use live_ci_core::terraform::{
 };
 use tokio::task::JoinSet;
 
+use crate::checkout::Checkout;
+use crate::config::Common;
 use crate::error::{Result, TaskError};
+use crate::git_ssh::KeyUse;
 use crate::policy::{CommandPlace, Policies};
 use crate::run::{self, Finished};
 use crate::sandbox;
 use live_ci_core::policy::Judged;
+
+/// What the plans of many units of one checkout need besides the units.
+#[derive(Debug)]
+pub struct PlanRequest<'a> {
+    pub common: &'a Common,
+    pub checkout: &'a Checkout,
+    /// Each unit's account, whose plan role the unit's plan runs as; without
+    /// accounts, the task's own (local) credentials.
+    pub accounts: Option<&'a Accounts>,
+    /// The scratch directory's name in the checkout, where the plans write.
+    pub scratch: &'a str,
+    /// The deploy key: for merged or trusted code only.
+    pub key_use: KeyUse,
+    /// The STS session name (CloudTrail shows who planned).
+    pub session: String,
+    /// Whether each plan's text (`show -no-color`) is rendered too.
+    pub with_text: bool,
+    pub policies: Option<Arc<Policies>>,
+}
+
+/// Plans `units` in the checkout, each with its account's plan role only
+/// (the caller's task role may assume nothing else), in the runner pool's
+/// bounded order ([`plan_units`]). The plans run as the child user, in a
+/// scratch directory, with a home, temporary directory and plugin cache of
+/// their own (the task's the child user cannot reach), and the deploy key
+/// through an agent they may sign with, never read, when `key_use` allows.
+pub async fn plan_with_plan_roles<R: RoleAssumer>(
+    request: PlanRequest<'_>,
+    roles: &R,
+    units: &[RepoPath],
+) -> Result<Vec<UnitPlan>> {
+    let PlanRequest {
+        common, checkout, ..
+    } = request;
+    let scratch = checkout.scratch_file(request.scratch);
+    sandbox::child_dirs(&[&scratch])?;
+    let mut env = vec![(
+        "LIVE_CI_REPO_DIR".to_string(),
+        checkout.dir().display().to_string(),
+    )];
+    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
+    // Kept until the plans end: dropping it stops the agent.
+    let ssh = crate::git_ssh::child_env(
+        common.git_ssh_key.as_ref(),
+        &common.ssh_known_hosts,
+        &checkout.scratch_file("ssh"),
+        request.key_use,
+    )
+    .await?;
+    env.extend(ssh.env().iter().cloned());
+    let role_of = |p: &RepoPath| {
+        request
+            .accounts
+            .and_then(|a| a.account_of(p))
+            .map(|a| a.plan_role_arn.clone())
+    };
+    let credentials = sandbox::assume_each(
+        roles,
+        units.iter().filter_map(role_of).collect(),
+        &request.session,
+    )
+    .await?;
+    let plans = plan_units(
+        checkout.dir(),
+        &scratch,
+        units,
+        |p| common.plan_command.for_unit(p),
+        |p| common.show_command.for_unit(p),
+        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
+        &env,
+        common.max_parallel as usize,
+        request.with_text,
+        request.policies,
+    )
+    .await;
+    drop(ssh);
+    plans
+}
 
 /// How one unit's plan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

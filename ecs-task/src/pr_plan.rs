@@ -26,8 +26,7 @@ use live_ci_engine::filter::Excluded;
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
 use crate::error::{Result, TaskError};
-use crate::plans::{UnitPlan, plan_units};
-use crate::sandbox;
+use crate::plans::{PlanRequest, UnitPlan, plan_with_plan_roles};
 
 /// Marks live-ci's summary comment, so a new push updates it (the merge
 /// lock reads the pull request's units back from it).
@@ -76,42 +75,38 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
     let pr = config.pr_number;
     let commit = config.commit.clone();
     let outcome = plan(config, repo, roles, pr, &commit).await;
+    let (posts, body) = statuses_and_comment(&commit, logs_url, &outcome);
+    for s in &posts {
+        statuses.post(Check::PrPlan, s).await;
+    }
+    statuses
+        .host()
+        .upsert_comment(pr, COMMENT_MARKER, &body)
+        .await
+        .port("github")?;
+    outcome
+}
+
+/// The statuses pr-plan posts and its comment's body, for its outcome.
+fn statuses_and_comment(
+    commit: &str,
+    logs_url: Option<&str>,
+    outcome: &Result<PrPlanReport>,
+) -> (Vec<CommitStatus>, String) {
     let status = |state, context: &str, description: &str| {
-        let mut s = CommitStatus::new(&commit, state, context, description);
+        let mut s = CommitStatus::new(commit, state, context, description);
         s.target_url = logs_url.map(str::to_string);
         s
     };
     let mut posts = Vec::new();
-    let body = match &outcome {
+    let body = match outcome {
         Ok(report) => {
-            for p in &report.plans {
-                let (state, text) = match &p.outcome {
-                    // Overridable (POLICY_OVERRIDE): not a failure, since
-                    // the voters decide at deploy time; said first.
-                    Ok(o) if !o.policy_denials.is_empty() => (
-                        StatusState::Success,
-                        format!("{}: {}", policy::OVERRIDABLE, o.policy_denials.join("; ")),
-                    ),
-                    Ok(o) => (
-                        StatusState::Success,
-                        format!(
-                            "{} to add, {} to change, {} to destroy",
-                            o.counts.add, o.counts.change, o.counts.destroy
-                        ),
-                    ),
-                    Err(e) => (StatusState::Failure, e.clone()),
-                };
-                let mut s = status(state, &unit_context(&p.path), &text);
-                // A check run (with an App) shows the plan; a status cannot.
-                if let Some(plan) = p.outcome.as_ref().ok().and_then(|o| o.text.as_deref()) {
-                    s.text = Some(plan_text::fit_plan(
-                        plan,
-                        logs_url,
-                        plan_text::CHECK_RUN_LIMIT,
-                    ));
-                }
-                posts.push(s);
-            }
+            posts.extend(
+                report
+                    .plans
+                    .iter()
+                    .map(|p| unit_status(commit, logs_url, p)),
+            );
             let failed = report.failed();
             posts.push(status(
                 if failed == 0 {
@@ -131,7 +126,7 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                     &not_destroyed_text(&report.not_destroyed),
                 ));
             }
-            comment(&commit, logs_url, report)
+            comment(commit, logs_url, report)
         }
         Err(e) => {
             posts.push(status(
@@ -139,36 +134,64 @@ pub async fn pr_plan<G: GitHost, R: RoleAssumer>(
                 context::PR_PLAN,
                 &e.to_string(),
             ));
-            plan_text::fit(
-                &format!(
-                    "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
-                    markdown::code(short(&commit)),
-                ),
-                &[],
-                &format!(
-                    "{}: {}\n",
-                    stopped_before_planning(e),
-                    markdown::code(
-                        &e.to_string()
-                            .chars()
-                            .take(MAX_ERROR_CHARS)
-                            .collect::<String>()
-                    )
-                ),
-                logs_url,
-                plan_text::COMMENT_LIMIT,
-            )
+            error_comment(commit, logs_url, e)
         }
     };
-    for s in &posts {
-        statuses.post(Check::PrPlan, s).await;
+    (posts, body)
+}
+
+/// One unit's plan status: its counts, its overridable denials or its error.
+fn unit_status(commit: &str, logs_url: Option<&str>, p: &UnitPlan) -> CommitStatus {
+    let (state, text) = match &p.outcome {
+        // Overridable (POLICY_OVERRIDE): not a failure, since the voters
+        // decide at deploy time; said first.
+        Ok(o) if !o.policy_denials.is_empty() => (
+            StatusState::Success,
+            format!("{}: {}", policy::OVERRIDABLE, o.policy_denials.join("; ")),
+        ),
+        Ok(o) => (
+            StatusState::Success,
+            format!(
+                "{} to add, {} to change, {} to destroy",
+                o.counts.add, o.counts.change, o.counts.destroy
+            ),
+        ),
+        Err(e) => (StatusState::Failure, e.clone()),
+    };
+    let mut s = CommitStatus::new(commit, state, &unit_context(&p.path), &text);
+    s.target_url = logs_url.map(str::to_string);
+    // A check run (with an App) shows the plan; a status cannot.
+    if let Some(plan) = p.outcome.as_ref().ok().and_then(|o| o.text.as_deref()) {
+        s.text = Some(plan_text::fit_plan(
+            plan,
+            logs_url,
+            plan_text::CHECK_RUN_LIMIT,
+        ));
     }
-    statuses
-        .host()
-        .upsert_comment(pr, COMMENT_MARKER, &body)
-        .await
-        .port("github")?;
-    outcome
+    s
+}
+
+/// The comment of a pr-plan that stopped before planning: why.
+fn error_comment(commit: &str, logs_url: Option<&str>, e: &TaskError) -> String {
+    plan_text::fit(
+        &format!(
+            "{COMMENT_MARKER}\n### live-ci plan for {}\n\n",
+            markdown::code(short(commit)),
+        ),
+        &[],
+        &format!(
+            "{}: {}\n",
+            stopped_before_planning(e),
+            markdown::code(
+                &e.to_string()
+                    .chars()
+                    .take(MAX_ERROR_CHARS)
+                    .collect::<String>()
+            )
+        ),
+        logs_url,
+        plan_text::COMMENT_LIMIT,
+    )
 }
 
 async fn plan<R: RoleAssumer>(
@@ -205,28 +228,12 @@ async fn plan<R: RoleAssumer>(
         config.common.allow_destroy,
         &filters,
     )?;
-    // A removed unit that is not destroyed is reported as such, not as a warning.
-    let (not_destroyed, skipped): (Vec<_>, Vec<_>) = detection
-        .affected
-        .skipped
-        .iter()
-        .partition(|s| s.action == Action::Destroy);
-    let warnings: Vec<String> = skipped.iter().map(|s| s.reason.clone()).collect();
-    let not_destroyed: Vec<RepoPath> = not_destroyed.iter().map(|s| s.path.clone()).collect();
-    let destroyed_on_merge: Vec<RepoPath> = detection
-        .affected
-        .units
-        .iter()
-        .filter(|u| u.action == Action::Destroy)
-        .map(|u| u.path.clone())
-        .collect();
-    let units: Vec<RepoPath> = detection
-        .affected
-        .units
-        .iter()
-        .filter(|u| u.action == Action::Apply)
-        .map(|u| u.path.clone())
-        .collect();
+    let Split {
+        apply: units,
+        destroyed_on_merge,
+        not_destroyed,
+        warnings,
+    } = split(&detection.affected);
     // The trunk's policies (the base branch, not this head) judge each plan.
     let rego = match &config.common.policy_dir {
         Some(dir) => Some(crate::policy::Rego::load(&checkout.git, &base, dir)?),
@@ -237,18 +244,8 @@ async fn plan<R: RoleAssumer>(
         config.common.policy_command.clone(),
         config.common.policy_override,
     );
-    // The plans write their files here, as the child user.
-    let scratch = checkout.scratch_file("plans");
-    sandbox::child_dirs(&[&scratch])?;
-    let mut env = vec![(
-        "LIVE_CI_REPO_DIR".to_string(),
-        checkout.dir().display().to_string(),
-    )];
-    // A home, temporary directory and plugin cache of the plans' own, not
-    // the task's (which the child user cannot reach).
-    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
-    // The deploy key (through an agent the plans may sign with, never read)
-    // for a trusted head's code only, like the module-source token.
+    // The deploy key for a trusted head's code only, like the module-source
+    // token.
     let key_use = if config.head_trusted {
         crate::git_ssh::KeyUse::Allowed
     } else {
@@ -256,41 +253,17 @@ async fn plan<R: RoleAssumer>(
             "it is not a trusted head's (a maintainer's /live-ci plan runs code live-ci does not trust)",
         )
     };
-    // Kept until the plans end: dropping it stops the agent.
-    let ssh = crate::git_ssh::child_env(
-        config.common.git_ssh_key.as_ref(),
-        &config.common.ssh_known_hosts,
-        &checkout.scratch_file("ssh"),
+    let request = PlanRequest {
+        common: &config.common,
+        checkout: &checkout,
+        accounts: accounts.as_ref(),
+        scratch: "plans",
         key_use,
-    )
-    .await?;
-    env.extend(ssh.env().iter().cloned());
-    let role_of = |p: &RepoPath| {
-        accounts
-            .as_ref()
-            .and_then(|a| a.account_of(p))
-            .map(|a| a.plan_role_arn.clone())
-    };
-    // Plan roles only: pr-plan's task role may assume nothing else.
-    let credentials = sandbox::assume_each(
-        roles,
-        units.iter().filter_map(role_of).collect(),
-        &format!("pr-{pr}-{}", short(commit)),
-    )
-    .await?;
-    let plans = plan_units(
-        checkout.dir(),
-        &scratch,
-        &units,
-        |p| config.common.plan_command.for_unit(p),
-        |p| config.common.show_command.for_unit(p),
-        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
-        &env,
-        config.common.max_parallel as usize,
-        true,
+        session: format!("pr-{pr}-{}", short(commit)),
+        with_text: true,
         policies,
-    )
-    .await?;
+    };
+    let plans = plan_with_plan_roles(request, roles, &units).await?;
     let lock_units = Some(lock_units(&detection, &checkout.commit));
     Ok(PrPlanReport {
         lock_units,
@@ -301,6 +274,37 @@ async fn plan<R: RoleAssumer>(
         not_destroyed,
         excluded,
     })
+}
+
+/// The affected units by what the merge does with them.
+struct Split {
+    apply: Vec<RepoPath>,
+    destroyed_on_merge: Vec<RepoPath>,
+    /// Removed units that are not destroyed: reported as such, not as a
+    /// warning.
+    not_destroyed: Vec<RepoPath>,
+    warnings: Vec<String>,
+}
+
+fn split(affected: &live_ci_engine::change::Affected) -> Split {
+    let (not_destroyed, skipped): (Vec<_>, Vec<_>) = affected
+        .skipped
+        .iter()
+        .partition(|s| s.action == Action::Destroy);
+    let of = |action: Action| -> Vec<RepoPath> {
+        affected
+            .units
+            .iter()
+            .filter(|u| u.action == action)
+            .map(|u| u.path.clone())
+            .collect()
+    };
+    Split {
+        apply: of(Action::Apply),
+        destroyed_on_merge: of(Action::Destroy),
+        not_destroyed: not_destroyed.iter().map(|s| s.path.clone()).collect(),
+        warnings: skipped.iter().map(|s| s.reason.clone()).collect(),
+    }
 }
 
 /// The pull request's units for the merge lock: every unit it applies or

@@ -22,8 +22,7 @@ use super::place::Placed;
 use crate::checkout::Checkout;
 use crate::config::{CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
-use crate::plans::plan_units;
-use crate::sandbox;
+use crate::plans::{PlanRequest, plan_with_plan_roles};
 
 /// The units the run deploys, and what was said about the others.
 pub(super) struct Found {
@@ -204,54 +203,25 @@ async fn plan_scan<R: RoleAssumer>(
     roles: &R,
 ) -> Result<Affected> {
     let units: Vec<RepoPath> = head.units().iter().map(|u| u.path.clone()).collect();
-    // The plans write their files here, as the child user.
-    let scratch = checkout.scratch_file("scan");
-    sandbox::child_dirs(&[&scratch])?;
-    let mut env = vec![(
-        "LIVE_CI_REPO_DIR".to_string(),
-        checkout.dir().display().to_string(),
-    )];
-    // A home, temporary directory and plugin cache of the plans' own, not
-    // the task's (which the child user cannot reach).
-    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
-    // Merged code: the deploy key, through an agent the plans may sign
-    // with, never read. Kept until the plans end: dropping it stops the agent.
-    let ssh = crate::git_ssh::child_env(
-        config.common.git_ssh_key.as_ref(),
-        &config.common.ssh_known_hosts,
-        &checkout.scratch_file("ssh"),
-        crate::git_ssh::KeyUse::Allowed,
-    )
-    .await?;
-    env.extend(ssh.env().iter().cloned());
-    let role_of = |p: &RepoPath| accounts.account_of(p).map(|a| a.plan_role_arn.clone());
-    // Plan roles only: create-deploy-stack may not assume an apply role.
-    let credentials = sandbox::assume_each(
-        roles,
-        units.iter().filter_map(role_of).collect(),
-        &format!(
+    let request = PlanRequest {
+        common: &config.common,
+        checkout,
+        accounts: Some(accounts),
+        scratch: "scan",
+        // Merged code: the deploy key, through an agent.
+        key_use: crate::git_ssh::KeyUse::Allowed,
+        session: format!(
             "scan-{}",
             checkout
                 .commit
                 .get(..12)
                 .unwrap_or(checkout.commit.as_str())
         ),
-    )
-    .await?;
-    let results = plan_units(
-        checkout.dir(),
-        &scratch,
-        &units,
-        |p| config.common.plan_command.for_unit(p),
-        |p| config.common.show_command.for_unit(p),
-        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
-        &env,
-        config.common.max_parallel as usize,
-        false,
+        with_text: false,
         // The deploy stack's scan only selects units; terra-run judges each plan.
-        None,
-    )
-    .await?;
+        policies: None,
+    };
+    let results = plan_with_plan_roles(request, roles, &units).await?;
     let mut changed = BTreeSet::new();
     for r in results {
         match r.outcome {
