@@ -78,31 +78,87 @@ pub fn build_plan(
         .iter()
         .map(|u| (u.path.clone(), u.action))
         .collect();
+    let n = units.len();
+    let account_of = accounts_of(&units, options.accounts)?;
+    let dir_deps = directory_dependencies(&units, head, base);
+    let (anchors, waits_for_accounts) = account_anchors(&units, &account_of, options.accounts);
+    let (tasks, durations) = task_graph(
+        &units,
+        &dir_deps,
+        &account_of,
+        &anchors,
+        &waits_for_accounts,
+        &options.durations,
+    );
+    if tasks.validate().is_err() {
+        return Err(cycle_error(&units, &anchors, &tasks));
+    }
+    let priorities = critical_path_priorities(&tasks);
+    let config = PoolConfig {
+        max_parallel,
+        fail_fast: false,
+        priority: Priority::CriticalPath,
+    };
+    let (pacing, account_caps) = pacing(&account_of, &anchors, n, options.accounts);
+    let schedule = simulate_paced(&tasks, &config, &pacing, &durations)?;
+    let mut planned: Vec<PlannedUnit> = Vec::with_capacity(n);
+    for &t in schedule.order.iter().filter(|&&t| t < n) {
+        let (path, action) = &units[t];
+        planned.push(PlannedUnit {
+            path: path.clone(),
+            action: *action,
+            account: account_of[t].clone(),
+            dependencies: dir_deps[t].iter().map(|&d| units[d].0.clone()).collect(),
+            waits_for_accounts: waits_for_accounts[t].clone(),
+            priority: priorities[t],
+            position: planned.len() + 1,
+            start: schedule.start[t],
+        });
+    }
+    Ok(DeploymentPlan {
+        max_parallel,
+        account_caps,
+        units: planned,
+        makespan: schedule.makespan,
+    })
+}
+
+/// Each unit's account; a unit outside every account path is an error.
+fn accounts_of(
+    units: &[(RepoPath, Action)],
+    accounts: Option<&Accounts>,
+) -> Result<Vec<Option<String>>> {
+    let Some(accts) = accounts else {
+        return Ok(vec![None; units.len()]);
+    };
+    units
+        .iter()
+        .map(|(path, _)| {
+            accts
+                .account_of(path)
+                .map(|a| Some(a.name.clone()))
+                .ok_or_else(|| EngineError::Plan {
+                    unit: path.clone(),
+                    message: "matches no account path in the account configuration".into(),
+                })
+        })
+        .collect()
+}
+
+/// Each planned unit's planned directory dependencies: an apply's along
+/// `head`, a destroy's dependents along `base`. Edges are followed through
+/// units that are not planned, so a filter that leaves out a middle unit does
+/// not lose the ordering around it.
+fn directory_dependencies(
+    units: &[(RepoPath, Action)],
+    head: &Graph,
+    base: Option<&Graph>,
+) -> Vec<BTreeSet<usize>> {
     let task_of: HashMap<(&RepoPath, Action), usize> = units
         .iter()
         .enumerate()
         .map(|(i, (p, a))| ((p, *a), i))
         .collect();
-
-    let mut account_of: Vec<Option<String>> = Vec::with_capacity(units.len());
-    for (path, _) in &units {
-        account_of.push(match options.accounts {
-            None => None,
-            Some(accts) => Some(
-                accts
-                    .account_of(path)
-                    .ok_or_else(|| EngineError::Plan {
-                        unit: path.clone(),
-                        message: "matches no account path in the account configuration".into(),
-                    })?
-                    .name
-                    .clone(),
-            ),
-        });
-    }
-
-    // Directory edges, followed through units that are not planned so a filter
-    // that leaves out a middle unit does not lose the ordering around it.
     let mut dir_deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); units.len()];
     for (t, (path, action)) in units.iter().enumerate() {
         let (graph, forward) = match action {
@@ -145,38 +201,63 @@ pub fn build_plan(
             }
         }
     }
+    dir_deps
+}
 
-    // Account edges go through one zero-length anchor per (account, action), so
-    // 5,000 units waiting on 5,000 others cost 10,000 edges, not 25 million.
+/// One zero-length anchor task per (account, action) with planned units,
+/// numbered after the units, and each unit's accounts to wait for. Account
+/// edges go through the anchors, so 5,000 units waiting on 5,000 others cost
+/// 10,000 edges, not 25 million.
+#[allow(clippy::type_complexity)]
+fn account_anchors(
+    units: &[(RepoPath, Action)],
+    account_of: &[Option<String>],
+    accounts: Option<&Accounts>,
+) -> (BTreeMap<(String, Action), usize>, Vec<Vec<String>>) {
     let n = units.len();
     let mut anchors: BTreeMap<(String, Action), usize> = BTreeMap::new();
     let mut waits_for_accounts: Vec<Vec<String>> = vec![Vec::new(); n];
-    if let Some(accts) = options.accounts {
-        for (t, (_, action)) in units.iter().enumerate() {
-            if let Some(name) = &account_of[t] {
-                let len = n + anchors.len();
-                anchors.entry((name.clone(), *action)).or_insert(len);
-            }
-        }
-        for (t, (_, action)) in units.iter().enumerate() {
-            let Some(name) = &account_of[t] else { continue };
-            let waits: Vec<String> = match action {
-                // An apply waits for the accounts this one depends on...
-                Action::Apply => accts.transitive_dependencies(name).into_iter().collect(),
-                // ...a destroy for the accounts that depend on this one.
-                Action::Destroy => accts
-                    .all()
-                    .iter()
-                    .filter(|a| accts.transitive_dependencies(&a.name).contains(name))
-                    .map(|a| a.name.clone())
-                    .collect(),
-            };
-            waits_for_accounts[t] = waits
-                .into_iter()
-                .filter(|w| anchors.contains_key(&(w.clone(), *action)))
-                .collect();
+    let Some(accts) = accounts else {
+        return (anchors, waits_for_accounts);
+    };
+    for (t, (_, action)) in units.iter().enumerate() {
+        if let Some(name) = &account_of[t] {
+            let len = n + anchors.len();
+            anchors.entry((name.clone(), *action)).or_insert(len);
         }
     }
+    for (t, (_, action)) in units.iter().enumerate() {
+        let Some(name) = &account_of[t] else { continue };
+        let waits: Vec<String> = match action {
+            // An apply waits for the accounts this one depends on...
+            Action::Apply => accts.transitive_dependencies(name).into_iter().collect(),
+            // ...a destroy for the accounts that depend on this one.
+            Action::Destroy => accts
+                .all()
+                .iter()
+                .filter(|a| accts.transitive_dependencies(&a.name).contains(name))
+                .map(|a| a.name.clone())
+                .collect(),
+        };
+        waits_for_accounts[t] = waits
+            .into_iter()
+            .filter(|w| anchors.contains_key(&(w.clone(), *action)))
+            .collect();
+    }
+    (anchors, waits_for_accounts)
+}
+
+/// The scheduler's task graph of the units and anchors, and each task's
+/// duration (recorded, else 1; anchors 0).
+fn task_graph(
+    units: &[(RepoPath, Action)],
+    dir_deps: &[BTreeSet<usize>],
+    account_of: &[Option<String>],
+    anchors: &BTreeMap<(String, Action), usize>,
+    waits_for_accounts: &[Vec<String>],
+    recorded: &HashMap<RepoPath, f64>,
+) -> (TaskGraph, Vec<f64>) {
+    let n = units.len();
     let mut tasks = TaskGraph::new(n + anchors.len());
     for (t, deps) in dir_deps.iter().enumerate() {
         for &d in deps {
@@ -196,7 +277,7 @@ pub fn build_plan(
     }
     let mut durations = vec![1.0; n + anchors.len()];
     for (t, (path, _)) in units.iter().enumerate() {
-        if let Some(&d) = options.durations.get(path) {
+        if let Some(&d) = recorded.get(path) {
             durations[t] = d;
         }
         tasks.set_duration(t, durations[t]);
@@ -205,19 +286,19 @@ pub fn build_plan(
         durations[anchor] = 0.0;
         tasks.set_duration(anchor, 0.0);
     }
+    (tasks, durations)
+}
 
-    if tasks.validate().is_err() {
-        return Err(cycle_error(&units, &anchors, &tasks));
-    }
-    let priorities = critical_path_priorities(&tasks);
-    let config = PoolConfig {
-        max_parallel,
-        fail_fast: false,
-        priority: Priority::CriticalPath,
-    };
-    // The metadb's claim, simulated: an account's units within its cap, and
-    // the account anchors taking no runner (the claim sees an account's
-    // waiters ready the moment its last unit succeeded).
+/// The metadb's claim, simulated: an account's units within its cap, and the
+/// account anchors taking no runner (the claim sees an account's waiters
+/// ready the moment its last unit succeeded). With the caps of the accounts
+/// that have planned units.
+fn pacing(
+    account_of: &[Option<String>],
+    anchors: &BTreeMap<(String, Action), usize>,
+    n: usize,
+    accounts: Option<&Accounts>,
+) -> (Pacing, BTreeMap<String, u32>) {
     let mut group_of_account: BTreeMap<&str, usize> = BTreeMap::new();
     let mut pacing = Pacing {
         milestones: vec![false; n + anchors.len()],
@@ -226,8 +307,7 @@ pub fn build_plan(
     let mut account_caps = BTreeMap::new();
     for name in account_of.iter().flatten() {
         if !group_of_account.contains_key(name.as_str()) {
-            let cap = options
-                .accounts
+            let cap = accounts
                 .and_then(|a| a.get(name))
                 .and_then(|a| a.max_parallel);
             if let Some(cap) = cap {
@@ -247,27 +327,7 @@ pub fn build_plan(
     for &anchor in anchors.values() {
         pacing.milestones[anchor] = true;
     }
-    let schedule = simulate_paced(&tasks, &config, &pacing, &durations)?;
-    let mut planned: Vec<PlannedUnit> = Vec::with_capacity(n);
-    for &t in schedule.order.iter().filter(|&&t| t < n) {
-        let (path, action) = &units[t];
-        planned.push(PlannedUnit {
-            path: path.clone(),
-            action: *action,
-            account: account_of[t].clone(),
-            dependencies: dir_deps[t].iter().map(|&d| units[d].0.clone()).collect(),
-            waits_for_accounts: waits_for_accounts[t].clone(),
-            priority: priorities[t],
-            position: planned.len() + 1,
-            start: schedule.start[t],
-        });
-    }
-    Ok(DeploymentPlan {
-        max_parallel,
-        account_caps,
-        units: planned,
-        makespan: schedule.makespan,
-    })
+    (pacing, account_caps)
 }
 
 /// Names a cycle of the plan by unit paths and account anchors, not task numbers.
