@@ -115,9 +115,54 @@ pub(crate) fn evaluate(
         stack,
     );
     let body = &parsed.body;
-    let root = Scope::default();
-
     // 1. include blocks, before locals exist.
+    let include_list = includes(&mut fe, body, &mut out);
+    if !matches!(mode, Mode::Included) {
+        fe.include_ctx = IncludeCtx::Child(include_list);
+    }
+    // 2. locals, all of them.
+    fe.locals_ready = true;
+    fe.dependency_names = body
+        .blocks()
+        .filter(|b| b.identifier.as_str() == "dependency")
+        .map(label)
+        .collect();
+    let locals = fe.all_locals();
+    // 3. dependency blocks; 4. dependencies { paths }.
+    dependency_blocks(&mut fe, body, &mut out);
+    dependencies_paths(&mut fe, body, &mut out);
+    // 5. terraform { source } and the var files terraform will be handed.
+    terraform_blocks(&mut fe, body, &mut out);
+    // 6. files read anywhere else (inputs, remote_state, generate...).
+    for structure in body.iter() {
+        match structure {
+            Structure::Attribute(a) => {
+                fe.field = a.key.as_str().to_string();
+                scan(&mut fe, &a.expr);
+            }
+            Structure::Block(b) => match b.identifier.as_str() {
+                "locals" | "include" | "dependencies" => {}
+                _ => scan_block(&mut fe, b, b.identifier.as_str()),
+            },
+        }
+    }
+    if want_value {
+        out.value = file_value(&mut fe, body, locals);
+    }
+    out.sink.absorb(fe.sink);
+    out
+}
+
+/// The `include` blocks of the file under evaluation: each included file
+/// evaluated in turn (what it reads, its dependencies and source merged as
+/// its `merge_strategy` says, its value when exposed). Returns the includes
+/// by label, for `include.<label>` in the including file.
+fn includes(
+    fe: &mut FileEval<'_>,
+    body: &Body,
+    out: &mut ConfigOutcome,
+) -> Vec<(String, RepoPath)> {
+    let root = Scope::default();
     let mut include_list = Vec::new();
     for block in body.blocks().filter(|b| b.identifier.as_str() == "include") {
         let name = label(block);
@@ -126,48 +171,9 @@ pub(crate) fn evaluate(
         } else {
             format!("include.{name}")
         };
-        fe.field = format!("{prefix}.path");
-        let Some(path_expr) = attr(&block.body, "path") else {
-            let message = format!("{prefix}: an include block needs a path");
-            fe.error(EngineError::Config {
-                file: file.clone(),
-                message,
-            });
+        let Some(target) = include_target(fe, block, &prefix) else {
             continue;
         };
-        let v = fe.eval(path_expr, &root);
-        let Some(target) = to_path(&mut fe, v) else {
-            continue;
-        };
-        if !shared.files.contains(&target) {
-            fe.error(EngineError::MissingFile {
-                file: file.clone(),
-                function: "include".into(),
-                missing: target,
-            });
-            continue;
-        }
-        if fe.stack.len() >= super::bounds::MAX_CHAIN {
-            let message = format!(
-                "{prefix}: {:?} would be the {}th file included or read in a chain; at most {} are",
-                target.as_str(),
-                fe.stack.len() + 1,
-                super::bounds::MAX_CHAIN
-            );
-            fe.error(EngineError::Config {
-                file: file.clone(),
-                message,
-            });
-            continue;
-        }
-        if fe.stack.contains(&target) {
-            let message = format!("{prefix}: {:?} includes itself (a cycle)", target.as_str());
-            fe.error(EngineError::Config {
-                file: file.clone(),
-                message,
-            });
-            continue;
-        }
         fe.field = format!("{prefix}.merge_strategy");
         let strategy = match attr(&block.body, "merge_strategy").map(|e| fe.eval(e, &root)) {
             Some(V::String(s)) => s,
@@ -181,10 +187,10 @@ pub(crate) fn evaluate(
         fe.sink.reads.insert(target.clone());
         out.included.insert(target.clone());
         let inc = evaluate(
-            shared,
+            fe.shared,
             &target,
-            dir,
-            original_dir,
+            &fe.dir,
+            &fe.original_dir,
             Mode::Included,
             &fe.stack,
             expose,
@@ -203,20 +209,48 @@ pub(crate) fn evaluate(
         }
         include_list.push((name, target));
     }
-    if !matches!(mode, Mode::Included) {
-        fe.include_ctx = IncludeCtx::Child(include_list);
+    include_list
+}
+
+/// The file an `include` block names, when it exists, keeps the chain
+/// within its bound and makes no cycle; otherwise the error is recorded.
+fn include_target(fe: &mut FileEval<'_>, block: &Block, prefix: &str) -> Option<RepoPath> {
+    let file = fe.file.clone();
+    fe.field = format!("{prefix}.path");
+    let Some(path_expr) = attr(&block.body, "path") else {
+        let message = format!("{prefix}: an include block needs a path");
+        fe.error(EngineError::Config { file, message });
+        return None;
+    };
+    let v = fe.eval(path_expr, &Scope::default());
+    let target = to_path(fe, v)?;
+    if !fe.shared.files.contains(&target) {
+        fe.error(EngineError::MissingFile {
+            file,
+            function: "include".into(),
+            missing: target,
+        });
+        return None;
     }
+    let message = if fe.stack.len() >= super::bounds::MAX_CHAIN {
+        format!(
+            "{prefix}: {:?} would be the {}th file included or read in a chain; at most {} are",
+            target.as_str(),
+            fe.stack.len() + 1,
+            super::bounds::MAX_CHAIN
+        )
+    } else if fe.stack.contains(&target) {
+        format!("{prefix}: {:?} includes itself (a cycle)", target.as_str())
+    } else {
+        return Some(target);
+    };
+    fe.error(EngineError::Config { file, message });
+    None
+}
 
-    // 2. locals, all of them.
-    fe.locals_ready = true;
-    fe.dependency_names = body
-        .blocks()
-        .filter(|b| b.identifier.as_str() == "dependency")
-        .map(label)
-        .collect();
-    let locals = fe.all_locals();
-
-    // 3. dependency blocks.
+/// `dependency` blocks: each enabled one's directory, by name.
+fn dependency_blocks(fe: &mut FileEval<'_>, body: &Body, out: &mut ConfigOutcome) {
+    let root = Scope::default();
     for block in body
         .blocks()
         .filter(|b| b.identifier.as_str() == "dependency")
@@ -233,21 +267,21 @@ pub(crate) fn evaluate(
         let resolved = match attr(&block.body, "config_path") {
             Some(e) => {
                 let v = fe.eval(e, &root);
-                to_path(&mut fe, v).map(|p| config_dir(shared, p))
+                to_path(fe, v).map(|p| config_dir(fe.shared, p))
             }
             None => {
                 let message = format!("dependency.{name}: a dependency block needs config_path");
-                fe.error(EngineError::Config {
-                    file: file.clone(),
-                    message,
-                });
+                let file = fe.file.clone();
+                fe.error(EngineError::Config { file, message });
                 None
             }
         };
         out.deps.insert(name, resolved);
     }
+}
 
-    // 4. dependencies { paths }.
+/// `dependencies { paths }`: directories the unit runs after.
+fn dependencies_paths(fe: &mut FileEval<'_>, body: &Body, out: &mut ConfigOutcome) {
     for block in body
         .blocks()
         .filter(|b| b.identifier.as_str() == "dependencies")
@@ -256,11 +290,11 @@ pub(crate) fn evaluate(
         let Some(e) = attr(&block.body, "paths") else {
             continue;
         };
-        match fe.eval(e, &root) {
+        match fe.eval(e, &Scope::default()) {
             V::List(items) => {
                 for item in items {
-                    if let Some(p) = to_path(&mut fe, item) {
-                        out.dep_paths.insert(config_dir(shared, p));
+                    if let Some(p) = to_path(fe, item) {
+                        out.dep_paths.insert(config_dir(fe.shared, p));
                     }
                 }
             }
@@ -272,23 +306,23 @@ pub(crate) fn evaluate(
                     "dependencies.paths: expected a list, found a {}",
                     other.type_name()
                 );
-                fe.error(EngineError::Config {
-                    file: file.clone(),
-                    message,
-                });
+                let file = fe.file.clone();
+                fe.error(EngineError::Config { file, message });
             }
         }
     }
+}
 
-    // 5. terraform { source } and the var files terraform will be handed.
+/// `terraform { source }` and the var files of its `extra_arguments`.
+fn terraform_blocks(fe: &mut FileEval<'_>, body: &Body, out: &mut ConfigOutcome) {
     for block in body
         .blocks()
         .filter(|b| b.identifier.as_str() == "terraform")
     {
         if let Some(e) = attr(&block.body, "source") {
             fe.field = "terraform.source".into();
-            let v = fe.eval(e, &root);
-            out.source = Some(classify_source(&mut fe, v));
+            let v = fe.eval(e, &Scope::default());
+            out.source = Some(classify_source(fe, v));
         }
         for extra in block
             .body
@@ -298,45 +332,32 @@ pub(crate) fn evaluate(
             for (key, required) in [("required_var_files", true), ("optional_var_files", false)] {
                 if let Some(e) = attr(&extra.body, key) {
                     fe.field = format!("terraform.extra_arguments.{}.{key}", label(extra));
-                    var_files(&mut fe, e, required);
+                    var_files(fe, e, required);
                 }
             }
         }
     }
+}
 
-    // 6. files read anywhere else (inputs, remote_state, generate...).
-    for structure in body.iter() {
-        match structure {
-            Structure::Attribute(a) => {
-                fe.field = a.key.as_str().to_string();
-                scan(&mut fe, &a.expr);
-            }
-            Structure::Block(b) => match b.identifier.as_str() {
-                "locals" | "include" | "dependencies" => {}
-                _ => scan_block(&mut fe, b, b.identifier.as_str()),
-            },
-        }
+/// The file's value, as an exposed include or `read_terragrunt_config`
+/// returns it: its attributes, `locals` and `dependency` outputs.
+fn file_value(fe: &mut FileEval<'_>, body: &Body, locals: V) -> V {
+    let root = Scope::default();
+    fe.quiet = true;
+    let mut map = BTreeMap::new();
+    for a in body.attributes() {
+        let v = fe.eval(&a.expr, &root);
+        map.insert(a.key.as_str().to_string(), v);
     }
-
-    if want_value {
-        fe.quiet = true;
-        let mut map = BTreeMap::new();
-        for a in body.attributes() {
-            let v = fe.eval(&a.expr, &root);
-            map.insert(a.key.as_str().to_string(), v);
-        }
-        map.insert("locals".into(), locals);
-        let deps = fe.dependency_names.clone();
-        let dep_values = deps
-            .iter()
-            .map(|n| (n.clone(), fe.dependency_value(n)))
-            .collect();
-        map.insert("dependency".into(), V::Object(dep_values));
-        fe.quiet = false;
-        out.value = V::Object(map);
-    }
-    out.sink.absorb(fe.sink);
-    out
+    map.insert("locals".into(), locals);
+    let deps = fe.dependency_names.clone();
+    let dep_values = deps
+        .iter()
+        .map(|n| (n.clone(), fe.dependency_value(n)))
+        .collect();
+    map.insert("dependency".into(), V::Object(dep_values));
+    fe.quiet = false;
+    V::Object(map)
 }
 
 /// A dependency path naming a config file means the unit directory holding it.
