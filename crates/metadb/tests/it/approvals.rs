@@ -720,7 +720,10 @@ async fn a_vote_whose_voter_does_not_match_its_channel_is_refused() {
         .unwrap();
     let client = live_ci_metadb::connect(&t.url).await.unwrap();
     for (voter, channel) in [
-        ("a@example.com", "github"),
+        // An address is a GitHub vote's voter only for a mail voter of the
+        // execution (migration 0021); z@ is none.
+        ("z@example.com", "github"),
+        ("example.com", "github"),
         ("github:Alice", "github"),
         ("github:a/b", "github"),
         ("a@example.com", "sms"),
@@ -743,5 +746,126 @@ async fn a_vote_whose_voter_does_not_match_its_channel_is_refused() {
         .unwrap()
         .get(0);
     assert_eq!(n, 0);
+    t.drop_db().await;
+}
+
+/// One person, one vote (migration 0021): a GitHub vote cast under a mail
+/// voter's address (approval_response resolved the login through
+/// `voter_github_logins`) is the same row as that person's mailed vote:
+/// changed, not added, with the channel it was last cast through; it is not
+/// admitted into github_voters (the address is a voter already), and the
+/// apply's check counts it. An address outside the execution's mail voters
+/// is refused before anything is recorded.
+#[tokio::test]
+async fn a_persons_mail_and_github_votes_are_one_vote() {
+    use live_ci_core::deploy::RunStatus;
+    use live_ci_core::port::{Ballot, VoteChannel};
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let id = "one-person".to_string();
+    let mut e = exec(&id, "dev", &[]);
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db.create_run(&run("op-merge", 4, vec![e])).await.unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let hash = db
+        .awaiting_vote("op-merge", &format!("dev/{id}"))
+        .await
+        .unwrap()
+        .unwrap()
+        .approval
+        .unwrap()
+        .task_token_hash;
+    let ballot = |voter, channel, vote| Ballot {
+        execution_id: &id,
+        voter,
+        channel,
+        vote,
+        task_token_hash: &hash,
+        lease_secs: 30,
+        reason: None,
+    };
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    let rows = || async {
+        client
+            .query("SELECT voter, vote, channel FROM votes ORDER BY voter", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect::<Vec<(String, String, String)>>()
+    };
+    let own = |v: &str, vote: &str, c: &str| (v.to_string(), vote.to_string(), c.to_string());
+
+    // a@ approves by mail, then by GitHub: one approval of the 2 needed.
+    let mail = db
+        .vote(&ballot("a@example.com", VoteChannel::Mail, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(mail.recorded && mail.decision.is_none());
+    let again = db
+        .vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(again.recorded && again.decision.is_none() && !again.claimed);
+    assert_eq!(again.tally.approval_voters, ["a@example.com"]);
+    assert_eq!(rows().await, [own("a@example.com", "approve", "github")]);
+
+    // Then rejects by GitHub: her vote changed, still one row.
+    let changed = db
+        .vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Reject))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(changed.recorded && changed.decision.is_none());
+    assert!(changed.tally.approval_voters.is_empty());
+    assert_eq!(changed.tally.rejection_voters, ["a@example.com"]);
+    assert_eq!(rows().await, [own("a@example.com", "reject", "github")]);
+
+    // An address that is not a mail voter of the execution: refused, nothing recorded.
+    let err = client
+        .query(
+            "SELECT live_ci_vote($1, 'z@example.com', 'approve', $2, 30, 'github')",
+            &[&id, &hash],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:?}").contains("is not a mail voter of execution"),
+        "{err:?}"
+    );
+    assert_eq!(rows().await, [own("a@example.com", "reject", "github")]);
+
+    // b@ (mail) and a@ (GitHub, back to approve) are two people: decided.
+    db.vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Approve))
+        .await
+        .unwrap();
+    let decided = db
+        .vote(&ballot("b@example.com", VoteChannel::Mail, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert_eq!(decided.decision, Some(Vote::Approve));
+    assert!(decided.claimed);
+    assert_eq!(
+        decided.tally.approval_voters,
+        ["a@example.com", "b@example.com"]
+    );
+    let record = db.execution(&id).await.unwrap().unwrap();
+    assert!(record.github_voters.is_empty());
+    assert_eq!(record.apply_refusal(RunStatus::Running), None);
     t.drop_db().await;
 }
