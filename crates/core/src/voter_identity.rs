@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use crate::account::{Account, is_github_login, is_plausible_email};
+use crate::account::{Accounts, is_github_login, is_plausible_email};
 use crate::error::{CoreError, Result};
 use crate::port::github_voter_id;
 
@@ -150,18 +150,38 @@ impl VoterLogins {
             .map(String::as_str)
     }
 
-    /// Whose vote a comment by `login` is in `account` (module docs).
-    pub fn github_identity(&self, account: &Account, login: &str) -> GitHubIdentity {
-        let voter = self.email_of(login).and_then(|email| {
-            account
-                .voters
-                .iter()
-                .find(|v| v.eq_ignore_ascii_case(email))
-        });
+    /// Whose vote a comment by `login` is on an execution whose mail voters
+    /// are `mail_voters` (the execution's own copy of its account's `voters`,
+    /// which the metadb checks the vote against; module docs).
+    pub fn github_identity(&self, mail_voters: &[String], login: &str) -> GitHubIdentity {
+        let voter = self
+            .email_of(login)
+            .and_then(|email| mail_voters.iter().find(|v| v.eq_ignore_ascii_case(email)));
         match voter {
             Some(v) => GitHubIdentity::MailVoter(v.clone()),
             None => GitHubIdentity::Login(github_voter_id(login)),
         }
+    }
+
+    /// Refuses an entry whose address is no account's mail voter: a typo
+    /// there would silently leave the person two voters again.
+    pub fn check_against(&self, file: &str, accounts: &Accounts) -> Result<()> {
+        for (login, email) in &self.by_login {
+            let known = accounts
+                .all()
+                .iter()
+                .any(|a| a.voters.iter().any(|v| v.eq_ignore_ascii_case(email)));
+            if !known {
+                return Err(CoreError::VoterLoginInvalid {
+                    file: file.to_string(),
+                    entry: email.clone(),
+                    message: format!(
+                        "{email:?} (login {login:?}) is no account's voter in account_parent_cfg"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -169,14 +189,8 @@ impl VoterLogins {
 mod tests {
     use super::*;
 
-    fn account() -> Account {
-        serde_json::from_str(
-            r#"{"name": "dev", "path": "dev", "voters": ["Alice@example.com", "bob@example.com"],
-                "github_voters": ["acme/platform"], "min_approval_count": 2, "min_rejection_count": 1,
-                "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
-                "apply_role_arn": "arn:aws:iam::111111111111:role/apply"}"#,
-        )
-        .unwrap()
+    fn voters() -> Vec<String> {
+        vec!["Alice@example.com".into(), "bob@example.com".into()]
     }
 
     #[test]
@@ -186,7 +200,7 @@ mod tests {
             r#"{"alice@example.com": "Alice", "carol@example.com": "carol"}"#,
         )
         .unwrap();
-        let a = account();
+        let a = voters();
         // Any case of the login; the address as the account spells it.
         assert_eq!(
             map.github_identity(&a, "ALICE"),
@@ -207,6 +221,25 @@ mod tests {
         );
         assert!(VoterLogins::from_json("x", "").unwrap().is_empty());
         assert!(VoterLogins::from_json("x", "{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_address_that_is_no_accounts_voter_is_refused() {
+        let accounts = Accounts::from_json(
+            "accounts.json",
+            r#"[{"name": "dev", "path": "dev", "voters": ["alice@example.com"],
+                 "min_approval_count": 1, "min_rejection_count": 1,
+                 "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
+                 "apply_role_arn": "arn:aws:iam::111111111111:role/apply"}]"#,
+        )
+        .unwrap();
+        let ok = VoterLogins::from_json("m", r#"{"ALICE@example.com": "alice"}"#).unwrap();
+        assert_eq!(ok.check_against("m", &accounts), Ok(()));
+        let typo = VoterLogins::from_json("m", r#"{"alice@exmaple.com": "alice"}"#).unwrap();
+        assert_eq!(
+            typo.check_against("m", &accounts).unwrap_err().to_string(),
+            "m: voter_github_logins entry \"alice@exmaple.com\": \"alice@exmaple.com\" (login \"alice\") is no account's voter in account_parent_cfg"
+        );
     }
 
     #[test]

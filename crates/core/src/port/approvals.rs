@@ -109,7 +109,8 @@ pub struct VoteView {
 /// Where a vote came from: a signed link of the approval mail, or a
 /// `/live-ci approve|reject` comment on the merged pull request (issue 29).
 /// Both are counted in the same tally by the same decision path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum VoteChannel {
     #[default]
     Mail,

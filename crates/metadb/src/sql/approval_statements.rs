@@ -124,7 +124,8 @@ SELECT jsonb_build_object(
              FROM approval_requests a WHERE a.execution_id = e.execution_id),
     'votes', coalesce((SELECT jsonb_agg(jsonb_build_object('voter', v.voter, 'vote', v.vote,
                                                            'at', live_ci_ms(v.updated_at),
-                                                           'reason', r.reason)
+                                                           'reason', r.reason,
+                                                           'channel', v.channel)
                                         ORDER BY v.updated_at, v.voter)
                        FROM votes v LEFT JOIN vote_reasons r
                             ON r.execution = v.execution AND r.voter = v.voter
