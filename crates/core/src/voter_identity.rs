@@ -10,7 +10,8 @@
 //! as their mailed vote, so voting both ways changes one vote.
 //!
 //! Who the map admits (decided here, once): a mapped login whose address is
-//! one of the account's mail `voters` may vote from GitHub even when neither
+//! one of the account's mail `voters` (as the execution recorded them when
+//! its run was created) may vote from GitHub even when neither
 //! the login nor one of its teams is in the account's `github_voters`. The
 //! map is the operator saying that login *is* that mail voter, and the mail
 //! voter may vote anyway; the comment only changes the channel. A mapped

@@ -140,7 +140,9 @@ pub struct Ballot<'a> {
     pub execution_id: &'a str,
     /// An e-mail address for [`VoteChannel::Mail`] (one of the execution's
     /// `voters`), [`github_voter_id`] for [`VoteChannel::GitHub`] (whose
-    /// right to vote the caller checked).
+    /// right to vote the caller checked), or for a GitHub vote by a login
+    /// that `voter_github_logins` ties to one of the execution's `voters`,
+    /// that address ([`crate::voter_identity`]: one person, one vote).
     pub voter: &'a str,
     pub channel: VoteChannel,
     pub vote: Vote,
