@@ -226,6 +226,12 @@ where
                     VoteChoice::Reject { reason } => Some(reason.as_str()),
                     VoteChoice::Approve => None,
                 },
+                // Recorded with a vote under a mail voter's address: which
+                // login cast it (and its older `github:` vote is folded in).
+                github_login: match &identity {
+                    GitHubIdentity::MailVoter(_) => Some(login.as_str()),
+                    GitHubIdentity::Login(_) => None,
+                },
             })
             .await
             .port("metadb")?;

@@ -155,6 +155,11 @@ pub struct Ballot<'a> {
     /// Why the voter votes so (the page's `reason` field); an approve of a
     /// plan the policies denied is refused without one.
     pub reason: Option<&'a str>,
+    /// The login (lowercase) that cast a GitHub vote recorded under a mail
+    /// voter's address, and `None` for every other vote: recorded with the
+    /// vote, and the same login's older `github:<login>` vote of the
+    /// execution is folded into it (migration 0021).
+    pub github_login: Option<&'a str>,
 }
 
 /// What [`ApprovalStore::vote`] did.

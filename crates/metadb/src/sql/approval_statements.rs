@@ -95,7 +95,8 @@ FROM executions e WHERE e.execution_id = :execution_id";
 pub const VOTE: &str = "\
 SELECT live_ci_vote_reasoned(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
                              CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision),
-                             CAST(:reason AS text), CAST(:channel AS text))";
+                             CAST(:reason AS text), CAST(:channel AS text),
+                             CAST(:github_login AS text))";
 
 /// The execution of a unit awaiting approval in the run of a merge commit
 /// (`live_ci_awaiting_vote`, migration 0018), as [`VOTE_VIEW`] reads it.

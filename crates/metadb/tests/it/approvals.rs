@@ -462,6 +462,7 @@ where
         task_token_hash: hash,
         lease_secs,
         reason: None,
+        github_login: None,
     };
 
     let view = db.vote_view(&id).await.unwrap().unwrap();
@@ -629,6 +630,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
         task_token_hash: &hash,
         lease_secs: 30,
         reason: None,
+        github_login: None,
     };
     // Reject, then changed to approve before the decision: one vote.
     let first = db
@@ -661,6 +663,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
             task_token_hash: &hash,
             lease_secs: 30,
             reason: None,
+            github_login: None,
         })
         .await
         .unwrap()
@@ -787,6 +790,9 @@ async fn a_persons_mail_and_github_votes_are_one_vote() {
         task_token_hash: &hash,
         lease_secs: 30,
         reason: None,
+        // A GitHub vote under an address names the login that cast it.
+        github_login: (channel == VoteChannel::GitHub && voter == "a@example.com")
+            .then_some("a-gh"),
     };
     let client = live_ci_metadb::connect(&t.url).await.unwrap();
     let rows = || async {
@@ -836,7 +842,7 @@ async fn a_persons_mail_and_github_votes_are_one_vote() {
     // An address that is not a mail voter of the execution: refused, nothing recorded.
     let err = client
         .query(
-            "SELECT live_ci_vote($1, 'z@example.com', 'approve', $2, 30, 'github')",
+            "SELECT live_ci_vote($1, 'z@example.com', 'approve', $2, 30, 'github', 'z-gh')",
             &[&id, &hash],
         )
         .await
@@ -845,7 +851,32 @@ async fn a_persons_mail_and_github_votes_are_one_vote() {
         format!("{err:?}").contains("is not a mail voter of execution"),
         "{err:?}"
     );
+    // The login goes with a GitHub vote under an address, and with no other.
+    for (voter, channel, login) in [
+        ("a@example.com", "github", None),
+        ("a@example.com", "mail", Some("a-gh")),
+        ("github:a-gh", "github", Some("a-gh")),
+        ("a@example.com", "github", Some("A_GH")),
+    ] {
+        let err = client
+            .query(
+                "SELECT live_ci_vote($1, $2, 'approve', $3, 30, $4, $5)",
+                &[&id, &voter, &hash, &channel, &login],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            format!("{err:?}").contains("names its login"),
+            "{voter} {channel} {login:?}: {err:?}"
+        );
+    }
     assert_eq!(rows().await, [own("a@example.com", "reject", "github")]);
+    let login: Option<String> = client
+        .query_one("SELECT github_login FROM votes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(login.as_deref(), Some("a-gh"));
 
     // b@ (mail) and a@ (GitHub, back to approve) are two people: decided.
     db.vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Approve))
@@ -867,5 +898,66 @@ async fn a_persons_mail_and_github_votes_are_one_vote() {
     let record = db.execution(&id).await.unwrap().unwrap();
     assert!(record.github_voters.is_empty());
     assert_eq!(record.apply_refusal(RunStatus::Running), None);
+    t.drop_db().await;
+}
+
+/// The map set while a vote is open: the person's older `github:<login>`
+/// vote and their new vote under the address are one vote, the newer one.
+#[tokio::test]
+async fn a_vote_cast_as_a_login_before_the_map_named_it_is_folded_into_the_persons_vote() {
+    use live_ci_core::port::{Ballot, VoteChannel};
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let id = "fold".to_string();
+    let mut e = exec(&id, "dev", &[]);
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db.create_run(&run("fold-merge", 4, vec![e])).await.unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let hash = "hash-of-t1";
+    let ballot = |voter, vote, github_login, reason| Ballot {
+        execution_id: &id,
+        voter,
+        channel: VoteChannel::GitHub,
+        vote,
+        task_token_hash: hash,
+        lease_secs: 30,
+        reason,
+        github_login,
+    };
+    let before = db
+        .vote(&ballot("github:a-gh", Vote::Reject, None, Some("not yet")))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert_eq!(before.tally.rejection_voters, ["github:a-gh"]);
+    let after = db
+        .vote(&ballot("a@example.com", Vote::Approve, Some("a-gh"), None))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(after.recorded && after.decision.is_none());
+    assert_eq!(after.tally.approval_voters, ["a@example.com"]);
+    assert!(after.tally.rejection_voters.is_empty());
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM votes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+    let reasons: i64 = client
+        .query_one("SELECT count(*) FROM vote_reasons", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(reasons, 0);
     t.drop_db().await;
 }

@@ -734,3 +734,43 @@ async fn a_login_mapped_to_someone_who_is_not_a_voter_here_is_not_admitted_by_th
     assert!(tally.approval_voters.is_empty());
     assert!(sends(&r).is_empty());
 }
+
+/// The map deployed while a vote is open: alice voted as `github:alice`
+/// (listed in github_voters, not yet mapped); her next comment, with the map,
+/// is her vote under her address, and the older one is folded into it.
+#[tokio::test]
+async fn a_vote_cast_before_the_map_named_the_login_is_folded_into_the_persons_vote() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-fold",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let first = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &mapped(&["alice"], "{}"), &vote(first))
+            .await
+            .unwrap()
+            .counted
+    );
+    let again = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &mapped(&["alice"], ALICE), &vote(again))
+            .await
+            .unwrap()
+            .counted
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["alice@example.com"]);
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    assert_eq!(
+        replies(&fake)[1],
+        format!("counted: `alice` approves `{unit}` (1 of 2 approvals, 0 of 2 rejections).")
+    );
+}
