@@ -10,6 +10,11 @@
 //! GitHub by its id (author, body, pull request), the pull request's merge
 //! commit too, and team membership is asked of GitHub.
 //!
+//! One person, one vote: a login that `voter_github_logins` (configuration,
+//! [`live_ci_core::voter_identity`]) ties to one of the execution's mail
+//! voters votes as that voter, under the address, so mail and GitHub are one
+//! vote of theirs.
+//!
 //! Every outcome that names a comment gets one reply on the pull request
 //! ("counted: …", "… is not a voter of …", "… is not awaiting approval");
 //! a refused vote changes nothing.
