@@ -101,6 +101,12 @@ resource "aws_ecs_cluster" "this" {
       condition     = var.create_ecr_repository || var.task_image != null
       error_message = "task_image is required when create_ecr_repository is false."
     }
+    # A typo in an address would silently leave that person two voters
+    # again; approval-response refuses it too (voter_identity.rs).
+    precondition {
+      condition     = alltrue([for e, login in var.voter_github_logins : contains(flatten([for a in var.account_parent_cfg : [for v in a.voters : lower(v)]]), lower(e))])
+      error_message = "voter_github_logins: every address must be a voter of some account in account_parent_cfg; not so for ${join(", ", [for e, login in var.voter_github_logins : jsonencode(e) if !contains(flatten([for a in var.account_parent_cfg : [for v in a.voters : lower(v)]]), lower(e))])}."
+    }
   }
 }
 

@@ -86,6 +86,9 @@ locals {
     REPO_FULL_NAME     = var.repo_full_name
     GITHUB_API_URL     = var.github_api_url
     ACCOUNT_PARENT_CFG = jsonencode(var.account_parent_cfg)
+    # One person, one vote (README: Voting from the pull request): a mapped
+    # login's vote is its mail voter's.
+    VOTER_GITHUB_LOGINS = jsonencode(var.voter_github_logins)
     }) : {}, {
     VOTE_LINK_KEY_SSM_KEY = local.ssm_names.vote_link_key
     RUN_LINK_KEY_SSM_KEY  = local.ssm_names.run_link_key
@@ -94,9 +97,11 @@ locals {
     RUST_LOG              = var.log_level
   })
 
-  # Votes from the pull request are on when an account lists github_voters:
-  # the receiver then hands vote comments to approval-response.
-  github_votes = length(flatten([for a in var.account_parent_cfg : a.github_voters])) > 0
+  # Votes from the pull request are on when an account lists github_voters,
+  # or voter_github_logins maps a mail voter's login (who may then vote from
+  # GitHub as themselves): the receiver then hands vote comments to
+  # approval-response.
+  github_votes = length(flatten([for a in var.account_parent_cfg : a.github_voters])) > 0 || length(var.voter_github_logins) > 0
   # Built from the name, not the function's resource: the receiver's policy
   # would otherwise wait for a function that waits for every Lambda policy.
   approval_response_arn = "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.function_names["approval-response"]}"

@@ -131,6 +131,33 @@ variable "account_parent_cfg" {
   }
 }
 
+variable "voter_github_logins" {
+  description = "One person, one vote across mail and GitHub: each mail voter's GitHub login, e-mail address = login (e.g. { \"alice@example.com\" = \"alice\" }), one person per entry. A pull request vote by a mapped login is recorded as that person's vote, under the address (so mail and GitHub are one vote, changeable until the decision), and a mapped login whose address is one of the account's voters may vote from GitHub without being in github_voters. Every address must be a voter of some account in account_parent_cfg. Empty (the default): nobody is mapped, and a person voting both ways is two voters."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for e, login in var.voter_github_logins : can(regex("^[^@[:space:]<>]+@[^@[:space:]<>]+\\.[^@[:space:]<>]+$", e))])
+    error_message = "voter_github_logins: each key must be an e-mail address; not so for ${join(", ", [for e, login in var.voter_github_logins : jsonencode(e) if !can(regex("^[^@[:space:]<>]+@[^@[:space:]<>]+\\.[^@[:space:]<>]+$", e))])}."
+  }
+
+  validation {
+    condition     = alltrue([for e, login in var.voter_github_logins : can(regex("^[A-Za-z0-9](-?[A-Za-z0-9])*$", login)) && length(login) <= 39])
+    error_message = "voter_github_logins: each value must be a GitHub login; not so for ${join(", ", [for e, login in var.voter_github_logins : "${jsonencode(e)} = ${jsonencode(login)}" if !(can(regex("^[A-Za-z0-9](-?[A-Za-z0-9])*$", login)) && length(login) <= 39)])}."
+  }
+
+  validation {
+    condition     = length(distinct([for e, login in var.voter_github_logins : lower(login)])) == length(var.voter_github_logins)
+    error_message = "voter_github_logins: a login may stand for one person only; listed more than once: ${join(", ", distinct([for e, login in var.voter_github_logins : jsonencode(lower(login)) if length([for e2, l2 in var.voter_github_logins : e2 if lower(l2) == lower(login)]) > 1]))}."
+  }
+
+  validation {
+    condition     = length(distinct([for e, login in var.voter_github_logins : lower(e)])) == length(var.voter_github_logins)
+    error_message = "voter_github_logins: an address may be listed once (addresses compare without case); listed more than once: ${join(", ", distinct([for e, login in var.voter_github_logins : jsonencode(lower(e)) if length([for e2, l2 in var.voter_github_logins : e2 if lower(e2) == lower(e)]) > 1]))}."
+  }
+}
+
 variable "scan_type" {
   description = "How create-deploy-stack finds the affected units: graph (git diff and the dependency graph) or plan (terragrunt plan -detailed-exitcode per unit)."
   type        = string

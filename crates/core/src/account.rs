@@ -248,14 +248,7 @@ impl GitHubVoter {
     /// and `_`. Nothing else may reach the membership URL the entry builds.
     pub fn parse(entry: &str) -> std::result::Result<Self, String> {
         let shape = "is neither a GitHub login nor an \"org/team-slug\"";
-        let login_ok = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 39
-                && !s.starts_with('-')
-                && !s.ends_with('-')
-                && !s.contains("--")
-                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        };
+        let login_ok = is_github_login;
         match entry.split_once('/') {
             None if login_ok(entry) => Ok(GitHubVoter::Login(entry.to_ascii_lowercase())),
             Some((org, slug))
@@ -295,9 +288,21 @@ impl Account {
     }
 }
 
+/// Whether `s` has the shape of a GitHub login (or organization): letters,
+/// digits and single inner hyphens, at most 39 characters. One rule for
+/// `github_voters` and `voter_github_logins`.
+pub(crate) fn is_github_login(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 39
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
 /// A cheap shape check (one `@`, something on each side, a dot in the domain);
 /// the mailer does the real validation when it sends.
-fn is_plausible_email(s: &str) -> bool {
+pub(crate) fn is_plausible_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };

@@ -315,6 +315,7 @@ mod tests {
             vote: Vote::Approve,
             at: 0,
             reason: None,
+            channel: Default::default(),
         }];
         u
     }

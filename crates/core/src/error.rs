@@ -21,6 +21,13 @@ pub enum CoreError {
         field: String,
         message: String,
     },
+    /// An entry of `voter_github_logins` (the e-mail -> GitHub login map).
+    #[error("{file}: voter_github_logins entry {entry:?}: {message}")]
+    VoterLoginInvalid {
+        file: String,
+        entry: String,
+        message: String,
+    },
     #[error("run: {field}: {message}")]
     InvalidRun { field: String, message: String },
     #[error("execution {execution:?}: {field}: {message}")]

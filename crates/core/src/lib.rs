@@ -28,6 +28,7 @@ pub mod task;
 pub mod terraform;
 pub mod tree;
 pub mod unit;
+pub mod voter_identity;
 pub mod webhook;
 
 pub use error::{CoreError, Result};

@@ -67,9 +67,15 @@ pub struct CastVote {
     pub vote: Vote,
     /// When it was cast (or last changed).
     pub at: UnixMillis,
-    /// The voter's reason (required to approve a plan the policies denied).
+    /// The voter's reason (required to approve a plan the policies denied;
+    /// a `/live-ci reject <unit> <reason>` comment's reason).
     #[serde(default)]
     pub reason: Option<String>,
+    /// How the vote was last cast. A mail voter whose GitHub login the
+    /// operator mapped (`voter_github_logins`) has one vote under their
+    /// address whichever way they cast it; this says which.
+    #[serde(default)]
+    pub channel: crate::port::VoteChannel,
 }
 
 /// Where a unit is in its deployment.
@@ -279,8 +285,14 @@ impl RunView {
                         .as_deref()
                         .map(|r| format!(" <q class=\"reason\">{}</q>", h(r)))
                         .unwrap_or_default();
+                    let channel = match v.channel {
+                        crate::port::VoteChannel::Mail => "",
+                        crate::port::VoteChannel::GitHub => {
+                            " <span class=\"muted\">on GitHub</span>"
+                        }
+                    };
                     format!(
-                        "<li>{} {}{reason} <span class=\"muted\">{}</span></li>",
+                        "<li>{} {}{channel}{reason} <span class=\"muted\">{}</span></li>",
                         h(&voter_label(&v.voter)),
                         h(v.vote.as_str()),
                         h(&utc(v.at)),

@@ -329,6 +329,10 @@ impl<S: Sql> ApprovalStore for Store<S> {
                     ("lease_secs", Param::Int(i64::from(ballot.lease_secs))),
                     ("channel", Param::text(ballot.channel.as_str())),
                     ("reason", ballot.reason.map_or(Param::NullText, Param::text)),
+                    (
+                        "github_login",
+                        ballot.github_login.map_or(Param::NullText, Param::text),
+                    ),
                 ],
             )
             .await?;

@@ -120,6 +120,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0020_drift",
         sql: include_str!("../migrations/0020_drift.sql"),
     },
+    Migration {
+        version: 21,
+        name: "0021_vote_identity",
+        sql: include_str!("../migrations/0021_vote_identity.sql"),
+    },
 ];
 
 /// Applies the migrations the database lacks; returns their versions.

@@ -455,6 +455,7 @@ async fn with_the_override_a_denied_plan_goes_to_the_vote_and_an_approve_needs_a
         lease_secs: 30,
         reason,
         channel: live_ci_core::port::VoteChannel::Mail,
+        github_login: None,
     };
     for blank in [None, Some(""), Some("   ")] {
         let refused = metadb

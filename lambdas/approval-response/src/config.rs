@@ -25,6 +25,9 @@ pub const ENV_VARS: &[&str] = &[
     live_ci_github::APP_INSTALLATION_ID,
     live_ci_github::APP_PRIVATE_KEY_PARAM,
     "ACCOUNT_PARENT_CFG",
+    // One person, one vote: `jsonencode(var.voter_github_logins)`, the mail
+    // voters' GitHub logins (unset: `{}`, nobody is mapped).
+    "VOTER_GITHUB_LOGINS",
 ];
 
 /// The IAM actions the binary calls: the two link keys (SecureStrings) and the task
@@ -56,6 +59,9 @@ pub struct GitHubVotesConfig {
     pub auth: GitHubAuth,
     /// `jsonencode(var.account_parent_cfg)`, as the ECS tasks get it.
     pub accounts_json: String,
+    /// `jsonencode(var.voter_github_logins)` (`{}` when unset): parsed by
+    /// `live_ci_core::voter_identity::VoterLogins`.
+    pub voter_logins_json: String,
 }
 
 /// Everything `main.rs` wires.
@@ -95,6 +101,7 @@ impl Config {
                     auth: GitHubAuth::from_settings(&env)?
                         .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
                     accounts_json: env.req("ACCOUNT_PARENT_CFG")?,
+                    voter_logins_json: env.or("VOTER_GITHUB_LOGINS", "{}"),
                 }),
             },
         })
@@ -131,6 +138,7 @@ mod tests {
         let votes = c.github_votes.unwrap();
         assert_eq!(votes.repository, "acme/live");
         assert_eq!(votes.accounts_json, "[]");
+        assert_eq!(votes.voter_logins_json, "{}");
         let seen = seen.into_inner();
         for name in &seen {
             assert!(ENV_VARS.contains(&name.as_str()), "{name} not in ENV_VARS");

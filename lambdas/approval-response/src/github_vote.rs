@@ -10,6 +10,11 @@
 //! GitHub by its id (author, body, pull request), the pull request's merge
 //! commit too, and team membership is asked of GitHub.
 //!
+//! One person, one vote: a login that `voter_github_logins` (configuration,
+//! [`live_ci_core::voter_identity`]) ties to one of the execution's mail
+//! voters votes as that voter, under the address, so mail and GitHub are one
+//! vote of theirs.
+//!
 //! Every outcome that names a comment gets one reply on the pull request
 //! ("counted: …", "… is not a voter of …", "… is not awaiting approval");
 //! a refused vote changes nothing.
@@ -21,8 +26,9 @@ use live_ci_core::deploy::Vote;
 use live_ci_core::escape::markdown::code;
 use live_ci_core::port::{
     ApprovalStore, ArtifactStore, Ballot, PortError, PortResultExt, PullRequestVotes, TaskTokens,
-    TokenCipher, TokenDelivery, VoteChannel, github_voter_id,
+    TokenCipher, TokenDelivery, VoteChannel,
 };
+use live_ci_core::voter_identity::{GitHubIdentity, VoterLogins};
 use live_ci_core::webhook::{VoteChoice, vote_command};
 
 use crate::handler::{ApprovalResponder, DELIVERY_LEASE_SECS, HandOver};
@@ -54,12 +60,16 @@ impl GitHubVoteEvent {
     }
 }
 
-/// Who may vote from GitHub: the repository the votes are on, and each
-/// account's `github_voters`.
+/// Who may vote from GitHub: the repository the votes are on, each
+/// account's `github_voters`, and which logins are mail voters
+/// (`voter_github_logins`: one person, one vote).
 #[derive(Debug, Clone)]
 pub struct GitHubVoting {
     pub repository: String,
     pub accounts: Accounts,
+    /// From configuration only: nothing in the comment or the invoke can
+    /// choose the address a vote is recorded under.
+    pub logins: VoterLogins,
 }
 
 /// What counting a vote comment did.
@@ -170,7 +180,19 @@ where
             .get(account)
             .map(|a| a.github_voters())
             .unwrap_or_default();
-        if !self.is_voter(github, &voters, &login).await? {
+        // One person, one vote: a login the operator's map ties to one of
+        // the execution's mail voters votes as that voter (recorded under
+        // the address, channel github) and needs no github_voters entry:
+        // the map says it is the same person, who may vote by mail anyway.
+        // Anyone else is `github:<login>`, admitted by github_voters alone.
+        let identity = voting
+            .logins
+            .github_identity(&view.execution.voters, &login);
+        let admitted = match &identity {
+            GitHubIdentity::MailVoter(_) => true,
+            GitHubIdentity::Login(_) => self.is_voter(github, &voters, &login).await?,
+        };
+        if !admitted {
             let reply = format!(
                 "{who} is not a voter of {unit} (account {}): the vote is not counted",
                 code(account)
@@ -180,7 +202,7 @@ where
         let Some(approval) = view.approval else {
             return Ok(self.answer(github, number, false, not_awaiting).await);
         };
-        let voter = github_voter_id(&login);
+        let voter = identity.voter_id();
         let vote = match cmd.choice {
             VoteChoice::Approve => Vote::Approve,
             VoteChoice::Reject { .. } => Vote::Reject,
@@ -197,7 +219,7 @@ where
             .db()
             .vote(&Ballot {
                 execution_id: &view.execution.execution_id,
-                voter: &voter,
+                voter,
                 channel: VoteChannel::GitHub,
                 vote,
                 task_token_hash: &approval.task_token_hash,
@@ -208,6 +230,12 @@ where
                 reason: match &cmd.choice {
                     VoteChoice::Reject { reason } => Some(reason.as_str()),
                     VoteChoice::Approve => None,
+                },
+                // Recorded with a vote under a mail voter's address: which
+                // login cast it (and its older `github:` vote is folded in).
+                github_login: match &identity {
+                    GitHubIdentity::MailVoter(_) => Some(login.as_str()),
+                    GitHubIdentity::Login(_) => None,
                 },
             })
             .await

@@ -636,6 +636,7 @@ where
                 task_token_hash: &hash,
                 lease_secs: DELIVERY_LEASE_SECS,
                 reason: reason.map(str::trim).filter(|r| !r.is_empty()),
+                github_login: None,
             })
             .await
             .port("metadb")?;

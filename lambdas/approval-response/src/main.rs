@@ -11,6 +11,7 @@ use live_ci_approval_response::{
 };
 use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
 use live_ci_core::account::Accounts;
+use live_ci_core::voter_identity::VoterLogins;
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_workflow::SfnTaskTokens;
@@ -32,12 +33,15 @@ async fn main() -> anyhow::Result<()> {
         None => None,
         Some(c) => {
             let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &c.accounts_json)?;
+            let logins = VoterLogins::from_json("VOTER_GITHUB_LOGINS", &c.voter_logins_json)?;
+            logins.check_against("VOTER_GITHUB_LOGINS", &accounts)?;
             let github = boot
                 .github(&c.auth, &c.api_url, &c.repository, Job::ApprovalResponse)
                 .await?;
             let voting = GitHubVoting {
                 repository: c.repository.clone(),
                 accounts,
+                logins,
             };
             Some((github, voting))
         }

@@ -52,7 +52,8 @@ pub struct Config {
     pub metadb: MetadbConfig,
     /// approval_response's function name or ARN: vote comments on merged
     /// pull requests are handed to it. `None`: votes from GitHub are not
-    /// enabled (no account lists `github_voters`).
+    /// enabled (no account lists `github_voters` and `voter_github_logins`
+    /// maps nobody).
     pub approval_response_function: Option<String>,
 }
 

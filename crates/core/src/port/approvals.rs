@@ -109,7 +109,8 @@ pub struct VoteView {
 /// Where a vote came from: a signed link of the approval mail, or a
 /// `/live-ci approve|reject` comment on the merged pull request (issue 29).
 /// Both are counted in the same tally by the same decision path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum VoteChannel {
     #[default]
     Mail,
@@ -139,7 +140,9 @@ pub struct Ballot<'a> {
     pub execution_id: &'a str,
     /// An e-mail address for [`VoteChannel::Mail`] (one of the execution's
     /// `voters`), [`github_voter_id`] for [`VoteChannel::GitHub`] (whose
-    /// right to vote the caller checked).
+    /// right to vote the caller checked), or for a GitHub vote by a login
+    /// that `voter_github_logins` ties to one of the execution's `voters`,
+    /// that address ([`crate::voter_identity`]: one person, one vote).
     pub voter: &'a str,
     pub channel: VoteChannel,
     pub vote: Vote,
@@ -152,6 +155,11 @@ pub struct Ballot<'a> {
     /// Why the voter votes so (the page's `reason` field); an approve of a
     /// plan the policies denied is refused without one.
     pub reason: Option<&'a str>,
+    /// The login (lowercase) that cast a GitHub vote recorded under a mail
+    /// voter's address, and `None` for every other vote: recorded with the
+    /// vote, and the same login's older `github:<login>` vote of the
+    /// execution is folded into it (migration 0021).
+    pub github_login: Option<&'a str>,
 }
 
 /// What [`ApprovalStore::vote`] did.

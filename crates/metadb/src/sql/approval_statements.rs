@@ -95,7 +95,8 @@ FROM executions e WHERE e.execution_id = :execution_id";
 pub const VOTE: &str = "\
 SELECT live_ci_vote_reasoned(CAST(:execution_id AS text), CAST(:voter AS text), CAST(:vote AS text),
                              CAST(:task_token_hash AS text), CAST(:lease_secs AS double precision),
-                             CAST(:reason AS text), CAST(:channel AS text))";
+                             CAST(:reason AS text), CAST(:channel AS text),
+                             CAST(:github_login AS text))";
 
 /// The execution of a unit awaiting approval in the run of a merge commit
 /// (`live_ci_awaiting_vote`, migration 0018), as [`VOTE_VIEW`] reads it.
@@ -124,7 +125,8 @@ SELECT jsonb_build_object(
              FROM approval_requests a WHERE a.execution_id = e.execution_id),
     'votes', coalesce((SELECT jsonb_agg(jsonb_build_object('voter', v.voter, 'vote', v.vote,
                                                            'at', live_ci_ms(v.updated_at),
-                                                           'reason', r.reason)
+                                                           'reason', r.reason,
+                                                           'channel', v.channel)
                                         ORDER BY v.updated_at, v.voter)
                        FROM votes v LEFT JOIN vote_reasons r
                             ON r.execution = v.execution AND r.voter = v.voter

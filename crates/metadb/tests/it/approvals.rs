@@ -462,6 +462,7 @@ where
         task_token_hash: hash,
         lease_secs,
         reason: None,
+        github_login: None,
     };
 
     let view = db.vote_view(&id).await.unwrap().unwrap();
@@ -629,6 +630,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
         task_token_hash: &hash,
         lease_secs: 30,
         reason: None,
+        github_login: None,
     };
     // Reject, then changed to approve before the decision: one vote.
     let first = db
@@ -661,6 +663,7 @@ async fn a_github_vote_counts_in_the_mail_tally_once_with_its_channel() {
             task_token_hash: &hash,
             lease_secs: 30,
             reason: None,
+            github_login: None,
         })
         .await
         .unwrap()
@@ -720,7 +723,10 @@ async fn a_vote_whose_voter_does_not_match_its_channel_is_refused() {
         .unwrap();
     let client = live_ci_metadb::connect(&t.url).await.unwrap();
     for (voter, channel) in [
-        ("a@example.com", "github"),
+        // An address is a GitHub vote's voter only for a mail voter of the
+        // execution (migration 0021); z@ is none.
+        ("z@example.com", "github"),
+        ("example.com", "github"),
         ("github:Alice", "github"),
         ("github:a/b", "github"),
         ("a@example.com", "sms"),
@@ -743,5 +749,215 @@ async fn a_vote_whose_voter_does_not_match_its_channel_is_refused() {
         .unwrap()
         .get(0);
     assert_eq!(n, 0);
+    t.drop_db().await;
+}
+
+/// One person, one vote (migration 0021): a GitHub vote cast under a mail
+/// voter's address (approval_response resolved the login through
+/// `voter_github_logins`) is the same row as that person's mailed vote:
+/// changed, not added, with the channel it was last cast through; it is not
+/// admitted into github_voters (the address is a voter already), and the
+/// apply's check counts it. An address outside the execution's mail voters
+/// is refused before anything is recorded.
+#[tokio::test]
+async fn a_persons_mail_and_github_votes_are_one_vote() {
+    use live_ci_core::deploy::RunStatus;
+    use live_ci_core::port::{Ballot, VoteChannel};
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let id = "one-person".to_string();
+    let mut e = exec(&id, "dev", &[]);
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db.create_run(&run("op-merge", 4, vec![e])).await.unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let hash = db
+        .awaiting_vote("op-merge", &format!("dev/{id}"))
+        .await
+        .unwrap()
+        .unwrap()
+        .approval
+        .unwrap()
+        .task_token_hash;
+    let ballot = |voter, channel, vote| Ballot {
+        execution_id: &id,
+        voter,
+        channel,
+        vote,
+        task_token_hash: &hash,
+        lease_secs: 30,
+        reason: None,
+        // A GitHub vote under an address names the login that cast it.
+        github_login: (channel == VoteChannel::GitHub && voter == "a@example.com")
+            .then_some("a-gh"),
+    };
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    let rows = || async {
+        client
+            .query("SELECT voter, vote, channel FROM votes ORDER BY voter", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect::<Vec<(String, String, String)>>()
+    };
+    let own = |v: &str, vote: &str, c: &str| (v.to_string(), vote.to_string(), c.to_string());
+
+    // a@ approves by mail, then by GitHub: one approval of the 2 needed.
+    let mail = db
+        .vote(&ballot("a@example.com", VoteChannel::Mail, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(mail.recorded && mail.decision.is_none());
+    let again = db
+        .vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(again.recorded && again.decision.is_none() && !again.claimed);
+    assert_eq!(again.tally.approval_voters, ["a@example.com"]);
+    assert_eq!(rows().await, [own("a@example.com", "approve", "github")]);
+
+    // Then rejects by GitHub: her vote changed, still one row.
+    let changed = db
+        .vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Reject))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(changed.recorded && changed.decision.is_none());
+    assert!(changed.tally.approval_voters.is_empty());
+    assert_eq!(changed.tally.rejection_voters, ["a@example.com"]);
+    assert_eq!(rows().await, [own("a@example.com", "reject", "github")]);
+
+    // An address that is not a mail voter of the execution: refused, nothing recorded.
+    let err = client
+        .query(
+            "SELECT live_ci_vote($1, 'z@example.com', 'approve', $2, 30, 'github', 'z-gh')",
+            &[&id, &hash],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:?}").contains("is not a mail voter of execution"),
+        "{err:?}"
+    );
+    // The login goes with a GitHub vote under an address, and with no other.
+    for (voter, channel, login) in [
+        ("a@example.com", "github", None),
+        ("a@example.com", "mail", Some("a-gh")),
+        ("github:a-gh", "github", Some("a-gh")),
+        ("a@example.com", "github", Some("A_GH")),
+    ] {
+        let err = client
+            .query(
+                "SELECT live_ci_vote($1, $2, 'approve', $3, 30, $4, $5)",
+                &[&id, &voter, &hash, &channel, &login],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            format!("{err:?}").contains("names its login"),
+            "{voter} {channel} {login:?}: {err:?}"
+        );
+    }
+    assert_eq!(rows().await, [own("a@example.com", "reject", "github")]);
+    let login: Option<String> = client
+        .query_one("SELECT github_login FROM votes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(login.as_deref(), Some("a-gh"));
+
+    // b@ (mail) and a@ (GitHub, back to approve) are two people: decided.
+    db.vote(&ballot("a@example.com", VoteChannel::GitHub, Vote::Approve))
+        .await
+        .unwrap();
+    let decided = db
+        .vote(&ballot("b@example.com", VoteChannel::Mail, Vote::Approve))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert_eq!(decided.decision, Some(Vote::Approve));
+    assert!(decided.claimed);
+    assert_eq!(
+        decided.tally.approval_voters,
+        ["a@example.com", "b@example.com"]
+    );
+    let record = db.execution(&id).await.unwrap().unwrap();
+    assert!(record.github_voters.is_empty());
+    assert_eq!(record.apply_refusal(RunStatus::Running), None);
+    t.drop_db().await;
+}
+
+/// The map set while a vote is open: the person's older `github:<login>`
+/// vote and their new vote under the address are one vote, the newer one.
+#[tokio::test]
+async fn a_vote_cast_as_a_login_before_the_map_named_it_is_folded_into_the_persons_vote() {
+    use live_ci_core::port::{Ballot, VoteChannel};
+    let t = TestDb::new().await;
+    let db = t.metadb(2).await;
+    let id = "fold".to_string();
+    let mut e = exec(&id, "dev", &[]);
+    e.min_approval_count = 2;
+    e.min_rejection_count = 2;
+    let r = db.create_run(&run("fold-merge", 4, vec![e])).await.unwrap();
+    db.claim_ready(r.run_id, 10).await.unwrap();
+    db.store_approval_request(&request(&id, "t1"))
+        .await
+        .unwrap();
+    let hash = "hash-of-t1";
+    let ballot = |voter, vote, github_login, reason| Ballot {
+        execution_id: &id,
+        voter,
+        channel: VoteChannel::GitHub,
+        vote,
+        task_token_hash: hash,
+        lease_secs: 30,
+        reason,
+        github_login,
+    };
+    let before = db
+        .vote(&ballot("github:a-gh", Vote::Reject, None, Some("not yet")))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert_eq!(before.tally.rejection_voters, ["github:a-gh"]);
+    let after = db
+        .vote(&ballot("a@example.com", Vote::Approve, Some("a-gh"), None))
+        .await
+        .unwrap()
+        .unwrap()
+        .cast
+        .unwrap();
+    assert!(after.recorded && after.decision.is_none());
+    assert_eq!(after.tally.approval_voters, ["a@example.com"]);
+    assert!(after.tally.rejection_voters.is_empty());
+    let client = live_ci_metadb::connect(&t.url).await.unwrap();
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM votes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+    let reasons: i64 = client
+        .query_one("SELECT count(*) FROM vote_reasons", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(reasons, 0);
     t.drop_db().await;
 }

@@ -16,6 +16,7 @@ use live_ci_approval_response::{ApprovalResponder, GitHubVoteRequest, GitHubVoti
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::{ApprovalStore, Email};
+use live_ci_core::voter_identity::VoterLogins;
 use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::github::{FakeGitHub, MergedPull};
@@ -146,6 +147,7 @@ async fn a_listed_logins_approval_counts_and_hands_over() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
+        logins: VoterLogins::default(),
     };
     let outcome = r
         .github_vote(&client(&fake), &voting, &vote(id))
@@ -196,6 +198,7 @@ async fn a_team_members_vote_counts_after_the_membership_api_says_active() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["someone-else", "acme/platform"]),
+        logins: VoterLogins::default(),
     };
     // An invitation is not membership.
     let pending = r
@@ -237,6 +240,7 @@ async fn a_non_voter_gets_a_reply_and_nothing_changes() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead", "acme/platform"]),
+        logins: VoterLogins::default(),
     };
     let outcome = r
         .github_vote(&client(&fake), &voting, &vote(id))
@@ -268,6 +272,7 @@ async fn a_unit_not_awaiting_approval_gets_a_reply_and_nothing_changes() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
+        logins: VoterLogins::default(),
     };
     let mut spoofed = vote(id);
     spoofed.repository = "evil/live".into();
@@ -312,6 +317,7 @@ async fn a_vote_changed_before_the_decision_counts_once() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
+        logins: VoterLogins::default(),
     };
     assert!(
         r.github_vote(&client(&fake), &voting, &vote(reject))
@@ -374,6 +380,7 @@ async fn a_mailed_and_a_github_vote_by_two_people_reach_a_two_vote_threshold() {
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
+        logins: VoterLogins::default(),
     };
     let outcome = r
         .github_vote(&client(&fake), &voting, &vote(id))
@@ -432,6 +439,7 @@ async fn a_comments_approve_of_a_plan_denied_by_policy_is_refused_and_changes_no
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
+        logins: VoterLogins::default(),
     };
     let outcome = r
         .github_vote(&client(&fake), &voting, &vote(approve))
@@ -460,4 +468,309 @@ async fn a_comments_approve_of_a_plan_denied_by_policy_is_refused_and_changes_no
     assert!(outcome.counted, "{outcome:?}");
     let tally = db.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.rejection_voters, ["github:octo-lead"]);
+}
+
+/// One person, one vote (`voter_github_logins`): the accounts of these tests
+/// list alice@ and bob@ as mail voters; the map ties login `alice` to alice@.
+fn mapped(github_voters: &[&str], map: &str) -> GitHubVoting {
+    GitHubVoting {
+        repository: REPO.into(),
+        accounts: accounts(github_voters),
+        logins: VoterLogins::from_json("VOTER_GITHUB_LOGINS", map).unwrap(),
+    }
+}
+
+const ALICE: &str = r#"{"alice@example.com": "alice"}"#;
+
+/// `who` votes through their mail's signed link (`label`: "Approve" or
+/// "Reject"), as the page's form POSTs it.
+async fn mail_vote(
+    r: &ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher>,
+    mails: &[Email],
+    who: &str,
+    label: &str,
+) {
+    let mail = mails.iter().find(|m| m.to == who).unwrap();
+    let token = token_of(&text_link(mail, label));
+    let page = r
+        .handle(
+            &PageRequest {
+                method: "POST".into(),
+                query: String::new(),
+                headers: [(
+                    "content-type".to_string(),
+                    "application/x-www-form-urlencoded".to_string(),
+                )]
+                .into(),
+                body: format!("t={token}").into_bytes(),
+            },
+            i64::try_from(now()).unwrap() * 1000,
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+}
+
+/// The votes rows of the test's one execution: (voter, vote, channel).
+async fn vote_rows(db: &PgMetadb, record: &ExecutionRecord) -> Vec<(String, String, String)> {
+    let view = db.run_view(record.run_id, 10).await.unwrap().unwrap();
+    view.units[0]
+        .votes
+        .iter()
+        .map(|v| {
+            (
+                v.voter.clone(),
+                v.vote.as_str().to_string(),
+                v.channel.as_str().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_mail_voter_approving_by_mail_and_by_github_counts_once() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-twice",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    let mails = request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    mail_vote(&r, &mails, "alice@example.com", "Approve").await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "Alice", &format!("/live-ci approve {unit}"));
+    // Alice's login is in no github_voters: the map admits her as herself.
+    let outcome = r
+        .github_vote(&client(&fake), &mapped(&[], ALICE), &vote(id))
+        .await
+        .unwrap();
+    assert!(outcome.counted, "{outcome:?}");
+    // No membership question: the map answered who she is.
+    assert_eq!(
+        requests(&fake).await,
+        [
+            format!("GET /repos/{REPO}/issues/comments/{id}"),
+            format!("GET /repos/{REPO}/pulls/{PR}"),
+            format!("POST /repos/{REPO}/issues/{PR}/comments"),
+        ]
+    );
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "counted: `Alice` approves `{unit}` (1 of 2 approvals, 0 of 2 rejections)."
+        )]
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["alice@example.com"]);
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    assert_eq!(
+        vote_rows(&db, &record).await,
+        [(
+            "alice@example.com".into(),
+            "approve".into(),
+            "github".into()
+        )]
+    );
+    let view = db.vote_view(&record.execution_id).await.unwrap().unwrap();
+    assert!(view.execution.github_voters.is_empty());
+}
+
+#[tokio::test]
+async fn a_mail_voters_github_reject_changes_her_vote_and_keeps_its_reason() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-change",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    let mails = request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    mail_vote(&r, &mails, "alice@example.com", "Approve").await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(
+        PR,
+        "alice",
+        &format!("/live-ci reject {unit} the <b>bucket</b> opens"),
+    );
+    let outcome = r
+        .github_vote(&client(&fake), &mapped(&["octo-lead"], ALICE), &vote(id))
+        .await
+        .unwrap();
+    assert!(outcome.counted, "{outcome:?}");
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty());
+    assert_eq!(tally.rejection_voters, ["alice@example.com"]);
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    // One row: her vote, changed, through the channel she last used, with
+    // the comment's reason.
+    let view = db.run_view(record.run_id, 10).await.unwrap().unwrap();
+    let votes = &view.units[0].votes;
+    assert_eq!(votes.len(), 1);
+    assert_eq!(votes[0].voter, "alice@example.com");
+    assert_eq!(votes[0].vote, live_ci_core::deploy::Vote::Reject);
+    assert_eq!(votes[0].channel.as_str(), "github");
+    assert_eq!(votes[0].reason.as_deref(), Some("the <b>bucket</b> opens"));
+    // The run page shows it as it shows a mailed reason: escaped, with the
+    // channel, and the address by its local part only.
+    let html = view.to_html(i64::try_from(now()).unwrap() * 1000);
+    assert!(
+        html.contains(
+            "<li>alice@… reject <span class=\"muted\">on GitHub</span> <q class=\"reason\">the &lt;b&gt;bucket&lt;/b&gt; opens</q>"
+        ),
+        "{html}"
+    );
+}
+
+#[tokio::test]
+async fn an_unmapped_github_voter_and_a_mapped_mail_voter_are_two_people_and_decide() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-two",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let voting = mapped(&["bob"], ALICE);
+    // bob's login is listed but not mapped: `github:bob`, admitted by github_voters.
+    let bob = fake.add_comment(PR, "bob", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &voting, &vote(bob))
+            .await
+            .unwrap()
+            .counted
+    );
+    assert!(sends(&r).is_empty());
+    let alice = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &voting, &vote(alice))
+            .await
+            .unwrap()
+            .counted
+    );
+    let sent = sends(&r);
+    assert_eq!(sent.len(), 1);
+    let output: serde_json::Value = serde_json::from_str(&sent[0].1).unwrap();
+    assert_eq!(output["decision"], "approve");
+    assert_eq!(
+        output["approval_voters"],
+        serde_json::json!(["alice@example.com", "github:bob"])
+    );
+    let view = db.vote_view(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(view.execution.github_voters, ["github:bob"]);
+    assert_eq!(
+        view.execution
+            .apply_refusal(live_ci_core::deploy::RunStatus::Running),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_team_member_mapped_to_a_mail_voter_counts_once() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-team",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    let mails = request(&db, &record).await;
+    let fake = github(&record).await;
+    fake.set_team_member("acme", "platform", "alice", "active");
+    let r = responder(&db).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    // Alice is a member of a listed team, and alice@ by mail.
+    let voting = mapped(&["acme/platform"], ALICE);
+    assert!(
+        r.github_vote(&client(&fake), &voting, &vote(id))
+            .await
+            .unwrap()
+            .counted
+    );
+    mail_vote(&r, &mails, "alice@example.com", "Approve").await;
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["alice@example.com"]);
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    assert_eq!(
+        vote_rows(&db, &record).await,
+        [("alice@example.com".into(), "approve".into(), "mail".into())]
+    );
+}
+
+/// The map admits a login only as a mail voter of the execution: mapped to
+/// an address this execution's voters do not list, it is a login like any
+/// other, refused when github_voters does not list it.
+#[tokio::test]
+async fn a_login_mapped_to_someone_who_is_not_a_voter_here_is_not_admitted_by_the_map() {
+    let (_t, db, record) = awaiting("run-1-id-other", &["bob@example.com"], 1, 1).await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let id = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    let outcome = r
+        .github_vote(&client(&fake), &mapped(&[], ALICE), &vote(id))
+        .await
+        .unwrap();
+    assert!(!outcome.counted, "{outcome:?}");
+    assert_eq!(
+        replies(&fake),
+        [format!(
+            "`alice` is not a voter of `{unit}` (account `dev`): the vote is not counted"
+        )]
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert!(tally.approval_voters.is_empty());
+    assert!(sends(&r).is_empty());
+}
+
+/// The map deployed while a vote is open: alice voted as `github:alice`
+/// (listed in github_voters, not yet mapped); her next comment, with the map,
+/// is her vote under her address, and the older one is folded into it.
+#[tokio::test]
+async fn a_vote_cast_before_the_map_named_the_login_is_folded_into_the_persons_vote() {
+    let (_t, db, record) = awaiting(
+        "run-1-id-fold",
+        &["alice@example.com", "bob@example.com"],
+        2,
+        2,
+    )
+    .await;
+    request(&db, &record).await;
+    let fake = github(&record).await;
+    let r = responder(&db).await;
+    let unit = record.cfg_path.as_str().to_string();
+    let first = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &mapped(&["alice"], "{}"), &vote(first))
+            .await
+            .unwrap()
+            .counted
+    );
+    let again = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
+    assert!(
+        r.github_vote(&client(&fake), &mapped(&["alice"], ALICE), &vote(again))
+            .await
+            .unwrap()
+            .counted
+    );
+    let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
+    assert_eq!(tally.approval_voters, ["alice@example.com"]);
+    assert_eq!(tally.decision, None);
+    assert!(sends(&r).is_empty());
+    assert_eq!(
+        replies(&fake)[1],
+        format!("counted: `alice` approves `{unit}` (1 of 2 approvals, 0 of 2 rejections).")
+    );
 }
