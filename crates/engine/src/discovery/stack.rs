@@ -407,129 +407,14 @@ fn read_blocks(
         vec![file.clone()],
     );
     fe.locals_ready = true;
-    let scope = Scope::default();
     let mut blocks = Vec::new();
     let mut targets: BTreeMap<RepoPath, String> = BTreeMap::new();
     for block in parsed.body.blocks() {
-        let ident = block.identifier.as_str();
-        let kind = match ident {
-            "unit" => GeneratedKind::Unit,
-            "stack" => GeneratedKind::Stack,
-            other => {
-                return Err(refuse(
-                    format!("{other} block"),
-                    format!(
-                        "block {other:?} is not supported: live-ci generates only `locals`, `unit` and `stack` blocks"
-                    ),
-                ));
-            }
-        };
-        let name = match block.labels.as_slice() {
-            [BlockLabel::String(s)] => s.clone(),
-            [BlockLabel::Identifier(i)] => i.as_str().to_string(),
-            _ => {
-                return Err(refuse(
-                    format!("{ident} block"),
-                    "needs exactly one label, its name".into(),
-                ));
-            }
-        };
-        let label = format!("{ident} {name:?}");
-        if let Some(inner) = block.body.blocks().next() {
-            return Err(refuse(
-                label,
-                format!(
-                    "nested block {:?} is not supported: live-ci cannot reproduce what it generates",
-                    inner.identifier.as_str()
-                ),
-            ));
-        }
-        let mut source = None;
-        let mut path = None;
-        let mut values = None;
-        let mut flat = false;
-        for attr in block.body.attributes() {
-            let key = attr.key.as_str();
-            fe.field = format!("{label}.{key}");
-            let v = fe.eval(&attr.expr, &scope);
-            if let Some(e) = fe.sink.errors.first() {
-                return Err(refuse(label, format!("{key}: {e}")));
-            }
-            if let Some(u) = v.first_unknown() {
-                return Err(refuse(
-                    label,
-                    format!(
-                        "{key}: cannot be computed before terragrunt runs ({}), so live-ci cannot generate it as terragrunt would",
-                        u.reason
-                    ),
-                ));
-            }
-            match (key, v) {
-                ("source", V::String(s)) => source = Some(s),
-                ("path", V::String(s)) => path = Some(s),
-                ("values", V::Object(map)) => {
-                    let mut plain = BTreeMap::new();
-                    for (k, v) in map {
-                        if hcl::Identifier::new(k.clone()).is_err() {
-                            return Err(refuse(
-                                label,
-                                format!("values: key {k:?} is not an HCL identifier"),
-                            ));
-                        }
-                        let value = v.to_value().map_err(|u| {
-                            refuse(label.clone(), format!("values.{k}: {}", u.reason))
-                        })?;
-                        plain.insert(k, value);
-                    }
-                    values = Some(values_file(&plain));
-                }
-                ("no_dot_terragrunt_stack", V::Bool(b)) => flat = b,
-                // A terragrunt-side validation switch: nothing to generate.
-                ("no_validation", V::Bool(_)) => {}
-                ("source" | "path" | "values" | "no_dot_terragrunt_stack" | "no_validation", v) => {
-                    return Err(refuse(
-                        label,
-                        format!("{key}: unexpected {} value", v.type_name()),
-                    ));
-                }
-                (other, _) => {
-                    return Err(refuse(
-                        label,
-                        format!(
-                            "attribute {other:?} is not supported by live-ci's stack generation"
-                        ),
-                    ));
-                }
-            }
-        }
-        let base = if flat {
-            dir.clone()
-        } else {
-            dir.child(GENERATED_DIR)
-        };
-        let target = match &path {
-            None => None,
-            Some(p) => Some(target_of(&base, p).map_err(|m| refuse(label.clone(), m))?),
-        };
-        if top {
-            listing.generated.push(GeneratedUnit {
-                kind,
-                name: name.clone(),
-                path: target.clone(),
-            });
-        }
-        let Some(target) = target else {
-            return Err(refuse(label, "has no `path`".into()));
-        };
-        let Some(source) = source else {
-            return Err(refuse(label, "has no `source`".into()));
-        };
-        let source = local_source(shared, dir, &source).map_err(|m| refuse(label.clone(), m))?;
-        if top {
-            // Watched even if a later block is refused: a change to this
-            // source changes what the stack would generate.
-            listing.watched.push(source.clone());
-        }
+        let (kind, name, label) = block_head(block).map_err(|(b, m)| refuse(b, m))?;
+        let attrs =
+            block_attributes(&mut fe, block, &label).map_err(|m| refuse(label.clone(), m))?;
+        let (target, source) = target_and_source(shared, dir, top, listing, kind, &name, &attrs)
+            .map_err(|m| refuse(label.clone(), m))?;
         if let Some(first) = targets.insert(target.clone(), label.clone()) {
             return Err(refuse(
                 label,
@@ -551,16 +436,171 @@ fn read_blocks(
             name,
             source,
             target,
-            values,
+            values: attrs.values,
         });
     }
-    // Terragrunt generates the blocks of one file in any order; no target may
-    // sit inside another's, or which copy wins would depend on that order.
+    no_nested_targets(&targets).map_err(|(b, m)| refuse(b, m))?;
+    Ok(blocks)
+}
+
+/// Where a block generates and the local directory it copies, both checked;
+/// the repository's own stack file lists the block and watches the source.
+fn target_and_source(
+    shared: &Shared<'_>,
+    dir: &RepoPath,
+    top: bool,
+    listing: &mut Stack,
+    kind: GeneratedKind,
+    name: &str,
+    attrs: &Attributes,
+) -> Result<(RepoPath, RepoPath), String> {
+    let base = if attrs.flat {
+        dir.clone()
+    } else {
+        dir.child(GENERATED_DIR)
+    };
+    let target = match &attrs.path {
+        None => None,
+        Some(p) => Some(target_of(&base, p)?),
+    };
+    if top {
+        listing.generated.push(GeneratedUnit {
+            kind,
+            name: name.to_string(),
+            path: target.clone(),
+        });
+    }
+    let Some(target) = target else {
+        return Err("has no `path`".into());
+    };
+    let Some(source) = &attrs.source else {
+        return Err("has no `source`".into());
+    };
+    let source = local_source(shared, dir, source)?;
+    if top {
+        // Watched even if a later block is refused: a change to this
+        // source changes what the stack would generate.
+        listing.watched.push(source.clone());
+    }
+    Ok((target, source))
+}
+
+/// A block's kind, name and label (`unit "vpc"`), or the refusal: another
+/// block type, other than one label, or a nested block.
+fn block_head(block: &hcl::Block) -> Result<(GeneratedKind, String, String), (String, String)> {
+    let ident = block.identifier.as_str();
+    let kind = match ident {
+        "unit" => GeneratedKind::Unit,
+        "stack" => GeneratedKind::Stack,
+        other => {
+            return Err((
+                format!("{other} block"),
+                format!(
+                    "block {other:?} is not supported: live-ci generates only `locals`, `unit` and `stack` blocks"
+                ),
+            ));
+        }
+    };
+    let name = match block.labels.as_slice() {
+        [BlockLabel::String(s)] => s.clone(),
+        [BlockLabel::Identifier(i)] => i.as_str().to_string(),
+        _ => {
+            return Err((
+                format!("{ident} block"),
+                "needs exactly one label, its name".into(),
+            ));
+        }
+    };
+    let label = format!("{ident} {name:?}");
+    if let Some(inner) = block.body.blocks().next() {
+        return Err((
+            label,
+            format!(
+                "nested block {:?} is not supported: live-ci cannot reproduce what it generates",
+                inner.identifier.as_str()
+            ),
+        ));
+    }
+    Ok((kind, name, label))
+}
+
+/// A block's attributes, evaluated.
+#[derive(Default)]
+struct Attributes {
+    source: Option<String>,
+    path: Option<String>,
+    /// The values file's text.
+    values: Option<String>,
+    /// `no_dot_terragrunt_stack`.
+    flat: bool,
+}
+
+/// Evaluates a block's attributes; an attribute known only when terragrunt
+/// runs, of another type, or not part of what live-ci generates is refused.
+fn block_attributes(
+    fe: &mut FileEval<'_>,
+    block: &hcl::Block,
+    label: &str,
+) -> Result<Attributes, String> {
+    let scope = Scope::default();
+    let mut attrs = Attributes::default();
+    for attr in block.body.attributes() {
+        let key = attr.key.as_str();
+        fe.field = format!("{label}.{key}");
+        let v = fe.eval(&attr.expr, &scope);
+        if let Some(e) = fe.sink.errors.first() {
+            return Err(format!("{key}: {e}"));
+        }
+        if let Some(u) = v.first_unknown() {
+            return Err(format!(
+                "{key}: cannot be computed before terragrunt runs ({}), so live-ci cannot generate it as terragrunt would",
+                u.reason
+            ));
+        }
+        match (key, v) {
+            ("source", V::String(s)) => attrs.source = Some(s),
+            ("path", V::String(s)) => attrs.path = Some(s),
+            ("values", V::Object(map)) => attrs.values = Some(values_text(map)?),
+            ("no_dot_terragrunt_stack", V::Bool(b)) => attrs.flat = b,
+            // A terragrunt-side validation switch: nothing to generate.
+            ("no_validation", V::Bool(_)) => {}
+            ("source" | "path" | "values" | "no_dot_terragrunt_stack" | "no_validation", v) => {
+                return Err(format!("{key}: unexpected {} value", v.type_name()));
+            }
+            (other, _) => {
+                return Err(format!(
+                    "attribute {other:?} is not supported by live-ci's stack generation"
+                ));
+            }
+        }
+    }
+    Ok(attrs)
+}
+
+/// A `values` object as its values file: keys must be HCL identifiers and
+/// every value known.
+fn values_text(map: BTreeMap<String, V>) -> Result<String, String> {
+    let mut plain = BTreeMap::new();
+    for (k, v) in map {
+        if hcl::Identifier::new(k.clone()).is_err() {
+            return Err(format!("values: key {k:?} is not an HCL identifier"));
+        }
+        let value = v
+            .to_value()
+            .map_err(|u| format!("values.{k}: {}", u.reason))?;
+        plain.insert(k, value);
+    }
+    Ok(values_file(&plain))
+}
+
+/// Terragrunt generates the blocks of one file in any order; no target may
+/// sit inside another's, or which copy wins would depend on that order.
+fn no_nested_targets(targets: &BTreeMap<RepoPath, String>) -> Result<(), (String, String)> {
     let all: Vec<&RepoPath> = targets.keys().collect();
     for (i, a) in all.iter().enumerate() {
         for b in &all[i + 1..] {
             if b.starts_with(a) {
-                return Err(refuse(
+                return Err((
                     targets[*b].clone(),
                     format!(
                         "path {:?} is inside {:?}, generated by {}",
@@ -572,7 +612,7 @@ fn read_blocks(
             }
         }
     }
-    Ok(blocks)
+    Ok(())
 }
 
 /// Where a block's `path` puts it, inside `base`.
