@@ -486,7 +486,16 @@ fn list(v: &Value) -> Result<&Vec<Value>, String> {
         .ok_or_else(|| format!("expected a list, found {v}"))
 }
 
+/// The pure functions discovery evaluates when every argument is known:
+/// strings and paths, lists, then maps and encodings.
 fn pure_known(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
+    string_fn(name, vals)
+        .or_else(|| list_fn(name, vals))
+        .or_else(|| map_fn(name, vals))
+}
+
+/// String and path functions.
+fn string_fn(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
     let str1 = |f: fn(&str) -> String| -> Result<Value, String> {
         Ok(Value::String(f(&s(arg(vals, 0)?)?)))
     };
@@ -555,6 +564,21 @@ fn pure_known(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
             Ok(Value::String(parts.join(&sep)))
         })(),
         "format" => format_fn(vals),
+        "abspath" => (|| {
+            let p = s(arg(vals, 0)?)?;
+            if p.starts_with('/') {
+                Ok(Value::String(p))
+            } else {
+                Err("a relative path depends on the working directory".into())
+            }
+        })(),
+        _ => return None,
+    })
+}
+
+/// List functions.
+fn list_fn(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
+    Some(match name {
         "concat" => (|| {
             let mut out = Vec::new();
             for l in vals {
@@ -594,10 +618,6 @@ fn pure_known(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
             Ok(Value::Array(out))
         })(),
         "tolist" => (|| Ok(Value::Array(list(arg(vals, 0)?)?.clone())))(),
-        "tomap" => (|| match arg(vals, 0)? {
-            v @ Value::Object(_) => Ok(v.clone()),
-            other => Err(format!("expected a map, found {other}")),
-        })(),
         "reverse" => (|| {
             let mut l = list(arg(vals, 0)?)?.clone();
             l.reverse();
@@ -622,6 +642,22 @@ fn pure_known(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
             Ok(l[(i as usize) % l.len()].clone())
         })(),
         "contains" => (|| Ok(Value::Bool(list(arg(vals, 0)?)?.contains(arg(vals, 1)?))))(),
+        "coalesce" => vals
+            .iter()
+            .find(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
+            .cloned()
+            .ok_or_else(|| "no non-null, non-empty argument".to_string()),
+        _ => return None,
+    })
+}
+
+/// Map and encoding functions.
+fn map_fn(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
+    Some(match name {
+        "tomap" => (|| match arg(vals, 0)? {
+            v @ Value::Object(_) => Ok(v.clone()),
+            other => Err(format!("expected a map, found {other}")),
+        })(),
         "keys" | "values" => (|| match arg(vals, 0)? {
             Value::Object(o) => {
                 let mut entries: Vec<(&String, &Value)> = o.iter().collect();
@@ -663,25 +699,12 @@ fn pure_known(name: &str, vals: &[Value]) -> Option<Result<Value, String>> {
             }
             other => Err(format!("expected a map, found {other}")),
         })(),
-        "coalesce" => vals
-            .iter()
-            .find(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
-            .cloned()
-            .ok_or_else(|| "no non-null, non-empty argument".to_string()),
         "jsonencode" => (|| {
             serde_json::to_string(arg(vals, 0)?)
                 .map(Value::String)
                 .map_err(|e| e.to_string())
         })(),
         "jsondecode" => (|| serde_json::from_str(&s(arg(vals, 0)?)?).map_err(|e| e.to_string()))(),
-        "abspath" => (|| {
-            let p = s(arg(vals, 0)?)?;
-            if p.starts_with('/') {
-                Ok(Value::String(p))
-            } else {
-                Err("a relative path depends on the working directory".into())
-            }
-        })(),
         _ => return None,
     })
 }
