@@ -43,124 +43,171 @@ enum Frame {
 /// the parser sees it. A light lexer: strings, heredocs and comments are
 /// skipped, interpolations inside them count as nesting.
 pub(crate) fn check_text(file: &RepoPath, text: &str) -> Result<(), EngineError> {
-    let b = text.as_bytes();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut markers: Vec<String> = Vec::new();
-    let mut line = 1usize;
-    let mut operators = 0usize;
-    let mut i = 0usize;
+    let mut scan = Scanner {
+        b: text.as_bytes(),
+        stack: Vec::new(),
+        markers: Vec::new(),
+        line: 1,
+        operators: 0,
+        i: 0,
+    };
     let refuse = |line: usize, message: String| EngineError::Syntax {
         file: file.clone(),
         line,
         col: 1,
         message,
     };
-    let depth = |stack: &[Frame]| {
-        stack
-            .iter()
-            .filter(|f| matches!(f, Frame::Open | Frame::Interp))
-            .count()
-    };
-    while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied().unwrap_or(0);
+    while scan.i < scan.b.len() {
+        let c = scan.b[scan.i];
         if c == b'\n' {
-            line += 1;
+            scan.line += 1;
         }
-        match stack.last().copied() {
-            Some(Frame::Str) | Some(Frame::Heredoc) => {
-                let heredoc = stack.last() == Some(&Frame::Heredoc);
-                if c == b'\\' && !heredoc {
-                    i += 2;
-                    continue;
-                }
-                if c == b'"' && !heredoc {
-                    stack.pop();
-                } else if (c == b'$' || c == b'%') && next == b'{' {
-                    stack.push(Frame::Interp);
-                    i += 1;
-                } else if c == b'\n' && heredoc {
-                    let end = b[i + 1..]
-                        .iter()
-                        .position(|x| *x == b'\n')
-                        .map_or(b.len(), |p| i + 1 + p);
-                    let next_line = String::from_utf8_lossy(&b[i + 1..end]);
-                    if markers.last().is_some_and(|m| next_line.trim() == m) {
-                        stack.pop();
-                        markers.pop();
-                        i = end;
-                        continue;
-                    }
-                }
-            }
-            _ => match c {
-                b'"' => stack.push(Frame::Str),
-                b'#' => {
-                    i = b[i..]
-                        .iter()
-                        .position(|x| *x == b'\n')
-                        .map_or(b.len(), |p| i + p);
-                    continue;
-                }
-                b'/' if next == b'/' => {
-                    i = b[i..]
-                        .iter()
-                        .position(|x| *x == b'\n')
-                        .map_or(b.len(), |p| i + p);
-                    continue;
-                }
-                b'/' if next == b'*' => {
-                    let end = text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2);
-                    line += b[i..end].iter().filter(|x| **x == b'\n').count();
-                    i = end;
-                    continue;
-                }
-                b'<' if next == b'<' => {
-                    let mut j = i + 2;
-                    if b.get(j) == Some(&b'-') {
-                        j += 1;
-                    }
-                    let start = j;
-                    while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
-                        j += 1;
-                    }
-                    if j > start && b.get(j) == Some(&b'\n') {
-                        markers.push(String::from_utf8_lossy(&b[start..j]).into_owned());
-                        stack.push(Frame::Heredoc);
-                        // The newline ending the opener is seen by the heredoc frame.
-                        i = j;
-                        line -= 1;
-                        continue;
-                    }
-                    operators += 1;
-                }
-                b'(' | b'[' | b'{' => stack.push(Frame::Open),
-                b')' | b']' | b'}' => {
-                    stack.pop();
-                }
-                b'\n' if depth(&stack) == 0 => operators = 0,
-                b'+' | b'-' | b'*' | b'/' | b'%' | b'!' | b'<' | b'>' | b'?' | b'&' | b'|' => {
-                    operators += 1;
-                }
-                b'=' if next == b'=' => operators += 1,
-                _ => {}
-            },
+        let advanced = match scan.stack.last().copied() {
+            Some(Frame::Str) | Some(Frame::Heredoc) => scan.in_string(c),
+            _ => scan.at_top(c),
+        };
+        if advanced {
+            continue;
         }
-        if depth(&stack) > MAX_NESTING {
+        if scan.depth() > MAX_NESTING {
             return Err(refuse(
-                line,
+                scan.line,
                 format!("expressions nested deeper than {MAX_NESTING} levels are refused"),
             ));
         }
-        if operators > MAX_OPERATORS {
+        if scan.operators > MAX_OPERATORS {
             return Err(refuse(
-                line,
+                scan.line,
                 format!("an attribute with more than {MAX_OPERATORS} operators is refused"),
             ));
         }
-        i += 1;
+        scan.i += 1;
     }
     Ok(())
+}
+
+/// The state of [`check_text`]'s pass over the bytes. Its steps return true
+/// when they moved `i` themselves (past a comment, an escape or a heredoc's
+/// end), so the byte after is not checked against the bounds.
+struct Scanner<'t> {
+    b: &'t [u8],
+    stack: Vec<Frame>,
+    /// The open heredocs' end markers.
+    markers: Vec<String>,
+    line: usize,
+    /// Operators in the attribute being read (reset at a top-level newline).
+    operators: usize,
+    i: usize,
+}
+
+impl Scanner<'_> {
+    fn next(&self) -> u8 {
+        self.b.get(self.i + 1).copied().unwrap_or(0)
+    }
+
+    fn depth(&self) -> usize {
+        self.stack
+            .iter()
+            .filter(|f| matches!(f, Frame::Open | Frame::Interp))
+            .count()
+    }
+
+    /// The end of the current line (the index of its newline, or the end).
+    fn line_end(&self, from: usize) -> usize {
+        self.b[from..]
+            .iter()
+            .position(|x| *x == b'\n')
+            .map_or(self.b.len(), |p| from + p)
+    }
+
+    /// Inside a quoted string or a heredoc: its end, an escape, or an
+    /// interpolation (which counts as nesting).
+    fn in_string(&mut self, c: u8) -> bool {
+        let heredoc = self.stack.last() == Some(&Frame::Heredoc);
+        if c == b'\\' && !heredoc {
+            self.i += 2;
+            return true;
+        }
+        if c == b'"' && !heredoc {
+            self.stack.pop();
+        } else if (c == b'$' || c == b'%') && self.next() == b'{' {
+            self.stack.push(Frame::Interp);
+            self.i += 1;
+        } else if c == b'\n' && heredoc {
+            let end = self.line_end(self.i + 1);
+            let next_line = String::from_utf8_lossy(&self.b[self.i + 1..end]);
+            if self.markers.last().is_some_and(|m| next_line.trim() == m) {
+                self.stack.pop();
+                self.markers.pop();
+                self.i = end;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Outside strings: comments skipped, strings and heredocs opened,
+    /// brackets nested, operators counted.
+    fn at_top(&mut self, c: u8) -> bool {
+        let next = self.next();
+        match c {
+            b'"' => self.stack.push(Frame::Str),
+            b'#' => {
+                self.i = self.line_end(self.i);
+                return true;
+            }
+            b'/' if next == b'/' => {
+                self.i = self.line_end(self.i);
+                return true;
+            }
+            b'/' if next == b'*' => {
+                let end = self.b[self.i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(self.b.len(), |p| self.i + 2 + p + 2);
+                self.line += self.b[self.i..end].iter().filter(|x| **x == b'\n').count();
+                self.i = end;
+                return true;
+            }
+            b'<' if next == b'<' => return self.heredoc_or_operator(),
+            b'(' | b'[' | b'{' => self.stack.push(Frame::Open),
+            b')' | b']' | b'}' => {
+                self.stack.pop();
+            }
+            b'\n' if self.depth() == 0 => self.operators = 0,
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'!' | b'<' | b'>' | b'?' | b'&' | b'|' => {
+                self.operators += 1;
+            }
+            b'=' if next == b'=' => self.operators += 1,
+            _ => {}
+        }
+        false
+    }
+
+    /// `<<` opens a heredoc when a marker and a newline follow; otherwise it
+    /// is an operator.
+    fn heredoc_or_operator(&mut self) -> bool {
+        let b = self.b;
+        let mut j = self.i + 2;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        let start = j;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+            j += 1;
+        }
+        if j > start && b.get(j) == Some(&b'\n') {
+            self.markers
+                .push(String::from_utf8_lossy(&b[start..j]).into_owned());
+            self.stack.push(Frame::Heredoc);
+            // The newline ending the opener is seen by the heredoc frame.
+            self.i = j;
+            self.line -= 1;
+            return true;
+        }
+        self.operators += 1;
+        false
+    }
 }
 
 /// The size of `v` as [`MAX_VALUE`] counts it, stopping once past `limit`.
