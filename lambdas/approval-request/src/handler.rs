@@ -21,8 +21,8 @@ use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
     ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, NoNotifications,
-    Notifications, PortError, PortResultExt, RequestStored, TaskFailures, TokenCipher,
-    TokenDelivery, address_problem, announce,
+    Notifications, PortError, PortResultExt, RequestStored, StoredRequest, TaskFailures,
+    TokenCipher, TokenDelivery, address_problem, announce,
 };
 use live_ci_workflow::ApprovalRequest;
 use serde::Serialize;
@@ -79,6 +79,16 @@ pub enum RequestError {
         messages: String,
         kind: ErrorKind,
     },
+}
+
+/// What mailing the voters did.
+struct Mailing {
+    sent: Vec<(String, String)>,
+    failures: Vec<String>,
+    /// The voters SES refused for good, with its answer.
+    refused: Vec<String>,
+    /// Retryable when any failure was.
+    kind: ErrorKind,
 }
 
 impl RequestError {
@@ -262,36 +272,7 @@ where
         let e = &request.execution;
         let hash = task_token_hash(&request.task_token);
         let hash_hex = task_token_hash_hex(&request.task_token);
-        let expires_ms = now
-            .saturating_add(self.settings.approval_timeout_secs)
-            .saturating_mul(1000);
-        let ciphertext = self
-            .cipher
-            .encrypt(&request.task_token, &e.execution_id)
-            .await
-            .port("token cipher")
-            .map_err(|source| RequestError::Encrypt {
-                execution: e.execution_id.clone(),
-                source,
-            })?;
-        // One round trip before the first mail: the store answers with the
-        // stored expiry and who was mailed already.
-        let stored = self
-            .store
-            .store_approval_request_for_mail(&NewApprovalRequest {
-                execution_id: e.execution_id.clone(),
-                sfn_execution_arn: request.sfn_execution_arn.clone(),
-                task_token_ciphertext: ciphertext,
-                task_token_hash: hash_hex.clone(),
-                to_add: request.plan.to_add,
-                to_change: request.plan.to_change,
-                to_destroy: request.plan.to_destroy,
-                plan_summary: request.plan.summary(),
-                logs_url: request.plan.logs_url.clone(),
-                expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
-            })
-            .await
-            .port("metadb")?;
+        let stored = self.store_request(request, &hash_hex, now).await?;
         let mut report = MailReport {
             execution_id: e.execution_id.clone(),
             mailed: Vec::new(),
@@ -316,37 +297,14 @@ where
             .expires_at
             .ok_or_else(|| RequestError::UnknownExecution(e.execution_id.clone()))?;
         let expires_at = u64::try_from(expires_at / 1000).unwrap_or(0);
-        let mailed = &stored.mailed;
-        // Recorded together after the sends: one round trip instead of one
-        // per voter between the mails.
-        let mut sent = Vec::new();
-        let mut failures = Vec::new();
-        // The voters SES refused for good, with its answer.
-        let mut refused = Vec::new();
-        let mut kind = ErrorKind::Permanent;
-        for voter in &e.voters {
-            if mailed.contains(voter) || report.mailed.contains(voter) {
-                if !report.already_mailed.contains(voter) {
-                    report.already_mailed.push(voter.clone());
-                }
-                continue;
-            }
-            let email = self.email(request, voter, hash, expires_at)?;
-            match self.mailer.send(&email).await {
-                Ok(message_id) => {
-                    sent.push((voter.clone(), message_id));
-                    report.mailed.push(voter.clone());
-                }
-                Err(err) => {
-                    if err.kind() == ErrorKind::Retryable {
-                        kind = ErrorKind::Retryable;
-                    } else {
-                        refused.push(format!("{voter:?}: {err}"));
-                    }
-                    failures.push(format!("{voter:?}: {err}"));
-                }
-            }
-        }
+        let Mailing {
+            sent,
+            failures,
+            refused,
+            kind,
+        } = self
+            .mail_voters(request, &stored.mailed, hash, expires_at, &mut report)
+            .await?;
         if !sent.is_empty() {
             self.store
                 .record_mails(&e.execution_id, &hash_hex, &sent)
@@ -377,6 +335,88 @@ where
                 kind,
             })
         }
+    }
+
+    /// Encrypts the task token and stores the request: one round trip
+    /// before the first mail, answered with the stored expiry and who was
+    /// mailed already.
+    async fn store_request(
+        &self,
+        request: &ApprovalRequest,
+        hash_hex: &str,
+        now: u64,
+    ) -> Result<StoredRequest, RequestError> {
+        let e = &request.execution;
+        let expires_ms = now
+            .saturating_add(self.settings.approval_timeout_secs)
+            .saturating_mul(1000);
+        let ciphertext = self
+            .cipher
+            .encrypt(&request.task_token, &e.execution_id)
+            .await
+            .port("token cipher")
+            .map_err(|source| RequestError::Encrypt {
+                execution: e.execution_id.clone(),
+                source,
+            })?;
+        Ok(self
+            .store
+            .store_approval_request_for_mail(&NewApprovalRequest {
+                execution_id: e.execution_id.clone(),
+                sfn_execution_arn: request.sfn_execution_arn.clone(),
+                task_token_ciphertext: ciphertext,
+                task_token_hash: hash_hex.to_string(),
+                to_add: request.plan.to_add,
+                to_change: request.plan.to_change,
+                to_destroy: request.plan.to_destroy,
+                plan_summary: request.plan.summary(),
+                logs_url: request.plan.logs_url.clone(),
+                expires_at: i64::try_from(expires_ms).unwrap_or(i64::MAX),
+            })
+            .await
+            .port("metadb")?)
+    }
+
+    /// Mails every voter not mailed yet (recorded together after the sends:
+    /// one round trip instead of one per voter between the mails).
+    async fn mail_voters(
+        &self,
+        request: &ApprovalRequest,
+        mailed: &[String],
+        hash: [u8; 32],
+        expires_at: u64,
+        report: &mut MailReport,
+    ) -> Result<Mailing, RequestError> {
+        let mut out = Mailing {
+            sent: Vec::new(),
+            failures: Vec::new(),
+            refused: Vec::new(),
+            kind: ErrorKind::Permanent,
+        };
+        for voter in &request.execution.voters {
+            if mailed.contains(voter) || report.mailed.contains(voter) {
+                if !report.already_mailed.contains(voter) {
+                    report.already_mailed.push(voter.clone());
+                }
+                continue;
+            }
+            let email = self.email(request, voter, hash, expires_at)?;
+            match self.mailer.send(&email).await {
+                Ok(message_id) => {
+                    out.sent.push((voter.clone(), message_id));
+                    report.mailed.push(voter.clone());
+                }
+                Err(err) => {
+                    if err.kind() == ErrorKind::Retryable {
+                        out.kind = ErrorKind::Retryable;
+                    } else {
+                        out.refused.push(format!("{voter:?}: {err}"));
+                    }
+                    out.failures.push(format!("{voter:?}: {err}"));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Fails the waiting approval state: `refused` voters can never be mailed.

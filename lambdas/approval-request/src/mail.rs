@@ -117,32 +117,61 @@ fn capitalized(s: &str) -> String {
 
 /// Subject, plain text and HTML of one voter's mail.
 pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
+    let facts = Facts::of(ctx);
+    let text = text_body(ctx, &facts);
+    let html = html_body(ctx, &facts);
+    (facts.subject, text, html)
+}
+
+/// What both bodies of one mail say, worked out once.
+struct Facts {
+    subject: String,
+    action: &'static str,
+    pr_url: String,
+    commit_url: String,
+    short_commit: String,
+    /// From the plan's JSON: an outputs-only plan reads "outputs change: …".
+    summary: String,
+    thresholds: String,
+    expires: String,
+}
+
+impl Facts {
+    fn of(ctx: &MailContext<'_>) -> Facts {
+        let e = &ctx.request.execution;
+        let web = &ctx.settings.github_web_url;
+        let repo = &ctx.settings.repository;
+        let action = match e.action {
+            live_ci_workflow::Action::Apply => "apply",
+            live_ci_workflow::Action::Destroy => "destroy",
+        };
+        Facts {
+            subject: text::header(&format!(
+                "live-ci: approve {action} of {} ({}) from PR #{}?",
+                e.cfg_path.as_str(),
+                e.account_name,
+                e.pr_id
+            )),
+            action,
+            pr_url: format!("{web}/{repo}/pull/{}", e.pr_id),
+            commit_url: format!("{web}/{repo}/commit/{}", e.commit_id),
+            short_commit: e.commit_id.chars().take(12).collect(),
+            summary: ctx.request.plan.summary(),
+            thresholds: format!(
+                "{} approval(s) deploy it; {} rejection(s) stop it.",
+                e.min_approval_count, e.min_rejection_count
+            ),
+            expires: format_utc(ctx.expires_at),
+        }
+    }
+}
+
+/// The plain-text body.
+fn text_body(ctx: &MailContext<'_>, f: &Facts) -> String {
     let e = &ctx.request.execution;
     let plan = &ctx.request.plan;
-    let web = &ctx.settings.github_web_url;
-    let repo = &ctx.settings.repository;
-    let pr_url = format!("{web}/{repo}/pull/{}", e.pr_id);
-    let commit_url = format!("{web}/{repo}/commit/{}", e.commit_id);
-    let short_commit: String = e.commit_id.chars().take(12).collect();
-    // From the plan's JSON: an outputs-only plan reads "outputs change: …".
-    let summary = plan.summary();
-    let action = match e.action {
-        live_ci_workflow::Action::Apply => "apply",
-        live_ci_workflow::Action::Destroy => "destroy",
-    };
-    let expires = format_utc(ctx.expires_at);
-    let subject = text::header(&format!(
-        "live-ci: approve {action} of {} ({}) from PR #{}?",
-        e.cfg_path.as_str(),
-        e.account_name,
-        e.pr_id
-    ));
     let v = text::visible;
-    let thresholds = format!(
-        "{} approval(s) deploy it; {} rejection(s) stop it.",
-        e.min_approval_count, e.min_rejection_count
-    );
-    let text = format!(
+    format!(
         "live-ci asks you ({voter}) to approve a deployment.\n\n\
          Unit:     {unit}\n\
          Action:   {action}\n\
@@ -159,20 +188,30 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          The links expire at {expires}. Execution: {execution_id}\n",
         voter = v(ctx.voter),
         unit = v(e.cfg_path.as_str()),
+        action = f.action,
         account = v(&e.account_name),
         pr = e.pr_id,
-        pr_url = v(&pr_url),
+        pr_url = v(&f.pr_url),
         commit = v(&e.commit_id),
-        commit_url = v(&commit_url),
-        summary = v(&summary),
+        commit_url = v(&f.commit_url),
+        summary = v(&f.summary),
         logs = v(&plan.logs_url),
         approve = v(ctx.approve_url),
         reject = v(ctx.reject_url),
+        thresholds = f.thresholds,
+        expires = f.expires,
         execution_id = v(&e.execution_id),
         changes = text_changes(plan),
         denials = text_denials(plan),
-    );
-    let h = |s: &str| escape_html(&v(s));
+    )
+}
+
+/// The HTML body: every value escaped for HTML after its invisible
+/// characters are made visible.
+fn html_body(ctx: &MailContext<'_>, f: &Facts) -> String {
+    let e = &ctx.request.execution;
+    let plan = &ctx.request.plan;
+    let h = |s: &str| escape_html(&text::visible(s));
     let link = |url: &str, label: &str| {
         if is_web_url(url) {
             format!("<a href=\"{}\">{}</a>", h(url), h(label))
@@ -198,7 +237,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
             h(url)
         )
     };
-    let html = format!(
+    format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
          <body style=\"font-family:Arial,Helvetica,sans-serif;color:#1f2328\">\n\
          <h2 style=\"margin-bottom:4px\">Approve {action} of <code>{unit}</code>?</h2>\n\
@@ -209,16 +248,16 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
          recorded until you press its button. {thresholds} You may change your vote until a \
          decision is reached. The links expire at {expires}.</p>\n\
          </body></html>\n",
-        title = h(&subject),
-        action = action,
+        title = h(&f.subject),
+        action = f.action,
         unit = h(e.cfg_path.as_str()),
         voter = h(ctx.voter),
         rows = [
             row("Unit", format!("<code>{}</code>", h(e.cfg_path.as_str()))),
             row("Account", h(&e.account_name)),
-            row("Pull request", link(&pr_url, &format!("#{}", e.pr_id))),
-            row("Commit", link(&commit_url, &short_commit)),
-            row("Plan", h(&summary)),
+            row("Pull request", link(&f.pr_url, &format!("#{}", e.pr_id))),
+            row("Commit", link(&f.commit_url, &f.short_commit)),
+            row("Plan", h(&f.summary)),
             row("Logs", logs),
             row("Execution", h(&e.execution_id)),
         ]
@@ -227,8 +266,7 @@ pub fn render_email(ctx: &MailContext<'_>) -> (String, String, String) {
         denials = html_denials(plan),
         approve = button(ctx.approve_url, "Approve", "#1a7f37"),
         reject = button(ctx.reject_url, "Reject", "#cf222e"),
-        thresholds = h(&thresholds),
-        expires = h(&expires),
-    );
-    (subject, text, html)
+        thresholds = h(&f.thresholds),
+        expires = h(&f.expires),
+    )
 }
