@@ -19,17 +19,19 @@
 //! ("counted: …", "… is not a voter of …", "… is not awaiting approval");
 //! a refused vote changes nothing.
 
+use std::ops::ControlFlow::{self, Break, Continue};
+
 use serde::{Deserialize, Serialize};
 
 use live_ci_core::account::{Accounts, GitHubVoter};
 use live_ci_core::deploy::Vote;
 use live_ci_core::escape::markdown::code;
 use live_ci_core::port::{
-    ApprovalStore, ArtifactStore, Ballot, PortError, PortResultExt, PullRequestVotes, TaskTokens,
-    TokenCipher, TokenDelivery, VoteChannel,
+    ApprovalRecord, ApprovalStore, ArtifactStore, Ballot, Cast, PortError, PortResultExt,
+    PullRequestVotes, TaskTokens, TokenCipher, TokenDelivery, VoteChannel, VoteView, Voted,
 };
 use live_ci_core::voter_identity::{GitHubIdentity, VoterLogins};
-use live_ci_core::webhook::{VoteChoice, vote_command};
+use live_ci_core::webhook::{VoteChoice, VoteCommand, vote_command};
 
 use crate::handler::{ApprovalResponder, DELIVERY_LEASE_SECS, HandOver};
 
@@ -102,6 +104,33 @@ fn choice_words(choice: &VoteChoice) -> &'static str {
     }
 }
 
+/// A vote comment read from GitHub: its pull request, author and command.
+struct Commented {
+    number: u64,
+    /// The author's login, lower case.
+    login: String,
+    /// The author as the replies quote them.
+    who: String,
+    cmd: VoteCommand,
+}
+
+/// The execution a comment votes on, and who the commenter votes as.
+struct Admitted {
+    view: VoteView,
+    identity: GitHubIdentity,
+    approval: ApprovalRecord,
+}
+
+/// The reply to a vote on a unit that is not awaiting approval.
+fn not_awaiting(comment: &Commented) -> String {
+    format!(
+        "{}'s vote is not counted: unit {} is not awaiting approval in the deployment of pull request #{}",
+        comment.who,
+        code(comment.cmd.unit.as_str()),
+        comment.number
+    )
+}
+
 impl<D, T, C, A> ApprovalResponder<D, T, C, A>
 where
     D: ApprovalStore,
@@ -118,61 +147,121 @@ where
         voting: &GitHubVoting,
         request: &GitHubVoteRequest,
     ) -> Result<GitHubVoteOutcome, PortError> {
+        let comment = match self.read_comment(github, voting, request).await? {
+            Continue(comment) => comment,
+            Break(outcome) => return Ok(outcome),
+        };
+        let admitted = match self.admit(github, voting, &comment).await? {
+            Continue(admitted) => admitted,
+            Break(outcome) => return Ok(outcome),
+        };
+        let voted = self.cast(&comment, &admitted).await?;
+        let Commented {
+            number, who, cmd, ..
+        } = &comment;
+        let unit = code(cmd.unit.as_str());
+        if voted.as_ref().is_some_and(|v| v.reason_required) {
+            let reply = format!(
+                "{who}'s approval of {unit} is not counted: its plan was denied by policy, and approving it needs a reason; approve from the approval page, which asks for one"
+            );
+            return Ok(self.answer(github, *number, false, reply).await);
+        }
+        let Some(cast) = voted.and_then(|v| v.cast).filter(|c| c.recorded) else {
+            return Ok(self
+                .answer(github, *number, false, not_awaiting(&comment))
+                .await);
+        };
+        let reply = self.counted_reply(&comment, &admitted, &cast).await;
+        Ok(self.answer(github, *number, true, reply).await)
+    }
+
+    /// The comment read again from GitHub by its id, on this repository's
+    /// pull request, and its vote command; or why it is not counted.
+    async fn read_comment<G: PullRequestVotes>(
+        &self,
+        github: &G,
+        voting: &GitHubVoting,
+        request: &GitHubVoteRequest,
+    ) -> Result<ControlFlow<GitHubVoteOutcome, Commented>, PortError> {
         if !request.repository.eq_ignore_ascii_case(&voting.repository) {
-            return Ok(GitHubVoteOutcome::silent(format!(
+            return Ok(Break(GitHubVoteOutcome::silent(format!(
                 "repository {:?} is not this pipeline's {:?}",
                 request.repository, voting.repository
-            )));
+            ))));
         }
         let Some(comment) = github
             .vote_comment(request.comment_id)
             .await
             .port("github")?
         else {
-            return Ok(GitHubVoteOutcome::silent(format!(
+            return Ok(Break(GitHubVoteOutcome::silent(format!(
                 "comment {} no longer exists",
                 request.comment_id
-            )));
+            ))));
         };
         if comment.number != request.pull_request {
-            return Ok(GitHubVoteOutcome::silent(format!(
+            return Ok(Break(GitHubVoteOutcome::silent(format!(
                 "comment {} is on #{}, not on pull request #{}",
                 comment.id, comment.number, request.pull_request
-            )));
+            ))));
         }
         let number = comment.number;
-        let login = comment.author.to_ascii_lowercase();
         let who = code(&comment.author);
         let cmd = match vote_command(&comment.body) {
             None => {
-                return Ok(GitHubVoteOutcome::silent(format!(
+                return Ok(Break(GitHubVoteOutcome::silent(format!(
                     "comment {} is no vote command (edited since?)",
                     comment.id
-                )));
+                ))));
             }
             Some(Err(why)) => {
                 let reply = format!("{who}'s vote is not counted: {}", code(&why));
-                return Ok(self.answer(github, number, false, reply).await);
+                return Ok(Break(self.answer(github, number, false, reply).await));
             }
             Some(Ok(cmd)) => cmd,
         };
+        Ok(Continue(Commented {
+            number,
+            login: comment.author.to_ascii_lowercase(),
+            who,
+            cmd,
+        }))
+    }
+
+    /// The execution awaiting the vote in the merged pull request's run, and
+    /// whether the commenter may vote on it. One person, one vote: a login the
+    /// operator's map ties to one of the execution's mail voters votes as
+    /// that voter (recorded under the address, channel github) and needs no
+    /// github_voters entry: the map says it is the same person, who may vote
+    /// by mail anyway. Anyone else is `github:<login>`, admitted by
+    /// github_voters alone.
+    async fn admit<G: PullRequestVotes>(
+        &self,
+        github: &G,
+        voting: &GitHubVoting,
+        comment: &Commented,
+    ) -> Result<ControlFlow<GitHubVoteOutcome, Admitted>, PortError> {
+        let Commented {
+            number,
+            login,
+            who,
+            cmd,
+        } = comment;
         let unit = code(cmd.unit.as_str());
-        let Some(merge) = github.merge_commit(number).await.port("github")? else {
+        let Some(merge) = github.merge_commit(*number).await.port("github")? else {
             let reply = format!(
                 "{who}'s vote on {unit} is not counted: pull request #{number} is not merged"
             );
-            return Ok(self.answer(github, number, false, reply).await);
+            return Ok(Break(self.answer(github, *number, false, reply).await));
         };
-        let not_awaiting = format!(
-            "{who}'s vote is not counted: unit {unit} is not awaiting approval in the deployment of pull request #{number}"
-        );
         let Some(view) = self
             .db()
             .awaiting_vote(&merge, cmd.unit.as_str())
             .await
             .port("metadb")?
         else {
-            return Ok(self.answer(github, number, false, not_awaiting).await);
+            let reply = not_awaiting(comment);
+            return Ok(Break(self.answer(github, *number, false, reply).await));
         };
         let account = &view.execution.account_name;
         let voters = voting
@@ -180,29 +269,37 @@ where
             .get(account)
             .map(|a| a.github_voters())
             .unwrap_or_default();
-        // One person, one vote: a login the operator's map ties to one of
-        // the execution's mail voters votes as that voter (recorded under
-        // the address, channel github) and needs no github_voters entry:
-        // the map says it is the same person, who may vote by mail anyway.
-        // Anyone else is `github:<login>`, admitted by github_voters alone.
-        let identity = voting
-            .logins
-            .github_identity(&view.execution.voters, &login);
+        let identity = voting.logins.github_identity(&view.execution.voters, login);
         let admitted = match &identity {
             GitHubIdentity::MailVoter(_) => true,
-            GitHubIdentity::Login(_) => self.is_voter(github, &voters, &login).await?,
+            GitHubIdentity::Login(_) => self.is_voter(github, &voters, login).await?,
         };
         if !admitted {
             let reply = format!(
                 "{who} is not a voter of {unit} (account {}): the vote is not counted",
                 code(account)
             );
-            return Ok(self.answer(github, number, false, reply).await);
+            return Ok(Break(self.answer(github, *number, false, reply).await));
         }
-        let Some(approval) = view.approval else {
-            return Ok(self.answer(github, number, false, not_awaiting).await);
+        let Some(approval) = view.approval.clone() else {
+            let reply = not_awaiting(comment);
+            return Ok(Break(self.answer(github, *number, false, reply).await));
         };
-        let voter = identity.voter_id();
+        Ok(Continue(Admitted {
+            view,
+            identity,
+            approval,
+        }))
+    }
+
+    /// Casts the vote in the same tally as mailed votes.
+    async fn cast(
+        &self,
+        comment: &Commented,
+        admitted: &Admitted,
+    ) -> Result<Option<Voted>, PortError> {
+        let Commented { login, cmd, .. } = comment;
+        let voter = admitted.identity.voter_id();
         let vote = match cmd.choice {
             VoteChoice::Approve => Vote::Approve,
             VoteChoice::Reject { .. } => Vote::Reject,
@@ -215,14 +312,13 @@ where
                 "rejected from the pull request"
             );
         }
-        let voted = self
-            .db()
+        self.db()
             .vote(&Ballot {
-                execution_id: &view.execution.execution_id,
+                execution_id: &admitted.view.execution.execution_id,
                 voter,
                 channel: VoteChannel::GitHub,
                 vote,
-                task_token_hash: &approval.task_token_hash,
+                task_token_hash: &admitted.approval.task_token_hash,
                 lease_secs: DELIVERY_LEASE_SECS,
                 // A comment's approve carries no reason: an approve of a plan
                 // the policies denied (policy_override) is then refused, as
@@ -233,22 +329,18 @@ where
                 },
                 // Recorded with a vote under a mail voter's address: which
                 // login cast it (and its older `github:` vote is folded in).
-                github_login: match &identity {
+                github_login: match &admitted.identity {
                     GitHubIdentity::MailVoter(_) => Some(login.as_str()),
                     GitHubIdentity::Login(_) => None,
                 },
             })
             .await
-            .port("metadb")?;
-        if voted.as_ref().is_some_and(|v| v.reason_required) {
-            let reply = format!(
-                "{who}'s approval of {unit} is not counted: its plan was denied by policy, and approving it needs a reason; approve from the approval page, which asks for one"
-            );
-            return Ok(self.answer(github, number, false, reply).await);
-        }
-        let Some(cast) = voted.and_then(|v| v.cast).filter(|c| c.recorded) else {
-            return Ok(self.answer(github, number, false, not_awaiting).await);
-        };
+            .port("metadb")
+    }
+
+    /// The reply to a counted vote: the tally, and when the votes decided,
+    /// the decision handed over and what became of it.
+    async fn counted_reply(&self, comment: &Commented, admitted: &Admitted, cast: &Cast) -> String {
         let tally = format!(
             "{} of {} approvals, {} of {} rejections",
             cast.tally.approval_voters.len(),
@@ -257,17 +349,20 @@ where
             cast.tally.min_rejection_count
         );
         let counted = format!(
-            "counted: {who} {} {unit} ({tally})",
-            choice_words(&cmd.choice)
+            "counted: {} {} {} ({tally})",
+            comment.who,
+            choice_words(&comment.cmd.choice),
+            code(comment.cmd.unit.as_str())
         );
         let Some(decision) = cast.decision else {
-            return Ok(self
-                .answer(github, number, true, format!("{counted}."))
-                .await);
+            return format!("{counted}.");
         };
-        let id = view.execution.execution_id.clone();
-        let current = cast.approval.clone().unwrap_or(approval);
-        let outcome = match self.hand_over(&id, &cast, &current, decision).await {
+        let id = admitted.view.execution.execution_id.clone();
+        let current = cast
+            .approval
+            .clone()
+            .unwrap_or_else(|| admitted.approval.clone());
+        let outcome = match self.hand_over(&id, cast, &current, decision).await {
             HandOver::NotOurs => "the decision is being handed over".to_string(),
             HandOver::Sent(TokenDelivery::Delivered) => match decision {
                 Vote::Approve => "the deployment goes on to Apply".to_string(),
@@ -285,11 +380,10 @@ where
                     .to_string()
             }
         };
-        let reply = format!(
+        format!(
             "{counted}. The votes decided: {}; {outcome}.",
             decision.as_str()
-        );
-        Ok(self.answer(github, number, true, reply).await)
+        )
     }
 
     /// Whether `login` is one of `voters`: listed, or an active member of a
