@@ -335,20 +335,6 @@ struct Lines {
 }
 
 fn lines(e: &Event) -> Lines {
-    let pr_fact = |p: &Option<PullRequest>, facts: &mut Vec<(&'static str, String)>| {
-        if let Some(p) = p {
-            facts.push(("Pull request", format!("#{}", p.number)));
-        }
-    };
-    let mut links = Vec::new();
-    let mut push_links = |p: &Option<PullRequest>, page: &Option<String>| {
-        if let Some(page) = page {
-            links.push(("Open the run page", page.clone()));
-        }
-        if let Some(p) = p.as_ref().filter(|p| !p.url.is_empty()) {
-            links.push(("Pull request", p.url.clone()));
-        }
-    };
     match e {
         Event::ApprovalPending {
             repository,
@@ -372,13 +358,12 @@ fn lines(e: &Event) -> Lines {
                 ),
                 ("Run", run_id.clone()),
             ];
-            pr_fact(pull_request, &mut facts);
-            push_links(pull_request, page_url);
+            facts.extend(pr_fact(pull_request));
             Lines {
                 title: "Approval pending".into(),
                 facts,
                 items: vec![],
-                links,
+                links: run_links(pull_request, page_url),
             }
         }
         Event::RunFailed {
@@ -393,24 +378,18 @@ fn lines(e: &Event) -> Lines {
                 ("Run", run_id.clone()),
                 ("Failed units", failed.len().to_string()),
             ];
-            pr_fact(pull_request, &mut facts);
-            let mut items: Vec<String> = failed
-                .iter()
-                .take(MAX_LISTED)
-                .map(|f| format!("{}: {}", f.unit, clip(&f.error)))
-                .collect();
-            if failed.len() > MAX_LISTED {
-                items.push(format!(
-                    "and {} more (see the run page)",
-                    failed.len() - MAX_LISTED
-                ));
-            }
-            push_links(pull_request, page_url);
+            facts.extend(pr_fact(pull_request));
             Lines {
                 title: "Run failed".into(),
                 facts,
-                items,
-                links,
+                items: listed(
+                    failed
+                        .iter()
+                        .map(|f| format!("{}: {}", f.unit, clip(&f.error))),
+                    failed.len(),
+                    "see the run page",
+                ),
+                links: run_links(pull_request, page_url),
             }
         }
         Event::RunFinished {
@@ -425,13 +404,12 @@ fn lines(e: &Event) -> Lines {
                 ("Run", run_id.clone()),
                 ("Units deployed", units.to_string()),
             ];
-            pr_fact(pull_request, &mut facts);
-            push_links(pull_request, page_url);
+            facts.extend(pr_fact(pull_request));
             Lines {
                 title: "Run finished".into(),
                 facts,
                 items: vec![],
-                links,
+                links: run_links(pull_request, page_url),
             }
         }
         Event::DriftDetected {
@@ -439,44 +417,65 @@ fn lines(e: &Event) -> Lines {
             commit,
             checked,
             drifted,
-        } => {
-            let facts = vec![
-                ("Repository", repository.clone()),
-                ("Trunk commit", commit.clone()),
-                ("Units checked", checked.to_string()),
-                ("Drifted units", drifted.len().to_string()),
-            ];
-            let mut items: Vec<String> = drifted
-                .iter()
-                .take(MAX_LISTED)
-                .map(|d| {
-                    format!(
-                        "{}: {} to add, {} to change, {} to destroy",
-                        d.unit, d.counts.add, d.counts.change, d.counts.destroy
-                    )
-                })
-                .collect();
-            if drifted.len() > MAX_LISTED {
-                items.push(format!(
-                    "and {} more (see the drift issues)",
-                    drifted.len() - MAX_LISTED
-                ));
-            }
-            // The first issues as links (user-controlled only through the
-            // unit, which is not part of a GitHub issue URL).
-            let links = drifted
-                .iter()
-                .filter_map(|d| d.issue_url.clone())
-                .take(MAX_LISTED)
-                .map(|url| ("Drift issue", url))
-                .collect();
-            Lines {
-                title: "Drift detected".into(),
-                facts,
-                items,
-                links,
-            }
-        }
+        } => drift_lines(repository, commit, *checked, drifted),
+    }
+}
+
+/// The pull request's number, as a fact, when the event has one.
+fn pr_fact(p: &Option<PullRequest>) -> Option<(&'static str, String)> {
+    p.as_ref()
+        .map(|p| ("Pull request", format!("#{}", p.number)))
+}
+
+/// The run page, then the pull request, as links.
+fn run_links(p: &Option<PullRequest>, page: &Option<String>) -> Vec<(&'static str, String)> {
+    let mut links = Vec::new();
+    if let Some(page) = page {
+        links.push(("Open the run page", page.clone()));
+    }
+    if let Some(p) = p.as_ref().filter(|p| !p.url.is_empty()) {
+        links.push(("Pull request", p.url.clone()));
+    }
+    links
+}
+
+/// The first [`MAX_LISTED`] of `total` items, and how many more, and where
+/// to see them.
+fn listed(items: impl Iterator<Item = String>, total: usize, see: &str) -> Vec<String> {
+    let mut out: Vec<String> = items.take(MAX_LISTED).collect();
+    if total > MAX_LISTED {
+        out.push(format!("and {} more ({see})", total - MAX_LISTED));
+    }
+    out
+}
+
+fn drift_lines(repository: &str, commit: &str, checked: u32, drifted: &[DriftedUnit]) -> Lines {
+    Lines {
+        title: "Drift detected".into(),
+        facts: vec![
+            ("Repository", repository.to_string()),
+            ("Trunk commit", commit.to_string()),
+            ("Units checked", checked.to_string()),
+            ("Drifted units", drifted.len().to_string()),
+        ],
+        items: listed(
+            drifted.iter().map(|d| {
+                format!(
+                    "{}: {} to add, {} to change, {} to destroy",
+                    d.unit, d.counts.add, d.counts.change, d.counts.destroy
+                )
+            }),
+            drifted.len(),
+            "see the drift issues",
+        ),
+        // The first issues as links (user-controlled only through the unit,
+        // which is not part of a GitHub issue URL).
+        links: drifted
+            .iter()
+            .filter_map(|d| d.issue_url.clone())
+            .take(MAX_LISTED)
+            .map(|url| ("Drift issue", url))
+            .collect(),
     }
 }
 
