@@ -267,14 +267,13 @@ pub async fn plan_units(
                     max_parallel.max(1)
                 ))
             })?;
-            let path = units[i].clone();
-            let dir: PathBuf = repo_dir.join(path.as_str());
+            let path = &units[i];
             let plan_file = scratch.join(format!("scan-{i}.tfplan"));
             // Into terraform's own arguments: appended after a pipeline,
             // `tee` would get the flag and the exit code.
             let command = insert_args(
                 &with_plan_file(
-                    &command_of(&path),
+                    &command_of(path),
                     Phase::Plan,
                     &plan_file.display().to_string(),
                 ),
@@ -284,53 +283,18 @@ pub async fn plan_units(
             let mut extra = env.to_vec();
             extra.push(("LIVE_CI_CFG_PATH".into(), path.to_string()));
             extra.extend(sandbox::slot_plugin_cache(&extra, slot)?);
-            let env = sandbox::env_for(credentials_of(&path).as_ref(), &extra);
-            let prefix = format!("[{path}] ");
-            let show = show_of(&path);
-            let policies = policies.clone();
-            let scratch = scratch.to_path_buf();
-            running.spawn(async move {
-                let finished = run::run_quietly(&command, &dir, &env, &prefix).await;
-                let outcome = match outcome(&command, &dir, finished) {
-                    Ok(()) => {
-                        let file = plan_file.display().to_string();
-                        let described = describe_plan_json(&show, &file, &dir, &env, &prefix)
-                            .await
-                            .map_err(|e| e.to_string());
-                        let json_file = scratch.join(format!("scan-{i}.plan.json"));
-                        let place = CommandPlace {
-                            dir: &dir,
-                            env: &env,
-                            json_file: &json_file,
-                            prefix: &prefix,
-                        };
-                        let judged = match (described, &policies) {
-                            (Ok((summary, json)), Some(p)) => match p.judge(json, place).await {
-                                Judged::Failed(denied) => Err(denied),
-                                Judged::Passed => Ok((summary, Vec::new())),
-                                Judged::Overridable(d) => Ok((summary, d)),
-                            },
-                            (described, _) => described.map(|(summary, _)| (summary, Vec::new())),
-                        };
-                        match judged {
-                            Ok((summary, policy_denials)) => Ok(PlanOutcome {
-                                policy_denials,
-                                counts: summary.counts(),
-                                has_changes: summary.has_changes(),
-                                text: if with_text {
-                                    plan_text(&show, &file, &dir, &env, &prefix).await
-                                } else {
-                                    None
-                                },
-                                summary,
-                            }),
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Err(e) => Err(e),
-                };
-                (i, slot, outcome)
-            });
+            let job = PlanJob {
+                command,
+                dir: repo_dir.join(path.as_str()),
+                env: sandbox::env_for(credentials_of(path).as_ref(), &extra),
+                prefix: format!("[{path}] "),
+                show: show_of(path),
+                plan_file,
+                json_file: scratch.join(format!("scan-{i}.plan.json")),
+                policies: policies.clone(),
+                with_text,
+            };
+            running.spawn(async move { (i, slot, job.run().await) });
         }
         let Some(joined) = running.join_next().await else {
             break;
@@ -345,6 +309,63 @@ pub async fn plan_units(
         });
     }
     Ok(results.into_iter().flatten().collect())
+}
+
+/// One unit's plan, as the pool runs it.
+struct PlanJob {
+    command: String,
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+    /// Each output line's prefix: the unit.
+    prefix: String,
+    show: String,
+    plan_file: PathBuf,
+    /// Where a policy command finds the plan's JSON.
+    json_file: PathBuf,
+    policies: Option<Arc<Policies>>,
+    with_text: bool,
+}
+
+impl PlanJob {
+    /// Runs the plan, reads the saved plan's `show -json`, judges it, and
+    /// renders its text when asked.
+    async fn run(self) -> Result<PlanOutcome, String> {
+        let finished = run::run_quietly(&self.command, &self.dir, &self.env, &self.prefix).await;
+        outcome(&self.command, &self.dir, finished)?;
+        let file = self.plan_file.display().to_string();
+        let (summary, json) =
+            describe_plan_json(&self.show, &file, &self.dir, &self.env, &self.prefix)
+                .await
+                .map_err(|e| e.to_string())?;
+        let policy_denials = match &self.policies {
+            Some(p) => {
+                let place = CommandPlace {
+                    dir: &self.dir,
+                    env: &self.env,
+                    json_file: &self.json_file,
+                    prefix: &self.prefix,
+                };
+                match p.judge(json, place).await {
+                    Judged::Failed(denied) => return Err(denied),
+                    Judged::Passed => Vec::new(),
+                    Judged::Overridable(d) => d,
+                }
+            }
+            None => Vec::new(),
+        };
+        let text = if self.with_text {
+            plan_text(&self.show, &file, &self.dir, &self.env, &self.prefix).await
+        } else {
+            None
+        };
+        Ok(PlanOutcome {
+            policy_denials,
+            counts: summary.counts(),
+            has_changes: summary.has_changes(),
+            text,
+            summary,
+        })
+    }
 }
 
 /// Whether the plan command itself succeeded (`-detailed-exitcode`: 0 no
