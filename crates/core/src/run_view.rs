@@ -236,96 +236,9 @@ impl RunView {
             }
             None => "—".into(),
         };
-        let plan = match &u.plan {
-            Some(p) => {
-                let words = p.plan_summary.clone().unwrap_or_else(|| {
-                    format!(
-                        "{} to add, {} to change, {} to destroy",
-                        p.to_add, p.to_change, p.to_destroy
-                    )
-                });
-                let logs = if is_web_url(&p.logs_url) {
-                    format!(
-                        "<br><a href=\"{}\" rel=\"noreferrer\" class=\"muted\">plan logs (operators)</a>",
-                        h(&p.logs_url)
-                    )
-                } else {
-                    String::new()
-                };
-                format!("{}{logs}", h(&words))
-            }
-            None if u.planned => "planned".into(),
-            None => "—".into(),
-        };
-        // A plan the policies denied that the voters may override: said
-        // beside the plan, each denial as the policy wrote it (escaped).
-        let plan = if u.policy_denials.is_empty() {
-            plan
-        } else {
-            let items: Vec<String> = u
-                .policy_denials
-                .iter()
-                .map(|d| format!("<li>{}</li>", h(d)))
-                .collect();
-            format!(
-                "{plan}<div class=\"policy-denials\"><b>Denied by policy</b> (voters may \
-                 override with a reason):<ul>{}</ul></div>",
-                items.concat()
-            )
-        };
-        let votes = if e.voters.is_empty() {
-            "—".to_string()
-        } else {
-            let cast: Vec<String> = u
-                .votes
-                .iter()
-                .map(|v| {
-                    let reason = v
-                        .reason
-                        .as_deref()
-                        .map(|r| format!(" <q class=\"reason\">{}</q>", h(r)))
-                        .unwrap_or_default();
-                    let channel = match v.channel {
-                        crate::port::VoteChannel::Mail => "",
-                        crate::port::VoteChannel::GitHub => {
-                            " <span class=\"muted\">on GitHub</span>"
-                        }
-                    };
-                    format!(
-                        "<li>{} {}{channel}{reason} <span class=\"muted\">{}</span></li>",
-                        h(&voter_label(&v.voter)),
-                        h(v.vote.as_str()),
-                        h(&utc(v.at)),
-                    )
-                })
-                .collect();
-            let approvals = u.votes.iter().filter(|v| v.vote == Vote::Approve).count();
-            format!(
-                "{approvals} of {} approvals needed{}",
-                e.min_approval_count,
-                if cast.is_empty() {
-                    String::new()
-                } else {
-                    format!("<ul class=\"votes\">{}</ul>", cast.concat())
-                }
-            )
-        };
-        let mut name = if e.is_rollback {
-            format!("<code>{}</code> (rollback)", h(e.cfg_path.as_str()))
-        } else {
-            format!("<code>{}</code>", h(e.cfg_path.as_str()))
-        };
-        // The Step Functions console, for operators (the statuses link here).
-        if let Some(url) = e
-            .sfn_execution_arn
-            .as_deref()
-            .and_then(crate::status::target::execution)
-        {
-            name.push_str(&format!(
-                "<br><a href=\"{}\" rel=\"noreferrer\" class=\"muted\">execution (operators)</a>",
-                h(&url)
-            ));
-        }
+        let plan = plan_cell(u);
+        let votes = votes_cell(u);
+        let name = name_cell(u);
         format!(
             "<tr class=\"unit\" data-phase=\"{}\"><td>{name}</td><td>{}</td>\
              <td class=\"phase {}\">{phase_cell}</td><td>{duration}</td><td>{plan}</td><td>{votes}</td></tr>\n",
@@ -334,6 +247,107 @@ impl RunView {
             phase.class(),
         )
     }
+}
+
+/// The plan's summary and logs link, and the policy denials the voters may
+/// override, each as the policy wrote it (escaped).
+fn plan_cell(u: &UnitView) -> String {
+    let plan = match &u.plan {
+        Some(p) => {
+            let words = p.plan_summary.clone().unwrap_or_else(|| {
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    p.to_add, p.to_change, p.to_destroy
+                )
+            });
+            let logs = if is_web_url(&p.logs_url) {
+                format!(
+                    "<br><a href=\"{}\" rel=\"noreferrer\" class=\"muted\">plan logs (operators)</a>",
+                    h(&p.logs_url)
+                )
+            } else {
+                String::new()
+            };
+            format!("{}{logs}", h(&words))
+        }
+        None if u.planned => "planned".into(),
+        None => "—".into(),
+    };
+    if u.policy_denials.is_empty() {
+        return plan;
+    }
+    let items: Vec<String> = u
+        .policy_denials
+        .iter()
+        .map(|d| format!("<li>{}</li>", h(d)))
+        .collect();
+    format!(
+        "{plan}<div class=\"policy-denials\"><b>Denied by policy</b> (voters may \
+         override with a reason):<ul>{}</ul></div>",
+        items.concat()
+    )
+}
+
+/// The approvals against the threshold, and each vote cast: who, how,
+/// where (GitHub), why, when.
+fn votes_cell(u: &UnitView) -> String {
+    let e = &u.execution;
+    if e.voters.is_empty() {
+        return "—".to_string();
+    }
+    let cast: Vec<String> = u
+        .votes
+        .iter()
+        .map(|v| {
+            let reason = v
+                .reason
+                .as_deref()
+                .map(|r| format!(" <q class=\"reason\">{}</q>", h(r)))
+                .unwrap_or_default();
+            let channel = match v.channel {
+                crate::port::VoteChannel::Mail => "",
+                crate::port::VoteChannel::GitHub => " <span class=\"muted\">on GitHub</span>",
+            };
+            format!(
+                "<li>{} {}{channel}{reason} <span class=\"muted\">{}</span></li>",
+                h(&voter_label(&v.voter)),
+                h(v.vote.as_str()),
+                h(&utc(v.at)),
+            )
+        })
+        .collect();
+    let approvals = u.votes.iter().filter(|v| v.vote == Vote::Approve).count();
+    format!(
+        "{approvals} of {} approvals needed{}",
+        e.min_approval_count,
+        if cast.is_empty() {
+            String::new()
+        } else {
+            format!("<ul class=\"votes\">{}</ul>", cast.concat())
+        }
+    )
+}
+
+/// The unit, a rollback said so, and the Step Functions console for
+/// operators (the statuses link here).
+fn name_cell(u: &UnitView) -> String {
+    let e = &u.execution;
+    let mut name = if e.is_rollback {
+        format!("<code>{}</code> (rollback)", h(e.cfg_path.as_str()))
+    } else {
+        format!("<code>{}</code>", h(e.cfg_path.as_str()))
+    };
+    if let Some(url) = e
+        .sfn_execution_arn
+        .as_deref()
+        .and_then(crate::status::target::execution)
+    {
+        name.push_str(&format!(
+            "<br><a href=\"{}\" rel=\"noreferrer\" class=\"muted\">execution (operators)</a>",
+            h(&url)
+        ));
+    }
+    name
 }
 
 #[cfg(test)]
