@@ -54,6 +54,65 @@ impl DriftReport {
             .iter()
             .filter(|r| r.state == DriftState::Drifted)
     }
+
+    /// The report the task prints to its log: one line per unit (state,
+    /// counts, what was done with its issue), then the filters' exclusions
+    /// and the warnings.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut out = format!(
+            "live-ci drift: check {} of trunk commit {}: {} unit(s) planned, {} drifted\n",
+            self.check_id,
+            self.commit,
+            self.results.len(),
+            self.drifted().count()
+        );
+        let width = self
+            .results
+            .iter()
+            .map(|r| r.unit.as_str().len())
+            .max()
+            .unwrap_or(0);
+        for r in &self.results {
+            let issue = self
+                .issues
+                .iter()
+                .find(|(u, _, _)| *u == r.unit)
+                .map(|(_, action, n)| match (action, n) {
+                    (IssueAction::Open, Some(n)) => format!("  issue #{n} opened"),
+                    (IssueAction::Update(n), _) => format!("  issue #{n} updated"),
+                    (IssueAction::Close(n), _) => format!("  issue #{n} closed"),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "  {:width$}  {:10}  +{} ~{} -{}{issue}",
+                r.unit.as_str(),
+                r.state.as_str(),
+                r.counts.add,
+                r.counts.change,
+                r.counts.destroy,
+            );
+            if let Some(m) = &r.message {
+                let _ = write!(out, "  ({})", m.lines().next().unwrap_or_default());
+            }
+            out.push('\n');
+        }
+        for e in &self.excluded {
+            let _ = writeln!(
+                out,
+                "  excluded: {} by {} ({})",
+                e.path,
+                e.source,
+                e.expressions.join(", ")
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+        out
+    }
 }
 
 /// The ports a drift check uses.

@@ -12,6 +12,8 @@ pub enum TaskKind {
     PrPlan,
     CreateDeployStack,
     TerraRun,
+    /// The scheduled drift check of the trunk head (issue 32 item 4).
+    Drift,
 }
 
 impl TaskKind {
@@ -20,6 +22,7 @@ impl TaskKind {
             TaskKind::PrPlan => "pr-plan",
             TaskKind::CreateDeployStack => "create-deploy-stack",
             TaskKind::TerraRun => "terra-run",
+            TaskKind::Drift => "drift",
         }
     }
 }
