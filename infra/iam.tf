@@ -272,6 +272,36 @@ data "aws_iam_policy_document" "trigger_sf" {
       values   = ["ecs-tasks.amazonaws.com"]
     }
   }
+
+  # The drift schedule launches the drift task (its role: plan roles only),
+  # only with drift_schedule_expression.
+  dynamic "statement" {
+    for_each = local.drift ? [1] : []
+    content {
+      sid       = "StartDrift"
+      actions   = ["ecs:RunTask"]
+      resources = [local.task_definition_family_arn["drift"]]
+      condition {
+        test     = "ArnEquals"
+        variable = "ecs:cluster"
+        values   = [aws_ecs_cluster.this.arn]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.drift ? [1] : []
+    content {
+      sid       = "PassDriftRole"
+      actions   = ["iam:PassRole"]
+      resources = [aws_iam_role.task["drift"].arn]
+      condition {
+        test     = "StringEquals"
+        variable = "iam:PassedToService"
+        values   = ["ecs-tasks.amazonaws.com"]
+      }
+    }
+  }
 }
 
 ################################################################################

@@ -82,6 +82,10 @@ locals {
 
   plan_bucket_name = coalesce(var.plan_bucket_name, "${var.name}-plans-${local.account_id}-${local.region}")
 
+  # The drift check (events.tf): its schedule, and trigger-sf's launch of the
+  # drift task, exist only with drift_schedule_expression.
+  drift = var.drift_schedule_expression != null
+
   metadb_direct = var.metadb_connection == "direct"
   # What every Data API client of the metadb reads.
   metadb_data_api_env = {
