@@ -150,3 +150,9 @@ variable "max_parallel" {
   default     = 4
 }
 
+
+variable "drift_schedule_expression" {
+  description = "The module's drift_schedule_expression (null: no drift checks); the e2e sets one and invokes trigger-sf with the rule's input itself."
+  type        = string
+  default     = null
+}
