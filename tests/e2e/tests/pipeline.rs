@@ -595,6 +595,11 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
                 format!("{name}-task-pr-plan"),
                 accounts.iter().map(|a| field(a, "plan_role_arn")).collect(),
             );
+            // The drift check plans every unit: the plan roles, as pr-plan.
+            expected.insert(
+                format!("{name}-task-drift"),
+                accounts.iter().map(|a| field(a, "plan_role_arn")).collect(),
+            );
             assert_eq!(grants, expected, "sts:AssumeRole resources per role");
             for a in &accounts {
                 let apply = field(a, "apply_role_arn");
