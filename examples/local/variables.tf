@@ -156,3 +156,9 @@ variable "drift_schedule_expression" {
   type        = string
   default     = null
 }
+
+variable "notification_format" {
+  description = "The module's notification_format (null: no notifications); the e2e sets json and points the URL parameter at a receiver on 127.0.0.1."
+  type        = string
+  default     = null
+}

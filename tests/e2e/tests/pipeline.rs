@@ -33,6 +33,8 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 
 struct Env {
     rt: tokio::runtime::Runtime,
+    /// The notification endpoint the notifier Lambda posts to (json format).
+    notifications: Receiver,
     github: FakeGitHub,
     cloud: Cloud,
     deployment: Deployment,
@@ -70,6 +72,7 @@ fn setup() -> anyhow::Result<Env> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let notifications = Receiver::start()?;
     let env = rt.block_on(async {
         let github = FakeGitHub::start(REPO_FULL_NAME).await;
         let (repo, first) = SampleRepo::build(&work_dir().join("e2e/live-repo")).await?;
@@ -88,9 +91,14 @@ fn setup() -> anyhow::Result<Env> {
                 ("LIVE_CI_ALLOW_DESTROY", "true".to_string()),
                 // The drift rule exists; the drift scenario sends its input itself.
                 ("LIVE_CI_DRIFT_SCHEDULE", "rate(1 day)".to_string()),
+                // Notifications to a receiver of this process (its URL below).
+                ("LIVE_CI_NOTIFICATION_FORMAT", "json".to_string()),
             ],
         )
         .await?;
+        // As an operator does: the endpoint's URL into the module's
+        // SecureString placeholder, before anything is notified.
+        put_notification_url(cloud.endpoint(), &notifications.url()).await?;
         cloud.clear_mailbox(&reqwest::Client::new()).await?;
         // Denials before the pipeline ran (a cloud that kept running) are not its own.
         let iam_denied_before = cloud.iam_stats(&reqwest::Client::new()).await?.denied;
@@ -103,6 +111,7 @@ fn setup() -> anyhow::Result<Env> {
     );
     Ok(Env {
         rt,
+        notifications,
         iam_denied_before,
         github,
         cloud,
@@ -1494,6 +1503,20 @@ fn a_scheduled_drift_check_records_results_and_opens_issues() {
                 .get(0);
             assert_eq!(login, 1, "the drift login is a member of live_ci_drift");
             assert_eq!(db.lock_holder().await?, lock_before, "the lock is untouched");
+            // One notification per check with drift, through SNS and the
+            // notifier Lambda to the receiver.
+            let notified = wait_for(Duration::from_secs(120), || async {
+                Ok(env
+                    .notifications
+                    .bodies()
+                    .iter()
+                    .any(|b| b.contains("drift_detected")))
+            })
+            .await?;
+            for b in env.notifications.bodies() {
+                eprintln!("notification received: {b}");
+            }
+            assert!(notified, "no drift notification reached the receiver");
             let cli = std::process::Command::new(
                 std::env::var_os("CARGO_BIN_EXE_live-ci")
                     .map(std::path::PathBuf::from)
@@ -1516,4 +1539,89 @@ fn a_scheduled_drift_check_records_results_and_opens_issues() {
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// An HTTP endpoint on 127.0.0.1 (the notifier allows plain HTTP to loopback
+/// only) that keeps every request body and answers 200.
+struct Receiver {
+    port: u16,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Receiver {
+    fn start() -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(&stream);
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok() {
+                    kept.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                }
+                let _ = (&stream).write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            }
+        });
+        Ok(Receiver { port, bodies })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    fn bodies(&self) -> Vec<String> {
+        self.bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// `ssm:PutParameter` of the module's notification URL placeholder
+/// (`/live-ci/notification-url`), as the local cloud's admin.
+async fn put_notification_url(endpoint: &str, url: &str) -> anyhow::Result<()> {
+    let body = serde_json::json!({
+        "Name": "/live-ci/notification-url",
+        "Value": url,
+        "Type": "SecureString",
+        "Overwrite": true,
+    });
+    let answer = reqwest::Client::new()
+        .post(endpoint)
+        .header("content-type", "application/x-amz-json-1.1")
+        .header("x-amz-target", "AmazonSSM.PutParameter")
+        .header(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/ssm/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .body(body.to_string())
+        .send()
+        .await?;
+    let status = answer.status();
+    let text = answer.text().await?;
+    anyhow::ensure!(
+        status.is_success(),
+        "PutParameter answered {status}: {text}"
+    );
+    Ok(())
 }
