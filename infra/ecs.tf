@@ -55,6 +55,10 @@ locals {
       # direct connections, its URL: terra_run_task_secrets).
       kind == "terra-run" && !local.metadb_direct ? local.metadb_terra_run_login_env : {},
       kind == "create-deploy-stack" ? local.metadb_migrator_env : {},
+      # drift: its own login (drift_task_secrets for direct connections) and
+      # the notification topic, when notifications are on.
+      kind == "drift" && !local.metadb_direct ? local.metadb_drift_login_env : {},
+      kind == "drift" ? local.notification_publisher_env : {},
     )
   }
 
@@ -65,6 +69,7 @@ locals {
   # terra-run's plans run never finds the master URL in its task.
   task_secrets           = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = local.ssm_arn.metadb_url }] : []
   terra_run_task_secrets = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = "${aws_secretsmanager_secret.metadb_terra_run.arn}:url::" }] : []
+  drift_task_secrets     = local.metadb_direct ? [{ name = "METADB_URL", valueFrom = "${aws_secretsmanager_secret.metadb_drift.arn}:url::" }] : []
   # The deploy key for git::ssh:// module sources (live-ci-task writes it to a file).
   task_ssh_key_secret = var.git_ssh_key_arn != null ? [{ name = "GIT_SSH_KEY", valueFrom = var.git_ssh_key_arn }] : []
   # The user's own secrets (task_secrets), by name.
@@ -169,7 +174,11 @@ resource "aws_ecs_task_definition" "this" {
     # user's secrets and the SSH deploy key (task_secrets, git_ssh_key_arn) go to
     # every task.
     secrets = concat(
-      each.key == "pr-plan" ? [] : (each.key == "terra-run" ? local.terra_run_task_secrets : local.task_secrets),
+      each.key == "pr-plan" ? [] : (
+        each.key == "terra-run" ? local.terra_run_task_secrets : (
+          each.key == "drift" ? local.drift_task_secrets : local.task_secrets
+        )
+      ),
       local.task_ssh_key_secret,
       local.task_user_secrets,
     )

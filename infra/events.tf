@@ -1,5 +1,7 @@
 # trigger-sf runs on every status change of the deployment state machine's
-# executions and on a schedule (the sweep, input {"sweep": true}).
+# executions and on a schedule (the sweep, input {"sweep": true}); with
+# drift_schedule_expression, on a second schedule that launches the drift
+# check (input {"drift": true, "time": <the schedule's firing>}).
 
 resource "aws_cloudwatch_event_rule" "execution_status" {
   name        = "${var.name}-execution-status"
@@ -52,6 +54,40 @@ resource "aws_lambda_permission" "trigger_sf_from_sweep" {
   function_name = module.trigger_sf.function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweep.arn
+}
+
+# The drift check (issue 32 item 4), off by default. The event's time names
+# the firing, so a delivery EventBridge repeats starts one task (trigger-sf
+# passes it as the launch's idempotency token).
+resource "aws_cloudwatch_event_rule" "drift" {
+  count = local.drift ? 1 : 0
+
+  name                = "${var.name}-drift"
+  description         = "live-ci: drift check of every unit on the trunk head (plan roles only)"
+  schedule_expression = var.drift_schedule_expression
+  tags                = local.tags
+}
+
+resource "aws_cloudwatch_event_target" "drift" {
+  count = local.drift ? 1 : 0
+
+  rule = aws_cloudwatch_event_rule.drift[0].name
+  arn  = module.trigger_sf.arn
+
+  input_transformer {
+    input_paths    = { time = "$.time" }
+    input_template = "{\"drift\": true, \"time\": <time>}"
+  }
+}
+
+resource "aws_lambda_permission" "trigger_sf_from_drift" {
+  count = local.drift ? 1 : 0
+
+  statement_id  = "AllowDriftRule"
+  action        = "lambda:InvokeFunction"
+  function_name = module.trigger_sf.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.drift[0].arn
 }
 
 ################################################################################

@@ -272,6 +272,36 @@ data "aws_iam_policy_document" "trigger_sf" {
       values   = ["ecs-tasks.amazonaws.com"]
     }
   }
+
+  # The drift schedule launches the drift task (its role: plan roles only),
+  # only with drift_schedule_expression.
+  dynamic "statement" {
+    for_each = local.drift ? [1] : []
+    content {
+      sid       = "StartDrift"
+      actions   = ["ecs:RunTask"]
+      resources = [local.task_definition_family_arn["drift"]]
+      condition {
+        test     = "ArnEquals"
+        variable = "ecs:cluster"
+        values   = [aws_ecs_cluster.this.arn]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.drift ? [1] : []
+    content {
+      sid       = "PassDriftRole"
+      actions   = ["iam:PassRole"]
+      resources = [aws_iam_role.task["drift"].arn]
+      condition {
+        test     = "StringEquals"
+        variable = "iam:PassedToService"
+        values   = ["ecs-tasks.amazonaws.com"]
+      }
+    }
+  }
 }
 
 ################################################################################
@@ -452,6 +482,7 @@ locals {
   task_policies = {
     "pr-plan"             = data.aws_iam_policy_document.task_pr_plan.json
     "create-deploy-stack" = data.aws_iam_policy_document.task_create_deploy_stack.json
+    "drift"               = data.aws_iam_policy_document.task_drift.json
   }
 
   # terra-run's task roles: for each account, one for the plan phase that may
@@ -516,6 +547,13 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
     resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
   }
 
+  # And the drift check's login, the same way.
+  statement {
+    sid       = "SetDriftLogin"
+    actions   = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"]
+    resources = [aws_secretsmanager_secret.metadb_drift.arn]
+  }
+
   # SecureString parameters; the run's packed checkout is encrypted with the
   # key on upload (S3 SSE-KMS).
   statement {
@@ -546,6 +584,46 @@ data "aws_iam_policy_document" "task_create_deploy_stack" {
       actions   = ["sts:AssumeRole"]
       resources = local.plan_role_arns
     }
+  }
+}
+
+# The drift check (issue 32 item 4) plans every unit of the trunk with the
+# accounts' plan roles and nothing more: no apply role, no merge lock (no
+# ssm:PutParameter), no plan bucket, no state machine, and the metadb only
+# as its own restricted login (never the master secret). It reads the GitHub
+# credential (its issues) and publishes to the notification topic when
+# notifications are on.
+data "aws_iam_policy_document" "task_drift" {
+  source_policy_documents = concat(
+    local.metadb_direct ? [] : [data.aws_iam_policy_document.metadb_data_api_calls.json],
+    local.notifications ? [data.aws_iam_policy_document.notification_publish.json] : [],
+  )
+
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [] : [1]
+    content {
+      sid       = "MetadbDriftSecret"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [aws_secretsmanager_secret.metadb_drift.arn]
+    }
+  }
+
+  statement {
+    sid       = "ReadParameters"
+    actions   = ["ssm:GetParameter"]
+    resources = [local.ssm_arn[local.github_secret]]
+  }
+
+  statement {
+    sid       = "DecryptParameters"
+    actions   = ["kms:Decrypt"]
+    resources = [local.kms_key_arn]
+  }
+
+  statement {
+    sid       = "AssumePlanRoles"
+    actions   = ["sts:AssumeRole"]
+    resources = local.plan_role_arns
   }
 }
 
@@ -726,6 +804,17 @@ data "aws_iam_policy_document" "task_execution" {
       sid       = "InjectTerraRunMetadbUrl"
       actions   = ["secretsmanager:GetSecretValue"]
       resources = [aws_secretsmanager_secret.metadb_terra_run.arn]
+    }
+  }
+
+  # drift's METADB_URL for direct connections: its own login's URL
+  # (ecs.tf drift_task_secrets).
+  dynamic "statement" {
+    for_each = local.metadb_direct ? [1] : []
+    content {
+      sid       = "InjectDriftMetadbUrl"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [aws_secretsmanager_secret.metadb_drift.arn]
     }
   }
 

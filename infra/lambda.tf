@@ -35,7 +35,15 @@ locals {
     APPROVAL_RESPONSE_FUNCTION = local.approval_response_arn
   } : {})
 
-  trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, local.notification_publisher_env, {
+  # With the drift schedule on, trigger-sf launches the drift task too.
+  trigger_sf_drift_env = local.drift ? {
+    DRIFT_TASK_DEFINITION_ARN = aws_ecs_task_definition.this["drift"].arn
+    DRIFT_CONTAINER_NAME      = "drift"
+    DRIFT_LOG_GROUP           = aws_cloudwatch_log_group.task["drift"].name
+    DRIFT_LOG_STREAM_PREFIX   = local.task_log_stream_prefix
+  } : {}
+
+  trigger_sf_env = merge(local.metadb_data_api_env, local.github_env, local.notification_publisher_env, local.trigger_sf_drift_env, {
     STATE_MACHINE_ARN  = aws_sfn_state_machine.deployment.arn
     MERGE_LOCK_SSM_KEY = local.ssm_names.merge_lock
     MERGE_LOCK_SCOPE   = var.merge_lock_scope

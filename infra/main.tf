@@ -30,12 +30,15 @@ locals {
     )
   }
 
-  # The three subcommands of live-ci-task, one task definition each (own CPU,
-  # memory and log group, so statuses link to the right stream).
+  # The subcommands of live-ci-task, one task definition each (own CPU,
+  # memory and log group, so statuses link to the right stream). drift plans
+  # every unit as pr-plan plans a pull request's: pr-plan's size. Its task
+  # definition costs nothing until drift_schedule_expression starts it.
   task_kinds = {
     "pr-plan"             = { cpu = var.pr_plan_cpu, memory = var.pr_plan_memory }
     "create-deploy-stack" = { cpu = var.create_deploy_stack_cpu, memory = var.create_deploy_stack_memory }
     "terra-run"           = { cpu = var.terra_run_cpu, memory = var.terra_run_memory }
+    "drift"               = { cpu = var.pr_plan_cpu, memory = var.pr_plan_memory }
   }
   # awslogs-stream-prefix; streams are <prefix>/<container>/<task id>.
   task_log_stream_prefix = "task"
@@ -79,6 +82,10 @@ locals {
 
   plan_bucket_name = coalesce(var.plan_bucket_name, "${var.name}-plans-${local.account_id}-${local.region}")
 
+  # The drift check (events.tf): its schedule, and trigger-sf's launch of the
+  # drift task, exist only with drift_schedule_expression.
+  drift = var.drift_schedule_expression != null
+
   metadb_direct = var.metadb_connection == "direct"
   # What every Data API client of the metadb reads.
   metadb_data_api_env = {
@@ -94,6 +101,12 @@ locals {
   }
   metadb_migrator_env = {
     METADB_TERRA_RUN_SECRET_ARN = aws_secretsmanager_secret.metadb_terra_run.arn
+    METADB_DRIFT_SECRET_ARN     = aws_secretsmanager_secret.metadb_drift.arn
+  }
+  # drift logs in with its own restricted login's secret too (migration
+  # 0020's live_ci_drift), set by the same migrator.
+  metadb_drift_login_env = {
+    METADB_SECRET_ARN = aws_secretsmanager_secret.metadb_drift.arn
   }
   # terra-run's statuses link to the read-only run page, signed with the
   # run-link key.

@@ -115,3 +115,16 @@ resource "aws_secretsmanager_secret" "metadb_terra_run" {
   kms_key_id  = local.kms_key_arn
   tags        = local.tags
 }
+
+# The drift job's own login (migration 0020's live_ci_drift role), made as
+# terra-run's is: created empty, filled once by the migrator
+# (`<metadb_name>_drift_login`, live_ci_metadb::provision_login), never
+# rotated. drift runs repository code (terraform plans of the trunk): it never
+# holds the master secret, and its role writes only the drift tables.
+resource "aws_secretsmanager_secret" "metadb_drift" {
+  #checkov:skip=CKV2_AWS_57:Never rotated by design: the migrator sets it once and a running drift check must keep its login.
+  name        = "${var.name}/metadb/${var.metadb_name}/drift"
+  description = "live-ci metadb: the drift check's restricted login (set by create-deploy-stack)"
+  kms_key_id  = local.kms_key_arn
+  tags        = local.tags
+}

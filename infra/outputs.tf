@@ -96,7 +96,7 @@ output "ecs_cluster_arn" {
 }
 
 output "task_role_arns" {
-  description = "ECS task role ARNs of pr-plan and create-deploy-stack: the principals (with terra_run_role_arns' plan roles) the target accounts' plan roles must trust (see the README). terra-run's are per account: terra_run_role_arns."
+  description = "ECS task role ARNs of pr-plan, create-deploy-stack and drift: the principals (with terra_run_role_arns' plan roles) the target accounts' plan roles must trust (see the README). terra-run's are per account: terra_run_role_arns."
   value       = { for k, v in aws_iam_role.task : k => v.arn }
 }
 

@@ -411,6 +411,17 @@ variable "sweep_schedule_expression" {
   default     = "rate(5 minutes)"
 }
 
+variable "drift_schedule_expression" {
+  description = "EventBridge schedule of the drift check (e.g. \"rate(1 day)\" or \"cron(0 6 ? * MON-FRI *)\"): trigger-sf launches the drift task, which plans every unit of the trunk head with the accounts' plan roles, records the results in the metadb, opens or updates one GitHub issue per drifted unit (closed when the drift is gone) and notifies. null (the default): no drift checks."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.drift_schedule_expression == null || can(regex("^(rate|cron)\\(.+\\)$", var.drift_schedule_expression))
+    error_message = "drift_schedule_expression must be an EventBridge schedule, rate(...) or cron(...), or null for no drift checks."
+  }
+}
+
 variable "stale_claim_seconds" {
   description = "A claimed unit whose execution did not start within this many seconds is restarted by the sweep."
   type        = number

@@ -26,6 +26,9 @@
 #                          BENCH_PROFILE=release)
 #   LIVE_CI_ALLOW_DESTROY  [false]  the module's allow_destroy (true: merges destroy the units they remove)
 #   LIVE_CI_MAX_PARALLEL   [4]      units deployed at once
+#   LIVE_CI_DRIFT_SCHEDULE [unset]  the module's drift_schedule_expression (unset: no drift checks)
+#   LIVE_CI_NOTIFICATION_FORMAT [unset]  the module's notification_format (unset: none; the
+#                          URL parameter keeps the module's placeholder until you set it)
 #   LIVE_CI_ACCOUNTS_FILE  [unset]  the accounts (JSON, as accounts.json); unset:
 #                          examples/live-repo/accounts.json
 #   LIVE_CI_GITHUB_APP_ID, LIVE_CI_GITHUB_APP_INSTALLATION_ID, LIVE_CI_GITHUB_APP_PRIVATE_KEY_FILE
@@ -197,7 +200,9 @@ apply() {
   "max_parallel": ${LIVE_CI_MAX_PARALLEL:-4},
   "account_parent_cfg": $(if [ -n "${LIVE_CI_ACCOUNTS_FILE:-}" ]; then cat "$LIVE_CI_ACCOUNTS_FILE"; else echo null; fi),
   "plan_command": $(printf '%s' "$plan" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
-  "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
+  "apply_command": $(printf '%s' "$apply_cmd" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),
+  "notification_format": $(if [ -n "${LIVE_CI_NOTIFICATION_FORMAT:-}" ]; then printf '"%s"' "$LIVE_CI_NOTIFICATION_FORMAT"; else echo null; fi),
+  "drift_schedule_expression": $(if [ -n "${LIVE_CI_DRIFT_SCHEDULE:-}" ]; then printf '%s' "$LIVE_CI_DRIFT_SCHEDULE" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'; else echo null; fi)
 }
 EOF
   mv "$deploy/local.auto.tfvars.json.new" "$deploy/local.tfvars.json"

@@ -1,6 +1,6 @@
 """The target accounts' plan and apply roles in the local cloud, as a team creates
 them in its accounts (infra/README.md): each trusts the live-ci task roles that
-assume it — an account's plan role pr-plan, create-deploy-stack and that account's
+assume it — an account's plan role pr-plan, create-deploy-stack, drift and that account's
 plan-phase terra-run role; its apply role only that account's apply-phase terra-run
 role —, the plan role reads, the apply role administers. Without them the local
 cloud's IAM (LIVE_CI_IAM_ENFORCE=1) refuses the tasks' sts:AssumeRole, as AWS would.
@@ -80,9 +80,9 @@ def main() -> int:
         accounts = json.load(f)
     task_roles = json.loads(task_roles_json)
     terra_run_roles = json.loads(terra_run_roles_json)
-    # pr-plan and create-deploy-stack plan (the plan scan); terra-run's roles are the
-    # account's own, one per phase.
-    planners = sorted({task_roles[k] for k in ("pr-plan", "create-deploy-stack") if k in task_roles})
+    # pr-plan, create-deploy-stack (the plan scan) and drift plan; terra-run's roles
+    # are the account's own, one per phase.
+    planners = sorted({task_roles[k] for k in ("pr-plan", "create-deploy-stack", "drift") if k in task_roles})
     for account in accounts:
         own = terra_run_roles[account["name"]]
         ensure_role(endpoint, account["plan_role_arn"], sorted({*planners, own["plan"]}), PLAN_POLICY)

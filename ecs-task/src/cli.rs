@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "live-ci-task",
     version,
-    about = "live-ci's ECS task: create-deploy-stack, terra-run, pr-plan (configured by environment variables)"
+    about = "live-ci's ECS task: create-deploy-stack, terra-run, pr-plan, drift (configured by environment variables)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -22,6 +22,8 @@ pub enum TaskCommand {
     TerraRun,
     /// Plan the units a pull request affects; statuses and a summary comment.
     PrPlan,
+    /// Plan every unit of the trunk head with plan roles only; record drift, file issues, notify.
+    Drift,
     /// Print the environment variables and IAM actions the task uses, as JSON.
     Contract,
 }
@@ -37,6 +39,7 @@ mod tests {
             (TaskKind::CreateDeployStack, TaskCommand::CreateDeployStack),
             (TaskKind::TerraRun, TaskCommand::TerraRun),
             (TaskKind::PrPlan, TaskCommand::PrPlan),
+            (TaskKind::Drift, TaskCommand::Drift),
         ] {
             let cli = Cli::try_parse_from(["live-ci-task", kind.subcommand()]).unwrap();
             assert_eq!(cli.command, expected);

@@ -62,6 +62,8 @@ pub const ENV_VARS: &[&str] = &[
     "METADB_SECRET_ARN",
     "METADB_NAME",
     METADB_TERRA_RUN_SECRET_ARN,
+    METADB_DRIFT_SECRET_ARN,
+    live_ci_aws::NOTIFICATION_TOPIC_ENV,
     task::PR_NUMBER,
     task::COMMIT,
     task::BASE_REF,
@@ -104,6 +106,10 @@ pub const RUN_PAGE_URL: &str = "RUN_PAGE_URL";
 /// create-deploy-stack (the migrator) sets terra-run's own metadb login: this
 /// is the secret holding its password (`live_ci_metadb::provision_terra_run_login`).
 pub const METADB_TERRA_RUN_SECRET_ARN: &str = "METADB_TERRA_RUN_SECRET_ARN";
+
+/// create-deploy-stack (the migrator) sets the drift job's own metadb login
+/// too: the secret holding its password (`live_ci_metadb::provision_login`).
+pub const METADB_DRIFT_SECRET_ARN: &str = "METADB_DRIFT_SECRET_ARN";
 
 /// The metadb's actions through the RDS Data API (`live_ci_metadb::AWS_ACTIONS`).
 const METADB_ACTIONS: [&str; 5] = [
@@ -158,11 +164,32 @@ pub const TERRA_RUN_AWS_ACTIONS: &[&str] = &[
     METADB_ACTIONS[4],
 ];
 
+/// What `drift` calls: the GitHub App's key or token (SecureString:
+/// `kms:Decrypt`), the accounts' plan roles (`sts:AssumeRole`: the module
+/// names only plan roles as its resources), its own metadb login (Data API
+/// and its login secret) and the notification topic (a KMS-encrypted topic:
+/// SNS asks the publisher's `kms:GenerateDataKey`). No apply role, no
+/// merge-lock parameter write (`ssm:PutParameter`), no plan bucket, no
+/// state machine: a drift check never deploys nor holds what a deploy needs.
+pub const DRIFT_AWS_ACTIONS: &[&str] = &[
+    "ssm:GetParameter",
+    "kms:Decrypt",
+    "sts:AssumeRole",
+    "sns:Publish",
+    "kms:GenerateDataKey",
+    METADB_ACTIONS[0],
+    METADB_ACTIONS[1],
+    METADB_ACTIONS[2],
+    METADB_ACTIONS[3],
+    METADB_ACTIONS[4],
+];
+
 /// Each subcommand's actions, for its own task role in the Terraform module.
 pub const JOB_AWS_ACTIONS: &[(&str, &[&str])] = &[
     ("pr-plan", PR_PLAN_AWS_ACTIONS),
     ("create-deploy-stack", CREATE_DEPLOY_STACK_AWS_ACTIONS),
     ("terra-run", TERRA_RUN_AWS_ACTIONS),
+    ("drift", DRIFT_AWS_ACTIONS),
 ];
 
 /// Every IAM action the binary calls (the union of [`JOB_AWS_ACTIONS`]).
@@ -179,6 +206,7 @@ pub const AWS_ACTIONS: &[&str] = &[
     "s3:GetObject",
     "s3:GetObjectVersion",
     "lambda:InvokeFunction",
+    "sns:Publish",
     METADB_ACTIONS[0],
     METADB_ACTIONS[1],
     METADB_ACTIONS[2],
@@ -806,6 +834,8 @@ pub enum Config {
         /// terra-run's login secret, which this migrator fills (Data API
         /// only: a direct connection's terra-run keeps the URL it is given).
         terra_run_secret: Option<String>,
+        /// The drift job's login secret, filled the same way.
+        drift_secret: Option<String>,
         /// Where the run's packed checkout is stored (the plan bucket).
         plan_bucket: String,
         job: CreateDeployStackConfig,
@@ -819,6 +849,14 @@ pub enum Config {
     /// role has no `rds-data` actions and no secret of it), whatever
     /// `METADB_*` the task's environment shares with the other subcommands.
     PrPlan { job: PrPlanConfig },
+    /// drift logs in as its own restricted login (the module gives it that
+    /// login's secret or URL, never the master's) and publishes to the
+    /// notification topic when one is configured.
+    Drift {
+        metadb: MetadbConfig,
+        notification_topic: Option<String>,
+        job: DriftConfig,
+    },
     /// `contract` reads no environment.
     Contract,
 }
@@ -839,11 +877,13 @@ impl Config {
                 let job = CreateDeployStackConfig::read(&mut check);
                 let metadb = check.metadb();
                 let terra_run_secret = check.opt(METADB_TERRA_RUN_SECRET_ARN);
+                let drift_secret = check.opt(METADB_DRIFT_SECRET_ARN);
                 let plan_bucket = check.req("PLAN_BUCKET");
                 (|| {
                     Some(Config::CreateDeployStack {
                         metadb: metadb?,
                         terra_run_secret,
+                        drift_secret,
                         plan_bucket: plan_bucket?,
                         job: job?,
                     })
@@ -863,6 +903,20 @@ impl Config {
             }
             // No metadb, even when METADB_* is set: see `Config::PrPlan`.
             TaskCommand::PrPlan => PrPlanConfig::read(&mut check).map(|job| Config::PrPlan { job }),
+            TaskCommand::Drift => {
+                let job = DriftConfig::read(&mut check);
+                let metadb = check.metadb();
+                let notification_topic = check
+                    .opt(live_ci_aws::NOTIFICATION_TOPIC_ENV)
+                    .filter(|arn| !arn.trim().is_empty());
+                (|| {
+                    Some(Config::Drift {
+                        metadb: metadb?,
+                        notification_topic,
+                        job: job?,
+                    })
+                })()
+            }
             TaskCommand::Contract => Some(Config::Contract),
         };
         let task_token = match command {
@@ -881,6 +935,7 @@ impl Config {
             Config::CreateDeployStack { job, .. } => Some(&job.common),
             Config::TerraRun { job, .. } => Some(&job.common),
             Config::PrPlan { job, .. } => Some(&job.common),
+            Config::Drift { job, .. } => Some(&job.common),
             Config::Contract => None,
         }
     }
@@ -905,12 +960,14 @@ pub fn github_web_url(api_url: &str) -> String {
 
 impl Config {
     /// The private module sources this subcommand's repository code may
-    /// read: create-deploy-stack and terra-run run merged code; pr-plan a
-    /// trusted head's, or a fork's only with `MODULE_SOURCES_FOR_FORKS`.
+    /// read: create-deploy-stack, terra-run and drift run merged code;
+    /// pr-plan a trusted head's, or a fork's only with `MODULE_SOURCES_FOR_FORKS`.
     pub fn module_sources(&self) -> Option<&ModuleSources> {
         let sources = self.common()?.module_sources.as_ref()?;
         match self {
-            Config::CreateDeployStack { .. } | Config::TerraRun { .. } => Some(sources),
+            Config::CreateDeployStack { .. } | Config::TerraRun { .. } | Config::Drift { .. } => {
+                Some(sources)
+            }
             Config::PrPlan { job } => (job.head_trusted || sources.for_forks).then_some(sources),
             Config::Contract => None,
         }
@@ -990,6 +1047,7 @@ mod tests {
             TaskCommand::CreateDeployStack,
             TaskCommand::TerraRun,
             TaskCommand::PrPlan,
+            TaskCommand::Drift,
         ] {
             const TOKEN: &[&str] = &[
                 live_ci_github::APP_ID,

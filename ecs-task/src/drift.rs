@@ -8,9 +8,10 @@
 //! A drift check never takes the merge lock, never applies and writes nothing
 //! a deploy reads: its metadb role (migration 0020) may only write its own
 //! tables. "A merge during a check wins": the units of the runs running or
-//! queued when the check starts or ends (`RunStore::busy_units`) are recorded
-//! `superseded`, not drifted, since their plan compares the cloud with a
-//! commit a deploy is replacing.
+//! queued when the check starts or ends (`RunStore::busy_units`), and of every
+//! run made after the check started even if it also finished before the
+//! check ended ([`merged_during`]), are recorded `superseded`, not drifted,
+//! since their plan compares the cloud with a commit a deploy is replacing.
 
 use std::collections::BTreeSet;
 
@@ -54,6 +55,65 @@ impl DriftReport {
             .iter()
             .filter(|r| r.state == DriftState::Drifted)
     }
+
+    /// The report the task prints to its log: one line per unit (state,
+    /// counts, what was done with its issue), then the filters' exclusions
+    /// and the warnings.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut out = format!(
+            "live-ci drift: check {} of trunk commit {}: {} unit(s) planned, {} drifted\n",
+            self.check_id,
+            self.commit,
+            self.results.len(),
+            self.drifted().count()
+        );
+        let width = self
+            .results
+            .iter()
+            .map(|r| r.unit.as_str().len())
+            .max()
+            .unwrap_or(0);
+        for r in &self.results {
+            let issue = self
+                .issues
+                .iter()
+                .find(|(u, _, _)| *u == r.unit)
+                .map(|(_, action, n)| match (action, n) {
+                    (IssueAction::Open, Some(n)) => format!("  issue #{n} opened"),
+                    (IssueAction::Update(n), _) => format!("  issue #{n} updated"),
+                    (IssueAction::Close(n), _) => format!("  issue #{n} closed"),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "  {:width$}  {:10}  +{} ~{} -{}{issue}",
+                r.unit.as_str(),
+                r.state.as_str(),
+                r.counts.add,
+                r.counts.change,
+                r.counts.destroy,
+            );
+            if let Some(m) = &r.message {
+                let _ = write!(out, "  ({})", m.lines().next().unwrap_or_default());
+            }
+            out.push('\n');
+        }
+        for e in &self.excluded {
+            let _ = writeln!(
+                out,
+                "  excluded: {} by {} ({})",
+                e.path,
+                e.source,
+                e.expressions.join(", ")
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+        out
+    }
 }
 
 /// The ports a drift check uses.
@@ -78,8 +138,9 @@ where
     N: Notifications,
 {
     let trunk = format!("origin/{}", config.common.trunk_branch);
-    // Units a running or queued run deploys now; read again after the plans.
-    let busy_before = RunStore::busy_units(ports.store).await.port("metadb")?;
+    // Units a running or queued run deploys now, and the mark past which
+    // every new run counts; read again after the plans.
+    let start = BusyMark::take(ports.store).await?;
     let checkout = Checkout::new(repo, &trunk)?;
     let commit = checkout.commit.clone();
     println!("live-ci drift: planning every unit of {trunk} at {commit}");
@@ -165,8 +226,7 @@ where
     )
     .await?;
     drop(ssh);
-    let busy_after = RunStore::busy_units(ports.store).await.port("metadb")?;
-    let busy: BTreeSet<String> = busy_before.into_iter().chain(busy_after).collect();
+    let busy = merged_during(ports.store, start).await?;
     let results: Vec<UnitDrift> = plans
         .into_iter()
         .map(|p| {
@@ -302,6 +362,38 @@ async fn notify<S, R, I, N>(
     if let Some(w) = announce(ports.notifications, event).await {
         report.warnings.push(w);
     }
+}
+
+/// What a check knows of the deploys when it starts: the units running or
+/// queued runs deploy, and the newest run's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusyMark {
+    busy: Vec<String>,
+    latest_run: i64,
+}
+
+impl BusyMark {
+    pub async fn take<S: DriftStore + RunStore>(store: &S) -> Result<Self> {
+        let busy = RunStore::busy_units(store).await.port("metadb")?;
+        let latest_run = store.latest_run_id().await.port("metadb")?;
+        Ok(BusyMark { busy, latest_run })
+    }
+}
+
+/// The units a merge touched while the check planned: those of the runs
+/// running or queued at its start or now, and of every run made since the
+/// start, even one that started and finished in between (which neither
+/// look at running and queued runs sees).
+pub async fn merged_during<S: DriftStore + RunStore>(
+    store: &S,
+    start: BusyMark,
+) -> Result<BTreeSet<String>> {
+    let now = RunStore::busy_units(store).await.port("metadb")?;
+    let since = store
+        .units_of_runs_after(start.latest_run)
+        .await
+        .port("metadb")?;
+    Ok(start.busy.into_iter().chain(now).chain(since).collect())
 }
 
 fn short(commit: &str) -> &str {

@@ -28,7 +28,7 @@ pub mod timeline;
 
 pub use config::{
     AWS_ACTIONS, CREATE_DEPLOY_STACK_AWS_ACTIONS, Common, Config, ConfigErrors,
-    CreateDeployStackConfig, DriftConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS,
+    CreateDeployStackConfig, DRIFT_AWS_ACTIONS, DriftConfig, ENV_VARS, FromLookup, JOB_AWS_ACTIONS,
     PR_PLAN_AWS_ACTIONS, PhaseInput, PrPlanConfig, ScanType, TERRA_RUN_AWS_ACTIONS, TerraRunConfig,
 };
 pub use error::{Result, TaskError};

@@ -3,7 +3,9 @@
 
 use anyhow::Context;
 use clap::Parser;
-use live_ci_aws::{LambdaInvoker, S3ArtifactStore, SsmParamStore, StsRoleAssumer};
+use live_ci_aws::{
+    LambdaInvoker, S3ArtifactStore, SnsNotifications, SsmParamStore, StsRoleAssumer,
+};
 use live_ci_core::approval::RunPages;
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::GitHost;
@@ -12,13 +14,14 @@ use live_ci_core::settings::ConfigError;
 use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{Credentials, GitHubClient, Job};
-use live_ci_metadb::AnyMetadb;
+use live_ci_metadb::{AnyMetadb, LoginRole};
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::config::TerraRunConfig;
 use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
+use live_ci_task::drift::{DriftPorts, drift_check};
 use live_ci_task::pr_plan::pr_plan;
-use live_ci_task::startup::{open_metadb_as_migrator, open_metadb_reading};
+use live_ci_task::startup::{open_metadb_as_migrator, open_metadb_checked, open_metadb_reading};
 use live_ci_task::terra_run::{TerraRunPorts, run_pages, terra_run_with};
 use live_ci_task::{
     AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, git_credentials, logs, sandbox, timeline,
@@ -98,12 +101,25 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
             Config::CreateDeployStack {
                 metadb,
                 terra_run_secret,
+                drift_secret,
                 ..
-            } => Some(
-                open_metadb_as_migrator(metadb, terra_run_secret.as_deref(), &aws)
-                    .await
-                    .map(|m| (m, None)),
-            ),
+            } => {
+                let logins: Vec<(LoginRole, &str)> = [
+                    (LoginRole::TerraRun, terra_run_secret),
+                    (LoginRole::Drift, drift_secret),
+                ]
+                .into_iter()
+                .filter_map(|(role, secret)| secret.as_deref().map(|s| (role, s)))
+                .collect();
+                Some(
+                    open_metadb_as_migrator(metadb, &logins, &aws)
+                        .await
+                        .map(|m| (m, None)),
+                )
+            }
+            Config::Drift { metadb, .. } => {
+                Some(open_metadb_checked(metadb, &aws).await.map(|m| (m, None)))
+            }
             Config::TerraRun { metadb, job, .. } => {
                 Some(open_metadb_reading(metadb, &aws, &job.execution_id).await)
             }
@@ -161,6 +177,28 @@ async fn task_main(config: Result<Config, live_ci_task::ConfigErrors>) -> anyhow
         switches,
         run_pages,
     };
+    // drift files issues: GitHub is its report, not an advisory extra.
+    if let Config::Drift {
+        job,
+        notification_topic,
+        ..
+    } = &config
+    {
+        let github = github.context("drift needs REPO_FULL_NAME and a github token or app")?;
+        let notifications = SnsNotifications::new(
+            live_ci_aws::sdk::sns::Client::new(&clients.aws),
+            notification_topic.clone(),
+        );
+        let ports = DriftPorts {
+            store: opened(&clients.metadb)?,
+            roles: &clients.roles,
+            issues: &github,
+            notifications: &notifications,
+        };
+        let report = drift_check(job, &clients.repo, &ports).await?;
+        print!("{}", report.render());
+        return Ok(());
+    }
     // Without a GitHub token statuses go to a host that posts nothing.
     match &github {
         Some(github) => run(&config, common, &clients, github).await,
@@ -179,6 +217,7 @@ async fn github_client(
     let job = match config {
         Config::CreateDeployStack { .. } => Job::CreateDeployStack,
         Config::TerraRun { .. } => Job::TerraRun,
+        Config::Drift { .. } => Job::Drift,
         Config::PrPlan { .. } | Config::Contract => Job::PrPlan,
     };
     let Some(auth) = &common.github else {
@@ -335,7 +374,8 @@ async fn run<G: GitHost>(
                 );
             }
         }
-        Config::Contract => {}
+        // Handled before: it needs the issues of a real GitHub client.
+        Config::Drift { .. } | Config::Contract => {}
     }
     Ok(())
 }

@@ -1,15 +1,16 @@
 //! What every subcommand does first: open the metadb the module configured
 //! (direct PostgreSQL or the RDS Data API). create-deploy-stack, which holds the
 //! master secret, brings its schema up to date under the migrations' advisory
-//! lock and sets terra-run's own login; terra-run, logged in as that restricted
-//! login, only checks the schema is current (its role may not migrate), failing
-//! with the expected and found versions otherwise.
+//! lock and sets the restricted jobs' own logins (terra-run's, drift's);
+//! terra-run and drift, each logged in as its restricted login, only check the
+//! schema is current (their roles may not migrate), failing with the expected
+//! and found versions otherwise.
 
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::{ExecutionStore, PortResultExt};
 use live_ci_metadb::{
-    AnyMetadb, MetadbConfig, SecretsManagerLogin, Sql, Store, check_schema, database_of_url,
-    provision_terra_run_login,
+    AnyMetadb, LoginRole, MetadbConfig, SecretsManagerLogin, Sql, Store, check_schema,
+    database_of_url, provision_login,
 };
 
 use crate::error::{Result, TaskError};
@@ -25,19 +26,20 @@ pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> 
     Ok(metadb)
 }
 
-/// create-deploy-stack's start: [`open_metadb`], then terra-run's login set
-/// from `terra_run_secret`. Through a direct connection the secret also gets
-/// the login's URL on this metadb, which ECS gives terra-run as its
-/// `METADB_URL` (infra/ecs.tf): terra-run never holds the master URL.
+/// create-deploy-stack's start: [`open_metadb`], then each restricted job's
+/// login set from its secret (`logins`: terra-run's, drift's, as the module
+/// configures them). Through a direct connection each secret also gets the
+/// login's URL on this metadb, which ECS gives the job as its `METADB_URL`
+/// (infra/ecs.tf): neither job ever holds the master URL.
 pub async fn open_metadb_as_migrator(
     config: &MetadbConfig,
-    terra_run_secret: Option<&str>,
+    logins: &[(LoginRole, &str)],
     aws: &aws_config::SdkConfig,
 ) -> Result<AnyMetadb> {
     let metadb = open_metadb(config, aws).await?;
-    let Some(secret) = terra_run_secret else {
+    if logins.is_empty() {
         return Ok(metadb);
-    };
+    }
     let (database, direct_url) = match config {
         MetadbConfig::DataApi { database, .. } => (database.clone(), None),
         MetadbConfig::Postgres { url } => (
@@ -47,12 +49,26 @@ pub async fn open_metadb_as_migrator(
             Some(url.as_str()),
         ),
     };
-    let secret = SecretsManagerLogin::from_sdk_config(aws, secret);
-    let login = provision_terra_run_login(metadb.sql(), &secret, &database, direct_url)
-        .await
-        .port("metadb")
-        .map_err(TaskError::Migrate)?;
-    tracing::debug!(login, "terra-run's metadb login is set");
+    for &(role, secret) in logins {
+        let secret = SecretsManagerLogin::from_sdk_config(aws, secret);
+        let login = provision_login(metadb.sql(), &secret, &database, role, direct_url)
+            .await
+            .port("metadb")
+            .map_err(TaskError::Migrate)?;
+        tracing::debug!(login, job = role.name(), "the job's metadb login is set");
+    }
+    Ok(metadb)
+}
+
+/// The drift job's start: its own login may not migrate, so it checks the
+/// schema is current (as terra-run does) and fails naming the versions
+/// otherwise.
+pub async fn open_metadb_checked(
+    config: &MetadbConfig,
+    aws: &aws_config::SdkConfig,
+) -> Result<AnyMetadb> {
+    let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
+    checked(check_schema(metadb.sql()).await)?;
     Ok(metadb)
 }
 

@@ -91,6 +91,8 @@ module "live_ci" {
   max_parallel             = var.max_parallel
   # Locally a sweep every minute recovers lost claims quickly.
   sweep_schedule_expression = "rate(1 minute)"
+  drift_schedule_expression = var.drift_schedule_expression
+  notification_format       = var.notification_format
   stale_claim_seconds       = 60
 
   github_webhook_secret = var.github_webhook_secret

@@ -150,3 +150,15 @@ variable "max_parallel" {
   default     = 4
 }
 
+
+variable "drift_schedule_expression" {
+  description = "The module's drift_schedule_expression (null: no drift checks); the e2e sets one and invokes trigger-sf with the rule's input itself."
+  type        = string
+  default     = null
+}
+
+variable "notification_format" {
+  description = "The module's notification_format (null: no notifications); the e2e sets json and points the URL parameter at a receiver on 127.0.0.1."
+  type        = string
+  default     = null
+}

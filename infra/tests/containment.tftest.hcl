@@ -42,6 +42,12 @@ override_resource {
   override_during = plan
   values          = { arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run" }
 }
+# The drift login's secret, which create-deploy-stack (the migrator) fills.
+override_resource {
+  target          = aws_secretsmanager_secret.metadb_drift
+  override_during = plan
+  values          = { arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/drift" }
+}
 
 variables {
   repo_full_name        = "acme/live"
@@ -281,8 +287,8 @@ run "with_direct_connections_terra_run_gets_its_own_logins_url_never_the_master"
   assert {
     condition = toset(flatten([
       for s in data.aws_iam_policy_document.task_execution.statement : s.resources if contains(s.actions, "secretsmanager:GetSecretValue")
-    ])) == toset(["arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run"])
-    error_message = "the execution role reads terra-run's login secret (and no other secret) to inject its URL"
+    ])) == toset(["arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/terra-run", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:live-ci/metadb/drift"])
+    error_message = "the execution role reads terra-run's and drift's login secrets (and no other secret) to inject their URLs"
   }
   assert {
     condition = toset(flatten([

@@ -59,6 +59,12 @@ fn task_variables(kind: TaskKind) -> [&'static str; 4] {
             "TERRA_RUN_LOG_GROUP",
             "TERRA_RUN_LOG_STREAM_PREFIX",
         ],
+        TaskKind::Drift => [
+            "DRIFT_TASK_DEFINITION_ARN",
+            "DRIFT_CONTAINER_NAME",
+            "DRIFT_LOG_GROUP",
+            "DRIFT_LOG_STREAM_PREFIX",
+        ],
     }
 }
 

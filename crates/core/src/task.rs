@@ -12,6 +12,8 @@ pub enum TaskKind {
     PrPlan,
     CreateDeployStack,
     TerraRun,
+    /// The scheduled drift check of the trunk head (issue 32 item 4).
+    Drift,
 }
 
 impl TaskKind {
@@ -20,6 +22,7 @@ impl TaskKind {
             TaskKind::PrPlan => "pr-plan",
             TaskKind::CreateDeployStack => "create-deploy-stack",
             TaskKind::TerraRun => "terra-run",
+            TaskKind::Drift => "drift",
         }
     }
 }
@@ -106,6 +109,21 @@ pub fn create_deploy_stack_spec(
     }
 }
 
+/// The scheduled drift check (issue 32 item 4), as trigger-sf launches it
+/// for the module's `drift_schedule_expression`: the drift task and nothing
+/// else. No commit (it plans the trunk's head when it starts), no pull
+/// request, and nothing that names the merge lock: a drift launch never
+/// takes it. `tick` names the schedule's firing (EventBridge's event time),
+/// so a delivery EventBridge repeats starts one task (the idempotency token).
+pub fn drift_spec(tick: &str) -> TaskSpec {
+    let trigger = format!("drift-{tick}");
+    TaskSpec {
+        kind: TaskKind::Drift,
+        env: BTreeMap::from([(env::DELIVERY_ID.to_string(), trigger.clone())]),
+        client_token: client_token(&trigger),
+    }
+}
+
 /// ECS takes at most 64 characters of `[a-zA-Z0-9_-]` as a client token;
 /// GitHub's delivery ids are 36-character GUIDs, kept as they are.
 pub fn client_token(trigger: &str) -> String {
@@ -163,6 +181,21 @@ mod tests {
         );
         assert_eq!(sweep.client_token, "sweepm21");
         assert_eq!(client_token(&"x".repeat(80)).len(), 64);
+    }
+
+    #[test]
+    fn a_drift_launch_is_the_drift_task_with_its_tick_only() {
+        let drift = drift_spec("2026-11-27T09:00:00Z");
+        assert_eq!(drift.kind, TaskKind::Drift);
+        assert_eq!(drift.kind.subcommand(), "drift");
+        assert_eq!(
+            drift.env,
+            BTreeMap::from([(
+                env::DELIVERY_ID.to_string(),
+                "drift-2026-11-27T09:00:00Z".to_string()
+            )])
+        );
+        assert_eq!(drift.client_token, "drift-2026-11-27T090000Z");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use live_ci_core::status::{CommitStatus, PullRequest};
 use live_ci_core::port::{BranchHead, CommitPullRequest};
 
 use live_ci_core::port::GitHost;
+use live_ci_core::port::IssueHost;
 use live_ci_core::port::PullRequestAuthority;
 use live_ci_core::port::{PullRequestComment, PullRequestVotes};
 use live_ci_core::webhook::{PullRequestHead, RepoPermission};
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 use crate::app::AppAuth;
 use crate::auth::Credentials;
 use crate::error::GitHubError;
-use crate::permissions::{CLONE, Job, required};
+use crate::permissions::{CLONE, Job, Thread, required};
 use crate::retry::{RetryPolicy, retry_delay};
 
 const PER_PAGE: u32 = 100;
@@ -320,7 +321,7 @@ impl GitHubClient {
     }
 
     /// Refuses a request outside the job's permissions before it is sent.
-    fn permit(&self, method: &Method, path: &str) -> Result<(), GitHubError> {
+    fn permit(&self, method: &Method, path: &str, thread: Thread) -> Result<(), GitHubError> {
         let path_only = path.split('?').next().unwrap_or(path);
         let in_repo = path_only
             .strip_prefix(&format!("/repos/{}/", self.repo))
@@ -330,7 +331,7 @@ impl GitHubClient {
                 id.chars().all(|c| c.is_ascii_digit()).then_some(rest)
             });
         let needs = match in_repo {
-            Some(rest) => required(method, rest),
+            Some(rest) => required(method, rest, thread),
             None => crate::permissions::required_outside_repo(method, path_only),
         };
         match needs {
@@ -376,17 +377,29 @@ impl GitHubClient {
         format!("{}/repos/{}/{}", self.base, self.repo, rest)
     }
 
-    /// Sends one request within the job's permissions, as the configured
-    /// credentials; with an App, a 401 fetches a new installation token and
-    /// tries once more.
+    /// [`Self::send_on`] for everything but real issues: an issue number
+    /// names a pull request.
     async fn send(
         &self,
         method: Method,
         url: &str,
         body: Option<&Value>,
     ) -> Result<(Value, HeaderMap), GitHubError> {
+        self.send_on(Thread::PullRequest, method, url, body).await
+    }
+
+    /// Sends one request within the job's permissions, as the configured
+    /// credentials; with an App, a 401 fetches a new installation token and
+    /// tries once more. `thread`: what an issue number in the path names.
+    async fn send_on(
+        &self,
+        thread: Thread,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<(Value, HeaderMap), GitHubError> {
         let path = url.strip_prefix(&self.base).unwrap_or(url);
-        self.permit(&method, path)?;
+        self.permit(&method, path, thread)?;
         let app = match (&self.app, &self.config.credentials) {
             (Some(app), _) => app,
             (None, Credentials::Token(token)) => {
@@ -513,10 +526,15 @@ impl GitHubClient {
     /// Every item of a paginated list, following `Link: <…>; rel="next"` only
     /// within the configured API host (the token must not leave it).
     async fn get_all(&self, first: String) -> Result<Vec<Value>, GitHubError> {
+        self.get_all_on(Thread::PullRequest, first).await
+    }
+
+    /// [`Self::get_all`] about `thread`.
+    async fn get_all_on(&self, thread: Thread, first: String) -> Result<Vec<Value>, GitHubError> {
         let mut items = Vec::new();
         let mut next = Some(first);
         while let Some(url) = next.take() {
-            let (page, headers) = self.send(Method::GET, &url, None).await?;
+            let (page, headers) = self.send_on(thread, Method::GET, &url, None).await?;
             match page {
                 Value::Array(list) => items.extend(list),
                 other => {
@@ -1004,6 +1022,117 @@ impl BranchHead for GitHubClient {
             });
         }
         Ok(pulls)
+    }
+}
+
+/// The label every drift issue carries: the open ones are listed by it.
+pub const DRIFT_LABEL: &str = "live-ci-drift";
+
+/// `GET …/issues`: the fields finding the bot's issue needs.
+#[derive(Deserialize)]
+struct IssueEntry {
+    number: u64,
+    #[serde(default)]
+    body: Option<String>,
+    /// Null for a deleted ("ghost") account.
+    #[serde(default)]
+    user: Option<CommentUser>,
+    /// Present when the entry is a pull request (GitHub lists both).
+    #[serde(default)]
+    pull_request: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct CreatedIssue {
+    number: u64,
+}
+
+/// The drift job's issues (`Job::Drift`: issues: write). Every request goes
+/// out as being about a real issue ([`Thread::Issue`]), so the token must
+/// hold the issues permission even for a comment.
+impl IssueHost for GitHubClient {
+    type Error = GitHubError;
+
+    /// `GET /repos/{o}/{r}/issues?state=open&labels=live-ci-drift` (all
+    /// pages): the first open issue, not a pull request, opened by the bot
+    /// itself, whose body holds `marker`.
+    async fn find_bot_issue(&self, marker: &str) -> Result<Option<u64>, GitHubError> {
+        let url = self.repo_url(&format!(
+            "issues?state=open&labels={DRIFT_LABEL}&per_page={PER_PAGE}"
+        ));
+        let issues = self.get_all_on(Thread::Issue, url.clone()).await?;
+        let me = self.bot_login().await?;
+        for item in issues {
+            let issue: IssueEntry = self.decode(&url, item)?;
+            let mine = issue
+                .user
+                .as_ref()
+                .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
+            let holds = issue.body.as_deref().is_some_and(|b| b.contains(marker));
+            if mine && holds && issue.pull_request.is_none() {
+                return Ok(Some(issue.number));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `POST /repos/{o}/{r}/issues` with the drift label.
+    async fn create_issue(&self, title: &str, body: &str) -> Result<u64, GitHubError> {
+        let url = self.repo_url("issues");
+        let payload = json!({ "title": title, "body": body, "labels": [DRIFT_LABEL] });
+        let (value, _) = self
+            .send_on(Thread::Issue, Method::POST, &url, Some(&payload))
+            .await?;
+        let created: CreatedIssue = self.decode(&url, value)?;
+        Ok(created.number)
+    }
+
+    /// `PATCH /repos/{o}/{r}/issues/{number}` with the title and body.
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), GitHubError> {
+        let url = self.repo_url(&format!("issues/{number}"));
+        let payload = json!({ "title": title, "body": body });
+        self.send_on(Thread::Issue, Method::PATCH, &url, Some(&payload))
+            .await?;
+        Ok(())
+    }
+
+    /// `POST …/issues/{number}/comments`, then `PATCH …/issues/{number}`
+    /// with `state: closed, state_reason: completed`.
+    async fn close_issue(&self, number: u64, comment: &str) -> Result<(), GitHubError> {
+        let url = self.repo_url(&format!("issues/{number}/comments"));
+        self.send_on(
+            Thread::Issue,
+            Method::POST,
+            &url,
+            Some(&json!({ "body": comment })),
+        )
+        .await?;
+        let url = self.repo_url(&format!("issues/{number}"));
+        let payload = json!({ "state": "closed", "state_reason": "completed" });
+        self.send_on(Thread::Issue, Method::PATCH, &url, Some(&payload))
+            .await?;
+        Ok(())
+    }
+
+    /// `https://github.com/{o}/{r}/issues/{n}` (or the Enterprise host's).
+    fn issue_url(&self, number: u64) -> Option<String> {
+        Some(format!(
+            "{}/{}/issues/{number}",
+            web_base(&self.base),
+            self.repo
+        ))
+    }
+}
+
+/// The web host of a GitHub API base: github.com for api.github.com,
+/// `https://HOST` for GitHub Enterprise's `https://HOST/api/v3`, the base
+/// itself otherwise (a local stand-in).
+fn web_base(api_base: &str) -> String {
+    let api = api_base.trim_end_matches('/');
+    if api == "https://api.github.com" {
+        "https://github.com".to_string()
+    } else {
+        api.trim_end_matches("/api/v3").to_string()
     }
 }
 

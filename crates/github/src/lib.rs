@@ -15,7 +15,7 @@ pub use auth::{
     APP_ID, APP_INSTALLATION_ID, APP_PRIVATE_KEY_PARAM, AUTH_ENV_VARS, Credentials, GitHubAuth,
     TOKEN_PARAM, connect,
 };
-pub use client::{GitHubClient, GitHubConfig, check_run_body};
+pub use client::{DRIFT_LABEL, GitHubClient, GitHubConfig, check_run_body};
 pub use error::GitHubError;
 pub use permissions::Job;
 pub use retry::RetryPolicy;

@@ -19,6 +19,7 @@ pub enum Job {
     CreateDeployStack,
     TerraRun,
     ApprovalResponse,
+    Drift,
 }
 
 /// A GitHub App permission, by the name GitHub's API uses: repository
@@ -27,6 +28,7 @@ pub enum Job {
 pub enum Permission {
     Checks,
     Contents,
+    Issues,
     Members,
     Metadata,
     PullRequests,
@@ -44,7 +46,7 @@ pub enum Access {
 pub type Grant = (Permission, Access);
 
 use Access::{Read, Write};
-use Permission::{Checks, Contents, Members, Metadata, PullRequests, Statuses};
+use Permission::{Checks, Contents, Issues, Members, Metadata, PullRequests, Statuses};
 
 /// Every job's permissions, the only place they are written. Why each:
 /// - receiver: the merge lock status (statuses), the pull request, its files
@@ -63,6 +65,10 @@ use Permission::{Checks, Contents, Members, Metadata, PullRequests, Statuses};
 ///   merge commit, answers with one comment (pull requests: write), and asks
 ///   whether the commenter is an active member of a voting team (members:
 ///   read, an organization permission).
+/// - drift (issue 32 item 4): clones the trunk head (contents: read) and
+///   keeps one issue per drifted unit: lists the open drift issues, opens,
+///   edits, comments on and closes them (issues: write, which reads too).
+///   Nothing else: it posts no status and touches no pull request.
 ///
 /// Every job that posts statuses holds checks: write too: with an App, a
 /// unit's status is a check run ([`crate::GitHubClient::with_check_runs`]);
@@ -113,6 +119,7 @@ pub const JOB_PERMISSIONS: &[(Job, &[Grant])] = &[
         Job::ApprovalResponse,
         &[(Members, Read), (PullRequests, Write)],
     ),
+    (Job::Drift, &[(Contents, Read), (Issues, Write)]),
 ];
 
 /// What cloning the live repository over HTTPS with the job's token needs.
@@ -124,13 +131,14 @@ pub const MODULE_SOURCES: Grant = (Contents, Read);
 
 impl Job {
     /// Every job, in the table's order.
-    pub const ALL: [Job; 6] = [
+    pub const ALL: [Job; 7] = [
         Job::Receiver,
         Job::TriggerSf,
         Job::PrPlan,
         Job::CreateDeployStack,
         Job::TerraRun,
         Job::ApprovalResponse,
+        Job::Drift,
     ];
 
     /// The job's name as the module and the logs spell it.
@@ -142,6 +150,7 @@ impl Job {
             Job::CreateDeployStack => "create-deploy-stack",
             Job::TerraRun => "terra-run",
             Job::ApprovalResponse => "approval-response",
+            Job::Drift => "drift",
         }
     }
 
@@ -162,9 +171,13 @@ impl Job {
 
     /// Whether the job runs repository code (terraform, terragrunt), and so
     /// may ask for a separate token for private module sources: pr-plan,
-    /// create-deploy-stack (a plan scan) and terra-run. The Lambdas never.
+    /// create-deploy-stack (a plan scan), terra-run and drift (its plans).
+    /// The Lambdas never.
     pub fn runs_repository_code(self) -> bool {
-        matches!(self, Job::PrPlan | Job::CreateDeployStack | Job::TerraRun)
+        matches!(
+            self,
+            Job::PrPlan | Job::CreateDeployStack | Job::TerraRun | Job::Drift
+        )
     }
 
     /// The `permissions` object of a module-source token request:
@@ -197,6 +210,7 @@ impl fmt::Display for Permission {
         f.write_str(match self {
             Checks => "checks",
             Contents => "contents",
+            Issues => "issues",
             Members => "members",
             Metadata => "metadata",
             PullRequests => "pull_requests",
@@ -214,13 +228,30 @@ impl fmt::Display for Access {
     }
 }
 
+/// What an `issues/{number}/…` request is about. GitHub numbers pull
+/// requests and issues in one sequence and serves a pull request's
+/// conversation under `issues/{number}/comments`, so the path alone cannot
+/// say which permission a comment needs: on a pull request `pull_requests`
+/// covers it, on a real issue only `issues` does. The client says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thread {
+    PullRequest,
+    Issue,
+}
+
 /// The permission a request to the repository needs, from its method and its
 /// path below `/repos/{owner}/{name}/` (or `/repositories/{id}/`, where
-/// GitHub's pagination links point), query removed. `None`: a request this
-/// table does not know, which the client refuses (fail closed: a new call is
-/// added here, with its permission, before any job may make it).
-pub fn required(method: &Method, path: &str) -> Option<Grant> {
+/// GitHub's pagination links point), query removed, and what an issue
+/// number names (`thread`). `None`: a request this table does not know,
+/// which the client refuses (fail closed: a new call is added here, with its
+/// permission, before any job may make it).
+pub fn required(method: &Method, path: &str, thread: Thread) -> Option<Grant> {
     let segments: Vec<&str> = path.split('/').collect();
+    // The permission a comment route needs: the thread's.
+    let comments = |access| match thread {
+        Thread::PullRequest => (PullRequests, access),
+        Thread::Issue => (Issues, access),
+    };
     let grant = match (method.as_str(), segments.as_slice()) {
         ("POST", ["statuses", sha]) if !sha.is_empty() => (Statuses, Write),
         ("POST", ["check-runs"]) => (Checks, Write),
@@ -232,13 +263,18 @@ pub fn required(method: &Method, path: &str) -> Option<Grant> {
             (PullRequests, Read)
         }
         // A pull request's conversation comments are issue comments; GitHub
-        // lets a pull-requests permission read and write them.
-        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => {
-            (PullRequests, Read)
-        }
+        // lets a pull-requests permission read and write them, and only an
+        // issues permission those of a real issue.
+        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => comments(Read),
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
-            (PullRequests, Write)
+            comments(Write)
         }
+        // Real issues themselves (the drift job's): listed, opened, edited
+        // and closed (a `PATCH` with `state`). Only an issues permission,
+        // whatever the caller says the number is.
+        ("GET", ["issues"]) => (Issues, Read),
+        ("POST", ["issues"]) => (Issues, Write),
+        ("PATCH", ["issues", n]) if !n.is_empty() && *n != "comments" => (Issues, Write),
         // The pull requests that produced a commit (the trunk sweep's "was
         // this head merged?"). Not checked against GitHub's permission pages:
         // trigger-sf holds contents: read too, should it need that instead.
@@ -270,6 +306,11 @@ pub fn required_outside_repo(method: &Method, path: &str) -> Option<Grant> {
 mod tests {
     use super::*;
 
+    /// A request about a pull request (every job's but drift's).
+    fn pr(method: &Method, path: &str) -> Option<Grant> {
+        required(method, path, Thread::PullRequest)
+    }
+
     #[test]
     fn every_job_has_one_row_and_a_write_covers_a_read() {
         for job in Job::ALL {
@@ -285,49 +326,34 @@ mod tests {
     #[test]
     fn requests_map_to_their_permission_and_unknown_ones_to_none() {
         let get = Method::GET;
+        assert_eq!(pr(&Method::POST, "statuses/abc"), Some((Statuses, Write)));
+        assert_eq!(pr(&get, "pulls/3/files"), Some((PullRequests, Read)));
+        assert_eq!(pr(&Method::POST, "check-runs"), Some((Checks, Write)));
+        assert_eq!(pr(&Method::PATCH, "check-runs/5"), Some((Checks, Write)));
+        assert_eq!(pr(&get, "check-runs/5"), None);
+        assert_eq!(pr(&get, "commits/abc/check-runs"), Some((Checks, Read)));
+        assert_eq!(pr(&get, "pulls"), Some((PullRequests, Read)));
         assert_eq!(
-            required(&Method::POST, "statuses/abc"),
-            Some((Statuses, Write))
-        );
-        assert_eq!(required(&get, "pulls/3/files"), Some((PullRequests, Read)));
-        assert_eq!(required(&Method::POST, "check-runs"), Some((Checks, Write)));
-        assert_eq!(
-            required(&Method::PATCH, "check-runs/5"),
-            Some((Checks, Write))
-        );
-        assert_eq!(required(&get, "check-runs/5"), None);
-        assert_eq!(
-            required(&get, "commits/abc/check-runs"),
-            Some((Checks, Read))
-        );
-        assert_eq!(required(&get, "pulls"), Some((PullRequests, Read)));
-        assert_eq!(
-            required(
+            pr(
                 &get,
                 "commits/6dcb09b5b57875f334f61aebed695e2e4193db5e/pulls"
             ),
             Some((PullRequests, Read))
         );
         assert_eq!(
-            required(&Method::PATCH, "issues/comments/9"),
+            pr(&Method::PATCH, "issues/comments/9"),
             Some((PullRequests, Write))
         );
         assert_eq!(
-            required(&get, "collaborators/octo/permission"),
+            pr(&get, "collaborators/octo/permission"),
             Some((Metadata, Read))
         );
-        assert_eq!(
-            required(&get, "branches/release/v1"),
-            Some((Contents, Read))
-        );
-        assert_eq!(required(&Method::DELETE, "issues/comments/9"), None);
-        assert_eq!(required(&Method::PUT, "contents/README.md"), None);
-        assert_eq!(required(&Method::POST, "statuses/"), None);
-        assert_eq!(required(&get, "hooks"), None);
-        assert_eq!(
-            required(&get, "issues/comments/9"),
-            Some((PullRequests, Read))
-        );
+        assert_eq!(pr(&get, "branches/release/v1"), Some((Contents, Read)));
+        assert_eq!(pr(&Method::DELETE, "issues/comments/9"), None);
+        assert_eq!(pr(&Method::PUT, "contents/README.md"), None);
+        assert_eq!(pr(&Method::POST, "statuses/"), None);
+        assert_eq!(pr(&get, "hooks"), None);
+        assert_eq!(pr(&get, "issues/comments/9"), Some((PullRequests, Read)));
         assert_eq!(
             required_outside_repo(&get, "/orgs/acme/teams/ops/memberships/alice"),
             Some((Members, Read))
@@ -339,6 +365,53 @@ mod tests {
         assert_eq!(required_outside_repo(&get, "/orgs/acme/members"), None);
         assert!(Job::ApprovalResponse.allows((Members, Read)));
         assert!(!Job::Receiver.allows((Members, Read)));
+    }
+
+    /// A real issue's routes need the issues permission: a pull-requests
+    /// token may comment on a pull request's conversation but not on an
+    /// issue (GitHub answers 403), and may not open, edit or close one.
+    #[test]
+    fn issue_routes_need_the_issues_permission() {
+        let issue = |m: &Method, p: &str| required(m, p, Thread::Issue);
+        for (method, path) in [
+            (Method::POST, "issues/7/comments"),
+            (Method::PATCH, "issues/comments/9"),
+            (Method::POST, "issues"),
+            (Method::PATCH, "issues/7"),
+        ] {
+            assert_eq!(
+                issue(&method, path),
+                Some((Issues, Write)),
+                "{method} {path}"
+            );
+            assert!(Job::Drift.allows((Issues, Write)));
+        }
+        assert_eq!(issue(&Method::GET, "issues"), Some((Issues, Read)));
+        assert_eq!(
+            issue(&Method::GET, "issues/7/comments"),
+            Some((Issues, Read))
+        );
+        // The issue routes proper are the issues permission whatever the caller says.
+        assert_eq!(pr(&Method::POST, "issues"), Some((Issues, Write)));
+        assert_eq!(pr(&Method::PATCH, "issues/7"), Some((Issues, Write)));
+        assert_eq!(pr(&Method::GET, "issues"), Some((Issues, Read)));
+        // A pull request's comment stays the pull-requests permission.
+        assert_eq!(
+            pr(&Method::POST, "issues/7/comments"),
+            Some((PullRequests, Write))
+        );
+        // No job that comments on pull requests may touch a real issue.
+        for job in [Job::PrPlan, Job::TriggerSf, Job::ApprovalResponse] {
+            assert!(!job.allows((Issues, Write)), "{job}");
+        }
+        // drift may clone and keep issues, nothing else.
+        assert!(Job::Drift.allows(CLONE));
+        assert!(!Job::Drift.allows((PullRequests, Read)));
+        assert!(!Job::Drift.allows((Statuses, Write)));
+        assert_eq!(
+            Value::Object(Job::Drift.token_permissions()),
+            serde_json::json!({"contents": "read", "issues": "write"})
+        );
     }
 
     #[test]

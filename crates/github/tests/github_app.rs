@@ -246,6 +246,12 @@ async fn each_job_asks_for_a_token_for_the_live_repository_with_exactly_its_perm
             Job::ApprovalResponse,
             json!({"members": "read", "pull_requests": "write"}),
         ),
+        (
+            // Drift (issue 32 item 4): clones the trunk and keeps one issue
+            // per drifted unit; no status, no pull request.
+            Job::Drift,
+            json!({"contents": "read", "issues": "write"}),
+        ),
     ];
     assert_eq!(expected.len(), Job::ALL.len());
     for (job, permissions) in expected {
@@ -263,6 +269,18 @@ async fn each_job_asks_for_a_token_for_the_live_repository_with_exactly_its_perm
                 .mount(&server)
                 .await;
             assert_eq!(client.vote_comment(7).await.unwrap(), None, "{job}");
+        } else if job == Job::Drift {
+            // It posts no status: its first call to the repository closes an issue.
+            for (verb, route) in [("POST", "issues/9/comments"), ("PATCH", "issues/9")] {
+                Mock::given(method(verb))
+                    .and(path(format!("/repos/acme/live/{route}")))
+                    .and(header("authorization", "Bearer ghs_job"))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+                    .mount(&server)
+                    .await;
+            }
+            use live_ci_core::port::IssueHost;
+            client.close_issue(9, "gone").await.unwrap();
         } else {
             mount_status(&server, "ghs_job", 201).await;
             client.set_status(&status()).await.unwrap();

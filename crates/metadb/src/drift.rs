@@ -59,6 +59,22 @@ impl<S: Sql> DriftStore for Store<S> {
         decode_first(q::DRIFT_ISSUE, &rows)
     }
 
+    async fn latest_run_id(&self) -> Result<i64> {
+        let rows = self.sql().query(q::LATEST_RUN_ID, &[]).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| MetadbError::Inconsistent("max(run_id) returned no row".into()))?;
+        decode(q::LATEST_RUN_ID, row)
+    }
+
+    async fn units_of_runs_after(&self, run_id: i64) -> Result<Vec<String>> {
+        let rows = self
+            .sql()
+            .query(q::UNITS_OF_RUNS_AFTER, &[("run_id", Param::Int(run_id))])
+            .await?;
+        decode_all(q::UNITS_OF_RUNS_AFTER, &rows)
+    }
+
     async fn set_drift_issue(&self, unit: &RepoPath, issue: Option<u64>) -> Result<()> {
         let unit_param = ("unit", Param::text(unit.as_str()));
         match issue {

@@ -29,8 +29,9 @@ pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
 pub use login::{
-    DRIFT_ROLE, LoginCredentials, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE, check_schema,
-    database_of_url, provision_terra_run_login, terra_run_login,
+    DRIFT_ROLE, LoginCredentials, LoginRole, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE,
+    check_schema, database_of_url, login_name, provision_login, provision_terra_run_login,
+    terra_run_login,
 };
 pub use migrate::{MIGRATIONS, Migration, migrate};
 pub use pg::{PgMetadb, PgSql, PgTx};

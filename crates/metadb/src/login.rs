@@ -1,5 +1,7 @@
-//! terra-run's own metadb login (issue 27): a login role per database, member
-//! of migration 0015's NOLOGIN `live_ci_terra_run`, whose password lives in a
+//! The restricted jobs' own metadb logins: terra-run's (issue 27), member of
+//! migration 0015's NOLOGIN `live_ci_terra_run`, and the drift job's (issue
+//! 32 item 4), member of migration 0020's `live_ci_drift` ([`LoginRole`]).
+//! Each is a login role per database, whose password lives in a
 //! Secrets Manager secret the Terraform module creates empty. The migrator
 //! (create-deploy-stack, holding the master secret) sets it once; terra-run
 //! then reaches the Data API with that secret only, and checks the schema
@@ -24,6 +26,36 @@ pub const TERRA_RUN_ROLE: &str = "live_ci_terra_run";
 
 /// The NOLOGIN role carrying the drift job's grants (migration 0020).
 pub const DRIFT_ROLE: &str = "live_ci_drift";
+
+/// A job that logs in as its own restricted login: which NOLOGIN role
+/// carries its grants, and how its login and secret are named. One
+/// provisioning ([`provision_login`]) serves every one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginRole {
+    /// terra-run: [`TERRA_RUN_ROLE`].
+    TerraRun,
+    /// The drift check: [`DRIFT_ROLE`].
+    Drift,
+}
+
+impl LoginRole {
+    /// The NOLOGIN role the login is made a member of.
+    pub fn role(self) -> &'static str {
+        match self {
+            LoginRole::TerraRun => TERRA_RUN_ROLE,
+            LoginRole::Drift => DRIFT_ROLE,
+        }
+    }
+
+    /// The job's name in the login (`<database>_<name>_login`), the logs and
+    /// the module's secret (`<name>/metadb/<metadb_name>/<job>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoginRole::TerraRun => "terra_run",
+            LoginRole::Drift => "drift",
+        }
+    }
+}
 
 /// Characters of a generated password: alphanumeric, so it needs no quoting
 /// anywhere (a connection URL, a JSON secret).
@@ -100,13 +132,14 @@ pub trait LoginSecret: Send + Sync {
     fn write(&self, credentials: &LoginCredentials) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// terra-run's login in `database`: the local cloud shares one PostgreSQL
+/// `role`'s login in `database`: the local cloud shares one PostgreSQL
 /// server between deployments and roles are per server, so the name is per
 /// database. Database names are the module's `metadb_name`, an identifier.
-/// The suffix keeps it apart from [`TERRA_RUN_ROLE`] for the module's default
+/// The suffix keeps it apart from the NOLOGIN role for the module's default
 /// `metadb_name`, `live_ci` (a role cannot be granted to itself).
-pub fn terra_run_login(database: &str) -> Result<String> {
-    let login = format!("{database}_terra_run_login");
+pub fn login_name(database: &str, role: LoginRole) -> Result<String> {
+    let login = format!("{database}_{}_login", role.name());
+    let longest = 63 - (login.len() - database.len());
     let valid = database
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -121,32 +154,38 @@ pub fn terra_run_login(database: &str) -> Result<String> {
         Err(MetadbError::Login {
             login,
             message: format!(
-                "database name {database:?} is not a lowercase identifier of at most 47 characters"
+                "database name {database:?} is not a lowercase identifier of at most {longest} characters"
             ),
         })
     }
 }
 
-/// Makes terra-run's login usable: under the migrations' advisory lock (so
+/// terra-run's login in `database` ([`login_name`]).
+pub fn terra_run_login(database: &str) -> Result<String> {
+    login_name(database, LoginRole::TerraRun)
+}
+
+/// Makes `role`'s login usable: under the migrations' advisory lock (so
 /// two migrators never write two passwords), reads the secret, writes a
 /// generated password into it when it has none, and gives the login that
 /// password (as a SCRAM verifier: `log_statement = ddl` logs the statement)
-/// and membership of [`TERRA_RUN_ROLE`], creating the login when missing.
-/// A password once stored is never replaced, so a running terra-run is never
-/// locked out; setting the same password again (a new salt) also heals a
-/// start that stored the secret but died before `ALTER ROLE`. With
+/// and membership of the role's NOLOGIN role, creating the login when
+/// missing. A password once stored is never replaced, so a running job is
+/// never locked out; setting the same password again (a new salt) also heals
+/// a start that stored the secret but died before `ALTER ROLE`. With
 /// `direct_url` (the migrator's own URL, direct connections), the secret also
 /// gets the login's URL on the same server and database, rewritten only when
 /// it differs. Returns the login's name.
-pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
+pub async fn provision_login<S: Sql, L: LoginSecret>(
     sql: &S,
     secret: &L,
     database: &str,
+    role: LoginRole,
     direct_url: Option<&str>,
 ) -> Result<String> {
-    let login = terra_run_login(database)?;
+    let login = login_name(database, role)?;
     let mut tx = sql.begin().await?;
-    match provision_in(&mut tx, secret, &login, direct_url).await {
+    match provision_in(&mut tx, secret, &login, role, direct_url).await {
         Ok(()) => tx.commit().await?,
         Err(e) => {
             let _ = tx.rollback().await;
@@ -156,10 +195,21 @@ pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
     Ok(login)
 }
 
+/// [`provision_login`] for terra-run.
+pub async fn provision_terra_run_login<S: Sql, L: LoginSecret>(
+    sql: &S,
+    secret: &L,
+    database: &str,
+    direct_url: Option<&str>,
+) -> Result<String> {
+    provision_login(sql, secret, database, LoginRole::TerraRun, direct_url).await
+}
+
 async fn provision_in<T: SqlTx, L: LoginSecret>(
     tx: &mut T,
     secret: &L,
     login: &str,
+    role: LoginRole,
     direct_url: Option<&str>,
 ) -> Result<()> {
     tx.query(MIGRATION_LOCK, &[]).await?;
@@ -192,8 +242,9 @@ async fn provision_in<T: SqlTx, L: LoginSecret>(
         secret.write(&credentials).await?;
         tracing::info!(
             login,
+            job = role.name(),
             generated = stored.is_none(),
-            "stored terra-run's metadb login in its secret"
+            "stored the job's metadb login in its secret"
         );
     }
     let exists = tx
@@ -214,7 +265,7 @@ async fn provision_in<T: SqlTx, L: LoginSecret>(
         &[],
     )
     .await?;
-    tx.execute(&format!("GRANT {TERRA_RUN_ROLE} TO \"{login}\""), &[])
+    tx.execute(&format!("GRANT {} TO \"{login}\"", role.role()), &[])
         .await?;
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! pull-request files, open pull requests, one pull request, a collaborator's
 //! permission, issue comments (listed, or one by id), a team membership, a branch's head, the token's user, the pull
 //! requests that produced a commit, check runs: created, edited, listed per
-//! commit) and a GitHub App's token exchange, keeps
+//! commit, real issues: listed by state and label, opened, edited, closed)
+//! and a GitHub App's token exchange, keeps
 //! what they wrote, and answers anything else with 404 so an unexpected call
 //! fails the caller loudly. Built on wiremock's server, which records every request for
 //! exact assertions.
@@ -55,6 +56,21 @@ pub struct Comment {
     pub login: String,
 }
 
+/// A real issue as it stands (the drift job's): opened by `POST issues`,
+/// edited and closed by `PATCH issues/{number}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub state_reason: Option<String>,
+    pub labels: Vec<String>,
+    /// Who opened it (the token's user or the App's bot).
+    pub login: String,
+}
+
 /// A pull request the fake knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakePullRequest {
@@ -102,6 +118,49 @@ struct State {
     /// `(org, team slug)` → login → membership state (`active`, `pending`);
     /// anyone else is no member (404).
     team_members: BTreeMap<(String, String), BTreeMap<String, String>>,
+    /// Real issues by number (numbered after every pull request, as GitHub
+    /// numbers both in one sequence).
+    issues: BTreeMap<u64, FakeIssue>,
+}
+
+impl State {
+    /// Whether `issues/{number}/…` (or the comment `id`'s thread) is a real issue.
+    fn on_issue(&self, segments: &[&str]) -> bool {
+        let number = match segments {
+            ["issues", "comments", id, ..] => id
+                .parse::<u64>()
+                .ok()
+                .and_then(|id| self.comments.iter().find(|c| c.id == id))
+                .map(|c| c.issue),
+            ["issues", n, ..] => n.parse().ok(),
+            _ => None,
+        };
+        number.is_some_and(|n| self.issues.contains_key(&n))
+    }
+
+    /// The next number GitHub would give an issue or pull request.
+    fn next_number(&self) -> u64 {
+        let pulls = self.pulls.keys().copied();
+        let merged = self.merged.values().map(|m| m.number);
+        let issues = self.issues.keys().copied();
+        let commented = self.comments.iter().map(|c| c.issue);
+        pulls
+            .chain(merged)
+            .chain(issues)
+            .chain(commented)
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+
+    /// Who a request's token acts as.
+    fn author(&self, token: &str) -> String {
+        if self.app_tokens.iter().any(|t| t.token == token) {
+            format!("{}[bot]", FakeGitHub::APP_SLUG)
+        } else {
+            FakeGitHub::BOT_LOGIN.to_owned()
+        }
+    }
 }
 
 /// A check run as GitHub keeps it: created by `POST check-runs`, its fields
@@ -369,6 +428,31 @@ impl FakeGitHub {
         lock(&self.state).git_requests.clone()
     }
 
+    /// Opens an issue as `login` (someone else's, or the bot's left from
+    /// an earlier check); returns its number.
+    pub fn add_issue(&self, login: &str, title: &str, body: &str, labels: &[&str]) -> u64 {
+        let mut state = lock(&self.state);
+        let number = state.next_number();
+        state.issues.insert(
+            number,
+            FakeIssue {
+                number,
+                title: title.to_owned(),
+                body: body.to_owned(),
+                state: "open".into(),
+                state_reason: None,
+                labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+                login: login.to_owned(),
+            },
+        );
+        number
+    }
+
+    /// Every real issue, by number.
+    pub fn issues(&self) -> Vec<FakeIssue> {
+        lock(&self.state).issues.values().cloned().collect()
+    }
+
     /// Every request received, for exact assertions.
     pub async fn requests(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
@@ -576,7 +660,8 @@ impl Api {
         if !issued.live() {
             return Some((401, bad_credentials()));
         }
-        let (permission, write) = app::needs(request.method.as_str(), segments)?;
+        let (permission, write) =
+            app::needs(request.method.as_str(), segments, state.on_issue(segments))?;
         if issued.allows(&self.name, permission, write) {
             None
         } else {
@@ -855,12 +940,7 @@ impl Respond for Api {
                 ResponseTemplate::new(200).set_body_json(comments)
             }
             ("POST", ["issues", number, "comments"]) => {
-                let token = bearer(request);
-                let author = if state.app_tokens.iter().any(|t| t.token == token) {
-                    format!("{}[bot]", FakeGitHub::APP_SLUG)
-                } else {
-                    FakeGitHub::BOT_LOGIN.to_owned()
-                };
+                let author = state.author(bearer(request));
                 let id = state.next_comment;
                 state.next_comment += 1;
                 let comment = Comment {
@@ -959,6 +1039,107 @@ impl Respond for Api {
                     }
                     None => not_found(path),
                 }
+            }
+            // Issues (and pull requests: GitHub lists both) by state and
+            // labels (every one named must be on it).
+            ("GET", ["issues"]) => {
+                let query = |key: &str| {
+                    request
+                        .url
+                        .query_pairs()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.into_owned())
+                };
+                let wanted = query("state").unwrap_or_else(|| "open".into());
+                let labels: Vec<String> = query("labels")
+                    .map(|l| l.split(',').map(str::to_owned).collect())
+                    .unwrap_or_default();
+                let mut listed: Vec<Value> = state
+                    .issues
+                    .values()
+                    .filter(|i| wanted == "all" || i.state == wanted)
+                    .filter(|i| labels.iter().all(|l| i.labels.contains(l)))
+                    .map(|i| {
+                        json!({
+                            "number": i.number, "title": i.title, "body": i.body,
+                            "state": i.state, "user": { "login": i.login },
+                            "labels": i.labels.iter().map(|l| json!({ "name": l })).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                if labels.is_empty() {
+                    listed.extend(
+                        state
+                            .pulls
+                            .values()
+                            .filter(|p| wanted == "all" || p.open == (wanted == "open"))
+                            .map(|p| {
+                                json!({
+                                    "number": p.number, "title": "", "body": "",
+                                    "state": if p.open { "open" } else { "closed" },
+                                    "user": { "login": "someone" }, "labels": [],
+                                    "pull_request": { "url": "" },
+                                })
+                            }),
+                    );
+                }
+                ResponseTemplate::new(200).set_body_json(listed)
+            }
+            ("POST", ["issues"]) => {
+                let Some(title) = body["title"].as_str().filter(|t| !t.is_empty()) else {
+                    return ResponseTemplate::new(422).set_body_json(
+                        json!({ "message": "Validation Failed: title is missing" }),
+                    );
+                };
+                let number = state.next_number();
+                let issue = FakeIssue {
+                    number,
+                    title: title.to_owned(),
+                    body: body["body"].as_str().unwrap_or_default().to_owned(),
+                    state: "open".into(),
+                    state_reason: None,
+                    labels: body["labels"]
+                        .as_array()
+                        .map(|l| {
+                            l.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    login: state.author(bearer(request)),
+                };
+                state.issues.insert(number, issue);
+                ResponseTemplate::new(201).set_body_json(json!({
+                    "number": number,
+                    "html_url": format!("{}/{}issues/{number}", self.base_url(request), self.prefix.trim_start_matches("/repos/")),
+                }))
+            }
+            ("PATCH", ["issues", number]) => {
+                let number: u64 = number.parse().unwrap_or(0);
+                let Some(issue) = state.issues.get_mut(&number) else {
+                    return not_found(path);
+                };
+                if let Some(t) = body["title"].as_str() {
+                    issue.title = t.to_owned();
+                }
+                if let Some(b) = body["body"].as_str() {
+                    issue.body = b.to_owned();
+                }
+                match body["state"].as_str() {
+                    Some(s @ ("open" | "closed")) => issue.state = s.to_owned(),
+                    Some(other) => {
+                        return ResponseTemplate::new(422).set_body_json(
+                            json!({ "message": format!("Validation Failed: state {other:?}") }),
+                        );
+                    }
+                    None => {}
+                }
+                if let Some(r) = body["state_reason"].as_str() {
+                    issue.state_reason = Some(r.to_owned());
+                }
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({ "number": number, "state": issue.state }))
             }
             _ => not_found(path),
         }

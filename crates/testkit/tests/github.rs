@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use live_ci_core::status::{CommitStatus, StatusState};
+use serde_json::{Value, json};
 
 use live_ci_core::port::{BranchHead, GitHost, merge_that_produced};
 use live_ci_github::{AppCredentials, Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
@@ -687,4 +688,151 @@ async fn a_check_run_text_over_the_checks_limit_is_refused_with_422() {
         .unwrap();
     assert_eq!(answer.status().as_u16(), 422);
     assert_eq!(fake.check_runs().len(), 1);
+}
+
+/// The drift job's issues (issue 32 item 4) through the real client with an
+/// App token of exactly `contents: read, issues: write`: someone else's
+/// issue holding the marker is never taken for the bot's; the bot's issue
+/// is opened with the drift label, found again by its marker, edited,
+/// commented on and closed; every request is the one written here. A
+/// pull-requests token cannot touch a real issue: the client refuses to
+/// open one, and GitHub (the fake) answers 403 to its comment routes.
+#[tokio::test]
+async fn drift_issues_are_opened_found_edited_and_closed_with_the_issues_permission_only() {
+    use live_ci_core::port::IssueHost;
+    let key = key();
+    let fake = fake_with_app(&key).await;
+    let client = app_client(&fake, &key, Job::Drift);
+    let marker = "<!-- live-ci-drift unit=\"dev/a\" -->";
+    let planted = fake.add_issue(
+        "mallory",
+        "Drift in dev/a",
+        &format!("{marker}\nclose me"),
+        &[live_ci_github::DRIFT_LABEL],
+    );
+    assert_eq!(client.find_bot_issue(marker).await.unwrap(), None);
+
+    let number = client
+        .create_issue("Drift in dev/a", &format!("{marker}\nfirst"))
+        .await
+        .unwrap();
+    assert_eq!(number, planted + 1);
+    assert_eq!(client.find_bot_issue(marker).await.unwrap(), Some(number));
+    client
+        .update_issue(number, "Drift in dev/a", &format!("{marker}\nsecond"))
+        .await
+        .unwrap();
+    client
+        .close_issue(number, "no drift any more")
+        .await
+        .unwrap();
+    assert_eq!(client.find_bot_issue(marker).await.unwrap(), None);
+    assert_eq!(
+        client.issue_url(number),
+        Some(format!("{}/acme/live/issues/{number}", fake.url()))
+    );
+
+    let issues = fake.issues();
+    let mine = issues.iter().find(|i| i.number == number).unwrap();
+    assert_eq!(
+        (
+            mine.login.as_str(),
+            mine.state.as_str(),
+            mine.state_reason.as_deref(),
+            mine.body.as_str(),
+            mine.labels.as_slice()
+        ),
+        (
+            "live-ci[bot]",
+            "closed",
+            Some("completed"),
+            format!("{marker}\nsecond").as_str(),
+            [live_ci_github::DRIFT_LABEL.to_string()].as_slice()
+        )
+    );
+    // mallory's issue is untouched.
+    let theirs = issues.iter().find(|i| i.number == planted).unwrap();
+    assert_eq!(
+        (theirs.state.as_str(), theirs.body.as_str()),
+        ("open", format!("{marker}\nclose me").as_str())
+    );
+    let comments = fake.comments(number);
+    assert_eq!(comments.len(), 1);
+    assert_eq!(
+        (comments[0].login.as_str(), comments[0].body.as_str()),
+        ("live-ci[bot]", "no drift any more")
+    );
+    // Exactly these requests reached the repository, in this order.
+    let list = "GET /repos/acme/live/issues?state=open&labels=live-ci-drift&per_page=100";
+    let sent: Vec<(String, Value)> = fake
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.url.path().starts_with("/repos/"))
+        .map(|r| {
+            let query = r.url.query().map(|q| format!("?{q}")).unwrap_or_default();
+            (
+                format!("{} {}{query}", r.method, r.url.path()),
+                serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let issue = format!("/repos/acme/live/issues/{number}");
+    assert_eq!(
+        sent,
+        [
+            (list.to_string(), Value::Null),
+            (
+                "POST /repos/acme/live/issues".to_string(),
+                json!({"title": "Drift in dev/a", "body": format!("{marker}\nfirst"), "labels": ["live-ci-drift"]})
+            ),
+            (list.to_string(), Value::Null),
+            (
+                format!("PATCH {issue}"),
+                json!({"title": "Drift in dev/a", "body": format!("{marker}\nsecond")})
+            ),
+            (
+                format!("POST {issue}/comments"),
+                json!({"body": "no drift any more"})
+            ),
+            (
+                format!("PATCH {issue}"),
+                json!({"state": "closed", "state_reason": "completed"})
+            ),
+            (list.to_string(), Value::Null),
+        ]
+    );
+    assert!(
+        fake.token_refusals().is_empty(),
+        "{:?}",
+        fake.token_refusals()
+    );
+    // The drift token is exactly its permissions.
+    let asked = &fake.app_tokens()[0].request["permissions"];
+    assert_eq!(asked, &json!({"contents": "read", "issues": "write"}));
+
+    // pr-plan's token (pull_requests: write) may comment on pull requests
+    // only: the client refuses to open an issue before sending anything,
+    // and GitHub refuses its comment on a real issue.
+    let pr_plan = app_client(&fake, &key, Job::PrPlan);
+    let err = pr_plan
+        .create_issue("x", "y")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("issues"), "{err}");
+    let before = fake.requests().await.len();
+    assert!(
+        pr_plan
+            .upsert_comment(planted, "<!-- m -->", "hi")
+            .await
+            .is_err()
+    );
+    assert!(fake.requests().await.len() > before);
+    assert_eq!(
+        fake.token_refusals(),
+        [format!(
+            "GET /repos/acme/live/issues/{planted}/comments: 403"
+        )]
+    );
 }

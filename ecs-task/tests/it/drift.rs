@@ -249,3 +249,45 @@ async fn drift_is_recorded_reported_once_and_closed_when_gone() {
         .await
         .unwrap_or_else(|e| panic!("drop role {login} after {name}: {e}"));
 }
+
+/// "A merge during a check wins", the blind spot: a run made after the check
+/// started that also finished before it ended is neither running nor queued
+/// at either end, yet its units are superseded, found through the run ids
+/// made since the check's start mark — as the drift login (`live_ci_drift`)
+/// reads them.
+#[tokio::test]
+async fn a_run_that_starts_and_finishes_inside_a_check_supersedes_its_units() {
+    use live_ci_core::drift::classify;
+    use live_ci_task::drift::{BusyMark, merged_during};
+    let t = TestDb::new().await;
+    let master = t.metadb(2).await;
+    // A run finished before the check: not a merge during it.
+    let old = master
+        .create_run(&run("c0ffee05", 4, vec![exec("b", "dev", &[])]))
+        .await
+        .unwrap();
+    let admin = live_ci_metadb::connect(&t.url).await.unwrap();
+    let finish =
+        "UPDATE runs SET status = 'succeeded', finished_at = clock_timestamp() WHERE run_id = $1";
+    admin.execute(finish, &[&old.run_id]).await.unwrap();
+    let (_login, url) = drift_login(&t).await;
+    let store = PgMetadb::connect(&url, 2).unwrap();
+
+    let start = BusyMark::take(&store).await.unwrap();
+    // While the check plans: a merge's run deploys dev/a, start to finish.
+    let during = master
+        .create_run(&run("c0ffee06", 4, vec![exec("a", "dev", &[])]))
+        .await
+        .unwrap();
+    admin.execute(finish, &[&during.run_id]).await.unwrap();
+    // Looking at the running and queued runs alone misses it.
+    assert!(store.busy_units().await.unwrap().is_empty());
+
+    let busy = merged_during(&store, start).await.unwrap();
+    assert_eq!(busy.into_iter().collect::<Vec<_>>(), ["dev/a"]);
+    let drifted = Ok((ChangeCounts::default(), true));
+    assert_eq!(
+        classify(unit("dev/a"), drifted, true).state,
+        DriftState::Superseded
+    );
+}

@@ -136,6 +136,10 @@ pub const ENV_VARS: &[&str] = &[
     "CREATE_DEPLOY_STACK_CONTAINER_NAME",
     "CREATE_DEPLOY_STACK_LOG_GROUP",
     "CREATE_DEPLOY_STACK_LOG_STREAM_PREFIX",
+    "DRIFT_TASK_DEFINITION_ARN",
+    "DRIFT_CONTAINER_NAME",
+    "DRIFT_LOG_GROUP",
+    "DRIFT_LOG_STREAM_PREFIX",
     "RUN_LINK_KEY_SSM_KEY",
     "RUN_PAGE_URL",
     "GITHUB_WEB_URL",
@@ -202,9 +206,14 @@ impl Config {
             return Err(ConfigError::Missing("REPO_FULL_NAME"));
         }
         let ecs = match opt("ECS_CLUSTER_ARN") {
+            // The drift task only when the module's drift schedule is on.
             Some(_) => Some(EcsConfig::from_settings(
                 &env,
-                &[TaskKind::CreateDeployStack],
+                if opt("DRIFT_TASK_DEFINITION_ARN").is_some() {
+                    &[TaskKind::CreateDeployStack, TaskKind::Drift]
+                } else {
+                    &[TaskKind::CreateDeployStack]
+                },
             )?),
             None => None,
         };

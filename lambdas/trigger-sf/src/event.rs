@@ -1,6 +1,7 @@
 //! The three ways trigger_sf is invoked: EventBridge's "Step Functions
 //! Execution Status Change" event, a direct invoke naming a run
-//! (create-deploy-stack after it created the run), and the scheduled sweep.
+//! (create-deploy-stack after it created the run), the scheduled sweep, and
+//! the scheduled drift check (`{"drift": true}`, issue 32 item 4).
 
 use aws_lambda_events::event::cloudwatch_events::CloudWatchEvent;
 use live_ci_core::deploy::RunId;
@@ -40,6 +41,11 @@ pub enum Input {
     StatusChange(StatusChangeDetail),
     Run(RunId),
     Sweep,
+    /// Launch the drift task; `tick` names the schedule's firing (the
+    /// event's `time` when the rule passes it), else the invocation's minute.
+    Drift {
+        tick: Option<String>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -52,6 +58,14 @@ struct RunInvoke {
 #[serde(deny_unknown_fields)]
 struct SweepInvoke {
     sweep: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DriftInvoke {
+    drift: bool,
+    #[serde(default)]
+    time: Option<String>,
 }
 
 fn invalid(message: impl Into<String>) -> TriggerError {
@@ -82,8 +96,11 @@ pub fn parse_input(payload: &Value) -> Result<Input, TriggerError> {
     if let Ok(SweepInvoke { sweep: true }) = serde_json::from_value(payload.clone()) {
         return Ok(Input::Sweep);
     }
+    if let Ok(DriftInvoke { drift: true, time }) = serde_json::from_value(payload.clone()) {
+        return Ok(Input::Drift { tick: time });
+    }
     Err(invalid(format!(
-        "payload {payload} is neither a status-change event, {{\"run_id\": N}} nor {{\"sweep\": true}}"
+        "payload {payload} is neither a status-change event, {{\"run_id\": N}}, {{\"sweep\": true}} nor {{\"drift\": true}}"
     )))
 }
 
@@ -124,6 +141,18 @@ mod tests {
         let err = parse_input(&json!({"run": 4})).unwrap_err().to_string();
         assert!(err.contains(r#"{"run":4}"#), "{err}");
         assert!(parse_input(&json!({"sweep": false})).is_err());
+        assert_eq!(
+            parse_input(&json!({"drift": true})).unwrap(),
+            Input::Drift { tick: None }
+        );
+        assert_eq!(
+            parse_input(&json!({"drift": true, "time": "2026-11-27T09:00:00Z"})).unwrap(),
+            Input::Drift {
+                tick: Some("2026-11-27T09:00:00Z".into())
+            }
+        );
+        assert!(parse_input(&json!({"drift": false})).is_err());
+        assert!(parse_input(&json!({"drift": true, "sweep": true})).is_err());
         assert!(parse_input(&json!({"detail-type": "EC2 Thing"})).is_err());
     }
 }

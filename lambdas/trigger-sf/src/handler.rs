@@ -87,6 +87,8 @@ pub struct Report {
     /// create-deploy-stack launched by the sweep for a trunk head the metadb
     /// did not know (a merge whose webhook was lost).
     pub trunk_launch: Option<TrunkLaunch>,
+    /// The drift task the schedule's `{"drift": true}` launched (its ARN).
+    pub drift_launch: Option<String>,
     /// A trunk head no merged pull request produced (a direct push), not
     /// deployed: its commit got a failure status saying why.
     pub direct_push: Option<String>,
@@ -366,6 +368,7 @@ where
             },
             Input::Run(run_id) => self.advance(*run_id, None, &mut report).await,
             Input::Sweep => self.sweep(&mut report).await,
+            Input::Drift { tick } => self.launch_drift(tick.as_deref(), &mut report).await,
         };
         // What was recorded or started before an error is true either way:
         // its statuses are posted too.
@@ -1042,6 +1045,34 @@ where
         Ok(())
     }
 
+    /// The drift schedule's launch (issue 32 item 4): the drift task through
+    /// the sweep's launcher, and nothing else: no metadb write, no merge
+    /// lock, no status. A failed start is the invocation's error, so
+    /// EventBridge's asynchronous invoke retries it (the tick's token keeps a
+    /// retry from starting a second task).
+    async fn launch_drift(
+        &self,
+        tick: Option<&str>,
+        report: &mut Report,
+    ) -> Result<(), TriggerError> {
+        let Some(trunk) = &self.trunk else {
+            return Err(TriggerError::Input(
+                "{\"drift\": true} needs the task launcher (ECS_CLUSTER_ARN and DRIFT_TASK_DEFINITION_ARN): none is configured".into(),
+            ));
+        };
+        let tick = tick.map_or_else(this_minute, str::to_string);
+        let spec = live_ci_core::task::drift_spec(&tick);
+        let started = trunk
+            .launcher
+            .start(&spec)
+            .await
+            .port("ecs")
+            .map_err(TriggerError::Port)?;
+        tracing::info!(task = %started.task_arn, %tick, "launched the drift check");
+        report.drift_launch = Some(started.task_arn);
+        Ok(())
+    }
+
     /// Rewrites the merge lock parameter when it differs from the metadb's
     /// row: a write that failed after a run finished (the retries then see the
     /// run finished and never write again) would otherwise leave the receiver
@@ -1063,4 +1094,13 @@ where
         }
         Ok(())
     }
+}
+
+/// The invocation's minute since the Unix epoch: a drift tick when the rule
+/// passes no event time (two deliveries within one minute start one task).
+fn this_minute() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("m{}", secs / 60)
 }

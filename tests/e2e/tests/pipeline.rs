@@ -33,6 +33,8 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 
 struct Env {
     rt: tokio::runtime::Runtime,
+    /// The notification endpoint the notifier Lambda posts to (json format).
+    notifications: Receiver,
     github: FakeGitHub,
     cloud: Cloud,
     deployment: Deployment,
@@ -70,6 +72,7 @@ fn setup() -> anyhow::Result<Env> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let notifications = Receiver::start()?;
     let env = rt.block_on(async {
         let github = FakeGitHub::start(REPO_FULL_NAME).await;
         let (repo, first) = SampleRepo::build(&work_dir().join("e2e/live-repo")).await?;
@@ -84,9 +87,18 @@ fn setup() -> anyhow::Result<Env> {
             &repo.dir,
             false,
             false,
-            &[("LIVE_CI_ALLOW_DESTROY", "true".to_string())],
+            &[
+                ("LIVE_CI_ALLOW_DESTROY", "true".to_string()),
+                // The drift rule exists; the drift scenario sends its input itself.
+                ("LIVE_CI_DRIFT_SCHEDULE", "rate(1 day)".to_string()),
+                // Notifications to a receiver of this process (its URL below).
+                ("LIVE_CI_NOTIFICATION_FORMAT", "json".to_string()),
+            ],
         )
         .await?;
+        // As an operator does: the endpoint's URL into the module's
+        // SecureString placeholder, before anything is notified.
+        put_notification_url(cloud.endpoint(), &notifications.url()).await?;
         cloud.clear_mailbox(&reqwest::Client::new()).await?;
         // Denials before the pipeline ran (a cloud that kept running) are not its own.
         let iam_denied_before = cloud.iam_stats(&reqwest::Client::new()).await?.denied;
@@ -99,6 +111,7 @@ fn setup() -> anyhow::Result<Env> {
     );
     Ok(Env {
         rt,
+        notifications,
         iam_denied_before,
         github,
         cloud,
@@ -589,6 +602,11 @@ fn each_task_role_may_assume_exactly_its_accounts_role_of_its_phase() {
             }
             expected.insert(
                 format!("{name}-task-pr-plan"),
+                accounts.iter().map(|a| field(a, "plan_role_arn")).collect(),
+            );
+            // The drift check plans every unit: the plan roles, as pr-plan.
+            expected.insert(
+                format!("{name}-task-drift"),
                 accounts.iter().map(|a| field(a, "plan_role_arn")).collect(),
             );
             assert_eq!(grants, expected, "sts:AssumeRole resources per role");
@@ -1344,4 +1362,266 @@ fn removed_units_are_destroyed_dependents_first() {
             anyhow::Ok(())
         })
         .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// trigger-sf invoked with `payload` (what an EventBridge rule sends it).
+async fn invoke_trigger_sf(endpoint: &str, payload: &str) -> anyhow::Result<serde_json::Value> {
+    let config = aws_sdk_lambda::Config::builder()
+        .behavior_version(aws_sdk_lambda::config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_sdk_lambda::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_lambda::config::Credentials::new(
+            "test", "test", None, None, "e2e",
+        ))
+        .build();
+    let out = aws_sdk_lambda::Client::from_conf(config)
+        .invoke()
+        .function_name("live-ci-trigger-sf")
+        .payload(aws_sdk_lambda::primitives::Blob::new(
+            payload.as_bytes().to_vec(),
+        ))
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("invoking trigger-sf with {payload}: {e:?}"))?;
+    let answer = out
+        .payload()
+        .map(|b| b.as_ref().to_vec())
+        .unwrap_or_default();
+    anyhow::ensure!(
+        out.function_error().is_none(),
+        "trigger-sf failed on {payload}: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    Ok(serde_json::from_slice(&answer)?)
+}
+
+/// Issue 32 item 4 in the local cloud: the drift rule's input
+/// (`{"drift": true, "time": …}`, what EventBridge sends) to trigger-sf, which
+/// starts the drift task (ECS RunTask, the local cloud's agent runs the real
+/// `live-ci-task drift`); the task plans every unit of the trunk with the
+/// plan roles, records the check in the metadb through the Data API as its
+/// own login, and opens one issue per drifted unit in the GitHub fake. The
+/// merge lock is not taken. The check's results, the issues and `live-ci
+/// drift`'s table are printed (the note quotes them).
+#[test]
+fn a_scheduled_drift_check_records_results_and_opens_issues() {
+    let env = env();
+    env.rt
+        .block_on(async {
+            let _serial = env.serial().await?;
+            let db = Metadb::connect(&env.deployment.metadb_url).await?;
+            let lock_before = db.lock_holder().await?;
+            let tick = format!(
+                "e2e-{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)?
+                    .as_secs()
+            );
+            let payload = serde_json::json!({"drift": true, "time": tick}).to_string();
+            let report = invoke_trigger_sf(env.cloud.endpoint(), &payload).await?;
+            eprintln!("trigger-sf answered: {report}");
+            assert!(
+                report["drift_launch"].as_str().is_some_and(|a| !a.is_empty()),
+                "{report}"
+            );
+            let pg = live_ci_metadb::connect(&env.deployment.metadb_url).await?;
+            let recorded = wait_for(Duration::from_secs(600), || async {
+                let n: i64 = pg
+                    .query_one("SELECT count(*) FROM drift_checks", &[])
+                    .await?
+                    .get(0);
+                Ok(n > 0)
+            })
+            .await?;
+            assert!(recorded, "no drift check was recorded: {report}");
+            // The issues are opened after the check is recorded.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let rows = pg
+                .query(
+                    "SELECT r.unit, r.state, r.add_count, r.change_count, r.destroy_count, c.commit_id \
+                     FROM drift_results r JOIN drift_checks c USING (check_id) ORDER BY r.unit",
+                    &[],
+                )
+                .await?;
+            let results: Vec<(String, String)> = rows
+                .iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                .collect();
+            for r in &rows {
+                eprintln!(
+                    "drift result: {} {} +{} ~{} -{} at {}",
+                    r.get::<_, String>(0),
+                    r.get::<_, String>(1),
+                    r.get::<_, i32>(2),
+                    r.get::<_, i32>(3),
+                    r.get::<_, i32>(4),
+                    r.get::<_, String>(5)
+                );
+            }
+            assert!(!results.is_empty());
+            let drifted: Vec<&String> = results
+                .iter()
+                .filter(|(_, s)| s == "drifted")
+                .map(|(u, _)| u)
+                .collect();
+            let issues = env.github.issues();
+            for issue in &issues {
+                eprintln!(
+                    "github issue #{} by {} [{}] {:?}:\n{}",
+                    issue.number,
+                    issue.login,
+                    issue.labels.join(","),
+                    issue.title,
+                    issue.body
+                );
+            }
+            let titled: BTreeSet<String> = issues.iter().map(|i| i.title.clone()).collect();
+            let expected: BTreeSet<String> =
+                drifted.iter().map(|u| format!("Drift in {u}")).collect();
+            assert_eq!(titled, expected, "one issue per drifted unit");
+            assert!(
+                issues
+                    .iter()
+                    .all(|i| i.labels == ["live-ci-drift"] && i.state == "open"),
+                "{issues:?}"
+            );
+            // The drift job's own login exists, made by the migrator.
+            let db_name = env
+                .deployment
+                .metadb_url
+                .split('?')
+                .next()
+                .and_then(|b| b.rsplit('/').next())
+                .unwrap_or_default()
+                .to_string();
+            let login: i64 = pg
+                .query_one(
+                    "SELECT count(*) FROM pg_roles WHERE rolname = $1 AND pg_has_role(rolname, 'live_ci_drift', 'member')",
+                    &[&format!("{db_name}_drift_login")],
+                )
+                .await?
+                .get(0);
+            assert_eq!(login, 1, "the drift login is a member of live_ci_drift");
+            assert_eq!(db.lock_holder().await?, lock_before, "the lock is untouched");
+            // One notification per check with drift, through SNS and the
+            // notifier Lambda to the receiver.
+            let notified = wait_for(Duration::from_secs(120), || async {
+                Ok(env
+                    .notifications
+                    .bodies()
+                    .iter()
+                    .any(|b| b.contains("drift_detected")))
+            })
+            .await?;
+            for b in env.notifications.bodies() {
+                eprintln!("notification received: {b}");
+            }
+            assert!(notified, "no drift notification reached the receiver");
+            let cli = std::process::Command::new(
+                std::env::var_os("CARGO_BIN_EXE_live-ci")
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_else(|| {
+                        std::path::PathBuf::from(
+                            std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| {
+                                repo_root().join("target").display().to_string()
+                            }),
+                        )
+                        .join("debug/live-ci")
+                    }),
+            )
+            .args(["drift", "--database-url", &env.deployment.metadb_url])
+            .output()?;
+            eprintln!(
+                "live-ci drift:\n{}{}",
+                String::from_utf8_lossy(&cli.stdout),
+                String::from_utf8_lossy(&cli.stderr)
+            );
+            anyhow::Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// An HTTP endpoint on 127.0.0.1 (the notifier allows plain HTTP to loopback
+/// only) that keeps every request body and answers 200.
+struct Receiver {
+    port: u16,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Receiver {
+    fn start() -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(&stream);
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok() {
+                    kept.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                }
+                let _ = (&stream).write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            }
+        });
+        Ok(Receiver { port, bodies })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    fn bodies(&self) -> Vec<String> {
+        self.bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// `ssm:PutParameter` of the module's notification URL placeholder
+/// (`/live-ci/notification-url`), as the local cloud's admin.
+async fn put_notification_url(endpoint: &str, url: &str) -> anyhow::Result<()> {
+    let body = serde_json::json!({
+        "Name": "/live-ci/notification-url",
+        "Value": url,
+        "Type": "SecureString",
+        "Overwrite": true,
+    });
+    let answer = reqwest::Client::new()
+        .post(endpoint)
+        .header("content-type", "application/x-amz-json-1.1")
+        .header("x-amz-target", "AmazonSSM.PutParameter")
+        .header(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/ssm/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .body(body.to_string())
+        .send()
+        .await?;
+    let status = answer.status();
+    let text = answer.text().await?;
+    anyhow::ensure!(
+        status.is_success(),
+        "PutParameter answered {status}: {text}"
+    );
+    Ok(())
 }

@@ -210,6 +210,8 @@ fn binaries() -> Vec<Binary> {
             live_ci_task::CREATE_DEPLOY_STACK_AWS_ACTIONS,
             "task_create_deploy_stack",
         ),
+        // drift: plan roles, its own metadb login, the notification topic.
+        task_job("drift", live_ci_task::DRIFT_AWS_ACTIONS, "task_drift"),
         // terra-run: one role per account and phase, each with its own
         // document (infra/iam.tf terra_run_roles).
         Binary {
@@ -556,7 +558,10 @@ fn the_terra_run_container_is_the_one_the_state_machine_overrides() {
         "{definition}"
     );
     let kinds = m.object_keys(m.local("task_kinds").unwrap()).unwrap();
-    assert_eq!(kinds, set(&["create-deploy-stack", "pr-plan", "terra-run"]));
+    assert_eq!(
+        kinds,
+        set(&["create-deploy-stack", "drift", "pr-plan", "terra-run"])
+    );
 }
 
 /// The attribute names of the `object({…})` inside a variable's type

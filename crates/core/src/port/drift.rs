@@ -31,6 +31,20 @@ pub trait DriftStore: Send + Sync {
         unit: &RepoPath,
     ) -> impl Future<Output = Result<Option<u64>, Self::Error>> + Send;
 
+    /// The newest run's id (0 when there is none): a drift check's start
+    /// mark. Run ids only grow, so every run made after the mark has a
+    /// greater id ([`Self::units_of_runs_after`]).
+    fn latest_run_id(&self) -> impl Future<Output = Result<i64, Self::Error>> + Send;
+
+    /// The units of every run whose id is greater than `run_id`, whatever
+    /// its status: the runs made since a check's start mark, including one
+    /// that started and finished while the check planned ("a merge during a
+    /// check wins", which the running and queued runs alone would miss).
+    fn units_of_runs_after(
+        &self,
+        run_id: i64,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
     /// Records `issue` as the unit's open drift issue (`None`: closed).
     fn set_drift_issue(
         &self,

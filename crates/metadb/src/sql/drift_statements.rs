@@ -31,6 +31,15 @@ JOIN drift_checks c ON c.check_id = r.check_id
 LEFT JOIN drift_issues i ON i.unit = r.unit
 ORDER BY r.unit";
 
+/// A drift check's start mark: the newest run's id (the role reads
+/// `runs.run_id`).
+pub const LATEST_RUN_ID: &str = "SELECT COALESCE(max(run_id), 0)::text FROM runs";
+
+/// The units of the runs made after a mark, whatever their status (the role
+/// reads `executions (run_id, cfg_path)`), one JSON string per row.
+pub const UNITS_OF_RUNS_AFTER: &str = "SELECT to_json(u.cfg_path)::text FROM (
+    SELECT DISTINCT e.cfg_path FROM executions e WHERE e.run_id > :run_id) u ORDER BY u.cfg_path";
+
 pub const DRIFT_ISSUE: &str = "SELECT issue_number::text FROM drift_issues WHERE unit = :unit";
 
 pub const SET_DRIFT_ISSUE: &str = "\

@@ -313,3 +313,73 @@ async fn through_a_direct_connection_the_secret_holds_the_logins_own_url() {
     drop(job);
     drop_login(t, &login).await;
 }
+
+/// The drift job's login (issue 32 item 4) is provisioned by the same code
+/// with its own role: named `<db>_drift_login`, a member of `live_ci_drift`
+/// and not of `live_ci_terra_run`; connected as it, the job checks the
+/// schema, records a drift check, and may not touch runs or the merge
+/// lock's tables. Its URL goes into its secret for direct connections.
+#[tokio::test]
+async fn the_migrator_sets_the_drift_login_with_the_drift_role_only() {
+    use live_ci_core::port::DriftStore;
+    use live_ci_metadb::{DRIFT_ROLE, LoginRole, login_name, provision_login};
+    let t = TestDb::new().await;
+    let master = t.metadb(2).await;
+    let secret = Secret::default();
+    let login = provision_login(
+        master.sql(),
+        &secret,
+        &t.name,
+        LoginRole::Drift,
+        Some(&t.url),
+    )
+    .await
+    .unwrap();
+    assert_eq!(login, format!("{}_drift_login", t.name));
+    assert_eq!(login_name(&t.name, LoginRole::Drift).unwrap(), login);
+    let stored = secret.value.lock().unwrap().clone().unwrap();
+    assert_eq!(stored.username, login);
+    assert_eq!(stored.url.as_deref(), Some(url_as(&t, &stored).as_str()));
+
+    let admin = live_ci_metadb::connect(&t.url).await.unwrap();
+    let row = admin
+        .query_one(
+            "SELECT pg_has_role(rolname, $2, 'member'), pg_has_role(rolname, $3, 'member') \
+             FROM pg_roles WHERE rolname = $1",
+            &[&login, &DRIFT_ROLE, &TERRA_RUN_ROLE],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, bool>(0), row.get::<_, bool>(1)),
+        (true, false),
+        "a member of live_ci_drift only"
+    );
+
+    let url = stored.url.clone().unwrap();
+    check_schema(&live_ci_metadb::PgSql::connect(&url, 1).unwrap())
+        .await
+        .expect("the drift login reads the schema version");
+    let store = live_ci_metadb::PgMetadb::connect(&url, 1).unwrap();
+    let check = store.record_drift_check("abc1234", &[]).await.unwrap();
+    assert!(check > 0);
+    let job = live_ci_metadb::connect(&url).await.unwrap();
+    for forbidden in ["DELETE FROM runs", "DELETE FROM votes"] {
+        let e = job
+            .batch_execute(forbidden)
+            .await
+            .expect_err("the drift login may not touch a deploy's tables");
+        assert!(
+            e.as_db_error()
+                .unwrap()
+                .message()
+                .contains("permission denied"),
+            "{forbidden}: {e}"
+        );
+    }
+    drop(job);
+    drop(store);
+    drop(admin);
+    drop(master);
+    drop_login(t, &login).await;
+}

@@ -76,18 +76,26 @@ pub(crate) fn refuse_jwt(app: Option<&FakeApp>, jwt: &str) -> Option<String> {
 
 /// The permission a repository request needs, by GitHub's documentation:
 /// `(permission, needs write)`. `None`: a request the fake does not serve.
-pub(crate) fn needs(method: &str, segments: &[&str]) -> Option<(&'static str, bool)> {
+/// `on_issue`: the request's issue number (or comment's) is a real issue,
+/// whose comments only the issues permission reaches (a pull request's
+/// conversation also takes pull_requests).
+pub(crate) fn needs(
+    method: &str,
+    segments: &[&str],
+    on_issue: bool,
+) -> Option<(&'static str, bool)> {
+    let thread = if on_issue { "issues" } else { "pull_requests" };
     Some(match (method, segments) {
         ("POST", ["statuses", _]) => ("statuses", true),
         ("POST", ["check-runs"]) | ("PATCH", ["check-runs", _]) => ("checks", true),
         ("GET", ["commits", _, "check-runs"]) => ("checks", false),
         ("GET", ["pulls", ..]) | ("GET", ["commits", _, "pulls"]) => ("pull_requests", false),
-        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => {
-            ("pull_requests", false)
-        }
+        ("GET", ["issues", _, "comments"]) | ("GET", ["issues", "comments", _]) => (thread, false),
         ("POST", ["issues", _, "comments"]) | ("PATCH", ["issues", "comments", _]) => {
-            ("pull_requests", true)
+            (thread, true)
         }
+        ("GET", ["issues"]) => ("issues", false),
+        ("POST", ["issues"]) | ("PATCH", ["issues", _]) => ("issues", true),
         ("GET", ["collaborators", _, "permission"]) => ("metadata", false),
         ("GET", ["branches", ..]) => ("contents", false),
         _ => return None,

@@ -349,3 +349,59 @@ async fn github_failing_is_a_warning_and_the_rest_of_the_sweep_runs() {
     assert!(launched(&h).is_empty());
     t.drop_db().await;
 }
+
+/// The drift schedule's `{"drift": true}` (issue 32 item 4) starts the drift
+/// task through the sweep's launcher, named by the schedule's tick, and
+/// nothing else: GitHub is not asked, no run is written, the merge lock (row
+/// and parameter) is untouched — a drift launch never takes it. A second
+/// delivery of the same tick carries the same idempotency token. Without a
+/// launcher the input is refused by name, not dropped.
+#[tokio::test]
+async fn a_drift_tick_launches_the_drift_task_and_never_the_lock() {
+    let t = TestDb::new().await;
+    let server = MockServer::start().await;
+    let h = handler(&t, &server, 900).await;
+    let lock_before = h.metadb().merge_lock().await.unwrap();
+    let tick = "2026-11-27T09:00:00Z";
+
+    let r = h
+        .handle(&Input::Drift {
+            tick: Some(tick.into()),
+        })
+        .await
+        .unwrap();
+    let task_arn = r.drift_launch.clone().unwrap();
+    assert!(!task_arn.is_empty());
+    assert_eq!(r.trunk_launch, None);
+    h.handle(&Input::Drift {
+        tick: Some(tick.into()),
+    })
+    .await
+    .unwrap();
+    let drift = TaskSpec {
+        kind: TaskKind::Drift,
+        env: BTreeMap::from([(env::DELIVERY_ID.to_string(), format!("drift-{tick}"))]),
+        client_token: "drift-2026-11-27T090000Z".into(),
+    };
+    assert_eq!(launched(&h), [drift.clone(), drift]);
+    assert!(requests(&server).await.is_empty(), "github is not asked");
+    assert_eq!(h.metadb().merge_lock().await.unwrap(), lock_before);
+    assert_eq!(h.params().get(LOCK).await.unwrap(), "none");
+    assert!(h.metadb().busy_units().await.unwrap().is_empty());
+
+    // No launcher configured: refused, naming what is missing.
+    let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
+    let bare = TriggerSf::new(
+        config,
+        t.metadb(1).await,
+        NoEngine,
+        Params::default(),
+        github(&server),
+    );
+    let err = bare
+        .handle(&Input::Drift { tick: None })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("DRIFT_TASK_DEFINITION_ARN"), "{err}");
+}
