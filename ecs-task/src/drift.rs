@@ -1,5 +1,5 @@
 //! `drift` (issue 32 item 4): plans every unit of the trunk head with plan
-//! roles only, in the runner pool's bounded order ([`plan_units`]), records
+//! roles only, in the runner pool's bounded order ([`plan_with_plan_roles`]), records
 //! each unit's result in the metadb and reports the drifted ones: one GitHub
 //! issue per drifted unit (found again by its hidden marker, edited while the
 //! drift lasts, closed by the first check that finds the unit clean) and one
@@ -29,8 +29,7 @@ use live_ci_engine::filter::Excluded;
 use crate::checkout::{Checkout, Repo};
 use crate::config::DriftConfig;
 use crate::error::Result;
-use crate::plans::plan_units;
-use crate::sandbox;
+use crate::plans::{PlanRequest, plan_with_plan_roles};
 
 /// What one drift check found and did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,50 +181,20 @@ where
         Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
         None => None,
     };
-    let scratch = checkout.scratch_file("plans");
-    sandbox::child_dirs(&[&scratch])?;
-    let mut env = vec![(
-        "LIVE_CI_REPO_DIR".to_string(),
-        checkout.dir().display().to_string(),
-    )];
-    env.extend(sandbox::private_dirs(&checkout.scratch_file("env"))?);
-    // The trunk's code is merged code: its plans may use the deploy key, as
-    // create-deploy-stack's plan scan does.
-    let ssh = crate::git_ssh::child_env(
-        config.common.git_ssh_key.as_ref(),
-        &config.common.ssh_known_hosts,
-        &checkout.scratch_file("ssh"),
-        crate::git_ssh::KeyUse::Allowed,
-    )
-    .await?;
-    env.extend(ssh.env().iter().cloned());
-    let role_of = |p: &RepoPath| {
-        accounts
-            .as_ref()
-            .and_then(|a| a.account_of(p))
-            .map(|a| a.plan_role_arn.clone())
+    let request = PlanRequest {
+        common: &config.common,
+        checkout: &checkout,
+        accounts: accounts.as_ref(),
+        scratch: "plans",
+        // The trunk's code is merged code: its plans may use the deploy key,
+        // as create-deploy-stack's plan scan does.
+        key_use: crate::git_ssh::KeyUse::Allowed,
+        session: format!("drift-{}", short(&commit)),
+        with_text: false,
+        policies: None,
     };
     // Plan roles only: the drift task's role may assume nothing else.
-    let credentials = sandbox::assume_each(
-        ports.roles,
-        units.iter().filter_map(role_of).collect(),
-        &format!("drift-{}", short(&commit)),
-    )
-    .await?;
-    let plans = plan_units(
-        checkout.dir(),
-        &scratch,
-        &units,
-        |p| config.common.plan_command.for_unit(p),
-        |p| config.common.show_command.for_unit(p),
-        |p| role_of(p).and_then(|r| credentials.get(&r).cloned()),
-        &env,
-        config.common.max_parallel as usize,
-        false,
-        None,
-    )
-    .await?;
-    drop(ssh);
+    let plans = plan_with_plan_roles(request, ports.roles, &units).await?;
     let busy = merged_during(ports.store, start).await?;
     let results: Vec<UnitDrift> = plans
         .into_iter()
