@@ -53,9 +53,10 @@ pub enum Route {
         pinned_sha: Option<String>,
     },
     /// A `/live-ci approve|reject <unit>` comment on a merged pull request.
-    /// `voter` is the commenter's login as GitHub signed it in the delivery:
-    /// the receiver checks it against the account's `github_voters` (a login
-    /// or a team membership) before anything counts.
+    /// `voter` is the commenter's login as GitHub signed it in the delivery,
+    /// for the log only: approval_response reads the comment again and
+    /// checks its author against the account's `github_voters` (a login or a
+    /// team membership) or `voter_github_logins` before anything counts.
     Vote {
         number: u64,
         /// The comment's id: approval_response counts the vote from the
