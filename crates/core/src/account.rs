@@ -86,53 +86,7 @@ impl Accounts {
                 ));
             }
             paths.push(path);
-            if a.voters.is_empty() {
-                return Err(bad(
-                    &a.name,
-                    "voters",
-                    "is empty: nobody could approve".into(),
-                ));
-            }
-            for v in &a.voters {
-                if !is_plausible_email(v) {
-                    return Err(bad(
-                        &a.name,
-                        "voters",
-                        format!("{v:?} is not an e-mail address"),
-                    ));
-                }
-            }
-            let mut seen_github = BTreeSet::new();
-            for v in &a.github_voters {
-                let voter = GitHubVoter::parse(v).map_err(|e| bad(&a.name, "github_voters", e))?;
-                if !seen_github.insert(voter) {
-                    return Err(bad(
-                        &a.name,
-                        "github_voters",
-                        format!("{v:?} is listed twice"),
-                    ));
-                }
-            }
-            let n = a.voters.len() as u32;
-            for (field, value) in [
-                ("min_approval_count", a.min_approval_count),
-                ("min_rejection_count", a.min_rejection_count),
-            ] {
-                if value == 0 || value > n {
-                    return Err(bad(
-                        &a.name,
-                        field,
-                        format!("is {value}; it must be between 1 and the {n} voter(s)"),
-                    ));
-                }
-            }
-            if a.max_parallel == Some(0) {
-                return Err(bad(
-                    &a.name,
-                    "max_parallel",
-                    "is 0; it must be at least 1 (or null: the run's cap)".into(),
-                ));
-            }
+            check_votes_and_pacing(a).map_err(|(field, message)| bad(&a.name, field, message))?;
         }
         for a in &accounts {
             for d in &a.dependencies {
@@ -312,6 +266,44 @@ pub(crate) fn is_plausible_email(s: &str) -> bool {
         && !domain.starts_with('.')
         && !domain.ends_with('.')
         && !s.chars().any(|c| c.is_whitespace() || c == '<' || c == '>')
+}
+
+/// An account's voters (e-mail addresses; GitHub logins and teams, each
+/// once), its thresholds (between 1 and the number of mail voters, so mail
+/// can always decide) and its pacing cap; the field and why, when refused.
+fn check_votes_and_pacing(a: &Account) -> std::result::Result<(), (&'static str, String)> {
+    if a.voters.is_empty() {
+        return Err(("voters", "is empty: nobody could approve".into()));
+    }
+    if let Some(v) = a.voters.iter().find(|v| !is_plausible_email(v)) {
+        return Err(("voters", format!("{v:?} is not an e-mail address")));
+    }
+    let mut seen_github = BTreeSet::new();
+    for v in &a.github_voters {
+        let voter = GitHubVoter::parse(v).map_err(|e| ("github_voters", e))?;
+        if !seen_github.insert(voter) {
+            return Err(("github_voters", format!("{v:?} is listed twice")));
+        }
+    }
+    let n = a.voters.len() as u32;
+    for (field, value) in [
+        ("min_approval_count", a.min_approval_count),
+        ("min_rejection_count", a.min_rejection_count),
+    ] {
+        if value == 0 || value > n {
+            return Err((
+                field,
+                format!("is {value}; it must be between 1 and the {n} voter(s)"),
+            ));
+        }
+    }
+    if a.max_parallel == Some(0) {
+        return Err((
+            "max_parallel",
+            "is 0; it must be at least 1 (or null: the run's cap)".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -339,6 +339,30 @@ where
 
     /// The delivery, authenticated and not a duplicate: routed and acted on.
     async fn act(&self, req: &WebhookRequest, event: &str, delivery: &str) -> WebhookResponse {
+        let routed = match self.route_delivery(req, event, delivery).await {
+            Ok(routed) => routed,
+            Err(response) => return response,
+        };
+        match self.dispatch(routed, delivery).await {
+            Ok(body) => {
+                self.seen.insert(delivery);
+                reply(200, body)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, delivery, "delivery failed");
+                reply(500, json!({"error": e.to_string()}))
+            }
+        }
+    }
+
+    /// The delivery's route, or the response that ends it (a malformed
+    /// payload, or the bot's login unreadable).
+    async fn route_delivery(
+        &self,
+        req: &WebhookRequest,
+        event: &str,
+        delivery: &str,
+    ) -> Result<Route, WebhookResponse> {
         // Only comments can be commands, and only others' comments: who the
         // bot is matters for them alone (one look-up per container).
         let bot_login = if event == "issue_comment" {
@@ -346,27 +370,26 @@ where
                 Ok(login) => Some(login),
                 Err(e) => {
                     tracing::error!(error = %e, delivery, "reading the bot's own login");
-                    return reply(500, json!({"error": e.to_string()}));
+                    return Err(reply(500, json!({"error": e.to_string()})));
                 }
             }
         } else {
             None
         };
-        let routed = match route(
+        route(
             event,
             &req.body,
             &self.config.trunk_branch,
             Some(&self.config.repository),
             &self.config.trust,
             bot_login.as_deref(),
-        ) {
-            Ok(r) => r,
-            Err(e @ WebhookError::MalformedPayload { .. }) => {
-                return reply(400, json!({"error": e.to_string()}));
-            }
-            Err(e) => return reply(400, json!({"error": e.to_string()})),
-        };
-        let outcome = match routed {
+        )
+        .map_err(|e| reply(400, json!({"error": e.to_string()})))
+    }
+
+    /// Acts on a route; the body of a 200 answer, or the error of a 500.
+    async fn dispatch(&self, routed: Route, delivery: &str) -> Result<Value, ReceiverError> {
+        match routed {
             Route::Ping => Ok(json!({"pong": true})),
             Route::Ignore(reason) => Ok(json!({"ignored": reason})),
             Route::Vote {
@@ -424,16 +447,6 @@ where
                 };
                 let spec = create_deploy_stack_spec(&merge_commit_sha, Some(&pr), delivery);
                 self.deploy_merge(number, &merge_commit_sha, spec).await
-            }
-        };
-        match outcome {
-            Ok(body) => {
-                self.seen.insert(delivery);
-                reply(200, body)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, delivery, "delivery failed");
-                reply(500, json!({"error": e.to_string()}))
             }
         }
     }

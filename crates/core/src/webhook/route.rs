@@ -112,78 +112,7 @@ pub fn route(
         }
         "pull_request" => {
             let ev: PullRequestEvent = serde_json::from_slice(body).map_err(malformed)?;
-            let pr = &ev.pull_request;
-            if let Some(repo) = repository
-                && !ev.repository.full_name.eq_ignore_ascii_case(repo)
-            {
-                return Ok(Route::Ignore(format!(
-                    "repository {:?} is not the configured {repo:?}",
-                    ev.repository.full_name
-                )));
-            }
-            if pr.base.name != trunk {
-                return Ok(Route::Ignore(format!(
-                    "pull request #{} targets {:?}, not the trunk {trunk:?}",
-                    ev.number, pr.base.name
-                )));
-            }
-            match ev.action.as_str() {
-                "opened" | "reopened" | "synchronize" | "ready_for_review" => {
-                    if pr.draft {
-                        return Ok(Route::Ignore(format!(
-                            "pull request #{} is a draft; it is planned when marked ready for review",
-                            ev.number
-                        )));
-                    }
-                    let repo = repository.unwrap_or(&ev.repository.full_name);
-                    let head_repo = pr.head.repo.as_ref().map(|r| r.full_name.as_str());
-                    if let Some(why) =
-                        untrusted_reason(repo, head_repo, &pr.author_association, trust)
-                    {
-                        return Ok(Route::NotPlanned {
-                            number: ev.number,
-                            head_sha: pr.head.sha.clone(),
-                            reason: not_planned_description(&why),
-                        });
-                    }
-                    Ok(Route::PlanPullRequest {
-                        number: ev.number,
-                        head_sha: pr.head.sha.clone(),
-                        head_ref: pr.head.name.clone(),
-                        base_ref: pr.base.name.clone(),
-                        html_url: pr.html_url.clone(),
-                    })
-                }
-                "closed" if pr.merged => {
-                    let merge_commit_sha = pr
-                        .merge_commit_sha
-                        .clone()
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| WebhookError::MalformedPayload {
-                            event: event.to_string(),
-                            message: format!(
-                                "pull request #{} is merged but has no merge_commit_sha",
-                                ev.number
-                            ),
-                        })?;
-                    Ok(Route::DeployMerge {
-                        number: ev.number,
-                        merge_commit_sha,
-                        base_ref: pr.base.name.clone(),
-                        base_sha: pr.base.sha.clone(),
-                        head_ref: pr.head.name.clone(),
-                        head_sha: pr.head.sha.clone(),
-                        html_url: pr.html_url.clone(),
-                    })
-                }
-                "closed" => Ok(Route::Ignore(format!(
-                    "pull request #{} was closed without merging",
-                    ev.number
-                ))),
-                other => Ok(Route::Ignore(format!(
-                    "pull_request action {other:?} needs no plan or deploy"
-                ))),
-            }
+            route_pull_request(event, &ev, trunk, repository, trust)
         }
         "issue_comment" => {
             let ev: IssueCommentEvent = serde_json::from_slice(body).map_err(malformed)?;
@@ -194,6 +123,87 @@ pub fn route(
             serde_json::from_slice::<serde_json::Value>(body).map_err(malformed)?;
             Ok(Route::Ignore(format!("event {other:?} is not handled")))
         }
+    }
+}
+
+/// A `pull_request` event: opened or updated on the trunk (planned when
+/// trusted), merged (deployed), or nothing to do.
+fn route_pull_request(
+    event: &str,
+    ev: &PullRequestEvent,
+    trunk: &str,
+    repository: Option<&str>,
+    trust: &TrustPolicy,
+) -> Result<Route, WebhookError> {
+    let pr = &ev.pull_request;
+    if let Some(repo) = repository
+        && !ev.repository.full_name.eq_ignore_ascii_case(repo)
+    {
+        return Ok(Route::Ignore(format!(
+            "repository {:?} is not the configured {repo:?}",
+            ev.repository.full_name
+        )));
+    }
+    if pr.base.name != trunk {
+        return Ok(Route::Ignore(format!(
+            "pull request #{} targets {:?}, not the trunk {trunk:?}",
+            ev.number, pr.base.name
+        )));
+    }
+    match ev.action.as_str() {
+        "opened" | "reopened" | "synchronize" | "ready_for_review" => {
+            if pr.draft {
+                return Ok(Route::Ignore(format!(
+                    "pull request #{} is a draft; it is planned when marked ready for review",
+                    ev.number
+                )));
+            }
+            let repo = repository.unwrap_or(&ev.repository.full_name);
+            let head_repo = pr.head.repo.as_ref().map(|r| r.full_name.as_str());
+            if let Some(why) = untrusted_reason(repo, head_repo, &pr.author_association, trust) {
+                return Ok(Route::NotPlanned {
+                    number: ev.number,
+                    head_sha: pr.head.sha.clone(),
+                    reason: not_planned_description(&why),
+                });
+            }
+            Ok(Route::PlanPullRequest {
+                number: ev.number,
+                head_sha: pr.head.sha.clone(),
+                head_ref: pr.head.name.clone(),
+                base_ref: pr.base.name.clone(),
+                html_url: pr.html_url.clone(),
+            })
+        }
+        "closed" if pr.merged => {
+            let merge_commit_sha = pr
+                .merge_commit_sha
+                .clone()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| WebhookError::MalformedPayload {
+                    event: event.to_string(),
+                    message: format!(
+                        "pull request #{} is merged but has no merge_commit_sha",
+                        ev.number
+                    ),
+                })?;
+            Ok(Route::DeployMerge {
+                number: ev.number,
+                merge_commit_sha,
+                base_ref: pr.base.name.clone(),
+                base_sha: pr.base.sha.clone(),
+                head_ref: pr.head.name.clone(),
+                head_sha: pr.head.sha.clone(),
+                html_url: pr.html_url.clone(),
+            })
+        }
+        "closed" => Ok(Route::Ignore(format!(
+            "pull request #{} was closed without merging",
+            ev.number
+        ))),
+        other => Ok(Route::Ignore(format!(
+            "pull_request action {other:?} needs no plan or deploy"
+        ))),
     }
 }
 
