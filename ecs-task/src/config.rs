@@ -485,24 +485,8 @@ pub struct Common {
 
 impl FromLookup for Common {
     fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
-        let scan_type = match check.opt("SCAN_TYPE").as_deref() {
-            None | Some("graph") => Some(ScanType::Graph),
-            Some("plan") => Some(ScanType::Plan),
-            Some(other) => check.keep(Err(ConfigError::Invalid {
-                name: "SCAN_TYPE",
-                value: other.to_string(),
-                reason: "expected graph or plan".into(),
-            })),
-        };
-        let max_parallel = match check.env.number::<u32>("MAX_PARALLEL", 10) {
-            Ok(0) => Err(ConfigError::Invalid {
-                name: "MAX_PARALLEL",
-                value: "0".into(),
-                reason: "must be at least 1".into(),
-            }),
-            other => other,
-        };
-        let max_parallel = check.keep(max_parallel);
+        let scan_type = scan_type(check);
+        let max_parallel = max_parallel(check);
         let repository = check.opt("REPO_FULL_NAME");
         let github_api_url = check.env.or("GITHUB_API_URL", "https://api.github.com");
         let clone_url = match check.opt("REPO_CLONE_URL") {
@@ -523,47 +507,8 @@ impl FromLookup for Common {
         let fail_fast = check.keep(fail_fast);
         let allow_destroy = check.env.flag("ALLOW_DESTROY", false);
         let allow_destroy = check.keep(allow_destroy);
-        let deploy_filters = match check.opt(DEPLOY_FILTERS) {
-            None => Ok(Vec::new()),
-            Some(json) => {
-                serde_json::from_str::<Vec<String>>(&json).map_err(|e| ConfigError::Invalid {
-                    name: DEPLOY_FILTERS,
-                    value: json.clone(),
-                    reason: format!("expected a json list of strings: {e}"),
-                })
-            }
-        };
-        let deploy_filters = check.keep(deploy_filters);
-        let policy_dir = match check.opt("POLICY_DIR") {
-            None => Some(None),
-            Some(dir) => {
-                let read = RepoPath::new(dir.trim().trim_end_matches('/'))
-                    .map(Some)
-                    .map_err(|e| ConfigError::Invalid {
-                        name: "POLICY_DIR",
-                        value: dir.clone(),
-                        reason: e.to_string(),
-                    });
-                check.keep(read)
-            }
-        };
-        let policy_override = check.env.flag(POLICY_OVERRIDE, false);
-        let policy_override = check.keep(policy_override);
-        let policy_command = match check.opt(POLICY_COMMAND) {
-            None => Some(None),
-            Some(t) if t.trim().is_empty() => Some(None),
-            Some(t) => {
-                let read =
-                    PolicyCommand::new(&t)
-                        .map(Some)
-                        .map_err(|reason| ConfigError::Invalid {
-                            name: POLICY_COMMAND,
-                            value: t.clone(),
-                            reason,
-                        });
-                check.keep(read)
-            }
-        };
+        let deploy_filters = deploy_filters(check);
+        let policy = policy_settings(check);
         let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
         let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
@@ -607,9 +552,9 @@ impl FromLookup for Common {
             fail_fast: fail_fast?,
             allow_destroy: allow_destroy?,
             deploy_filters: deploy_filters?,
-            policy_dir: policy_dir?,
-            policy_override: policy_override?,
-            policy_command: policy_command?,
+            policy_dir: policy.0?,
+            policy_override: policy.1?,
+            policy_command: policy.2?,
             log_group: check.opt("LOG_GROUP"),
             log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,
@@ -618,6 +563,90 @@ impl FromLookup for Common {
             module_sources: module_sources?,
         })
     }
+}
+
+/// `SCAN_TYPE`: `graph` (the default) or `plan`.
+fn scan_type<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<ScanType> {
+    match check.opt("SCAN_TYPE").as_deref() {
+        None | Some("graph") => Some(ScanType::Graph),
+        Some("plan") => Some(ScanType::Plan),
+        Some(other) => check.keep(Err(ConfigError::Invalid {
+            name: "SCAN_TYPE",
+            value: other.to_string(),
+            reason: "expected graph or plan".into(),
+        })),
+    }
+}
+
+/// `MAX_PARALLEL`: at least 1, 10 by default.
+fn max_parallel<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<u32> {
+    let max_parallel = match check.env.number::<u32>("MAX_PARALLEL", 10) {
+        Ok(0) => Err(ConfigError::Invalid {
+            name: "MAX_PARALLEL",
+            value: "0".into(),
+            reason: "must be at least 1".into(),
+        }),
+        other => other,
+    };
+    check.keep(max_parallel)
+}
+
+/// `DEPLOY_FILTERS`: a JSON list of filter expressions, kept unparsed (a
+/// query that does not parse fails the run, not the task's start).
+fn deploy_filters<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Vec<String>> {
+    let read = match check.opt(DEPLOY_FILTERS) {
+        None => Ok(Vec::new()),
+        Some(json) => {
+            serde_json::from_str::<Vec<String>>(&json).map_err(|e| ConfigError::Invalid {
+                name: DEPLOY_FILTERS,
+                value: json.clone(),
+                reason: format!("expected a json list of strings: {e}"),
+            })
+        }
+    };
+    check.keep(read)
+}
+
+/// `POLICY_DIR`, `POLICY_OVERRIDE` and `POLICY_COMMAND`, each read (and
+/// each error kept) whatever the others hold.
+#[allow(clippy::type_complexity)]
+fn policy_settings<F: Fn(&str) -> Option<String>>(
+    check: &mut Check<F>,
+) -> (
+    Option<Option<RepoPath>>,
+    Option<bool>,
+    Option<Option<PolicyCommand>>,
+) {
+    let policy_dir = match check.opt("POLICY_DIR") {
+        None => Some(None),
+        Some(dir) => {
+            let read = RepoPath::new(dir.trim().trim_end_matches('/'))
+                .map(Some)
+                .map_err(|e| ConfigError::Invalid {
+                    name: "POLICY_DIR",
+                    value: dir.clone(),
+                    reason: e.to_string(),
+                });
+            check.keep(read)
+        }
+    };
+    let policy_override = check.env.flag(POLICY_OVERRIDE, false);
+    let policy_override = check.keep(policy_override);
+    let policy_command = match check.opt(POLICY_COMMAND) {
+        None => Some(None),
+        Some(t) if t.trim().is_empty() => Some(None),
+        Some(t) => {
+            let read = PolicyCommand::new(&t)
+                .map(Some)
+                .map_err(|reason| ConfigError::Invalid {
+                    name: POLICY_COMMAND,
+                    value: t.clone(),
+                    reason,
+                });
+            check.keep(read)
+        }
+    };
+    (policy_dir, policy_override, policy_command)
 }
 
 /// `LIVE_CI_PR_NUMBER`, `#` allowed.
