@@ -299,27 +299,36 @@ where
                 return resp;
             }
         };
-        if let Some(run_token) = req.query_param("r").filter(|r| !r.is_empty()) {
-            let mut resp = if post {
-                let mut resp = message(
-                    405,
-                    "Method not allowed",
-                    "bad",
-                    "A run page is read-only: it can only be opened (GET).",
-                );
-                resp.headers.push(("allow", "GET, HEAD".into()));
-                resp
-            } else {
-                match self.run_page(&run_token, now_ms).await {
-                    Ok(resp) | Err(Stop::Page(resp)) => resp,
-                    Err(Stop::Port(e)) => port_failed(&e),
-                }
-            };
-            if method == "HEAD" {
-                resp.body.clear();
-            }
+        let mut resp = match req.query_param("r").filter(|r| !r.is_empty()) {
+            Some(run_token) => self.run_link(&run_token, post, now_ms).await,
+            None => self.vote_link(req, post, now_ms).await,
+        };
+        if method == "HEAD" {
+            resp.body.clear();
+        }
+        resp
+    }
+
+    /// A run link: the read-only run page, never a vote.
+    async fn run_link(&self, run_token: &str, post: bool, now_ms: i64) -> PageResponse {
+        if post {
+            let mut resp = message(
+                405,
+                "Method not allowed",
+                "bad",
+                "A run page is read-only: it can only be opened (GET).",
+            );
+            resp.headers.push(("allow", "GET, HEAD".into()));
             return resp;
         }
+        match self.run_page(run_token, now_ms).await {
+            Ok(resp) | Err(Stop::Page(resp)) => resp,
+            Err(Stop::Port(e)) => port_failed(&e),
+        }
+    }
+
+    /// A vote link: its confirmation page (GET), or the vote (POST, a form).
+    async fn vote_link(&self, req: &PageRequest, post: bool, now_ms: i64) -> PageResponse {
         if post {
             let form = req.header("content-type").map(|c| {
                 c.split(';')
@@ -363,14 +372,10 @@ where
             Ok(link) => self.show(link, token, now_ms).await,
             Err(stop) => Err(stop),
         };
-        let mut resp = match answer {
+        match answer {
             Ok(resp) | Err(Stop::Page(resp)) => resp,
             Err(Stop::Port(e)) => port_failed(&e),
-        };
-        if method == "HEAD" {
-            resp.body.clear();
         }
-        resp
     }
 
     /// GET with a run link: the read-only run page. Verified under the
