@@ -237,18 +237,31 @@ struct Started {
 /// Starts the agent as the child user in a new directory beside `dir` and
 /// loads `key` into it through `ssh-add -`'s stdin.
 async fn start_agent(key: &str, dir: &Path) -> Result<Started> {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let parent = dir.parent().unwrap_or(dir);
+    let (agent_dir, socket) = agent_dir(dir, parent)?;
+    let agent = spawn_agent(parent, &socket, agent_dir).await?;
+    load_key(parent, &socket, key).await?;
+    Ok(Started { agent, socket })
+}
+
+fn spawn_failed(what: &str, e: String) -> TaskError {
+    TaskError::Spawn {
+        command: what.to_string(),
+        message: e,
+    }
+}
+
+/// The agent's directory and socket path. Unpredictable and unlistable by the
+/// child's group (0730: it may create the agent's socket and pass through,
+/// not list): a process of the child user left over from earlier cannot
+/// find the socket to stand in for the agent before the key is loaded.
+fn agent_dir(dir: &Path, parent: &Path) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
     let prefix = format!(
         "{}-agent.",
         dir.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "ssh".into())
     );
-    // Unpredictable and unlistable by the child's group (0730: it may create
-    // the agent's socket and pass through, not list): a process of the child
-    // user left over from earlier cannot find the socket to stand in for the
-    // agent before the key is loaded.
     let agent_dir = tempfile::Builder::new()
         .prefix(&prefix)
         .tempdir_in(parent)
@@ -261,32 +274,34 @@ async fn start_agent(key: &str, dir: &Path) -> Result<Started> {
             "the ssh agent's socket path {socket_str:?} is longer than the {MAX_SOCKET_PATH} bytes a unix socket may have"
         )));
     }
-    let failed = |what: &str, e: String| TaskError::Spawn {
-        command: what.to_string(),
-        message: e,
-    };
-    // -D: in the foreground, this process its parent (no daemon to lose).
+    Ok((agent_dir, socket))
+}
+
+/// Runs `ssh-agent -D` (in the foreground, this process its parent: no
+/// daemon to lose) as the child user, and waits until it listens (it prints
+/// its variables then).
+async fn spawn_agent(parent: &Path, socket: &Path, agent_dir: tempfile::TempDir) -> Result<Agent> {
+    use tokio::io::AsyncBufReadExt;
     let mut child = crate::sandbox::command("ssh-agent", parent, &[])
         .arg("-D")
         .arg("-a")
-        .arg(&socket)
+        .arg(socket)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .process_group(0)
         .spawn()
-        .map_err(|e| failed("ssh-agent", e.to_string()))?;
+        .map_err(|e| spawn_failed("ssh-agent", e.to_string()))?;
     let pid = child
         .id()
-        .ok_or_else(|| failed("ssh-agent", "exited at once".into()))?;
+        .ok_or_else(|| spawn_failed("ssh-agent", "exited at once".into()))?;
     let stdout = child.stdout.take();
     let agent = Agent {
         pid,
         child,
         _dir: agent_dir,
     };
-    // The agent prints its variables once it listens.
     let listening = async {
         let Some(stdout) = stdout else {
             return false;
@@ -298,12 +313,19 @@ async fn start_agent(key: &str, dir: &Path) -> Result<Started> {
         .await
         .unwrap_or(false)
     {
-        return Err(failed(
+        return Err(spawn_failed(
             "ssh-agent",
-            format!("did not listen on {socket_str:?}"),
+            format!("did not listen on {:?}", socket.display().to_string()),
         ));
     }
-    let env = [("SSH_AUTH_SOCK".to_string(), socket_str.clone())];
+    Ok(agent)
+}
+
+/// Loads `key` into the agent through `ssh-add -`'s stdin; a key the agent
+/// refuses is a configuration error that names no part of the key.
+async fn load_key(parent: &Path, socket: &Path, key: &str) -> Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let env = [("SSH_AUTH_SOCK".to_string(), socket.display().to_string())];
     let mut add = crate::sandbox::command("ssh-add", parent, &env)
         .arg("-q")
         .arg("-")
@@ -312,7 +334,7 @@ async fn start_agent(key: &str, dir: &Path) -> Result<Started> {
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| failed("ssh-add -", e.to_string()))?;
+        .map_err(|e| spawn_failed("ssh-add -", e.to_string()))?;
     let loaded = async {
         if let Some(mut stdin) = add.stdin.take() {
             // ssh needs the final newline that secret stores tend to strip.
@@ -326,20 +348,19 @@ async fn start_agent(key: &str, dir: &Path) -> Result<Started> {
     };
     let output = tokio::time::timeout(AGENT_START, loaded)
         .await
-        .map_err(|_| failed("ssh-add -", "did not load the key in time".into()))?
-        .map_err(|e| failed("ssh-add -", e))?;
-    if !output.status.success() {
-        // ssh-add's message names no part of the key.
-        return Err(TaskError::Config(ConfigError::Invalid {
-            name: ENV,
-            value: "(secret)".into(),
-            reason: format!(
-                "the ssh agent refused it: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        }));
+        .map_err(|_| spawn_failed("ssh-add -", "did not load the key in time".into()))?
+        .map_err(|e| spawn_failed("ssh-add -", e))?;
+    if output.status.success() {
+        return Ok(());
     }
-    Ok(Started { agent, socket })
+    Err(TaskError::Config(ConfigError::Invalid {
+        name: ENV,
+        value: "(secret)".into(),
+        reason: format!(
+            "the ssh agent refused it: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+    }))
 }
 
 /// `hosts` as `<dir>/known_hosts`: the directory and file the task's, their
