@@ -128,9 +128,9 @@ impl<'g> FileIndex<'g> {
 /// The units `changes` affect. `head` is the graph at the head revision; `base`
 /// the graph at the merge base, needed only when a `terragrunt.hcl` was deleted
 /// (to tell a removed unit from a removed parent config). `unstacked` are the
-/// units a stack generated at the merge base and no longer generates: no file
-/// of theirs is in the diff (generated files are not committed), so the
-/// caller finds them by generating both sides. Removed units are destroyed
+/// units the stacks generated at the merge base: those `head` no longer has
+/// are removed, though no file of theirs is in the diff (generated files are
+/// not committed), so the caller finds them by generating the base side. Removed units are destroyed
 /// only with `allow_destroy`; otherwise they are listed as skipped, never
 /// dropped in silence.
 pub fn affected_units(

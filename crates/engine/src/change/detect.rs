@@ -65,13 +65,8 @@ pub fn detect_with(
         let merge_base = vcs.merge_base(base, head.unwrap_or("HEAD"))?;
         // Errors at base are not ours to fix: the removed units are all we need.
         let at_base = discover_with(&*vcs.tree_at(Some(&merge_base))?, options);
-        let unstacked: BTreeSet<RepoPath> = at_base
-            .generation
-            .units
-            .keys()
-            .filter(|u| head_graph.index_of(u).is_none())
-            .cloned()
-            .collect();
+        // Those head still has are not removed: affected_units decides.
+        let unstacked: BTreeSet<RepoPath> = at_base.generation.units.keys().cloned().collect();
         (Some(at_base.into_graph().0), unstacked)
     } else {
         (None, BTreeSet::new())
