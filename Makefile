@@ -30,16 +30,20 @@ deploy-local: build
 ## services the tests need are the project's own: scripts/pg.sh (a throwaway
 ## PostgreSQL) and scripts/localstack.sh (LocalStack in host mode), installed and
 ## started for the run and stopped after it unless they were already running;
-## cargo test's summary stays the last output.
+## the summary line of scripts/test-binaries.py (libtest's format) stays the last output.
 test: lint
+	@echo "make test: demo, $$(date -u +%T)"
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
 	# The smoke suite runs the built binaries (none of its tests may skip), and
 	# its terraform test too.
+	@echo "make test: build, $$(date -u +%T)"
 	$(CARGO) build --locked --workspace --bins
+	@echo "make test: smoke, $$(date -u +%T)"
 	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke
 	# The newcomer walk-through (docs/getting-started.md), run literally: its sh
 	# blocks in order in one shell, the local cloud on a port of its own.
+	@echo "make test: getting-started, $$(date -u +%T)"
 	bash scripts/check-getting-started.sh
 	# Every command the documents give still runs as written (make targets,
 	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
@@ -51,11 +55,18 @@ test: lint
 	@if [ -f $${CARGO_TARGET_DIR:-target}/lambda/receiver/bootstrap.zip ]; then \
 	  python3 scripts/check-lambda-zips.py; \
 	else echo "lambda zips: not built (make package), not checked"; fi
+	# Every test binary, several at a time (scripts/test-binaries.py: whole
+	# binaries, so per-binary set-up stays shared; the e2e binaries one at a
+	# time, they share one deployment); its summary line is the last output.
+	python3 scripts/test-binaries.py --self-test
+	@echo "make test: tests, $$(date -u +%T)"
+	$(CARGO) test --locked --workspace --doc
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
-	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with $(CARGO) test --locked --workspace"; \
+	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace"; \
 	$(CARGO) build --locked --workspace --bins && \
-	LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with $(CARGO) test --locked --workspace; rc=$$?; \
+	CARGO=$(CARGO) LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with \
+	  python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
 
 ## The project's LocalStack for the local cloud (tests start it themselves too).
@@ -66,12 +77,15 @@ localstack-down:
 	bash scripts/localstack.sh down
 
 lint: infra-check
+	@echo "make lint: scripts, $$(date -u +%T)"
 	bash scripts/lint-scripts.sh
 	$(CARGO) fmt --all --check
+	@echo "make lint: clippy, $$(date -u +%T)"
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 ## The Terraform module: fmt, validate (offline provider mirror), checkov.
 infra-check:
+	@echo "make infra-check: $$(date -u +%T)"
 	bash scripts/infra-check.sh
 
 ## The Lambda zips the Terraform module deploys (target/lambda/<name>/bootstrap.zip)

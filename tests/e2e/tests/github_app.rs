@@ -12,7 +12,9 @@
 //!
 //! Its own binary and deployment: `pipeline.rs` keeps the static-token path
 //! end to end (every scenario there), and this file's apply switches the same
-//! local deployment to the App (cargo runs test binaries one at a time; each
+//! local deployment to the App (this package's binaries run one at a time:
+//! `cargo test` runs binaries in turn, and `make test`'s
+//! `scripts/test-binaries.py --serial live-ci-e2e` keeps them in one lane; each
 //! binary applies the configuration it needs, at about 90 s).
 
 use std::collections::{BTreeMap, BTreeSet};
