@@ -35,16 +35,25 @@ test: lint
 	@echo "make test: demo, $$(date -u +%T)"
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	# The smoke suite runs the built binaries (none of its tests may skip), and
-	# its terraform test too.
 	@echo "make test: build, $$(date -u +%T)"
 	$(CARGO) build --locked --workspace --bins
-	@echo "make test: smoke, $$(date -u +%T)"
-	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke
-	# The newcomer walk-through (docs/getting-started.md), run literally: its sh
-	# blocks in order in one shell, the local cloud on a port of its own.
-	@echo "make test: getting-started, $$(date -u +%T)"
-	bash scripts/check-getting-started.sh
+	# While the test binaries build, the local-cloud checks run on the built
+	# binaries beside it, their output printed whole after: the smoke suite
+	# (none of its tests may skip; its terraform test too), then the newcomer
+	# walk-through (docs/getting-started.md) run literally, its sh blocks in
+	# order in one shell, the local cloud on a port of its own (its `cargo build`
+	# waits for the test build's lock on the target dir).
+	@echo "make test: test build, with smoke then getting-started beside it, $$(date -u +%T)"
+	@log="$(LIVE_CI_WORK)/cloud-checks.log"; mkdir -p "$(LIVE_CI_WORK)"; \
+	( LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke && \
+	  echo "make test: getting-started, $$(date -u +%T)" && \
+	  bash scripts/check-getting-started.sh ) >"$$log" 2>&1 & checks=$$!; \
+	$(CARGO) test --locked --workspace --no-run; built=$$?; \
+	echo "make test: test build done ($$built), $$(date -u +%T)"; \
+	wait $$checks; passed=$$?; cat "$$log"; \
+	echo "make test: smoke and getting-started done ($$passed), $$(date -u +%T)"; \
+	[ $$built = 0 ] || { echo "make test: the test build failed (above)" >&2; exit 1; }; \
+	[ $$passed = 0 ] || { echo "make test: the smoke suite or the walk-through failed (above)" >&2; exit 1; }
 	# Every command the documents give still runs as written (make targets,
 	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
 	python3 scripts/check-doc-commands.py --self-test
@@ -76,12 +85,19 @@ localstack-up:
 localstack-down:
 	bash scripts/localstack.sh down
 
-lint: infra-check
+## The Terraform module's checks run beside clippy (neither waits on the other;
+## the infra log is printed whole after).
+lint:
 	@echo "make lint: scripts, $$(date -u +%T)"
 	bash scripts/lint-scripts.sh
 	$(CARGO) fmt --all --check
-	@echo "make lint: clippy, $$(date -u +%T)"
-	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	@echo "make lint: clippy, with infra-check beside it, $$(date -u +%T)"
+	@log="$(LIVE_CI_WORK)/infra-check.log"; mkdir -p "$(LIVE_CI_WORK)"; \
+	bash scripts/infra-check.sh >"$$log" 2>&1 & infra=$$!; \
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings; linted=$$?; \
+	wait $$infra; checked=$$?; cat "$$log"; \
+	echo "make lint: clippy ($$linted) and infra-check ($$checked) done, $$(date -u +%T)"; \
+	[ $$linted = 0 ] && [ $$checked = 0 ]
 
 ## The Terraform module: fmt, validate (offline provider mirror), checkov.
 infra-check:

@@ -137,7 +137,7 @@ def run_one(binary: Binary, cargo: str, test_args: list[str]) -> None:
     for line in proc.stdout.splitlines():
         m = RESULT.match(line)
         if m:
-            binary.counts = [a + int(b) for a, b in zip(binary.counts, m.groups()[1:])]
+            binary.counts = [a + int(b) for a, b in zip(binary.counts, m.groups()[1:], strict=True)]
 
 
 def schedule(binaries: list[Binary], history: dict[str, float], serial: set[str]) -> list[list[Binary]]:
@@ -159,8 +159,7 @@ def schedule(binaries: list[Binary], history: dict[str, float], serial: set[str]
     return sorted(ordered, key=lambda lane: sum(guess(b) for b in lane), reverse=True)
 
 
-def run_pool(lanes: list[list[Binary]], jobs: int, cargo: str, test_args: list[str],
-             echo: bool = True) -> float:
+def run_pool(lanes: list[list[Binary]], jobs: int, cargo: str, test_args: list[str], echo: bool = True) -> float:
     """Runs the lanes `jobs` at a time, printing each binary's output whole; the wall time."""
     lock = threading.Lock()
     queue = list(lanes)
@@ -193,18 +192,21 @@ def report(binaries: list[Binary], wall: float) -> tuple[list[str], int]:
     """The closing lines (libtest's summary last) and the exit code."""
     lines = []
     slowest = sorted(binaries, key=lambda b: b.seconds, reverse=True)[:5]
-    lines.append("test-binaries: slowest: "
-                 + ", ".join(f"{b.package} {b.name} {b.seconds:.0f} s" for b in slowest))
+    lines.append("test-binaries: slowest: " + ", ".join(f"{b.package} {b.name} {b.seconds:.0f} s" for b in slowest))
     failed = [b for b in binaries if not b.ok]
     for b in failed:
         lines.append(f"test-binaries: FAILED: {b.package} {b.src} (exit code {b.returncode})")
     totals = [sum(b.counts[i] for b in binaries) for i in range(5)]
     verdict = "FAILED" if failed or totals[1] else "ok"
-    lines.append(f"test-binaries: {len(binaries)} binaries, {wall:.0f} s wall, "
-                 f"{sum(b.seconds for b in binaries):.0f} s in binaries")
-    lines.append(f"test result: {verdict}. {totals[0]} passed; {totals[1]} failed; "
-                 f"{totals[2]} ignored; {totals[3]} measured; {totals[4]} filtered out; "
-                 f"finished in {wall:.2f}s")
+    lines.append(
+        f"test-binaries: {len(binaries)} binaries, {wall:.0f} s wall, "
+        f"{sum(b.seconds for b in binaries):.0f} s in binaries"
+    )
+    lines.append(
+        f"test result: {verdict}. {totals[0]} passed; {totals[1]} failed; "
+        f"{totals[2]} ignored; {totals[3]} measured; {totals[4]} filtered out; "
+        f"finished in {wall:.2f}s"
+    )
     return lines, 1 if verdict != "ok" else 0
 
 
@@ -213,22 +215,30 @@ def self_test() -> int:
     summary, and a serial pair; checks the verdict, the totals and the lanes."""
     import tempfile
 
-    passing = "echo 'test result: ok. 3 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s'"
+    tail = "0 measured; 0 filtered out; finished in 0.00s"
+    passing = f"echo 'test result: ok. 3 passed; 0 failed; 1 ignored; {tail}'"
     cases = {
         "pass": passing,
-        "failing": "echo 'test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'; exit 101",
+        "failing": f"echo 'test result: FAILED. 1 passed; 2 failed; 0 ignored; {tail}'; exit 101",
         "crash": "echo 'thread main panicked'; exit 0",
         "e2e-a": f"sleep 0.3; {passing}",
         "e2e-b": f"sleep 0.3; {passing}",
     }
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
+
         def fake(name: str) -> Binary:
             path = Path(tmp) / name
             path.write_text(f"#!/bin/sh\n{cases[name]}\n")
             path.chmod(0o755)
-            return Binary(package="e2e" if name.startswith("e2e") else name, name=name, kind="test",
-                          src=str(path), executable=str(path), manifest_dir=tmp)
+            return Binary(
+                package="e2e" if name.startswith("e2e") else name,
+                name=name,
+                kind="test",
+                src=str(path),
+                executable=str(path),
+                manifest_dir=tmp,
+            )
 
         def run(names: list[str]) -> tuple[list[str], int, list[Binary]]:
             binaries = [fake(n) for n in names]
@@ -245,8 +255,12 @@ def self_test() -> int:
             problems.append(f"the serial package's binaries overlapped: {a} and {b}")
         for bad, want in (("failing", "2 failed"), ("crash", "0 failed")):
             lines, rc, _ = run(["pass", bad])
-            if rc != 1 or not lines[-1].startswith("test result: FAILED.") or want not in lines[-1] \
-                    or not any(f"FAILED: {bad}" in line for line in lines):
+            if (
+                rc != 1
+                or not lines[-1].startswith("test result: FAILED.")
+                or want not in lines[-1]
+                or not any(f"FAILED: {bad}" in line for line in lines)
+            ):
                 problems.append(f"{bad}: rc {rc}, {lines!r}")
     for p in problems:
         print(f"test-binaries self-test: {p}", file=sys.stderr)
@@ -258,10 +272,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("LIVE_CI_TEST_JOBS", "3")))
     parser.add_argument("--serial", action="append", default=[], metavar="PKG")
-    parser.add_argument("--test-arg", action="append", default=[], metavar="ARG",
-                        help="passed to every test binary (e.g. a name filter)")
-    parser.add_argument("--self-test", action="store_true",
-                        help="check the verdicts on fake binaries, build nothing")
+    parser.add_argument(
+        "--test-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="passed to every test binary (e.g. a name filter)",
+    )
+    parser.add_argument("--self-test", action="store_true", help="check the verdicts on fake binaries, build nothing")
     parser.add_argument("cargo_args", nargs="*")
     args = parser.parse_args()
     if args.self_test:
@@ -275,8 +293,7 @@ def main() -> int:
         sys.exit("test-binaries: cargo built no test binary")
     history = load_history()
     lanes = schedule(binaries, history, set(args.serial))
-    print(f"test-binaries: {len(binaries)} binaries in {len(lanes)} lanes, {args.jobs} at a time",
-          flush=True)
+    print(f"test-binaries: {len(binaries)} binaries in {len(lanes)} lanes, {args.jobs} at a time", flush=True)
     wall = run_pool(lanes, args.jobs, cargo, args.test_arg)
 
     history.update({b.key: round(b.seconds, 2) for b in binaries})
