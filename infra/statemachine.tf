@@ -1,5 +1,5 @@
 # The deployment state machine, rendered from statemachine/deployment.asl.json
-# with exactly the variables of live_ci_workflow::DeploymentVars (same names, same
+# with exactly the variables of live_ci_stepfunctions::DeploymentVars (same names, same
 # encodings: JSON arrays for lists, ENABLED/DISABLED, decimal seconds), and the
 # SNS topic its Request Approval state publishes to.
 
@@ -18,7 +18,7 @@ resource "aws_sfn_state_machine" "deployment" {
   tags     = local.tags
 
   # deployment.asl.json is a symlink to ../statemachine/deployment.asl.json (the
-  # one file live_ci_workflow embeds too): "${path.module}/.." would not resolve
+  # one file live_ci_stepfunctions embeds too): "${path.module}/.." would not resolve
   # when Terraform links this directory into .terraform/modules.
   definition = templatefile("${path.module}/deployment.asl.json", {
     ecs_cluster_arn               = aws_ecs_cluster.this.arn

@@ -1,7 +1,7 @@
 //! The task's configuration, from the environment the Terraform module sets on
 //! the task definitions (shared by all subcommands) plus the per-task overrides
 //! of the receiver (`live_ci_core::task::env`) and of the state machine
-//! (`live_ci_workflow::payload::task_env`). Every name read is in [`ENV_VARS`].
+//! (`live_ci_stepfunctions::payload::task_env`). Every name read is in [`ENV_VARS`].
 
 use live_ci_core::approval::RunPages;
 use live_ci_core::merge_lock::Scope;
@@ -15,7 +15,7 @@ use live_ci_core::terraform::{
 use live_ci_core::webhook::FilePattern;
 use live_ci_github::GitHubAuth;
 use live_ci_metadb::MetadbConfig;
-use live_ci_workflow::payload::task_env;
+use live_ci_stepfunctions::payload::task_env;
 
 use crate::cli::TaskCommand;
 

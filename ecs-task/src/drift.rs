@@ -23,8 +23,8 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::port::{
     DriftStore, IssueHost, Notifications, PortResultExt, RoleAssumer, RunStore, announce,
 };
-use live_ci_engine::change::{Affected, AffectedUnit, Reason, graph_at};
-use live_ci_engine::filter::Excluded;
+use live_ci_terragrunt::change::{Affected, AffectedUnit, Reason, graph_at};
+use live_ci_terragrunt::filter::Excluded;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::DriftConfig;

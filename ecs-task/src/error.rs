@@ -12,7 +12,7 @@ pub enum TaskError {
     #[error(transparent)]
     Core(#[from] live_ci_core::CoreError),
     #[error(transparent)]
-    Engine(#[from] live_ci_engine::EngineError),
+    Engine(#[from] live_ci_terragrunt::EngineError),
     #[error(transparent)]
     Git(#[from] live_ci_git::GitError),
     /// A port failed; a retryable one is named so the state machine retries.

@@ -2,15 +2,15 @@
 //! commit being planned or deployed, and the module's `deploy_filters`. They
 //! are loaded before anything is written (a query that does not parse fails
 //! the run, naming the file or variable, line and column); the narrowing is
-//! the engine's (`live_ci_engine::filter::narrow`), the one the CLI's
+//! the engine's (`live_ci_terragrunt::filter::narrow`), the one the CLI's
 //! `affected` and `plan` use, so both agree on a commit.
 
 use std::path::Path;
 
-use live_ci_engine::Graph;
-use live_ci_engine::change::{Affected, Detection, VcsRanges, detect};
-use live_ci_engine::filter::{Excluded, Narrowed, RunFilters, narrow};
 use live_ci_git::GitCli;
+use live_ci_terragrunt::Graph;
+use live_ci_terragrunt::change::{Affected, Detection, VcsRanges, detect};
+use live_ci_terragrunt::filter::{Excluded, Narrowed, RunFilters, narrow};
 
 use crate::error::Result;
 

@@ -15,6 +15,7 @@ use live_ci_core::status::CommitStatusConfig;
 use live_ci_core::status::{NoGitHost, Statuses};
 use live_ci_github::{Credentials, GitHubClient, Job};
 use live_ci_metadb::{AnyMetadb, LoginRole};
+use live_ci_stepfunctions::SfnTaskTokens;
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::config::TerraRunConfig;
@@ -26,7 +27,6 @@ use live_ci_task::terra_run::{TerraRunPorts, run_pages, terra_run_with};
 use live_ci_task::{
     AWS_ACTIONS, Common, Config, ENV_VARS, TaskError, git_credentials, logs, sandbox, timeline,
 };
-use live_ci_workflow::SfnTaskTokens;
 
 fn main() -> anyhow::Result<()> {
     // Before anything else (before any secret is read or any child started):

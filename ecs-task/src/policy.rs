@@ -2,7 +2,7 @@
 //! `POLICY_DIR`, read from git at the trunk as it was before the change (the
 //! pull request's base branch, the run's base commit), never from the
 //! checkout being judged, so a change cannot rewrite the policy that judges
-//! it, evaluated in process (`live_ci_engine::policy`: no policy binary runs
+//! it, evaluated in process (`live_ci_terragrunt::policy`: no policy binary runs
 //! beside repository code); and `POLICY_COMMAND`, another tool (checkov,
 //! trivy) run on the plan's `show -json` file exactly as terraform runs (the
 //! child user, the env allow-list, the plan's credentials), since such a tool
@@ -16,9 +16,9 @@ use live_ci_core::path::RepoPath;
 use live_ci_core::policy::{
     self, Judged, PolicyCommand, PolicyEngine, PolicyFailure, PolicyFile, Verdict,
 };
-use live_ci_engine::policy::RegoPolicies;
 use live_ci_git::GitCli;
 use live_ci_git::GitTree;
+use live_ci_terragrunt::policy::RegoPolicies;
 
 use crate::error::{Result, TaskError};
 

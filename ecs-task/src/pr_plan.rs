@@ -20,8 +20,8 @@ use live_ci_core::port::GitHost;
 use live_ci_core::port::PortResultExt;
 use live_ci_core::port::RoleAssumer;
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
-use live_ci_engine::change::Detection;
-use live_ci_engine::filter::Excluded;
+use live_ci_terragrunt::change::Detection;
+use live_ci_terragrunt::filter::Excluded;
 
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
@@ -286,7 +286,7 @@ struct Split {
     warnings: Vec<String>,
 }
 
-fn split(affected: &live_ci_engine::change::Affected) -> Split {
+fn split(affected: &live_ci_terragrunt::change::Affected) -> Split {
     let (not_destroyed, skipped): (Vec<_>, Vec<_>) = affected
         .skipped
         .iter()

@@ -1,15 +1,15 @@
 //! Writes what the live repository's `terragrunt.stack.hcl` files generate
 //! into a checkout, as `terragrunt stack generate` would, so terraform finds
 //! the generated units on disk. The layout is the engine's
-//! (`live_ci_engine::discovery::generate_stacks`), the one discovery planned;
+//! (`live_ci_terragrunt::discovery::generate_stacks`), the one discovery planned;
 //! this is the one place ecs-task writes it. It runs before the checkout is
 //! shared with the child ([`crate::sandbox::share_checkout`]), so generated
 //! files get the committed files' ownership: the task's, readable by the child.
 
 use std::path::{Component, Path};
 
-use live_ci_engine::FsTree;
-use live_ci_engine::discovery::{GeneratedFile, generate_stacks};
+use live_ci_git::FsTree;
+use live_ci_terragrunt::discovery::{GeneratedFile, generate_stacks};
 
 use crate::error::{Result, TaskError};
 

@@ -6,8 +6,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use live_ci_engine::change::detect;
 use live_ci_git::GitCli;
+use live_ci_terragrunt::change::detect;
 
 // The same allocator as the `live-ci` binary, so the figures are the CLI's.
 #[global_allocator]

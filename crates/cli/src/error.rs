@@ -6,7 +6,7 @@ pub enum CliError {
     #[error(transparent)]
     Core(#[from] live_ci_core::CoreError),
     #[error(transparent)]
-    Engine(#[from] live_ci_engine::EngineError),
+    Engine(#[from] live_ci_terragrunt::EngineError),
     #[error(transparent)]
     Git(#[from] live_ci_git::GitError),
     #[error("cannot read {path:?}: {source}")]

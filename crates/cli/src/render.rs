@@ -3,9 +3,9 @@
 use std::fmt::Write;
 
 use live_ci_core::deploy::Action;
-use live_ci_engine::Graph;
-use live_ci_engine::change::Reason;
-use live_ci_engine::plan::DeploymentPlan;
+use live_ci_terragrunt::Graph;
+use live_ci_terragrunt::change::Reason;
+use live_ci_terragrunt::plan::DeploymentPlan;
 
 pub fn action(a: Action) -> &'static str {
     match a {

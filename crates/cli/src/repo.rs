@@ -5,11 +5,12 @@ use std::path::Path;
 use std::collections::BTreeMap;
 
 use live_ci_core::{CoreError, RepoPath};
-use live_ci_engine::change::{Detection, VcsRanges, detect_with};
-use live_ci_engine::discovery::Stack;
-use live_ci_engine::filter::{FILTERS_FILE, FilterSet, Filters, RunFilters, narrow};
-use live_ci_engine::{DiscoverOptions, EngineError, FsTree, Graph, discover_with};
+use live_ci_git::FsTree;
 use live_ci_git::GitCli;
+use live_ci_terragrunt::change::{Detection, VcsRanges, detect_with};
+use live_ci_terragrunt::discovery::Stack;
+use live_ci_terragrunt::filter::{FILTERS_FILE, FilterSet, Filters, RunFilters, narrow};
+use live_ci_terragrunt::{DiscoverOptions, EngineError, Graph, discover_with};
 
 use crate::args::{ChangeArgs, FilterArgs};
 use crate::error::CliError;
@@ -202,7 +203,7 @@ pub fn affected_with(
         let root = std::fs::canonicalize(repo)
             .ok()
             .and_then(|p| p.to_str().map(str::to_string));
-        // The pipeline's own narrowing (live_ci_engine::filter::narrow), so
+        // The pipeline's own narrowing (live_ci_terragrunt::filter::narrow), so
         // the CLI and a run agree on a commit: the same units kept, the same
         // refusal when a left-out unit is needed first.
         let set = FilterSet {

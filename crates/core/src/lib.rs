@@ -1,6 +1,6 @@
 //! live-ci's pure domain: units, deployments, approvals, statuses, the runner-pool
 //! scheduler and the ports; the Terragrunt engine (discovery, graph, change
-//! detection, filters) is `live-ci-engine`. No AWS SDK, no network, no processes:
+//! detection, filters) is `live-ci-terragrunt`. No AWS SDK, no network, no processes:
 //! everything outside comes in through the ports in [`port`].
 
 pub mod account;

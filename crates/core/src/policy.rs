@@ -293,7 +293,7 @@ pub fn command_tail(output: &str) -> String {
 }
 
 /// The port: an in-process Rego interpreter (no process, no network: a
-/// policy cannot shell out). `live-ci-engine`'s `policy` module implements it.
+/// policy cannot shell out). `live-ci-terragrunt`'s `policy` module implements it.
 pub trait PolicyEngine: Send + Sync {
     /// Evaluates every `deny` of `policies` on the plan `plan_json`.
     fn evaluate(&self, policies: &[PolicyFile], plan_json: &str) -> Verdict;

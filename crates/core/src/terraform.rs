@@ -1,6 +1,6 @@
 //! What live-ci knows about Terraform without running it: the plan and apply
 //! command templates, the summary lines of their output, which providers are new
-//! (for rollbacks; reading them from `.tf` files is `live-ci-engine`'s), the
+//! (for rollbacks; reading them from `.tf` files is `live-ci-terragrunt`'s), the
 //! resources `terraform show -json` lists for them, and where a saved plan is kept.
 
 use std::collections::BTreeSet;

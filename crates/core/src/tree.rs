@@ -1,6 +1,6 @@
 //! File trees that discovery reads: an in-memory tree for tests and the
-//! directories every listing skips; the working directory (`FsTree`) is in
-//! `live-ci-engine`, a tree at a git revision in the git adapter.
+//! directories every listing skips; the working directory (`FsTree`) and a
+//! tree at a git revision are in the git adapter (`live-ci-git`).
 
 use std::collections::BTreeMap;
 

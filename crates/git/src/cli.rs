@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::FsTree;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 use live_ci_core::port::{ChangeKind, FileChange, Vcs};
-use live_ci_engine::FsTree;
 
 use crate::error::GitError;
 use crate::tree::GitTree;

@@ -15,7 +15,7 @@ use live_ci_core::port::{
     Voted,
 };
 use live_ci_metadb::PgMetadb;
-use live_ci_workflow::{ApprovalRequest, PlanResult};
+use live_ci_stepfunctions::{ApprovalRequest, PlanResult};
 
 pub use crate::params::FakeError;
 use crate::params::lock;

@@ -24,7 +24,7 @@ use live_ci_core::port::{ArtifactStore, FunctionInvoker, RoleAssumer, RunStore};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, superseded,
 };
-use live_ci_engine::plan::DeploymentPlan;
+use live_ci_terragrunt::plan::DeploymentPlan;
 
 use crate::checkout::Repo;
 use crate::config::{Common, CreateDeployStackConfig};

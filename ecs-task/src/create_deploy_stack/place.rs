@@ -9,9 +9,9 @@ use live_ci_core::deploy::{NewRun, RunId, TrunkPlace, place_on_trunk};
 use live_ci_core::port::{
     FunctionInvoker, GitHost, ParamStore, PortResultExt, RoleAssumer, RunStore,
 };
-use live_ci_engine::change::refuse_changed_stacks_between;
-use live_ci_engine::filter::RunFilters;
-use live_ci_engine::plan::DeploymentPlan;
+use live_ci_terragrunt::change::refuse_changed_stacks_between;
+use live_ci_terragrunt::filter::RunFilters;
+use live_ci_terragrunt::plan::DeploymentPlan;
 
 use super::{DeployPorts, DeployReport, NO_PULL_REQUEST, TRUNK_WINDOW};
 use crate::checkout::{Checkout, Repo};

@@ -9,13 +9,13 @@ use live_ci_core::deploy::{Action, NewExecution};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{PortResultExt, RoleAssumer, RunStore, Vcs};
 use live_ci_core::terraform::new_providers;
-use live_ci_engine::change::{
+use live_ci_terragrunt::change::{
     Affected, AffectedUnit, Reason, detect, graph_at, refuse_changed_stacks_between,
 };
-use live_ci_engine::executions::{RunContext, executions_from_plan};
-use live_ci_engine::plan::{DeploymentPlan, PlanOptions, build_plan};
-use live_ci_engine::providers::ProviderIndex;
-use live_ci_engine::{Graph, discover};
+use live_ci_terragrunt::executions::{RunContext, executions_from_plan};
+use live_ci_terragrunt::plan::{DeploymentPlan, PlanOptions, build_plan};
+use live_ci_terragrunt::providers::ProviderIndex;
+use live_ci_terragrunt::{Graph, discover};
 
 use super::DeployPorts;
 use super::place::Placed;

@@ -12,7 +12,7 @@ use live_ci_core::terraform::{
     Phase, is_stale_plan, parse_apply_summary, program_of, resources_of_providers,
     resources_of_providers_in_state,
 };
-use live_ci_workflow::payload::ApplyResult;
+use live_ci_stepfunctions::payload::ApplyResult;
 
 use super::prepare::Workspace;
 use super::{TerraRunPorts, lock_file, log_command_time, run_with_heartbeat};
@@ -255,11 +255,11 @@ fn static_providers(
     let tree = git
         .tree_at(Some(commit))
         .map_err(|e| format!("the tree at {commit:?}: {e}"))?;
-    let (graph, _) = live_ci_engine::discover(&*tree).into_graph();
+    let (graph, _) = live_ci_terragrunt::discover(&*tree).into_graph();
     let i = graph
         .index_of(unit)
         .ok_or_else(|| format!("no unit {unit:?} at {commit:?}"))?;
-    live_ci_engine::providers::ProviderIndex::new(&*tree)
+    live_ci_terragrunt::providers::ProviderIndex::new(&*tree)
         .and_then(|index| index.providers(graph.unit(i)))
         .map_err(|e| e.to_string())
 }

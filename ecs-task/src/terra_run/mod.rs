@@ -30,7 +30,7 @@ use live_ci_core::port::{
 };
 use live_ci_core::status::{Check, CommitStatus, StatusState, Statuses, context};
 use live_ci_core::terraform::{Phase, plan_key};
-use live_ci_workflow::payload::{ApplyResult, PlanResult};
+use live_ci_stepfunctions::payload::{ApplyResult, PlanResult};
 use serde::Serialize;
 
 use crate::checkout::Repo;

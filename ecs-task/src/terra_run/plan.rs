@@ -12,7 +12,7 @@ use live_ci_core::port::{
 };
 use live_ci_core::status::Check;
 use live_ci_core::terraform::plan_json::PlanSummary;
-use live_ci_workflow::payload::PlanResult;
+use live_ci_stepfunctions::payload::PlanResult;
 
 use super::prepare::Workspace;
 use super::{TerraRunPorts, lock_file, log_command_time, run_with_heartbeat};
@@ -212,7 +212,7 @@ fn plan_result<M, A: ArtifactStore, T, G, R>(
     policy_denials: Vec<String>,
 ) -> PlanResult {
     let (first_changes, more_changes) = plan_view::PlanView::from_show_json(json.as_bytes())
-        .map(|v| v.first_lines(live_ci_workflow::payload::FIRST_CHANGES))
+        .map(|v| v.first_lines(live_ci_stepfunctions::payload::FIRST_CHANGES))
         .unwrap_or_default();
     PlanResult {
         execution_id: record.execution_id.clone(),

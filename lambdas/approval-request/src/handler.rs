@@ -24,7 +24,7 @@ use live_ci_core::port::{
     Notifications, PortError, PortResultExt, RequestStored, StoredRequest, TaskFailures,
     TokenCipher, TokenDelivery, address_problem, announce,
 };
-use live_ci_workflow::ApprovalRequest;
+use live_ci_stepfunctions::ApprovalRequest;
 use serde::Serialize;
 
 use crate::config::RequestSettings;

@@ -7,8 +7,8 @@
 
 use live_ci_core::approval::{escape_html, format_utc, is_web_url};
 use live_ci_core::escape::text;
-use live_ci_workflow::ApprovalRequest;
-use live_ci_workflow::payload::FIRST_CHANGES;
+use live_ci_stepfunctions::ApprovalRequest;
+use live_ci_stepfunctions::payload::FIRST_CHANGES;
 
 use crate::config::RequestSettings;
 
@@ -31,7 +31,7 @@ pub fn vote_url(approval_url: &str, token: &str) -> String {
 
 /// The plan's first resource changes for the text part (each line's control
 /// and bidi characters made visible), and how many more the page shows.
-fn text_changes(plan: &live_ci_workflow::PlanResult) -> String {
+fn text_changes(plan: &live_ci_stepfunctions::PlanResult) -> String {
     if plan.first_changes.is_empty() {
         return String::new();
     }
@@ -50,7 +50,7 @@ fn text_changes(plan: &live_ci_workflow::PlanResult) -> String {
 }
 
 /// The same for the HTML part, escaped.
-fn html_changes(plan: &live_ci_workflow::PlanResult) -> String {
+fn html_changes(plan: &live_ci_stepfunctions::PlanResult) -> String {
     if plan.first_changes.is_empty() {
         return String::new();
     }
@@ -78,7 +78,7 @@ fn html_changes(plan: &live_ci_workflow::PlanResult) -> String {
 
 /// The policy denials of a plan voted on anyway (`policy_override`), for
 /// the text part: each line made visible.
-fn text_denials(plan: &live_ci_workflow::PlanResult) -> String {
+fn text_denials(plan: &live_ci_stepfunctions::PlanResult) -> String {
     if plan.policy_denials.is_empty() {
         return String::new();
     }
@@ -91,7 +91,7 @@ fn text_denials(plan: &live_ci_workflow::PlanResult) -> String {
 }
 
 /// The same for the HTML part, escaped.
-fn html_denials(plan: &live_ci_workflow::PlanResult) -> String {
+fn html_denials(plan: &live_ci_stepfunctions::PlanResult) -> String {
     if plan.policy_denials.is_empty() {
         return String::new();
     }
@@ -142,8 +142,8 @@ impl Facts {
         let web = &ctx.settings.github_web_url;
         let repo = &ctx.settings.repository;
         let action = match e.action {
-            live_ci_workflow::Action::Apply => "apply",
-            live_ci_workflow::Action::Destroy => "destroy",
+            live_ci_stepfunctions::Action::Apply => "apply",
+            live_ci_stepfunctions::Action::Destroy => "destroy",
         };
         Facts {
             subject: text::header(&format!(

@@ -7,7 +7,7 @@ use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
 use live_ci_aws::{KmsTokenCipher, SesMailer, SnsNotifications, sdk};
 use live_ci_lambda_boot::{Boot, serve};
-use live_ci_workflow::SfnTaskTokens;
+use live_ci_stepfunctions::SfnTaskTokens;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -8,7 +8,7 @@
 
 use live_ci_core::deploy::RunId;
 use live_ci_core::notification::{Counts, Event, PullRequest};
-use live_ci_workflow::ApprovalRequest;
+use live_ci_stepfunctions::ApprovalRequest;
 
 use crate::config::RequestSettings;
 

@@ -12,7 +12,7 @@ use live_ci_approval_request::{
 };
 use live_ci_core::deploy::Vote;
 use live_ci_core::port::{ApprovalStore, Classify, Email, ErrorKind, Mailer, TokenDelivery};
-use live_ci_workflow::ApprovalRequest;
+use live_ci_stepfunctions::ApprovalRequest;
 use support::*;
 
 fn settings() -> RequestSettings {

@@ -38,7 +38,7 @@ use live_ci_core::port::{
     ApprovalRecord, ApprovalStore, ArtifactStore, Ballot, Cast, ErrorKind, PortError,
     PortResultExt, TaskTokens, TokenCipher, TokenDelivery, VoteChannel, VoteView,
 };
-use live_ci_workflow::{ApprovalDecision, Decision};
+use live_ci_stepfunctions::{ApprovalDecision, Decision};
 
 use crate::http::{PageRequest, PageResponse};
 use crate::page;

@@ -14,7 +14,7 @@ use live_ci_core::account::Accounts;
 use live_ci_core::voter_identity::VoterLogins;
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
-use live_ci_workflow::SfnTaskTokens;
+use live_ci_stepfunctions::SfnTaskTokens;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -20,7 +20,7 @@ use live_ci_core::status::{
     target,
 };
 use live_ci_core::task::create_deploy_stack_spec;
-use live_ci_workflow::outcome::{
+use live_ci_stepfunctions::outcome::{
     FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
 };
 use serde::Serialize;

@@ -14,8 +14,8 @@ use live_ci_core::port::{Notifications, ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
+use live_ci_stepfunctions::SfnEngine;
 use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
-use live_ci_workflow::SfnEngine;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

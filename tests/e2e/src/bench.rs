@@ -109,7 +109,7 @@ pub fn split_execution(
     };
     let mut task_spans = 0.0;
     for st in states {
-        if st.state == live_ci_workflow::outcome::state::REQUEST_APPROVAL {
+        if st.state == live_ci_stepfunctions::outcome::state::REQUEST_APPROVAL {
             split.approval += st.total_ms;
             continue;
         }
@@ -191,7 +191,7 @@ pub fn state_times(history: &[HistoryEvent]) -> Vec<StateTime> {
 
 /// The terra-run phase a task state runs (each phase is a task of its own).
 pub fn task_phase(state: &str) -> Option<&'static str> {
-    use live_ci_workflow::outcome::state::{APPLY, PLAN};
+    use live_ci_stepfunctions::outcome::state::{APPLY, PLAN};
     match state {
         PLAN => Some("plan"),
         APPLY => Some("apply"),
@@ -1125,7 +1125,7 @@ mod tests {
     #[test]
     fn the_unit_shaped_floor_chains_three_tasks_through_choices() {
         let doc = floor_definition("http://q", 3);
-        let names = live_ci_workflow::asl::check(&doc.to_string()).unwrap();
+        let names = live_ci_stepfunctions::asl::check(&doc.to_string()).unwrap();
         assert_eq!(
             names.into_iter().collect::<Vec<_>>(),
             ["Choice 0", "Choice 1", "Stop", "Task 0", "Task 1", "Task 2"]

@@ -5,7 +5,7 @@
 
 use live_ci_aws::SsmParamStore;
 use live_ci_core::operate::{self, OperateError};
-use live_ci_workflow::SfnEngine;
+use live_ci_stepfunctions::SfnEngine;
 use serde::Serialize;
 
 use crate::Output;

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use live_ci_engine::change::VcsRanges;
-use live_ci_engine::filter::Components;
 use live_ci_git::GitCli;
+use live_ci_terragrunt::change::VcsRanges;
+use live_ci_terragrunt::filter::Components;
 
 use crate::args::{FindArgs, ListFormat};
 use crate::error::CliError;

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use live_ci_engine::discovery::Stack;
+use live_ci_terragrunt::discovery::Stack;
 
 use crate::Output;
 use crate::args::{GraphArgs, GraphFormat};

@@ -1,7 +1,7 @@
 //! `live-ci plan`: the deployment the pipeline would run for a change.
 
 use live_ci_core::account::Accounts;
-use live_ci_engine::plan::{PlanOptions, build_plan};
+use live_ci_terragrunt::plan::{PlanOptions, build_plan};
 
 use crate::args::{PlanArgs, PlanFormat};
 use crate::error::CliError;

@@ -14,9 +14,9 @@ use live_ci_core::operate::ABORTED_BY_OPERATOR;
 use live_ci_core::port::RunControl;
 use live_ci_core::port::{ExecutionStore, RunStore, WorkflowEngine};
 use live_ci_metadb::PgMetadb;
+use live_ci_stepfunctions::SfnEngine;
 use live_ci_testkit::aws::{sdk_config, sfn_client, state_machine};
 use live_ci_testkit::{localstack_endpoint, unique};
-use live_ci_workflow::SfnEngine;
 use serde_json::Value;
 use support::{TestDb, exec, run};
 

@@ -14,8 +14,8 @@ use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Outcome;
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::terraform::CommandTemplate;
-use live_ci_engine::executions::{RunContext, executions_from_plan};
-use live_ci_engine::plan::DeploymentPlan;
+use live_ci_terragrunt::executions::{RunContext, executions_from_plan};
+use live_ci_terragrunt::plan::DeploymentPlan;
 use live_ci_testkit::pg::{TestDb, run};
 
 /// One case: the accounts' caps, the run's cap and the run's commit.

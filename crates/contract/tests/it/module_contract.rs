@@ -71,8 +71,7 @@ const METADB_URL_IN_LAMBDAS: (&str, &str) = (
 
 /// What the task reads that the module rightly leaves unset.
 const BY_RECEIVER: &str = "set per task by the receiver's RunTask overrides";
-const BY_STATE_MACHINE: &str =
-    "set per execution by the state machine's container overrides (crates/workflow checks them)";
+const BY_STATE_MACHINE: &str = "set per execution by the state machine's container overrides (crates/stepfunctions checks them)";
 const TASK_DEFAULTS: &[(&str, &str)] = &[
     (
         "REPO_CLONE_URL",
@@ -104,33 +103,36 @@ const TASK_DEFAULTS: &[(&str, &str)] = &[
         "MODULE_SOURCES_GIT_URL",
         "follows from GITHUB_API_URL (github.com or the GitHub Enterprise host); the tests point it at their git server",
     ),
-    (live_ci_workflow::payload::task_env::PHASE, BY_STATE_MACHINE),
     (
-        live_ci_workflow::payload::task_env::TASK_TOKEN,
+        live_ci_stepfunctions::payload::task_env::PHASE,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::EXECUTION_ID,
+        live_ci_stepfunctions::payload::task_env::TASK_TOKEN,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::SFN_EXECUTION_ARN,
+        live_ci_stepfunctions::payload::task_env::EXECUTION_ID,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::CFG_PATH,
+        live_ci_stepfunctions::payload::task_env::SFN_EXECUTION_ARN,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::COMMAND,
+        live_ci_stepfunctions::payload::task_env::CFG_PATH,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::ROLE_ARN,
+        live_ci_stepfunctions::payload::task_env::COMMAND,
         BY_STATE_MACHINE,
     ),
     (
-        live_ci_workflow::payload::task_env::PLAN_ARTIFACT,
+        live_ci_stepfunctions::payload::task_env::ROLE_ARN,
+        BY_STATE_MACHINE,
+    ),
+    (
+        live_ci_stepfunctions::payload::task_env::PLAN_ARTIFACT,
         BY_STATE_MACHINE,
     ),
 ];
@@ -467,7 +469,7 @@ fn the_tasks_run_with_the_environment_the_contract_checks() {
         );
     }
     // The state machine's per-execution overrides go to the same binary: every
-    // LIVE_CI_* name it sets is one that crates/workflow documents.
+    // LIVE_CI_* name it sets is one that crates/stepfunctions documents.
     let asl =
         std::fs::read_to_string(repo_root().join("statemachine/deployment.asl.json")).unwrap();
     for name in [
@@ -499,7 +501,7 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
         .unwrap_or_else(|e| panic!("{e}"));
     // The module renders infra/deployment.asl.json, the one file (not a link:
     // the module must work from a git source of infra/ alone), which
-    // statemachine/deployment.asl.json links to and live_ci_workflow embeds.
+    // statemachine/deployment.asl.json links to and live_ci_stepfunctions embeds.
     assert!(
         template.contains("${path.module}/deployment.asl.json"),
         "templatefile renders {template}, not infra/deployment.asl.json"
@@ -519,7 +521,7 @@ fn the_state_machine_template_gets_exactly_the_deployment_vars() {
         "statemachine/deployment.asl.json must be a link to {}",
         definition_file.display()
     );
-    let vars = live_ci_workflow::DeploymentVars {
+    let vars = live_ci_stepfunctions::DeploymentVars {
         ecs_cluster_arn: "c".into(),
         terra_run_task_definition_arn: "t".into(),
         terra_run_container_name: "terra-run".into(),

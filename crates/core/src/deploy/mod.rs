@@ -134,7 +134,7 @@ impl Vote {
 
 /// The input of one Step Functions execution, field for field the seed's sample
 /// plus `action` (the state machine and the ECS task read exactly these names).
-/// The one definition: `live-ci-workflow` re-exports it for the state machine side.
+/// The one definition: `live-ci-stepfunctions` re-exports it for the state machine side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SfnInput {
     pub execution_id: String,

@@ -1,6 +1,6 @@
 //! Ports the domain needs from the outside world, implemented by adapters in
 //! other crates (the git CLI adapter lives in `live-ci-git`, the metadb in
-//! `live-ci-metadb`, the Step Functions engine in `live-ci-workflow`).
+//! `live-ci-metadb`, the Step Functions engine in `live-ci-stepfunctions`).
 //!
 //! The metadb is several ports, one per role, so each consumer names only what
 //! it uses: [`RunStore`] (runs and the merge lock), [`ExecutionStore`] (the

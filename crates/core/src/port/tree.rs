@@ -1,5 +1,5 @@
 //! The file-tree port: a repository's files at one revision, as discovery reads
-//! them (the working directory in `live-ci-engine`, a git revision in
+//! them (the working directory in `live-ci-terragrunt`, a git revision in
 //! `live-ci-git`, in memory in `crate::tree`).
 
 use crate::error::Result;
@@ -11,7 +11,7 @@ pub trait FileTree: Send + Sync {
     /// Every regular file, repository-relative and sorted, leaving out the
     /// directories that never hold units (see [`is_skipped_dir`](crate::tree::is_skipped_dir)). Hidden
     /// directories are listed: whether they count is discovery's choice
-    /// (`DiscoverOptions::hidden` in live-ci-engine).
+    /// (`DiscoverOptions::hidden` in live-ci-terragrunt).
     fn files(&self) -> Result<Vec<RepoPath>>;
 
     /// The UTF-8 contents of one file.

@@ -19,9 +19,9 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
 use live_ci_approval_response::ApprovalResponder;
 use live_ci_core::port::{ApprovalStore, TokenDelivery};
+use live_ci_stepfunctions::{ApprovalRequest, SfnTaskTokens};
 use live_ci_testkit::aws::{sdk_config, state_machine};
 use live_ci_testkit::{repo_root, unique};
-use live_ci_workflow::{ApprovalRequest, SfnTaskTokens};
 use serde_json::{Value, json};
 use support::*;
 
@@ -149,7 +149,8 @@ async fn waiting_execution(
             .unwrap();
         if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
             let request =
-                live_ci_workflow::payload::decode("approval request", &m.body.unwrap()).unwrap();
+                live_ci_stepfunctions::payload::decode("approval request", &m.body.unwrap())
+                    .unwrap();
             return (execution_arn, request);
         }
     }

@@ -327,8 +327,9 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
                "approval_voters": ["bob@example.com", "carol@example.com"],
                "rejection_voters": ["alice@example.com"]})
     );
-    let decided: live_ci_workflow::ApprovalDecision = serde_json::from_str(&calls[0].1).unwrap();
-    assert_eq!(decided.decision, live_ci_workflow::Decision::Approve);
+    let decided: live_ci_stepfunctions::ApprovalDecision =
+        serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(decided.decision, live_ci_stepfunctions::Decision::Approve);
     let approval = db.approval_request(id).await.unwrap().unwrap();
     assert_eq!(approval.delivery, Some(TokenDelivery::Delivered));
     assert!(approval.decision_sent_at.is_some());

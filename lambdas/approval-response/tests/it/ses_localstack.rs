@@ -290,8 +290,8 @@ async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
 async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and_account() {
     use aws_sdk_sfn::types::ExecutionStatus;
     use aws_sdk_sqs::types::QueueAttributeName;
-    use live_ci_workflow::outcome::{FailedStep, Outcome};
-    use live_ci_workflow::{DeploymentVars, SfnTaskTokens};
+    use live_ci_stepfunctions::outcome::{FailedStep, Outcome};
+    use live_ci_stepfunctions::{DeploymentVars, SfnTaskTokens};
 
     let endpoint = live_ci_testkit::localstack_endpoint().unwrap();
     let client = ses(&endpoint);
@@ -412,7 +412,7 @@ async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and
             .unwrap();
         if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
             request = Some(
-                live_ci_workflow::payload::decode::<live_ci_workflow::ApprovalRequest>(
+                live_ci_stepfunctions::payload::decode::<live_ci_stepfunctions::ApprovalRequest>(
                     "approval request",
                     &m.body.unwrap(),
                 )

@@ -13,9 +13,9 @@ use live_ci_core::port::ParamStore;
 use live_ci_core::port::{ExecutionStore, RunStore, WorkflowEngine};
 use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;
+use live_ci_stepfunctions::SfnEngine;
 use live_ci_testkit::aws::{sfn_client, state_machine};
 use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
-use live_ci_workflow::SfnEngine;
 use support::{TestDb, exec, run};
 
 use live_ci_testkit::params::MemoryParams as Params;

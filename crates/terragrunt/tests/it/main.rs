@@ -1,4 +1,4 @@
-//! The integration tests of live-ci-engine: one test binary (one link) for the
+//! The integration tests of live-ci-terragrunt: one test binary (one link) for the
 //! crate, each former `tests/*.rs` a module.
 
 mod discovery;

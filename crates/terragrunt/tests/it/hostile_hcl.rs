@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use live_ci_core::MemTree;
-use live_ci_engine::{Discovery, discover};
+use live_ci_terragrunt::{Discovery, discover};
 use proptest::prelude::*;
 
 /// Discovery of a repository with one ordinary unit and `hostile` at

@@ -8,7 +8,6 @@ pub mod discovery;
 pub mod error;
 pub mod executions;
 pub mod filter;
-pub mod fs_tree;
 pub mod graph;
 pub mod plan;
 pub mod policy;
@@ -16,5 +15,4 @@ pub mod providers;
 
 pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
 pub use error::{EngineError, Result};
-pub use fs_tree::FsTree;
 pub use graph::Graph;

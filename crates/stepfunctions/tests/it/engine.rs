@@ -8,16 +8,16 @@ use aws_sdk_sfn::config::http::HttpResponse;
 use aws_sdk_sfn::error::SdkError;
 use aws_sdk_sfn::operation::describe_execution::DescribeExecutionError;
 use live_ci_core::port::{Classify, ErrorKind, WorkflowEngine};
+use live_ci_stepfunctions::{SfnEngine, WorkflowError};
 use live_ci_testkit::aws::{sfn_client, state_machine};
 use live_ci_testkit::unique;
-use live_ci_workflow::{SfnEngine, WorkflowError};
 
 #[tokio::test]
 async fn starts_describes_and_repeats_idempotently() {
     let sfn = sfn_client();
     // A one-state machine: the adapter is under test, not the deployment flow.
     let definition = r#"{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}"#;
-    let machine = state_machine(&sfn, "live-ci-engine", definition).await;
+    let machine = state_machine(&sfn, "live-ci-terragrunt", definition).await;
     let engine = SfnEngine::new(sfn, machine);
     let name = unique("run-1-abc-dev-app");
     let input = r#"{"execution_id":"run-1","pr_id":7}"#;

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use live_ci_core::{MemTree, RepoPath, Unit};
-use live_ci_engine::EngineError;
-use live_ci_engine::{Discovery, discover};
+use live_ci_terragrunt::EngineError;
+use live_ci_terragrunt::{Discovery, discover};
 use proptest::prelude::*;
 
 fn tree(files: &[(&str, &str)]) -> MemTree {

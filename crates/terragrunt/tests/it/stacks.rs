@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use live_ci_core::deploy::Action;
 use live_ci_core::port::{ChangeKind, FileChange, FileTree, Vcs};
 use live_ci_core::{MemTree, RepoPath};
-use live_ci_engine::change::{Reason, affected_units, detect, refuse_changed_stacks};
-use live_ci_engine::discovery::GeneratedFile;
-use live_ci_engine::{Discovery, EngineError, discover};
+use live_ci_terragrunt::change::{Reason, affected_units, detect, refuse_changed_stacks};
+use live_ci_terragrunt::discovery::GeneratedFile;
+use live_ci_terragrunt::{Discovery, EngineError, discover};
 use proptest::prelude::*;
 
 fn p(s: &str) -> RepoPath {

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use live_ci_workflow::outcome::{self, state};
-use live_ci_workflow::payload::task_env;
-use live_ci_workflow::{
+use live_ci_stepfunctions::outcome::{self, state};
+use live_ci_stepfunctions::payload::task_env;
+use live_ci_stepfunctions::{
     ApplyResult, DEPLOYMENT_TEMPLATE, DeploymentVars, PlanResult, SfnInput, WorkflowError, asl,
     placeholders, render,
 };
@@ -263,11 +263,12 @@ fn the_seeds_sample_input_decodes() {
       "plan_role_arn": "arn:aws:iam::111111111111:role/plan",
       "apply_role_arn": "arn:aws:iam::111111111111:role/apply"
     }"#;
-    let input: SfnInput = live_ci_workflow::payload::decode("execution input", sample).unwrap();
-    assert_eq!(input.action, live_ci_workflow::Action::Apply);
+    let input: SfnInput =
+        live_ci_stepfunctions::payload::decode("execution input", sample).unwrap();
+    assert_eq!(input.action, live_ci_stepfunctions::Action::Apply);
     let again: SfnInput = serde_json::from_str(&serde_json::to_string(&input).unwrap()).unwrap();
     assert_eq!(again, input);
-    let err = live_ci_workflow::payload::decode::<SfnInput>("execution input", "{}")
+    let err = live_ci_stepfunctions::payload::decode::<SfnInput>("execution input", "{}")
         .unwrap_err()
         .to_string();
     assert!(

@@ -10,7 +10,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 use live_ci_core::port::FileTree;
-use live_ci_engine::{FsTree, discover};
+use live_ci_git::FsTree;
+use live_ci_terragrunt::discover;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use aws_sdk_sfn::types::{ExecutionStatus as SfnStatus, HistoryEvent, HistoryEventType};
 use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_core::port::{TaskTokens, TokenDelivery};
-use live_ci_testkit::unique;
-use live_ci_workflow::outcome::{FailedStep, state};
-use live_ci_workflow::{
+use live_ci_stepfunctions::outcome::{FailedStep, state};
+use live_ci_stepfunctions::{
     ApplyResult, ApprovalDecision, ApprovalRequest, Decision, DeploymentVars, Outcome, PlanResult,
     SfnInput, SfnTaskTokens,
 };
+use live_ci_testkit::unique;
 use serde_json::{Value, json};
 
 const ROLE: &str = "arn:aws:iam::000000000000:role/live-ci-sfn";
@@ -223,7 +223,7 @@ impl Deployment {
                     .send()
                     .await
                     .unwrap();
-                return live_ci_workflow::payload::decode(
+                return live_ci_stepfunctions::payload::decode(
                     "approval request",
                     &message.body.unwrap(),
                 )
@@ -351,7 +351,7 @@ async fn a_plan_without_changes_succeeds_without_approval_or_apply() {
     );
     let output = output.unwrap();
     assert!(output.get("approval").is_none() && output.get("apply").is_none());
-    assert!(live_ci_workflow::outcome::ended_without_changes(
+    assert!(live_ci_stepfunctions::outcome::ended_without_changes(
         &output.to_string()
     ));
     let nothing = d
@@ -399,7 +399,7 @@ async fn a_rejection_sent_as_task_failure_is_a_rejection() {
         .tokens()
         .send_failure(
             &request.task_token,
-            live_ci_workflow::outcome::REJECTED,
+            live_ci_stepfunctions::outcome::REJECTED,
             "2 of 2 voters rejected",
         )
         .await
