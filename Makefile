@@ -127,7 +127,7 @@ fmt:
 
 ## Benchmarks that print figures (release builds).
 bench:
-	$(CARGO) run --locked --release -p live-ci-core --example bench_scheduler
+	$(CARGO) run --locked --release -p live-ci-terragrunt --example bench_scheduler
 	$(CARGO) run --locked --release -p live-ci-terragrunt --example bench_discovery
 	$(CARGO) run --locked --release -p live-ci-cli --example bench_affected
 	bash scripts/pg.sh with $(CARGO) run --locked --release -p live-ci-metadb --example bench_claim

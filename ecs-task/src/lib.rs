@@ -7,6 +7,7 @@
 
 pub mod checkout;
 pub mod checkout_cache;
+pub mod child_env;
 pub mod cli;
 pub mod config;
 pub mod create_deploy_stack;

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use live_ci_core::account::Accounts;
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::{RoleAssumer, TemporaryCredentials};
-use live_ci_core::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
 use live_ci_core::terraform::plan_json::PlanSummary;
 use live_ci_core::terraform::{
     ChangeCounts, Phase, insert_args, show_command, text_show_command, with_plan_file,
 };
+use live_ci_terragrunt::scheduler::{PoolConfig, Priority, RunnerPool, TaskGraph};
 use tokio::task::JoinSet;
 
 use crate::checkout::Checkout;

@@ -1,6 +1,6 @@
 //! What the plan/apply child process runs as: the unit's account role, assumed
 //! here in the task (never by terragrunt with the task's own credentials), an
-//! allow-listed environment (`live_ci_core::child_env`) carrying that role's
+//! allow-listed environment (`live_ci_task::child_env`) carrying that role's
 //! temporary credentials instead of anything the task itself holds, and — when
 //! the image configures one (`LIVE_CI_CHILD_UID` / `LIVE_CI_CHILD_GID`) — a
 //! separate unprivileged uid that can reach none of the task's own files and
@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
-use live_ci_core::child_env::child_env;
+use crate::child_env::child_env;
 use live_ci_core::port::{RoleAssumer, TemporaryCredentials, session_name};
 use live_ci_core::settings::ConfigError;
 

@@ -36,8 +36,6 @@ pub enum CoreError {
         field: String,
         message: String,
     },
-    #[error("scheduler: {0}")]
-    Scheduler(String),
     #[error("git: {0}")]
     Vcs(String),
     #[error("notification format {0:?} is not slack, teams or json")]

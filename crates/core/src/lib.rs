@@ -1,11 +1,12 @@
-//! live-ci's pure domain: units, deployments, approvals, statuses, the runner-pool
-//! scheduler and the ports; the Terragrunt engine (discovery, graph, change
-//! detection, filters) is `live-ci-terragrunt`. No AWS SDK, no network, no processes:
+//! live-ci's pure domain that every binary shares: deployments, approvals,
+//! statuses, the merge lock, webhook routing and the ports; the Terragrunt engine
+//! (units, discovery, graph, change detection, filters, the runner-pool
+//! scheduler) is `live-ci-terragrunt`, the task's child environment is in the
+//! task. No AWS SDK, no network, no processes:
 //! everything outside comes in through the ports in [`port`].
 
 pub mod account;
 pub mod approval;
-pub mod child_env;
 pub mod deploy;
 pub mod deploy_comment;
 pub mod drift;
@@ -21,17 +22,14 @@ pub mod policy;
 pub mod port;
 pub mod redact;
 pub mod run_view;
-pub mod scheduler;
 pub mod settings;
 pub mod status;
 pub mod task;
 pub mod terraform;
 pub mod tree;
-pub mod unit;
 pub mod voter_identity;
 pub mod webhook;
 
 pub use error::{CoreError, Result};
 pub use path::RepoPath;
 pub use tree::MemTree;
-pub use unit::{Unit, Unresolved};

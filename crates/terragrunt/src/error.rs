@@ -96,6 +96,9 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Core(#[from] CoreError),
+    /// The runner-pool scheduler refused its input (a cycle, an unknown task).
+    #[error("scheduler: {0}")]
+    Scheduler(String),
 }
 
 fn format_cycle(cycle: &[RepoPath]) -> String {

@@ -4,8 +4,8 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::error::EngineError;
+use crate::unit::Unit;
 use live_ci_core::path::RepoPath;
-use live_ci_core::unit::Unit;
 
 /// Units sorted by path with dependency edges as indices. Edges to directories
 /// that are not units are dropped and reported by [`Graph::build`].

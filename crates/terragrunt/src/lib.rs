@@ -12,7 +12,10 @@ pub mod graph;
 pub mod plan;
 pub mod policy;
 pub mod providers;
+pub mod scheduler;
+pub mod unit;
 
 pub use discovery::{DiscoverOptions, Discovery, discover, discover_with};
 pub use error::{EngineError, Result};
 pub use graph::Graph;
+pub use unit::{Unit, Unresolved};

@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 use crate::change::Affected;
 use crate::error::{EngineError, Result};
 use crate::graph::Graph;
+use crate::scheduler::{
+    Pacing, PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate_paced,
+};
+use crate::unit::Unit;
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::Action;
 use live_ci_core::path::RepoPath;
-use live_ci_core::scheduler::{
-    Pacing, PoolConfig, Priority, TaskGraph, critical_path_priorities, simulate_paced,
-};
-use live_ci_core::unit::Unit;
 
 /// One unit of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,10 +359,10 @@ fn cycle_error(
         .filter_map(|p| p.as_str().strip_prefix('t')?.parse::<usize>().ok())
         .map(|i| names[i].clone())
         .collect();
-    EngineError::Core(live_ci_core::CoreError::Scheduler(format!(
+    EngineError::Scheduler(format!(
         "the plan's directory and account dependencies form a cycle: {}",
         spelled.join(" -> ")
-    )))
+    ))
 }
 
 #[cfg(test)]

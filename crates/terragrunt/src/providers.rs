@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::discovery::parse_hcl;
 use crate::error::Result;
+use crate::unit::Unit;
 use hcl::{Expression, Structure};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 use live_ci_core::terraform::provider_address;
-use live_ci_core::unit::Unit;
 
 /// The providers of every unit of a tree, read statically from the `.tf` files
 /// of the unit's directory and of its local module sources: `required_providers`,

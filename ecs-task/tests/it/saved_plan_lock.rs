@@ -326,7 +326,7 @@ async fn a_remote_module_with_a_generated_provider_is_recorded_and_rolled_back()
         .with("dev/app/terragrunt.hcl", "")
         .unwrap();
     let index = live_ci_terragrunt::providers::ProviderIndex::new(&tree).unwrap();
-    let unit = live_ci_core::unit::Unit::new(live_ci_core::RepoPath::new("dev/app").unwrap());
+    let unit = live_ci_terragrunt::unit::Unit::new(live_ci_core::RepoPath::new("dev/app").unwrap());
     assert!(index.providers(&unit).unwrap().is_empty());
 
     let repo = GitRepo::new();

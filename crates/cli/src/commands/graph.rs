@@ -25,7 +25,7 @@ struct UnitJson<'a> {
     dependencies: Vec<&'a str>,
     reads: Vec<&'a str>,
     modules: Vec<&'a str>,
-    unresolved: &'a [live_ci_core::Unresolved],
+    unresolved: &'a [live_ci_terragrunt::Unresolved],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     errors: &'a [String],
 }

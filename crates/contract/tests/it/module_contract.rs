@@ -62,7 +62,7 @@ const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 /// the `TG_` prefix of `core::child_env`, and the names `core::child_env` lets
 /// through besides (`child_environment_passthrough`), which it reads from the
 /// process environment when it builds a child's, never through the config.
-const CHILD_VARS: &[&str] = &["TG_TF_PATH", live_ci_core::child_env::PASSTHROUGH_ENV];
+const CHILD_VARS: &[&str] = &["TG_TF_PATH", live_ci_task::child_env::PASSTHROUGH_ENV];
 
 const METADB_URL_IN_LAMBDAS: (&str, &str) = (
     "METADB_URL",

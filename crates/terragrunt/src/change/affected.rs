@@ -208,7 +208,7 @@ pub fn affected_units(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use live_ci_core::unit::Unit;
+    use crate::unit::Unit;
 
     fn p(s: &str) -> RepoPath {
         RepoPath::new(s).unwrap()

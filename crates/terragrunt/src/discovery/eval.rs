@@ -22,8 +22,8 @@ use super::bounds;
 use super::value::{Unknown, V};
 use super::{ParsedFile, Shared, Sink};
 use crate::error::EngineError;
+use crate::unit::Unresolved;
 use live_ci_core::path::RepoPath;
-use live_ci_core::unit::Unresolved;
 
 /// Variables bound by enclosing `for` expressions, innermost first.
 #[derive(Debug, Default)]

@@ -22,10 +22,10 @@ use rayon::prelude::*;
 
 use crate::error::EngineError;
 use crate::graph::Graph;
+use crate::unit::{Unit, Unresolved};
 use live_ci_core::path::RepoPath;
 use live_ci_core::port::FileTree;
 use live_ci_core::tree::in_hidden_dir;
-use live_ci_core::unit::{Unit, Unresolved};
 
 pub(crate) use stack::STACK_FILE;
 pub use stack::{

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::error::EngineError;
 use crate::graph::Graph;
+use crate::unit::Unit;
 use live_ci_core::path::RepoPath;
-use live_ci_core::unit::Unit;
 
 fn unit(path: &str, deps: &[&str], reads: &[&str]) -> Unit {
     let mut u = Unit::new(RepoPath::new(path).unwrap());

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use live_ci_core::{MemTree, RepoPath, Unit};
+use live_ci_core::{MemTree, RepoPath};
 use live_ci_terragrunt::EngineError;
+use live_ci_terragrunt::Unit;
 use live_ci_terragrunt::{Discovery, discover};
 use proptest::prelude::*;
 

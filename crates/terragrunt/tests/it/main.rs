@@ -3,4 +3,5 @@
 
 mod discovery;
 mod hostile_hcl;
+mod scheduler;
 mod stacks;

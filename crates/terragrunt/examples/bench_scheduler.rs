@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use live_ci_core::scheduler::{
+use live_ci_terragrunt::scheduler::{
     PoolConfig, Priority, RunnerPool, TaskGraph, lower_bound, simulate, simulate_run_groups,
 };
 use rand::seq::SliceRandom;
@@ -20,7 +20,7 @@ const DENSITIES: [f64; 4] = [0.5, 1.5, 3.0, 6.0];
 const CONCURRENCY: [usize; 4] = [2, 4, 8, 16];
 const SEEDS: u64 = 4;
 
-fn main() -> live_ci_core::Result<()> {
+fn main() -> live_ci_terragrunt::Result<()> {
     let rules = [
         (
             "critical path (ours)",
@@ -110,7 +110,7 @@ enum Rule {
 }
 
 impl Rule {
-    fn makespan(&self, inst: &Instance, m: usize) -> live_ci_core::Result<f64> {
+    fn makespan(&self, inst: &Instance, m: usize) -> live_ci_terragrunt::Result<f64> {
         let config = |priority| PoolConfig {
             max_parallel: m,
             fail_fast: false,
@@ -187,7 +187,7 @@ fn worst(xs: &[f64]) -> f64 {
 
 /// Builds a 10,000-task, 40,000-edge graph and drives a 16-runner pool over it
 /// to the end (results reported in start order), timing each phase.
-fn time_large_graph() -> live_ci_core::Result<()> {
+fn time_large_graph() -> live_ci_terragrunt::Result<()> {
     let (n, edges, m) = (10_000usize, 40_000usize, 16usize);
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut label: Vec<usize> = (0..n).collect();

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::error::{CoreError, Result};
+use crate::error::{EngineError, Result};
 
 /// Duration assumed for a task nobody has timed yet: every task then counts
 /// the same, so critical-path priority degrades to "longest chain of tasks".
@@ -98,19 +98,19 @@ impl TaskGraph {
     /// (`dependency cycle: 0 -> 2 -> 1 -> 0` means 0 waits for 2, 2 for 1, 1 for 0).
     pub fn validate(&self) -> Result<()> {
         if let Some(&(task, dep)) = self.bad_edges.first() {
-            return Err(CoreError::Scheduler(format!(
+            return Err(EngineError::Scheduler(format!(
                 "task {task} depends on task {dep}, but the graph has only {} tasks",
                 self.len()
             )));
         }
         if let Some(&(task, seconds)) = self.bad_durations.first() {
             return Err(if task >= self.len() {
-                CoreError::Scheduler(format!(
+                EngineError::Scheduler(format!(
                     "duration set for task {task}, but the graph has only {} tasks",
                     self.len()
                 ))
             } else {
-                CoreError::Scheduler(format!(
+                EngineError::Scheduler(format!(
                     "duration of task {task} is {seconds} (must be finite and not negative)"
                 ))
             });
@@ -126,7 +126,7 @@ impl TaskGraph {
         if order.len() == self.len() {
             return Ok(order);
         }
-        Err(CoreError::Scheduler(format!(
+        Err(EngineError::Scheduler(format!(
             "dependency cycle: {}",
             self.find_cycle(&remaining)
                 .iter()

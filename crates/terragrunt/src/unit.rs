@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::path::RepoPath;
+use live_ci_core::path::RepoPath;
 
 /// One deployable directory (it holds a `terragrunt.hcl` that is not only a parent
 /// config).

@@ -2,7 +2,7 @@
 //! propagation, fail-fast, the concurrency bound, and what critical-path
 //! priority buys over the RFC's rule and the old run groups.
 
-use live_ci_core::scheduler::{
+use live_ci_terragrunt::scheduler::{
     PoolConfig, Priority, RunnerPool, TaskGraph, TaskState, lower_bound, simulate,
     simulate_run_groups, simulate_with_failures,
 };
@@ -133,7 +133,7 @@ fn finish_of_a_task_that_is_not_running_is_an_error() {
         config(1, false, Priority::CriticalPath),
     )
     .unwrap();
-    let msg = |r: live_ci_core::Result<Vec<(usize, TaskState)>>| r.unwrap_err().to_string();
+    let msg = |r: live_ci_terragrunt::Result<Vec<(usize, TaskState)>>| r.unwrap_err().to_string();
     assert_eq!(
         msg(pool.finish(1, true)),
         "scheduler: cannot finish task 1: it is waiting, not running"
@@ -293,7 +293,7 @@ impl Case {
     }
 }
 
-fn fail(e: live_ci_core::CoreError) -> TestCaseError {
+fn fail(e: live_ci_terragrunt::EngineError) -> TestCaseError {
     TestCaseError::fail(e.to_string())
 }
 
@@ -373,7 +373,7 @@ proptest! {
         let g = case.graph();
         let m = case.max_parallel as f64;
         let total: f64 = case.durations.iter().sum();
-        let critical = live_ci_core::scheduler::critical_path_priorities(&g)
+        let critical = live_ci_terragrunt::scheduler::critical_path_priorities(&g)
             .into_iter()
             .fold(0.0, f64::max);
         let lb = lower_bound(&g, case.max_parallel, &case.durations);

@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 use super::priority::bottom_levels;
 use super::task_graph::TaskGraph;
 use super::{Pacing, PoolConfig, RunnerPool, TaskState};
-use crate::error::{CoreError, Result};
+use crate::error::{EngineError, Result};
 
 /// When each task ran in a simulated run. Tasks that never started have `NaN`
 /// start and finish times (see `states`).
@@ -114,7 +114,7 @@ pub fn simulate_run_groups(
     durations: &[f64],
 ) -> Result<Schedule> {
     if max_parallel == 0 {
-        return Err(CoreError::Scheduler(
+        return Err(EngineError::Scheduler(
             "max_parallel must be at least 1".to_string(),
         ));
     }
@@ -174,7 +174,7 @@ pub fn lower_bound(graph: &TaskGraph, max_parallel: usize, durations: &[f64]) ->
 
 fn check_durations(graph: &TaskGraph, durations: &[f64]) -> Result<()> {
     if durations.len() != graph.len() {
-        return Err(CoreError::Scheduler(format!(
+        return Err(EngineError::Scheduler(format!(
             "{} durations for {} tasks",
             durations.len(),
             graph.len()
@@ -185,7 +185,7 @@ fn check_durations(graph: &TaskGraph, durations: &[f64]) -> Result<()> {
         .enumerate()
         .find(|&(_, d)| !(d.is_finite() && *d >= 0.0))
     {
-        return Err(CoreError::Scheduler(format!(
+        return Err(EngineError::Scheduler(format!(
             "duration of task {t} is {d} (must be finite and not negative)"
         )));
     }

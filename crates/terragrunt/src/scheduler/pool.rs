@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use super::priority::{ReadyKey, priorities};
 use super::task_graph::TaskGraph;
 use super::{Pacing, PoolConfig, TaskState};
-use crate::error::{CoreError, Result};
+use crate::error::{EngineError, Result};
 
 /// Bounded-concurrency dispatcher over a validated [`TaskGraph`].
 ///
@@ -46,12 +46,12 @@ impl RunnerPool {
     /// a milestone succeeds as soon as it is ready, without a runner.
     pub fn paced(graph: TaskGraph, config: PoolConfig, pacing: Pacing) -> Result<Self> {
         if pacing.caps.contains(&Some(0)) {
-            return Err(CoreError::Scheduler(
+            return Err(EngineError::Scheduler(
                 "a group's cap must be at least 1".to_string(),
             ));
         }
         if config.max_parallel == 0 {
-            return Err(CoreError::Scheduler(
+            return Err(EngineError::Scheduler(
                 "max_parallel must be at least 1".to_string(),
             ));
         }
@@ -134,13 +134,13 @@ impl RunnerPool {
     /// with fail-fast every other unstarted task that became `Aborted`.
     pub fn finish(&mut self, task: usize, succeeded: bool) -> Result<Vec<(usize, TaskState)>> {
         let Some(&current) = self.state.get(task) else {
-            return Err(CoreError::Scheduler(format!(
+            return Err(EngineError::Scheduler(format!(
                 "cannot finish task {task}: the graph has only {} tasks",
                 self.state.len()
             )));
         };
         if current != TaskState::Running {
-            return Err(CoreError::Scheduler(format!(
+            return Err(EngineError::Scheduler(format!(
                 "cannot finish task {task}: it is {}, not running",
                 current.as_str()
             )));

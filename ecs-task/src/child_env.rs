@@ -6,7 +6,7 @@
 //! own power: not its GitHub token, metadb settings, task token, accounts JSON
 //! or container credentials.
 
-use crate::port::TemporaryCredentials;
+use live_ci_core::port::TemporaryCredentials;
 
 /// Variables passed through from the task's environment by exact name: the
 /// basics a shell and terraform need, none of them a secret.
