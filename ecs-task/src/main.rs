@@ -19,7 +19,7 @@ use live_ci_stepfunctions::SfnTaskTokens;
 use live_ci_task::checkout::Repo;
 use live_ci_task::cli::Cli;
 use live_ci_task::config::TerraRunConfig;
-use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack, status_config};
+use live_ci_task::create_deploy_stack::{Wiring, create_deploy_stack, status_config};
 use live_ci_task::drift::{DriftPorts, drift_check};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::startup::{open_metadb_as_migrator, open_metadb_checked, open_metadb_reading};
@@ -328,7 +328,7 @@ async fn run<G: GitHost>(
             let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(aws));
             let artifacts =
                 S3ArtifactStore::new(live_ci_aws::sdk::s3::Client::new(aws), plan_bucket.clone());
-            let ports = DeployPorts {
+            let ports = Wiring {
                 metadb,
                 params,
                 github,

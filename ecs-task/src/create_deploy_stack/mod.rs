@@ -35,20 +35,83 @@ mod place;
 mod record;
 mod units;
 
-/// The ports create-deploy-stack talks to.
-#[derive(Debug)]
-pub struct DeployPorts<'a, M, P, G, I, R, A> {
-    pub metadb: &'a M,
-    pub params: &'a P,
+/// The ports create-deploy-stack talks to, as one bundle: the steps are
+/// generic over this trait alone, so adding a port changes it and
+/// [`Wiring`] (and what builds a `Wiring`), not every step's signature.
+pub trait DeployPorts: Sync {
+    type Metadb: RunStore;
+    type Params: ParamStore;
+    type GitHub: GitHost;
+    type Invoker: FunctionInvoker;
+    type Roles: RoleAssumer;
+    type Artifacts: ArtifactStore;
+
+    fn metadb(&self) -> &Self::Metadb;
+    /// The merge lock's mirror and the commit-status switches.
+    fn params(&self) -> &Self::Params;
     /// Where statuses go ([`NoGitHost`](live_ci_core::status::NoGitHost)
     /// without a GitHub token).
-    pub github: &'a G,
-    pub invoker: &'a I,
+    fn github(&self) -> &Self::GitHub;
+    /// Hands the new run to trigger-sf.
+    fn invoker(&self) -> &Self::Invoker;
     /// Assumes the accounts' plan roles for the plan scan.
-    pub roles: &'a R,
+    fn roles(&self) -> &Self::Roles;
     /// Where the run's packed checkout goes (the plan bucket), for its
     /// terra-runs to unpack instead of fetching the commit.
+    fn artifacts(&self) -> &Self::Artifacts;
+}
+
+/// The ports, borrowed from whoever owns them (`main.rs`'s clients, a test's
+/// fakes, which the test keeps and inspects).
+#[derive(Debug)]
+pub struct Wiring<'a, M, P, G, I, R, A> {
+    pub metadb: &'a M,
+    pub params: &'a P,
+    pub github: &'a G,
+    pub invoker: &'a I,
+    pub roles: &'a R,
     pub artifacts: &'a A,
+}
+
+impl<M, P, G, I, R, A> DeployPorts for Wiring<'_, M, P, G, I, R, A>
+where
+    M: RunStore,
+    P: ParamStore,
+    G: GitHost,
+    I: FunctionInvoker,
+    R: RoleAssumer,
+    A: ArtifactStore,
+{
+    type Metadb = M;
+    type Params = P;
+    type GitHub = G;
+    type Invoker = I;
+    type Roles = R;
+    type Artifacts = A;
+
+    fn metadb(&self) -> &M {
+        self.metadb
+    }
+
+    fn params(&self) -> &P {
+        self.params
+    }
+
+    fn github(&self) -> &G {
+        self.github
+    }
+
+    fn invoker(&self) -> &I {
+        self.invoker
+    }
+
+    fn roles(&self) -> &R {
+        self.roles
+    }
+
+    fn artifacts(&self) -> &A {
+        self.artifacts
+    }
 }
 
 /// What create-deploy-stack did.
@@ -92,31 +155,23 @@ pub async fn status_config<P: ParamStore>(
 }
 
 /// Runs create-deploy-stack and posts its outcome on the merge commit.
-pub async fn create_deploy_stack<M, P, G, I, R, A>(
+pub async fn create_deploy_stack<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
     logs_url: Option<&str>,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
-) -> Result<DeployReport>
-where
-    M: RunStore,
-    P: ParamStore,
-    G: GitHost,
-    I: FunctionInvoker,
-    R: RoleAssumer,
-    A: ArtifactStore,
-{
+    ports: &Ports,
+) -> Result<DeployReport> {
     let commit = config.commit.clone();
     let outcome = create(config, repo, ports).await;
     timeline::log_create_deploy_stack(&commit);
-    let switches = match status_config(&config.common, ports.params).await {
+    let switches = match status_config(&config.common, ports.params()).await {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "reading the commit status config; posting statuses");
             CommitStatusConfig::default()
         }
     };
-    let statuses = Statuses::new(ports.github, switches);
+    let statuses = Statuses::new(ports.github(), switches);
     let status = |state, context: &str, description: &str| {
         let mut s = CommitStatus::new(&commit, state, context, description);
         s.target_url = logs_url.map(str::to_string);
@@ -151,13 +206,13 @@ where
 /// run's superseded merges their deploy status when it ended, before this one
 /// was recorded, so it gets it here. (A run still going gives it when it
 /// ends.) Advisory, like every status of this task's outcome.
-async fn covered_by_an_ended_run<M: RunStore, P, G: GitHost, I, R, A>(
+async fn covered_by_an_ended_run<Ports: DeployPorts>(
     commit: &str,
     by: RunId,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
-    statuses: &Statuses<&G>,
+    ports: &Ports,
+    statuses: &Statuses<&Ports::GitHub>,
 ) {
-    let covering = match ports.metadb.run(by).await {
+    let covering = match ports.metadb().run(by).await {
         Ok(Some(run)) => run,
         Ok(None) => return,
         Err(e) => {
@@ -186,19 +241,11 @@ fn summary(r: &DeployReport) -> String {
 }
 /// The steps of a merge becoming a run: placed on the trunk, its units found,
 /// the plan built, the run recorded, the lock published, trigger-sf invoked.
-async fn create<M, P, G, I, R, A>(
+async fn create<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
-) -> Result<DeployReport>
-where
-    M: RunStore,
-    P: ParamStore,
-    G: GitHost,
-    I: FunctionInvoker,
-    R: RoleAssumer,
-    A: ArtifactStore,
-{
+    ports: &Ports,
+) -> Result<DeployReport> {
     let placed = match place::place(config, repo, ports).await? {
         place::Placement::Superseded(report) => return Ok(report),
         place::Placement::Deploy(placed) => placed,
@@ -216,7 +263,7 @@ where
         // Recorded, so the sweep takes this trunk head as known instead of
         // launching create-deploy-stack for it again every period.
         ports
-            .metadb
+            .metadb()
             .record_no_op_merge(&placed.commit)
             .await
             .port("metadb")?;
@@ -233,14 +280,14 @@ where
     }
     timeline::mark("executions");
     let packed = record::packed(
-        ports.artifacts,
+        ports.artifacts(),
         &placed.commit,
         packing,
         &mut found.warnings,
     )
     .await;
     let run = record::new_run(config, &placed, packed, executions);
-    let created = ports.metadb.create_run(&run).await.port("metadb")?;
+    let created = ports.metadb().create_run(&run).await.port("metadb")?;
     let mut report = DeployReport {
         run_id: Some(created.run_id),
         created: created.created,

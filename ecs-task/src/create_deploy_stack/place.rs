@@ -6,9 +6,7 @@
 
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::{NewRun, RunId, TrunkPlace, place_on_trunk};
-use live_ci_core::port::{
-    FunctionInvoker, GitHost, ParamStore, PortResultExt, RoleAssumer, RunStore,
-};
+use live_ci_core::port::{PortResultExt, RunStore};
 use live_ci_terragrunt::change::refuse_changed_stacks_between;
 use live_ci_terragrunt::filter::RunFilters;
 use live_ci_terragrunt::plan::DeploymentPlan;
@@ -39,18 +37,11 @@ pub(super) enum Placement {
 }
 
 /// Places the merge on the trunk.
-pub(super) async fn place<M, P, G, I, R, A>(
+pub(super) async fn place<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
     repo: &Repo,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
-) -> Result<Placement>
-where
-    M: RunStore,
-    P: ParamStore,
-    G: GitHost,
-    I: FunctionInvoker,
-    R: RoleAssumer,
-{
+    ports: &Ports,
+) -> Result<Placement> {
     // trigger_sf's sweep launches a trunk head no webhook announced: it knows
     // no pull request, and the run is recorded under PR 0.
     let pr_id = config.pr_number.unwrap_or(NO_PULL_REQUEST);
@@ -72,7 +63,11 @@ where
     // here; the whole deployed range again when the units are found.
     refuse_changed_stacks_between(&checkout.git, &merged_onto, &commit)?;
     let trunk_seq = checkout.git.first_parent_depth(&commit)?;
-    let runs = ports.metadb.trunk_runs(TRUNK_WINDOW).await.port("metadb")?;
+    let runs = ports
+        .metadb()
+        .trunk_runs(TRUNK_WINDOW)
+        .await
+        .port("metadb")?;
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
     let base = match &place {
         TrunkPlace::Superseded { by, commit: cover } => {
@@ -104,21 +99,14 @@ where
 }
 
 /// Records a merge a queued or started run covers; nothing is applied.
-async fn record_superseded<M, P, G, I, R, A>(
+async fn record_superseded<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+    ports: &Ports,
     pr_id: u64,
     commit: &str,
     trunk_seq: u64,
     by: RunId,
-) -> Result<DeployReport>
-where
-    M: RunStore,
-    P: ParamStore,
-    G: GitHost,
-    I: FunctionInvoker,
-    R: RoleAssumer,
-{
+) -> Result<DeployReport> {
     let run = NewRun {
         pr_id,
         commit_id: commit.to_string(),
@@ -136,7 +124,7 @@ where
         executions: Vec::new(),
     };
     let run_id = ports
-        .metadb
+        .metadb()
         .record_superseded(&run, by)
         .await
         .port("metadb")?;

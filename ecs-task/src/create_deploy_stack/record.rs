@@ -5,7 +5,7 @@
 use live_ci_core::deploy::{CreatedRun, NewExecution, NewRun, RunId, RunStatus};
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::port::{
-    ArtifactStore, CachedCheckout, FunctionInvoker, GitHost, ParamStore, PortResultExt, RunStore,
+    ArtifactStore, CachedCheckout, FunctionInvoker, ParamStore, PortResultExt, RunStore,
     run_payload,
 };
 
@@ -116,8 +116,8 @@ pub(super) fn new_run(
 /// A run created, then superseded in the same transaction by a newer merge
 /// that started first: nothing of it will run. `Some(by)` then (the run that
 /// superseded it, when recorded).
-pub(super) async fn superseded_at_once<M: RunStore, P, G, I, R, A>(
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+pub(super) async fn superseded_at_once<Ports: DeployPorts>(
+    ports: &Ports,
     created: &CreatedRun,
 ) -> Result<Option<Option<RunId>>> {
     println!(
@@ -137,7 +137,7 @@ pub(super) async fn superseded_at_once<M: RunStore, P, G, I, R, A>(
     if !created.created || created.started {
         return Ok(None);
     }
-    let stored = ports.metadb.run(created.run_id).await.port("metadb")?;
+    let stored = ports.metadb().run(created.run_id).await.port("metadb")?;
     Ok(stored
         .filter(|r| r.status == RunStatus::Superseded)
         .map(|r| r.superseded_by))
@@ -148,9 +148,9 @@ pub(super) async fn superseded_at_once<M: RunStore, P, G, I, R, A>(
 /// (advisory, as every status: a failure is a warning). Under `units` a
 /// queued run makes its units busy too: pull requests that touch them must
 /// show the lock before they can merge.
-pub(super) async fn publish_lock<M: RunStore, P: ParamStore, G: GitHost, I, R, A>(
+pub(super) async fn publish_lock<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+    ports: &Ports,
     created: &CreatedRun,
     pr_id: u64,
     warnings: &mut Vec<String>,
@@ -159,21 +159,21 @@ pub(super) async fn publish_lock<M: RunStore, P: ParamStore, G: GitHost, I, R, A
     if !(created.started || (created.created && scope == merge_lock::Scope::Units)) {
         return Ok(());
     }
-    let lock = ports.metadb.merge_lock().await.port("metadb")?.lock();
+    let lock = ports.metadb().merge_lock().await.port("metadb")?.lock();
     let lock = match lock {
         MergeLock::Free if created.started => MergeLock::Held { pr: pr_id },
         other => other,
     };
     if created.started {
         ports
-            .params
+            .params()
             .put(&config.merge_lock_param, &lock.to_string())
             .await
             .port("parameter store")?;
     }
     if let Err(e) = merge_lock::publish_statuses(
-        ports.metadb,
-        ports.github,
+        ports.metadb(),
+        ports.github(),
         lock,
         scope,
         &config.common.trunk_branch,
@@ -187,14 +187,14 @@ pub(super) async fn publish_lock<M: RunStore, P: ParamStore, G: GitHost, I, R, A
 }
 
 /// Invokes trigger-sf with the run.
-pub(super) async fn hand_over<M, P, G, I: FunctionInvoker, R, A>(
+pub(super) async fn hand_over<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+    ports: &Ports,
     run_id: RunId,
 ) -> Result<()> {
     let function = &config.trigger_sf_function;
     ports
-        .invoker
+        .invoker()
         .invoke(function, &run_payload(run_id))
         .await
         .port("lambda")

@@ -37,9 +37,9 @@ pub(super) struct Found {
 
 /// The affected units of the range, the pending ones added, narrowed by the
 /// filters (pending units too).
-pub(super) async fn find<M: RunStore, P, G, I, R: RoleAssumer, A>(
+pub(super) async fn find<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+    ports: &Ports,
     placed: &Placed,
 ) -> Result<Found> {
     let (checkout, base, commit) = (&placed.checkout, &placed.base, &placed.commit);
@@ -67,11 +67,11 @@ pub(super) async fn find<M: RunStore, P, G, I, R: RoleAssumer, A>(
             refuse_changed_stacks_between(&checkout.git, base, commit)?;
             let head = graph_at(&checkout.git, Some(commit))?;
             let affected =
-                plan_scan(config, &placed.accounts, checkout, &head, ports.roles).await?;
+                plan_scan(config, &placed.accounts, checkout, &head, ports.roles()).await?;
             (affected, head, None)
         }
     };
-    let pending = ports.metadb.pending_units().await.port("metadb")?;
+    let pending = ports.metadb().pending_units().await.port("metadb")?;
     add_pending(&mut affected, &head, pending.iter().map(|p| &p.cfg_path));
     let narrowed = crate::filters::narrow_affected(
         &checkout.git,
@@ -100,9 +100,9 @@ pub(super) async fn find<M: RunStore, P, G, I, R: RoleAssumer, A>(
 
 /// The deployment plan (critical-path priorities weigh each unit by how long
 /// it took before) and each unit's execution with its new providers.
-pub(super) async fn build<M: RunStore, P, G, I, R, A>(
+pub(super) async fn build<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
-    ports: &DeployPorts<'_, M, P, G, I, R, A>,
+    ports: &Ports,
     placed: &Placed,
     found: &mut Found,
 ) -> Result<(DeploymentPlan, Vec<NewExecution>)> {
@@ -112,7 +112,7 @@ pub(super) async fn build<M: RunStore, P, G, I, R, A>(
         .iter()
         .map(|u| u.path.clone())
         .collect();
-    let durations = ports.metadb.unit_durations(&paths).await.port("metadb")?;
+    let durations = ports.metadb().unit_durations(&paths).await.port("metadb")?;
     let plan = build_plan(
         &found.affected,
         &found.head,

@@ -16,7 +16,7 @@ use live_ci_core::port::{ArtifactStore, CachedCheckout, ExecutionStore, RunStore
 use live_ci_core::status::Statuses;
 use live_ci_core::terraform::plan_key;
 use live_ci_metadb::PgMetadb;
-use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{DeployReport, Wiring, create_deploy_stack};
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_task::{CreateDeployStackConfig, TaskError, TerraRunConfig, checkout::Repo};
 use live_ci_testkit::{localstack_endpoint, unique};
@@ -75,7 +75,7 @@ async fn merged<A: ArtifactStore>(store: &A, repo: GitRepo, commit: String) -> D
             token: None,
         },
         None,
-        &DeployPorts {
+        &Wiring {
             metadb: &metadb,
             params: &params,
             github: &github,
@@ -229,7 +229,7 @@ async fn create_deploy_stack_records_the_runs_checkout_and_the_claim_carries_it(
             token: None,
         },
         None,
-        &DeployPorts {
+        &Wiring {
             metadb: &d.metadb,
             params: &MemoryParams::default(),
             github: &RecordingGitHost::default(),

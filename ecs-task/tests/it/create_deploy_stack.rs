@@ -11,7 +11,7 @@ use live_ci_aws::StsRoleAssumer;
 use live_ci_core::deploy::{Outcome, RunStatus};
 use live_ci_core::port::{ExecutionStore, RunStore, SweepStore};
 use live_ci_core::status::{StatusState, context};
-use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{Wiring, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, FromLookup, checkout::Repo};
 use support::fakes::{MemArtifacts, MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
@@ -90,16 +90,9 @@ impl Fakes {
     fn ports<'a, M>(
         &'a self,
         metadb: &'a M,
-    ) -> DeployPorts<
-        'a,
-        M,
-        MemoryParams,
-        RecordingGitHost,
-        RecordingInvoker,
-        StsRoleAssumer,
-        MemArtifacts,
-    > {
-        DeployPorts {
+    ) -> Wiring<'a, M, MemoryParams, RecordingGitHost, RecordingInvoker, StsRoleAssumer, MemArtifacts>
+    {
+        Wiring {
             metadb,
             params: &self.params,
             github: &self.github,

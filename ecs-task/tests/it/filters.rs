@@ -14,7 +14,7 @@ use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_git::GitCli;
 use live_ci_task::checkout::Repo;
-use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{DeployReport, Wiring, create_deploy_stack};
 use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan};
 use live_ci_task::{CreateDeployStackConfig, Result};
 use live_ci_terragrunt::plan::DeploymentPlan;
@@ -72,7 +72,7 @@ impl Fakes {
         metadb: &M,
         config: &CreateDeployStackConfig,
     ) -> Result<DeployReport> {
-        let ports = DeployPorts {
+        let ports = Wiring {
             metadb,
             params: &self.params,
             github: &self.github,

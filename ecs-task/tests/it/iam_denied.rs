@@ -15,7 +15,7 @@ use crate::support;
 use live_ci_aws::{LambdaInvoker, S3ArtifactStore, StsRoleAssumer};
 use live_ci_core::status::{NoGitHost, StatusState, Statuses};
 use live_ci_task::checkout::Repo;
-use live_ci_task::create_deploy_stack::{DeployPorts, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{Wiring, create_deploy_stack};
 use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run};
 use live_ci_testkit::aws::{iam_enforced, role_session};
@@ -89,7 +89,7 @@ async fn create_deploy_stack_denied_the_trigger_sf_invoke_fails_naming_role_acti
     let invoker = LambdaInvoker::new(live_ci_aws::sdk::lambda::Client::new(&aws));
     let roles = support::sts();
     let artifacts = MemArtifacts::default();
-    let ports = DeployPorts {
+    let ports = Wiring {
         metadb: &metadb,
         params: &params,
         github: &github,

@@ -13,7 +13,7 @@ use crate::support;
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::status::{StatusState, Statuses, context};
 use live_ci_task::checkout::{Checkout, Repo};
-use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{DeployReport, Wiring, create_deploy_stack};
 use live_ci_task::pr_plan::{COMMENT_MARKER, pr_plan};
 use live_ci_task::{CreateDeployStackConfig, Result};
 use support::fakes::{MemArtifacts, MemoryParams, RecordingGitHost, RecordingInvoker};
@@ -129,7 +129,7 @@ impl Fakes {
         metadb: &M,
         config: &CreateDeployStackConfig,
     ) -> Result<DeployReport> {
-        let ports = DeployPorts {
+        let ports = Wiring {
             metadb,
             params: &self.params,
             github: &self.github,

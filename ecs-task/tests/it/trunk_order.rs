@@ -9,7 +9,7 @@ use crate::support;
 use live_ci_core::deploy::{ExecutionStatus, Outcome, RunStatus};
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_core::status::{StatusState, Statuses, context};
-use live_ci_task::create_deploy_stack::{DeployPorts, DeployReport, create_deploy_stack};
+use live_ci_task::create_deploy_stack::{DeployReport, Wiring, create_deploy_stack};
 use live_ci_task::{CreateDeployStackConfig, checkout::Repo};
 use support::fakes::{MemArtifacts, MemoryParams, RecordingGitHost, RecordingInvoker};
 use support::pg::TestDb;
@@ -91,7 +91,7 @@ impl World {
         extra: &[(&str, &str)],
     ) -> DeployReport {
         let url = self.repo.url();
-        let ports = DeployPorts {
+        let ports = Wiring {
             metadb,
             params: &self.params,
             github: &self.github,

@@ -20,9 +20,9 @@ use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_core::approval::{LinkKey, VoteLink, task_token_hash, task_token_hash_hex};
 use live_ci_core::deploy::{Vote, is_valid_execution_name};
 use live_ci_core::port::{
-    ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, NoNotifications,
-    Notifications, PortError, PortResultExt, RequestStored, StoredRequest, TaskFailures,
-    TokenCipher, TokenDelivery, address_problem, announce,
+    ApprovalStore, Classify, Email, ErrorKind, Mailer, NewApprovalRequest, PortError,
+    PortResultExt, RequestStored, StoredRequest, TaskFailures, TokenCipher, TokenDelivery,
+    address_problem, announce,
 };
 use live_ci_stepfunctions::ApprovalRequest;
 use serde::Serialize;
@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::config::RequestSettings;
 use crate::mail::{MailContext, render_email, vote_url};
 use crate::notify::approval_pending;
+use crate::ports::RequesterPorts;
 
 /// The error a refused mail fails the approval state with (the state machine's
 /// Catch maps it to `ApprovalFailed`, whose cause then starts with it).
@@ -132,17 +133,12 @@ pub struct MailReport {
     pub warnings: Vec<String>,
 }
 
-/// The handler with its clients; built once per cold start. Notifications
-/// are off ([`NoNotifications`]) unless [`ApprovalRequester::with_notifications`].
+/// The handler with its ports ([`RequesterPorts`]); built once per cold start.
 #[derive(Debug)]
-pub struct ApprovalRequester<D, M, C, T, N = NoNotifications> {
+pub struct ApprovalRequester<Ports> {
     settings: RequestSettings,
     key: LinkKey,
-    store: D,
-    mailer: M,
-    cipher: C,
-    tokens: T,
-    notifications: N,
+    ports: Ports,
 }
 
 /// The approval requests an SNS event carries, in record order.
@@ -160,66 +156,13 @@ pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, Request
         .collect()
 }
 
-impl<D: ApprovalStore, M: Mailer, C: TokenCipher, T: TaskFailures> ApprovalRequester<D, M, C, T> {
-    /// Without notifications; see [`ApprovalRequester::with_notifications`].
-    pub fn new(
-        settings: RequestSettings,
-        key: LinkKey,
-        store: D,
-        mailer: M,
-        cipher: C,
-        tokens: T,
-    ) -> Self {
+impl<Ports: RequesterPorts> ApprovalRequester<Ports> {
+    pub fn new(settings: RequestSettings, key: LinkKey, ports: Ports) -> Self {
         ApprovalRequester {
             settings,
             key,
-            store,
-            mailer,
-            cipher,
-            tokens,
-            notifications: NoNotifications,
+            ports,
         }
-    }
-
-    /// The same handler publishing "approval pending" to `notifications`.
-    pub fn with_notifications<N: Notifications>(
-        self,
-        notifications: N,
-    ) -> ApprovalRequester<D, M, C, T, N> {
-        ApprovalRequester {
-            settings: self.settings,
-            key: self.key,
-            store: self.store,
-            mailer: self.mailer,
-            cipher: self.cipher,
-            tokens: self.tokens,
-            notifications,
-        }
-    }
-}
-
-impl<D, M, C, T, N> ApprovalRequester<D, M, C, T, N>
-where
-    D: ApprovalStore,
-    M: Mailer,
-    C: TokenCipher,
-    T: TaskFailures,
-    N: Notifications,
-{
-    pub fn notifications(&self) -> &N {
-        &self.notifications
-    }
-
-    pub fn store(&self) -> &D {
-        &self.store
-    }
-
-    pub fn mailer(&self) -> &M {
-        &self.mailer
-    }
-
-    pub fn tokens(&self) -> &T {
-        &self.tokens
     }
 
     /// Checks everything before anything is written or sent.
@@ -306,7 +249,8 @@ where
             .mail_voters(request, &stored.mailed, hash, expires_at, &mut report)
             .await?;
         if !sent.is_empty() {
-            self.store
+            self.ports
+                .store()
                 .record_mails(&e.execution_id, &hash_hex, &sent)
                 .await
                 .port("metadb")?;
@@ -320,7 +264,7 @@ where
         if stored.stored == RequestStored::Stored && refused.is_empty() {
             let event = approval_pending(&self.settings, request, stored.run_id);
             report.announced = true;
-            if let Some(warning) = announce(&self.notifications, event).await {
+            if let Some(warning) = announce(self.ports.notifications(), event).await {
                 report.warnings.push(warning);
             }
         }
@@ -351,7 +295,8 @@ where
             .saturating_add(self.settings.approval_timeout_secs)
             .saturating_mul(1000);
         let ciphertext = self
-            .cipher
+            .ports
+            .cipher()
             .encrypt(&request.task_token, &e.execution_id)
             .await
             .port("token cipher")
@@ -360,7 +305,8 @@ where
                 source,
             })?;
         Ok(self
-            .store
+            .ports
+            .store()
             .store_approval_request_for_mail(&NewApprovalRequest {
                 execution_id: e.execution_id.clone(),
                 sfn_execution_arn: request.sfn_execution_arn.clone(),
@@ -401,7 +347,7 @@ where
                 continue;
             }
             let email = self.email(request, voter, hash, expires_at)?;
-            match self.mailer.send(&email).await {
+            match self.ports.mailer().send(&email).await {
                 Ok(message_id) => {
                     out.sent.push((voter.clone(), message_id));
                     report.mailed.push(voter.clone());
@@ -430,7 +376,8 @@ where
         let execution = &request.execution.execution_id;
         let cause = refusal_cause(&request.sfn_execution_arn, refused);
         let sent = self
-            .tokens
+            .ports
+            .tokens()
             .send_failure(&request.task_token, MAIL_REFUSED, &cause)
             .await
             .port("step functions")

@@ -4,12 +4,14 @@
 //! links. The task token is stored in the metadb for approval_response, which
 //! receives only a link. The delivery that stores a request also publishes
 //! "approval pending" to the notifications topic, when one is configured.
-//! `main.rs` only wires clients to [`ApprovalRequester`].
+//! `main.rs` only wires clients into [`Production`] ports for
+//! [`ApprovalRequester`]; tests hand it their own bundle ([`RequesterPorts`]).
 
 mod config;
 mod handler;
 mod mail;
 mod notify;
+mod ports;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS, RequestSettings};
 pub use handler::{
@@ -17,3 +19,4 @@ pub use handler::{
 };
 pub use mail::{MailContext, render_email, vote_url};
 pub use notify::approval_pending;
+pub use ports::{Production, RequesterPorts};

@@ -4,7 +4,9 @@
 
 use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
-use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
+use live_ci_approval_request::{
+    ApprovalRequester, Config, Production, RequestError, parse_sns_event,
+};
 use live_ci_aws::{KmsTokenCipher, SesMailer, SnsNotifications, sdk};
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_stepfunctions::SfnTaskTokens;
@@ -27,8 +29,14 @@ async fn main() -> anyhow::Result<()> {
         sdk::sns::Client::new(&boot.aws),
         config.notification_topic_arn.clone(),
     );
-    let handler = &ApprovalRequester::new(config.settings, key, metadb, mailer, cipher, tokens)
-        .with_notifications(notifications);
+    let ports = Production {
+        store: metadb,
+        mailer,
+        cipher,
+        tokens,
+        notifications,
+    };
+    let handler = &ApprovalRequester::new(config.settings, key, ports);
     Ok(serve(|event: SnsEvent| async move {
         let mut reports = Vec::new();
         for request in parse_sns_event(&event)? {

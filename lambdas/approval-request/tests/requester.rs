@@ -4,9 +4,12 @@
 //! clearly and change nothing.
 #![allow(clippy::unwrap_used)]
 
+mod fakes;
+
 use live_ci_testkit::approval as support;
 
 use aws_lambda_events::event::sns::SnsEvent;
+use fakes::Fakes;
 use live_ci_approval_request::{
     ApprovalRequester, MAIL_REFUSED, RequestError, RequestSettings, parse_sns_event,
 };
@@ -41,18 +44,17 @@ async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
     let request = fixture();
     let id = request.execution.execution_id.clone();
     let (tdb, db, _) = awaiting(&id, &["alice@example.com", "bob@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     let now = now();
     let report = requester.handle(&request, now).await.unwrap();
     assert_eq!(report.mailed, ["alice@example.com", "bob@example.com"]);
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     assert_eq!(mails.len(), 2);
     let mut tokens = Vec::new();
     for (mail, voter) in mails.iter().zip(["alice@example.com", "bob@example.com"]) {
@@ -122,7 +124,7 @@ async fn the_sns_fixture_mails_each_voter_their_own_links_once() {
         again.already_mailed,
         ["alice@example.com", "bob@example.com"]
     );
-    assert_eq!(requester.mailer().sent().len(), 2);
+    assert_eq!(fakes.mailer.sent().len(), 2);
     tdb.drop_db().await;
 }
 
@@ -132,16 +134,15 @@ async fn values_are_escaped_and_only_web_urls_become_links() {
     let mut request = request_for(&record, "token-esc");
     request.execution.account_name = "<b>dev</b> & \"prod\"".into();
     request.plan.logs_url = "javascript:alert('x')".into();
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db,
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester.handle(&request, now()).await.unwrap();
-    let html = &requester.mailer().sent()[0].html;
+    let html = &fakes.mailer.sent()[0].html;
     assert!(
         html.contains("&lt;b&gt;dev&lt;/b&gt; &amp; &quot;prod&quot;"),
         "{html}"
@@ -162,16 +163,15 @@ async fn an_outputs_only_plan_says_outputs_change() {
     request.plan.to_change = 0;
     request.plan.to_destroy = 0;
     request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db,
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester.handle(&request, now()).await.unwrap();
-    let mail = &requester.mailer().sent()[0];
+    let mail = &fakes.mailer.sent()[0];
     for part in [&mail.text, &mail.html] {
         assert!(part.contains("outputs change: vpc_id, zone"), "{part}");
         assert!(!part.contains("0 to add"), "{part}");
@@ -183,14 +183,13 @@ async fn an_outputs_only_plan_says_outputs_change() {
 async fn bad_requests_fail_clearly_and_change_nothing() {
     let id = "run-1-c8c5-dev-bad-002";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     type Change = Box<dyn Fn(&mut ApprovalRequest)>;
     let cases: Vec<(Change, &str)> = vec![
         (
@@ -220,7 +219,7 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
         assert!(err.to_string().contains(id), "{err}");
     }
     assert!(db.approval_request(id).await.unwrap().is_none());
-    assert!(requester.mailer().sent().is_empty());
+    assert!(fakes.mailer.sent().is_empty());
     // An execution the metadb does not know.
     let mut unknown = request_for(&record, "token-bad");
     unknown.execution.execution_id = "run-9-ffff-dev-nope-999".into();
@@ -229,7 +228,7 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
         err.to_string(),
         "execution \"run-9-ffff-dev-nope-999\" is not in the metadb"
     );
-    assert!(requester.mailer().sent().is_empty());
+    assert!(fakes.mailer.sent().is_empty());
     // A message that is not an approval request names the record.
     let event: SnsEvent = serde_json::from_value(serde_json::json!({"Records": [{
         "EventSource": "aws:sns", "EventVersion": "1.0", "EventSubscriptionArn": "arn:x",
@@ -250,16 +249,15 @@ async fn bad_requests_fail_clearly_and_change_nothing() {
 async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_voter() {
     let id = "run-1-c8c5-dev-retry-003";
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
-    requester
-        .mailer()
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
+    fakes
+        .mailer
         .fail_for
         .lock()
         .unwrap()
@@ -272,12 +270,12 @@ async fn a_failed_mail_fails_the_invocation_and_the_retry_mails_only_the_missed_
             .contains("\"alice@example.com\": ses refused"),
         "{err}"
     );
-    assert_eq!(requester.mailer().sent().len(), 1);
-    requester.mailer().fail_for.lock().unwrap().clear();
+    assert_eq!(fakes.mailer.sent().len(), 1);
+    fakes.mailer.fail_for.lock().unwrap().clear();
     let report = requester.handle(&request, now()).await.unwrap();
     assert_eq!(report.mailed, ["alice@example.com"]);
     assert_eq!(report.already_mailed, ["bob@example.com"]);
-    assert_eq!(requester.mailer().sent().len(), 2);
+    assert_eq!(fakes.mailer.sent().len(), 2);
     // A new task token (a new request) mails everyone again, with new links.
     let report = requester
         .handle(&request_for(&record, "token-retry-2"), now())
@@ -308,14 +306,13 @@ async fn the_metadb_holds_no_plain_task_token() {
     let id = "run-1-c8c5-dev-enc-006";
     let token = "AQCEAAAAKgAAAAMAAAAAAAAAAc-plain-task-token-006";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester
         .handle(&request_for(&record, token), now())
         .await
@@ -362,7 +359,7 @@ async fn the_metadb_holds_no_plain_task_token() {
             .is_err()
     );
     // The mail carries neither the token nor its ciphertext.
-    let mail = &requester.mailer().sent()[0];
+    let mail = &fakes.mailer.sent()[0];
     for part in [&mail.text, &mail.html] {
         assert!(!part.contains(token) && !part.contains(&ciphertext));
     }
@@ -376,14 +373,13 @@ async fn the_metadb_holds_no_plain_task_token() {
 async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
     let id = "run-1-c8c5-dev-nokey-008";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         live_ci_aws::KmsTokenCipher::new(kms_client(), "alias/live-ci-no-such-key"),
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     let err = requester
         .handle(&request_for(&record, "token-nokey"), now())
         .await
@@ -395,7 +391,7 @@ async fn a_token_that_cannot_be_encrypted_is_not_stored_and_nobody_is_mailed() {
         "{text}"
     );
     assert!(db.approval_request(id).await.unwrap().is_none());
-    assert!(requester.mailer().sent().is_empty());
+    assert!(fakes.mailer.sent().is_empty());
     tdb.drop_db().await;
 }
 
@@ -481,16 +477,15 @@ fn the_first_resource_changes_are_inline_bounded_and_escaped() {
 async fn a_voter_refused_for_good_fails_the_approval_at_once_naming_voter_answer_and_account() {
     let id = "run-1-c8c5-dev-refused-005";
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         RecordingFailures::default(),
     );
-    requester
-        .mailer()
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
+    fakes
+        .mailer
         .fail_for
         .lock()
         .unwrap()
@@ -500,8 +495,8 @@ async fn a_voter_refused_for_good_fails_the_approval_at_once_naming_voter_answer
         format!("arn:aws:states:eu-west-1:123456789012:execution:live-ci-deployment:{id}");
     let err = requester.handle(&request, now()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
-    assert_eq!(requester.mailer().sent().len(), 1, "bob is still mailed");
-    let calls = requester.tokens().calls();
+    assert_eq!(fakes.mailer.sent().len(), 1, "bob is still mailed");
+    let calls = fakes.tokens.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let (token, error, cause) = &calls[0];
     assert_eq!(
@@ -523,14 +518,13 @@ async fn a_voter_refused_for_good_fails_the_approval_at_once_naming_voter_answer
 async fn a_transient_mail_failure_leaves_the_approval_waiting_for_the_retry() {
     let id = "run-1-c8c5-dev-throttled-006";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         Throttled,
         cipher().await,
         RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     let err = requester
         .handle(&request_for(&record, "token-throttled"), now())
         .await
@@ -540,7 +534,7 @@ async fn a_transient_mail_failure_leaves_the_approval_waiting_for_the_retry() {
         err.to_string().contains("TooManyRequestsException"),
         "{err}"
     );
-    assert_eq!(requester.tokens().calls(), []);
+    assert_eq!(fakes.tokens.calls(), []);
     tdb.drop_db().await;
 }
 
@@ -555,16 +549,15 @@ async fn a_refusal_after_the_approval_ended_reports_only_the_refusal() {
     *failures.answer.lock().unwrap() = Ok(TokenDelivery::Gone {
         reason: "TaskTimedOut: gone".into(),
     });
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         failures,
     );
-    requester
-        .mailer()
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
+    fakes
+        .mailer
         .fail_for
         .lock()
         .unwrap()
@@ -574,7 +567,7 @@ async fn a_refusal_after_the_approval_ended_reports_only_the_refusal() {
         .await
         .unwrap_err();
     assert!(matches!(err, RequestError::Mail { .. }), "{err}");
-    assert_eq!(requester.tokens().calls().len(), 1);
+    assert_eq!(fakes.tokens.calls().len(), 1);
     tdb.drop_db().await;
 }
 
@@ -612,22 +605,21 @@ async fn approval_pending_is_published_once_without_task_token_or_vote_link() {
 
     let id = "run-1-c8c5-dev-notify-009";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         RecordingFailures::default(),
     )
-    .with_notifications(RecordingNotifications::default());
+    .notifying(RecordingNotifications::default());
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     let task_token = "AQCEAAAAKgAAAAMAAAAAAAAAAnotify-task-token-of-the-waiting-state";
     let request = request_for(&record, task_token);
     let report = requester.handle(&request, now()).await.unwrap();
     assert!(report.announced && report.warnings.is_empty(), "{report:?}");
     let again = requester.handle(&request, now() + 60).await.unwrap();
     assert!(!again.announced, "{again:?}");
-    let published = requester.notifications().published();
+    let published = fakes.notifications.published();
     assert_eq!(published.len(), 1, "{published:?}");
     assert_eq!(
         published[0],
@@ -651,7 +643,7 @@ async fn approval_pending_is_published_once_without_task_token_or_vote_link() {
             page_url: None,
         }
     );
-    let mail = &requester.mailer().sent()[0];
+    let mail = &fakes.mailer.sent()[0];
     let vote_tokens = [
         token_of(&text_link(mail, "Approve")),
         token_of(&text_link(mail, "Reject")),
@@ -687,15 +679,14 @@ async fn a_failed_publish_is_a_warning_and_the_voters_are_mailed() {
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
     let notifications = RecordingNotifications::default();
     *notifications.fail.lock().unwrap() = Some("sns throttled".into());
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = Fakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         RecordingFailures::default(),
     )
-    .with_notifications(notifications);
+    .notifying(notifications);
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     let report = requester
         .handle(&request_for(&record, "token-notify-fails"), now())
         .await

@@ -11,11 +11,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The tests' bundles of ports: the requester's and the responder's.
+#[path = "../tests/it/ports.rs"]
+mod ports;
+#[path = "../../approval-request/tests/fakes/mod.rs"]
+mod requester_fakes;
+
+use crate::requester_fakes::Fakes as RequesterFakes;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest};
+use live_ci_approval_response::PageRequest;
 use live_ci_core::port::{ExecutionStore, RunStore, TaskTokens, TokenDelivery};
 use live_ci_metadb::{DataApi, Store};
 use live_ci_testkit::approval::{
@@ -150,6 +157,12 @@ async fn main() {
     plain.attach_execution_arns(&arns).await.unwrap();
 
     let sql = Counting::new(data_api);
+    let fakes = RequesterFakes::new(
+        Store::new(sql.clone()),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -159,12 +172,9 @@ async fn main() {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        Store::new(sql.clone()),
-        RecordingMailer::default(),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder(
         key(),
         Store::new(sql.clone()),
         InstantTokens {
@@ -189,8 +199,8 @@ async fn main() {
             .unwrap();
         req_ms.push(ms_since(t0));
         req_calls.push(sql.take().len());
-        let mails: Vec<_> = requester
-            .mailer()
+        let mails: Vec<_> = fakes
+            .mailer
             .sent()
             .into_iter()
             .filter(|m| m.text.contains(name.as_str()))
@@ -228,7 +238,7 @@ async fn main() {
             .await;
         assert_eq!(resp.status, 200, "{}", resp.body);
         decide_ms.push(ms_since(t0));
-        let (at, before) = *responder.tokens().sent.lock().unwrap().last().unwrap();
+        let (at, before) = *responder.tokens.sent.lock().unwrap().last().unwrap();
         send_ms.push(at.duration_since(t0).as_secs_f64() * 1000.0);
         send_calls.push(before);
         decide_calls.push(before + sql.take().len());

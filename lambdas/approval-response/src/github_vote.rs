@@ -27,13 +27,14 @@ use live_ci_core::account::{Accounts, GitHubVoter};
 use live_ci_core::deploy::Vote;
 use live_ci_core::escape::markdown::code;
 use live_ci_core::port::{
-    ApprovalRecord, ApprovalStore, ArtifactStore, Ballot, Cast, PortError, PortResultExt,
-    PullRequestVotes, TaskTokens, TokenCipher, TokenDelivery, VoteChannel, VoteView, Voted,
+    ApprovalRecord, ApprovalStore, Ballot, Cast, PortError, PortResultExt, PullRequestVotes,
+    TokenDelivery, VoteChannel, VoteView, Voted,
 };
 use live_ci_core::voter_identity::{GitHubIdentity, VoterLogins};
 use live_ci_core::webhook::{VoteChoice, VoteCommand, vote_command};
 
 use crate::handler::{ApprovalResponder, DELIVERY_LEASE_SECS, HandOver};
+use crate::ports::ResponderPorts;
 
 /// What the receiver's asynchronous invoke carries: where the vote comment
 /// is. Never who wrote it or what it says.
@@ -131,13 +132,7 @@ fn not_awaiting(comment: &Commented) -> String {
     )
 }
 
-impl<D, T, C, A> ApprovalResponder<D, T, C, A>
-where
-    D: ApprovalStore,
-    T: TaskTokens,
-    C: TokenCipher,
-    A: ArtifactStore,
-{
+impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
     /// Counts the vote comment `request` names, and answers it on the pull
     /// request. A port failing before the vote is an error (the invoke is
     /// retried by Lambda: nothing changed); after it, only logged.

@@ -42,79 +42,29 @@ use live_ci_stepfunctions::{ApprovalDecision, Decision};
 
 use crate::http::{PageRequest, PageResponse};
 use crate::page;
+use crate::ports::ResponderPorts;
 
 /// How long a decision hand-over may take before another caller retries it.
 pub const DELIVERY_LEASE_SECS: u32 = 30;
 
-/// The handler with its clients; built once per cold start. `A` is the plan
-/// store the page reads the saved plan's JSON from ([`NoPlanStore`] until
-/// [`ApprovalResponder::with_plan_store`] gives one).
+/// The handler with its ports ([`ResponderPorts`]); built once per cold start.
 #[derive(Debug)]
-pub struct ApprovalResponder<D, T, C, A = NoPlanStore> {
+pub struct ApprovalResponder<Ports> {
     key: LinkKey,
-    db: D,
-    tokens: T,
-    cipher: C,
-    plans: Option<A>,
+    ports: Ports,
     /// Verifies run links (the read-only run page); `None`: no run page.
     run_key: Option<RunLinkKey>,
 }
 
-/// No plan store: the page says the plan cannot be shown.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoPlanStore;
-
-impl ArtifactStore for NoPlanStore {
-    type Error = std::convert::Infallible;
-
-    async fn put(&self, _: &str, _: Vec<u8>) -> Result<Option<String>, Self::Error> {
-        Ok(None)
-    }
-
-    async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, Self::Error> {
-        Ok(None)
-    }
-
-    async fn get_version(&self, _: &str, _: Option<&str>) -> Result<Option<Vec<u8>>, Self::Error> {
-        Ok(None)
-    }
-
-    fn uri(&self, key: &str) -> String {
-        key.to_string()
-    }
-
-    fn key_of(&self, _: &str) -> Option<String> {
-        None
-    }
-}
-
-impl<D, T, C> ApprovalResponder<D, T, C, NoPlanStore> {
-    pub fn new(key: LinkKey, db: D, tokens: T, cipher: C) -> Self {
+impl<Ports> ApprovalResponder<Ports> {
+    pub fn new(key: LinkKey, ports: Ports) -> Self {
         ApprovalResponder {
             key,
-            db,
-            tokens,
-            cipher,
-            plans: None,
+            ports,
             run_key: None,
         }
     }
 
-    /// The same handler, showing the saved plan's JSON from `plans` (the
-    /// bucket terra-run stores plans in) on the confirmation page.
-    pub fn with_plan_store<A: ArtifactStore>(self, plans: A) -> ApprovalResponder<D, T, C, A> {
-        ApprovalResponder {
-            key: self.key,
-            db: self.db,
-            tokens: self.tokens,
-            cipher: self.cipher,
-            plans: Some(plans),
-            run_key: self.run_key,
-        }
-    }
-}
-
-impl<D, T, C, A> ApprovalResponder<D, T, C, A> {
     /// The same handler, serving the read-only run page to links signed
     /// under `key` (parameter `r`).
     pub fn with_run_key(mut self, key: RunLinkKey) -> Self {
@@ -263,19 +213,10 @@ fn not_delivered(id: &str, decision: Vote, why: &str) -> PageResponse {
     )
 }
 
-impl<D, T, C, A> ApprovalResponder<D, T, C, A>
-where
-    D: ApprovalStore,
-    T: TaskTokens,
-    C: TokenCipher,
-    A: ArtifactStore,
-{
-    pub fn db(&self) -> &D {
-        &self.db
-    }
-
-    pub fn tokens(&self) -> &T {
-        &self.tokens
+impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
+    /// The metadb (votes from the pull request use it too).
+    pub(crate) fn db(&self) -> &Ports::Db {
+        self.ports.db()
     }
 
     /// Handles one request at `now` (Unix milliseconds). Never panics and
@@ -415,7 +356,8 @@ where
             }
         };
         let Some(view) = self
-            .db
+            .ports
+            .db()
             .run_view(link.run_id, RUN_PAGE_UNITS)
             .await
             .port("metadb")?
@@ -562,7 +504,7 @@ where
         // The plan is read beside the view (one round trip each, at once);
         // shown only if the link holds.
         let (view, plan) = tokio::join!(
-            self.db.vote_view(&link.execution_id),
+            self.ports.db().vote_view(&link.execution_id),
             self.plan_section(&link.execution_id)
         );
         let view = view.port("metadb")?;
@@ -594,10 +536,10 @@ where
     /// shown. Never fails the page: the voter may still reject.
     async fn plan_section(&self, execution_id: &str) -> String {
         let refused = |why: &str| page::plan_refused(why);
-        let Some(plans) = &self.plans else {
+        let Some(plans) = self.ports.plans() else {
             return refused("this approval page has no access to the plan store");
         };
-        let saved = match self.db.voted_plan(execution_id).await {
+        let saved = match self.ports.db().voted_plan(execution_id).await {
             Ok(Some(saved)) => saved,
             Ok(None) => return refused("no saved plan is recorded for this deployment"),
             Err(e) => {
@@ -632,7 +574,8 @@ where
     ) -> Result<PageResponse, Stop> {
         let hash = link.task_token_hash_hex();
         let voted = self
-            .db
+            .ports
+            .db()
             .vote(&Ballot {
                 execution_id: &link.execution_id,
                 voter: &link.voter,
@@ -790,7 +733,7 @@ where
                 return HandOver::Refused("the stored approval request could not be verified");
             }
         };
-        let delivery = match self.tokens.send_success(&token, &output).await {
+        let delivery = match self.ports.tokens().send_success(&token, &output).await {
             Ok(delivery) => delivery,
             Err(err) => {
                 // The claim stays; after the lease the next vote retries.
@@ -798,7 +741,12 @@ where
                 return HandOver::Unreachable;
             }
         };
-        if let Err(err) = self.db.record_decision_delivery(id, &delivery).await {
+        if let Err(err) = self
+            .ports
+            .db()
+            .record_decision_delivery(id, &delivery)
+            .await
+        {
             tracing::error!(error = %err, execution = %id, "recording the delivery failed");
         }
         HandOver::Sent(delivery)
@@ -813,7 +761,8 @@ where
             .as_deref()
             .ok_or(TokenProblem::NoCiphertext)?;
         let token = self
-            .cipher
+            .ports
+            .cipher()
             .decrypt(ciphertext, &approval.execution_id)
             .await
             .port("token cipher")?;

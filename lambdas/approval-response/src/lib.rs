@@ -4,16 +4,19 @@
 //! vote, and once a threshold is reached exactly one caller sends the
 //! decision to Step Functions. An asynchronous invoke by the receiver counts a
 //! vote comment on the merged pull request the same way
-//! ([`ApprovalResponder::github_vote`]). `main.rs` only wires clients to
-//! [`ApprovalResponder`].
+//! ([`ApprovalResponder::github_vote`]). `main.rs` only wires clients into
+//! [`Production`] ports for [`ApprovalResponder`]; tests hand it their own
+//! bundle ([`ResponderPorts`]).
 
 mod config;
 mod github_vote;
 mod handler;
 mod http;
 mod page;
+mod ports;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
 pub use github_vote::{GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting};
-pub use handler::{ApprovalResponder, NoPlanStore};
+pub use handler::ApprovalResponder;
 pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};
+pub use ports::{NoPlanStore, Production, ResponderPorts};

@@ -7,7 +7,8 @@
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_approval_response::{
-    ApprovalResponder, Config, GitHubVoteEvent, GitHubVoting, from_function_url, to_function_url,
+    ApprovalResponder, Config, GitHubVoteEvent, GitHubVoting, Production, from_function_url,
+    to_function_url,
 };
 use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
 use live_ci_core::account::Accounts;
@@ -26,9 +27,13 @@ async fn main() -> anyhow::Result<()> {
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&boot.aws));
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
     let plans = S3ArtifactStore::new(sdk::s3::Client::new(&boot.aws), &config.plan_bucket);
-    let responder = &ApprovalResponder::new(key, metadb, tokens, cipher)
-        .with_plan_store(plans)
-        .with_run_key(run_key);
+    let ports = Production {
+        db: metadb,
+        tokens,
+        cipher,
+        plans,
+    };
+    let responder = &ApprovalResponder::new(key, ports).with_run_key(run_key);
     let github_votes = match &config.github_votes {
         None => None,
         Some(c) => {

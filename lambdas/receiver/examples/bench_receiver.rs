@@ -13,7 +13,10 @@ use live_ci_core::port::TaskLauncher;
 use live_ci_core::status::{CommitStatus, PullRequest};
 use live_ci_core::task::{StartedTask, TaskSpec};
 use live_ci_core::webhook::{FilePattern, PullRequestHead, RepoPermission, TrustPolicy, sign};
-use live_ci_receiver::{HandlerConfig, Receiver, SECRET_RETRY, SECRET_TTL, WebhookRequest};
+use live_ci_receiver::{
+    HandlerConfig, NoDeliveryLog, NoLockCheck, NoVotes, Receiver, ReceiverPorts, SECRET_RETRY,
+    SECRET_TTL, WebhookRequest,
+};
 
 const SECRET: &str = "bench-webhook-secret-of-32-bytes-or-more";
 
@@ -93,6 +96,42 @@ impl TaskLauncher for Tasks {
     }
 }
 
+/// The in-memory ports; the optional ones (lock row, deliveries log, votes) off.
+struct Ports;
+
+impl ReceiverPorts for Ports {
+    type Params = Mem;
+    type GitHub = Host;
+    type Launcher = Tasks;
+    type Lock = NoLockCheck;
+    type Deliveries = NoDeliveryLog;
+    type Votes = NoVotes;
+
+    fn params(&self) -> &Mem {
+        &Mem
+    }
+
+    fn github(&self) -> &Host {
+        &Host
+    }
+
+    fn launcher(&self) -> &Tasks {
+        &Tasks
+    }
+
+    fn lock_truth(&self) -> Option<&NoLockCheck> {
+        None
+    }
+
+    fn deliveries(&self) -> Option<&NoDeliveryLog> {
+        None
+    }
+
+    fn votes(&self) -> Option<(&NoVotes, &str)> {
+        None
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let body = std::fs::read(concat!(
@@ -111,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
         secret_ttl: SECRET_TTL,
         secret_retry: SECRET_RETRY,
     };
-    let receiver = Receiver::new(config, Mem, Host, Tasks).await?;
+    let receiver = Receiver::new(config, Ports).await?;
     let sig = sign(SECRET.as_bytes(), &body);
     let n = 20_000;
     let mut times = Vec::with_capacity(n);

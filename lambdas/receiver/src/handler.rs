@@ -33,9 +33,10 @@ use live_ci_core::webhook::{PLAN_COMMAND, Route, WebhookError, route, verify_sig
 use serde_json::{Value, json};
 
 use crate::config::HandlerConfig;
-use crate::dedupe::{CLAIM_BUDGET, Deliveries, NoDeliveryLog, SeenDeliveries};
+use crate::dedupe::{CLAIM_BUDGET, Deliveries, SeenDeliveries};
 use crate::http::{WebhookRequest, WebhookResponse};
-use crate::lock::{LockTruth, NoLockCheck};
+use crate::lock::LockTruth;
+use crate::ports::ReceiverPorts;
 use crate::secret::SecretCache;
 use live_ci_core::port::DeliveryClaim;
 use live_ci_core::port::{FunctionInvoker, github_vote_payload};
@@ -71,145 +72,42 @@ impl From<ReceiverError> for lambda_runtime::Diagnostic {
     }
 }
 
-/// No votes from the pull request: a vote comment is answered "not enabled".
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoVotes;
-
-impl FunctionInvoker for NoVotes {
-    type Error = std::convert::Infallible;
-
-    async fn invoke(&self, _: &str, _: &str) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
-/// The handler with its clients; built once per cold start.
+/// The handler with its ports ([`ReceiverPorts`]); built once per cold start.
 #[derive(Debug)]
-pub struct Receiver<P, G, L, T = NoLockCheck, D = NoDeliveryLog, V = NoVotes> {
+pub struct Receiver<Ports> {
     config: HandlerConfig,
-    params: P,
-    github: G,
-    launcher: L,
-    /// Confirms a "locked" parameter (`main.rs` always wires the metadb).
-    lock_truth: Option<T>,
+    ports: Ports,
     secret: SecretCache,
     seen: SeenDeliveries,
-    /// Claims deliveries across containers (`main.rs` always wires the metadb).
-    deliveries: Option<D>,
-    /// Hands vote comments to approval_response: the invoker and that
-    /// function's name (ARN). `None`: votes from GitHub are not enabled.
-    votes: Option<(V, String)>,
 }
 
-impl<P, G, L> Receiver<P, G, L>
-where
-    P: ParamStore,
-    G: GitHost + PullRequestAuthority,
-    L: TaskLauncher,
-{
+impl<Ports: ReceiverPorts> Receiver<Ports> {
     /// Reads the webhook secret at the cold start; warm invocations read it
     /// again only after `secret_ttl` or a signature failure. An unusable
     /// secret does not fail the cold start: every delivery then gets a 503
     /// naming the parameter, and setting it in SSM heals the function.
-    pub async fn new(
-        config: HandlerConfig,
-        params: P,
-        github: G,
-        launcher: L,
-    ) -> Result<Self, ReceiverError> {
+    pub async fn new(config: HandlerConfig, ports: Ports) -> Result<Self, ReceiverError> {
         let secret = SecretCache::new(
             &config.webhook_secret_param,
             config.secret_ttl,
             config.secret_retry,
         );
         // Only to warm the cache and log a problem at once; each delivery checks again.
-        let _ = secret.current(&params).await;
+        let _ = secret.current(ports.params()).await;
         Ok(Receiver {
             config,
-            params,
-            github,
-            launcher,
-            lock_truth: None,
+            ports,
             secret,
             seen: SeenDeliveries::new(4096),
-            deliveries: None,
-            votes: None,
         })
     }
 
-    /// The same receiver, checking a "locked" parameter against `truth`.
-    pub fn with_lock_check<T: LockTruth>(self, truth: T) -> Receiver<P, G, L, T> {
-        Receiver {
-            config: self.config,
-            params: self.params,
-            github: self.github,
-            launcher: self.launcher,
-            lock_truth: Some(truth),
-            secret: self.secret,
-            seen: self.seen,
-            deliveries: None,
-            votes: None,
-        }
-    }
-}
-
-impl<P, G, L, T> Receiver<P, G, L, T> {
-    /// The same receiver, claiming each delivery in `log` (shared by every
-    /// container) before acting on it.
-    pub fn with_delivery_log<D: Deliveries>(self, log: D) -> Receiver<P, G, L, T, D> {
-        Receiver {
-            config: self.config,
-            params: self.params,
-            github: self.github,
-            launcher: self.launcher,
-            lock_truth: self.lock_truth,
-            secret: self.secret,
-            seen: self.seen,
-            deliveries: Some(log),
-            votes: None,
-        }
-    }
-}
-
-impl<P, G, L, T, D> Receiver<P, G, L, T, D> {
-    /// The same receiver, handing each vote comment on a merged pull request
-    /// to `function` (approval_response) through `invoker`, asynchronously.
-    /// The receiver itself holds no vote rights and no task tokens: it only
-    /// says where the comment is; approval_response reads it from GitHub.
-    pub fn with_votes<V: FunctionInvoker>(
-        self,
-        invoker: V,
-        function: &str,
-    ) -> Receiver<P, G, L, T, D, V> {
-        Receiver {
-            config: self.config,
-            params: self.params,
-            github: self.github,
-            launcher: self.launcher,
-            lock_truth: self.lock_truth,
-            secret: self.secret,
-            seen: self.seen,
-            deliveries: self.deliveries,
-            votes: Some((invoker, function.to_string())),
-        }
-    }
-}
-
-impl<P, G, L, T, D, V> Receiver<P, G, L, T, D, V>
-where
-    P: ParamStore,
-    G: GitHost + PullRequestAuthority,
-    L: TaskLauncher,
-    T: LockTruth,
-    D: Deliveries,
-    V: FunctionInvoker,
-{
     /// The parameter mirrors the metadb's lock row; a "locked" value is
     /// answered only when the row agrees, so a lost mirror write after a run
     /// finished cannot keep pull requests locked. An unreadable row keeps the
     /// mirrored value: locked for a while is safe, unlocked during a deploy not.
     async fn confirm_lock(&self, mirrored: MergeLock) -> MergeLock {
-        let (MergeLock::Held { .. }, Some(truth)) = (mirrored, &self.lock_truth) else {
+        let (MergeLock::Held { .. }, Some(truth)) = (mirrored, self.ports.lock_truth()) else {
             return mirrored;
         };
         match truth.merge_lock().await {
@@ -232,11 +130,15 @@ where
     /// not match even after reading the secret again (it may have been rotated).
     async fn authenticate(&self, req: &WebhookRequest) -> Result<(), WebhookResponse> {
         let unusable = |e: crate::secret::Unusable| reply(503, json!({"error": e.0}));
-        let secret = self.secret.current(&self.params).await.map_err(unusable)?;
+        let secret = self
+            .secret
+            .current(self.ports.params())
+            .await
+            .map_err(unusable)?;
         let header = req.header("x-hub-signature-256");
         let mut result = verify_signature(&secret, &req.body, header);
         if result == Err(WebhookError::BadSignature)
-            && let Some(fresh) = self.secret.refresh_after_failure(&self.params).await
+            && let Some(fresh) = self.secret.refresh_after_failure(self.ports.params()).await
         {
             let fresh = fresh.map_err(unusable)?;
             if fresh != secret {
@@ -247,16 +149,6 @@ where
             tracing::warn!(error = %e, "refused an unsigned or wrongly signed delivery");
             reply(401, json!({"error": e.to_string()}))
         })
-    }
-
-    /// The task launcher (tests inspect what was started).
-    pub fn launcher(&self) -> &L {
-        &self.launcher
-    }
-
-    /// The parameter store (tests change the secret behind a warm receiver).
-    pub fn params(&self) -> &P {
-        &self.params
     }
 
     /// Handles one delivery. Never panics and never returns an error: every
@@ -303,7 +195,7 @@ where
     /// acted on (GitHub does not redeliver on its own, so refusing it would
     /// lose it; a task start is still guarded by its `clientToken`).
     async fn claim(&self, delivery: &str) -> Option<DeliveryClaim> {
-        let log = self.deliveries.as_ref()?;
+        let log = self.ports.deliveries()?;
         match tokio::time::timeout(CLAIM_BUDGET, log.claim(delivery)).await {
             Ok(Ok(claim)) => Some(claim),
             Ok(Err(e)) => {
@@ -321,7 +213,7 @@ where
     /// GitHub's redelivery is acted on. A failure here is only logged: the
     /// answer is already decided (a claim left behind goes stale).
     async fn finish(&self, delivery: &str, handled: bool) {
-        let Some(log) = self.deliveries.as_ref() else {
+        let Some(log) = self.ports.deliveries() else {
             return;
         };
         match tokio::time::timeout(CLAIM_BUDGET, log.finish(delivery, handled)).await {
@@ -366,7 +258,7 @@ where
         // Only comments can be commands, and only others' comments: who the
         // bot is matters for them alone (one look-up per container).
         let bot_login = if event == "issue_comment" {
-            match self.github.bot_login().await.port("github") {
+            match self.ports.github().bot_login().await.port("github") {
                 Ok(login) => Some(login),
                 Err(e) => {
                     tracing::error!(error = %e, delivery, "reading the bot's own login");
@@ -462,7 +354,7 @@ where
         voter: &str,
         unit: &live_ci_core::RepoPath,
     ) -> Result<Value, ReceiverError> {
-        let Some((invoker, function)) = &self.votes else {
+        let Some((invoker, function)) = self.ports.votes() else {
             return Ok(json!({"ignored": format!(
                 "{voter:?}'s vote on {:?} (pull request #{number}) is not counted: votes from GitHub are not enabled",
                 unit.as_str()
@@ -489,7 +381,8 @@ where
 
     async fn touches_matching_files(&self, number: u64) -> Result<bool, ReceiverError> {
         let files = self
-            .github
+            .ports
+            .github()
             .pull_request_files(number)
             .await
             .port("github")?;
@@ -498,21 +391,25 @@ where
 
     /// The merge lock and the status service with the switches: one read of
     /// each parameter per delivery.
-    async fn read_lock_and_statuses(&self) -> Result<(MergeLock, Statuses<&G>), ReceiverError> {
+    async fn read_lock_and_statuses(
+        &self,
+    ) -> Result<(MergeLock, Statuses<&Ports::GitHub>), ReceiverError> {
         let lock_value = self
-            .params
+            .ports
+            .params()
             .get(&self.config.merge_lock_param)
             .await
             .port("parameter store")?;
         let lock = MergeLock::parse(&lock_value).map_err(ReceiverError::Params)?;
         let lock = self.confirm_lock(lock).await;
         let status_json = self
-            .params
+            .ports
+            .params()
             .get(&self.config.commit_status_config_param)
             .await
             .port("parameter store")?;
         let switches = CommitStatusConfig::parse(&status_json).map_err(ReceiverError::Params)?;
-        Ok((lock, Statuses::new(&self.github, switches)))
+        Ok((lock, Statuses::new(self.ports.github(), switches)))
     }
 
     async fn plan_pull_request(
@@ -553,7 +450,13 @@ where
             env: task_env,
             client_token: client_token(delivery),
         };
-        let started = match self.launcher.start(&spec).await.port("task launcher") {
+        let started = match self
+            .ports
+            .launcher()
+            .start(&spec)
+            .await
+            .port("task launcher")
+        {
             Ok(started) => started,
             Err(e) => {
                 return Err(self
@@ -627,7 +530,12 @@ where
         commenter: &str,
         pinned_sha: Option<&str>,
     ) -> Result<Value, ReceiverError> {
-        let permission = self.github.permission(commenter).await.port("github")?;
+        let permission = self
+            .ports
+            .github()
+            .permission(commenter)
+            .await
+            .port("github")?;
         if !permission.may_request_plans() {
             tracing::warn!(
                 commenter,
@@ -640,7 +548,12 @@ where
                 permission.as_str()
             )}));
         }
-        let pr = self.github.pull_request(number).await.port("github")?;
+        let pr = self
+            .ports
+            .github()
+            .pull_request(number)
+            .await
+            .port("github")?;
         if !pr.open {
             return Ok(json!({"ignored": format!("pull request #{number} is closed")}));
         }
@@ -688,7 +601,13 @@ where
             )}));
         }
         let (lock, statuses) = self.read_lock_and_statuses().await?;
-        let started = match self.launcher.start(&spec).await.port("task launcher") {
+        let started = match self
+            .ports
+            .launcher()
+            .start(&spec)
+            .await
+            .port("task launcher")
+        {
             Ok(started) => started,
             Err(e) => {
                 return Err(self
@@ -738,7 +657,7 @@ where
     /// its own to link; the delivery still fails, so that a redelivery retries.
     async fn not_started(
         &self,
-        statuses: &Statuses<&G>,
+        statuses: &Statuses<&Ports::GitHub>,
         check: Check,
         sha: &str,
         status_context: &str,
@@ -751,7 +670,7 @@ where
             status_context,
             &format!("the task could not be started: {error}"),
         );
-        s.target_url = self.launcher.service_url();
+        s.target_url = self.ports.launcher().service_url();
         // Advisory like every unit status: a refusal is logged by `post`.
         statuses.post(check, &s).await;
         ReceiverError::from(error)
@@ -759,7 +678,7 @@ where
 
     /// The `Merge Lock` status is the protection, not advisory (module doc).
     async fn post_merge_lock(&self, lock_status: &CommitStatus) -> Result<(), ReceiverError> {
-        Ok(status::required(&self.github, lock_status)
+        Ok(status::required(self.ports.github(), lock_status)
             .await
             .port("github")?)
     }
@@ -771,7 +690,7 @@ where
     pub async fn refresh_merge_lock(&self) -> Result<Vec<u64>, ReceiverError> {
         let (lock, _) = self.read_lock_and_statuses().await?;
         let refreshed = merge_lock::refresh_statuses(
-            &self.github,
+            self.ports.github(),
             lock,
             merge_lock::Scope::Repo,
             &Default::default(),

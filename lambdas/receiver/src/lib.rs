@@ -6,13 +6,15 @@
 //! claimed in the metadb first, so a redelivery to any container changes
 //! nothing. A "locked" merge lock parameter is checked against the metadb's
 //! lock row before it is answered. `main.rs` only wires AWS and GitHub clients
-//! to [`Receiver`], so tests call the same handler.
+//! into [`Production`] ports for [`Receiver`]; tests hand the same handler
+//! their own bundle of fakes ([`ReceiverPorts`]).
 
 mod config;
 mod dedupe;
 mod handler;
 mod http;
 mod lock;
+mod ports;
 mod secret;
 
 pub use config::{
@@ -20,6 +22,7 @@ pub use config::{
     MetadbConfig, SECRET_RETRY, SECRET_TTL,
 };
 pub use dedupe::{CLAIM_BUDGET, Deliveries, MetadbDeliveries, NoDeliveryLog};
-pub use handler::{NoVotes, Receiver, ReceiverError};
+pub use handler::{Receiver, ReceiverError};
 pub use http::{WebhookRequest, WebhookResponse, from_function_url, to_function_url};
 pub use lock::{LockTruth, MetadbLock, NoLockCheck};
+pub use ports::{NoVotes, Production, ReceiverPorts};

@@ -8,8 +8,8 @@ use live_ci_aws::{EcsTaskLauncher, LambdaInvoker, sdk};
 use live_ci_github::Job;
 use live_ci_lambda_boot::{Boot, serve};
 use live_ci_receiver::{
-    Config, METADB_RESUME_DEADLINE, MetadbDeliveries, MetadbLock, Receiver, from_function_url,
-    to_function_url,
+    Config, METADB_RESUME_DEADLINE, MetadbDeliveries, MetadbLock, Production, Receiver,
+    from_function_url, to_function_url,
 };
 
 #[tokio::main]
@@ -30,29 +30,24 @@ async fn main() -> anyhow::Result<()> {
     let metadb = boot
         .metadb(&config.metadb, 1)?
         .with_resume_deadline(METADB_RESUME_DEADLINE);
-    let lock = MetadbLock(metadb.clone());
-    let deliveries = MetadbDeliveries(metadb);
-    let receiver = Receiver::new(config.handler.clone(), boot.params(), github, launcher).await?;
-    let receiver = receiver.with_lock_check(lock).with_delivery_log(deliveries);
     // Votes from the pull request go to approval_response; without its name
     // a vote comment is answered "not enabled".
-    match &config.approval_response_function {
-        Some(function) => {
-            let invoker = LambdaInvoker::new(sdk::lambda::Client::new(&boot.aws));
-            let receiver = &receiver.with_votes(invoker, function);
-            Ok(serve(|event: LambdaFunctionUrlRequest| async move {
-                let response = receiver.handle(&from_function_url(&event)).await;
-                Ok::<_, std::convert::Infallible>(to_function_url(&response))
-            })
-            .await?)
-        }
-        None => {
-            let receiver = &receiver;
-            Ok(serve(|event: LambdaFunctionUrlRequest| async move {
-                let response = receiver.handle(&from_function_url(&event)).await;
-                Ok::<_, std::convert::Infallible>(to_function_url(&response))
-            })
-            .await?)
-        }
-    }
+    let votes = config.approval_response_function.as_ref().map(|function| {
+        let invoker = LambdaInvoker::new(sdk::lambda::Client::new(&boot.aws));
+        (invoker, function.clone())
+    });
+    let ports = Production {
+        params: boot.params(),
+        github,
+        launcher,
+        lock: MetadbLock(metadb.clone()),
+        deliveries: MetadbDeliveries(metadb),
+        votes,
+    };
+    let receiver = &Receiver::new(config.handler.clone(), ports).await?;
+    Ok(serve(|event: LambdaFunctionUrlRequest| async move {
+        let response = receiver.handle(&from_function_url(&event)).await;
+        Ok::<_, std::convert::Infallible>(to_function_url(&response))
+    })
+    .await?)
 }

@@ -6,8 +6,9 @@
 //! `ExecutionStore` for the execution, say) stops this test compiling.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse};
+use live_ci_approval_response::{PageRequest, PageResponse};
 use live_ci_core::deploy::Vote;
 use live_ci_core::port::{ApprovalStore, Email, ExecutionStore, TokenDelivery};
 use live_ci_testkit::approval::{
@@ -44,6 +45,12 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
     let voters = ["alice@example.com", "bob@example.com"];
     let (tdb, db, record) = awaiting(id, &voters, 2, 2).await;
     let store = ApprovalsOnly(db.clone());
+    let fakes = RequesterFakes::new(
+        store.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -53,18 +60,15 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        store.clone(),
-        RecordingMailer::default(),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     requester
         .handle(&request_for(&record, "token-narrow"), now())
         .await
         .unwrap();
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     assert_eq!(mails.len(), 2);
-    let r = ApprovalResponder::new(
+    let r = crate::ports::responder(
         key(),
         store.clone(),
         RecordingTokens::default(),
@@ -79,7 +83,7 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
         200,
         "Approvals: 1 of 2 needed. Rejections: 0 of 2 needed.",
     );
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     assert_eq!(db.execution(id).await.unwrap().unwrap().decision, None);
 
     // Bob's approval reaches the threshold: decided and sent, once.
@@ -91,7 +95,7 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
         200,
         "The votes decided: approve. The deployment goes on to Apply.",
     );
-    let calls = r.tokens().calls();
+    let calls = r.tokens.calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "token-narrow", "the decrypted task token");
     assert_eq!(
@@ -106,7 +110,7 @@ async fn votes_reach_one_decision_through_the_approval_store_alone() {
         .handle(&post(&mails, "alice@example.com", "Reject"), now_ms())
         .await;
     assert_page(&resp, 410, "The votes decided: approve");
-    assert_eq!(r.tokens().calls().len(), 1);
+    assert_eq!(r.tokens.calls().len(), 1);
     let tally = store.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.approval_voters, voters);
     assert!(tally.rejection_voters.is_empty());

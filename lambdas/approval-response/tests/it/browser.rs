@@ -8,6 +8,7 @@
 //! Screenshots: `target/test-artifacts/approval-response/`.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_testkit::approval as support;
 
 use std::path::PathBuf;
@@ -17,7 +18,6 @@ use std::time::{Duration, Instant};
 use aws_sdk_sfn::types::ExecutionStatus;
 use aws_sdk_sqs::types::QueueAttributeName;
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::ApprovalResponder;
 use live_ci_core::port::{ApprovalStore, TokenDelivery};
 use live_ci_stepfunctions::{ApprovalRequest, SfnTaskTokens};
 use live_ci_testkit::aws::{sdk_config, state_machine};
@@ -180,6 +180,12 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     .await;
 
     let (listener, addr) = server::listen().await;
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: format!("http://{addr}"),
@@ -189,14 +195,11 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        RecordingMailer::default(),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     requester.handle(&request, now()).await.unwrap();
-    let mail = requester
-        .mailer()
+    let mail = fakes
+        .mailer
         .sent()
         .into_iter()
         .find(|m| m.to == voter)
@@ -206,15 +209,13 @@ async fn a_voter_approves_in_a_browser_and_the_execution_goes_on() {
     std::fs::write(&email_file, &mail.html).unwrap();
     std::fs::write(dir.join("email.txt"), &mail.text).unwrap();
 
-    let responder = std::sync::Arc::new(
-        ApprovalResponder::new(
-            key(),
-            db.clone(),
-            SfnTaskTokens::new(sfn.clone()),
-            cipher().await,
-        )
-        .with_plan_store(plans),
-    );
+    let responder = std::sync::Arc::new(crate::ports::responder_with_plans(
+        key(),
+        db.clone(),
+        SfnTaskTokens::new(sfn.clone()),
+        cipher().await,
+        Some(plans),
+    ));
     let served = std::sync::Arc::clone(&responder);
     let server = server::serve(listener, move |req| {
         let r = std::sync::Arc::clone(&served);

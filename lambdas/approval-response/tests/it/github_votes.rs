@@ -7,12 +7,13 @@
 //! GitHub vote by two people reach a 2-vote threshold.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_testkit::approval as support;
 
 use std::time::Duration;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, GitHubVoteRequest, GitHubVoting, PageRequest};
+use live_ci_approval_response::{GitHubVoteRequest, GitHubVoting, PageRequest};
 use live_ci_core::account::Accounts;
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::port::{ApprovalStore, Email};
@@ -73,6 +74,12 @@ async fn github(record: &ExecutionRecord) -> FakeGitHub {
 /// Stores the approval request of `record` (with its encrypted task token)
 /// as approval_request does, and returns the mails.
 async fn request(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -82,22 +89,17 @@ async fn request(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        RecordingMailer::default(),
-        cipher().await,
-        RecordingFailures::default(),
+        fakes.clone(),
     );
     requester
         .handle(&request_for(record, "task-token-gh"), now())
         .await
         .unwrap();
-    requester.mailer().sent()
+    fakes.mailer.sent()
 }
 
-async fn responder(
-    db: &PgMetadb,
-) -> ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher> {
-    ApprovalResponder::new(
+async fn responder(db: &PgMetadb) -> crate::ports::Wired<PgMetadb, RecordingTokens> {
+    crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens::default(),
@@ -130,10 +132,8 @@ fn replies(fake: &FakeGitHub) -> Vec<String> {
         .collect()
 }
 
-fn sends(
-    r: &ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher>,
-) -> Vec<(String, String)> {
-    r.tokens().calls.lock().unwrap().clone()
+fn sends(r: &crate::ports::Wired<PgMetadb, RecordingTokens>) -> Vec<(String, String)> {
+    r.tokens.calls.lock().unwrap().clone()
 }
 
 #[tokio::test]
@@ -485,7 +485,7 @@ const ALICE: &str = r#"{"alice@example.com": "alice"}"#;
 /// `who` votes through their mail's signed link (`label`: "Approve" or
 /// "Reject"), as the page's form POSTs it.
 async fn mail_vote(
-    r: &ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher>,
+    r: &crate::ports::Wired<PgMetadb, RecordingTokens>,
     mails: &[Email],
     who: &str,
     label: &str,

@@ -7,11 +7,12 @@
 //! role, the action and the key, at once (no retry loop).
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest};
+use live_ci_approval_response::PageRequest;
 use live_ci_aws::{KmsTokenCipher, sdk};
 use live_ci_testkit::approval::*;
 
@@ -56,6 +57,12 @@ async fn a_decrypt_the_role_may_not_make_is_logged_naming_role_action_and_key() 
     .await;
     let id = "run-1-c8c5-dev-denied-001";
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        RecordingMailer::default(),
+        KmsTokenCipher::new(kms_client(), key_id.clone()),
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -65,18 +72,15 @@ async fn a_decrypt_the_role_may_not_make_is_logged_naming_role_action_and_key() 
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        RecordingMailer::default(),
-        KmsTokenCipher::new(kms_client(), key_id.clone()),
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     requester
         .handle(&request_for(&record, "token-denied"), now())
         .await
         .unwrap();
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     let token = token_of(&text_link(&mails[0], "Approve"));
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens::default(),
@@ -109,7 +113,7 @@ async fn a_decrypt_the_role_may_not_make_is_logged_naming_role_action_and_key() 
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(page.status >= 500, "{} {}", page.status, page.body);
     assert!(!page.body.contains("not authorized"), "{}", page.body);
-    assert!(responder.tokens().calls().is_empty());
+    assert!(responder.tokens.calls().is_empty());
     let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let session = role_arn
         .replace(":iam::", ":sts::")

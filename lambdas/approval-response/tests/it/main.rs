@@ -6,6 +6,9 @@ mod browser;
 mod github_votes;
 mod iam_denied;
 mod plan_page;
+mod ports;
+#[path = "../../../approval-request/tests/fakes/mod.rs"]
+mod requester_fakes;
 mod responder;
 mod round_trips;
 mod run_page;

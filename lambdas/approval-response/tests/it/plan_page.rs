@@ -5,13 +5,14 @@
 //! memory (S3's adapter is the ecs-task tests').
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_testkit::approval as support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest};
+use live_ci_approval_response::PageRequest;
 use live_ci_core::deploy::ExecutionRecord;
 use live_ci_core::plan_view;
 use live_ci_core::port::{ArtifactStore, Email, ExecutionStore, SavedPlan, sha256_hex};
@@ -101,6 +102,12 @@ pub async fn save_plan(db: &PgMetadb, plans: &MemPlans, record: &ExecutionRecord
 }
 
 async fn mail(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -110,16 +117,13 @@ async fn mail(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        RecordingMailer::default(),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     requester
         .handle(&request_for(record, "token-plan"), now())
         .await
         .unwrap();
-    requester.mailer().sent()
+    fakes.mailer.sent()
 }
 
 fn get(token: &str) -> PageRequest {
@@ -138,13 +142,13 @@ async fn the_page_shows_the_verified_plan_and_refuses_a_tampered_one() {
     save_plan(&db, &plans, &record, &show_json()).await;
     let mails = mail(&db, &record).await;
     let approve = token_of(&text_link(&mails[0], "Approve"));
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder_with_plans(
         key(),
         db.clone(),
         RecordingTokens::default(),
         cipher().await,
-    )
-    .with_plan_store(plans.clone());
+        Some(plans.clone()),
+    );
     let now_ms = i64::try_from(now()).unwrap() * 1000;
 
     let page = responder.handle(&get(&approve), now_ms).await;
@@ -214,7 +218,7 @@ async fn without_a_plan_store_the_page_says_the_plan_is_not_shown() {
     let (tdb, db, record) = awaiting("run-1-c8c5-dev-plan-002", &["alice@example.com"], 1, 1).await;
     let mails = mail(&db, &record).await;
     let approve = token_of(&text_link(&mails[0], "Approve"));
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens::default(),

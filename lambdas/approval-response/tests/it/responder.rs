@@ -4,12 +4,13 @@
 //! token reported on the page.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_testkit::approval as support;
 
 use std::sync::Arc;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse, from_function_url};
+use live_ci_approval_response::{PageRequest, PageResponse, from_function_url};
 use live_ci_core::approval::VoteLink;
 use live_ci_core::deploy::{Outcome, Vote};
 use live_ci_core::port::{ApprovalStore, Email, ExecutionStore, TokenDelivery};
@@ -33,19 +34,18 @@ async fn mail(
     record: &live_ci_core::deploy::ExecutionRecord,
     task_token: &str,
 ) -> Vec<Email> {
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = RequesterFakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester
         .handle(&request_for(record, task_token), now())
         .await
         .unwrap();
-    requester.mailer().sent()
+    fakes.mailer.sent()
 }
 
 fn link(mails: &[Email], voter: &str, label: &str) -> String {
@@ -88,10 +88,8 @@ fn assert_page(resp: &PageResponse, status: u16, text: &str) {
     assert_eq!(resp.header("cache-control"), Some("no-store, max-age=0"));
 }
 
-async fn responder(
-    db: &PgMetadb,
-) -> ApprovalResponder<PgMetadb, RecordingTokens, live_ci_aws::KmsTokenCipher> {
-    ApprovalResponder::new(
+async fn responder(db: &PgMetadb) -> crate::ports::Wired<PgMetadb, RecordingTokens> {
+    crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens::default(),
@@ -106,16 +104,15 @@ async fn an_outputs_only_plan_reads_as_outputs_change_on_the_page_as_in_the_mail
     request.plan.to_add = 0;
     request.plan.to_change = 0;
     request.plan.outputs_changed = vec!["vpc_id".into(), "zone".into()];
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = RequesterFakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester.handle(&request, now()).await.unwrap();
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     let approve = link(&mails, "alice@example.com", "Approve");
     let resp = responder(&db).await.handle(&get(&approve), now_ms()).await;
     assert_page(
@@ -167,7 +164,7 @@ async fn get_shows_a_confirmation_page_and_changes_nothing() {
     assert_eq!((head.status, head.body.as_str()), (200, ""));
     let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
     assert!(tally.approval_voters.is_empty() && tally.decision.is_none());
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     tdb.drop_db().await;
 }
 
@@ -251,7 +248,7 @@ async fn bad_expired_and_foreign_links_are_403_and_change_nothing() {
     assert_eq!(r.handle(&json_post, now_ms()).await.status, 415);
     let tally = db.tally(id).await.unwrap().unwrap();
     assert!(tally.approval_voters.is_empty() && tally.rejection_voters.is_empty());
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     tdb.drop_db().await;
 }
 
@@ -304,7 +301,7 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
         200,
         "Approvals: 1 of 2 needed. Rejections: 1 of 2 needed.",
     );
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     // Carol's approval reaches the threshold (>=, not ==): sent once, exactly.
     let resp = r
         .handle(
@@ -317,7 +314,7 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
         200,
         "The votes decided: approve. The deployment goes on to Apply.",
     );
-    let calls = r.tokens().calls();
+    let calls = r.tokens.calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "token-chg");
     let payload: Value = serde_json::from_str(&calls[0].1).unwrap();
@@ -350,7 +347,7 @@ async fn a_voter_may_change_their_vote_until_the_decision_which_is_sent_once() {
             "The votes decided: approve",
         );
     }
-    assert_eq!(r.tokens().calls().len(), 1);
+    assert_eq!(r.tokens.calls().len(), 1);
     let tally = db.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.rejection_voters, ["alice@example.com"]);
     tdb.drop_db().await;
@@ -403,7 +400,7 @@ async fn an_execution_no_longer_running_or_a_superseded_link_is_410() {
             .approval_voters
             .is_empty()
     );
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     tdb.drop_db().await;
 }
 
@@ -413,7 +410,7 @@ async fn a_dead_task_token_is_reported_on_the_page_not_as_a_500() {
     let (tdb, db, record) = awaiting(id, &["alice@example.com"], 1, 1).await;
     let mails = mail(&db, &record, "token-gone").await;
     let r = responder(&db).await;
-    *r.tokens().answer.lock().unwrap() = Ok(TokenDelivery::Gone {
+    *r.tokens.answer.lock().unwrap() = Ok(TokenDelivery::Gone {
         reason: "TaskTimedOut: Task Timed Out: 'Provided task does not exist anymore'".into(),
     });
     let resp = r
@@ -434,7 +431,7 @@ async fn a_dead_task_token_is_reported_on_the_page_not_as_a_500() {
         "{:?}",
         approval.delivery
     );
-    assert_eq!(r.tokens().calls().len(), 1);
+    assert_eq!(r.tokens.calls().len(), 1);
     // A transport failure is a 502 page, and the next POST after the lease retries.
     tdb.drop_db().await;
 }
@@ -445,17 +442,17 @@ async fn a_failed_hand_over_is_a_502_page_and_is_not_lost() {
     let (tdb, db, record) = awaiting(id, &["alice@example.com", "bob@example.com"], 1, 1).await;
     let mails = mail(&db, &record, "token-fail").await;
     let r = responder(&db).await;
-    *r.tokens().answer.lock().unwrap() = Err("connection reset".into());
+    *r.tokens.answer.lock().unwrap() = Err("connection reset".into());
     let approve = link(&mails, "alice@example.com", "Approve");
     let resp = r.handle(&post(&approve), now_ms()).await;
     assert_page(&resp, 502, "could not be reached");
     // Within the lease nobody else sends it.
-    *r.tokens().answer.lock().unwrap() = Ok(TokenDelivery::Delivered);
+    *r.tokens.answer.lock().unwrap() = Ok(TokenDelivery::Delivered);
     let resp = r
         .handle(&post(&link(&mails, "bob@example.com", "Approve")), now_ms())
         .await;
     assert_page(&resp, 410, "being sent to Step Functions");
-    assert_eq!(r.tokens().calls().len(), 1);
+    assert_eq!(r.tokens.calls().len(), 1);
     // After the lease (aged in the database), the next POST delivers it.
     db.sql()
         .execute(
@@ -470,7 +467,7 @@ async fn a_failed_hand_over_is_a_502_page_and_is_not_lost() {
         410,
         "The votes decided: approve. The deployment goes on to Apply.",
     );
-    assert_eq!(r.tokens().calls().len(), 2);
+    assert_eq!(r.tokens.calls().len(), 2);
     tdb.drop_db().await;
 }
 
@@ -489,7 +486,7 @@ async fn concurrent_votes_crossing_the_threshold_send_the_token_once() {
         delay_ms: 50,
         ..Default::default()
     };
-    let r = Arc::new(ApprovalResponder::new(
+    let r = Arc::new(crate::ports::responder(
         key(),
         db.clone(),
         tokens,
@@ -507,7 +504,7 @@ async fn concurrent_votes_crossing_the_threshold_send_the_token_once() {
     for t in tasks {
         statuses.push(t.await.unwrap().status);
     }
-    assert_eq!(r.tokens().calls().len(), 1, "statuses {statuses:?}");
+    assert_eq!(r.tokens.calls().len(), 1, "statuses {statuses:?}");
     assert!(
         statuses.iter().all(|s| *s == 200 || *s == 410),
         "{statuses:?}"
@@ -584,7 +581,7 @@ async fn a_ciphertext_bound_to_another_execution_is_never_sent() {
         .await;
     assert_page(&resp, 502, "could not be verified, so nothing was sent");
     assert!(!resp.body.contains("token-ctx"), "{}", resp.body);
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     let approval = db.approval_request(id).await.unwrap().unwrap();
     assert_eq!(approval.delivery, None);
     assert!(approval.decision_sent_at.is_none());
@@ -609,7 +606,7 @@ async fn a_ciphertext_of_another_token_is_refused_against_the_links_hash() {
         )
         .await;
     assert_page(&resp, 502, "nothing was sent to Step Functions");
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     tdb.drop_db().await;
 }
 
@@ -632,7 +629,7 @@ async fn a_request_stored_before_encryption_is_refused_and_records_no_vote() {
         410,
         "stored before task tokens were encrypted",
     );
-    assert!(r.tokens().calls().is_empty());
+    assert!(r.tokens.calls().is_empty());
     let tally = db.tally(id).await.unwrap().unwrap();
     assert!(tally.approval_voters.is_empty(), "{tally:?}");
     tdb.drop_db().await;
@@ -671,7 +668,7 @@ async fn a_failed_port_is_a_503_when_retryable_and_a_502_when_not() {
             assert!(!resp.body.contains(&token), "{}", resp.body);
             assert!(!resp.body.contains("live_ci_no_such_database"));
         }
-        assert!(r.tokens().calls().is_empty());
+        assert!(r.tokens.calls().is_empty());
     }
 }
 
@@ -699,16 +696,15 @@ async fn an_approve_of_a_denied_plan_needs_a_reason_and_records_it() {
     assert!(db.record_saved_plan(id, &plan).await.unwrap());
     let mut request = request_for(&record, "token-deny");
     request.plan.policy_denials = vec![denial.clone()];
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = RequesterFakes::new(
         db.clone(),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     requester.handle(&request, now()).await.unwrap();
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     let mail = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
     assert!(
         mail.text

@@ -7,10 +7,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use std::sync::Mutex;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse};
+use live_ci_approval_response::{PageRequest, PageResponse};
 use live_ci_core::port::{TaskTokens, TokenDelivery};
 use live_ci_metadb::{PgSql, Store};
 use live_ci_testkit::approval::{
@@ -45,8 +46,7 @@ impl TaskTokens for TokensAfterCalls {
     }
 }
 
-type Responder =
-    ApprovalResponder<Store<Counting<PgSql>>, TokensAfterCalls, live_ci_aws::KmsTokenCipher>;
+type Responder = crate::ports::Wired<Store<Counting<PgSql>>, TokensAfterCalls>;
 
 fn settings() -> RequestSettings {
     RequestSettings {
@@ -100,21 +100,20 @@ async fn mailed(
     let (tdb, db, record) = awaiting(id, voters, min_approval_count, 2).await;
     drop(db);
     let sql = Counting::new(PgSql::connect(&tdb.url, 4).unwrap());
-    let requester = ApprovalRequester::new(
-        settings(),
-        key(),
+    let fakes = RequesterFakes::new(
         Store::new(sql.clone()),
         RecordingMailer::default(),
         cipher().await,
         live_ci_testkit::approval::RecordingFailures::default(),
     );
+    let requester = ApprovalRequester::new(settings(), key(), fakes.clone());
     sql.take();
     requester
         .handle(&request_for(&record, &format!("token-{id}")), now())
         .await
         .unwrap();
     let request_calls = sql.take();
-    let mails = requester.mailer().sent();
+    let mails = fakes.mailer.sent();
     let links = voters
         .iter()
         .map(|v| {
@@ -122,7 +121,7 @@ async fn mailed(
             token_of(&text_link(mail, "Approve"))
         })
         .collect();
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder(
         key(),
         Store::new(sql.clone()),
         TokensAfterCalls {
@@ -167,7 +166,7 @@ async fn the_approval_path_costs_a_bounded_number_of_round_trips() {
     let (resp, undecided) = counted(&r, &sql, &request("POST", &links[0])).await;
     assert_eq!(resp.status, 200, "{}", resp.body);
     assert!(resp.body.contains("No decision yet"), "{}", resp.body);
-    assert!(r.tokens().before_send.lock().unwrap().is_empty());
+    assert!(r.tokens.before_send.lock().unwrap().is_empty());
     println!("POST, no decision: {undecided:?}");
 
     // The second decides and hands the token over.
@@ -178,9 +177,9 @@ async fn the_approval_path_costs_a_bounded_number_of_round_trips() {
         "{}",
         resp.body
     );
-    let before_send = r.tokens().before_send.lock().unwrap().clone();
+    let before_send = r.tokens.before_send.lock().unwrap().clone();
     assert_eq!(before_send.len(), 1, "one SendTaskSuccess");
-    assert_eq!(r.tokens().inner.calls().len(), 1);
+    assert_eq!(r.tokens.inner.calls().len(), 1);
     let before_send = &before_send[0];
     println!("POST, decides: before SendTaskSuccess {before_send:?}, after {after_send:?}");
 

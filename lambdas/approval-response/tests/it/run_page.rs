@@ -5,7 +5,7 @@
 //! The browser test screenshots it: `target/test-artifacts/approval-response/4-run.png`.
 #![allow(clippy::unwrap_used)]
 
-use live_ci_approval_response::{ApprovalResponder, PageRequest, PageResponse};
+use live_ci_approval_response::{PageRequest, PageResponse};
 use live_ci_aws::KmsTokenCipher;
 use live_ci_core::approval::{RunLink, RunLinkKey, VoteLink, task_token_hash};
 use live_ci_core::deploy::{RunId, Vote};
@@ -115,11 +115,9 @@ fn hex_hash(s: &str) -> String {
     live_ci_core::approval::task_token_hash_hex(s)
 }
 
-pub fn responder(
-    db: PgMetadb,
-) -> ApprovalResponder<ApprovalsOnly<PgMetadb>, RecordingTokens, KmsTokenCipher> {
+pub fn responder(db: PgMetadb) -> crate::ports::Wired<ApprovalsOnly<PgMetadb>, RecordingTokens> {
     // The cipher is never called by a run page (no KMS call is made).
-    ApprovalResponder::new(
+    crate::ports::responder(
         key(),
         ApprovalsOnly(db),
         RecordingTokens::default(),
@@ -288,7 +286,7 @@ async fn expired_tampered_and_vote_tokens_do_not_open_the_run_page_nor_a_run_tok
     let resp = open(format!("r={}", run_token(run_id + 100, now() + 3600))).await;
     assert_eq!(resp.status, 404);
     // Without a run key the page is not served at all.
-    let bare = ApprovalResponder::new(
+    let bare = crate::ports::responder(
         key(),
         ApprovalsOnly(db),
         RecordingTokens::default(),

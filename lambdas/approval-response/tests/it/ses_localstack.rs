@@ -9,10 +9,11 @@
 //! at integration) turns a missing SES v2 into a failure.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use live_ci_testkit::approval as support;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest};
+use live_ci_approval_response::PageRequest;
 use live_ci_aws::SesMailer;
 use live_ci_testkit::aws::sdk_config_for;
 use support::*;
@@ -67,6 +68,12 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
         .unwrap();
     let id = "run-5-5e5e-dev-ses-201";
     let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        SesMailer::new(client),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -76,10 +83,7 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        SesMailer::new(client),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     let report = requester
         .handle(&request_for(&record, "token-ses"), now())
@@ -110,7 +114,7 @@ async fn approval_mail_round_trip_through_localstack_ses_v2() {
     let html = mail["Body"]["html_part"].as_str().unwrap();
     assert!(text.contains("2 to add, 1 to change, 0 to destroy"));
     // Follow both links as the voter would: each opens its confirmation page.
-    let responder = ApprovalResponder::new(
+    let responder = crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens::default(),
@@ -159,6 +163,12 @@ async fn an_unverified_voter_in_the_sandbox_is_refused_naming_the_address_then_m
     let voter = format!("{}@example.com", live_ci_testkit::unique("stranger"));
     let id = "run-5-5e5e-dev-ses-202";
     let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        SesMailer::new(client.clone()),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -168,10 +178,7 @@ async fn an_unverified_voter_in_the_sandbox_is_refused_naming_the_address_then_m
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        SesMailer::new(client.clone()),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     let request = request_for(&record, "token-sandbox");
     let err = requester.handle(&request, now()).await.unwrap_err();
@@ -243,6 +250,12 @@ async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
         live_ci_testkit::aws::role_session(&endpoint, &role, &policy.to_string()).await;
     let id = "run-5-5e5e-dev-ses-203";
     let (tdb, db, record) = awaiting(id, &[&voter], 1, 1).await;
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        SesMailer::new(aws_sdk_sesv2::Client::new(&config)),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -252,10 +265,7 @@ async fn a_send_email_the_role_may_not_make_names_role_action_and_resource() {
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        SesMailer::new(aws_sdk_sesv2::Client::new(&config)),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     let started = std::time::Instant::now();
     let err = requester
@@ -437,6 +447,12 @@ async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and
     } else {
         config.clone()
     };
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        SesMailer::new(client.clone()),
+        cipher().await,
+        SfnTaskTokens::new(aws_sdk_sfn::Client::new(&tokens_config)),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -446,10 +462,7 @@ async fn an_unverified_voter_fails_the_execution_at_once_naming_voter_answer_and
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        SesMailer::new(client.clone()),
-        cipher().await,
-        SfnTaskTokens::new(aws_sdk_sfn::Client::new(&tokens_config)),
+        fakes.clone(),
     );
     let err = requester.handle(&request, now()).await.unwrap_err();
     assert!(err.to_string().contains("MessageRejected"), "{err}");

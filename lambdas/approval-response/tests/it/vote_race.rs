@@ -4,10 +4,11 @@
 //! Each round starts every voter's POST together, on connections of their own.
 #![allow(clippy::unwrap_used)]
 
+use crate::requester_fakes::Fakes as RequesterFakes;
 use std::sync::Arc;
 
 use live_ci_approval_request::{ApprovalRequester, RequestSettings};
-use live_ci_approval_response::{ApprovalResponder, PageRequest};
+use live_ci_approval_response::PageRequest;
 use live_ci_core::deploy::Vote;
 use live_ci_core::port::{ApprovalStore, Email, TokenDelivery};
 use live_ci_testkit::approval::{
@@ -20,6 +21,12 @@ async fn mails(
     db: &live_ci_metadb::PgMetadb,
     record: &live_ci_core::deploy::ExecutionRecord,
 ) -> Vec<Email> {
+    let fakes = RequesterFakes::new(
+        db.clone(),
+        RecordingMailer::default(),
+        cipher().await,
+        live_ci_testkit::approval::RecordingFailures::default(),
+    );
     let requester = ApprovalRequester::new(
         RequestSettings {
             approval_url: "https://approve.example.com".into(),
@@ -29,16 +36,13 @@ async fn mails(
             github_web_url: "https://github.com".into(),
         },
         key(),
-        db.clone(),
-        RecordingMailer::default(),
-        cipher().await,
-        live_ci_testkit::approval::RecordingFailures::default(),
+        fakes.clone(),
     );
     requester
         .handle(&request_for(record, "token-race"), now())
         .await
         .unwrap();
-    requester.mailer().sent()
+    fakes.mailer.sent()
 }
 
 fn post(mails: &[Email], voter: &str, label: &str) -> PageRequest {
@@ -70,7 +74,7 @@ async fn race(
     let id = format!("run-1-c8c5-dev-race-{round:03}");
     let (tdb, db, record) = awaiting(&id, voters, min_approval_count, 1).await;
     let mails = mails(&db, &record).await;
-    let r = Arc::new(ApprovalResponder::new(
+    let r = Arc::new(crate::ports::responder(
         key(),
         db.clone(),
         RecordingTokens {
@@ -107,7 +111,7 @@ async fn race(
     }
     let tally = db.tally(&id).await.unwrap().unwrap();
     let delivery = db.approval_request(&id).await.unwrap().unwrap().delivery;
-    let sends = r.tokens().calls().len();
+    let sends = r.tokens.calls().len();
     tdb.drop_db().await;
     (statuses, sends, tally, delivery)
 }

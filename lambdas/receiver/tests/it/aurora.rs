@@ -74,13 +74,8 @@ async fn while_the_metadb_resumes_the_receiver_answers_in_time() {
         let long = receiver_b.handle(&merged("aurora-long")).await;
         let long_took = started.elapsed();
         (
-            (
-                short,
-                short_took,
-                again,
-                receiver.launcher().started().len(),
-            ),
-            (long, long_took, receiver_b.launcher().started().len()),
+            (short, short_took, again, receiver.launcher.started().len()),
+            (long, long_took, receiver_b.launcher.started().len()),
         )
     }
     .await;

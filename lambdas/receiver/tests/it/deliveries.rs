@@ -10,6 +10,7 @@
 use live_ci_testkit::pg as support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use live_ci_core::webhook::{FilePattern, TrustPolicy, sign};
@@ -23,13 +24,25 @@ use live_ci_testkit::params::MemoryParams as Params;
 use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 use serde_json::json;
 use support::TestDb;
+
+use crate::ports::Fakes;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const SECRET: &str = "test-webhook-secret-0123456789abcdef";
 const MERGE: &str = "6cb93bbc4422b29f88bf7c85311e1b0657191c39";
 
-type Container = Receiver<Params, GitHubClient, Launcher, NoLockCheck, MetadbDeliveries<PgMetadb>>;
+/// One container: its receiver, and a handle to the tasks it started.
+pub(crate) struct Container<M = PgMetadb> {
+    pub(crate) receiver: Receiver<Fakes<Params, NoLockCheck, MetadbDeliveries<M>>>,
+    pub(crate) launcher: Arc<Launcher>,
+}
+
+impl<M: live_ci_core::port::DeliveryLog> Container<M> {
+    pub(crate) async fn handle(&self, req: &WebhookRequest) -> live_ci_receiver::WebhookResponse {
+        self.receiver.handle(req).await
+    }
+}
 
 /// One container's receiver: its own parameter cache, launcher and
 /// in-container memory; the metadb and GitHub are shared.
@@ -41,7 +54,7 @@ async fn container(server: &MockServer, metadb: PgMetadb) -> Container {
 pub(crate) async fn container_on<M: live_ci_core::port::DeliveryLog>(
     server: &MockServer,
     metadb: M,
-) -> Receiver<Params, GitHubClient, Launcher, NoLockCheck, MetadbDeliveries<M>> {
+) -> Container<M> {
     let params = Params::with([
         ("/live-ci/webhook-secret", SECRET),
         ("/live-ci/merge-lock", "none"),
@@ -74,10 +87,17 @@ pub(crate) async fn container_on<M: live_ci_core::port::DeliveryLog>(
         secret_ttl: SECRET_TTL,
         secret_retry: SECRET_RETRY,
     };
-    Receiver::new(config, params, github, Launcher::with_logs())
-        .await
-        .unwrap()
-        .with_delivery_log(MetadbDeliveries(metadb))
+    let launcher = Arc::new(Launcher::with_logs());
+    let ports = Fakes {
+        params: Arc::new(params),
+        github,
+        launcher: launcher.clone(),
+        lock: None,
+        deliveries: Some(MetadbDeliveries(metadb)),
+        votes: None,
+    };
+    let receiver = Receiver::new(config, ports).await.unwrap();
+    Container { receiver, launcher }
 }
 
 pub(crate) fn merged(delivery: &str) -> WebhookRequest {
@@ -117,7 +137,7 @@ pub(crate) async fn github_expects_one_merge_deploy(server: &MockServer) {
 }
 
 fn started(r: &Container) -> usize {
-    r.launcher().started().len()
+    r.launcher.started().len()
 }
 
 #[tokio::test]
@@ -146,7 +166,7 @@ async fn a_redelivery_to_another_container_is_a_duplicate_and_changes_nothing() 
     );
     assert_eq!(started(&b), 0, "the second container started a task");
     // The exact GitHub calls (one files read) are verified when `server` drops.
-    let spec = &a.launcher().started()[0];
+    let spec = &a.launcher.started()[0];
     assert_eq!(spec.env["LIVE_CI_COMMIT"], MERGE);
 }
 

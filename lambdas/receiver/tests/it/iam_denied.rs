@@ -3,6 +3,7 @@
 //! parameter is refused by the local cloud's IAM; the delivery is answered 503
 //! at once, its body carrying AWS's AccessDenied text (and the log line the same).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use live_ci_aws::{SsmParamStore, sdk};
@@ -11,6 +12,7 @@ use live_ci_receiver::Receiver;
 use live_ci_testkit::aws::{iam_enforced, role_session, sdk_config_for};
 use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 
+use crate::ports::Fakes;
 use crate::receiver::{fixture, handler_config, signed};
 
 #[tokio::test]
@@ -52,9 +54,9 @@ async fn a_secret_read_the_role_may_not_make_answers_503_naming_role_action_and_
     })
     .unwrap();
     let params = SsmParamStore::new(sdk::ssm::Client::new(&aws));
-    let receiver = Receiver::new(config.clone(), params, github, Launcher::with_logs())
-        .await
-        .unwrap();
+    let launcher = Arc::new(Launcher::with_logs());
+    let ports = Fakes::new(Arc::new(params), github, launcher.clone());
+    let receiver = Receiver::new(config.clone(), ports).await.unwrap();
     let started = Instant::now();
     let response = receiver
         .handle(&signed(
@@ -79,5 +81,5 @@ async fn a_secret_read_the_role_may_not_make_answers_503_naming_role_action_and_
         )),
         "{body}"
     );
-    assert!(receiver.launcher().started().is_empty());
+    assert!(launcher.started().is_empty());
 }

@@ -8,6 +8,7 @@
 use live_ci_testkit::pg as support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use live_ci_core::port::RunStore;
@@ -21,6 +22,8 @@ use live_ci_testkit::params::MemoryParams as Params;
 use live_ci_testkit::tasks::RecordingLauncher as Launcher;
 use serde_json::{Value, json};
 use support::{TestDb, exec, run};
+
+use crate::ports::Fakes;
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -28,7 +31,7 @@ const SECRET: &str = "test-webhook-secret-0123456789abcdef";
 const SYNC_HEAD: &str = "9c2f41e88a07d3b6e15c0f2a7d94b83e6c1f05d2";
 const LOCK: &str = "/live-ci/merge-lock";
 
-type Checked = Receiver<Params, GitHubClient, Launcher, MetadbLock<PgMetadb>>;
+type Checked = Receiver<Fakes<Params, MetadbLock<PgMetadb>>>;
 
 /// A receiver whose lock parameter says `mirrored`, checked against `metadb`.
 async fn receiver(server: &MockServer, mirrored: &str, metadb: PgMetadb) -> Checked {
@@ -61,10 +64,15 @@ async fn receiver(server: &MockServer, mirrored: &str, metadb: PgMetadb) -> Chec
         secret_ttl: SECRET_TTL,
         secret_retry: SECRET_RETRY,
     };
-    Receiver::new(config, params, github, Launcher::default())
-        .await
-        .unwrap()
-        .with_lock_check(MetadbLock(metadb))
+    let ports = Fakes {
+        params: Arc::new(params),
+        github,
+        launcher: Arc::new(Launcher::default()),
+        lock: Some(MetadbLock(metadb)),
+        deliveries: None,
+        votes: None,
+    };
+    Receiver::new(config, ports).await.unwrap()
 }
 
 /// The synchronize fixture's pull request #42 touches a unit; its head gets

@@ -6,5 +6,6 @@ mod aurora;
 mod deliveries;
 mod iam_denied;
 mod lock_truth;
+mod ports;
 mod receiver;
 mod statuses;

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use live_ci_core::task::{TaskKind, TaskSpec};
@@ -15,6 +15,8 @@ use live_ci_receiver::{
 };
 use live_ci_testkit::params::MemoryParams as Params;
 use live_ci_testkit::tasks::RecordingLauncher as Launcher;
+
+use crate::ports::{Fakes, RecordingInvoker};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -50,7 +52,11 @@ pub(crate) fn handler_config() -> HandlerConfig {
 
 pub(crate) struct Harness {
     pub(crate) server: MockServer,
-    pub(crate) receiver: Receiver<Params, GitHubClient, Launcher>,
+    pub(crate) receiver: Receiver<Fakes>,
+    /// The receiver's parameters (tests change the secret behind it).
+    pub(crate) params: Arc<Params>,
+    /// The receiver's launcher (tests inspect what was started).
+    pub(crate) launcher: Arc<Launcher>,
 }
 
 pub(crate) async fn harness(lock: &str, statuses: &str) -> Harness {
@@ -62,6 +68,17 @@ async fn harness_with(params: Params, config: HandlerConfig) -> Harness {
 }
 
 async fn harness_launching(params: Params, config: HandlerConfig, launcher: Launcher) -> Harness {
+    harness_voting(params, config, launcher, None).await
+}
+
+/// A receiver handing vote comments to `votes` (the invoker and
+/// approval_response's name) when given.
+async fn harness_voting(
+    params: Params,
+    config: HandlerConfig,
+    launcher: Launcher,
+    votes: Option<(Arc<RecordingInvoker>, String)>,
+) -> Harness {
     let server = MockServer::start().await;
     let github = GitHubClient::new(GitHubConfig {
         api_base: server.uri(),
@@ -75,10 +92,17 @@ async fn harness_launching(params: Params, config: HandlerConfig, launcher: Laun
         },
     })
     .unwrap();
-    let receiver = Receiver::new(config, params, github, launcher)
-        .await
-        .unwrap();
-    Harness { server, receiver }
+    let params = Arc::new(params);
+    let launcher = Arc::new(launcher);
+    let mut fakes = Fakes::new(params.clone(), github, launcher.clone());
+    fakes.votes = votes;
+    let receiver = Receiver::new(config, fakes).await.unwrap();
+    Harness {
+        server,
+        receiver,
+        params,
+        launcher,
+    }
 }
 
 pub(crate) fn fixture(name: &str) -> Vec<u8> {
@@ -148,17 +172,7 @@ pub(crate) async fn no_other_github_calls(server: &MockServer) {
 }
 
 pub(crate) fn launched(h: &Harness) -> Vec<TaskSpec> {
-    h.receiver_launcher().started()
-}
-
-trait Peek {
-    fn receiver_launcher(&self) -> &Launcher;
-}
-
-impl Peek for Harness {
-    fn receiver_launcher(&self) -> &Launcher {
-        self.receiver.launcher()
-    }
+    h.launcher.started()
 }
 
 #[tokio::test]
@@ -982,13 +996,13 @@ async fn a_secret_set_in_ssm_after_the_cold_start_takes_effect_without_one() {
     assert_eq!(r.status, 503);
     // The operator sets the secret in SSM; an unusable secret is kept only for
     // the retry interval (10 s in AWS), so GitHub's redelivery after it passes.
-    h.receiver.params().set("/live-ci/webhook-secret", SECRET);
+    h.params.set("/live-ci/webhook-secret", SECRET);
     let r = h.receiver.handle(&signed("ping", "p2", body.clone())).await;
     assert_eq!(r.status, 503, "re-read before the retry interval");
     tokio::time::sleep(Duration::from_millis(60)).await;
     let r = h.receiver.handle(&signed("ping", "p3", body)).await;
     assert_eq!((r.status, r.body.clone()), (200, json!({"pong": true})));
-    assert_eq!(secret_reads(h.receiver.params()), 2);
+    assert_eq!(secret_reads(&h.params), 2);
 }
 
 #[tokio::test]
@@ -996,21 +1010,21 @@ async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten
     let h = harness("none", "{}").await;
     no_other_github_calls(&h.server).await;
     let body = fixture("ping.json");
-    assert_eq!(secret_reads(h.receiver.params()), 1);
+    assert_eq!(secret_reads(&h.params), 1);
     let r = h.receiver.handle(&signed("ping", "p1", body.clone())).await;
     assert_eq!(r.status, 200);
-    assert_eq!(secret_reads(h.receiver.params()), 1, "warm: no SSM call");
+    assert_eq!(secret_reads(&h.params), 1, "warm: no SSM call");
     // Rotated in SSM (and on GitHub): the first delivery signed with the new
     // secret fails against the cached one, which is then read again.
     let rotated = "rotated-webhook-secret-0123456789abcdef";
-    h.receiver.params().set("/live-ci/webhook-secret", rotated);
+    h.params.set("/live-ci/webhook-secret", rotated);
     let sig = sign(rotated.as_bytes(), &body);
     let r = h
         .receiver
         .handle(&request("ping", "p2", body.clone(), Some(sig)))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(secret_reads(h.receiver.params()), 2);
+    assert_eq!(secret_reads(&h.params), 2);
     // The old secret is refused now, and forged deliveries do not each cost an
     // SSM read.
     for i in 0..5 {
@@ -1020,7 +1034,7 @@ async fn a_rotated_secret_is_read_again_on_a_signature_failure_at_most_every_ten
             .await;
         assert_eq!(r.status, 401);
     }
-    assert_eq!(secret_reads(h.receiver.params()), 2);
+    assert_eq!(secret_reads(&h.params), 2);
 }
 
 #[tokio::test]
@@ -1041,9 +1055,9 @@ async fn the_secret_is_read_again_after_its_ttl() {
         ))
         .await;
     assert_eq!(r.status, 401);
-    assert_eq!(secret_reads(h.receiver.params()), 2);
+    assert_eq!(secret_reads(&h.params), 2);
     // Revoked in SSM: within the TTL the cached secret still answers…
-    h.receiver.params().set(
+    h.params.set(
         "/live-ci/webhook-secret",
         "new-webhook-secret-0123456789abcdef",
     );
@@ -1064,7 +1078,7 @@ async fn the_secret_is_read_again_after_its_ttl() {
             .status,
         401
     );
-    assert_eq!(secret_reads(h.receiver.params()), 3);
+    assert_eq!(secret_reads(&h.params), 3);
 }
 
 #[tokio::test]
@@ -1156,40 +1170,21 @@ async fn a_vote_comment_is_not_counted_and_starts_nothing() {
     assert!(launched(&h).is_empty());
 }
 
-/// Records every invoke (function, payload); refuses them all when `refuse`.
-#[derive(Debug, Default)]
-struct RecordingInvoker {
-    calls: Mutex<Vec<(String, String)>>,
-    refuse: bool,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("lambda refused the invoke")]
-struct InvokeRefused;
-
-impl live_ci_core::port::Classify for InvokeRefused {
-    fn kind(&self) -> live_ci_core::port::ErrorKind {
-        live_ci_core::port::ErrorKind::Retryable
-    }
-}
-
-impl live_ci_core::port::FunctionInvoker for &RecordingInvoker {
-    type Error = InvokeRefused;
-
-    async fn invoke(&self, function: &str, payload: &str) -> Result<(), InvokeRefused> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push((function.to_string(), payload.to_string()));
-        if self.refuse {
-            return Err(InvokeRefused);
-        }
-        Ok(())
-    }
-}
-
 const APPROVAL_RESPONSE: &str =
     "arn:aws:lambda:us-west-2:111111111111:function:live-ci-approval-response";
+
+/// [`harness`] with votes from GitHub enabled: handed to `invoker` as
+/// approval_response.
+async fn voting_harness(invoker: &Arc<RecordingInvoker>) -> Harness {
+    let votes = Some((invoker.clone(), APPROVAL_RESPONSE.to_string()));
+    harness_voting(
+        param_store("none", "{}"),
+        handler_config(),
+        Launcher::with_logs(),
+        votes,
+    )
+    .await
+}
 
 /// With votes from GitHub enabled, a vote comment on a merged pull request
 /// is handed to approval_response with exactly where the comment is (the
@@ -1199,11 +1194,11 @@ const APPROVAL_RESPONSE: &str =
 /// so GitHub's redelivery tries again.
 #[tokio::test]
 async fn a_vote_comment_is_handed_to_approval_response_with_only_its_place() {
-    let h = harness("none", "{}").await;
+    let invoker = Arc::new(RecordingInvoker::default());
+    let h = voting_harness(&invoker).await;
     bot_is(&h.server, "live-ci-bot").await;
     no_other_github_calls(&h.server).await;
-    let invoker = RecordingInvoker::default();
-    let receiver = h.receiver.with_votes(&invoker, APPROVAL_RESPONSE);
+    let receiver = &h.receiver;
     let r = receiver
         .handle(&signed(
             "issue_comment",
@@ -1229,15 +1224,15 @@ async fn a_vote_comment_is_handed_to_approval_response_with_only_its_place() {
         requests_summary(&h.server.received_requests().await.unwrap()),
         ["GET /user"]
     );
-    assert!(receiver.launcher().started().is_empty());
+    assert!(h.launcher.started().is_empty());
 
-    let refusing = RecordingInvoker {
+    let refusing = Arc::new(RecordingInvoker {
         refuse: true,
         ..Default::default()
-    };
-    let h = harness("none", "{}").await;
+    });
+    let h = voting_harness(&refusing).await;
     bot_is(&h.server, "live-ci-bot").await;
-    let receiver = h.receiver.with_votes(&refusing, APPROVAL_RESPONSE);
+    let receiver = &h.receiver;
     let r = receiver
         .handle(&signed(
             "issue_comment",
@@ -1252,10 +1247,10 @@ async fn a_vote_comment_is_handed_to_approval_response_with_only_its_place() {
 /// invokes nothing even with votes enabled.
 #[tokio::test]
 async fn a_refused_vote_command_invokes_nothing() {
-    let h = harness("none", "{}").await;
+    let invoker = Arc::new(RecordingInvoker::default());
+    let h = voting_harness(&invoker).await;
     bot_is(&h.server, "live-ci-bot").await;
-    let invoker = RecordingInvoker::default();
-    let receiver = h.receiver.with_votes(&invoker, APPROVAL_RESPONSE);
+    let receiver = &h.receiver;
     let mut body: Value = serde_json::from_slice(&fixture("issue_comment_vote.json")).unwrap();
     body["issue"]["pull_request"]["merged_at"] = Value::Null;
     let r = receiver
