@@ -318,6 +318,23 @@ pub const APPLIED_MIGRATIONS: &str = "SELECT version::text FROM schema_migration
 pub const RECORD_MIGRATION: &str =
     "INSERT INTO schema_migrations (version, name) VALUES (:version, :name)";
 
+/// What a start needs to know it has nothing to apply, in one read: the
+/// applied migrations' versions, then `functions <revision> <hash>` of the
+/// newest function set applied. Fails before migration 0022 (no
+/// `schema_functions`): the locked path decides then.
+pub const SCHEMA_STATE: &str = "\
+SELECT version::text FROM schema_migrations
+UNION ALL
+(SELECT 'functions ' || revision::text || ' ' || hash FROM schema_functions
+ ORDER BY revision DESC LIMIT 1)";
+
+/// The newest function set applied, as `<revision> <hash>`; no row when none.
+pub const APPLIED_FUNCTIONS: &str =
+    "SELECT revision::text || ' ' || hash FROM schema_functions ORDER BY revision DESC LIMIT 1";
+
+pub const RECORD_FUNCTIONS: &str = "\
+INSERT INTO schema_functions (revision, hash, migration) VALUES (:revision, :hash, :migration)";
+
 /// A trunk commit create-deploy-stack found nothing to deploy for: the sweep
 /// takes it as known. Repeats keep the first time.
 pub const RECORD_NO_OP_MERGE: &str = "\
