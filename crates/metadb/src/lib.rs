@@ -12,15 +12,11 @@
 //! reaches the database ([`Sql`]).
 
 mod any;
-mod approvals;
 mod data_api;
-mod deploy_comments;
-mod drift;
 mod error;
 mod functions;
 mod login;
 mod migrate;
-mod operator;
 mod pg;
 pub mod sql;
 mod store;
