@@ -69,6 +69,20 @@ pub enum MetadbError {
         "metadb schema is at migration {found}, this binary needs {expected}: not migrated yet"
     )]
     SchemaBehind { expected: u32, found: u32 },
+    /// A function file failed to apply (`functions/<name>.sql`): nothing of
+    /// the migration is committed.
+    #[error("function {name:?} (crates/metadb/functions/{name}.sql): {message}")]
+    Function { name: String, message: String },
+    /// terra-run's or drift's start found the metadb's functions older than
+    /// the ones it was built with: the migrator has not applied them yet.
+    #[error("metadb functions are at {found}, this binary needs {expected}: not migrated yet")]
+    FunctionsBehind { expected: String, found: String },
+    /// The metadb's functions have this binary's revision under another hash:
+    /// two builds claim one revision, and neither may run on the other's.
+    #[error(
+        "metadb functions are {found}, this binary has {expected}: two builds claim one revision"
+    )]
+    FunctionsConflict { expected: String, found: String },
     /// A login's secret could not be read or written.
     #[error("secret {secret:?}: {message}")]
     Secret { secret: String, message: String },

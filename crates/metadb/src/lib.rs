@@ -12,14 +12,11 @@
 //! reaches the database ([`Sql`]).
 
 mod any;
-mod approvals;
 mod data_api;
-mod deploy_comments;
-mod drift;
 mod error;
+mod functions;
 mod login;
 mod migrate;
-mod operator;
 mod pg;
 pub mod sql;
 mod store;
@@ -28,12 +25,13 @@ pub mod tls;
 pub use any::{AWS_ACTIONS, AnyMetadb, AnySql, AnyTx, ENV_VARS, MetadbConfig};
 pub use data_api::{DATABASE_RESUMING, DEFAULT_RESUME_DEADLINE, DataApi, DataApiMetadb, DataApiTx};
 pub use error::{MetadbError, Result};
+pub use functions::{FUNCTION_REVISIONS, FUNCTIONS, Function, FunctionSet};
 pub use login::{
     DRIFT_ROLE, LoginCredentials, LoginRole, LoginSecret, SecretsManagerLogin, TERRA_RUN_ROLE,
-    check_schema, database_of_url, login_name, provision_login, provision_terra_run_login,
-    terra_run_login,
+    check_schema, check_schema_with, database_of_url, login_name, provision_login,
+    provision_terra_run_login, terra_run_login,
 };
-pub use migrate::{MIGRATIONS, Migration, migrate};
+pub use migrate::{MIGRATIONS, Migrated, Migration, migrate, migrate_with};
 pub use pg::{PgMetadb, PgSql, PgTx};
 pub use sql::{Param, Sql, SqlTx};
 pub use store::Store;

@@ -17,8 +17,9 @@ use rand::distr::Alphanumeric;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MetadbError, Result};
-use crate::migrate::MIGRATIONS;
-use crate::sql::statements::{APPLIED_MIGRATIONS, MIGRATION_LOCK};
+use crate::functions::{AppliedFunctions, FunctionSet, Verdict};
+use crate::migrate::{MIGRATIONS, applied_functions, conflict};
+use crate::sql::statements::{APPLIED_FUNCTIONS, APPLIED_MIGRATIONS, MIGRATION_LOCK};
 use crate::sql::{Param, Sql, SqlTx};
 
 /// The NOLOGIN role carrying terra-run's grants (migration 0015).
@@ -272,8 +273,15 @@ async fn provision_in<T: SqlTx, L: LoginSecret>(
 
 /// terra-run's start: it does not migrate (its role may not), it checks that
 /// every migration it was built with is applied, and names expected and found
-/// versions when not. A newer schema (a later binary migrated) passes.
+/// versions when not. A newer schema (a later binary migrated) passes. Then
+/// the functions ([`check_functions`] with this binary's set).
 pub async fn check_schema<S: Sql>(sql: &S) -> Result<()> {
+    check_schema_with(sql, &FunctionSet::current()).await
+}
+
+/// [`check_schema`] with `functions` as the binary's function set (tests
+/// pass an altered one).
+pub async fn check_schema_with<S: Sql>(sql: &S, functions: &FunctionSet) -> Result<()> {
     let applied: Vec<u32> = sql
         .query(APPLIED_MIGRATIONS, &[])
         .await?
@@ -281,13 +289,28 @@ pub async fn check_schema<S: Sql>(sql: &S) -> Result<()> {
         .filter_map(|v| v.parse().ok())
         .collect();
     let expected = MIGRATIONS.last().map_or(0, |m| m.version);
-    if MIGRATIONS.iter().all(|m| applied.contains(&m.version)) {
-        Ok(())
-    } else {
-        Err(MetadbError::SchemaBehind {
+    if !MIGRATIONS.iter().all(|m| applied.contains(&m.version)) {
+        return Err(MetadbError::SchemaBehind {
             expected,
             found: applied.iter().copied().max().unwrap_or(0),
-        })
+        });
+    }
+    check_functions(sql, functions).await
+}
+
+/// The metadb's recorded function set against `functions`: the same
+/// revision and hash, or a newer revision (a later binary migrated), pass;
+/// an older one (or none) fails naming both, as does the same revision
+/// under another hash.
+async fn check_functions<S: Sql>(sql: &S, functions: &FunctionSet) -> Result<()> {
+    let applied = applied_functions(sql.query(APPLIED_FUNCTIONS, &[]).await?);
+    match functions.against(applied.as_ref()) {
+        Verdict::Current | Verdict::Newer => Ok(()),
+        Verdict::Behind => Err(MetadbError::FunctionsBehind {
+            expected: functions.describe(),
+            found: AppliedFunctions::describe(applied.as_ref()),
+        }),
+        Verdict::Conflict => Err(conflict(functions, applied.as_ref())),
     }
 }
 

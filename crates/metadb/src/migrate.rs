@@ -1,11 +1,16 @@
 //! Versioned migrations, embedded in the binary and applied in one transaction
 //! under an advisory lock: concurrent migrators queue, and a repeat applies
-//! nothing. Every task migrates at start, so a current schema is answered by one
-//! read outside any transaction: tasks starting together do not queue on the lock.
+//! nothing. After them, in the same transaction, the SQL functions' current
+//! definitions ([`crate::functions`]) when the database's recorded set is
+//! older than the binary's. Every task migrates at start, so a current schema
+//! is answered by one read outside any transaction: tasks starting together
+//! do not queue on the lock.
 
 use crate::error::{MetadbError, Result};
+use crate::functions::{AppliedFunctions, FunctionSet, Verdict};
 use crate::sql::statements::{
-    APPLIED_MIGRATIONS, CREATE_SCHEMA_MIGRATIONS, MIGRATION_LOCK, RECORD_MIGRATION,
+    APPLIED_FUNCTIONS, APPLIED_MIGRATIONS, CREATE_SCHEMA_MIGRATIONS, MIGRATION_LOCK,
+    RECORD_FUNCTIONS, RECORD_MIGRATION, SCHEMA_STATE,
 };
 use crate::sql::text::split_statements;
 use crate::sql::{Param, Sql, SqlTx};
@@ -125,18 +130,39 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0021_vote_identity",
         sql: include_str!("../migrations/0021_vote_identity.sql"),
     },
+    Migration {
+        version: 22,
+        name: "0022_schema_functions",
+        sql: include_str!("../migrations/0022_schema_functions.sql"),
+    },
 ];
 
-/// Applies the migrations the database lacks; returns their versions.
+/// What one [`migrate_with`] applied.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Migrated {
+    /// The versions of the migrations applied, in order.
+    pub versions: Vec<u32>,
+    /// The function revision applied, if the database's was older.
+    pub functions: Option<u32>,
+}
+
+/// Applies the migrations the database lacks, then this binary's functions
+/// when the database's are older; returns the migrations' versions.
 pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {
-    if schema_is_current(sql).await {
-        return Ok(Vec::new());
+    Ok(migrate_with(sql, &FunctionSet::current()).await?.versions)
+}
+
+/// [`migrate`] with `functions` as the binary's function set (tests pass
+/// an altered one).
+pub async fn migrate_with<S: Sql>(sql: &S, functions: &FunctionSet) -> Result<Migrated> {
+    if schema_is_current(sql, functions).await {
+        return Ok(Migrated::default());
     }
     let mut attempt = 0;
     loop {
         attempt += 1;
         let mut tx = sql.begin().await?;
-        match apply(&mut tx).await {
+        match apply(&mut tx, functions).await {
             Ok(applied) => match tx.commit().await {
                 Ok(()) => return Ok(applied),
                 Err(e) if e.is_retryable() && attempt < 3 => continue,
@@ -153,21 +179,41 @@ pub async fn migrate<S: Sql>(sql: &S) -> Result<Vec<u32>> {
     }
 }
 
-/// Whether every migration is recorded, read with one statement. Versions are
-/// recorded in the transaction that applies them, so a listed version is a
-/// complete one. Any error (a fresh database has no `schema_migrations`) means
-/// "not known current": the locked path decides, and reports real errors.
-async fn schema_is_current<S: Sql>(sql: &S) -> bool {
-    match sql.query(APPLIED_MIGRATIONS, &[]).await {
+/// The applied migrations' versions and the newest function set recorded,
+/// from [`SCHEMA_STATE`]'s rows.
+fn schema_state(rows: &[String]) -> (Vec<u32>, Option<AppliedFunctions>) {
+    let mut versions = Vec::new();
+    let mut functions = None;
+    for row in rows {
+        match row.strip_prefix("functions ") {
+            Some(set) => functions = AppliedFunctions::parse(set),
+            None => versions.extend(row.parse::<u32>().ok()),
+        }
+    }
+    (versions, functions)
+}
+
+/// Whether every migration is recorded and the functions need nothing, read
+/// with one statement. Versions and function sets are recorded in the
+/// transaction that applies them, so a listed one is complete. Any error (a
+/// fresh database has no `schema_migrations`, one before 0022 no
+/// `schema_functions`) means "not known current": the locked path decides,
+/// and reports real errors; so does a function set in conflict.
+async fn schema_is_current<S: Sql>(sql: &S, functions: &FunctionSet) -> bool {
+    match sql.query(SCHEMA_STATE, &[]).await {
         Ok(rows) => {
-            let applied: Vec<u32> = rows.iter().filter_map(|v| v.parse().ok()).collect();
+            let (applied, set) = schema_state(&rows);
             MIGRATIONS.iter().all(|m| applied.contains(&m.version))
+                && matches!(
+                    functions.against(set.as_ref()),
+                    Verdict::Current | Verdict::Newer
+                )
         }
         Err(_) => false,
     }
 }
 
-async fn apply<T: SqlTx>(tx: &mut T) -> Result<Vec<u32>> {
+async fn apply<T: SqlTx>(tx: &mut T, functions: &FunctionSet) -> Result<Migrated> {
     tx.query(MIGRATION_LOCK, &[]).await?;
     tx.execute(CREATE_SCHEMA_MIGRATIONS, &[]).await?;
     let applied: Vec<u32> = tx
@@ -197,7 +243,59 @@ async fn apply<T: SqlTx>(tx: &mut T) -> Result<Vec<u32>> {
         .await?;
         done.push(m.version);
     }
-    Ok(done)
+    let functions = apply_functions(tx, functions).await?;
+    Ok(Migrated {
+        versions: done,
+        functions,
+    })
+}
+
+/// The function step, under the migrations' lock and after them: applies
+/// every file of `set` when the database's recorded set is older (or none),
+/// and records it. A newer set is left alone; the same revision with another
+/// hash is refused.
+async fn apply_functions<T: SqlTx>(tx: &mut T, set: &FunctionSet) -> Result<Option<u32>> {
+    let applied = applied_functions(tx.query(APPLIED_FUNCTIONS, &[]).await?);
+    match set.against(applied.as_ref()) {
+        Verdict::Current | Verdict::Newer => return Ok(None),
+        Verdict::Conflict => return Err(conflict(set, applied.as_ref())),
+        Verdict::Behind => {}
+    }
+    for f in set.functions {
+        for statement in split_statements(f.sql) {
+            tx.execute(&statement, &[])
+                .await
+                .map_err(|e| MetadbError::Function {
+                    name: f.name.to_string(),
+                    message: e.to_string(),
+                })?;
+        }
+    }
+    let migration = MIGRATIONS.last().map_or(0, |m| m.version);
+    tx.execute(
+        RECORD_FUNCTIONS,
+        &[
+            ("revision", Param::Int(i64::from(set.revision))),
+            ("hash", Param::text(set.hash())),
+            ("migration", Param::Int(i64::from(migration))),
+        ],
+    )
+    .await?;
+    Ok(Some(set.revision))
+}
+
+/// [`APPLIED_FUNCTIONS`]'s row, if any.
+pub(crate) fn applied_functions(rows: Vec<String>) -> Option<AppliedFunctions> {
+    rows.first().and_then(|row| AppliedFunctions::parse(row))
+}
+
+/// The error of a database whose function set has this binary's revision
+/// under another hash.
+pub(crate) fn conflict(set: &FunctionSet, applied: Option<&AppliedFunctions>) -> MetadbError {
+    MetadbError::FunctionsConflict {
+        expected: set.describe(),
+        found: AppliedFunctions::describe(applied),
+    }
 }
 
 #[cfg(test)]

@@ -106,12 +106,19 @@ pub fn statement(
         })
 }
 
-/// Every migration, as `APPLIED_MIGRATIONS` lists them once applied (leaked:
-/// rules take `'static` answers, and a test process makes a handful).
+/// A current schema as `SCHEMA_STATE` lists it: every migration, then the
+/// binary's function set (leaked: rules take `'static` answers, and a test
+/// process makes a handful).
 pub fn applied_versions() -> &'static str {
+    let functions = live_ci_metadb::FunctionSet::current();
     let rows: Vec<String> = live_ci_metadb::MIGRATIONS
         .iter()
         .map(|m| format!(r#"{{"version":"{}"}}"#, m.version))
+        .chain([format!(
+            r#"{{"version":"functions {} {}"}}"#,
+            functions.revision,
+            functions.hash()
+        )])
         .collect();
     Box::leak(format!("[{}]", rows.join(",")).into_boxed_str())
 }

@@ -26,13 +26,7 @@ const RECORDED_RUNS: &str = r#"[{"text":"{\"pr_id\": 7, \"run_id\": 2, \"status\
 async fn migrate_through_the_data_api_applies_nothing_when_up_to_date() {
     let applied = applied_versions();
     // A current schema: one read, no transaction.
-    let rules = [statement(
-        q::APPLIED_MIGRATIONS,
-        vec![],
-        None,
-        Some(applied),
-        0,
-    )];
+    let rules = [statement(q::SCHEMA_STATE, vec![], None, Some(applied), 0)];
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     let out = migrate::migrate(&metadb(client)).await.unwrap();
     let v: Value = serde_json::from_str(&out.text).unwrap();

@@ -212,7 +212,7 @@ async fn upgrading_drops_the_stored_plain_task_tokens() {
 
 /// A database with the migrations up to `last` applied and recorded, as an
 /// older release left it: the next metadb start applies the rest.
-async fn migrated_up_to(t: &TestDb, last: &str) -> tokio_postgres::Client {
+pub(crate) async fn migrated_up_to(t: &TestDb, last: &str) -> tokio_postgres::Client {
     use live_ci_metadb::sql::statements::CREATE_SCHEMA_MIGRATIONS;
     let client = live_ci_metadb::connect(&t.url).await.unwrap();
     client

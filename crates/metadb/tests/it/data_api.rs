@@ -423,11 +423,12 @@ async fn create_run_sends_records_as_json_text() {
     assert!(rules.iter().all(|r| r.num_calls() == 1));
 }
 
-/// What a fresh database answers to the read of `schema_migrations`.
+/// What a fresh database answers to the read of `schema_migrations` and
+/// `schema_functions`.
 fn no_schema_migrations() -> Rule {
     mock!(Client::execute_statement)
         .match_requests(|r| {
-            assert_eq!(r.sql(), Some(q::APPLIED_MIGRATIONS));
+            assert_eq!(r.sql(), Some(q::SCHEMA_STATE));
             assert_eq!(r.transaction_id(), None);
             true
         })
@@ -447,7 +448,7 @@ fn no_schema_migrations() -> Rule {
 #[tokio::test]
 async fn migrate_is_one_read_when_everything_is_applied() {
     let rules = [statement(
-        q::APPLIED_MIGRATIONS,
+        q::SCHEMA_STATE,
         vec![],
         None,
         Some(applied_versions()),
@@ -470,7 +471,7 @@ async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
         .collect();
     let older = leak(format!("[{}]", older.join(",")));
     let mut rules = vec![
-        statement(q::APPLIED_MIGRATIONS, vec![], None, Some(older), 0),
+        statement(q::SCHEMA_STATE, vec![], None, Some(older), 0),
         begin("tx-m"),
         statement(
             q::MIGRATION_LOCK,
@@ -495,10 +496,48 @@ async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
         None,
         1,
     ));
+    rules.extend(function_rules("tx-m"));
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     assert_eq!(metadb(client).migrate().await.unwrap(), vec![last.version]);
     assert!(rules.iter().all(|r| r.num_calls() == 1));
+}
+
+/// The function step after the migrations, in their transaction `tx`: the
+/// newest set recorded (none), each function file as one statement, then
+/// the record of this binary's set.
+fn function_rules(tx: &'static str) -> Vec<Rule> {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let set = live_ci_metadb::FunctionSet::current();
+    let mut rules = vec![statement(
+        q::APPLIED_FUNCTIONS,
+        vec![],
+        Some(tx),
+        Some("[]"),
+        0,
+    )];
+    for f in set.functions {
+        let statements = live_ci_metadb::sql::text::split_statements(f.sql);
+        assert_eq!(statements.len(), 1, "{}", f.name);
+        for s in statements {
+            rules.push(statement(leak(s), vec![], Some(tx), None, 0));
+        }
+    }
+    rules.push(statement(
+        q::RECORD_FUNCTIONS,
+        vec![
+            long("revision", i64::from(set.revision)),
+            string("hash", leak(set.hash())),
+            long(
+                "migration",
+                i64::from(live_ci_metadb::MIGRATIONS.last().unwrap().version),
+            ),
+        ],
+        Some(tx),
+        None,
+        1,
+    ));
+    rules
 }
 
 #[tokio::test]
@@ -541,6 +580,7 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
         assert!(statements.iter().all(|s| !s.trim_end().ends_with(';')));
         counts.push(statements.len());
     }
+    rules.extend(function_rules("tx-m"));
     rules.push(commit("tx-m"));
     let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
     let all: Vec<u32> = live_ci_metadb::MIGRATIONS

@@ -9,6 +9,7 @@ mod deliveries;
 mod deploy_comments;
 mod drift;
 mod errors;
+mod functions;
 mod job_roles;
 mod pacing;
 mod pg;

@@ -19,7 +19,7 @@ use crate::sql::operator_statements as o;
 use crate::sql::statements as q;
 use crate::sql::{Param, Sql, SqlTx};
 use crate::store::{
-    MAX_ATTEMPTS, Store, checkout_param, decode, decode_all, decode_first, finish_tx, in_tx,
+    Store, checkout_param, decode, decode_all, decode_first, finish_tx, in_tx,
     insert_run_executions_tx, int, json, parse_id,
 };
 
