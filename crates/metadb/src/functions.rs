@@ -83,7 +83,7 @@ pub const FUNCTIONS: &[Function] = &[
 /// oldest first: revision `n` is entry `n - 1`. Append only.
 pub const FUNCTION_REVISIONS: &[&str] = &[
     // 1: the definitions as migrations 0001..0021 left them.
-    "566fa31c06fe24d1",
+    "83a7c46ffe0d84b727ebf47b74fa35c4bf7cbc819a558cc53fc1243106d0b896",
 ];
 
 /// A set of function files at a revision: the binary's own
@@ -103,20 +103,19 @@ impl FunctionSet {
         }
     }
 
-    /// FNV-1a (64 bits, hex) of every name and file in order: it tells sets
-    /// apart, it guards nothing against an attacker (the files are in the
-    /// binary). Stable across Rust releases, unlike `std`'s hasher.
+    /// SHA-256 (hex) of every name and file in order, each NUL-terminated: it
+    /// tells sets apart, and is stable across Rust releases (unlike `std`'s
+    /// hasher).
     pub fn hash(&self) -> String {
-        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-        const PRIME: u64 = 0x0100_0000_01b3;
-        let mut h = OFFSET;
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
         for f in self.functions {
-            for b in f.name.bytes().chain([0]).chain(f.sql.bytes()).chain([0]) {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(PRIME);
-            }
+            h.update(f.name.as_bytes());
+            h.update([0]);
+            h.update(f.sql.as_bytes());
+            h.update([0]);
         }
-        format!("{h:016x}")
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// How the database's recorded set compares with this one.
@@ -308,6 +307,6 @@ mod tests {
             .hash(),
             h
         );
-        assert_eq!(h.len(), 16);
+        assert_eq!(h.len(), 64);
     }
 }
