@@ -6,7 +6,7 @@ use anyhow::Context;
 use aws_lambda_events::event::sns::SnsEvent;
 use live_ci_approval_request::{ApprovalRequester, Config, RequestError, parse_sns_event};
 use live_ci_aws::{KmsTokenCipher, SesMailer, SnsNotifications, sdk};
-use live_ci_lambda_boot::{Boot, serve};
+use live_ci_boot::{Boot, serve};
 use live_ci_workflow::SfnTaskTokens;
 
 #[tokio::main]
