@@ -3,11 +3,12 @@
 //! of the receiver (`live_ci_core::task::env`) and of the state machine
 //! (`live_ci_stepfunctions::payload::task_env`). Every name read is in [`ENV_VARS`].
 
+use live_ci_boot::settings::{Env, SettingsError};
 use live_ci_core::approval::RunPages;
 use live_ci_core::merge_lock::Scope;
 use live_ci_core::path::RepoPath;
 use live_ci_core::policy::PolicyCommand;
-use live_ci_core::settings::{ConfigError, Settings};
+use live_ci_core::settings::ConfigError;
 use live_ci_core::task::env as task;
 use live_ci_core::terraform::{
     CommandTemplate, DEFAULT_APPLY_COMMAND, DEFAULT_PLAN_COMMAND, DEFAULT_SHOW_COMMAND, Phase,
@@ -229,7 +230,8 @@ pub enum ScanType {
 /// deployment should not be fixed one restart at a time).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ConfigErrors {
-    pub problems: Vec<ConfigError>,
+    /// The problems, read by the one settings reader every binary shares.
+    pub settings: SettingsError,
     /// A terra-run's task token, when it was given: the task answers it with
     /// these problems, so the state machine does not wait out its heartbeat.
     pub task_token: Option<String>,
@@ -237,104 +239,68 @@ pub struct ConfigErrors {
 
 impl std::fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, e) in self.problems.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        self.settings.fmt(f)
     }
 }
 
 impl std::error::Error for ConfigErrors {}
 
-/// Reads settings and keeps every problem instead of stopping at the first:
-/// each read yields `None` on a problem, and [`Check::finish`] turns the lot
-/// into the config or into [`ConfigErrors`] naming all of them.
-#[derive(Debug)]
-pub struct Check<F> {
-    env: Settings<F>,
-    problems: Vec<ConfigError>,
+/// A terraform command template; `subcommand` is the invocation that
+/// receives live-ci's flags (`-out=`, `-destroy -target=`,
+/// `-detailed-exitcode`, the apply's plan file).
+fn template<F: Fn(&str) -> Option<String>>(
+    check: &mut Env<F>,
+    name: &'static str,
+    default: &str,
+    subcommand: &str,
+) -> Option<CommandTemplate> {
+    let text = check.or(name, default);
+    let read = CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
+        ConfigError::Invalid {
+            name,
+            value: text.clone(),
+            reason,
+        }
+    });
+    check.keep(read)
 }
 
-impl<F: Fn(&str) -> Option<String>> Check<F> {
-    pub fn new(get: F) -> Self {
-        Check {
-            env: Settings::new(get),
-            problems: Vec::new(),
-        }
+/// The metadb connection, required: `METADB_URL`, or the Data API's
+/// variables.
+fn metadb<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<MetadbConfig> {
+    let configured = ["METADB_URL", "METADB_CLUSTER_ARN"]
+        .iter()
+        .any(|k| check.optional(k).is_some());
+    if configured {
+        let read = MetadbConfig::from_settings(check.settings());
+        check.keep(read)
+    } else {
+        check.problem(ConfigError::Missing("METADB_URL"))
     }
+}
 
-    fn keep<T>(&mut self, read: Result<T, ConfigError>) -> Option<T> {
-        read.map_err(|e| self.problems.push(e)).ok()
-    }
-
-    fn opt(&self, name: &'static str) -> Option<String> {
-        self.env.opt(name)
-    }
-
-    fn req(&mut self, name: &'static str) -> Option<String> {
-        let read = self.env.req(name);
-        self.keep(read)
-    }
-
-    /// A terraform command template; `subcommand` is the invocation that
-    /// receives live-ci's flags (`-out=`, `-destroy -target=`,
-    /// `-detailed-exitcode`, the apply's plan file).
-    fn template(
-        &mut self,
-        name: &'static str,
-        default: &str,
-        subcommand: &str,
-    ) -> Option<CommandTemplate> {
-        let text = self.env.or(name, default);
-        let read = CommandTemplate::with_invocation(&text, subcommand).map_err(|reason| {
-            ConfigError::Invalid {
-                name,
-                value: text.clone(),
-                reason,
-            }
-        });
-        self.keep(read)
-    }
-
-    /// The metadb connection, required: `METADB_URL`, or the Data API's
-    /// variables.
-    fn metadb(&mut self) -> Option<MetadbConfig> {
-        let configured = ["METADB_URL", "METADB_CLUSTER_ARN"]
-            .iter()
-            .any(|k| self.env.opt(k).is_some());
-        if configured {
-            let read = MetadbConfig::from_settings(&self.env);
-            self.keep(read)
-        } else {
-            self.keep(Err(ConfigError::Missing("METADB_URL")))
-        }
-    }
-
-    /// The config when nothing was wrong, else every problem found.
-    pub fn finish<T>(self, value: Option<T>) -> Result<T, ConfigErrors> {
-        match value {
-            Some(v) if self.problems.is_empty() => Ok(v),
-            _ => Err(ConfigErrors {
-                problems: self.problems,
-                task_token: None,
-            }),
-        }
-    }
+/// The config when nothing was wrong, else every problem found (without a
+/// task token: [`Config::from_lookup`] adds terra-run's).
+fn finish<T, F: Fn(&str) -> Option<String>>(
+    check: Env<F>,
+    value: Option<T>,
+) -> Result<T, ConfigErrors> {
+    check.finish(value).map_err(|settings| ConfigErrors {
+        settings,
+        task_token: None,
+    })
 }
 
 /// A subcommand's config, read from any lookup (the process environment, or a
 /// map in tests).
 pub trait FromLookup: Sized {
     /// Reads this config, adding every problem to `check`.
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self>;
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self>;
 
     fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
-        let mut check = Check::new(get);
+        let mut check = Env::new(get);
         let value = Self::read(&mut check);
-        check.finish(value)
+        finish(check, value)
     }
 }
 
@@ -363,17 +329,17 @@ pub struct ModuleSources {
 /// given to repository code), and only repositories of the live
 /// repository's owner (the installation's).
 fn module_sources<F: Fn(&str) -> Option<String>>(
-    check: &mut Check<F>,
+    check: &mut Env<F>,
     repository: Option<&str>,
     api_url: &str,
     app: bool,
 ) -> Option<Option<ModuleSources>> {
-    let for_forks = check.env.flag(MODULE_SOURCES_FOR_FORKS, false);
+    let for_forks = check.settings().flag(MODULE_SOURCES_FOR_FORKS, false);
     let for_forks = check.keep(for_forks);
     let git_url = check
-        .opt(MODULE_SOURCES_GIT_URL)
+        .optional(MODULE_SOURCES_GIT_URL)
         .unwrap_or_else(|| github_web_url(api_url));
-    let Some(list) = check.opt(MODULE_SOURCE_REPOSITORIES) else {
+    let Some(list) = check.optional(MODULE_SOURCE_REPOSITORIES) else {
         return Some(None);
     };
     let invalid = |reason: String| ConfigError::Invalid {
@@ -484,34 +450,36 @@ pub struct Common {
 }
 
 impl FromLookup for Common {
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self> {
         let scan_type = scan_type(check);
         let max_parallel = max_parallel(check);
-        let repository = check.opt("REPO_FULL_NAME");
-        let github_api_url = check.env.or("GITHUB_API_URL", "https://api.github.com");
-        let clone_url = match check.opt("REPO_CLONE_URL") {
+        let repository = check.optional("REPO_FULL_NAME");
+        let github_api_url = check
+            .settings()
+            .or("GITHUB_API_URL", "https://api.github.com");
+        let clone_url = match check.optional("REPO_CLONE_URL") {
             Some(url) => Some(url),
             None => match &repository {
                 Some(r) => Some(github_clone_url(&github_api_url, r)),
                 None => check.keep(Err(ConfigError::Missing("REPO_CLONE_URL"))),
             },
         };
-        let file_pattern = check.env.file_pattern();
+        let file_pattern = check.settings().file_pattern();
         let file_pattern = check.keep(file_pattern);
-        let plan_command = check.template("PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan");
-        let apply_command = check.template("APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply");
-        let show_command = check.template("SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show");
-        let skip_unchanged = check.env.flag("SKIP_UNCHANGED", true);
+        let plan_command = template(check, "PLAN_COMMAND", DEFAULT_PLAN_COMMAND, "plan");
+        let apply_command = template(check, "APPLY_COMMAND", DEFAULT_APPLY_COMMAND, "apply");
+        let show_command = template(check, "SHOW_COMMAND", DEFAULT_SHOW_COMMAND, "show");
+        let skip_unchanged = check.settings().flag("SKIP_UNCHANGED", true);
         let skip_unchanged = check.keep(skip_unchanged);
-        let fail_fast = check.env.flag("FAIL_FAST", false);
+        let fail_fast = check.settings().flag("FAIL_FAST", false);
         let fail_fast = check.keep(fail_fast);
-        let allow_destroy = check.env.flag("ALLOW_DESTROY", false);
+        let allow_destroy = check.settings().flag("ALLOW_DESTROY", false);
         let allow_destroy = check.keep(allow_destroy);
         let deploy_filters = deploy_filters(check);
         let policy = policy_settings(check);
-        let heartbeat_seconds = check.env.number("HEARTBEAT_SECONDS", 60u64);
+        let heartbeat_seconds = check.settings().number("HEARTBEAT_SECONDS", 60u64);
         let heartbeat_seconds = check.keep(heartbeat_seconds).map(|s| s.max(1));
-        let github = GitHubAuth::from_settings(&check.env).and_then(|auth| match auth {
+        let github = GitHubAuth::from_settings(check.settings()).and_then(|auth| match auth {
             // An App's token is limited to the repository by name.
             Some(GitHubAuth::App { .. }) if repository.is_none() => {
                 Err(ConfigError::Missing("REPO_FULL_NAME"))
@@ -522,12 +490,12 @@ impl FromLookup for Common {
         let app = matches!(github, Some(Some(GitHubAuth::App { .. })));
         let module_sources = module_sources(check, repository.as_deref(), &github_api_url, app);
         let child_user = crate::sandbox::ChildUser::from_settings(
-            check.opt(crate::sandbox::CHILD_UID),
-            check.opt(crate::sandbox::CHILD_GID),
+            check.optional(crate::sandbox::CHILD_UID),
+            check.optional(crate::sandbox::CHILD_GID),
         );
         let child_user = check.keep(child_user);
         let ssh_known_hosts = crate::git_ssh::KnownHosts::parse(
-            check.opt(crate::git_ssh::KNOWN_HOSTS_ENV).as_deref(),
+            check.optional(crate::git_ssh::KNOWN_HOSTS_ENV).as_deref(),
         );
         let ssh_known_hosts = check.keep(ssh_known_hosts);
         Some(Common {
@@ -535,16 +503,16 @@ impl FromLookup for Common {
             clone_url: clone_url?,
             github_api_url,
             github: github?,
-            trunk_branch: check.env.or("TRUNK_BRANCH", "main"),
+            trunk_branch: check.settings().or("TRUNK_BRANCH", "main"),
             file_pattern: file_pattern?,
-            commit_status_config_param: check.opt("COMMIT_STATUS_CONFIG_SSM_KEY"),
+            commit_status_config_param: check.optional("COMMIT_STATUS_CONFIG_SSM_KEY"),
             scan_type: scan_type?,
             plan_command: plan_command?,
             apply_command: apply_command?,
             show_command: show_command?,
             skip_unchanged: skip_unchanged?,
             git_ssh_key: check
-                .opt(crate::git_ssh::ENV)
+                .optional(crate::git_ssh::ENV)
                 .map(crate::git_ssh::SshKey::new),
             ssh_known_hosts: ssh_known_hosts?,
             child_user: child_user?,
@@ -555,19 +523,19 @@ impl FromLookup for Common {
             policy_dir: policy.0?,
             policy_override: policy.1?,
             policy_command: policy.2?,
-            log_group: check.opt("LOG_GROUP"),
-            log_stream_prefix: check.opt("LOG_STREAM_PREFIX"),
+            log_group: check.optional("LOG_GROUP"),
+            log_stream_prefix: check.optional("LOG_STREAM_PREFIX"),
             heartbeat_seconds: heartbeat_seconds?,
-            region: check.opt("AWS_REGION"),
-            ecs_metadata_uri: check.opt("ECS_CONTAINER_METADATA_URI_V4"),
+            region: check.optional("AWS_REGION"),
+            ecs_metadata_uri: check.optional("ECS_CONTAINER_METADATA_URI_V4"),
             module_sources: module_sources?,
         })
     }
 }
 
 /// `SCAN_TYPE`: `graph` (the default) or `plan`.
-fn scan_type<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<ScanType> {
-    match check.opt("SCAN_TYPE").as_deref() {
+fn scan_type<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<ScanType> {
+    match check.optional("SCAN_TYPE").as_deref() {
         None | Some("graph") => Some(ScanType::Graph),
         Some("plan") => Some(ScanType::Plan),
         Some(other) => check.keep(Err(ConfigError::Invalid {
@@ -579,8 +547,8 @@ fn scan_type<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Scan
 }
 
 /// `MAX_PARALLEL`: at least 1, 10 by default.
-fn max_parallel<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<u32> {
-    let max_parallel = match check.env.number::<u32>("MAX_PARALLEL", 10) {
+fn max_parallel<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<u32> {
+    let max_parallel = match check.settings().number::<u32>("MAX_PARALLEL", 10) {
         Ok(0) => Err(ConfigError::Invalid {
             name: "MAX_PARALLEL",
             value: "0".into(),
@@ -593,8 +561,8 @@ fn max_parallel<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<u
 
 /// `DEPLOY_FILTERS`: a JSON list of filter expressions, kept unparsed (a
 /// query that does not parse fails the run, not the task's start).
-fn deploy_filters<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Vec<String>> {
-    let read = match check.opt(DEPLOY_FILTERS) {
+fn deploy_filters<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Vec<String>> {
+    let read = match check.optional(DEPLOY_FILTERS) {
         None => Ok(Vec::new()),
         Some(json) => {
             serde_json::from_str::<Vec<String>>(&json).map_err(|e| ConfigError::Invalid {
@@ -611,13 +579,13 @@ fn deploy_filters<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option
 /// each error kept) whatever the others hold.
 #[allow(clippy::type_complexity)]
 fn policy_settings<F: Fn(&str) -> Option<String>>(
-    check: &mut Check<F>,
+    check: &mut Env<F>,
 ) -> (
     Option<Option<RepoPath>>,
     Option<bool>,
     Option<Option<PolicyCommand>>,
 ) {
-    let policy_dir = match check.opt("POLICY_DIR") {
+    let policy_dir = match check.optional("POLICY_DIR") {
         None => Some(None),
         Some(dir) => {
             let read = RepoPath::new(dir.trim().trim_end_matches('/'))
@@ -630,9 +598,9 @@ fn policy_settings<F: Fn(&str) -> Option<String>>(
             check.keep(read)
         }
     };
-    let policy_override = check.env.flag(POLICY_OVERRIDE, false);
+    let policy_override = check.settings().flag(POLICY_OVERRIDE, false);
     let policy_override = check.keep(policy_override);
-    let policy_command = match check.opt(POLICY_COMMAND) {
+    let policy_command = match check.optional(POLICY_COMMAND) {
         None => Some(None),
         Some(t) if t.trim().is_empty() => Some(None),
         Some(t) => {
@@ -650,8 +618,8 @@ fn policy_settings<F: Fn(&str) -> Option<String>>(
 }
 
 /// `LIVE_CI_PR_NUMBER`, `#` allowed.
-fn pr_number<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Option<u64>> {
-    let Some(v) = check.opt(task::PR_NUMBER) else {
+fn pr_number<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Option<u64>> {
+    let Some(v) = check.optional(task::PR_NUMBER) else {
         return Some(None);
     };
     let read = v
@@ -690,24 +658,24 @@ pub struct CreateDeployStackConfig {
 }
 
 impl FromLookup for CreateDeployStackConfig {
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self> {
         let common = Common::read(check);
         let pr_number = pr_number(check);
-        let commit = check.req(task::COMMIT);
-        let trigger_sf_function = check.req("TRIGGER_SF_FUNCTION_NAME");
-        let merge_lock_param = check.req("MERGE_LOCK_SSM_KEY");
-        let scope = check.env.merge_lock_scope();
+        let commit = check.required(task::COMMIT);
+        let trigger_sf_function = check.required("TRIGGER_SF_FUNCTION_NAME");
+        let merge_lock_param = check.required("MERGE_LOCK_SSM_KEY");
+        let scope = check.settings().merge_lock_scope();
         let merge_lock_scope = check.keep(scope);
-        let accounts_json = check.req("ACCOUNT_PARENT_CFG");
+        let accounts_json = check.required("ACCOUNT_PARENT_CFG");
         Some(CreateDeployStackConfig {
             common: common?,
             commit: commit?,
             pr_number: pr_number?,
-            base_ref: check.opt(task::BASE_REF),
-            head_ref: check.opt(task::HEAD_REF),
-            base_sha: check.opt(task::BASE_SHA),
-            head_sha: check.opt(task::HEAD_SHA),
-            delivery_id: check.opt(task::DELIVERY_ID),
+            base_ref: check.optional(task::BASE_REF),
+            head_ref: check.optional(task::HEAD_REF),
+            base_sha: check.optional(task::BASE_SHA),
+            head_sha: check.optional(task::HEAD_SHA),
+            delivery_id: check.optional(task::DELIVERY_ID),
             trigger_sf_function: trigger_sf_function?,
             merge_lock_param: merge_lock_param?,
             merge_lock_scope: merge_lock_scope?,
@@ -756,10 +724,10 @@ pub struct TerraRunConfig {
 }
 
 impl FromLookup for TerraRunConfig {
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self> {
         let common = Common::read(check);
-        let task_token = check.req(task_env::TASK_TOKEN);
-        let phase = match check.req(task_env::PHASE) {
+        let task_token = check.required(task_env::TASK_TOKEN);
+        let phase = match check.required(task_env::PHASE) {
             None => None,
             Some(v) => {
                 let read = Phase::parse(&v).map_err(|reason| ConfigError::Invalid {
@@ -770,13 +738,16 @@ impl FromLookup for TerraRunConfig {
                 match check.keep(read)? {
                     Phase::Plan => Some(PhaseInput::Plan),
                     Phase::Apply => check
-                        .req(task_env::PLAN_ARTIFACT)
+                        .required(task_env::PLAN_ARTIFACT)
                         .map(|plan_artifact| PhaseInput::Apply { plan_artifact }),
                 }
             }
         };
-        let execution_id = check.req(task_env::EXECUTION_ID);
-        let run_pages_param = match (check.opt(RUN_LINK_KEY_SSM_KEY), check.opt(RUN_PAGE_URL)) {
+        let execution_id = check.required(task_env::EXECUTION_ID);
+        let run_pages_param = match (
+            check.optional(RUN_LINK_KEY_SSM_KEY),
+            check.optional(RUN_PAGE_URL),
+        ) {
             (Some(key), Some(url)) => Some(Some((key, url))),
             (None, None) => Some(None),
             (Some(_), None) => check.keep(Err(ConfigError::Missing(RUN_PAGE_URL))),
@@ -787,10 +758,10 @@ impl FromLookup for TerraRunConfig {
             task_token: task_token?,
             phase: phase?,
             execution_id: execution_id?,
-            command: check.opt(task_env::COMMAND),
-            role_arn: check.opt(task_env::ROLE_ARN),
-            sfn_execution_arn: check.opt(task_env::SFN_EXECUTION_ARN),
-            cfg_path: check.opt(task_env::CFG_PATH),
+            command: check.optional(task_env::COMMAND),
+            role_arn: check.optional(task_env::ROLE_ARN),
+            sfn_execution_arn: check.optional(task_env::SFN_EXECUTION_ARN),
+            cfg_path: check.optional(task_env::CFG_PATH),
             run_pages_param: run_pages_param?,
             run_pages: None,
         })
@@ -812,22 +783,22 @@ pub struct PrPlanConfig {
 }
 
 impl FromLookup for PrPlanConfig {
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self> {
         let common = Common::read(check);
         let pr_number = match pr_number(check) {
             Some(None) => check.keep(Err(ConfigError::Missing(task::PR_NUMBER))),
             other => other.flatten(),
         };
-        let commit = check.req(task::COMMIT);
-        let base_ref = check.req(task::BASE_REF);
+        let commit = check.required(task::COMMIT);
+        let base_ref = check.required(task::BASE_REF);
         Some(PrPlanConfig {
             common: common?,
             pr_number: pr_number?,
             commit: commit?,
             base_ref: base_ref?,
-            accounts_json: check.opt("ACCOUNT_PARENT_CFG"),
+            accounts_json: check.optional("ACCOUNT_PARENT_CFG"),
             head_trusted: check
-                .opt(task::HEAD_TRUSTED)
+                .optional(task::HEAD_TRUSTED)
                 .is_some_and(|v| v.trim() == "true"),
         })
     }
@@ -844,11 +815,11 @@ pub struct DriftConfig {
 }
 
 impl FromLookup for DriftConfig {
-    fn read<F: Fn(&str) -> Option<String>>(check: &mut Check<F>) -> Option<Self> {
+    fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self> {
         let common = Common::read(check);
         Some(DriftConfig {
             common: common?,
-            accounts_json: check.opt("ACCOUNT_PARENT_CFG"),
+            accounts_json: check.optional("ACCOUNT_PARENT_CFG"),
         })
     }
 }
@@ -900,14 +871,14 @@ impl Config {
         command: TaskCommand,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigErrors> {
-        let mut check = Check::new(get);
+        let mut check = Env::new(get);
         let config = match command {
             TaskCommand::CreateDeployStack => {
                 let job = CreateDeployStackConfig::read(&mut check);
-                let metadb = check.metadb();
-                let terra_run_secret = check.opt(METADB_TERRA_RUN_SECRET_ARN);
-                let drift_secret = check.opt(METADB_DRIFT_SECRET_ARN);
-                let plan_bucket = check.req("PLAN_BUCKET");
+                let metadb = metadb(&mut check);
+                let terra_run_secret = check.optional(METADB_TERRA_RUN_SECRET_ARN);
+                let drift_secret = check.optional(METADB_DRIFT_SECRET_ARN);
+                let plan_bucket = check.required("PLAN_BUCKET");
                 (|| {
                     Some(Config::CreateDeployStack {
                         metadb: metadb?,
@@ -920,8 +891,8 @@ impl Config {
             }
             TaskCommand::TerraRun => {
                 let job = TerraRunConfig::read(&mut check);
-                let metadb = check.metadb();
-                let plan_bucket = check.req("PLAN_BUCKET");
+                let metadb = metadb(&mut check);
+                let plan_bucket = check.required("PLAN_BUCKET");
                 (|| {
                     Some(Config::TerraRun {
                         metadb: metadb?,
@@ -934,9 +905,9 @@ impl Config {
             TaskCommand::PrPlan => PrPlanConfig::read(&mut check).map(|job| Config::PrPlan { job }),
             TaskCommand::Drift => {
                 let job = DriftConfig::read(&mut check);
-                let metadb = check.metadb();
+                let metadb = metadb(&mut check);
                 let notification_topic = check
-                    .opt(live_ci_aws::NOTIFICATION_TOPIC_ENV)
+                    .optional(live_ci_aws::NOTIFICATION_TOPIC_ENV)
                     .filter(|arn| !arn.trim().is_empty());
                 (|| {
                     Some(Config::Drift {
@@ -949,10 +920,10 @@ impl Config {
             TaskCommand::Contract => Some(Config::Contract),
         };
         let task_token = match command {
-            TaskCommand::TerraRun => check.opt(task_env::TASK_TOKEN),
+            TaskCommand::TerraRun => check.optional(task_env::TASK_TOKEN),
             _ => None,
         };
-        check.finish(config).map_err(|errors| ConfigErrors {
+        finish(check, config).map_err(|errors| ConfigErrors {
             task_token,
             ..errors
         })
@@ -1158,9 +1129,12 @@ mod tests {
         };
         assert_eq!(job.run_pages_param, None);
         let err = read(&[(RUN_LINK_KEY_SSM_KEY, "/k")]).unwrap_err();
-        assert_eq!(err.problems, [ConfigError::Missing(RUN_PAGE_URL)]);
+        assert_eq!(err.settings.problems, [ConfigError::Missing(RUN_PAGE_URL)]);
         let err = read(&[(RUN_PAGE_URL, "https://p/")]).unwrap_err();
-        assert_eq!(err.problems, [ConfigError::Missing(RUN_LINK_KEY_SSM_KEY)]);
+        assert_eq!(
+            err.settings.problems,
+            [ConfigError::Missing(RUN_LINK_KEY_SSM_KEY)]
+        );
     }
 
     #[test]
@@ -1168,6 +1142,7 @@ mod tests {
         let missing = |command, pairs: &[(&str, &str)]| -> Vec<ConfigError> {
             Config::from_lookup(command, lookup(pairs))
                 .unwrap_err()
+                .settings
                 .problems
         };
         let bad = |name: &'static str, value: &str| ConfigError::Invalid {

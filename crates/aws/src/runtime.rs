@@ -1,6 +1,6 @@
 //! Glue the Function URL Lambdas share with their AWS runtime: a Function URL
 //! request taken apart into plain parts so each handler works on its own
-//! request type (the JSON log lines are `live_ci_lambda_boot`'s).
+//! request type (the JSON log lines are `live_ci_boot`'s).
 
 use std::collections::BTreeMap;
 

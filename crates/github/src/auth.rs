@@ -1,6 +1,6 @@
 //! How live-ci authenticates to GitHub — a token, or a GitHub App — read from
 //! a binary's environment, and the one function that builds a job's client from
-//! it. The Lambdas (`live_ci_lambda_boot`) and the task (`live-ci-task`'s
+//! it. The Lambdas (`live_ci_boot`) and the task (`live-ci-task`'s
 //! `main.rs`) both call [`connect`], so the choice is made here only.
 
 use live_ci_core::port::{Classify, ErrorKind, ParamStore};

@@ -1,10 +1,10 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
+use live_ci_boot::settings::{Env, SettingsError};
 use live_ci_core::approval::is_web_url;
 use live_ci_core::notification::is_sns_topic_arn;
 use live_ci_core::port::address_problem;
 pub use live_ci_core::settings::ConfigError;
-use live_ci_core::settings::Settings;
 pub use live_ci_metadb::MetadbConfig;
 
 /// Every environment variable [`Config::from_lookup`] reads (the metadb's
@@ -77,95 +77,84 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// The same, from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = Settings::new(get);
-        let invalid = |name: &'static str, value: &str, reason: &str| ConfigError::Invalid {
-            name,
-            value: value.to_string(),
-            reason: reason.to_string(),
-        };
-        let approval_url = env.req("APPROVAL_URL")?;
-        if !is_web_url(&approval_url) || approval_url.contains(['?', '#']) {
-            return Err(invalid(
-                "APPROVAL_URL",
-                &approval_url,
-                "expected an http(s) URL without query or fragment",
-            ));
-        }
-        let from_address = env.req("SES_FROM_ADDRESS")?;
-        if let Some(problem) = address_problem(&from_address) {
-            return Err(invalid("SES_FROM_ADDRESS", &from_address, problem));
-        }
-        let ses_configuration_set = env.opt("SES_CONFIGURATION_SET");
-        if let Some(set) = &ses_configuration_set
-            && (set.is_empty()
+    /// The same, from any lookup (tests pass a map); every problem is named.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut env = Env::new(get);
+        let approval_url = env.required("APPROVAL_URL");
+        let approval_url = env.valid("APPROVAL_URL", approval_url, |url| {
+            (!is_web_url(url) || url.contains(['?', '#']))
+                .then(|| "expected an http(s) URL without query or fragment".into())
+        });
+        let from_address = env.required("SES_FROM_ADDRESS");
+        let from_address = env.valid("SES_FROM_ADDRESS", from_address, |address| {
+            address_problem(address).map(str::to_string)
+        });
+        let ses_configuration_set = env.optional_valid("SES_CONFIGURATION_SET", |set| {
+            (set.is_empty()
                 || set.len() > 64
                 || !set
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-        {
-            return Err(invalid(
-                "SES_CONFIGURATION_SET",
-                set,
-                "expected an SES configuration set name: 1 to 64 letters, digits, '_' or '-'",
-            ));
-        }
-        let approval_timeout_secs = env.number("APPROVAL_TIMEOUT_SECONDS", 0u64)?;
-        if approval_timeout_secs == 0 {
-            return match env.opt("APPROVAL_TIMEOUT_SECONDS") {
-                None => Err(ConfigError::Missing("APPROVAL_TIMEOUT_SECONDS")),
-                Some(v) => Err(invalid(
-                    "APPROVAL_TIMEOUT_SECONDS",
-                    &v,
-                    "must be at least 1 (the state machine's approval timeout)",
-                )),
-            };
-        }
-        let repository = env.req("REPO_FULL_NAME")?;
-        if repository.split('/').count() != 2 || repository.split('/').any(str::is_empty) {
-            return Err(invalid(
-                "REPO_FULL_NAME",
-                &repository,
-                "expected owner/name",
-            ));
-        }
-        let github_web_url = env.or("GITHUB_WEB_URL", "https://github.com");
-        if !is_web_url(&github_web_url) {
-            return Err(invalid(
-                "GITHUB_WEB_URL",
-                &github_web_url,
-                "expected an http(s) URL",
-            ));
-        }
-        let notification_topic_arn = env.opt("NOTIFICATION_TOPIC_ARN");
-        if let Some(arn) = &notification_topic_arn
-            && !is_sns_topic_arn(arn)
-        {
-            return Err(invalid(
-                "NOTIFICATION_TOPIC_ARN",
-                arn,
-                "expected an sns topic arn (arn:<partition>:sns:<region>:<account>:<name>)",
-            ));
-        }
-        Ok(Config {
-            settings: RequestSettings {
-                approval_url,
-                from_address,
-                approval_timeout_secs,
-                repository,
-                github_web_url: github_web_url.trim_end_matches('/').to_string(),
-            },
-            vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
-            task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
-            metadb: MetadbConfig::from_settings(&env)?,
-            ses_configuration_set,
-            notification_topic_arn,
-        })
+            .then(|| {
+                "expected an SES configuration set name: 1 to 64 letters, digits, '_' or '-'".into()
+            })
+        });
+        let approval_timeout_secs = approval_timeout(&mut env);
+        let repository = env.required("REPO_FULL_NAME");
+        let repository = env.valid("REPO_FULL_NAME", repository, |r| {
+            (r.split('/').count() != 2 || r.split('/').any(str::is_empty))
+                .then(|| "expected owner/name".into())
+        });
+        let github_web_url = Some(env.or("GITHUB_WEB_URL", "https://github.com"));
+        let github_web_url = env.valid("GITHUB_WEB_URL", github_web_url, |url| {
+            (!is_web_url(url)).then(|| "expected an http(s) URL".into())
+        });
+        let notification_topic_arn = env.optional_valid("NOTIFICATION_TOPIC_ARN", |arn| {
+            (!is_sns_topic_arn(arn)).then(|| {
+                "expected an sns topic arn (arn:<partition>:sns:<region>:<account>:<name>)".into()
+            })
+        });
+        let vote_link_key_param = env.required("VOTE_LINK_KEY_SSM_KEY");
+        let task_token_key_id = env.required("TASK_TOKEN_KEY_ID");
+        let metadb = env.keep(MetadbConfig::from_settings(env.settings()));
+        let config = (|| {
+            Some(Config {
+                settings: RequestSettings {
+                    approval_url: approval_url?,
+                    from_address: from_address?,
+                    approval_timeout_secs: approval_timeout_secs?,
+                    repository: repository?,
+                    github_web_url: github_web_url?.trim_end_matches('/').to_string(),
+                },
+                vote_link_key_param: vote_link_key_param?,
+                task_token_key_id: task_token_key_id?,
+                metadb: metadb?,
+                ses_configuration_set: ses_configuration_set?,
+                notification_topic_arn: notification_topic_arn?,
+            })
+        })();
+        env.finish(config)
+    }
+}
+
+/// `APPROVAL_TIMEOUT_SECONDS`, required and at least 1: the state machine's
+/// approval timeout.
+fn approval_timeout<F: Fn(&str) -> Option<String>>(env: &mut Env<F>) -> Option<u64> {
+    const NAME: &str = "APPROVAL_TIMEOUT_SECONDS";
+    let Some(value) = env.optional(NAME) else {
+        return env.problem(ConfigError::Missing(NAME));
+    };
+    match env.number(NAME, 0u64)? {
+        0 => env.problem(ConfigError::Invalid {
+            name: NAME,
+            value,
+            reason: "must be at least 1 (the state machine's approval timeout)".into(),
+        }),
+        secs => Some(secs),
     }
 }
 
@@ -193,7 +182,7 @@ mod tests {
         move |k| map.get(k).cloned()
     }
 
-    fn with(overrides: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    fn with(overrides: &[(&str, &str)]) -> Result<Config, SettingsError> {
         let mut pairs: Vec<(&str, &str)> = GOOD
             .iter()
             .filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k))
@@ -250,8 +239,29 @@ mod tests {
             "APPROVAL_TIMEOUT_SECONDS",
             "REPO_FULL_NAME",
         ] {
-            assert_eq!(with(&[(name, "")]).unwrap_err(), ConfigError::Missing(name));
+            assert_eq!(
+                with(&[(name, "")]).unwrap_err().problems,
+                [ConfigError::Missing(name)]
+            );
         }
+    }
+
+    /// Every problem is named at once, not the first only.
+    #[test]
+    fn two_missing_variables_are_both_named() {
+        let err = with(&[("VOTE_LINK_KEY_SSM_KEY", ""), ("APPROVAL_URL", "")]).unwrap_err();
+        assert_eq!(
+            err.problems,
+            [
+                ConfigError::Missing("APPROVAL_URL"),
+                ConfigError::Missing("VOTE_LINK_KEY_SSM_KEY")
+            ]
+        );
+        assert_eq!(
+            err.to_string(),
+            "environment variable APPROVAL_URL is not set; \
+             environment variable VOTE_LINK_KEY_SSM_KEY is not set"
+        );
     }
 
     #[test]

@@ -108,12 +108,9 @@ impl RequestError {
 }
 
 /// The name CloudWatch and the DLQ see: [`ErrorKind::name`].
-impl From<RequestError> for lambda_runtime::Diagnostic {
-    fn from(e: RequestError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: e.kind().name().into(),
-            error_message: e.to_string(),
-        }
+impl live_ci_boot::Classified for RequestError {
+    fn kind(&self) -> ErrorKind {
+        RequestError::kind(self)
     }
 }
 

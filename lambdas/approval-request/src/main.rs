@@ -8,7 +8,7 @@ use live_ci_approval_request::{
     ApprovalRequester, Config, Production, RequestError, parse_sns_event,
 };
 use live_ci_aws::{KmsTokenCipher, SesMailer, SnsNotifications, sdk};
-use live_ci_lambda_boot::{Boot, serve};
+use live_ci_boot::{Boot, serve};
 use live_ci_stepfunctions::SfnTaskTokens;
 
 #[tokio::main]

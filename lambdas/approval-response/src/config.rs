@@ -1,8 +1,12 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
+use live_ci_boot::settings::{Env, SettingsError};
+use live_ci_core::account::Accounts;
 pub use live_ci_core::settings::ConfigError;
-use live_ci_core::settings::Settings;
+use live_ci_core::voter_identity::VoterLogins;
 use live_ci_github::GitHubAuth;
+
+use crate::GitHubVoting;
 pub use live_ci_metadb::MetadbConfig;
 
 /// Every environment variable [`Config::from_lookup`] reads (the metadb's
@@ -64,6 +68,21 @@ pub struct GitHubVotesConfig {
     pub voter_logins_json: String,
 }
 
+impl GitHubVotesConfig {
+    /// The accounts and the voters' logins, parsed and checked against each
+    /// other: a cold start with either unusable fails naming its variable.
+    pub fn voting(&self) -> Result<GitHubVoting, live_ci_core::CoreError> {
+        let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &self.accounts_json)?;
+        let logins = VoterLogins::from_json("VOTER_GITHUB_LOGINS", &self.voter_logins_json)?;
+        logins.check_against("VOTER_GITHUB_LOGINS", &accounts)?;
+        Ok(GitHubVoting {
+            repository: self.repository.clone(),
+            accounts,
+            logins,
+        })
+    }
+}
+
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -80,32 +99,54 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// The same, from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = Settings::new(get);
-        Ok(Config {
-            vote_link_key_param: env.req("VOTE_LINK_KEY_SSM_KEY")?,
-            run_link_key_param: env.req("RUN_LINK_KEY_SSM_KEY")?,
-            task_token_key_id: env.req("TASK_TOKEN_KEY_ID")?,
-            plan_bucket: env.req("PLAN_BUCKET")?,
-            metadb: MetadbConfig::from_settings(&env)?,
-            github_votes: match env.opt("REPO_FULL_NAME") {
-                None => None,
-                Some(repository) => Some(GitHubVotesConfig {
-                    repository,
-                    api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
-                    auth: GitHubAuth::from_settings(&env)?
-                        .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
-                    accounts_json: env.req("ACCOUNT_PARENT_CFG")?,
-                    voter_logins_json: env.or("VOTER_GITHUB_LOGINS", "{}"),
-                }),
-            },
-        })
+    /// The same, from any lookup (tests pass a map); every problem is named.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut env = Env::new(get);
+        let vote_link_key_param = env.required("VOTE_LINK_KEY_SSM_KEY");
+        let run_link_key_param = env.required("RUN_LINK_KEY_SSM_KEY");
+        let task_token_key_id = env.required("TASK_TOKEN_KEY_ID");
+        let plan_bucket = env.required("PLAN_BUCKET");
+        let metadb = env.keep(MetadbConfig::from_settings(env.settings()));
+        let github_votes = match env.optional("REPO_FULL_NAME") {
+            None => Some(None),
+            Some(repository) => github_votes(&mut env, repository).map(Some),
+        };
+        let config = (|| {
+            Some(Config {
+                vote_link_key_param: vote_link_key_param?,
+                run_link_key_param: run_link_key_param?,
+                task_token_key_id: task_token_key_id?,
+                plan_bucket: plan_bucket?,
+                metadb: metadb?,
+                github_votes: github_votes?,
+            })
+        })();
+        env.finish(config)
     }
+}
+
+/// Votes from the pull request of `repository`: GitHub is then required.
+fn github_votes<F: Fn(&str) -> Option<String>>(
+    env: &mut Env<F>,
+    repository: String,
+) -> Option<GitHubVotesConfig> {
+    let auth = match env.keep(GitHubAuth::from_settings(env.settings())) {
+        Some(Some(auth)) => Some(auth),
+        Some(None) => env.problem(ConfigError::Missing(live_ci_github::TOKEN_PARAM)),
+        None => None,
+    };
+    let accounts_json = env.required("ACCOUNT_PARENT_CFG");
+    Some(GitHubVotesConfig {
+        repository,
+        api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
+        auth: auth?,
+        accounts_json: accounts_json?,
+        voter_logins_json: env.or("VOTER_GITHUB_LOGINS", "{}"),
+    })
 }
 
 #[cfg(test)]
@@ -152,9 +193,38 @@ mod tests {
         for action in live_ci_metadb::AWS_ACTIONS {
             assert!(AWS_ACTIONS.contains(action), "{action}");
         }
+    }
+
+    /// Every missing variable is named at once, not the first only.
+    #[test]
+    fn every_missing_variable_is_named() {
         assert_eq!(
-            Config::from_lookup(|_| None).unwrap_err(),
-            ConfigError::Missing("VOTE_LINK_KEY_SSM_KEY")
+            Config::from_lookup(|_| None).unwrap_err().problems,
+            [
+                ConfigError::Missing("VOTE_LINK_KEY_SSM_KEY"),
+                ConfigError::Missing("RUN_LINK_KEY_SSM_KEY"),
+                ConfigError::Missing("TASK_TOKEN_KEY_ID"),
+                ConfigError::Missing("PLAN_BUCKET"),
+                ConfigError::Missing("METADB_CLUSTER_ARN"),
+            ]
+        );
+        // Votes from the pull request need GitHub and the accounts.
+        let err = Config::from_lookup(|k| match k {
+            "REPO_FULL_NAME" => Some("acme/live".into()),
+            "METADB_URL" => Some("postgres://x".into()),
+            "VOTE_LINK_KEY_SSM_KEY"
+            | "RUN_LINK_KEY_SSM_KEY"
+            | "TASK_TOKEN_KEY_ID"
+            | "PLAN_BUCKET" => Some("x".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.problems,
+            [
+                ConfigError::Missing(live_ci_github::TOKEN_PARAM),
+                ConfigError::Missing("ACCOUNT_PARENT_CFG"),
+            ]
         );
     }
 }

@@ -7,14 +7,11 @@
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_approval_response::{
-    ApprovalResponder, Config, GitHubVoteEvent, GitHubVoting, Production, from_function_url,
-    to_function_url,
+    ApprovalResponder, Config, GitHubVoteEvent, Production, from_function_url, to_function_url,
 };
 use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
-use live_ci_core::account::Accounts;
-use live_ci_core::voter_identity::VoterLogins;
+use live_ci_boot::{Boot, serve};
 use live_ci_github::Job;
-use live_ci_lambda_boot::{Boot, serve};
 use live_ci_stepfunctions::SfnTaskTokens;
 
 #[tokio::main]
@@ -37,18 +34,12 @@ async fn main() -> anyhow::Result<()> {
     let github_votes = match &config.github_votes {
         None => None,
         Some(c) => {
-            let accounts = Accounts::from_json("ACCOUNT_PARENT_CFG", &c.accounts_json)?;
-            let logins = VoterLogins::from_json("VOTER_GITHUB_LOGINS", &c.voter_logins_json)?;
-            logins.check_against("VOTER_GITHUB_LOGINS", &accounts)?;
-            let github = boot
-                .github(&c.auth, &c.api_url, &c.repository, Job::ApprovalResponse)
-                .await?;
-            let voting = GitHubVoting {
-                repository: c.repository.clone(),
-                accounts,
-                logins,
-            };
-            Some((github, voting))
+            let voting = c.voting()?;
+            let job = Job::ApprovalResponse;
+            Some((
+                boot.github(&c.auth, &c.api_url, &c.repository, job).await?,
+                voting,
+            ))
         }
     };
     let github_votes = &github_votes;

@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use live_ci_boot::settings::{Env, SettingsError};
 use live_ci_core::notification::{Event, Format, render};
 use serde::Deserialize;
 
@@ -25,8 +26,6 @@ pub const AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt"];
 /// What can go wrong. No variant holds the endpoint URL.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifierError {
-    #[error("environment variable {0} is not set")]
-    MissingEnv(&'static str),
     #[error("{0}")]
     Format(#[from] live_ci_core::CoreError),
     /// The URL is refused; `reason` never quotes it.
@@ -40,12 +39,23 @@ pub enum NotifierError {
     Transport { attempts: u32, message: String },
 }
 
-impl From<NotifierError> for lambda_runtime::Diagnostic {
-    fn from(e: NotifierError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: "NotifierError".into(),
-            error_message: e.to_string(),
+/// SNS's asynchronous invoke retries any failure, so the runtime names
+/// every error `NotifierError`, as it always has; the kind says what a retry
+/// can help (an endpoint's 429 or 5xx, or an unreachable one).
+impl live_ci_boot::Classified for NotifierError {
+    fn kind(&self) -> live_ci_core::port::ErrorKind {
+        use live_ci_core::port::ErrorKind;
+        match self {
+            NotifierError::Transport { .. } => ErrorKind::Retryable,
+            NotifierError::Status { status, .. } if *status == 429 || *status >= 500 => {
+                ErrorKind::Retryable
+            }
+            _ => ErrorKind::Permanent,
         }
+    }
+
+    fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("NotifierError")
     }
 }
 
@@ -58,18 +68,25 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, NotifierError> {
+    pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, NotifierError> {
-        let format = get("NOTIFICATION_FORMAT")
-            .ok_or(NotifierError::MissingEnv("NOTIFICATION_FORMAT"))?
-            .parse()?;
-        let url_param = get("NOTIFICATION_URL_SSM_KEY")
-            .filter(|s| !s.is_empty())
-            .ok_or(NotifierError::MissingEnv("NOTIFICATION_URL_SSM_KEY"))?;
-        Ok(Config { format, url_param })
+    /// The same, from any lookup (tests pass a map); every problem is named.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut env = Env::new(get);
+        let format = match env.required("NOTIFICATION_FORMAT") {
+            Some(_) => env.parsed("NOTIFICATION_FORMAT", str::parse::<Format>),
+            None => None,
+        };
+        let url_param = env.required("NOTIFICATION_URL_SSM_KEY");
+        let config = (|| {
+            Some(Config {
+                format: format??,
+                url_param: url_param?,
+            })
+        })();
+        env.finish(config)
     }
 }
 
@@ -289,6 +306,19 @@ mod tests {
         }
     }
 
+    /// The runtime names every failure `NotifierError`, whatever its kind.
+    #[test]
+    fn the_runtime_names_every_error_notifier_error() {
+        let d = live_ci_boot::diagnostic(&NotifierError::Status {
+            status: 503,
+            attempts: 3,
+        });
+        assert_eq!(d.error_type, "NotifierError");
+        assert_eq!(d.error_message, "endpoint answered 503 after 3 attempts");
+        let d = live_ci_boot::diagnostic(&NotifierError::Url("is not https"));
+        assert_eq!(d.error_type, "NotifierError");
+    }
+
     #[test]
     fn config_reads_format_and_parameter() {
         let env = |k: &str| match k {
@@ -306,9 +336,11 @@ mod tests {
             }
         })
         .unwrap_err();
+        // Both problems at once: the format named and quoted, the parameter missing.
         assert_eq!(
             e.to_string(),
-            "notification format \"irc\" is not slack, teams or json"
+            "environment variable NOTIFICATION_FORMAT=\"irc\": notification format \"irc\" is not slack, teams or json; \
+             environment variable NOTIFICATION_URL_SSM_KEY is not set"
         );
     }
 }

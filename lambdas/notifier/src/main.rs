@@ -3,7 +3,7 @@
 //! record with [`Notifier`].
 
 use anyhow::Context;
-use live_ci_lambda_boot::{Boot, serve};
+use live_ci_boot::{Boot, serve};
 use live_ci_notifier::{Config, Notifier, SnsEvent};
 
 #[tokio::main]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use live_ci_aws::EcsConfig;
-use live_ci_core::settings::Settings;
+use live_ci_boot::settings::{Env, SettingsError};
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::{FilePattern, TrustPolicy};
 pub use live_ci_metadb::MetadbConfig;
@@ -118,46 +118,52 @@ pub const AWS_ACTIONS: &[&str] = &[
 ];
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// The same, from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = Settings::new(get);
-        let req = |k: &'static str| env.req(k);
-        let file_pattern = env.file_pattern()?;
-        let max_body_bytes = env.number("MAX_BODY_BYTES", 5 * 1024 * 1024)?;
-        let trust = match env.opt("PR_PLAN_AUTHOR_ASSOCIATIONS") {
-            None => TrustPolicy::default(),
-            Some(text) => {
-                TrustPolicy::parse_json(&text).map_err(|reason| ConfigError::Invalid {
-                    name: "PR_PLAN_AUTHOR_ASSOCIATIONS",
-                    value: text.clone(),
-                    reason,
-                })?
-            }
+    /// The same, from any lookup (tests pass a map); every problem is named.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut env = Env::new(get);
+        let file_pattern = env.keep(env.settings().file_pattern());
+        let max_body_bytes = env.number("MAX_BODY_BYTES", 5 * 1024 * 1024);
+        let trust = env
+            .parsed("PR_PLAN_AUTHOR_ASSOCIATIONS", TrustPolicy::parse_json)
+            .map(Option::unwrap_or_default);
+        let repository = env.required("REPO_FULL_NAME");
+        let webhook_secret_param = env.required("GITHUB_WEBHOOK_SECRET_SSM_KEY");
+        let merge_lock_param = env.required("MERGE_LOCK_SSM_KEY");
+        let commit_status_config_param = env.required("COMMIT_STATUS_CONFIG_SSM_KEY");
+        let github = match env.keep(GitHubAuth::from_settings(env.settings())) {
+            Some(Some(auth)) => Some(auth),
+            Some(None) => env.problem(ConfigError::Missing(live_ci_github::TOKEN_PARAM)),
+            None => None,
         };
-        Ok(Config {
-            handler: HandlerConfig {
-                repository: req("REPO_FULL_NAME")?,
-                trunk_branch: env.or("TRUNK_BRANCH", "main"),
-                file_pattern,
-                webhook_secret_param: req("GITHUB_WEBHOOK_SECRET_SSM_KEY")?,
-                merge_lock_param: req("MERGE_LOCK_SSM_KEY")?,
-                commit_status_config_param: req("COMMIT_STATUS_CONFIG_SSM_KEY")?,
-                max_body_bytes,
-                trust,
-                secret_ttl: SECRET_TTL,
-                secret_retry: SECRET_RETRY,
-            },
-            github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
-            github: GitHubAuth::from_settings(&env)?
-                .ok_or(ConfigError::Missing(live_ci_github::TOKEN_PARAM))?,
-            ecs: EcsConfig::from_settings(&env, &[TaskKind::PrPlan, TaskKind::CreateDeployStack])?,
-            metadb: MetadbConfig::from_settings(&env)?,
-            approval_response_function: env.opt("APPROVAL_RESPONSE_FUNCTION"),
-        })
+        let kinds = [TaskKind::PrPlan, TaskKind::CreateDeployStack];
+        let ecs = env.keep(EcsConfig::from_settings(env.settings(), &kinds));
+        let metadb = env.keep(MetadbConfig::from_settings(env.settings()));
+        let config = (|| {
+            Some(Config {
+                handler: HandlerConfig {
+                    repository: repository?,
+                    trunk_branch: env.or("TRUNK_BRANCH", "main"),
+                    file_pattern: file_pattern?,
+                    webhook_secret_param: webhook_secret_param?,
+                    merge_lock_param: merge_lock_param?,
+                    commit_status_config_param: commit_status_config_param?,
+                    max_body_bytes: max_body_bytes?,
+                    trust: trust?,
+                    secret_ttl: SECRET_TTL,
+                    secret_retry: SECRET_RETRY,
+                },
+                github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
+                github: github?,
+                ecs: ecs?,
+                metadb: metadb?,
+                approval_response_function: env.optional("APPROVAL_RESPONSE_FUNCTION"),
+            })
+        })();
+        env.finish(config)
     }
 }
 
@@ -209,6 +215,33 @@ mod tests {
             live_ci_github::TOKEN_PARAM,
         ]);
         let err = Config::from_lookup(|k| lookup.get(k)).unwrap_err();
-        assert_eq!(err, ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP"));
+        assert_eq!(
+            err.problems,
+            [ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP")]
+        );
+    }
+
+    /// Every problem is named at once, not the first only.
+    #[test]
+    fn two_missing_variables_are_both_named() {
+        let lookup = RecordingLookup::without(&[
+            "REPO_FULL_NAME",
+            "CREATE_DEPLOY_STACK_LOG_GROUP",
+            "PR_PLAN_AUTHOR_ASSOCIATIONS",
+            live_ci_github::TOKEN_PARAM,
+        ]);
+        let err = Config::from_lookup(|k| lookup.get(k)).unwrap_err();
+        assert_eq!(
+            err.problems,
+            [
+                ConfigError::Missing("REPO_FULL_NAME"),
+                ConfigError::Missing("CREATE_DEPLOY_STACK_LOG_GROUP"),
+            ]
+        );
+        assert_eq!(
+            err.to_string(),
+            "environment variable REPO_FULL_NAME is not set; \
+             environment variable CREATE_DEPLOY_STACK_LOG_GROUP is not set"
+        );
     }
 }

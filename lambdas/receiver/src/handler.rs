@@ -63,12 +63,9 @@ impl ReceiverError {
 }
 
 /// The name CloudWatch sees when a cold start fails: [`ErrorKind::name`].
-impl From<ReceiverError> for lambda_runtime::Diagnostic {
-    fn from(e: ReceiverError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: e.kind().name().into(),
-            error_message: e.to_string(),
-        }
+impl live_ci_boot::Classified for ReceiverError {
+    fn kind(&self) -> ErrorKind {
+        ReceiverError::kind(self)
     }
 }
 

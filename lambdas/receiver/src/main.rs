@@ -5,8 +5,8 @@
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_aws::{EcsTaskLauncher, LambdaInvoker, sdk};
+use live_ci_boot::{Boot, serve};
 use live_ci_github::Job;
-use live_ci_lambda_boot::{Boot, serve};
 use live_ci_receiver::{
     Config, METADB_RESUME_DEADLINE, MetadbDeliveries, MetadbLock, Production, Receiver,
     from_function_url, to_function_url,

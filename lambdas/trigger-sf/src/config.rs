@@ -1,9 +1,9 @@
 //! The Lambda's configuration, from the environment the Terraform module sets.
 
 use live_ci_aws::EcsConfig;
+use live_ci_boot::settings::{Env, SettingsError};
 use live_ci_core::approval::RunPages;
 use live_ci_core::merge_lock::Scope;
-use live_ci_core::settings::Settings;
 use live_ci_core::task::TaskKind;
 use live_ci_core::webhook::FilePattern;
 pub use live_ci_metadb::MetadbConfig;
@@ -56,10 +56,10 @@ impl HandlerConfig {
             trunk_branch: "main".into(),
             file_pattern,
             claim_limit: 100,
-            stale_claim_secs: 300,
+            stale_claim_secs: STALE_CLAIM_SECS,
             sweep_limit: 100,
             max_runs_per_invocation: 50,
-            max_start_attempts: 5,
+            max_start_attempts: MAX_START_ATTEMPTS,
             commit_status_config_param: None,
             run_pages: None,
             deploy_comments: false,
@@ -96,6 +96,11 @@ pub struct Config {
     /// The notifications topic (`NOTIFICATION_TOPIC_ARN`); `None`: off.
     pub notification_topic_arn: Option<String>,
 }
+
+/// The default age after which a claim counts as stale.
+const STALE_CLAIM_SECS: u32 = 300;
+/// The default number of starts a claim gets before it fails.
+const MAX_START_ATTEMPTS: u32 = 5;
 
 /// The default cool-down between two launches for the same trunk head.
 pub const TRUNK_SWEEP_COOLDOWN_SECS: u32 = 900;
@@ -173,86 +178,103 @@ pub const AWS_ACTIONS: &[&str] = &[
 ];
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// The same, from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = Settings::new(get);
-        let opt = |k: &'static str| env.opt(k);
-        let req = |k: &'static str| env.req(k);
-        let file_pattern = env.file_pattern()?;
-        let mut handler = HandlerConfig::new(req("MERGE_LOCK_SSM_KEY")?, file_pattern);
-        handler.merge_lock_scope = env.merge_lock_scope()?;
-        if let Some(trunk) = opt("TRUNK_BRANCH") {
-            handler.trunk_branch = trunk;
+    /// The same, from any lookup (tests pass a map); every problem is named.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut env = Env::new(get);
+        let handler = handler_config(&mut env);
+        let metadb = env.keep(MetadbConfig::from_settings(env.settings()));
+        let github = env.keep(GitHubAuth::from_settings(env.settings()));
+        let repository = env.optional("REPO_FULL_NAME");
+        if matches!(github, Some(Some(_))) && repository.is_none() {
+            env.problem::<()>(ConfigError::Missing("REPO_FULL_NAME"));
         }
-        handler.stale_claim_secs = env.number("STALE_CLAIM_SECONDS", handler.stale_claim_secs)?;
-        handler.max_start_attempts =
-            env.number("MAX_START_ATTEMPTS", handler.max_start_attempts)?;
-        if handler.max_start_attempts == 0 {
-            return Err(ConfigError::Invalid {
-                name: "MAX_START_ATTEMPTS",
-                value: "0".into(),
-                reason: "must be at least 1".into(),
-            });
-        }
-        handler.commit_status_config_param = opt("COMMIT_STATUS_CONFIG_SSM_KEY");
-        let metadb = MetadbConfig::from_settings(&env)?;
-        let github = GitHubAuth::from_settings(&env)?;
-        let repository = opt("REPO_FULL_NAME");
-        if github.is_some() && repository.is_none() {
-            return Err(ConfigError::Missing("REPO_FULL_NAME"));
-        }
-        let ecs = match opt("ECS_CLUSTER_ARN") {
+        let ecs = match env.optional("ECS_CLUSTER_ARN") {
             // The drift task only when the module's drift schedule is on.
-            Some(_) => Some(EcsConfig::from_settings(
-                &env,
-                if opt("DRIFT_TASK_DEFINITION_ARN").is_some() {
+            Some(_) => {
+                let kinds: &[TaskKind] = if env.optional("DRIFT_TASK_DEFINITION_ARN").is_some() {
                     &[TaskKind::CreateDeployStack, TaskKind::Drift]
                 } else {
                     &[TaskKind::CreateDeployStack]
-                },
-            )?),
-            None => None,
+                };
+                env.keep(EcsConfig::from_settings(env.settings(), kinds))
+                    .map(Some)
+            }
+            None => Some(None),
         };
         // The trunk head comes from GitHub: a cluster without a token is a
         // half-configured sweep, refused rather than silently skipped.
-        if ecs.is_some() && github.is_none() {
-            return Err(ConfigError::Missing(live_ci_github::TOKEN_PARAM));
+        if matches!(ecs, Some(Some(_))) && matches!(github, Some(None)) {
+            env.problem::<()>(ConfigError::Missing(live_ci_github::TOKEN_PARAM));
         }
         let trunk_sweep_cooldown_secs =
-            env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS)?;
-        let deploy_direct_pushes = env.flag("DEPLOY_DIRECT_PUSHES", false)?;
-        let run_pages = match (opt("RUN_LINK_KEY_SSM_KEY"), opt("RUN_PAGE_URL")) {
-            (Some(key), Some(url)) => Some((key, url)),
-            (None, None) => None,
-            (Some(_), None) => return Err(ConfigError::Missing("RUN_PAGE_URL")),
-            (None, Some(_)) => return Err(ConfigError::Missing("RUN_LINK_KEY_SSM_KEY")),
+            env.number("TRUNK_SWEEP_COOLDOWN_SECONDS", TRUNK_SWEEP_COOLDOWN_SECS);
+        let deploy_direct_pushes = env.flag("DEPLOY_DIRECT_PUSHES", false);
+        let run_pages = match (
+            env.optional("RUN_LINK_KEY_SSM_KEY"),
+            env.optional("RUN_PAGE_URL"),
+        ) {
+            (Some(key), Some(url)) => Some(Some((key, url))),
+            (None, None) => Some(None),
+            (Some(_), None) => env.problem(ConfigError::Missing("RUN_PAGE_URL")),
+            (None, Some(_)) => env.problem(ConfigError::Missing("RUN_LINK_KEY_SSM_KEY")),
         };
-        handler.repository = repository.clone().unwrap_or_default();
-        // Set by the module; a value that is no https URL only drops the
-        // link (a notification's links are checked when it is sanitized).
-        handler.github_web_url =
-            opt("GITHUB_WEB_URL").map(|url| url.trim_end_matches('/').to_string());
-        // Set by the module; a wrong ARN fails each publish, a warning.
-        let notification_topic_arn = opt("NOTIFICATION_TOPIC_ARN");
-        Ok(Config {
-            notification_topic_arn,
-            run_pages,
-            handler,
-            ecs,
-            trunk_sweep_cooldown_secs,
-            deploy_direct_pushes,
-            state_machine_arn: req("STATE_MACHINE_ARN")?,
-            metadb,
-            github,
-            github_api_url: opt("GITHUB_API_URL")
-                .unwrap_or_else(|| "https://api.github.com".into()),
-            repository,
-        })
+        let state_machine_arn = env.required("STATE_MACHINE_ARN");
+        let config = (|| {
+            let mut handler = handler?;
+            handler.repository = repository.clone().unwrap_or_default();
+            // Set by the module; a value that is no https URL only drops the
+            // link (a notification's links are checked when it is sanitized).
+            handler.github_web_url = env
+                .optional("GITHUB_WEB_URL")
+                .map(|url| url.trim_end_matches('/').to_string());
+            Some(Config {
+                // Set by the module; a wrong ARN fails each publish, a warning.
+                notification_topic_arn: env.optional("NOTIFICATION_TOPIC_ARN"),
+                run_pages: run_pages?,
+                handler,
+                ecs: ecs?,
+                trunk_sweep_cooldown_secs: trunk_sweep_cooldown_secs?,
+                deploy_direct_pushes: deploy_direct_pushes?,
+                state_machine_arn: state_machine_arn?,
+                metadb: metadb?,
+                github: github?,
+                github_api_url: env.or("GITHUB_API_URL", "https://api.github.com"),
+                repository,
+            })
+        })();
+        env.finish(config)
     }
+}
+
+/// The handler's own settings: the merge lock, the trunk, claims and starts.
+fn handler_config<F: Fn(&str) -> Option<String>>(env: &mut Env<F>) -> Option<HandlerConfig> {
+    let file_pattern = env.keep(env.settings().file_pattern());
+    let merge_lock_param = env.required("MERGE_LOCK_SSM_KEY");
+    let merge_lock_scope = env.keep(env.settings().merge_lock_scope());
+    let trunk_branch = env.optional("TRUNK_BRANCH");
+    let stale_claim_secs = env.number("STALE_CLAIM_SECONDS", STALE_CLAIM_SECS);
+    let max_start_attempts = match env.number("MAX_START_ATTEMPTS", MAX_START_ATTEMPTS) {
+        Some(0) => env.problem(ConfigError::Invalid {
+            name: "MAX_START_ATTEMPTS",
+            value: "0".into(),
+            reason: "must be at least 1".into(),
+        }),
+        read => read,
+    };
+    let commit_status_config_param = env.optional("COMMIT_STATUS_CONFIG_SSM_KEY");
+    let mut handler = HandlerConfig::new(merge_lock_param?, file_pattern?);
+    handler.merge_lock_scope = merge_lock_scope?;
+    if let Some(trunk) = trunk_branch {
+        handler.trunk_branch = trunk;
+    }
+    handler.stale_claim_secs = stale_claim_secs?;
+    handler.max_start_attempts = max_start_attempts?;
+    handler.commit_status_config_param = commit_status_config_param;
+    Some(handler)
 }
 
 #[cfg(test)]
@@ -319,12 +341,30 @@ mod tests {
             ("STATE_MACHINE_ARN", "arn:sm"),
         ]))
         .unwrap_err();
-        assert_eq!(err, ConfigError::Missing("METADB_CLUSTER_ARN"));
+        assert_eq!(err.problems, [ConfigError::Missing("METADB_CLUSTER_ARN")]);
         let err = Config::from_lookup(lookup(&[
             ("MERGE_LOCK_SSM_KEY", "/ci/lock"),
             ("STALE_CLAIM_SECONDS", "soon"),
         ]))
         .unwrap_err();
         assert!(err.to_string().contains("\"soon\""), "{err}");
+    }
+
+    /// Every problem is named at once, not the first only.
+    #[test]
+    fn two_missing_variables_are_both_named() {
+        let err = Config::from_lookup(lookup(&[("METADB_URL", "postgres://x")])).unwrap_err();
+        assert_eq!(
+            err.problems,
+            [
+                ConfigError::Missing("MERGE_LOCK_SSM_KEY"),
+                ConfigError::Missing("STATE_MACHINE_ARN"),
+            ]
+        );
+        assert_eq!(
+            err.to_string(),
+            "environment variable MERGE_LOCK_SSM_KEY is not set; \
+             environment variable STATE_MACHINE_ARN is not set"
+        );
     }
 }

@@ -53,12 +53,9 @@ impl TriggerError {
 }
 
 /// The name CloudWatch and the DLQ see: [`ErrorKind::name`].
-impl From<TriggerError> for lambda_runtime::Diagnostic {
-    fn from(e: TriggerError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: e.kind().name().into(),
-            error_message: e.to_string(),
-        }
+impl live_ci_boot::Classified for TriggerError {
+    fn kind(&self) -> ErrorKind {
+        TriggerError::kind(self)
     }
 }
 

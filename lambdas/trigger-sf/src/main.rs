@@ -4,16 +4,13 @@
 
 use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, SnsNotifications, sdk};
-use live_ci_core::approval::{RUN_LINK_TTL_SECS, RunPages};
-use live_ci_core::port::BranchHead;
-use live_ci_core::port::GitHost;
+use live_ci_boot::{Boot, serve};
 use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, RunStore, SweepStore, WorkflowEngine,
+    ApprovalStore, BranchHead, DeployCommentStore, ExecutionStore, GitHost, Notifications,
+    ParamStore, RunStore, SweepStore, TaskLauncher, WorkflowEngine,
 };
-use live_ci_core::port::{Notifications, ParamStore, TaskLauncher};
 use live_ci_core::status::NoGitHost;
 use live_ci_github::Job;
-use live_ci_lambda_boot::{Boot, serve};
 use live_ci_stepfunctions::SfnEngine;
 use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
 
@@ -27,13 +24,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let metadb = boot.metadb(&config.metadb, 2)?;
     let mut handler = config.handler;
-    if let Some((key_param, url)) = &config.run_pages {
-        handler.run_pages = Some(RunPages {
-            key: boot.run_link_key(key_param).await?,
-            base_url: url.clone(),
-            ttl_secs: RUN_LINK_TTL_SECS,
-        });
-    }
+    handler.run_pages = boot.run_pages(config.run_pages.as_ref()).await?;
     let params = boot.params();
     // Off (a no-op) without NOTIFICATION_TOPIC_ARN.
     let notifications = SnsNotifications::new(

@@ -54,7 +54,7 @@ const RUNTIME_VARS: &[&str] = &["AWS_REGION"];
 
 /// Set by the module for every binary, read outside `Config::from_lookup`
 /// (`tracing_subscriber::EnvFilter::try_from_default_env`: the Lambdas'
-/// `live_ci_lambda_boot::subscriber`, the task's `main.rs`).
+/// `live_ci_boot::subscriber`, the task's `main.rs`).
 const LOGGING_VARS: &[&str] = &["RUST_LOG"];
 
 /// What the module sets for the tasks' children, not for live-ci's settings:

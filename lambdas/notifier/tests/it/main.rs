@@ -84,7 +84,7 @@ async fn setup(
     format: Format,
 ) -> (Notifier, Logs, tracing::subscriber::DefaultGuard) {
     let logs = Logs::default();
-    let guard = tracing::subscriber::set_default(live_ci_lambda_boot::subscriber(logs.clone()));
+    let guard = tracing::subscriber::set_default(live_ci_boot::subscriber(logs.clone()));
     let url = format!("{}/services/{SECRET}", server.uri());
     (
         Notifier::new(format, &url).unwrap().with_retry(fast()),

@@ -559,8 +559,8 @@ fn configuration_names_the_missing_or_bad_variable() {
     assert_eq!(ok.handler.trunk_branch, "main");
     assert_eq!(ok.ecs.subnets, ["subnet-a", "subnet-b"]);
     assert_eq!(
-        with("ECS_CLUSTER_ARN", None).unwrap_err(),
-        ConfigError::Missing("ECS_CLUSTER_ARN")
+        with("ECS_CLUSTER_ARN", None).unwrap_err().problems,
+        [ConfigError::Missing("ECS_CLUSTER_ARN")]
     );
     // The lock row is read through the Data API, like the other Lambdas.
     assert!(matches!(
@@ -568,8 +568,8 @@ fn configuration_names_the_missing_or_bad_variable() {
         live_ci_receiver::MetadbConfig::DataApi { .. }
     ));
     assert_eq!(
-        with("METADB_SECRET_ARN", None).unwrap_err(),
-        ConfigError::Missing("METADB_SECRET_ARN")
+        with("METADB_SECRET_ARN", None).unwrap_err().problems,
+        [ConfigError::Missing("METADB_SECRET_ARN")]
     );
     let err = with("FILE_PATH_PATTERN", Some("("))
         .unwrap_err()

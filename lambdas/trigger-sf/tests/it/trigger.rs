@@ -880,7 +880,7 @@ async fn a_failed_invocation_reaches_aws_named_by_its_kind_with_its_cause() {
             }
             other => panic!("no metadb error in the chain of {err:?}: {other:?}"),
         }
-        let diagnostic = lambda_runtime::Diagnostic::from(err);
+        let diagnostic: lambda_runtime::Diagnostic = live_ci_boot::diagnostic(&err);
         assert_eq!(diagnostic.error_type, name);
         assert!(diagnostic.error_message.starts_with("metadb: "));
     }
