@@ -204,29 +204,6 @@ where
     D: Deliveries,
     V: FunctionInvoker,
 {
-    /// The parameter mirrors the metadb's lock row; a "locked" value is
-    /// answered only when the row agrees, so a lost mirror write after a run
-    /// finished cannot keep pull requests locked. An unreadable row keeps the
-    /// mirrored value: locked for a while is safe, unlocked during a deploy not.
-    async fn confirm_lock(&self, mirrored: MergeLock) -> MergeLock {
-        let (MergeLock::Held { .. }, Some(truth)) = (mirrored, &self.lock_truth) else {
-            return mirrored;
-        };
-        match truth.merge_lock().await {
-            Ok(row) => {
-                if row != mirrored {
-                    tracing::warn!(parameter = %mirrored, metadb = %row,
-                        "merge lock parameter out of step with the metadb; answering the metadb's");
-                }
-                row
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the metadb's merge lock; answering the parameter's");
-                mirrored
-            }
-        }
-    }
-
     /// Verifies the delivery's signature: 503 when the secret is unusable (before
     /// looking at the signature, so a forged body learns nothing), 401 when it does
     /// not match even after reading the secret again (it may have been rotated).
@@ -499,13 +476,14 @@ where
     /// The merge lock and the status service with the switches: one read of
     /// each parameter per delivery.
     async fn read_lock_and_statuses(&self) -> Result<(MergeLock, Statuses<&G>), ReceiverError> {
-        let lock_value = self
-            .params
-            .get(&self.config.merge_lock_param)
-            .await
-            .port("parameter store")?;
-        let lock = MergeLock::parse(&lock_value).map_err(ReceiverError::Params)?;
-        let lock = self.confirm_lock(lock).await;
+        // A "locked" parameter is confirmed against the metadb's row.
+        let lock = merge_lock::read_confirmed(
+            &self.params,
+            &self.config.merge_lock_param,
+            self.lock_truth.as_ref(),
+        )
+        .await
+        .map_err(PortError::from)?;
         let status_json = self
             .params
             .get(&self.config.commit_status_config_param)

@@ -5,7 +5,7 @@ use live_ci_core::deploy::{
     AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunEnd, RunId, RunStatus,
     Settled, StatusChange, plan_rollbacks,
 };
-use live_ci_core::merge_lock::{self, MergeLock, Scope};
+use live_ci_core::merge_lock::{Advisory, Publisher};
 use live_ci_core::operate::StartFailure;
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
@@ -655,7 +655,10 @@ where
             report.finished.push((run_id, status));
             self.run_status(run_id, status, &end, report);
             report.ended_runs.push(end.clone());
-            self.publish_lock(end.merge_lock.lock(), report).await?;
+            let published = self.lock().publish(end.merge_lock.lock()).await;
+            report
+                .warnings
+                .extend(published.map_err(PortError::from)?.warning);
             match end.finish.next_run {
                 Some(next) => run_id = next,
                 None => return Ok(()),
@@ -883,34 +886,20 @@ where
         }
     }
 
-    /// Mirrors the metadb's merge lock (the truth) into the parameter store and
-    /// onto open pull requests.
-    async fn publish_lock(&self, lock: MergeLock, report: &mut Report) -> Result<(), TriggerError> {
-        self.params
-            .put(&self.config.merge_lock_param, &lock.to_string())
-            .await
-            .port("parameter store")?;
-        // Statuses are advisory here: the parameter already says the truth
-        // and the receiver refreshes statuses on every pull-request event.
-        self.refresh_lock_statuses(lock, report).await;
-        Ok(())
-    }
-
-    /// The lock's statuses on open pull requests, advisory: the parameter
-    /// says the truth and the receiver posts it on every pull-request event.
-    async fn refresh_lock_statuses(&self, lock: MergeLock, report: &mut Report) {
-        if let Err(e) = merge_lock::publish_statuses(
-            &self.metadb,
-            &self.github,
-            lock,
-            self.config.merge_lock_scope,
-            &self.config.trunk_branch,
-            &self.config.file_pattern,
-        )
-        .await
-        {
-            tracing::warn!(error = %e, "refreshing merge lock statuses");
-            report.warnings.push(format!("merge lock statuses: {e}"));
+    /// The lock's owner with this handler's ports: the parameter, and the
+    /// statuses of open pull requests (advisory; the receiver posts the lock
+    /// on every pull-request event).
+    fn lock(&self) -> Publisher<'_, M, P, G> {
+        Publisher {
+            metadb: &self.metadb,
+            params: &self.params,
+            param: &self.config.merge_lock_param,
+            advisory: Advisory::Refresh {
+                host: &self.github,
+                scope: self.config.merge_lock_scope,
+                trunk: &self.config.trunk_branch,
+                pattern: &self.config.file_pattern,
+            },
         }
     }
 
@@ -963,7 +952,9 @@ where
         for run_id in runs {
             self.advance(run_id, None, report).await?;
         }
-        self.reconcile_lock(report).await?;
+        let reconciled = self.lock().reconcile().await.map_err(PortError::from)?;
+        report.lock_repaired = reconciled.repaired.map(|lock| lock.to_string());
+        report.warnings.extend(reconciled.warning);
         self.sweep_trunk(report).await
     }
 
@@ -1070,28 +1061,6 @@ where
             .map_err(TriggerError::Port)?;
         tracing::info!(task = %started.task_arn, %tick, "launched the drift check");
         report.drift_launch = Some(started.task_arn);
-        Ok(())
-    }
-
-    /// Rewrites the merge lock parameter when it differs from the metadb's
-    /// row: a write that failed after a run finished (the retries then see the
-    /// run finished and never write again) would otherwise leave the receiver
-    /// answering "locked" with no run running.
-    async fn reconcile_lock(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let truth = self.metadb.merge_lock().await.port("metadb")?.lock();
-        let mirrored = self.params.get(&self.config.merge_lock_param).await;
-        let in_step = matches!(&mirrored, Ok(v) if MergeLock::parse(v) == Ok(truth));
-        if !in_step {
-            tracing::warn!(parameter = ?mirrored.as_ref().ok(), metadb = %truth,
-                "merge lock parameter out of step; rewriting it");
-            self.publish_lock(truth, report).await?;
-            report.lock_repaired = Some(truth.to_string());
-        } else if self.config.merge_lock_scope == Scope::Units && truth != MergeLock::Free {
-            // Under `units` a pull request planned since the lock was taken
-            // (its units recorded after the last refresh) is freed here, at
-            // the latest one sweep after its plan.
-            self.refresh_lock_statuses(truth, report).await;
-        }
         Ok(())
     }
 }
