@@ -2,7 +2,7 @@
 //! out-of-order event, or two invocations at once, change nothing twice.
 
 mod advance;
-mod error;
+pub(crate) mod error;
 mod record;
 mod report;
 mod statuses;
