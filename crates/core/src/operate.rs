@@ -12,8 +12,9 @@ use crate::deploy::{
     ExecutionRecord, ExecutionStatus, NewExecution, NewRun, RunId, RunProgress, RunRecord,
     UnixMillis, execution_id,
 };
-use crate::merge_lock::MergeLock;
+use crate::merge_lock::{Advisory, LockError, MergeLock, Publisher};
 use crate::port::{ParamStore, PortError, PortResultExt, RunControl, RunStore, WorkflowEngine};
+use crate::status::NoGitHost;
 
 /// The reason stored with executions an operator aborted.
 pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator";
@@ -236,22 +237,48 @@ pub struct AbortReport {
     pub merge_lock: String,
 }
 
+/// The operator's publisher of the merge lock: the parameter only, no
+/// status on open pull requests. Intended: the controls run from the CLI,
+/// which holds AWS and metadb credentials but no GitHub client, and the
+/// lock's protection is the parameter (the receiver answers every
+/// pull-request event from it, confirmed against the row). Open pull
+/// requests keep the status they show until their next event
+/// ([`Advisory::NotPosted`]); `a_control_posts_no_status_and_the_sweep_leaves_them`
+/// in trigger-sf's tests holds this.
+pub fn lock_publisher<'a, M, P>(
+    metadb: &'a M,
+    params: &'a P,
+    param: &'a str,
+) -> Publisher<'a, M, P, NoGitHost> {
+    Publisher {
+        metadb,
+        params,
+        param,
+        advisory: Advisory::NotPosted,
+    }
+}
+
 /// Writes the metadb's merge lock (the truth) into the parameter store.
 pub async fn mirror_lock<M: RunStore, P: ParamStore>(
     metadb: &M,
     params: &P,
     param: &str,
 ) -> Result<MergeLock, OperateError> {
-    let lock = metadb.merge_lock().await.port("metadb")?.lock();
-    params
-        .put(param, &lock.to_string())
-        .await
-        .port("parameter store")
-        .map_err(|source| OperateError::Params {
-            param: param.to_string(),
-            source,
-        })?;
-    Ok(lock)
+    Ok(lock_publisher(metadb, params, param)
+        .publish_row()
+        .await?
+        .lock)
+}
+
+/// A lock the operator could not publish: the row unread is a metadb
+/// failure, the parameter unwritten names the parameter.
+impl From<LockError> for OperateError {
+    fn from(e: LockError) -> Self {
+        match e {
+            LockError::Write { param, source } => OperateError::Params { param, source },
+            LockError::Read(e) => OperateError::Port(e),
+        }
+    }
 }
 
 /// Aborts a run: its units are marked aborted first (so no event or sweep
@@ -379,14 +406,9 @@ where
     P: ParamStore,
 {
     let unlocked = RunControl::unlock(metadb, force).await.port("metadb")??;
-    params
-        .put(lock_param, &MergeLock::Free.to_string())
-        .await
-        .port("parameter store")
-        .map_err(|source| OperateError::Params {
-            param: lock_param.to_string(),
-            source,
-        })?;
+    lock_publisher(metadb, params, lock_param)
+        .publish(MergeLock::Free)
+        .await?;
     RunControl::log_action(
         metadb,
         &OperatorAction {

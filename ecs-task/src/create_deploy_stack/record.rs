@@ -3,10 +3,9 @@
 //! lock or queues the run), the lock mirrored, trigger-sf invoked.
 
 use live_ci_core::deploy::{CreatedRun, NewExecution, NewRun, RunId, RunStatus};
-use live_ci_core::merge_lock::{self, MergeLock};
+use live_ci_core::merge_lock::{Advisory, Publisher};
 use live_ci_core::port::{
-    ArtifactStore, CachedCheckout, FunctionInvoker, ParamStore, PortResultExt, RunStore,
-    run_payload,
+    ArtifactStore, CachedCheckout, FunctionInvoker, PortError, PortResultExt, RunStore, run_payload,
 };
 
 use super::DeployPorts;
@@ -143,11 +142,10 @@ pub(super) async fn superseded_at_once<Ports: DeployPorts>(
         .map(|r| r.superseded_by))
 }
 
-/// Mirrors the lock row (the truth) into the parameter the receiver reads
-/// when the run took it, then refreshes the open pull requests' statuses
-/// (advisory, as every status: a failure is a warning). Under `units` a
-/// queued run makes its units busy too: pull requests that touch them must
-/// show the lock before they can merge.
+/// Publishes the lock for the run just written, through the lock's owner
+/// ([`Publisher::publish_new_run`]): the parameter when the run took the
+/// lock (required), the open pull requests' statuses (advisory: a failure is
+/// a warning), also for a queued run under `units`.
 pub(super) async fn publish_lock<Ports: DeployPorts>(
     config: &CreateDeployStackConfig,
     ports: &Ports,
@@ -155,34 +153,20 @@ pub(super) async fn publish_lock<Ports: DeployPorts>(
     pr_id: u64,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
-    let scope = config.merge_lock_scope;
-    if !(created.started || (created.created && scope == merge_lock::Scope::Units)) {
-        return Ok(());
-    }
-    let lock = ports.metadb().merge_lock().await.port("metadb")?.lock();
-    let lock = match lock {
-        MergeLock::Free if created.started => MergeLock::Held { pr: pr_id },
-        other => other,
+    let publisher = Publisher {
+        metadb: ports.metadb(),
+        params: ports.params(),
+        param: &config.merge_lock_param,
+        advisory: Advisory::Refresh {
+            host: ports.github(),
+            scope: config.merge_lock_scope,
+            trunk: &config.common.trunk_branch,
+            pattern: &config.common.file_pattern,
+        },
     };
-    if created.started {
-        ports
-            .params()
-            .put(&config.merge_lock_param, &lock.to_string())
-            .await
-            .port("parameter store")?;
-    }
-    if let Err(e) = merge_lock::publish_statuses(
-        ports.metadb(),
-        ports.github(),
-        lock,
-        scope,
-        &config.common.trunk_branch,
-        &config.common.file_pattern,
-    )
-    .await
-    {
-        warnings.push(format!("merge lock statuses: {e}"));
-    }
+    let published = publisher.publish_new_run(created, pr_id).await;
+    let published = published.map_err(PortError::from)?;
+    warnings.extend(published.and_then(|p| p.warning));
     Ok(())
 }
 

@@ -35,7 +35,6 @@ use serde_json::{Value, json};
 use crate::config::HandlerConfig;
 use crate::dedupe::{CLAIM_BUDGET, Deliveries, SeenDeliveries};
 use crate::http::{WebhookRequest, WebhookResponse};
-use crate::lock::LockTruth;
 use crate::ports::ReceiverPorts;
 use crate::secret::SecretCache;
 use live_ci_core::port::DeliveryClaim;
@@ -97,29 +96,6 @@ impl<Ports: ReceiverPorts> Receiver<Ports> {
             secret,
             seen: SeenDeliveries::new(4096),
         })
-    }
-
-    /// The parameter mirrors the metadb's lock row; a "locked" value is
-    /// answered only when the row agrees, so a lost mirror write after a run
-    /// finished cannot keep pull requests locked. An unreadable row keeps the
-    /// mirrored value: locked for a while is safe, unlocked during a deploy not.
-    async fn confirm_lock(&self, mirrored: MergeLock) -> MergeLock {
-        let (MergeLock::Held { .. }, Some(truth)) = (mirrored, self.ports.lock_truth()) else {
-            return mirrored;
-        };
-        match truth.merge_lock().await {
-            Ok(row) => {
-                if row != mirrored {
-                    tracing::warn!(parameter = %mirrored, metadb = %row,
-                        "merge lock parameter out of step with the metadb; answering the metadb's");
-                }
-                row
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the metadb's merge lock; answering the parameter's");
-                mirrored
-            }
-        }
     }
 
     /// Verifies the delivery's signature: 503 when the secret is unusable (before
@@ -391,14 +367,14 @@ impl<Ports: ReceiverPorts> Receiver<Ports> {
     async fn read_lock_and_statuses(
         &self,
     ) -> Result<(MergeLock, Statuses<&Ports::GitHub>), ReceiverError> {
-        let lock_value = self
-            .ports
-            .params()
-            .get(&self.config.merge_lock_param)
-            .await
-            .port("parameter store")?;
-        let lock = MergeLock::parse(&lock_value).map_err(ReceiverError::Params)?;
-        let lock = self.confirm_lock(lock).await;
+        // A "locked" parameter is confirmed against the metadb's row.
+        let lock = merge_lock::read_confirmed(
+            self.ports.params(),
+            &self.config.merge_lock_param,
+            self.ports.lock_truth(),
+        )
+        .await
+        .map_err(PortError::from)?;
         let status_json = self
             .ports
             .params()

@@ -8,7 +8,7 @@ use live_ci_core::deploy::RunId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::handler::TriggerError;
+use crate::handler::error::TriggerError;
 
 /// The `detail-type` of a Step Functions status-change event.
 pub const STATUS_CHANGE: &str = "Step Functions Execution Status Change";

@@ -519,24 +519,9 @@ pub struct RunEnd {
     pub merge_lock: MergeLockRow,
 }
 
-/// The metadb's merge lock row: which run holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MergeLockRow {
-    pub run_id: Option<RunId>,
-    pub pr_id: Option<u64>,
-    pub commit_id: Option<String>,
-    pub locked_at: Option<UnixMillis>,
-}
-
-impl MergeLockRow {
-    /// The lock as the parameter store mirrors it (the row is the truth).
-    pub fn lock(&self) -> crate::merge_lock::MergeLock {
-        match (self.run_id, self.pr_id) {
-            (Some(_), Some(pr)) => crate::merge_lock::MergeLock::Held { pr },
-            _ => crate::merge_lock::MergeLock::Free,
-        }
-    }
-}
+/// The metadb's merge lock row, owned by the lock's module; named here too
+/// because every record the metadb hands back is a `deploy` type.
+pub use crate::merge_lock::MergeLockRow;
 
 /// The votes on one execution against its thresholds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

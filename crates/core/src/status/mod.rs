@@ -116,7 +116,7 @@ pub mod context {
 
     /// The merge lock's status on open pull requests (what branch protection
     /// requires).
-    pub const MERGE_LOCK: &str = crate::merge_lock::CONTEXT;
+    pub const MERGE_LOCK: &str = "Merge Lock";
     /// A pull request's plan, and the "not planned: …" status of a pull
     /// request that waits for a maintainer's `/live-ci plan`: one name, so the
     /// plan that follows replaces the waiting status (issue 12).

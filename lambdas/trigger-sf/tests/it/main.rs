@@ -4,6 +4,7 @@
 mod deploy_comment;
 mod events;
 mod localstack;
+mod lock_owner;
 mod lock_scope;
 mod notify;
 mod round_trips;

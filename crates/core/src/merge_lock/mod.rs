@@ -1,6 +1,14 @@
 //! The merge lock: while a run deploys, open pull requests into the trunk show a
 //! pending "Merge Lock" status so they cannot be merged (with branch protection).
-//! The metadb row is the truth; the parameter store mirrors it for the receiver.
+//! The metadb row ([`MergeLockRow`]) is the truth; the parameter store mirrors
+//! it for the receiver.
+//!
+//! This module owns the lock's whole life; every caller makes one call of
+//! [`mirror`]: the receiver reads the parameter confirmed against the row
+//! ([`read_confirmed`]), trigger-sf, create-deploy-stack and the operator's
+//! controls publish it ([`Publisher`]: the parameter write is required, the
+//! open pull requests' statuses advisory), and trigger-sf's sweep reconciles
+//! a parameter out of step with the row ([`Publisher::reconcile`]).
 //!
 //! Its scope ([`Scope`]): `repo` locks every infrastructure pull request while
 //! a run holds the lock; `units` locks only a pull request whose units, closed
@@ -9,23 +17,50 @@
 //! at a time in trunk order: `units` lets a disjoint pull request merge (and
 //! queue) without waiting, it never deploys two runs at once.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod mirror;
+mod units;
+
+pub use mirror::{
+    Advisory, LockError, LockTruth, MetadbLock, NoLockCheck, Published, Publisher, Reconciled,
+    Unreadable, confirm, publish_statuses, read_confirmed, refresh_statuses,
+};
+pub use units::{PLAN_COMMENT_MARKER, PullRequestUnits, closure};
+
+use std::collections::BTreeSet;
 use std::fmt;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 
 use crate::status::{CommitStatus, StatusState};
 
-use crate::port::{GitHost, PortError, PortResultExt, RunStore};
-use crate::webhook::FilePattern;
-
-/// The commit-status context GitHub branch protection requires.
-pub const CONTEXT: &str = "Merge Lock";
+/// The commit-status context GitHub branch protection requires (the status
+/// module names every context; the lock's is the same string).
+pub const CONTEXT: &str = crate::status::context::MERGE_LOCK;
 
 /// The parameter's value when no run holds the lock (as the seed design stores it).
 pub const FREE: &str = "none";
+
+/// The metadb's merge lock row: which run holds it. `run_id` is a
+/// `deploy::RunId` and `locked_at` a `deploy::UnixMillis` (both `i64`),
+/// spelled out so the row does not import `deploy`, which embeds the row in
+/// its `RunEnd` (no circle of files).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeLockRow {
+    pub run_id: Option<i64>,
+    pub pr_id: Option<u64>,
+    pub commit_id: Option<String>,
+    pub locked_at: Option<i64>,
+}
+
+impl MergeLockRow {
+    /// The lock as the parameter store mirrors it (the row is the truth).
+    pub fn lock(&self) -> MergeLock {
+        match (self.run_id, self.pr_id) {
+            (Some(_), Some(pr)) => MergeLock::Held { pr },
+            _ => MergeLock::Free,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeLock {
@@ -161,154 +196,10 @@ impl Scope {
     }
 }
 
-/// `seeds` closed over `dependencies` (unit → the units it depends on): the
-/// seeds, everything they depend on, and everything that depends on them,
-/// transitively. A unit's deploy reads its dependencies' outputs and feeds
-/// its dependents', so a change to any of them is a change to it.
-pub fn closure<'a>(
-    seeds: impl IntoIterator<Item = &'a str>,
-    dependencies: &BTreeMap<String, BTreeSet<String>>,
-) -> BTreeSet<String> {
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (unit, deps) in dependencies {
-        for dep in deps {
-            dependents
-                .entry(dep.as_str())
-                .or_default()
-                .push(unit.as_str());
-        }
-    }
-    let seeds: Vec<&str> = seeds.into_iter().collect();
-    let mut out: BTreeSet<String> = seeds.iter().map(|s| s.to_string()).collect();
-    // Upwards and downwards separately: a dependency's other dependents are
-    // not reached (they share an input, not a deploy).
-    let mut up: Vec<&str> = seeds.clone();
-    let mut seen_up: BTreeSet<&str> = seeds.iter().copied().collect();
-    while let Some(u) = up.pop() {
-        for dep in dependencies.get(u).into_iter().flatten() {
-            if seen_up.insert(dep.as_str()) {
-                out.insert(dep.clone());
-                up.push(dep.as_str());
-            }
-        }
-    }
-    let mut down: Vec<&str> = seeds.clone();
-    let mut seen_down: BTreeSet<&str> = seeds.iter().copied().collect();
-    while let Some(u) = down.pop() {
-        for dependent in dependents.get(u).into_iter().flatten() {
-            if seen_down.insert(dependent) {
-                out.insert((*dependent).to_string());
-                down.push(dependent);
-            }
-        }
-    }
-    out
-}
-
-/// What pr-plan records for the lock: a head commit and its unit closure.
-/// Kept in pr-plan's own comment (the one place pr-plan, which never opens
-/// the metadb, may write and the lock's publishers may read back).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequestUnits {
-    pub head_sha: String,
-    pub units: BTreeSet<String>,
-}
-
-/// Starts the record's line in the comment; base64 keeps any unit path
-/// from closing the HTML comment or reading as markdown.
-const UNITS_MARKER: &str = "<!-- live-ci:lock-units ";
-
-impl PullRequestUnits {
-    /// The record as one HTML comment line (invisible on GitHub).
-    pub fn to_comment_line(&self) -> String {
-        let json = serde_json::to_string(self).unwrap_or_default();
-        format!("{UNITS_MARKER}{} -->", BASE64.encode(json))
-    }
-
-    /// The record in a comment body, if it holds one that reads; a line that
-    /// does not decode counts as no record (the lock then holds as a whole).
-    pub fn from_comment(body: &str) -> Option<Self> {
-        let line = body
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(UNITS_MARKER))?;
-        let encoded = line.strip_suffix("-->")?.trim();
-        let json = BASE64.decode(encoded).ok()?;
-        serde_json::from_slice(&json).ok()
-    }
-}
-
-/// The marker of pr-plan's summary comment, which also carries the pull
-/// request's [`PullRequestUnits`] record.
-pub const PLAN_COMMENT_MARKER: &str = "<!-- live-ci:pr-plan -->";
-
-/// The lock's statuses on every open pull request into `trunk` that touches
-/// files matching `pattern` ([`refresh_statuses`]), with the running and
-/// queued runs' units read from `metadb` when the scope needs them.
-pub async fn publish_statuses<M: RunStore, H: GitHost>(
-    metadb: &M,
-    host: &H,
-    lock: MergeLock,
-    scope: Scope,
-    trunk: &str,
-    pattern: &FilePattern,
-) -> Result<Vec<u64>, PortError> {
-    // "repo" (and a free lock) reads nothing more than it always did.
-    let busy: BTreeSet<String> = if scope == Scope::Units && lock != MergeLock::Free {
-        metadb
-            .busy_units()
-            .await
-            .port("metadb")?
-            .into_iter()
-            .collect()
-    } else {
-        BTreeSet::new()
-    };
-    refresh_statuses(host, lock, scope, &busy, trunk, pattern).await
-}
-
-/// Posts the lock's status on the head of every open pull request into `trunk`
-/// that touches files matching `pattern`, so no stale "free" status lets a pull
-/// request merge during a deploy. Under [`Scope::Units`] with the lock held,
-/// each pull request's status is decided on its recorded units and `busy`
-/// (the running and queued runs' units). Returns the pull requests updated.
-pub async fn refresh_statuses<H: GitHost>(
-    host: &H,
-    lock: MergeLock,
-    scope: Scope,
-    busy: &BTreeSet<String>,
-    trunk: &str,
-    pattern: &FilePattern,
-) -> Result<Vec<u64>, PortError> {
-    let scoped = scope == Scope::Units && lock != MergeLock::Free;
-    let mut updated = Vec::new();
-    for pr in host.open_pull_requests(trunk).await.port("github")? {
-        let files = host.pull_request_files(pr.number).await.port("github")?;
-        if !pattern.matches_any(&files) {
-            continue;
-        }
-        let status = if scoped {
-            // A record that cannot be read holds the lock like no record.
-            let record = match host.bot_comment(pr.number, PLAN_COMMENT_MARKER).await {
-                Ok(body) => body.as_deref().and_then(PullRequestUnits::from_comment),
-                Err(e) => {
-                    tracing::warn!(pull_request = pr.number, error = %PortError::new("github", e),
-                        "reading pull request units; the lock holds for it");
-                    None
-                }
-            };
-            scope.status_for(lock, busy, record.as_ref(), &pr.head_sha)
-        } else {
-            lock.status_for(&pr.head_sha)
-        };
-        host.set_status(&status).await.port("github")?;
-        updated.push(pr.number);
-    }
-    Ok(updated)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn parses_the_parameter() {
