@@ -7,14 +7,14 @@ use live_ci_terragrunt::Graph;
 use live_ci_terragrunt::change::Reason;
 use live_ci_terragrunt::plan::DeploymentPlan;
 
-pub fn action(a: Action) -> &'static str {
+pub(crate) fn action(a: Action) -> &'static str {
     match a {
         Action::Apply => "apply",
         Action::Destroy => "destroy",
     }
 }
 
-pub fn reason(r: Reason) -> &'static str {
+pub(crate) fn reason(r: Reason) -> &'static str {
     match r {
         Reason::Changed => "changed",
         Reason::ReadFileChanged => "read-file-changed",
@@ -27,7 +27,7 @@ pub fn reason(r: Reason) -> &'static str {
 
 /// Columns padded to their widest cell; hand-written because a dependency for
 /// twenty lines of padding is not worth its build time.
-pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -58,7 +58,7 @@ fn quote(s: &str) -> String {
 }
 
 /// Edges point from a unit to what it depends on.
-pub fn graph_dot(graph: &Graph) -> String {
+pub(crate) fn graph_dot(graph: &Graph) -> String {
     let mut out = String::from("digraph units {\n  rankdir = LR;\n  node [shape = box];\n");
     for (i, u) in graph.units().iter().enumerate() {
         let _ = writeln!(out, "  {};", quote(u.path.display()));
@@ -75,7 +75,7 @@ pub fn graph_dot(graph: &Graph) -> String {
     out
 }
 
-pub fn graph_mermaid(graph: &Graph) -> String {
+pub(crate) fn graph_mermaid(graph: &Graph) -> String {
     let mut out = String::from("flowchart LR\n");
     for (i, u) in graph.units().iter().enumerate() {
         let _ = writeln!(
@@ -93,7 +93,7 @@ pub fn graph_mermaid(graph: &Graph) -> String {
 }
 
 /// The plan as a DOT graph, clustered by account, labelled with pool positions.
-pub fn plan_dot(plan: &DeploymentPlan) -> String {
+pub(crate) fn plan_dot(plan: &DeploymentPlan) -> String {
     let mut out = String::from("digraph plan {\n  rankdir = LR;\n  node [shape = box];\n");
     let mut accounts: Vec<Option<&str>> = plan.units.iter().map(|u| u.account.as_deref()).collect();
     accounts.sort();

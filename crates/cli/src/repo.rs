@@ -15,11 +15,11 @@ use live_ci_terragrunt::{DiscoverOptions, EngineError, Graph, discover_with};
 use crate::args::{ChangeArgs, FilterArgs};
 use crate::error::CliError;
 
-pub const DEFAULT_FILTERS_FILE: &str = FILTERS_FILE;
+pub(crate) const DEFAULT_FILTERS_FILE: &str = FILTERS_FILE;
 
 /// The working tree as a listing sees it: the graph, the stacks, and every
 /// problem, attributed to the unit (or stack) it breaks where it has one.
-pub struct Listing {
+pub(crate) struct Listing {
     pub graph: Graph,
     pub stacks: Vec<Stack>,
     /// Problems of one unit: it stays listed, the problem is reported with it.
@@ -33,7 +33,7 @@ pub struct Listing {
 
 impl Listing {
     /// Every problem, units' and stacks' first, as stderr lines.
-    pub fn all_errors(&self) -> Vec<String> {
+    pub(crate) fn all_errors(&self) -> Vec<String> {
         let mut out: Vec<String> = self.unit_errors.values().flatten().cloned().collect();
         out.extend(
             self.stacks
@@ -49,7 +49,7 @@ impl Listing {
 
     /// The problems a lenient listing reports on stderr and goes on: each unit's
     /// and stack's, naming it.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .unit_errors
             .iter()
@@ -66,13 +66,13 @@ impl Listing {
         out
     }
 
-    pub fn stack_paths(&self) -> Vec<RepoPath> {
+    pub(crate) fn stack_paths(&self) -> Vec<RepoPath> {
         self.stacks.iter().map(|s| s.path.clone()).collect()
     }
 }
 
 /// Discovers the working tree; `--no-hidden` leaves hidden directories out.
-pub fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
+pub(crate) fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
     if !repo.is_dir() {
         return Err(CliError::Read {
             path: repo.display().to_string(),
@@ -122,7 +122,7 @@ pub fn listing(repo: &Path, no_hidden: bool) -> Result<Listing, CliError> {
 }
 
 /// One warning per path discovery could not resolve statically.
-pub fn unresolved_warnings(graph: &Graph) -> Vec<String> {
+pub(crate) fn unresolved_warnings(graph: &Graph) -> Vec<String> {
     graph
         .units()
         .iter()
@@ -138,7 +138,7 @@ pub fn unresolved_warnings(graph: &Graph) -> Vec<String> {
 }
 
 /// The queries of `--filter` flags and the filters file.
-pub fn filters(repo: &Path, args: &FilterArgs) -> Result<Filters, CliError> {
+pub(crate) fn filters(repo: &Path, args: &FilterArgs) -> Result<Filters, CliError> {
     let mut filters = Filters::parse(args.filters.iter().map(String::as_str))?;
     let (file, explicit) = match &args.filters_file {
         Some(f) => (f.clone(), true),
@@ -172,7 +172,7 @@ fn filters_source(args: &FilterArgs) -> String {
 
 /// Change detection between `--base` and `--head`, narrowed by the filters
 /// (applies are matched against the head graph, destroys against the base graph).
-pub fn affected(
+pub(crate) fn affected(
     repo: &Path,
     change: &ChangeArgs,
     filter: &FilterArgs,
@@ -181,7 +181,7 @@ pub fn affected(
 }
 
 /// [`affected`], with `--no-hidden`.
-pub fn affected_with(
+pub(crate) fn affected_with(
     repo: &Path,
     change: &ChangeArgs,
     filter: &FilterArgs,

@@ -743,17 +743,17 @@ mod tests {
 
         static N: AtomicUsize = AtomicUsize::new(0);
 
-        pub struct Dir(PathBuf);
+        pub(super) struct Dir(PathBuf);
 
         impl Dir {
-            pub fn new() -> Self {
+            pub(super) fn new() -> Self {
                 let n = N.fetch_add(1, Ordering::SeqCst);
                 let p = std::env::temp_dir()
                     .join(format!("live-ci-contract-{}-{n}", std::process::id()));
                 std::fs::create_dir_all(&p).unwrap();
                 Dir(p)
             }
-            pub fn path(&self) -> &Path {
+            pub(super) fn path(&self) -> &Path {
                 &self.0
             }
         }

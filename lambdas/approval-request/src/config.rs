@@ -5,7 +5,7 @@ use live_ci_core::approval::is_web_url;
 use live_ci_core::notification::is_sns_topic_arn;
 use live_ci_core::port::address_problem;
 pub use live_ci_core::settings::ConfigError;
-pub use live_ci_metadb::MetadbConfig;
+pub(crate) use live_ci_metadb::MetadbConfig;
 
 /// Every environment variable [`Config::from_lookup`] reads (the metadb's
 /// included), for the Terraform module's contract test.

@@ -7,7 +7,7 @@ use live_ci_core::voter_identity::VoterLogins;
 use live_ci_github::GitHubAuth;
 
 use crate::GitHubVoting;
-pub use live_ci_metadb::MetadbConfig;
+pub(crate) use live_ci_metadb::MetadbConfig;
 
 /// Every environment variable [`Config::from_lookup`] reads (the metadb's
 /// included), for the Terraform module's contract test.

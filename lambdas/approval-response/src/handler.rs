@@ -45,7 +45,7 @@ use crate::page;
 use crate::ports::ResponderPorts;
 
 /// How long a decision hand-over may take before another caller retries it.
-pub const DELIVERY_LEASE_SECS: u32 = 30;
+pub(crate) const DELIVERY_LEASE_SECS: u32 = 30;
 
 /// The handler with its ports ([`ResponderPorts`]); built once per cold start.
 #[derive(Debug)]
@@ -74,7 +74,7 @@ impl<Ports> ApprovalResponder<Ports> {
 }
 
 /// Units the run page lists at most: one Data API answer (1 MiB) holds them.
-pub const RUN_PAGE_UNITS: u32 = 400;
+pub(crate) const RUN_PAGE_UNITS: u32 = 400;
 
 fn respond(status: u16, body: String) -> PageResponse {
     PageResponse {

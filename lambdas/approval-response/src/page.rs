@@ -6,7 +6,7 @@ use live_ci_core::deploy::{Action, ExecutionRecord, Tally, Vote};
 use live_ci_core::port::ApprovalRecord;
 
 /// A whole page around `body`.
-pub fn layout(title: &str, body: &str) -> String {
+pub(crate) fn layout(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -36,7 +36,7 @@ pub fn layout(title: &str, body: &str) -> String {
 }
 
 /// The read-only run page: no form, no script, no vote link.
-pub fn run(view: &live_ci_core::run_view::RunView, now_ms: i64, limit: u32) -> String {
+pub(crate) fn run(view: &live_ci_core::run_view::RunView, now_ms: i64, limit: u32) -> String {
     let mut body = view.to_html(now_ms);
     if view.units.len() >= limit as usize {
         body.push_str(&format!(
@@ -51,7 +51,7 @@ pub fn run(view: &live_ci_core::run_view::RunView, now_ms: i64, limit: u32) -> S
 }
 
 /// A page that only says something (errors, closed votes).
-pub fn message(title: &str, class: &str, text: &str) -> String {
+pub(crate) fn message(title: &str, class: &str, text: &str) -> String {
     layout(
         title,
         &format!(
@@ -70,7 +70,7 @@ fn action_word(vote: Vote) -> &'static str {
 }
 
 /// The execution's details: unit, account, PR, commit, plan, logs.
-pub fn details(e: &ExecutionRecord, a: &ApprovalRecord) -> String {
+pub(crate) fn details(e: &ExecutionRecord, a: &ApprovalRecord) -> String {
     let logs = if is_web_url(&a.logs_url) {
         format!(
             "<a href=\"{}\" rel=\"noreferrer\">plan logs</a>",
@@ -118,7 +118,7 @@ pub fn details(e: &ExecutionRecord, a: &ApprovalRecord) -> String {
 }
 
 /// Where the votes stand, and the voter's own vote.
-pub fn standing(t: &Tally, voter: &str) -> String {
+pub(crate) fn standing(t: &Tally, voter: &str) -> String {
     let mine = if t.approval_voters.iter().any(|v| v == voter) {
         "approve"
     } else if t.rejection_voters.iter().any(|v| v == voter) {
@@ -140,7 +140,7 @@ pub fn standing(t: &Tally, voter: &str) -> String {
 
 /// The confirmation page a link opens: nothing is recorded until the button.
 #[allow(clippy::too_many_arguments)]
-pub fn confirm(
+pub(crate) fn confirm(
     e: &ExecutionRecord,
     a: &ApprovalRecord,
     t: &Tally,
@@ -201,7 +201,7 @@ fn policy_section(policy_denials: &[String], vote: Vote) -> (String, String) {
 
 /// Where the plan would be, saying why it is not shown as the plan this
 /// vote approves.
-pub fn plan_refused(why: &str) -> String {
+pub(crate) fn plan_refused(why: &str) -> String {
     format!(
         "<section id=\"plan\"><h2>The plan</h2>\n<p class=\"notice bad\" id=\"plan-refused\">\
          The plan is not shown as the plan this vote approves: {}. The plan logs (above) \
@@ -211,7 +211,7 @@ pub fn plan_refused(why: &str) -> String {
 }
 
 /// After a vote that did not (yet) decide.
-pub fn recorded(
+pub(crate) fn recorded(
     e: &ExecutionRecord,
     a: &ApprovalRecord,
     t: &Tally,
@@ -233,7 +233,7 @@ pub fn recorded(
 }
 
 /// After the votes decided; `notice` says what Step Functions did with it.
-pub fn decided(
+pub(crate) fn decided(
     e: &ExecutionRecord,
     a: &ApprovalRecord,
     t: &Tally,

@@ -11,9 +11,9 @@ use serde_json::Value;
 use crate::handler::error::TriggerError;
 
 /// The `detail-type` of a Step Functions status-change event.
-pub const STATUS_CHANGE: &str = "Step Functions Execution Status Change";
+pub(crate) const STATUS_CHANGE: &str = "Step Functions Execution Status Change";
 /// The `detail-type` EventBridge schedules send.
-pub const SCHEDULED: &str = "Scheduled Event";
+pub(crate) const SCHEDULED: &str = "Scheduled Event";
 
 /// The `detail` of a status-change event (the fields trigger_sf reads).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

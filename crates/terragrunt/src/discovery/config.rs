@@ -53,7 +53,7 @@ pub(crate) struct ConfigOutcome {
 
 impl ConfigOutcome {
     /// Every dependency directory, resolved.
-    pub fn dependency_dirs(&self) -> impl Iterator<Item = &RepoPath> {
+    pub(super) fn dependency_dirs(&self) -> impl Iterator<Item = &RepoPath> {
         self.deps.values().flatten().chain(self.dep_paths.iter())
     }
 }

@@ -100,7 +100,7 @@ impl std::fmt::Debug for FileEval<'_> {
 }
 
 impl<'a> FileEval<'a> {
-    pub fn new(
+    pub(super) fn new(
         shared: &'a Shared<'a>,
         file: RepoPath,
         parsed: Arc<ParsedFile>,
@@ -131,7 +131,7 @@ impl<'a> FileEval<'a> {
 
     /// Records a path that could not be resolved, once, unless it was already
     /// reported as an error. Returns the unknown marked as reported.
-    pub fn unresolved(&mut self, u: Unknown) -> Unknown {
+    pub(super) fn unresolved(&mut self, u: Unknown) -> Unknown {
         if !u.reported && !self.quiet {
             self.sink.unresolved.push(Unresolved {
                 file: self.file.clone(),
@@ -143,14 +143,14 @@ impl<'a> FileEval<'a> {
     }
 
     /// Records an error and yields the unknown value standing in for the result.
-    pub fn error(&mut self, e: EngineError) -> V {
+    pub(super) fn error(&mut self, e: EngineError) -> V {
         let reason = e.to_string();
         self.sink.errors.push(e);
         V::Unknown(Unknown::failing(reason).reported())
     }
 
     /// A path-resolution error, naming this file and the field.
-    pub fn path_error(&mut self, e: EngineError) -> V {
+    pub(super) fn path_error(&mut self, e: EngineError) -> V {
         let message = format!("{}: {e}", self.field_or_file());
         self.error(EngineError::Config {
             file: self.file.clone(),
@@ -167,7 +167,7 @@ impl<'a> FileEval<'a> {
     }
 
     /// Evaluates every local (terragrunt does, so reads in unused locals count).
-    pub fn all_locals(&mut self) -> V {
+    pub(super) fn all_locals(&mut self) -> V {
         let parsed = self.parsed.clone();
         let mut map = BTreeMap::new();
         for (name, _) in &parsed.locals {
@@ -229,7 +229,7 @@ impl<'a> FileEval<'a> {
     /// or more than [`bounds::MAX_WORK`] produced by the file's expressions
     /// together, is an error naming the file, line and field, and the rest of
     /// the file is not evaluated.
-    pub fn eval(&mut self, expr: &Expression, scope: &Scope) -> V {
+    pub(super) fn eval(&mut self, expr: &Expression, scope: &Scope) -> V {
         if self.exhausted {
             return V::Unknown(
                 Unknown::failing("evaluation stopped: a value was too large").reported(),

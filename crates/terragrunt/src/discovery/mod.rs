@@ -253,7 +253,7 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    pub fn absorb(&mut self, other: Sink) {
+    pub(crate) fn absorb(&mut self, other: Sink) {
         self.reads.extend(other.reads);
         self.unresolved.extend(other.unresolved);
         self.errors.extend(other.errors);
@@ -261,7 +261,7 @@ impl Sink {
         self.used_original |= other.used_original;
     }
 
-    pub fn absorb_ref(&mut self, other: &Sink) {
+    pub(crate) fn absorb_ref(&mut self, other: &Sink) {
         self.reads.extend(other.reads.iter().cloned());
         self.unresolved.extend(other.unresolved.iter().cloned());
         self.errors.extend(other.errors.iter().cloned());
@@ -339,7 +339,7 @@ impl<'t> Shared<'t> {
     /// A unit's own config: parsed without caching (nobody else needs it unless
     /// it is also included or read, and then the cache already holds it), so
     /// 10,000 unit bodies are not all kept alive at once.
-    pub fn parse_unit(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
+    pub(crate) fn parse_unit(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
         let cached = lock(&self.parsed).get(path).cloned();
         match cached.and_then(|cell| cell.get().cloned()) {
             Some(hit) => hit,
@@ -348,14 +348,14 @@ impl<'t> Shared<'t> {
     }
 
     /// Parses a config once, however many units include or read it.
-    pub fn parse(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
+    pub(crate) fn parse(&self, path: &RepoPath) -> Result<Arc<ParsedFile>, EngineError> {
         let cell = lock(&self.parsed).entry(path.clone()).or_default().clone();
         cell.get_or_init(|| parse_file(self.tree, path).map(Arc::new))
             .clone()
     }
 
     /// The text of a file read by `file()` and friends, read once.
-    pub fn text(&self, path: &RepoPath) -> Result<Arc<str>, EngineError> {
+    pub(crate) fn text(&self, path: &RepoPath) -> Result<Arc<str>, EngineError> {
         let cell = lock(&self.texts).entry(path.clone()).or_default().clone();
         cell.get_or_init(|| {
             self.tree
@@ -368,7 +368,7 @@ impl<'t> Shared<'t> {
 
     /// `read_terragrunt_config(path)` for the unit in `original_dir`, computed
     /// once per file unless it calls `get_original_terragrunt_dir()`.
-    pub fn read_config(
+    pub(crate) fn read_config(
         &self,
         path: &RepoPath,
         original_dir: &RepoPath,

@@ -22,7 +22,7 @@ pub(crate) struct Unknown {
 }
 
 impl Unknown {
-    pub fn new(reason: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
         Unknown {
             reason: Arc::from(reason.into()),
             fails: false,
@@ -30,7 +30,7 @@ impl Unknown {
         }
     }
 
-    pub fn failing(reason: impl Into<String>) -> Self {
+    pub(crate) fn failing(reason: impl Into<String>) -> Self {
         Unknown {
             reason: Arc::from(reason.into()),
             fails: true,
@@ -38,7 +38,7 @@ impl Unknown {
         }
     }
 
-    pub fn reported(mut self) -> Self {
+    pub(crate) fn reported(mut self) -> Self {
         self.reported = true;
         self
     }
@@ -59,16 +59,16 @@ pub(crate) enum V {
 }
 
 impl V {
-    pub fn unknown(reason: impl Into<String>) -> V {
+    pub(crate) fn unknown(reason: impl Into<String>) -> V {
         V::Unknown(Unknown::new(reason))
     }
 
-    pub fn failing(reason: impl Into<String>) -> V {
+    pub(crate) fn failing(reason: impl Into<String>) -> V {
         V::Unknown(Unknown::failing(reason))
     }
 
     /// The first unknown leaf, if any (depth first, in key order).
-    pub fn first_unknown(&self) -> Option<&Unknown> {
+    pub(crate) fn first_unknown(&self) -> Option<&Unknown> {
         match self {
             V::Unknown(u) => Some(u),
             V::List(items) => items.iter().find_map(V::first_unknown),
@@ -78,7 +78,7 @@ impl V {
     }
 
     /// The plain HCL value, or the first unknown leaf.
-    pub fn to_value(&self) -> Result<Value, Unknown> {
+    pub(crate) fn to_value(&self) -> Result<Value, Unknown> {
         Ok(match self {
             V::Null => Value::Null,
             V::Bool(b) => Value::Bool(*b),
@@ -99,7 +99,7 @@ impl V {
         })
     }
 
-    pub fn from_value(value: Value) -> V {
+    pub(crate) fn from_value(value: Value) -> V {
         match value {
             Value::Null => V::Null,
             Value::Bool(b) => V::Bool(b),
@@ -115,7 +115,7 @@ impl V {
     }
 
     /// A short name of the value's type for error messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             V::Null => "null",
             V::Bool(_) => "bool",
@@ -128,7 +128,7 @@ impl V {
     }
 
     /// The value as a string the way terraform converts primitives, or why not.
-    pub fn as_string(&self) -> Result<String, Unknown> {
+    pub(crate) fn as_string(&self) -> Result<String, Unknown> {
         match self {
             V::String(s) => Ok(s.clone()),
             V::Number(n) => Ok(n.to_string()),

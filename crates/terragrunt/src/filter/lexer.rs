@@ -37,7 +37,7 @@ pub(crate) struct Token {
 
 impl Token {
     /// The token as users typed it, for error messages.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match &self.kind {
             TokenKind::Word(w) => format!("{w:?}"),
             TokenKind::Eof => "the end of the filter".to_string(),

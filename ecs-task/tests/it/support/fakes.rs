@@ -11,12 +11,12 @@ use live_ci_core::port::{
     ArtifactStore, FunctionInvoker, RoleAssumer, TaskTokens, TemporaryCredentials, TokenDelivery,
 };
 
-pub use live_ci_testkit::git_host::RecordingGitHost;
-pub use live_ci_testkit::params::{FakeError, MemoryParams};
+pub(crate) use live_ci_testkit::git_host::RecordingGitHost;
+pub(crate) use live_ci_testkit::params::{FakeError, MemoryParams};
 
 /// What a task token received.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sent {
+pub(crate) enum Sent {
     Success {
         token: String,
         output: String,
@@ -29,13 +29,13 @@ pub enum Sent {
 }
 
 #[derive(Debug, Default)]
-pub struct RecordingTokens {
+pub(crate) struct RecordingTokens {
     pub sent: Mutex<Vec<Sent>>,
     pub heartbeats: Mutex<Vec<String>>,
 }
 
 impl RecordingTokens {
-    pub fn take(&self) -> Vec<Sent> {
+    pub(crate) fn take(&self) -> Vec<Sent> {
         std::mem::take(&mut *self.sent.lock().unwrap())
     }
 }
@@ -77,7 +77,7 @@ impl TaskTokens for RecordingTokens {
 
 /// Records every invoke (function, exact payload).
 #[derive(Debug, Default)]
-pub struct RecordingInvoker {
+pub(crate) struct RecordingInvoker {
     pub calls: Mutex<Vec<(String, String)>>,
 }
 
@@ -95,7 +95,7 @@ impl FunctionInvoker for RecordingInvoker {
 
 /// An in-memory, unversioned plan store named like S3.
 #[derive(Debug, Default)]
-pub struct MemArtifacts {
+pub(crate) struct MemArtifacts {
     pub objects: Mutex<BTreeMap<String, Vec<u8>>>,
 }
 
@@ -132,13 +132,13 @@ impl ArtifactStore for MemArtifacts {
 /// Records every role assumption made through a real adapter (LocalStack's
 /// STS): which role, which session, and the access key it issued.
 #[derive(Debug)]
-pub struct RecordingRoles<R> {
+pub(crate) struct RecordingRoles<R> {
     pub inner: R,
     pub calls: Mutex<Vec<(String, String, String)>>,
 }
 
 impl<R> RecordingRoles<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         RecordingRoles {
             inner,
             calls: Mutex::new(Vec::new()),
@@ -146,7 +146,7 @@ impl<R> RecordingRoles<R> {
     }
 
     /// (role, session name, issued access key id) per call.
-    pub fn calls(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn calls(&self) -> Vec<(String, String, String)> {
         self.calls.lock().unwrap().clone()
     }
 }

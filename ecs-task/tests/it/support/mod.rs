@@ -2,9 +2,9 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-pub mod fakes;
-pub use live_ci_testkit::pg;
-pub mod repo;
+pub(crate) mod fakes;
+pub(crate) use live_ci_testkit::pg;
+pub(crate) mod repo;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,7 +15,7 @@ use live_ci_task::FromLookup;
 /// A subcommand's configuration (the type asked for) from name/value pairs
 /// (nothing from the process environment). The tests run plain terraform, so the show command is
 /// terraform's unless a test sets another.
-pub fn config<C: FromLookup>(pairs: &[(&str, &str)]) -> C {
+pub(crate) fn config<C: FromLookup>(pairs: &[(&str, &str)]) -> C {
     let mut map: HashMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -26,7 +26,7 @@ pub fn config<C: FromLookup>(pairs: &[(&str, &str)]) -> C {
 }
 
 /// Role assumption through LocalStack's STS.
-pub fn sts() -> live_ci_aws::StsRoleAssumer {
+pub(crate) fn sts() -> live_ci_aws::StsRoleAssumer {
     live_ci_aws::StsRoleAssumer::new(live_ci_aws::sdk::sts::Client::new(
         &live_ci_testkit::aws::sdk_config(),
     ))
@@ -38,7 +38,7 @@ pub fn sts() -> live_ci_aws::StsRoleAssumer {
 /// new process of this test binary, asserts that it passed, and returns
 /// false; in that process it returns true. `test` is the test's full name,
 /// e.g. `terra_run::name`.
-pub fn alone_in_process(test: &str) -> bool {
+pub(crate) fn alone_in_process(test: &str) -> bool {
     const ALONE: &str = "LIVE_CI_TEST_ALONE";
     if std::env::var(ALONE).as_deref() == Ok(test) {
         return true;
@@ -61,7 +61,7 @@ pub fn alone_in_process(test: &str) -> bool {
 }
 
 /// An S3 client for the project's LocalStack (path-style: no bucket DNS here).
-pub fn s3_client() -> aws_sdk_s3::Client {
+pub(crate) fn s3_client() -> aws_sdk_s3::Client {
     let conf = aws_sdk_s3::config::Builder::from(&live_ci_testkit::aws::sdk_config())
         .force_path_style(true)
         .build();
@@ -69,7 +69,7 @@ pub fn s3_client() -> aws_sdk_s3::Client {
 }
 
 /// A new bucket named after `prefix`, unversioned.
-pub async fn new_bucket(client: &aws_sdk_s3::Client, prefix: &str) -> String {
+pub(crate) async fn new_bucket(client: &aws_sdk_s3::Client, prefix: &str) -> String {
     let bucket = live_ci_testkit::unique(prefix).to_lowercase();
     client.create_bucket().bucket(&bucket).send().await.unwrap();
     bucket
@@ -77,7 +77,7 @@ pub async fn new_bucket(client: &aws_sdk_s3::Client, prefix: &str) -> String {
 
 /// ECS's StopTask, sent to this process (the task) once the command under
 /// test has written `started`: SIGTERM, as ECS sends before its SIGKILL.
-pub async fn stop_this_task_once_started(started: &Path) {
+pub(crate) async fn stop_this_task_once_started(started: &Path) {
     for _ in 0..1200 {
         if started.exists() {
             break;
@@ -95,7 +95,7 @@ pub async fn stop_this_task_once_started(started: &Path) {
 /// Makes `command` the execution's recorded `plan_command` or
 /// `apply_command` (`phase`): terra-run runs only the record's command, and
 /// refuses a `LIVE_CI_COMMAND` that differs from it.
-pub async fn record_command(db_url: &str, id: &str, phase: &str, command: &str) {
+pub(crate) async fn record_command(db_url: &str, id: &str, phase: &str, command: &str) {
     let column = match phase {
         "plan" => "plan_command",
         "apply" => "apply_command",
@@ -118,7 +118,7 @@ pub async fn record_command(db_url: &str, id: &str, phase: &str, command: &str) 
 /// run becomes the running one (any other running run has finished) and the
 /// execution running, as when the state machine reaches Apply. terra-run
 /// applies nothing without this (`ExecutionRecord::apply_refusal`).
-pub async fn approve(db_url: &str, metadb: &live_ci_metadb::PgMetadb, id: &str) {
+pub(crate) async fn approve(db_url: &str, metadb: &live_ci_metadb::PgMetadb, id: &str) {
     use live_ci_core::deploy::Vote;
     use live_ci_core::port::ApprovalStore;
     let client = live_ci_metadb::connect(db_url).await.unwrap();

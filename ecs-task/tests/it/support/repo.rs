@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 #[derive(Debug)]
-pub struct GitRepo {
+pub(crate) struct GitRepo {
     pub dir: TempDir,
 }
 
 impl GitRepo {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let repo = GitRepo {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -22,26 +22,26 @@ impl GitRepo {
         repo
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.path().display().to_string()
     }
 
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         live_ci_testkit::git(self.path(), args)
     }
 
-    pub fn write(&self, path: &str, contents: &str) -> &Self {
+    pub(crate) fn write(&self, path: &str, contents: &str) -> &Self {
         let p = self.path().join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, contents).unwrap();
         self
     }
 
-    pub fn commit(&self, message: &str) -> String {
+    pub(crate) fn commit(&self, message: &str) -> String {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
         self.git(&["rev-parse", "HEAD"])
@@ -49,7 +49,7 @@ impl GitRepo {
 
     /// A unit whose only resource is the built-in `terraform_data`, with an
     /// (unconfigured) local backend that the templates point at the state dir.
-    pub fn unit(&self, dir: &str, input: &str, deps: &[&str]) -> &Self {
+    pub(crate) fn unit(&self, dir: &str, input: &str, deps: &[&str]) -> &Self {
         self.write(
             &format!("{dir}/main.tf"),
             &format!(
@@ -68,18 +68,18 @@ impl GitRepo {
 
 /// The show command of the tests' terraform templates (the working directory
 /// the plan command initialised).
-pub const SHOW_COMMAND: &str = "terraform show -json -no-color {plan_file}";
+pub(crate) const SHOW_COMMAND: &str = "terraform show -json -no-color {plan_file}";
 
 /// A state directory and the plan/apply templates that use it.
 #[derive(Debug)]
-pub struct TfTemplates {
+pub(crate) struct TfTemplates {
     pub state: TempDir,
     pub plan: String,
     pub apply: String,
 }
 
 impl TfTemplates {
-    pub fn new(plan_prefix: &str) -> Self {
+    pub(crate) fn new(plan_prefix: &str) -> Self {
         let state = tempfile::tempdir().unwrap();
         let init = format!(
             "terraform init -input=false -no-color -backend-config=path={}/$(echo \"$LIVE_CI_CFG_PATH\" | tr / _).tfstate >/dev/null",
@@ -96,7 +96,7 @@ impl TfTemplates {
         }
     }
 
-    pub fn state_file(&self, cfg_path: &str) -> PathBuf {
+    pub(crate) fn state_file(&self, cfg_path: &str) -> PathBuf {
         self.state
             .path()
             .join(format!("{}.tfstate", cfg_path.replace('/', "_")))

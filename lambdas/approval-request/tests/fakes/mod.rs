@@ -16,7 +16,7 @@ use live_ci_testkit::approval::RecordingFailures;
 /// A metadb (`S`), a mailer (`M`), the KMS cipher of the local cloud, the
 /// task failures (`T`) and the notifications (`N`, off by default).
 #[derive(Debug)]
-pub struct Fakes<S, M, T = RecordingFailures, N = NoNotifications> {
+pub(crate) struct Fakes<S, M, T = RecordingFailures, N = NoNotifications> {
     pub store: S,
     pub mailer: Arc<M>,
     pub cipher: KmsTokenCipher,
@@ -38,7 +38,7 @@ impl<S: Clone, M, T, N> Clone for Fakes<S, M, T, N> {
 
 impl<S, M, T> Fakes<S, M, T> {
     /// Notifications off.
-    pub fn new(store: S, mailer: M, cipher: KmsTokenCipher, tokens: T) -> Self {
+    pub(crate) fn new(store: S, mailer: M, cipher: KmsTokenCipher, tokens: T) -> Self {
         Fakes {
             store,
             mailer: Arc::new(mailer),
@@ -49,7 +49,7 @@ impl<S, M, T> Fakes<S, M, T> {
     }
 
     /// The same fakes, publishing to `notifications`.
-    pub fn notifying<N>(self, notifications: N) -> Fakes<S, M, T, N> {
+    pub(crate) fn notifying<N>(self, notifications: N) -> Fakes<S, M, T, N> {
         Fakes {
             store: self.store,
             mailer: self.mailer,

@@ -23,7 +23,7 @@ use support::*;
 
 /// Objects by key, in memory.
 #[derive(Debug, Clone, Default)]
-pub struct MemPlans(pub Arc<Mutex<HashMap<String, Vec<u8>>>>);
+pub(crate) struct MemPlans(pub Arc<Mutex<HashMap<String, Vec<u8>>>>);
 
 impl ArtifactStore for MemPlans {
     type Error = std::convert::Infallible;
@@ -56,7 +56,7 @@ impl ArtifactStore for MemPlans {
 
 /// A plan's `show -json` with a hostile attribute, a sensitive one and one
 /// known after apply.
-pub fn show_json() -> String {
+pub(crate) fn show_json() -> String {
     json!({
         "format_version": "1.2",
         "resource_changes": [
@@ -77,7 +77,12 @@ pub fn show_json() -> String {
 
 /// Stores `show` sealed to a plan file's hash beside the execution's plan
 /// and records both hashes, as terra-run's plan phase does.
-pub async fn save_plan(db: &PgMetadb, plans: &MemPlans, record: &ExecutionRecord, show: &str) {
+pub(crate) async fn save_plan(
+    db: &PgMetadb,
+    plans: &MemPlans,
+    record: &ExecutionRecord,
+    show: &str,
+) {
     let key = plan_key(&record.execution_id, &record.commit_id);
     let plan_bytes = b"the saved plan file".to_vec();
     let plan_sha = sha256_hex(&plan_bytes);

@@ -15,14 +15,14 @@ use live_ci_testkit::approval::{ApprovalsOnly, RecordingTokens, key, kms_client,
 use live_ci_testkit::pg;
 
 /// The run-link key the tests share: not the vote-link key.
-pub const RUN_KEY: &[u8] = b"test-run-link-key-0123456789abcdef";
+pub(crate) const RUN_KEY: &[u8] = b"test-run-link-key-0123456789abcdef";
 
-pub fn run_key() -> RunLinkKey {
+pub(crate) fn run_key() -> RunLinkKey {
     RunLinkKey::new(RUN_KEY).unwrap()
 }
 
 /// The units of [`phases_run`], in priority order, and the phase each is in.
-pub const PHASES: &[(&str, &str)] = &[
+pub(crate) const PHASES: &[(&str, &str)] = &[
     ("u-applying", "applying"),
     ("u-awaiting", "awaiting approval"),
     ("u-planning", "planning"),
@@ -38,7 +38,7 @@ pub const PHASES: &[(&str, &str)] = &[
 /// the pipeline's writers leave them (the approval request and votes through
 /// the approval store; statuses and timestamps by SQL, as trigger-sf's
 /// settle and terra-run's plan record leave them).
-pub async fn phases_run() -> (pg::TestDb, PgMetadb, RunId) {
+pub(crate) async fn phases_run() -> (pg::TestDb, PgMetadb, RunId) {
     let tdb = pg::TestDb::new().await;
     let db = tdb.metadb(4).await;
     let execs = PHASES
@@ -115,7 +115,9 @@ fn hex_hash(s: &str) -> String {
     live_ci_core::approval::task_token_hash_hex(s)
 }
 
-pub fn responder(db: PgMetadb) -> crate::ports::Wired<ApprovalsOnly<PgMetadb>, RecordingTokens> {
+pub(crate) fn responder(
+    db: PgMetadb,
+) -> crate::ports::Wired<ApprovalsOnly<PgMetadb>, RecordingTokens> {
     // The cipher is never called by a run page (no KMS call is made).
     crate::ports::responder(
         key(),
@@ -135,7 +137,7 @@ fn get(query: String, method: &str) -> PageRequest {
     }
 }
 
-pub fn run_token(run_id: RunId, expires_at: u64) -> String {
+pub(crate) fn run_token(run_id: RunId, expires_at: u64) -> String {
     run_key().sign(&RunLink { run_id, expires_at }).unwrap()
 }
 

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Serves `handle` on `listener` until the returned task is aborted.
-pub fn serve<F, Fut>(listener: TcpListener, handle: F) -> tokio::task::JoinHandle<()>
+pub(crate) fn serve<F, Fut>(listener: TcpListener, handle: F) -> tokio::task::JoinHandle<()>
 where
     F: Fn(PageRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = PageResponse> + Send + 'static,
@@ -106,7 +106,7 @@ where
 }
 
 /// A listener on a free loopback port, and its address.
-pub async fn listen() -> (TcpListener, SocketAddr) {
+pub(crate) async fn listen() -> (TcpListener, SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     (listener, addr)

@@ -26,7 +26,7 @@ fn ses(endpoint: &str) -> aws_sdk_sesv2::Client {
 /// verifying the sender `from` (which the round trip needs anyway: moto only
 /// sends from verified identities). The probe avoids ListEmailIdentities,
 /// whose path this SDK version spells differently from LocalStack's model.
-pub async fn ses_v2_available(ses: &aws_sdk_sesv2::Client, from: &str) -> bool {
+pub(crate) async fn ses_v2_available(ses: &aws_sdk_sesv2::Client, from: &str) -> bool {
     let probe = ses
         .create_email_identity()
         .email_identity(from)

@@ -46,7 +46,7 @@ pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep, N = NoNotif
 }
 
 /// How long a warm container trusts the commit status config it read.
-pub const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl<M, W, P, G> TriggerSf<M, W, P, G>
 where

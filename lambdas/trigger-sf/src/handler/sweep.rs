@@ -32,7 +32,7 @@ pub struct TrunkSweep<H, L> {
 
 /// The failure status of a trunk head that is not deployed because no merged
 /// pull request produced it.
-pub fn direct_push_description(branch: &str) -> String {
+pub(super) fn direct_push_description(branch: &str) -> String {
     format!(
         "not deployed: pushed to {branch} directly, not merged from a pull request \
          (deploy_direct_pushes is off)"
