@@ -152,14 +152,32 @@ owned_pids() {
   return 0
 }
 
+# A process that is exiting has already dropped its memory, environment included, so
+# owned_pids no longer lists it, yet it is not a zombie: it still runs.
+exiting() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [ "${stat%% *}" != Z ]
+}
+
 reap_owned() {
-  local waited=0 pids
-  while pids="$(owned_pids)" && [ -n "$pids" ] && [ $waited -lt 30 ]; do sleep 0.1; waited=$((waited + 1)); done
+  local waited=0 pids seen="" pid
+  while pids="$(owned_pids)" && [ -n "$pids" ] && [ $waited -lt 30 ]; do
+    seen="$seen $pids"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
   if [ -n "$pids" ]; then
     log "killing leftover processes: ${pids//$'\n'/ }"
     # shellcheck disable=SC2086 # one pid a word
     kill -KILL $pids 2>/dev/null || true
   fi
+  # Return only once every process seen has finished exiting (at most 1 s each).
+  for pid in $seen $pids; do
+    waited=0
+    while exiting "$pid" && [ $waited -lt 20 ]; do sleep 0.05; waited=$((waited + 1)); done
+  done
 }
 
 stop() {
