@@ -106,7 +106,7 @@ pub struct OperatorAction {
 /// A logged action as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoggedAction {
-    /// The action.
+    /// What was done, to which run, by whom.
     #[serde(flatten)]
     pub action: OperatorAction,
     /// When it was logged.
@@ -122,17 +122,17 @@ pub enum Refusal {
     /// An abort of a run that has already finished.
     #[error("run {run} is {status}: only a queued or running run can be aborted")]
     NotAbortable {
-        /// The run.
+        /// The run the abort named.
         run: RunId,
-        /// Its status.
+        /// Its status as the metadb spells it (succeeded, failed, superseded).
         status: String,
     },
     /// A retry of a run that has not finished.
     #[error("run {run} is {status}: only a finished run can be retried")]
     NotFinished {
-        /// The run.
+        /// The run the retry named.
         run: RunId,
-        /// Its status.
+        /// Its status as the metadb spells it (queued or running).
         status: String,
     },
     /// A retry of a run that a later run follows.
@@ -140,7 +140,7 @@ pub enum Refusal {
         "run {run} is not the last run: run {later} came after it and deploys a newer trunk (retry that one)"
     )]
     NotLast {
-        /// The run.
+        /// The run the retry named.
         run: RunId,
         /// A run created after it.
         later: RunId,
@@ -151,9 +151,9 @@ pub enum Refusal {
     /// An unforced unlock while a run holds the lock and runs.
     #[error("run {run} (PR #{pr}) is running: abort it first, or pass --force to unlock anyway")]
     RunRunning {
-        /// The running run.
+        /// The run holding the lock.
         run: RunId,
-        /// Its pull request.
+        /// The pull request that run deploys.
         pr: u64,
     },
 }

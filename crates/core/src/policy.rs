@@ -77,7 +77,7 @@ pub enum PolicyFailure {
     },
     /// A `deny` rule is not a set of strings.
     NotStrings {
-        /// The rule.
+        /// The `deny` rule's full name.
         rule: String,
         /// What it evaluated to instead, shortened.
         value: String,

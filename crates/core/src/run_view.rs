@@ -22,7 +22,7 @@ use crate::escape::html::{escape_html as h, is_web_url};
 /// Everything the page shows, read from the metadb in one query.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RunView {
-    /// The run.
+    /// The run as stored: status, commit range, times.
     pub run: RunRecord,
     /// Every execution of the run (rollbacks included), highest priority first.
     pub units: Vec<UnitView>,
