@@ -12,12 +12,14 @@ use crate::path::RepoPath;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Account {
+    /// The account's unique name (what executions and dependencies refer to).
     pub name: String,
     /// The directory (repository-relative) holding this account's units.
     pub path: String,
     /// Names of the accounts whose units must all be deployed before this one's.
     #[serde(default)]
     pub dependencies: Vec<String>,
+    /// E-mail addresses mailed for approval; the thresholds count these.
     pub voters: Vec<String>,
     /// GitHub logins and `org/team-slug` teams who may also vote by commenting
     /// `/live-ci approve|reject <unit>` on the merged pull request (issue 29).
@@ -25,9 +27,13 @@ pub struct Account {
     /// alone, so the mailed voters can always decide without GitHub.
     #[serde(default)]
     pub github_voters: Vec<String>,
+    /// Approvals that approve a unit's deployment (1 to the number of `voters`).
     pub min_approval_count: u32,
+    /// Rejections that reject it (1 to the number of `voters`).
     pub min_rejection_count: u32,
+    /// The IAM role plans in this account run as.
     pub plan_role_arn: String,
+    /// The IAM role applies in this account run as.
     pub apply_role_arn: String,
     /// How many of this account's units run at once (null: the run's cap).
     #[serde(default)]
@@ -114,10 +120,12 @@ impl Accounts {
         Ok(out)
     }
 
+    /// Every account, in the file's order.
     pub fn all(&self) -> &[Account] {
         &self.accounts
     }
 
+    /// The account named `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Account> {
         self.by_name.get(name).map(|&i| &self.accounts[i])
     }
@@ -191,8 +199,15 @@ impl Accounts {
 /// so both are kept lowercase.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GitHubVoter {
+    /// A user's login (lowercase).
     Login(String),
-    Team { org: String, slug: String },
+    /// The active members of a team.
+    Team {
+        /// The organization's login (lowercase).
+        org: String,
+        /// The team's slug (lowercase).
+        slug: String,
+    },
 }
 
 impl GitHubVoter {

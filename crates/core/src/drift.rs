@@ -49,7 +49,9 @@ impl std::fmt::Display for DriftState {
 /// One unit's result in a check, as the job hands it to the store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnitDrift {
+    /// The unit checked.
     pub unit: RepoPath,
+    /// What its plan means.
     pub state: DriftState,
     /// Why the plan failed (only for [`DriftState::Failed`]).
     pub message: Option<String>,
@@ -82,11 +84,17 @@ pub fn classify(unit: RepoPath, plan: PlanVerdict, busy: bool) -> UnitDrift {
 /// A recorded result: the latest per unit is what `live-ci drift` lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftResult {
+    /// The check (one job run) that recorded it.
     pub check_id: i64,
+    /// The trunk commit the check planned.
     pub commit_id: String,
+    /// The unit checked.
     pub unit: RepoPath,
+    /// What its plan meant.
     pub state: DriftState,
+    /// Why the plan failed (only for [`DriftState::Failed`]).
     pub message: Option<String>,
+    /// The plan's counts (zero when it failed).
     pub counts: ChangeCounts,
     /// RFC 3339, as the metadb wrote it.
     pub checked_at: String,

@@ -31,8 +31,11 @@ const TOKEN_RUN: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// A Slack incoming webhook's Block Kit message.
     Slack,
+    /// A Teams workflow webhook's Adaptive Card.
     Teams,
+    /// A generic JSON document (schema [`SCHEMA_VERSION`]), for any receiver.
     Json,
 }
 
@@ -51,22 +54,29 @@ impl std::str::FromStr for Format {
 /// Plan counts as the approval mail shows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
+    /// Resources to add.
     pub add: u32,
+    /// Resources changed in place.
     pub change: u32,
+    /// Resources to destroy.
     pub destroy: u32,
 }
 
 /// The pull request a run deploys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRequest {
+    /// The pull request's number.
     pub number: u64,
+    /// Its page on GitHub.
     pub url: String,
 }
 
 /// One unit that failed and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnitError {
+    /// The unit's path.
     pub unit: String,
+    /// Why it failed; building the event [`scrub`]s vote links and tokens from it.
     pub error: String,
 }
 
@@ -77,39 +87,57 @@ pub struct UnitError {
 pub enum Event {
     /// A unit's plan waits for votes.
     ApprovalPending {
+        /// The live repository (`owner/name`).
         repository: String,
+        /// The run's number, in decimal; empty when unknown.
         run_id: String,
+        /// The unit's path.
         unit: String,
+        /// The unit's account.
         account: String,
+        /// The pull request deployed; `None` for the sweep's run of a trunk head.
         pull_request: Option<PullRequest>,
+        /// The plan's counts.
         counts: Counts,
         /// The signed read-only run page; never a vote link.
         page_url: Option<String>,
     },
     /// A run ended with failed units.
     RunFailed {
+        /// The live repository (`owner/name`).
         repository: String,
+        /// The run's number, in decimal.
         run_id: String,
+        /// The pull request deployed; `None` for the sweep's run of a trunk head.
         pull_request: Option<PullRequest>,
+        /// The units that failed, with why.
         failed: Vec<UnitError>,
+        /// The signed read-only run page.
         page_url: Option<String>,
     },
     /// A run ended with every unit deployed.
     RunFinished {
+        /// The live repository (`owner/name`).
         repository: String,
+        /// The run's number, in decimal.
         run_id: String,
+        /// The pull request deployed; `None` for the sweep's run of a trunk head.
         pull_request: Option<PullRequest>,
+        /// How many units the run deployed.
         units: u32,
+        /// The signed read-only run page.
         page_url: Option<String>,
     },
     /// A drift check (issue 32 item 4) found units whose cloud differs from
     /// the trunk's code.
     DriftDetected {
+        /// The live repository (`owner/name`).
         repository: String,
         /// The trunk commit the check planned.
         commit: String,
         /// Units the check planned (drifted or not).
         checked: u32,
+        /// The units that drifted.
         drifted: Vec<DriftedUnit>,
     },
 }
@@ -117,8 +145,11 @@ pub enum Event {
 /// One drifted unit: its plan's counts and its GitHub issue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftedUnit {
+    /// The unit's path.
     pub unit: String,
+    /// Its plan's counts.
     pub counts: Counts,
+    /// Its open drift issue's page, if any.
     pub issue_url: Option<String>,
 }
 

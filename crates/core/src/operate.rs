@@ -23,12 +23,18 @@ pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StartFailure {
     /// Put back to waiting; the sweep or the next event starts it again.
-    Released { attempts: u32 },
+    Released {
+        /// The failed start attempts so far.
+        attempts: u32,
+    },
     /// The last allowed attempt failed: the execution failed with the error as
     /// its reason, and `aborted` are the dependents that went with it.
     Failed {
+        /// The failed start attempts, the last allowed one included.
         attempts: u32,
+        /// The start's error, recorded as the execution's status reason.
         reason: String,
+        /// The dependents' execution ids aborted with it.
         aborted: Vec<String>,
     },
     /// Not a claim without an ARN (started meanwhile, or aborted): nothing changed.
@@ -43,10 +49,12 @@ pub fn start_failure_reason(attempts: u32, error: &str) -> String {
 /// One run as `live-ci runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// The run as stored.
     #[serde(flatten)]
     pub run: RunRecord,
     /// The run whose failed units this one retries.
     pub retry_of: Option<RunId>,
+    /// Its executions counted by status.
     pub progress: RunProgress,
     /// Whether this run holds the merge lock row.
     pub holds_lock: bool,
@@ -65,6 +73,7 @@ pub struct AbortMarked {
 /// What `retry_run` created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetryCreated {
+    /// The new run.
     pub run_id: RunId,
     /// True when it took the merge lock at once; otherwise it is queued.
     pub started: bool,
@@ -84,37 +93,69 @@ pub struct Unlocked {
 /// One entry of the operator log: every control is recorded with who ran it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OperatorAction {
+    /// The control: `abort`, `retry`, `unlock` or `unlock --force`.
     pub action: String,
+    /// The run it acted on; `None` for an unlock.
     pub run_id: Option<RunId>,
+    /// Who ran it (`--actor`, `LIVE_CI_OPERATOR`, or `$USER`).
     pub actor: String,
+    /// What it did, in words.
     pub detail: String,
 }
 
 /// A logged action as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoggedAction {
+    /// What was done, to which run, by whom.
     #[serde(flatten)]
     pub action: OperatorAction,
+    /// When it was logged.
     pub at: UnixMillis,
 }
 
 /// Why an operator control refused to act.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
+    /// No run has the id given.
     #[error("the metadb has no run {0}")]
     NoSuchRun(RunId),
+    /// An abort of a run that has already finished.
     #[error("run {run} is {status}: only a queued or running run can be aborted")]
-    NotAbortable { run: RunId, status: String },
+    NotAbortable {
+        /// The run the abort named.
+        run: RunId,
+        /// Its status as the metadb spells it (succeeded, failed, superseded).
+        status: String,
+    },
+    /// A retry of a run that has not finished.
     #[error("run {run} is {status}: only a finished run can be retried")]
-    NotFinished { run: RunId, status: String },
+    NotFinished {
+        /// The run the retry named.
+        run: RunId,
+        /// Its status as the metadb spells it (queued or running).
+        status: String,
+    },
+    /// A retry of a run that a later run follows.
     #[error(
         "run {run} is not the last run: run {later} came after it and deploys a newer trunk (retry that one)"
     )]
-    NotLast { run: RunId, later: RunId },
+    NotLast {
+        /// The run the retry named.
+        run: RunId,
+        /// A run created after it.
+        later: RunId,
+    },
+    /// A retry of a run with no failed or aborted unit.
     #[error("run {0} has no failed or aborted units to retry")]
     NothingToRetry(RunId),
+    /// An unforced unlock while a run holds the lock and runs.
     #[error("run {run} (PR #{pr}) is running: abort it first, or pass --force to unlock anyway")]
-    RunRunning { run: RunId, pr: u64 },
+    RunRunning {
+        /// The run holding the lock.
+        run: RunId,
+        /// The pull request that run deploys.
+        pr: u64,
+    },
 }
 
 /// The executions a retry of `run` deploys: every failed or aborted unit (not
@@ -210,13 +251,18 @@ pub fn retry_run(run: &RunRecord, executions: Vec<NewExecution>) -> NewRun {
 /// Why an orchestrated control failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OperateError {
+    /// The control refused to act; nothing changed.
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// A metadb call failed (the port's error says which).
     #[error(transparent)]
     Port(#[from] PortError),
+    /// Mirroring the merge lock into the parameter failed.
     #[error("writing the merge lock {param:?}: {source}")]
     Params {
+        /// The parameter's name.
         param: String,
+        /// The parameter store's error.
         #[source]
         source: PortError,
     },
@@ -228,8 +274,11 @@ pub enum OperateError {
 /// What an abort did, for the operator's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AbortReport {
+    /// The run aborted.
     pub run_id: RunId,
+    /// The executions this abort moved to aborted.
     pub aborted: Vec<String>,
+    /// The Step Functions executions stopped.
     pub stopped: Vec<String>,
     /// The queued run that took the merge lock (the sweep starts its units).
     pub next_run: Option<RunId>,
@@ -346,9 +395,12 @@ where
 /// What a retry did, for the operator's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetryReport {
+    /// The run whose units were retried.
     pub retried_run: RunId,
+    /// The run the retry created.
     #[serde(flatten)]
     pub created: RetryCreated,
+    /// The merge lock as mirrored into the parameter store afterwards.
     pub merge_lock: String,
 }
 

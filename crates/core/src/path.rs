@@ -66,10 +66,12 @@ impl RepoPath {
         Ok(RepoPath(Arc::from(parts.join("/"))))
     }
 
+    /// The normalized path: `/`-separated, no leading `/`, empty for the root.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// True for the repository root (the empty path).
     pub fn is_root(&self) -> bool {
         self.0.is_empty()
     }

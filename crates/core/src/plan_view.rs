@@ -27,17 +27,22 @@ const MAX_DEPTH: usize = 12;
 /// What the plan does to one resource, in terraform's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeAction {
+    /// A new resource.
     Create,
+    /// Changed in place.
     Update,
+    /// Destroyed.
     Delete,
     /// Delete then create, or create then delete.
     Replace,
+    /// A data source read during the apply.
     Read,
     /// A `removed` block drops it from the state without destroying it.
     Forget,
 }
 
 impl ChangeAction {
+    /// The action in terraform's word.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeAction::Create => "create",
@@ -84,6 +89,7 @@ pub enum Shown {
 }
 
 impl Shown {
+    /// What the page prints for this side.
     pub fn text(&self) -> &str {
         match self {
             Shown::Absent => "(none)",
@@ -99,15 +105,20 @@ impl Shown {
 pub struct AttributeChange {
     /// Dotted path, list indices in brackets: `tags.Name`, `ingress[0].port`.
     pub path: String,
+    /// The value before the apply.
     pub before: Shown,
+    /// The value after it.
     pub after: Shown,
 }
 
 /// One resource the plan changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceView {
+    /// The resource's address, e.g. `module.db.aws_db_instance.main`.
     pub address: String,
+    /// Its type, e.g. `aws_db_instance`.
     pub resource_type: String,
+    /// What the plan does to it.
     pub action: ChangeAction,
     /// At most [`MAX_ATTRIBUTES`].
     pub attributes: Vec<AttributeChange>,
@@ -118,7 +129,9 @@ pub struct ResourceView {
 /// The resources of one type, in plan order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeGroup {
+    /// The resource type shared by the group.
     pub resource_type: String,
+    /// The group's resources, in plan order.
     pub resources: Vec<ResourceView>,
 }
 
@@ -301,18 +314,33 @@ fn has_true(mask: &Value) -> bool {
 /// Why a stored plan JSON is not shown as the plan the vote approves.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unverified {
+    /// The saved plan has no JSON hash recorded (saved before it was kept).
     #[error("no plan JSON is recorded for this plan (it was saved before live-ci kept one)")]
     NotRecorded,
+    /// No object at the plan JSON's key.
     #[error("the stored plan JSON is missing")]
     Missing,
+    /// The stored JSON's hash is not the recorded one.
     #[error(
         "the stored plan JSON (sha-256 {found}) is not the one recorded with the saved plan (sha-256 {recorded}): it was changed after the plan task stored it"
     )]
-    Tampered { found: String, recorded: String },
+    Tampered {
+        /// The stored JSON's SHA-256 (hex).
+        found: String,
+        /// The SHA-256 recorded with the saved plan.
+        recorded: String,
+    },
+    /// The JSON is sealed to another plan file than the one the apply checks.
     #[error(
         "the stored plan JSON describes plan sha-256 {names}, not the saved plan (sha-256 {approved}) the apply checks"
     )]
-    OtherPlan { names: String, approved: String },
+    OtherPlan {
+        /// The plan file's SHA-256 the JSON names.
+        names: String,
+        /// The saved plan's SHA-256.
+        approved: String,
+    },
+    /// The JSON does not parse as a sealed plan (the parser's message).
     #[error("{0}")]
     Unreadable(String),
 }

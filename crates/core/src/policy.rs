@@ -25,7 +25,9 @@ pub const POLICY_SUFFIX: &str = ".rego";
 /// One policy file as the trunk holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyFile {
+    /// The file's repository path.
     pub path: RepoPath,
+    /// The Rego source.
     pub text: String,
 }
 
@@ -33,7 +35,9 @@ pub struct PolicyFile {
 /// policy's own message.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Denial {
+    /// The rule's full name, e.g. `data.live_ci.tags.deny`.
     pub rule: String,
+    /// The message the rule gave.
     pub message: String,
 }
 
@@ -50,22 +54,48 @@ impl Denial {
 pub enum PolicyFailure {
     /// A policy file does not parse (or compile): the file and line.
     Parse {
+        /// The policy file's path.
         file: String,
+        /// The line of the error (1-based).
         line: u32,
+        /// The evaluator's message, last line only.
         message: String,
     },
     /// A policy's package is not under [`ROOT_PACKAGE`].
-    Package { file: String, package: String },
+    Package {
+        /// The policy file's path.
+        file: String,
+        /// The package it declares.
+        package: String,
+    },
     /// Evaluation failed (a builtin's error, the time limit).
-    Eval { rule: String, message: String },
+    Eval {
+        /// The rule being evaluated.
+        rule: String,
+        /// The evaluator's message, last line only.
+        message: String,
+    },
     /// A `deny` rule is not a set of strings.
-    NotStrings { rule: String, value: String },
+    NotStrings {
+        /// The `deny` rule's full name.
+        rule: String,
+        /// What it evaluated to instead, shortened.
+        value: String,
+    },
     /// The plan is not JSON.
-    Input { message: String },
+    Input {
+        /// The parser's message.
+        message: String,
+    },
     /// The `policy_command` could not judge: it could not be started, was
     /// not found or not executable (the shell's 126 and 127), or a signal
     /// ended it. Unlike a non-zero exit, never a denial (nor overridable).
-    Command { command: String, message: String },
+    Command {
+        /// The policy command as run.
+        command: String,
+        /// Why it could not judge.
+        message: String,
+    },
 }
 
 impl PolicyFailure {
@@ -233,6 +263,7 @@ impl PolicyCommand {
         })
     }
 
+    /// The template as configured, placeholder unfilled.
     pub fn template(&self) -> &str {
         &self.template
     }

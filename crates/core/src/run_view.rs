@@ -22,6 +22,7 @@ use crate::escape::html::{escape_html as h, is_web_url};
 /// Everything the page shows, read from the metadb in one query.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RunView {
+    /// The run as stored: status, commit range, times.
     pub run: RunRecord,
     /// Every execution of the run (rollbacks included), highest priority first.
     pub units: Vec<UnitView>,
@@ -30,6 +31,7 @@ pub struct RunView {
 /// One execution with its plan summary and votes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct UnitView {
+    /// The execution as stored.
     pub execution: ExecutionRecord,
     /// Whether the plan task recorded a saved plan.
     #[serde(default)]
@@ -49,21 +51,27 @@ pub struct UnitView {
 /// What the approval request stored of the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct UnitPlan {
+    /// Resources the plan adds.
     pub to_add: u32,
+    /// Resources the plan changes in place.
     pub to_change: u32,
+    /// Resources the plan destroys.
     pub to_destroy: u32,
     /// The mail's words; `None` for requests stored before migration 0007.
     #[serde(default)]
     pub plan_summary: Option<String>,
     /// The plan logs (CloudWatch console): for operators.
     pub logs_url: String,
+    /// When the approval was requested.
     pub requested_at: UnixMillis,
 }
 
 /// One recorded vote.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CastVote {
+    /// The voter: an e-mail address, or `github:<login>`.
     pub voter: String,
+    /// Approve or reject.
     pub vote: Vote,
     /// When it was cast (or last changed).
     pub at: UnixMillis,
@@ -81,22 +89,30 @@ pub struct CastVote {
 /// Where a unit is in its deployment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Not started: waits for its dependencies or a free slot.
     Waiting,
+    /// Running, no plan recorded for approval yet.
     Planning,
+    /// Planned; the voters have not decided.
     AwaitingApproval,
+    /// Approved (or needing no approval): the apply is under way.
     Applying,
     /// The voters rejected it; the execution is ending.
     Rejected,
+    /// Deployed: the execution succeeded.
     Done,
+    /// The execution failed.
     Failed,
     /// A rollback execution that succeeded.
     RolledBack,
+    /// Aborted: an ancestor failed, fail-fast, or an operator's abort.
     Aborted,
     /// The run was superseded by a newer one that deploys its changes.
     Superseded,
 }
 
 impl Phase {
+    /// The phase as the page words it.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Waiting => "waiting",

@@ -8,12 +8,17 @@ use crate::webhook::FilePattern;
 /// A missing or unusable environment variable, named.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// The named variable is unset or blank.
     #[error("environment variable {0} is not set")]
     Missing(&'static str),
+    /// The variable is set to a value that cannot be used.
     #[error("environment variable {name}={value:?}: {reason}")]
     Invalid {
+        /// The variable's name.
         name: &'static str,
+        /// Its value as set.
         value: String,
+        /// Why it cannot be used.
         reason: String,
     },
 }
@@ -26,18 +31,22 @@ pub struct Settings<F> {
 }
 
 impl<F: Fn(&str) -> Option<String>> Settings<F> {
+    /// Settings read through `get` (e.g. `|k| std::env::var(k).ok()`).
     pub fn new(get: F) -> Self {
         Settings { get }
     }
 
+    /// An optional variable; `None` when unset or blank.
     pub fn opt(&self, name: &'static str) -> Option<String> {
         (self.get)(name).filter(|v| !v.trim().is_empty())
     }
 
+    /// A required variable: [`ConfigError::Missing`] when unset or blank.
     pub fn req(&self, name: &'static str) -> Result<String, ConfigError> {
         self.opt(name).ok_or(ConfigError::Missing(name))
     }
 
+    /// A variable with `default` when unset or blank.
     pub fn or(&self, name: &'static str, default: &str) -> String {
         self.opt(name).unwrap_or_else(|| default.to_string())
     }

@@ -9,14 +9,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskKind {
+    /// Plans a pull request's head commit and comments the plan.
     PrPlan,
+    /// Records a merge commit's run: affected units, executions, the lock.
     CreateDeployStack,
+    /// Plans or applies one execution's unit for the state machine.
     TerraRun,
     /// The scheduled drift check of the trunk head (issue 32 item 4).
     Drift,
 }
 
 impl TaskKind {
+    /// The `live-ci-task` subcommand that runs this kind.
     pub fn subcommand(self) -> &'static str {
         match self {
             TaskKind::PrPlan => "pr-plan",
@@ -34,7 +38,9 @@ pub mod env {
     pub const PR_NUMBER: &str = "LIVE_CI_PR_NUMBER";
     /// The commit to work on: a PR's head commit (pr-plan) or a merge commit.
     pub const COMMIT: &str = "LIVE_CI_COMMIT";
+    /// The pull request's base branch (the trunk).
     pub const BASE_REF: &str = "LIVE_CI_BASE_REF";
+    /// The pull request's head branch.
     pub const HEAD_REF: &str = "LIVE_CI_HEAD_REF";
     /// The trunk commit the pull request was based on / merged into.
     pub const BASE_SHA: &str = "LIVE_CI_BASE_SHA";
@@ -52,6 +58,7 @@ pub mod env {
 /// One task to start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSpec {
+    /// Which subcommand the task runs.
     pub kind: TaskKind,
     /// Environment overrides for the task's container.
     pub env: BTreeMap<String, String>,
@@ -63,6 +70,7 @@ pub struct TaskSpec {
 /// A started task: its id and where its logs go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StartedTask {
+    /// The started task's ARN, as the launcher reports it.
     pub task_arn: String,
     /// The console URL of the task's log stream, for commit statuses.
     pub logs_url: Option<String>,
@@ -72,10 +80,15 @@ pub struct StartedTask {
 /// nobody announced, knows none).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergedPullRequest {
+    /// The pull request's number.
     pub number: u64,
+    /// The branch it merged into.
     pub base_ref: String,
+    /// The base commit the webhook names.
     pub base_sha: String,
+    /// The merged branch.
     pub head_ref: String,
+    /// The merged branch's last commit.
     pub head_sha: String,
 }
 

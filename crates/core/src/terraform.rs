@@ -61,11 +61,14 @@ pub fn text_show_command(json_show: &str) -> Option<String> {
 /// `{plan_file}` is added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Plans into a plan file.
     Plan,
+    /// Applies that plan file.
     Apply,
 }
 
 impl Phase {
+    /// `plan` or `apply`, as commands, statuses and the task's phase spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Plan => "plan",
@@ -114,8 +117,11 @@ fn is_env_assignment(word: &str) -> bool {
 /// Resource counts from a plan or apply summary line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChangeCounts {
+    /// Resources to add (added, for an apply).
     pub add: u32,
+    /// Resources changed in place.
     pub change: u32,
+    /// Resources to destroy (destroyed, for an apply).
     pub destroy: u32,
 }
 

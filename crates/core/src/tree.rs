@@ -51,6 +51,7 @@ pub struct MemTree {
 }
 
 impl MemTree {
+    /// An empty tree.
     pub fn new() -> Self {
         Self::default()
     }
@@ -61,6 +62,7 @@ impl MemTree {
         Ok(self)
     }
 
+    /// Adds or replaces a file; `path` is repository-relative.
     pub fn insert(&mut self, path: &str, contents: &str) -> Result<()> {
         self.files
             .insert(RepoPath::new(path)?, contents.to_string());

@@ -140,6 +140,7 @@ impl VoterLogins {
         Ok(VoterLogins { by_login })
     }
 
+    /// True when no e-mail address is tied to a login.
     pub fn is_empty(&self) -> bool {
         self.by_login.is_empty()
     }

@@ -33,6 +33,7 @@ pub const MIN_KEY_BYTES: usize = 32;
 /// message says which check failed without echoing secrets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LinkError {
+    /// The key is shorter than [`MIN_KEY_BYTES`]; holds its length in bytes.
     #[error("vote-link key is {0} bytes; at least 32 are required")]
     ShortKey(usize),
     /// A value that means "nobody set a key" (`unset`, `changeme`, …, also
@@ -41,16 +42,26 @@ pub enum LinkError {
         "vote-link key holds a placeholder, not a key; set a random value of at least 32 characters"
     )]
     PlaceholderKey,
+    /// The token does not decode as a link; holds what is wrong with it.
     #[error("malformed vote link: {0}")]
     Malformed(String),
+    /// The MAC is not the key's for the payload: forged or altered.
     #[error("vote link signature does not match")]
     BadSignature,
+    /// The link is past its expiry.
     #[error("vote link expired at {expired_at} (unix seconds)")]
-    Expired { expired_at: u64 },
+    Expired {
+        /// Unix seconds from which the link was refused.
+        expired_at: u64,
+    },
+    /// A value cannot be encoded into a link.
     #[error("cannot sign a vote link: {field} {value:?} {reason}")]
     Unsignable {
+        /// The field the value is for.
         field: &'static str,
+        /// The value refused.
         value: String,
+        /// Why it cannot be encoded.
         reason: &'static str,
     },
 }
@@ -58,8 +69,11 @@ pub enum LinkError {
 /// What a vote link says, once its signature is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VoteLink {
+    /// The execution voted on.
     pub execution_id: String,
+    /// The voter's e-mail address the link was mailed to.
     pub voter: String,
+    /// The vote the link casts.
     pub vote: Vote,
     /// [`task_token_hash`] of the task token the approval request carried.
     pub task_token_hash: [u8; TOKEN_HASH_BYTES],

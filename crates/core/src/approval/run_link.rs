@@ -27,6 +27,7 @@ const PAYLOAD_BYTES: usize = 1 + 8 + 8;
 /// What a run link says, once its signature is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunLink {
+    /// The run whose page the link opens.
     pub run_id: RunId,
     /// Unix seconds; the link is refused from this instant on.
     pub expires_at: u64,
@@ -127,9 +128,11 @@ pub const RUN_LINK_TTL_SECS: u64 = 14 * 24 * 3600;
 /// key) and the page's address.
 #[derive(Debug, Clone)]
 pub struct RunPages {
+    /// The key links are signed with.
     pub key: RunLinkKey,
     /// approval-response's Function URL.
     pub base_url: String,
+    /// How long a minted link stays valid, in seconds ([`RUN_LINK_TTL_SECS`]).
     pub ttl_secs: u64,
 }
 

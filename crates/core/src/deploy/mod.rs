@@ -23,8 +23,10 @@ pub use execution_id::{MAX_EXECUTION_NAME_LEN, execution_id, is_valid_execution_
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    /// Plan the unit and apply the plan (the default).
     #[default]
     Apply,
+    /// Plan with `-destroy` and apply that: the change removed the unit.
     Destroy,
 }
 
@@ -39,14 +41,21 @@ pub type UnixMillis = i64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutionStatus {
+    /// Not started: waits for its run, its dependencies or a free slot.
     Waiting,
+    /// Claimed: its Step Functions execution is starting or under way.
     Running,
+    /// Its Step Functions execution succeeded.
     Succeeded,
+    /// Its Step Functions execution failed, was aborted or timed out.
     Failed,
+    /// Stopped by live-ci: an ancestor failed, fail-fast, or an operator's
+    /// abort (`status_reason` says which).
     Aborted,
 }
 
 impl ExecutionStatus {
+    /// Every status, in lifecycle order.
     pub const ALL: [ExecutionStatus; 5] = [
         ExecutionStatus::Waiting,
         ExecutionStatus::Running,
@@ -55,6 +64,7 @@ impl ExecutionStatus {
         ExecutionStatus::Aborted,
     ];
 
+    /// The status as the seed and the metadb spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             ExecutionStatus::Waiting => "waiting",
@@ -65,6 +75,7 @@ impl ExecutionStatus {
         }
     }
 
+    /// True for the end states: succeeded, failed, aborted.
     pub fn is_finished(self) -> bool {
         matches!(
             self,
@@ -78,11 +89,14 @@ impl ExecutionStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
+    /// The execution SUCCEEDED.
     Succeeded,
+    /// The execution FAILED, was ABORTED or TIMED_OUT.
     Failed,
 }
 
 impl Outcome {
+    /// The execution status that records this outcome.
     pub fn status(self) -> ExecutionStatus {
         match self {
             Outcome::Succeeded => ExecutionStatus::Succeeded,
@@ -95,15 +109,20 @@ impl Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Waits for the run before it in merge order.
     Queued,
+    /// Holds the merge lock; its executions are claimed as they become ready.
     Running,
+    /// Finished with every execution succeeded.
     Succeeded,
+    /// Finished with at least one execution not succeeded.
     Failed,
     /// Never applied: a run at a newer trunk commit covers its whole range.
     Superseded,
 }
 
 impl RunStatus {
+    /// The status as the metadb spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Queued => "queued",
@@ -119,11 +138,14 @@ impl RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Vote {
+    /// For deploying the planned change.
     Approve,
+    /// Against deploying the planned change.
     Reject,
 }
 
 impl Vote {
+    /// The vote as the metadb spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Vote::Approve => "approve",
@@ -137,28 +159,51 @@ impl Vote {
 /// The one definition: `live-ci-stepfunctions` re-exports it for the state machine side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SfnInput {
+    /// The execution's unique name, also its Step Functions execution name ([`execution_id()`]).
     pub execution_id: String,
+    /// True for a rollback execution ([`plan_rollbacks`]).
     pub is_rollback: bool,
+    /// The merged pull request's number.
     pub pr_id: u64,
+    /// The merge commit deployed.
     pub commit_id: String,
+    /// The pull request's base branch (the trunk), e.g. `refs/heads/master`.
     pub base_ref: String,
+    /// The pull request's head branch.
     pub head_ref: String,
+    /// The unit's directory in the repository.
     pub cfg_path: RepoPath,
+    /// The directories of the units this unit depends on.
     pub cfg_deps: Vec<RepoPath>,
+    /// The execution's status when the input was made.
     pub status: ExecutionStatus,
+    /// The shell command that plans the unit (with `-destroy` for a destroy).
     pub plan_command: String,
+    /// The shell command that applies the unit's saved plan.
     pub apply_command: String,
+    /// Provider addresses new to the unit in this change (e.g. `registry.terraform.io/hashicorp/null`); empty for a destroy.
     pub new_providers: Vec<String>,
+    /// Resources of `new_providers` the apply created: what a rollback destroys.
     pub new_resources: Vec<String>,
+    /// The unit's account (`name` in the accounts file).
     pub account_name: String,
+    /// The account's directory in the repository.
     pub account_path: String,
+    /// The names of the accounts this account depends on.
     pub account_deps: Vec<String>,
+    /// The account's voters' e-mail addresses.
     pub voters: Vec<String>,
+    /// The voters who approved so far.
     pub approval_voters: Vec<String>,
+    /// Approvals that approve the execution.
     pub min_approval_count: u32,
+    /// The voters who rejected so far.
     pub rejection_voters: Vec<String>,
+    /// Rejections that reject the execution.
     pub min_rejection_count: u32,
+    /// The IAM role the plan runs as.
     pub plan_role_arn: String,
+    /// The IAM role the apply runs as.
     pub apply_role_arn: String,
     /// Apply, or destroy for a unit the change removed (absent in the seed's
     /// sample: apply).
@@ -169,13 +214,17 @@ pub struct SfnInput {
 /// A run to create: one merged commit and every execution it deploys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewRun {
+    /// The merged pull request's number.
     pub pr_id: u64,
     /// The merge commit.
     pub commit_id: String,
+    /// The pull request's base branch (the trunk).
     pub base_ref: String,
+    /// The pull request's head branch.
     pub head_ref: String,
     /// The commits the change was measured between (merge-base semantics).
     pub base_sha: String,
+    /// The pull request's head commit (the other end of `base_sha`).
     pub head_sha: String,
     /// Executions running at once.
     pub max_parallel: u32,
@@ -188,6 +237,7 @@ pub struct NewRun {
     /// one: recorded with the run, so it is there before any execution starts.
     #[serde(default)]
     pub checkout: Option<CachedCheckout>,
+    /// The units to deploy, with their order and approvals.
     pub executions: Vec<NewExecution>,
 }
 
@@ -195,21 +245,37 @@ pub struct NewRun {
 /// `head_ref` complete its Step Function input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewExecution {
+    /// The execution's unique name ([`execution_id()`]).
     pub execution_id: String,
+    /// True for a rollback execution ([`plan_rollbacks`]).
     pub is_rollback: bool,
+    /// The unit's directory in the repository.
     pub cfg_path: RepoPath,
+    /// The directories of the units this unit depends on.
     pub cfg_deps: Vec<RepoPath>,
+    /// Apply, or destroy for a unit the change removed.
     pub action: Action,
+    /// The shell command that plans the unit.
     pub plan_command: String,
+    /// The shell command that applies the unit's saved plan.
     pub apply_command: String,
+    /// Provider addresses new to the unit in this change; empty for a destroy.
     pub new_providers: Vec<String>,
+    /// The unit's account (`name` in the accounts file).
     pub account_name: String,
+    /// The account's directory in the repository.
     pub account_path: String,
+    /// The names of the accounts this account depends on.
     pub account_deps: Vec<String>,
+    /// The account's voters' e-mail addresses.
     pub voters: Vec<String>,
+    /// Approvals that approve the execution.
     pub min_approval_count: u32,
+    /// Rejections that reject the execution.
     pub min_rejection_count: u32,
+    /// The IAM role the plan runs as.
     pub plan_role_arn: String,
+    /// The IAM role the apply runs as.
     pub apply_role_arn: String,
     /// The runner pool starts the highest first (`PlannedUnit::priority`).
     pub priority: f64,
@@ -229,15 +295,25 @@ pub struct NewExecution {
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The run's number (merge order).
     pub run_id: RunId,
+    /// The merged pull request's number.
     pub pr_id: u64,
+    /// The merge commit deployed.
     pub commit_id: String,
+    /// The pull request's base branch (the trunk).
     pub base_ref: String,
+    /// The pull request's head branch.
     pub head_ref: String,
+    /// See [`NewRun::base_sha`].
     pub base_sha: String,
+    /// See [`NewRun::head_sha`].
     pub head_sha: String,
+    /// Where the run is in its life.
     pub status: RunStatus,
+    /// See [`NewRun::max_parallel`].
     pub max_parallel: u32,
+    /// See [`NewRun::fail_fast`].
     pub fail_fast: bool,
     /// See [`NewRun::trunk_seq`].
     #[serde(default)]
@@ -248,34 +324,56 @@ pub struct RunRecord {
     /// See [`NewRun::checkout`].
     #[serde(default)]
     pub checkout: Option<CachedCheckout>,
+    /// When the run was created.
     pub created_at: UnixMillis,
+    /// When it took the merge lock and started; `None` while queued.
     pub started_at: Option<UnixMillis>,
+    /// When it finished; `None` before.
     pub finished_at: Option<UnixMillis>,
 }
 
 /// An execution as stored: the seed's fields plus what the pipeline tracks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionRecord {
+    /// The execution's run.
     pub run_id: RunId,
+    /// The execution's unique name ([`execution_id()`]).
     pub execution_id: String,
+    /// True for a rollback execution ([`plan_rollbacks`]).
     pub is_rollback: bool,
+    /// The merged pull request's number.
     pub pr_id: u64,
+    /// The merge commit deployed.
     pub commit_id: String,
+    /// The pull request's base branch (the trunk).
     pub base_ref: String,
+    /// The pull request's head branch.
     pub head_ref: String,
+    /// The unit's directory in the repository.
     pub cfg_path: RepoPath,
+    /// The directories of the units this unit depends on.
     pub cfg_deps: Vec<RepoPath>,
+    /// Apply, or destroy for a unit the change removed.
     pub action: Action,
+    /// Where the execution is in its life.
     pub status: ExecutionStatus,
     /// Why it ended as it did, e.g. "ancestor failed".
     pub status_reason: Option<String>,
+    /// The shell command that plans the unit.
     pub plan_command: String,
+    /// The shell command that applies the unit's saved plan.
     pub apply_command: String,
+    /// Provider addresses new to the unit in this change.
     pub new_providers: Vec<String>,
+    /// Resources of `new_providers` the apply created (a rollback's targets).
     pub new_resources: Vec<String>,
+    /// The unit's account (`name` in the accounts file).
     pub account_name: String,
+    /// The account's directory in the repository.
     pub account_path: String,
+    /// The names of the accounts this account depends on.
     pub account_deps: Vec<String>,
+    /// The account's voters' e-mail addresses: who is mailed and may vote.
     pub voters: Vec<String>,
     /// The GitHub voters (`github:<login>`) whose vote from the pull request
     /// was counted: approval_response checked each against the account's
@@ -283,14 +381,23 @@ pub struct ExecutionRecord {
     /// mailed; counted by [`Self::apply_refusal`] like `voters`.
     #[serde(default)]
     pub github_voters: Vec<String>,
+    /// The voters (e-mail or `github:<login>`) whose approval is recorded.
     pub approval_voters: Vec<String>,
+    /// Approvals that approve the execution.
     pub min_approval_count: u32,
+    /// The voters (e-mail or `github:<login>`) whose rejection is recorded.
     pub rejection_voters: Vec<String>,
+    /// Rejections that reject the execution.
     pub min_rejection_count: u32,
+    /// The IAM role the plan runs as.
     pub plan_role_arn: String,
+    /// The IAM role the apply runs as.
     pub apply_role_arn: String,
+    /// See [`NewExecution::priority`].
     pub priority: f64,
+    /// See [`NewExecution::wait_for`].
     pub wait_for: Vec<String>,
+    /// See [`NewExecution::wait_accounts`].
     pub wait_accounts: Vec<String>,
     /// The Step Functions execution started for it, once known.
     pub sfn_execution_arn: Option<String>,
@@ -300,9 +407,13 @@ pub struct ExecutionRecord {
     /// so that terra-run needs no other round trip for it.
     #[serde(default)]
     pub checkout: Option<CachedCheckout>,
+    /// When the execution was created.
     pub created_at: UnixMillis,
+    /// When a claim moved it to `running`; `None` before.
     pub claimed_at: Option<UnixMillis>,
+    /// When it ended; `None` before.
     pub finished_at: Option<UnixMillis>,
+    /// When the row last changed.
     pub updated_at: UnixMillis,
 }
 
@@ -398,6 +509,7 @@ impl ExecutionRecord {
 /// What `create_run` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreatedRun {
+    /// The run for the commit (the existing one when `created` is false).
     pub run_id: RunId,
     /// False when a run for this commit already existed (a redelivered merge
     /// event): nothing was written.
@@ -413,17 +525,26 @@ pub enum FinishOutcome {
     /// This call moved the execution out of `running`; `aborted` lists the
     /// execution ids it aborted as a consequence (dependents, or with fail-fast
     /// every unstarted unit of the run).
-    Recorded { aborted: Vec<String> },
+    Recorded {
+        /// The execution ids this finish aborted.
+        aborted: Vec<String>,
+    },
     /// Nothing changed: the execution is not running (a repeated event, or a
     /// claim that was released); `None` when no such execution exists.
-    Unchanged { status: Option<ExecutionStatus> },
+    Unchanged {
+        /// The execution's status; `None` when it does not exist.
+        status: Option<ExecutionStatus>,
+    },
 }
 
 /// An execution a failure aborted, as its commit status needs it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AbortedUnit {
+    /// The aborted execution's unique name.
     pub execution_id: String,
+    /// The unit's directory in the repository.
     pub cfg_path: RepoPath,
+    /// True for a rollback execution.
     pub is_rollback: bool,
     /// "ancestor failed" or "fail-fast".
     pub status_reason: Option<String>,
@@ -434,6 +555,7 @@ pub struct AbortedUnit {
 pub struct Claimed {
     /// The executions moved to `running`, highest priority first.
     pub claimed: Vec<ExecutionRecord>,
+    /// The run's counts after the claim.
     pub progress: RunProgress,
 }
 
@@ -456,7 +578,10 @@ pub enum Settled {
     Unknown,
     /// The execution has a different Step Functions ARN recorded: another
     /// state machine's execution sharing the name. Nothing changed.
-    Foreign { execution: ExecutionRecord },
+    Foreign {
+        /// The execution recorded under that name.
+        execution: ExecutionRecord,
+    },
     /// The end was recorded (when the event was one) and the run claimed.
     Advanced {
         /// The execution as it was before its end was recorded.
@@ -475,14 +600,20 @@ pub enum Settled {
 /// Counts of a run's executions by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunProgress {
+    /// Executions not started yet.
     pub waiting: u64,
+    /// Executions under way.
     pub running: u64,
+    /// Executions that succeeded.
     pub succeeded: u64,
+    /// Executions that failed.
     pub failed: u64,
+    /// Executions aborted (an ancestor failed, fail-fast, an operator's abort).
     pub aborted: u64,
 }
 
 impl RunProgress {
+    /// Every execution of the run.
     pub fn total(&self) -> u64 {
         self.waiting + self.running + self.succeeded + self.failed + self.aborted
     }
@@ -508,10 +639,12 @@ pub struct RunFinish {
 /// transaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEnd {
+    /// What `finish_run` did.
     #[serde(flatten)]
     pub finish: RunFinish,
     /// The run (`None` for an unknown id).
     pub run: Option<RunRecord>,
+    /// The run's counts by status after the finish.
     pub progress: RunProgress,
     /// The runs it superseded, oldest on the trunk first.
     pub superseded: Vec<RunRecord>,
@@ -526,10 +659,15 @@ pub use crate::merge_lock::MergeLockRow;
 /// The votes on one execution against its thresholds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {
+    /// The voters who approved.
     pub approval_voters: Vec<String>,
+    /// The voters who rejected.
     pub rejection_voters: Vec<String>,
+    /// Approvals needed to approve.
     pub min_approval_count: u32,
+    /// Rejections needed to reject.
     pub min_rejection_count: u32,
+    /// The decision recorded, once a threshold was reached.
     pub decision: Option<Vote>,
 }
 
@@ -554,11 +692,14 @@ pub enum VoteOutcome {
     Recorded(Tally),
     /// Voting is over: a decision was reached or the execution is not running.
     Closed {
+        /// The execution's status.
         status: ExecutionStatus,
+        /// The decision reached, if voting ended on one.
         decision: Option<Vote>,
     },
     /// The voter is not one of the execution's voters.
     NotAVoter,
+    /// No execution has that id.
     UnknownExecution,
 }
 

@@ -19,7 +19,9 @@ use crate::path::RepoPath;
 /// (stored as its `new_resources`, so the task and the voters see the targets).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewRollback {
+    /// The rollback execution: a destroy of its source unit, `is_rollback` set.
     pub execution: NewExecution,
+    /// The resource addresses it destroys with `-target`.
     pub resources: Vec<String>,
 }
 

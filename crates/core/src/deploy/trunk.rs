@@ -13,12 +13,27 @@ use crate::path::RepoPath;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrunkPlace {
     /// A run for this very commit exists (a redelivered merge): redo its range.
-    Existing { run_id: RunId, base: String },
+    Existing {
+        /// The run already recorded for the commit.
+        run_id: RunId,
+        /// The commit its range starts from.
+        base: String,
+    },
     /// The commit is an ancestor of (or equal to the range of) a run that is
     /// queued or already started: that run deploys its changes.
-    Superseded { by: RunId, commit: String },
+    Superseded {
+        /// The run that covers the commit.
+        by: RunId,
+        /// That run's commit.
+        commit: String,
+    },
     /// Deploy from this started run's commit to the merge commit.
-    After { run_id: RunId, commit: String },
+    After {
+        /// The newest started run the merge commit descends from.
+        run_id: RunId,
+        /// That run's commit: the start of the new run's range.
+        commit: String,
+    },
     /// No recorded run is an ancestor: deploy the merge's own change.
     First,
 }
@@ -26,7 +41,9 @@ pub enum TrunkPlace {
 /// A unit whose latest deployment in a finished run did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingUnit {
+    /// The unit's directory in the repository.
     pub cfg_path: RepoPath,
+    /// The status of its latest execution in a finished run.
     pub last_status: ExecutionStatus,
     /// The last trunk commit applied successfully to it, if any.
     pub applied_commit: Option<String>,

@@ -32,7 +32,9 @@ pub enum LockError {
     /// Writing the parameter failed: the receiver would answer a stale lock.
     #[error("writing the merge lock {param:?}: {source}")]
     Write {
+        /// The parameter's name.
         param: String,
+        /// The parameter store's error.
         #[source]
         source: PortError,
     },
@@ -66,9 +68,13 @@ pub enum Advisory<'a, H> {
     /// On the head of every open pull request into `trunk` that touches files
     /// matching `pattern`, decided by `scope`; a failure is a warning.
     Refresh {
+        /// The git host the statuses are posted through.
         host: &'a H,
+        /// Which pull requests the lock holds (module variable `merge_lock_scope`).
         scope: Scope,
+        /// The trunk branch pull requests merge into.
         trunk: &'a str,
+        /// The changed files that make a pull request an infrastructure one.
         pattern: &'a FilePattern,
     },
     /// Nowhere: the caller holds no GitHub client (the operator's controls,
@@ -84,14 +90,18 @@ pub enum Advisory<'a, H> {
 /// failure, as the warning the caller reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Published {
+    /// The lock written into the parameter.
     pub lock: MergeLock,
+    /// Why the advisory statuses were not all posted; `None` when they were.
     pub warning: Option<String>,
 }
 
 /// What reconciling did: the lock written when the parameter was out of step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reconciled {
+    /// The lock written; `None` when the parameter was in step.
     pub repaired: Option<MergeLock>,
+    /// Why the advisory statuses were not all posted; `None` when they were.
     pub warning: Option<String>,
 }
 
@@ -99,10 +109,13 @@ pub struct Reconciled {
 /// open pull requests' statuses ([`Advisory`]).
 #[derive(Debug)]
 pub struct Publisher<'a, M, P, H> {
+    /// The metadb whose lock row is the truth.
     pub metadb: &'a M,
+    /// The parameter store holding the receiver's copy.
     pub params: &'a P,
     /// The parameter the receiver reads (module variable `merge_lock_ssm_key`).
     pub param: &'a str,
+    /// Where and how the open pull requests' statuses are posted.
     pub advisory: Advisory<'a, H>,
 }
 
@@ -222,6 +235,7 @@ impl<M: RunStore, P: ParamStore, H: GitHost> Publisher<'_, M, P, H> {
 
 /// The merge lock as the metadb (the truth) has it, for [`confirm`].
 pub trait LockTruth: Send + Sync {
+    /// The lock the metadb's row holds now.
     fn merge_lock(&self) -> impl Future<Output = Result<MergeLock, PortError>> + Send;
 }
 

@@ -46,9 +46,13 @@ pub const FREE: &str = "none";
 /// its `RunEnd` (no circle of files).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeLockRow {
+    /// The run holding the lock; `None` when free.
     pub run_id: Option<i64>,
+    /// That run's pull request (0 for the sweep's run of an unannounced trunk head).
     pub pr_id: Option<u64>,
+    /// That run's merge commit.
     pub commit_id: Option<String>,
+    /// When the run took the lock.
     pub locked_at: Option<i64>,
 }
 
@@ -62,11 +66,14 @@ impl MergeLockRow {
     }
 }
 
+/// The merge lock as the parameter store and the commit statuses show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeLock {
+    /// No run holds it: pull requests may merge.
     Free,
     /// Held by the run deploying this pull request.
     Held {
+        /// The pull request's number (0 for the sweep's run of a trunk head).
         pr: u64,
     },
 }

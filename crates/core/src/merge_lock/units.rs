@@ -57,7 +57,10 @@ pub fn closure<'a>(
 /// the metadb, may write and the lock's publishers may read back).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRequestUnits {
+    /// The head commit pr-plan planned.
     pub head_sha: String,
+    /// The units (configuration paths) the pull request changes, closed over
+    /// their dependencies and dependents ([`closure`]).
     pub units: BTreeSet<String>,
 }
 

@@ -16,7 +16,9 @@ use crate::deploy::{ExecutionRecord, ExecutionStatus, Tally, UnixMillis, Vote, V
 /// An approval request as `approval_request` stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewApprovalRequest {
+    /// The execution waiting for approval.
     pub execution_id: String,
+    /// The Step Functions execution waiting in Request Approval.
     pub sfn_execution_arn: String,
     /// The task token that completes the waiting Request Approval state,
     /// encrypted for this execution ([`super::TokenCipher::encrypt`]); the
@@ -24,12 +26,16 @@ pub struct NewApprovalRequest {
     pub task_token_ciphertext: String,
     /// Lowercase hex SHA-256 of the plain task token (what links carry).
     pub task_token_hash: String,
+    /// Resources the plan adds.
     pub to_add: u32,
+    /// Resources the plan changes in place.
     pub to_change: u32,
+    /// Resources the plan destroys.
     pub to_destroy: u32,
     /// The plan as the mail words it (`PlanResult::summary`): the approval page
     /// shows the same, e.g. "outputs change: url" for an outputs-only plan.
     pub plan_summary: String,
+    /// The plan phase's log page, linked from the mail.
     pub logs_url: String,
     /// When the links stop working: the request time plus the approval timeout.
     pub expires_at: UnixMillis,
@@ -38,20 +44,29 @@ pub struct NewApprovalRequest {
 /// An approval request as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
+    /// The execution waiting for approval.
     pub execution_id: String,
+    /// The Step Functions execution waiting in Request Approval.
     pub sfn_execution_arn: String,
     /// `None` only for a request stored before tokens were encrypted
     /// (migration 0006 dropped its plain token): it cannot be delivered.
     pub task_token_ciphertext: Option<String>,
+    /// Lowercase hex SHA-256 of the plain task token (what links carry).
     pub task_token_hash: String,
+    /// Resources the plan adds.
     pub to_add: u32,
+    /// Resources the plan changes in place.
     pub to_change: u32,
+    /// Resources the plan destroys.
     pub to_destroy: u32,
     /// `None` for requests stored before migration 0007 (the page shows counts).
     #[serde(default)]
     pub plan_summary: Option<String>,
+    /// The plan phase's log page, linked from the mail.
     pub logs_url: String,
+    /// When the request was stored.
     pub requested_at: UnixMillis,
+    /// When the links stop working.
     pub expires_at: UnixMillis,
     /// When a caller took the task-token hand-over (see
     /// [`ApprovalStore::claim_decision_delivery`]).
@@ -78,6 +93,7 @@ pub enum RequestStored {
 /// What storing an approval request did, with what mailing its voters needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredRequest {
+    /// What the store did with the request.
     pub stored: RequestStored,
     /// The stored request's expiry (the new one, or the earlier one for a
     /// repeated delivery): every link of one request expires together.
@@ -96,8 +112,11 @@ pub struct StoredRequest {
 /// votes so far.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct VoteView {
+    /// The execution voted on.
     pub execution: ExecutionRecord,
+    /// Its approval request; `None` when none was stored.
     pub approval: Option<ApprovalRecord>,
+    /// The votes so far against the thresholds.
     pub tally: Tally,
     /// The policy denials of the execution's recorded plan (`rule: message`),
     /// empty when none: with `policy_override` on, a denied plan is voted on
@@ -112,8 +131,10 @@ pub struct VoteView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VoteChannel {
+    /// A signed link of the approval mail (the default).
     #[default]
     Mail,
+    /// A `/live-ci approve|reject` comment on the merged pull request.
     GitHub,
 }
 
@@ -137,6 +158,7 @@ pub fn github_voter_id(login: &str) -> String {
 /// One voter's vote, as a signed link (or a pull request comment) submits it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ballot<'a> {
+    /// The execution voted on.
     pub execution_id: &'a str,
     /// An e-mail address for [`VoteChannel::Mail`] (one of the execution's
     /// `voters`), [`github_voter_id`] for [`VoteChannel::GitHub`] (whose
@@ -144,7 +166,9 @@ pub struct Ballot<'a> {
     /// that `voter_github_logins` ties to one of the execution's `voters`,
     /// that address ([`crate::voter_identity`]: one person, one vote).
     pub voter: &'a str,
+    /// Where the vote came from.
     pub channel: VoteChannel,
+    /// Approve or reject.
     pub vote: Vote,
     /// The task token hash the link carries (lowercase hex): a link of an
     /// older request of the execution records nothing.
@@ -203,6 +227,7 @@ pub struct Cast {
 /// [`super::RunStore`], [`super::ExecutionStore`] and [`super::SweepStore`]
 /// ports.
 pub trait ApprovalStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Stores the request of an execution. A different task token for an
@@ -220,6 +245,7 @@ pub trait ApprovalStore: Send + Sync {
         request: &NewApprovalRequest,
     ) -> impl Future<Output = Result<StoredRequest, Self::Error>> + Send;
 
+    /// The stored request of an execution, if any.
     fn approval_request(
         &self,
         execution_id: &str,

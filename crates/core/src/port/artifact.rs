@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 /// A saved plan as the plan task stored it: what the apply must find.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedPlan {
+    /// The plan file's key in the artifact store.
     pub key: String,
     /// Lowercase hex SHA-256 of the plan file.
     pub sha256: String,
@@ -33,6 +34,7 @@ pub struct SavedPlan {
 /// terra-run unpacks only content whose SHA-256 is this one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CachedCheckout {
+    /// The archive's key in the artifact store ([`checkout_key`]).
     pub key: String,
     /// Lowercase hex SHA-256 of the archive.
     pub sha256: String,
@@ -84,6 +86,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Opaque blobs by key in one bucket.
 pub trait ArtifactStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Stores `bytes` at `key` (overwriting); returns the new object version

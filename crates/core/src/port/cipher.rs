@@ -13,6 +13,7 @@ pub const EXECUTION_CONTEXT_KEY: &str = "live-ci:execution-id";
 
 /// Encrypts and decrypts task tokens, bound to an execution id.
 pub trait TokenCipher: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// The token's ciphertext (printable: base64), usable only with the same

@@ -12,9 +12,13 @@ use crate::deploy::UnixMillis;
 pub struct TemporaryCredentials {
     /// The role these credentials act as (for messages and logs).
     pub role_arn: String,
+    /// The AWS access key id.
     pub access_key_id: String,
+    /// The secret key; never logged.
     pub secret_access_key: String,
+    /// The STS session token; never logged.
     pub session_token: String,
+    /// When the credentials stop working; `None` when STS did not say.
     pub expiration: Option<UnixMillis>,
 }
 
@@ -33,8 +37,11 @@ impl fmt::Debug for TemporaryCredentials {
 
 /// Assumes IAM roles for a named session.
 pub trait RoleAssumer: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
+    /// Temporary credentials of `role_arn` for a session named `session_name`
+    /// ([`session_name`]), which CloudTrail shows.
     fn assume_role(
         &self,
         role_arn: &str,

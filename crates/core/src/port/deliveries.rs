@@ -31,6 +31,7 @@ pub enum DeliveryClaim {
 /// guarded statement per call, so two receivers racing for one delivery id
 /// cannot both get [`DeliveryClaim::Claimed`].
 pub trait DeliveryLog: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// Records `delivery_id` as claimed unless a live claim or a finished

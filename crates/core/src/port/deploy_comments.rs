@@ -9,6 +9,7 @@ use crate::deploy::RunId;
 /// One pull request a run's deploy comment goes to.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct CommentTarget {
+    /// The pull request's number.
     pub pr_number: u64,
     /// The SHA-256 of the body last written there
     /// ([`crate::deploy_comment::digest`]); `None` when nothing was written
@@ -19,6 +20,7 @@ pub struct CommentTarget {
 /// Where deploy comments go and what they last said. Implementations:
 /// `live-ci-metadb`'s PostgreSQL and RDS Data API adapters (one SQL text).
 pub trait DeployCommentStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// The pull requests run `run_id` deploys: its own first, then those of

@@ -11,6 +11,7 @@ use crate::path::RepoPath;
 /// Drift checks and their results. Implementations: `live-ci-metadb`'s
 /// PostgreSQL and RDS Data API adapters (one SQL text).
 pub trait DriftStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Records a check of trunk commit `commit_id` with every unit's result,

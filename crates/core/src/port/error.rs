@@ -78,6 +78,7 @@ impl ErrorKind {
 /// An adapter's error that knows whether repeating the call can help. Every
 /// port's `Error` implements it, so any port failure becomes a [`PortError`].
 pub trait Classify: Error + Send + Sync + 'static {
+    /// Whether repeating the failed call can succeed.
     fn kind(&self) -> ErrorKind;
 }
 
@@ -109,10 +110,12 @@ impl PortError {
         }
     }
 
+    /// Whether repeating the call can help, as the adapter classified it.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The port's name as messages show it ("metadb", "parameter store", …).
     pub fn port(&self) -> &'static str {
         self.port
     }
@@ -133,6 +136,7 @@ impl Classify for PortError {
 /// `?` for port calls in code generic over the port: `.port("metadb")?`
 /// names the port and keeps the adapter's error as the source.
 pub trait PortResultExt<T> {
+    /// The error, if any, as a [`PortError`] of the port named `port`.
     fn port(self, port: &'static str) -> Result<T, PortError>;
 }
 

@@ -15,8 +15,10 @@ use crate::operate::StartFailure;
 /// Executions and their scheduling. Implementations: `live-ci-metadb`'s
 /// PostgreSQL and RDS Data API adapters (one SQL text).
 pub trait ExecutionStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
+    /// The execution with that id, if any.
     fn execution(
         &self,
         execution_id: &str,

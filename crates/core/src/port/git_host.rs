@@ -10,6 +10,7 @@ use crate::task::MergedPullRequest;
 /// The git host. Implemented by the GitHub adapter (`live-ci-github`) and by
 /// recording fakes in tests.
 pub trait GitHost: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// Creates a commit status (GitHub keeps the newest per context).
@@ -62,6 +63,7 @@ pub trait GitHost: Send + Sync {
 /// [`GitHost`] so that only the job that files issues needs them (and its
 /// GitHub token the issues permission).
 pub trait IssueHost: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The open issue the bot itself opened whose body contains `marker`
@@ -102,6 +104,7 @@ pub trait IssueHost: Send + Sync {
 /// what the metadb knows, so a merge whose webhook was lost is still deployed
 /// (and only a merge: a head no merged pull request produced is not).
 pub trait BranchHead: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The commit `branch` points at.
@@ -120,15 +123,20 @@ pub trait BranchHead: Send + Sync {
 /// A pull request associated with a commit, as the git host lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPullRequest {
+    /// The pull request's number.
     pub number: u64,
     /// When it was merged; `None` while open or when closed unmerged.
     pub merged_at: Option<String>,
     /// The commit its merge made on the base (merge, squash or last rebased
     /// commit); GitHub fills it for open pull requests too (a test merge).
     pub merge_commit_sha: Option<String>,
+    /// The branch it merges into.
     pub base_ref: String,
+    /// The base branch's commit as GitHub records it for the pull request.
     pub base_sha: String,
+    /// The branch it merges.
     pub head_ref: String,
+    /// The head branch's latest commit.
     pub head_sha: String,
 }
 

@@ -8,6 +8,7 @@ use crate::deploy::RunId;
 
 /// Invokes a named function asynchronously with a JSON payload.
 pub trait FunctionInvoker: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Queues one invocation of `function` with `payload_json` (fire and forget:

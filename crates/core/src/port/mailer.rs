@@ -6,16 +6,21 @@ use std::future::Future;
 /// One e-mail to one recipient.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Email {
+    /// The sender's address (a verified SES identity).
     pub from: String,
+    /// The one recipient's address.
     pub to: String,
+    /// The subject line.
     pub subject: String,
     /// The plain-text part, for clients that do not render HTML.
     pub text: String,
+    /// The HTML part, for clients that render HTML.
     pub html: String,
 }
 
 /// Sends mail.
 pub trait Mailer: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Sends `email`; returns the service's message id.

@@ -69,15 +69,20 @@ use crate::path::RepoPath;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
+    /// The file exists only in the newer revision.
     Added,
+    /// The file's contents or mode differ.
     Modified,
+    /// The file exists only in the older revision.
     Deleted,
 }
 
 /// One changed file between two revisions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct FileChange {
+    /// The file's path (the new one for an addition, the old for a deletion).
     pub path: RepoPath,
+    /// How the file differs.
     pub kind: ChangeKind,
 }
 

@@ -11,6 +11,7 @@ use crate::port::{Classify, PortError};
 
 /// Publishes notifications.
 pub trait Notifications: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: Classify;
 
     /// Publishes `event` (sanitized: no vote link, no task token).

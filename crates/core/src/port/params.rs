@@ -5,6 +5,7 @@ use std::future::Future;
 
 /// Named string parameters, some encrypted (SecureString).
 pub trait ParamStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The parameter's value, decrypted when it is a SecureString.

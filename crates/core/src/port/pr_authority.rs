@@ -9,6 +9,7 @@ use crate::webhook::{PullRequestHead, RepoPermission};
 /// What the receiver asks the git host to act on a maintainer's command.
 /// Implemented by the GitHub adapter (`live-ci-github`).
 pub trait PullRequestAuthority: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The login live-ci's own comments are made by (a token's user, or an
@@ -32,10 +33,13 @@ pub trait PullRequestAuthority: Send + Sync {
 /// and what it says. A vote is counted from this, never from a payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequestComment {
+    /// The comment's id.
     pub id: u64,
     /// The pull request (issue) the comment is on.
     pub number: u64,
+    /// The login of the comment's author.
     pub author: String,
+    /// The comment's text as it is now.
     pub body: String,
 }
 
@@ -44,6 +48,7 @@ pub struct PullRequestComment {
 /// team membership, and the one reply. Implemented by the GitHub adapter
 /// (`live-ci-github`) and by the test kit's fake GitHub.
 pub trait PullRequestVotes: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The repository's issue comment `id` (`None`: GitHub knows none, e.g.

@@ -12,6 +12,7 @@ use crate::operate::{
 /// under the merge lock row, so it cannot interleave with a run's creation or
 /// hand-over.
 pub trait RunControl: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
     /// The newest `limit` runs, newest first, with their progress.
@@ -41,6 +42,7 @@ pub trait RunControl: Send + Sync {
         force: bool,
     ) -> impl Future<Output = Result<Result<Unlocked, Refusal>, Self::Error>> + Send;
 
+    /// Appends `action` to the operator log.
     fn log_action(
         &self,
         action: &OperatorAction,

@@ -19,6 +19,7 @@ use crate::path::RepoPath;
 /// [`super::ExecutionStore`], [`super::SweepStore`] and
 /// [`super::ApprovalStore`]).
 pub trait RunStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Stores the account configuration (replacing accounts of the same name).
@@ -59,6 +60,7 @@ pub trait RunStore: Send + Sync {
     /// was aborted: they join the next run's set.
     fn pending_units(&self) -> impl Future<Output = Result<Vec<PendingUnit>, Self::Error>> + Send;
 
+    /// The run with that id, if any.
     fn run(
         &self,
         run_id: RunId,
@@ -96,6 +98,7 @@ pub trait RunStore: Send + Sync {
         rollbacks: &[NewRollback],
     ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
 
+    /// The run's executions counted by status.
     fn run_progress(
         &self,
         run_id: RunId,
@@ -114,6 +117,7 @@ pub trait RunStore: Send + Sync {
     /// superseded and the merge lock as they are after it, in one round trip.
     fn end_run(&self, run_id: RunId) -> impl Future<Output = Result<RunEnd, Self::Error>> + Send;
 
+    /// The merge lock row as it is now.
     fn merge_lock(&self) -> impl Future<Output = Result<MergeLockRow, Self::Error>> + Send;
 
     /// The units (configuration paths) of the running and queued runs, sorted:

@@ -9,6 +9,7 @@ use crate::deploy::ExecutionRecord;
 /// The sweep's repair queries. Implementations: `live-ci-metadb`'s PostgreSQL
 /// and RDS Data API adapters (one SQL text).
 pub trait SweepStore: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// The sweep's claim to launch create-deploy-stack for the trunk head

@@ -8,8 +8,10 @@ use crate::task::{StartedTask, TaskSpec};
 /// Starts tasks. Implemented by the ECS adapter (`live-ci-aws`) and by recording
 /// fakes in tests.
 pub trait TaskLauncher: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: super::Classify;
 
+    /// Starts one task as `spec` describes it: its ARN and log link once started.
     fn start(
         &self,
         spec: &TaskSpec,

@@ -11,10 +11,15 @@ use serde::{Deserialize, Serialize};
 /// PENDING_REDRIVE) so a status this version does not know still round-trips.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecutionDescription {
+    /// The execution's ARN.
     pub arn: String,
+    /// The execution's name (live-ci's execution id).
     pub name: String,
+    /// The engine's status, in the engine's spelling.
     pub status: String,
+    /// The error name of a failed execution, if the engine gave one.
     pub error: Option<String>,
+    /// The human-readable cause of a failed execution, if given.
     pub cause: Option<String>,
     /// The final state document of a SUCCEEDED execution.
     pub output: Option<String>,
@@ -30,6 +35,7 @@ impl ExecutionDescription {
 
 /// The engine running the deployment state machine.
 pub trait WorkflowEngine: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Starts an execution named `name` with `input_json` and returns its ARN.
@@ -41,6 +47,7 @@ pub trait WorkflowEngine: Send + Sync {
         input_json: &str,
     ) -> impl Future<Output = Result<String, Self::Error>> + Send;
 
+    /// The execution's current state.
     fn describe_execution(
         &self,
         arn: &str,
@@ -67,7 +74,10 @@ pub enum TokenDelivery {
     /// The engine no longer waits for this token (the task timed out, the
     /// execution ended, or the token is not one of its own): nothing to retry.
     /// `reason` is the engine's error code and message.
-    Gone { reason: String },
+    Gone {
+        /// The engine's error code and message.
+        reason: String,
+    },
 }
 
 impl TokenDelivery {
@@ -84,6 +94,7 @@ impl TokenDelivery {
 /// `.waitForTaskToken` integrations): the ECS task reports its plan or apply,
 /// the approval Lambda sends the voters' decision.
 pub trait TaskTokens: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Completes the waiting state with `output_json` as its result.
@@ -115,6 +126,7 @@ pub trait TaskTokens: Send + Sync {
 /// so that handler cannot complete the state: only the voters' decision, through
 /// approval_response, does (its role holds no `states:SendTaskSuccess` either).
 pub trait TaskFailures: Send + Sync {
+    /// The adapter's error, classified retryable or permanent.
     type Error: crate::port::Classify;
 
     /// Fails the waiting state with `error` and a human-readable `cause`.

@@ -15,18 +15,26 @@ pub const MAX_DESCRIPTION: usize = 140;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StatusState {
+    /// Under way, or waiting (the merge lock while held).
     Pending,
+    /// Passed.
     Success,
+    /// Failed (a failed plan or apply, a rejection).
     Failure,
+    /// Reached no verdict (e.g. a unit aborted because an ancestor failed).
     Error,
 }
 
 /// One commit status: a named check (`context`) on a commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitStatus {
+    /// The commit the status is on.
     pub sha: String,
+    /// Pending, success, failure or error.
     pub state: StatusState,
+    /// The check's name ([`context`]); a newer status of the same context replaces it.
     pub context: String,
+    /// One line, at most [`MAX_DESCRIPTION`] characters.
     pub description: String,
     /// Where the status links to: the CloudWatch log stream of the task behind it.
     pub target_url: Option<String>,
@@ -51,11 +59,13 @@ impl CommitStatus {
         }
     }
 
+    /// The status with [`CommitStatus::text`] set.
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = Some(text.into());
         self
     }
 
+    /// The status with [`CommitStatus::target_url`] set.
     pub fn with_target_url(mut self, url: impl Into<String>) -> Self {
         self.target_url = Some(url.into());
         self
@@ -76,12 +86,16 @@ fn truncate_chars(s: &str, max: usize) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "PascalCase")]
 pub struct CommitStatusConfig {
+    /// Post pull requests' plan statuses ([`Check::PrPlan`]); on by default.
     #[serde(default = "yes")]
     pub pr_plan: bool,
+    /// Post create-deploy-stack's status on merge commits; on by default.
     #[serde(default = "yes")]
     pub create_deploy_stack: bool,
+    /// Post each unit's plan status in a deployment; on by default.
     #[serde(default = "yes")]
     pub plan: bool,
+    /// Post each unit's apply and rollback statuses; on by default.
     #[serde(default = "yes")]
     pub apply: bool,
 }
@@ -121,6 +135,7 @@ pub mod context {
     /// request that waits for a maintainer's `/live-ci plan`: one name, so the
     /// plan that follows replaces the waiting status (issue 12).
     pub const PR_PLAN: &str = "live-ci: plan";
+    /// create-deploy-stack's work on a merge commit.
     pub const CREATE_DEPLOY_STACK: &str = "live-ci: create-deploy-stack";
     /// A run's overall result on its merge commit.
     pub const DEPLOY: &str = "live-ci: deploy";
@@ -180,8 +195,11 @@ pub fn superseded(
 /// An open pull request, as far as the merge lock needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRequest {
+    /// The pull request's number.
     pub number: u64,
+    /// Its head commit: where the lock's status goes.
     pub head_sha: String,
+    /// The branch it merges into.
     pub base_ref: String,
 }
 

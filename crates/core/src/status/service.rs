@@ -52,6 +52,7 @@ pub struct Statuses<G> {
 }
 
 impl<G: GitHost> Statuses<G> {
+    /// Statuses posted through `host` as `switches` allow.
     pub fn new(host: G, switches: CommitStatusConfig) -> Self {
         Statuses { host, switches }
     }
@@ -61,6 +62,7 @@ impl<G: GitHost> Statuses<G> {
         &self.host
     }
 
+    /// The switches in force.
     pub fn switches(&self) -> CommitStatusConfig {
         self.switches
     }

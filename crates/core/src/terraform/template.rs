@@ -352,6 +352,7 @@ impl CommandTemplate {
         Ok(t)
     }
 
+    /// The template as configured, placeholders unfilled.
     pub fn as_str(&self) -> &str {
         &self.template
     }

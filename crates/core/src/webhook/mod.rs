@@ -7,10 +7,6 @@ mod signature;
 mod trust;
 mod vote;
 
-pub use event::{
-    CommentPayload, IssueCommentEvent, IssuePayload, PingEvent, PullRequestEvent,
-    PullRequestPayload, RefPayload, RepositoryPayload, UserPayload,
-};
 pub use route::{FilePattern, Route, not_planned_description, route};
 pub use signature::{MIN_SECRET_BYTES, is_placeholder, secret_problem, sign, verify_signature};
 pub use trust::{
@@ -22,14 +18,29 @@ pub use vote::{APPROVE_COMMAND, REJECT_COMMAND, VoteChoice, VoteCommand, vote_co
 /// Why a delivery is refused. Each maps to one HTTP status in the receiver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WebhookError {
+    /// The delivery has no signature header.
     #[error("missing X-Hub-Signature-256 header")]
     MissingSignature,
+    /// The signature header's value, which is not of the expected shape.
     #[error("X-Hub-Signature-256 {0:?} is not \"sha256=<64 hex digits>\"")]
     MalformedSignature(String),
+    /// The signature is not the secret's HMAC of the body.
     #[error("signature does not match the body")]
     BadSignature,
+    /// A signed body that does not parse as its event's payload.
     #[error("malformed {event:?} payload: {message}")]
-    MalformedPayload { event: String, message: String },
+    MalformedPayload {
+        /// The `X-GitHub-Event` name.
+        event: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The configured file pattern is not a valid regex.
     #[error("invalid file pattern {pattern:?}: {message}")]
-    Pattern { pattern: String, message: String },
+    Pattern {
+        /// The pattern as configured.
+        pattern: String,
+        /// The regex compiler's message.
+        message: String,
+    },
 }

@@ -15,30 +15,45 @@ use crate::path::RepoPath;
 /// The pipeline's reaction to one delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// GitHub's `ping` on hook creation: answered, nothing else.
     Ping,
     /// Plan the head commit of a pull request into the trunk (the commit, not the
     /// branch tip at some later time: the original planned moving branch tips).
     PlanPullRequest {
+        /// The pull request's number.
         number: u64,
+        /// The head commit to plan.
         head_sha: String,
+        /// The head branch.
         head_ref: String,
+        /// The branch it merges into.
         base_ref: String,
+        /// The pull request's page.
         html_url: String,
     },
     /// Deploy a merged pull request's merge commit.
     DeployMerge {
+        /// The pull request's number.
         number: u64,
+        /// The commit its merge made on the trunk.
         merge_commit_sha: String,
+        /// The trunk branch.
         base_ref: String,
+        /// The pull request's base commit (`base.sha` in the delivery).
         base_sha: String,
+        /// The merged branch.
         head_ref: String,
+        /// The merged branch's head commit.
         head_sha: String,
+        /// The pull request's page.
         html_url: String,
     },
     /// A pull request whose code is not run without a maintainer's command: its
     /// head commit gets a status saying why and how to have it planned.
     NotPlanned {
+        /// The pull request's number.
         number: u64,
+        /// The head commit that gets the status.
         head_sha: String,
         /// The status description (`not planned: …`).
         reason: String,
@@ -48,8 +63,11 @@ pub enum Route {
     /// then plans the pull request's current head (which must be `pinned_sha`
     /// when the comment names one).
     PlanRequested {
+        /// The pull request's number.
         number: u64,
+        /// The commenter's login.
         commenter: String,
+        /// The full head commit the command names, if any.
         pinned_sha: Option<String>,
     },
     /// A `/live-ci approve|reject <unit>` comment on a merged pull request.
@@ -58,19 +76,26 @@ pub enum Route {
     /// checks its author against the account's `github_voters` (a login or a
     /// team membership) or `voter_github_logins` before anything counts.
     Vote {
+        /// The pull request's number.
         number: u64,
         /// The comment's id: approval_response counts the vote from the
         /// comment as GitHub serves it by this id, never from the delivery.
         comment_id: u64,
+        /// The commenter's login, from the delivery (for the log only).
         voter: String,
+        /// The unit voted on.
         unit: RepoPath,
+        /// Approve, or reject with a reason.
         choice: VoteChoice,
     },
     /// A vote command that counts nothing (a pull request not merged, a
     /// malformed command): the receiver answers `voter` with `reply`.
     VoteRefused {
+        /// The pull request's number.
         number: u64,
+        /// The commenter's login.
         voter: String,
+        /// Why the command counts nothing, to post as a reply.
         reply: String,
     },
     /// Nothing to do; the reason goes back to GitHub in the response body.
@@ -314,8 +339,10 @@ fn route_vote(ev: &IssueCommentEvent, vote: Result<super::vote::VoteCommand, Str
 pub struct FilePattern(Regex);
 
 impl FilePattern {
+    /// The default: Terragrunt, Terraform and their data files.
     pub const DEFAULT: &'static str = r"\.(hcl|tf|tfvars|json|yaml|yml)$";
 
+    /// Compiles `pattern` (a regex matched anywhere in a repository path).
     pub fn new(pattern: &str) -> Result<Self, WebhookError> {
         Regex::new(pattern)
             .map(FilePattern)
@@ -325,14 +352,17 @@ impl FilePattern {
             })
     }
 
+    /// Whether the pipeline cares about a change to `path`.
     pub fn matches(&self, path: &str) -> bool {
         self.0.is_match(path)
     }
 
+    /// Whether any of `paths` concerns the pipeline.
     pub fn matches_any<S: AsRef<str>>(&self, paths: &[S]) -> bool {
         paths.iter().any(|p| self.matches(p.as_ref()))
     }
 
+    /// The pattern as configured.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }

@@ -73,10 +73,12 @@ impl TrustPolicy {
         Self::new(&list)
     }
 
+    /// Whether an author with this association is planned without a command.
     pub fn allows(&self, association: &str) -> bool {
         self.associations.contains(association)
     }
 
+    /// The trusted associations, sorted.
     pub fn associations(&self) -> impl Iterator<Item = &str> {
         self.associations.iter().map(String::as_str)
     }
@@ -116,6 +118,8 @@ pub fn untrusted_reason(
 /// be matched by a commit the author crafted to share it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanRequest {
+    /// The full head commit (lowercase hex) the maintainer reviewed, if the
+    /// command names one: only that commit may be planned.
     pub pinned_sha: Option<String>,
 }
 
@@ -150,9 +154,13 @@ pub fn may_have_write_access(association: &str) -> bool {
 /// (`maintain` counts as `write`, `triage` as `read` in that field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RepoPermission {
+    /// No access, or a value the API may add later.
     None,
+    /// `read` or `triage`.
     Read,
+    /// `write` or `maintain`: push access.
     Write,
+    /// `admin`.
     Admin,
 }
 
@@ -172,6 +180,7 @@ impl RepoPermission {
         self >= RepoPermission::Write
     }
 
+    /// The permission as the API spells it (`maintain`, `triage` folded).
     pub fn as_str(self) -> &'static str {
         match self {
             RepoPermission::None => "none",
@@ -185,10 +194,15 @@ impl RepoPermission {
 /// A pull request as the git host reports it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequestHead {
+    /// The pull request's number.
     pub number: u64,
+    /// False once closed or merged.
     pub open: bool,
+    /// The head branch's latest commit.
     pub head_sha: String,
+    /// The head branch.
     pub head_ref: String,
+    /// The branch it merges into.
     pub base_ref: String,
 }
 

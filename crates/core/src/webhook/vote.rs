@@ -15,14 +15,21 @@ pub const REJECT_COMMAND: &str = "/live-ci reject";
 /// What a vote says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VoteChoice {
+    /// Approve the unit's deployment.
     Approve,
-    Reject { reason: String },
+    /// Reject it.
+    Reject {
+        /// Why, as the voter wrote it after the unit (required).
+        reason: String,
+    },
 }
 
 /// A well-formed vote command read from a comment's first line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VoteCommand {
+    /// The unit voted on.
     pub unit: RepoPath,
+    /// Approve, or reject with a reason.
     pub choice: VoteChoice,
 }
 
