@@ -16,7 +16,8 @@ build:
 ## deployed into it, a merged PR on the sample repo approved through the mailed
 ## links, the run shown live, the summary and commit statuses; then teardown.
 demo: build
-	$(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-demo
+	# `--bin` alone, not `-p`: the features of the `build` above, so nothing compiles twice.
+	$(CARGO) run --locked -q --bin live-ci-demo
 
 ## The CLI's dry run on the sample live repo: discovery, change detection, the deployment plan.
 demo-dry: build
@@ -32,28 +33,25 @@ deploy-local: build
 ## started for the run and stopped after it unless they were already running;
 ## the summary line of scripts/test-binaries.py (libtest's format) stays the last output.
 test: lint
+	# The whole workspace at once: a `-p` build resolves features for that
+	# package alone, a different set, and compiles the dependencies again.
+	@echo "make test: build, $$(date -u +%T)"
+	$(CARGO) build --locked --workspace --bins
 	@echo "make test: demo, $$(date -u +%T)"
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	@echo "make test: build, $$(date -u +%T)"
-	$(CARGO) build --locked --workspace --bins
-	# While the test binaries build, the local-cloud checks run on the built
-	# binaries beside it, their output printed whole after: the smoke suite
-	# (none of its tests may skip; its terraform test too), then the newcomer
-	# walk-through (docs/getting-started.md) run literally, its sh blocks in
-	# order in one shell, the local cloud on a port of its own (its `cargo build`
-	# waits for the test build's lock on the target dir).
-	@echo "make test: test build, with smoke then getting-started beside it, $$(date -u +%T)"
-	@log="$(LIVE_CI_WORK)/cloud-checks.log"; mkdir -p "$(LIVE_CI_WORK)"; \
-	( LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke && \
-	  echo "make test: getting-started, $$(date -u +%T)" && \
-	  bash scripts/check-getting-started.sh ) >"$$log" 2>&1 & checks=$$!; \
+	# While the test binaries build, the smoke suite runs on the built binaries
+	# beside it (none of its tests may skip; its terraform test too), its
+	# output printed whole after.
+	@echo "make test: test build, with smoke beside it, $$(date -u +%T)"
+	@log="$(LIVE_CI_WORK)/smoke.log"; mkdir -p "$(LIVE_CI_WORK)"; \
+	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke >"$$log" 2>&1 & checks=$$!; \
 	$(CARGO) test --locked --workspace --no-run; built=$$?; \
 	echo "make test: test build done ($$built), $$(date -u +%T)"; \
 	wait $$checks; passed=$$?; cat "$$log"; \
-	echo "make test: smoke and getting-started done ($$passed), $$(date -u +%T)"; \
+	echo "make test: smoke done ($$passed), $$(date -u +%T)"; \
 	[ $$built = 0 ] || { echo "make test: the test build failed (above)" >&2; exit 1; }; \
-	[ $$passed = 0 ] || { echo "make test: the smoke suite or the walk-through failed (above)" >&2; exit 1; }
+	[ $$passed = 0 ] || { echo "make test: the smoke suite failed (above)" >&2; exit 1; }
 	# Every command the documents give still runs as written (make targets,
 	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
 	python3 scripts/check-doc-commands.py --self-test
@@ -70,13 +68,25 @@ test: lint
 	python3 scripts/test-binaries.py --self-test
 	@echo "make test: tests, $$(date -u +%T)"
 	$(CARGO) test --locked --workspace --doc
+	# Beside the test binaries: the newcomer walk-through (docs/getting-started.md)
+	# run literally, its sh blocks in order in one shell, with a local cloud of
+	# its own (work dir and port: scripts/check-getting-started.sh); its output
+	# printed whole after, before the test binaries' summary line.
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
+	$(CARGO) build --locked --workspace --bins || exit 1; \
+	log="$(LIVE_CI_WORK)/getting-started.log"; \
+	echo "make test: getting-started beside the test binaries, $$(date -u +%T)"; \
+	bash scripts/check-getting-started.sh >"$$log" 2>&1 & walk=$$!; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace"; \
-	$(CARGO) build --locked --workspace --bins && \
 	CARGO=$(CARGO) LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with \
-	  python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace; rc=$$?; \
-	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; exit $$rc
+	  python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace >"$(LIVE_CI_WORK)/tests.log" 2>&1; rc=$$?; \
+	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; \
+	wait $$walk; walked=$$?; cat "$$log"; \
+	echo "make test: getting-started done ($$walked), $$(date -u +%T)"; \
+	cat "$(LIVE_CI_WORK)/tests.log"; \
+	[ $$walked = 0 ] || echo "make test: the walk-through failed (its output above)" >&2; \
+	[ $$rc = 0 ] && [ $$walked = 0 ]
 
 ## The project's LocalStack for the local cloud (tests start it themselves too).
 localstack-up:

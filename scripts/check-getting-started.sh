@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs docs/getting-started.md literally: its ```sh blocks, in order, in one bash
 # shell (set -euo pipefail) from the repository root, then checks the run ended
-# `succeeded`. The local cloud gets its own LocalStack port
-# (LIVE_CI_WALKTHROUGH_PORT, default 4590), so a LocalStack the tests use is not
-# touched. Prints the time it took. On failure the local cloud is stopped. A local
-# cloud already running under the same LIVE_CI_WORK is left alone: the check is
-# skipped, saying so.
+# `succeeded`. The local cloud is its own: its LocalStack port
+# (LIVE_CI_WALKTHROUGH_PORT, default 4590) and its work dir (LIVE_CI_WALKTHROUGH_WORK,
+# default <LIVE_CI_WORK>/walkthrough: its PostgreSQL, LocalStack state and image map),
+# so it runs beside the tests' local cloud without touching it (`make test` runs it
+# beside the test binaries). The LocalStack venv is the main work dir's when that one
+# is installed (a symlink: the same pinned packages, not installed twice). Prints the
+# time it took. On failure the local cloud is stopped. A local cloud already running
+# under the walk-through's work dir is left alone: the check is skipped, saying so.
 #
 #   scripts/check-getting-started.sh [DOC]
 set -euo pipefail
@@ -30,6 +33,12 @@ PY
 [ -s "$tmp/walkthrough.sh" ] || { echo "getting-started: no sh block in $doc" >&2; exit 1; }
 
 export LIVE_CI_LOCALSTACK_PORT="${LIVE_CI_WALKTHROUGH_PORT:-4590}"
+main_work="${LIVE_CI_WORK:-$root/.work}"
+export LIVE_CI_WORK="${LIVE_CI_WALKTHROUGH_WORK:-$main_work/walkthrough}"
+mkdir -p "$LIVE_CI_WORK"
+if [ -x "$main_work/venv/bin/python" ] && [ ! -e "$LIVE_CI_WORK/venv" ]; then
+  ln -s "$(cd "$main_work/venv" && pwd)" "$LIVE_CI_WORK/venv"
+fi
 cd "$root"
 # The walk-through starts the local cloud and stops it: one someone else started
 # (under the same LIVE_CI_WORK) is not taken over.

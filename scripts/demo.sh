@@ -5,7 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="${WORK:-$root/.work}/demo"
 bin="${CARGO_TARGET_DIR:-$root/target}/debug/live-ci"
-[ -x "$bin" ] || cargo build --locked -q -p live-ci-cli
+# `--bin` alone, not `-p live-ci-cli`: the workspace's feature set, the one `cargo build
+# --workspace` compiles, so the dependencies are not compiled a second time.
+[ -x "$bin" ] || cargo build --locked -q --bin live-ci
 repo="$work/live-repo"
 merge=$("$root/examples/live-repo/build.sh" "$repo")
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
