@@ -32,7 +32,20 @@ deploy-local: build
 ## PostgreSQL) and scripts/localstack.sh (LocalStack in host mode), installed and
 ## started for the run and stopped after it unless they were already running;
 ## the summary line of scripts/test-binaries.py (libtest's format) stays the last output.
-test: lint
+test:
+	# make lint's checks, in other places: the Rust lints first, LocalStack's
+	# install (pip, the smoke suite's first step otherwise) beside clippy;
+	# the Terraform module's checks beside the test build (below).
+	@echo "make test: scripts lint, $$(date -u +%T)"
+	bash scripts/lint-scripts.sh
+	$(CARGO) fmt --all --check
+	@echo "make test: clippy, with LocalStack's install beside it, $$(date -u +%T)"
+	@log="$(LIVE_CI_WORK)/localstack-install.log"; mkdir -p "$(LIVE_CI_WORK)"; \
+	bash scripts/localstack.sh install >"$$log" 2>&1 & install=$$!; \
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings; linted=$$?; \
+	wait $$install; installed=$$?; cat "$$log"; \
+	echo "make test: clippy ($$linted) and LocalStack's install ($$installed) done, $$(date -u +%T)"; \
+	[ $$linted = 0 ] && [ $$installed = 0 ]
 	# The whole workspace at once: a `-p` build resolves features for that
 	# package alone, a different set, and compiles the dependencies again.
 	@echo "make test: build, $$(date -u +%T)"
@@ -40,17 +53,22 @@ test: lint
 	@echo "make test: demo, $$(date -u +%T)"
 	bash scripts/demo.sh >/dev/null
 	@echo "demo: ok"
-	# While the test binaries build, the smoke suite runs on the built binaries
-	# beside it (none of its tests may skip; its terraform test too), its
-	# output printed whole after.
-	@echo "make test: test build, with smoke beside it, $$(date -u +%T)"
-	@log="$(LIVE_CI_WORK)/smoke.log"; mkdir -p "$(LIVE_CI_WORK)"; \
-	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke >"$$log" 2>&1 & checks=$$!; \
+	# While the test binaries build, beside it: the smoke suite on the built
+	# binaries (none of its tests may skip; its terraform test too) and the
+	# Terraform module's checks (scripts/infra-check.sh); their output printed
+	# whole after.
+	@echo "make test: test build, with smoke and infra-check beside it, $$(date -u +%T)"
+	@log="$(LIVE_CI_WORK)/smoke.log"; infra_log="$(LIVE_CI_WORK)/infra-check.log"; \
+	LIVE_CI_SMOKE_TERRAFORM=1 bash scripts/local-cloud.sh smoke >"$$log" 2>&1 & smoke=$$!; \
+	bash scripts/infra-check.sh >"$$infra_log" 2>&1 & infra=$$!; \
 	$(CARGO) test --locked --workspace --no-run; built=$$?; \
 	echo "make test: test build done ($$built), $$(date -u +%T)"; \
-	wait $$checks; passed=$$?; cat "$$log"; \
+	wait $$infra; checked=$$?; cat "$$infra_log"; \
+	echo "make test: infra-check done ($$checked), $$(date -u +%T)"; \
+	wait $$smoke; passed=$$?; cat "$$log"; \
 	echo "make test: smoke done ($$passed), $$(date -u +%T)"; \
 	[ $$built = 0 ] || { echo "make test: the test build failed (above)" >&2; exit 1; }; \
+	[ $$checked = 0 ] || { echo "make test: infra-check failed (above)" >&2; exit 1; }; \
 	[ $$passed = 0 ] || { echo "make test: the smoke suite failed (above)" >&2; exit 1; }
 	# Every command the documents give still runs as written (make targets,
 	# scripts, terraform outputs, docker build args, the CLI's subcommands and flags).
