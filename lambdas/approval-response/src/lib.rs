@@ -16,7 +16,9 @@ mod page;
 mod ports;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
-pub use github_vote::{GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting};
+pub use github_vote::{
+    GitHubVoteError, GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting,
+};
 pub use handler::ApprovalResponder;
 pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};
 pub use ports::{NoPlanStore, Production, ResponderPorts};
