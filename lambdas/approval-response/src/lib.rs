@@ -7,6 +7,9 @@
 //! ([`ApprovalResponder::github_vote`]). `main.rs` only wires clients into
 //! [`Production`] ports for [`ApprovalResponder`]; tests hand it their own
 //! bundle ([`ResponderPorts`]).
+// Every public item says what it is for (issue 33 item 7; a workspace lint
+// once every crate is there).
+#![warn(missing_docs)]
 
 mod config;
 mod github_vote;

@@ -4,6 +4,7 @@
 //! included (`#[path]`) by live-ci-e2e's approval tests, which mail the links
 //! through the real requester.
 #![allow(dead_code)] // each including test crate uses its part
+#![allow(clippy::unwrap_used)]
 
 use live_ci_approval_response::{PageRequest, PageResponse};
 use live_ci_metadb::PgMetadb;
