@@ -452,7 +452,7 @@ pub fn artifacts(krate: &str) -> PathBuf {
 
 /// `scripts/browser.sh install` (idempotent), then the NODE_PATH holding
 /// playwright-core.
-fn node_path() -> String {
+pub fn node_path() -> String {
     let script = repo_root().join("scripts/browser.sh");
     let run = |arg: &str| {
         let out = Command::new("bash")

@@ -58,8 +58,12 @@ pub const AWS_ACTIONS: &[&str] = &[
 /// account's `github_voters`.
 #[derive(Debug, Clone)]
 pub struct GitHubVotesConfig {
+    /// `owner/name` (`REPO_FULL_NAME`): the only repository whose comments
+    /// count.
     pub repository: String,
+    /// GitHub's REST endpoint (`GITHUB_API_URL`, GitHub Enterprise's too).
     pub api_url: String,
+    /// A token or a GitHub App, whichever the module configured.
     pub auth: GitHubAuth,
     /// `jsonencode(var.account_parent_cfg)`, as the ECS tasks get it.
     pub accounts_json: String,
@@ -86,6 +90,7 @@ impl GitHubVotesConfig {
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The SSM parameter holding the key vote links are signed with.
     pub vote_link_key_param: String,
     /// The run-link key (read-only run pages); not the vote-link key.
     pub run_link_key_param: String,
@@ -93,12 +98,14 @@ pub struct Config {
     pub task_token_key_id: String,
     /// The bucket terra-run saves plans (and their JSON) in.
     pub plan_bucket: String,
+    /// Where approvals and votes are kept (a URL or the Data API).
     pub metadb: MetadbConfig,
     /// `None` (no `REPO_FULL_NAME`): votes come by mail only.
     pub github_votes: Option<GitHubVotesConfig>,
 }
 
 impl Config {
+    /// Read from the process environment the Terraform module sets.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

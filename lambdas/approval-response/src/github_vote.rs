@@ -43,7 +43,10 @@ use crate::ports::ResponderPorts;
 pub struct GitHubVoteRequest {
     /// `owner/name`: must be this pipeline's repository.
     pub repository: String,
+    /// The merged pull request the comment is on, checked against the
+    /// comment as GitHub gives it.
     pub pull_request: u64,
+    /// Identifies the comment, read again from GitHub (author, body).
     pub comment_id: u64,
 }
 
@@ -52,6 +55,7 @@ pub struct GitHubVoteRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GitHubVoteEvent {
+    /// Where the vote comment is.
     pub github_vote: GitHubVoteRequest,
 }
 
@@ -68,11 +72,27 @@ impl GitHubVoteEvent {
 /// (`voter_github_logins`: one person, one vote).
 #[derive(Debug, Clone)]
 pub struct GitHubVoting {
+    /// `owner/name`: an invoke naming another repository counts nothing.
     pub repository: String,
+    /// Each account's `github_voters`: the logins and teams admitted there.
     pub accounts: Accounts,
     /// From configuration only: nothing in the comment or the invoke can
     /// choose the address a vote is recorded under.
     pub logins: VoterLogins,
+}
+
+/// Why a vote comment could not be counted at all: the invoke fails, and
+/// nothing changed (Lambda retries an asynchronous invoke).
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubVoteError {
+    /// No GitHub in the ports: votes from the pull request are off.
+    #[error(
+        "a github_vote invoke, but votes from the pull request are not configured (REPO_FULL_NAME unset)"
+    )]
+    NotConfigured,
+    /// A port failed before the vote was recorded.
+    #[error(transparent)]
+    Port(#[from] PortError),
 }
 
 /// What counting a vote comment did.
@@ -134,11 +154,25 @@ fn not_awaiting(comment: &Commented) -> String {
 
 impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
     /// Counts the vote comment `request` names, and answers it on the pull
-    /// request. A port failing before the vote is an error (the invoke is
-    /// retried by Lambda: nothing changed); after it, only logged.
-    pub async fn github_vote<G: PullRequestVotes>(
+    /// request, through the ports' GitHub. A port failing before the vote is
+    /// an error (the invoke is retried by Lambda: nothing changed); after
+    /// it, only logged. Without GitHub in the ports, an error before
+    /// anything is read.
+    pub async fn github_vote(
         &self,
-        github: &G,
+        voting: &GitHubVoting,
+        request: &GitHubVoteRequest,
+    ) -> Result<GitHubVoteOutcome, GitHubVoteError> {
+        let Some(github) = self.github() else {
+            return Err(GitHubVoteError::NotConfigured);
+        };
+        Ok(self.count(github, voting, request).await?)
+    }
+
+    /// [`github_vote`](Self::github_vote) with GitHub at hand.
+    async fn count(
+        &self,
+        github: &Ports::GitHub,
         voting: &GitHubVoting,
         request: &GitHubVoteRequest,
     ) -> Result<GitHubVoteOutcome, PortError> {
@@ -172,9 +206,9 @@ impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
 
     /// The comment read again from GitHub by its id, on this repository's
     /// pull request, and its vote command; or why it is not counted.
-    async fn read_comment<G: PullRequestVotes>(
+    async fn read_comment(
         &self,
-        github: &G,
+        github: &Ports::GitHub,
         voting: &GitHubVoting,
         request: &GitHubVoteRequest,
     ) -> Result<ControlFlow<GitHubVoteOutcome, Commented>, PortError> {
@@ -230,9 +264,9 @@ impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
     /// github_voters entry: the map says it is the same person, who may vote
     /// by mail anyway. Anyone else is `github:<login>`, admitted by
     /// github_voters alone.
-    async fn admit<G: PullRequestVotes>(
+    async fn admit(
         &self,
-        github: &G,
+        github: &Ports::GitHub,
         voting: &GitHubVoting,
         comment: &Commented,
     ) -> Result<ControlFlow<GitHubVoteOutcome, Admitted>, PortError> {
@@ -383,9 +417,9 @@ impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
 
     /// Whether `login` is one of `voters`: listed, or an active member of a
     /// listed team (asked of GitHub, team by team, until one says yes).
-    async fn is_voter<G: PullRequestVotes>(
+    async fn is_voter(
         &self,
-        github: &G,
+        github: &Ports::GitHub,
         voters: &[GitHubVoter],
         login: &str,
     ) -> Result<bool, PortError> {
@@ -407,9 +441,9 @@ impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
 
     /// Posts `reply` on the pull request; a refusal is logged, never fatal
     /// (the vote, if counted, stays counted).
-    async fn answer<G: PullRequestVotes>(
+    async fn answer(
         &self,
-        github: &G,
+        github: &Ports::GitHub,
         number: u64,
         counted: bool,
         reply: String,

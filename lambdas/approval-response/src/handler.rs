@@ -57,6 +57,8 @@ pub struct ApprovalResponder<Ports> {
 }
 
 impl<Ports> ApprovalResponder<Ports> {
+    /// Verifies vote links under `key` and acts through `ports`; no run page
+    /// until [`with_run_key`](Self::with_run_key).
     pub fn new(key: LinkKey, ports: Ports) -> Self {
         ApprovalResponder {
             key,
@@ -217,6 +219,11 @@ impl<Ports: ResponderPorts> ApprovalResponder<Ports> {
     /// The metadb (votes from the pull request use it too).
     pub(crate) fn db(&self) -> &Ports::Db {
         self.ports.db()
+    }
+
+    /// GitHub, for votes from the pull request (`None`: they are off).
+    pub(crate) fn github(&self) -> Option<&Ports::GitHub> {
+        self.ports.github()
     }
 
     /// Handles one request at `now` (Unix milliseconds). Never panics and

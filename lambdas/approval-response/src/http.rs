@@ -10,13 +10,22 @@ use aws_lambda_events::event::lambda_function_urls::{
 /// One request: method, the raw query string, lower-cased headers, body bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageRequest {
+    /// As the client sent it (`GET`, `POST`, …); the handler compares it
+    /// case-insensitively.
     pub method: String,
+    /// Everything after `?`, still percent-encoded: the vote (`t`) or run
+    /// (`r`) token.
     pub query: String,
+    /// Keyed by lower-case name, so lookups need not care how the client
+    /// spelt it.
     pub headers: BTreeMap<String, String>,
+    /// The form a POST carries (the vote's token and reason), decoded from
+    /// base64 when the Function URL event was.
     pub body: Vec<u8>,
 }
 
 impl PageRequest {
+    /// A header's value, whatever case `name` is given in.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(&name.to_ascii_lowercase())
@@ -41,12 +50,16 @@ impl PageRequest {
 /// One response: status, headers, an HTML (or text) body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageResponse {
+    /// The HTTP status the outcome maps to (see the handler's table).
     pub status: u16,
+    /// In the order sent: the page's caching and security policy.
     pub headers: Vec<(&'static str, String)>,
+    /// The page (empty for a HEAD).
     pub body: String,
 }
 
 impl PageResponse {
+    /// A header's value, whatever case `name` is given in.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -67,6 +80,8 @@ pub fn from_function_url(event: &LambdaFunctionUrlRequest) -> PageRequest {
     }
 }
 
+/// The handler's answer as the Function URL response Lambda returns to the
+/// client; a header value HTTP cannot carry is left out.
 pub fn to_function_url(resp: &PageResponse) -> LambdaFunctionUrlResponse {
     let mut headers = http::HeaderMap::new();
     for (name, value) in &resp.headers {

@@ -7,6 +7,9 @@
 //! ([`ApprovalResponder::github_vote`]). `main.rs` only wires clients into
 //! [`Production`] ports for [`ApprovalResponder`]; tests hand it their own
 //! bundle ([`ResponderPorts`]).
+// Every public item says what it is for (issue 33 item 7; a workspace lint
+// once every crate is there).
+#![warn(missing_docs)]
 
 mod config;
 mod github_vote;
@@ -16,7 +19,9 @@ mod page;
 mod ports;
 
 pub use config::{AWS_ACTIONS, Config, ConfigError, ENV_VARS};
-pub use github_vote::{GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting};
+pub use github_vote::{
+    GitHubVoteError, GitHubVoteEvent, GitHubVoteOutcome, GitHubVoteRequest, GitHubVoting,
+};
 pub use handler::ApprovalResponder;
 pub use http::{PageRequest, PageResponse, from_function_url, to_function_url};
 pub use ports::{NoPlanStore, Production, ResponderPorts};

@@ -7,7 +7,8 @@
 use anyhow::Context;
 use aws_lambda_events::event::lambda_function_urls::LambdaFunctionUrlRequest;
 use live_ci_approval_response::{
-    ApprovalResponder, Config, GitHubVoteEvent, Production, from_function_url, to_function_url,
+    ApprovalResponder, Config, GitHubVoteError, GitHubVoteEvent, Production, from_function_url,
+    to_function_url,
 };
 use live_ci_aws::{KmsTokenCipher, S3ArtifactStore, sdk};
 use live_ci_boot::{Boot, serve};
@@ -24,38 +25,40 @@ async fn main() -> anyhow::Result<()> {
     let tokens = SfnTaskTokens::new(aws_sdk_sfn::Client::new(&boot.aws));
     let cipher = KmsTokenCipher::new(sdk::kms::Client::new(&boot.aws), &config.task_token_key_id);
     let plans = S3ArtifactStore::new(sdk::s3::Client::new(&boot.aws), &config.plan_bucket);
+    // GitHub joins the ports only with votes from the pull request
+    // configured; who may vote (the accounts, the logins map) is checked at
+    // the cold start with it.
+    let (github, voting) = match &config.github_votes {
+        None => (None, None),
+        Some(c) => {
+            let voting = c.voting()?;
+            let job = Job::ApprovalResponse;
+            let github = boot.github(&c.auth, &c.api_url, &c.repository, job).await?;
+            (Some(github), Some(voting))
+        }
+    };
     let ports = Production {
         db: metadb,
         tokens,
         cipher,
         plans,
+        github,
     };
     let responder = &ApprovalResponder::new(key, ports).with_run_key(run_key);
-    let github_votes = match &config.github_votes {
-        None => None,
-        Some(c) => {
-            let voting = c.voting()?;
-            let job = Job::ApprovalResponse;
-            Some((
-                boot.github(&c.auth, &c.api_url, &c.repository, job).await?,
-                voting,
-            ))
-        }
-    };
-    let github_votes = &github_votes;
+    let voting = &voting;
     Ok(serve(|event: serde_json::Value| async move {
         // Only a direct invoke can put `github_vote` at the top level: a
         // Function URL event's keys are AWS's.
         if event.get("github_vote").is_some() {
             let request: GitHubVoteEvent = serde_json::from_value(event)
                 .map_err(|e| format!("a github_vote invoke that does not parse: {e}"))?;
-            let Some((github, voting)) = github_votes else {
-                return Err("a github_vote invoke, but votes from the pull request are not configured (REPO_FULL_NAME unset)".to_string());
+            let Some(voting) = voting else {
+                return Err(GitHubVoteError::NotConfigured.to_string());
             };
             // An error (a port failed before the vote) fails the invoke:
             // Lambda retries an asynchronous invoke, and nothing changed.
             let outcome = responder
-                .github_vote(github, voting, &request.github_vote)
+                .github_vote(voting, &request.github_vote)
                 .await
                 .map_err(|e| e.to_string())?;
             tracing::info!(counted = outcome.counted, note = %outcome.note, "vote from the pull request");

@@ -1,6 +1,6 @@
 //! The SES v2 mailer: the exact SendEmail request through the SDK's mock
 //! interceptor (LocalStack serves SES v2 only with the `localcloud` plugin;
-//! the round trip through it is `lambdas/approval-response/tests/it/ses_localstack.rs`).
+//! the round trip through it is `tests/e2e/tests/approval/ses_localstack.rs`).
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
 use aws_sdk_sesv2::Client;

@@ -3,5 +3,6 @@
 
 mod docs;
 mod github_permissions;
+mod layout;
 mod local_deployment;
 mod module_contract;

@@ -2,7 +2,7 @@
 //! ([`RequesterPorts`]). The test keeps a clone of it: the mailer, the task
 //! failures and the notifications are shared (`Arc`), so what the requester
 //! sent is read from the fakes, not through getters on the handler. Also
-//! included (`#[path]`) by approval_response's tests, which mail voters
+//! included (`#[path]`) by live-ci-e2e's approval tests, which mail voters
 //! through the real requester.
 #![allow(dead_code)] // each including test crate uses its part
 

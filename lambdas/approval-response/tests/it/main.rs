@@ -1,17 +1,13 @@
-//! The integration tests of the approval_response Lambda: the responder, SES in LocalStack and the browser approval: one test binary (one link) for the
-//! crate, each former `tests/*.rs` a module.
+//! The integration tests of the approval_response Lambda: the responder, the run page and the browser's view of it: one test binary (one link) for the
+//! crate, each former `tests/*.rs` a module. The tests that vote through links
+//! the real approval_request handler mails (and the SES, IAM, race and round
+//! trip tests built on them) are live-ci-e2e's `approval` target
+//! (`tests/e2e/tests/approval/`): Lambdas do not dev-depend on each other.
 
-mod approval_store_only;
 mod browser;
-mod github_votes;
-mod iam_denied;
-mod plan_page;
+mod github_vote;
+mod pages;
 mod ports;
-#[path = "../../../approval-request/tests/fakes/mod.rs"]
-mod requester_fakes;
 mod responder;
-mod round_trips;
 mod run_page;
 mod server;
-mod ses_localstack;
-mod vote_race;

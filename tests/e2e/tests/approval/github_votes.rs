@@ -98,12 +98,17 @@ async fn request(db: &PgMetadb, record: &ExecutionRecord) -> Vec<Email> {
     fakes.mailer.sent()
 }
 
-async fn responder(db: &PgMetadb) -> crate::ports::Wired<PgMetadb, RecordingTokens> {
-    crate::ports::responder(
+/// A responder whose ports hold a GitHub client of `fake`.
+async fn responder(
+    db: &PgMetadb,
+    fake: &FakeGitHub,
+) -> crate::ports::Wired<PgMetadb, RecordingTokens> {
+    crate::ports::responder_with_github(
         key(),
         db.clone(),
         RecordingTokens::default(),
         cipher().await,
+        client(fake),
     )
 }
 
@@ -143,16 +148,13 @@ async fn a_listed_logins_approval_counts_and_hands_over() {
     let fake = github(&record).await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(PR, "Octo-Lead", &format!("/live-ci approve {unit}"));
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
         logins: VoterLogins::default(),
     };
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(id)).await.unwrap();
     assert!(outcome.counted, "{outcome:?}");
     assert_eq!(
         requests(&fake).await,
@@ -194,22 +196,16 @@ async fn a_team_members_vote_counts_after_the_membership_api_says_active() {
         "bob",
         &format!("/live-ci reject {unit} opens the bucket"),
     );
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["someone-else", "acme/platform"]),
         logins: VoterLogins::default(),
     };
     // An invitation is not membership.
-    let pending = r
-        .github_vote(&client(&fake), &voting, &vote(carol))
-        .await
-        .unwrap();
+    let pending = r.github_vote(&voting, &vote(carol)).await.unwrap();
     assert!(!pending.counted);
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(bob))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(bob)).await.unwrap();
     assert!(outcome.counted, "{outcome:?}");
     let asked: Vec<String> = requests(&fake)
         .await
@@ -236,16 +232,13 @@ async fn a_non_voter_gets_a_reply_and_nothing_changes() {
     let fake = github(&record).await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(PR, "mallory", &format!("/live-ci approve {unit}"));
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead", "acme/platform"]),
         logins: VoterLogins::default(),
     };
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(id)).await.unwrap();
     assert!(!outcome.counted);
     assert_eq!(
         replies(&fake),
@@ -268,7 +261,7 @@ async fn a_unit_not_awaiting_approval_gets_a_reply_and_nothing_changes() {
     let fake = github(&record).await;
     let id = fake.add_comment(PR, "octo-lead", "/live-ci approve dev/elsewhere");
     // A payload naming another repository is not this pipeline's: ignored.
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
@@ -276,17 +269,9 @@ async fn a_unit_not_awaiting_approval_gets_a_reply_and_nothing_changes() {
     };
     let mut spoofed = vote(id);
     spoofed.repository = "evil/live".into();
-    assert!(
-        !r.github_vote(&client(&fake), &voting, &spoofed)
-            .await
-            .unwrap()
-            .counted
-    );
+    assert!(!r.github_vote(&voting, &spoofed).await.unwrap().counted);
     assert!(requests(&fake).await.is_empty());
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(id)).await.unwrap();
     assert!(!outcome.counted);
     assert_eq!(
         replies(&fake),
@@ -313,20 +298,15 @@ async fn a_vote_changed_before_the_decision_counts_once() {
     let unit = record.cfg_path.as_str().to_string();
     let reject = fake.add_comment(PR, "octo-lead", &format!("/live-ci reject {unit} wait"));
     let approve = fake.add_comment(PR, "octo-lead", &format!("/live-ci approve {unit}"));
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
         logins: VoterLogins::default(),
     };
+    assert!(r.github_vote(&voting, &vote(reject)).await.unwrap().counted);
     assert!(
-        r.github_vote(&client(&fake), &voting, &vote(reject))
-            .await
-            .unwrap()
-            .counted
-    );
-    assert!(
-        r.github_vote(&client(&fake), &voting, &vote(approve))
+        r.github_vote(&voting, &vote(approve))
             .await
             .unwrap()
             .counted
@@ -353,7 +333,7 @@ async fn a_mailed_and_a_github_vote_by_two_people_reach_a_two_vote_threshold() {
     .await;
     let mails = request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     // Alice approves by mail (the signed link's POST).
     let mail = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
     let token = token_of(&text_link(mail, "Approve"));
@@ -382,10 +362,7 @@ async fn a_mailed_and_a_github_vote_by_two_people_reach_a_two_vote_threshold() {
         accounts: accounts(&["octo-lead"]),
         logins: VoterLogins::default(),
     };
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(id)).await.unwrap();
     assert!(outcome.counted);
     let sent = sends(&r);
     assert_eq!(sent.len(), 1);
@@ -435,16 +412,13 @@ async fn a_comments_approve_of_a_plan_denied_by_policy_is_refused_and_changes_no
     let fake = github(&record).await;
     let unit = record.cfg_path.as_str().to_string();
     let approve = fake.add_comment(PR, "octo-lead", &format!("/live-ci approve {unit}"));
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let voting = GitHubVoting {
         repository: REPO.into(),
         accounts: accounts(&["octo-lead"]),
         logins: VoterLogins::default(),
     };
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(approve))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(approve)).await.unwrap();
     assert!(!outcome.counted, "{outcome:?}");
     assert_eq!(
         replies(&fake),
@@ -461,10 +435,7 @@ async fn a_comments_approve_of_a_plan_denied_by_policy_is_refused_and_changes_no
         "octo-lead",
         &format!("/live-ci reject {unit} the policy is right"),
     );
-    let outcome = r
-        .github_vote(&client(&fake), &voting, &vote(reject))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&voting, &vote(reject)).await.unwrap();
     assert!(outcome.counted, "{outcome:?}");
     let tally = db.tally(id).await.unwrap().unwrap();
     assert_eq!(tally.rejection_voters, ["github:octo-lead"]);
@@ -537,15 +508,12 @@ async fn a_mail_voter_approving_by_mail_and_by_github_counts_once() {
     .await;
     let mails = request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     mail_vote(&r, &mails, "alice@example.com", "Approve").await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(PR, "Alice", &format!("/live-ci approve {unit}"));
     // Alice's login is in no github_voters: the map admits her as herself.
-    let outcome = r
-        .github_vote(&client(&fake), &mapped(&[], ALICE), &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&mapped(&[], ALICE), &vote(id)).await.unwrap();
     assert!(outcome.counted, "{outcome:?}");
     // No membership question: the map answered who she is.
     assert_eq!(
@@ -589,7 +557,7 @@ async fn a_mail_voters_github_reject_changes_her_vote_and_keeps_its_reason() {
     .await;
     let mails = request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     mail_vote(&r, &mails, "alice@example.com", "Approve").await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(
@@ -598,7 +566,7 @@ async fn a_mail_voters_github_reject_changes_her_vote_and_keeps_its_reason() {
         &format!("/live-ci reject {unit} the <b>bucket</b> opens"),
     );
     let outcome = r
-        .github_vote(&client(&fake), &mapped(&["octo-lead"], ALICE), &vote(id))
+        .github_vote(&mapped(&["octo-lead"], ALICE), &vote(id))
         .await
         .unwrap();
     assert!(outcome.counted, "{outcome:?}");
@@ -638,25 +606,15 @@ async fn an_unmapped_github_voter_and_a_mapped_mail_voter_are_two_people_and_dec
     .await;
     request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let unit = record.cfg_path.as_str().to_string();
     let voting = mapped(&["bob"], ALICE);
     // bob's login is listed but not mapped: `github:bob`, admitted by github_voters.
     let bob = fake.add_comment(PR, "bob", &format!("/live-ci approve {unit}"));
-    assert!(
-        r.github_vote(&client(&fake), &voting, &vote(bob))
-            .await
-            .unwrap()
-            .counted
-    );
+    assert!(r.github_vote(&voting, &vote(bob)).await.unwrap().counted);
     assert!(sends(&r).is_empty());
     let alice = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
-    assert!(
-        r.github_vote(&client(&fake), &voting, &vote(alice))
-            .await
-            .unwrap()
-            .counted
-    );
+    assert!(r.github_vote(&voting, &vote(alice)).await.unwrap().counted);
     let sent = sends(&r);
     assert_eq!(sent.len(), 1);
     let output: serde_json::Value = serde_json::from_str(&sent[0].1).unwrap();
@@ -686,17 +644,12 @@ async fn a_team_member_mapped_to_a_mail_voter_counts_once() {
     let mails = request(&db, &record).await;
     let fake = github(&record).await;
     fake.set_team_member("acme", "platform", "alice", "active");
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
     // Alice is a member of a listed team, and alice@ by mail.
     let voting = mapped(&["acme/platform"], ALICE);
-    assert!(
-        r.github_vote(&client(&fake), &voting, &vote(id))
-            .await
-            .unwrap()
-            .counted
-    );
+    assert!(r.github_vote(&voting, &vote(id)).await.unwrap().counted);
     mail_vote(&r, &mails, "alice@example.com", "Approve").await;
     let tally = db.tally(&record.execution_id).await.unwrap().unwrap();
     assert_eq!(tally.approval_voters, ["alice@example.com"]);
@@ -716,13 +669,10 @@ async fn a_login_mapped_to_someone_who_is_not_a_voter_here_is_not_admitted_by_th
     let (_t, db, record) = awaiting("run-1-id-other", &["bob@example.com"], 1, 1).await;
     request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let unit = record.cfg_path.as_str().to_string();
     let id = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
-    let outcome = r
-        .github_vote(&client(&fake), &mapped(&[], ALICE), &vote(id))
-        .await
-        .unwrap();
+    let outcome = r.github_vote(&mapped(&[], ALICE), &vote(id)).await.unwrap();
     assert!(!outcome.counted, "{outcome:?}");
     assert_eq!(
         replies(&fake),
@@ -749,18 +699,18 @@ async fn a_vote_cast_before_the_map_named_the_login_is_folded_into_the_persons_v
     .await;
     request(&db, &record).await;
     let fake = github(&record).await;
-    let r = responder(&db).await;
+    let r = responder(&db, &fake).await;
     let unit = record.cfg_path.as_str().to_string();
     let first = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
     assert!(
-        r.github_vote(&client(&fake), &mapped(&["alice"], "{}"), &vote(first))
+        r.github_vote(&mapped(&["alice"], "{}"), &vote(first))
             .await
             .unwrap()
             .counted
     );
     let again = fake.add_comment(PR, "alice", &format!("/live-ci approve {unit}"));
     assert!(
-        r.github_vote(&client(&fake), &mapped(&["alice"], ALICE), &vote(again))
+        r.github_vote(&mapped(&["alice"], ALICE), &vote(again))
             .await
             .unwrap()
             .counted

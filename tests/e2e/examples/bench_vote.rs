@@ -7,14 +7,16 @@
 //! the Data API calls and the milliseconds per step (p50, p95, max); for the
 //! deciding POST also up to SendTaskSuccess.
 //!
-//! `bash scripts/pg.sh with cargo run --release -p live-ci-approval-response --example bench_vote`
+//! `bash scripts/pg.sh with cargo run --release -p live-ci-e2e --example bench_vote`
+//! (here, not in approval-response: it mails through approval_request, and
+//! Lambdas do not dev-depend on each other).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // The tests' bundles of ports: the requester's and the responder's.
-#[path = "../tests/it/ports.rs"]
+#[path = "../../../lambdas/approval-response/tests/it/ports.rs"]
 mod ports;
-#[path = "../../approval-request/tests/fakes/mod.rs"]
+#[path = "../../../lambdas/approval-request/tests/fakes/mod.rs"]
 mod requester_fakes;
 
 use crate::requester_fakes::Fakes as RequesterFakes;
