@@ -96,9 +96,9 @@ test:
 	log="$(LIVE_CI_WORK)/getting-started.log"; \
 	echo "make test: getting-started beside the test binaries, $$(date -u +%T)"; \
 	bash scripts/check-getting-started.sh >"$$log" 2>&1 & walk=$$!; \
-	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace"; \
+	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py --serial live-ci-e2e::pipeline --serial live-ci-e2e::github_app -- --locked --workspace"; \
 	CARGO=$(CARGO) LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with \
-	  python3 scripts/test-binaries.py --serial live-ci-e2e -- --locked --workspace >"$(LIVE_CI_WORK)/tests.log" 2>&1; rc=$$?; \
+	  python3 scripts/test-binaries.py --serial live-ci-e2e::pipeline --serial live-ci-e2e::github_app -- --locked --workspace >"$(LIVE_CI_WORK)/tests.log" 2>&1; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; \
 	wait $$walk; walked=$$?; cat "$$log"; \
 	echo "make test: getting-started done ($$walked), $$(date -u +%T)"; \

@@ -12,10 +12,12 @@ interleaved), and the last line is one libtest summary of all of them.
 Why not cargo-nextest: it runs every test in a process of its own, and our
 binaries share set-up per process (the e2e binaries deploy the module into the
 local cloud once and run their scenarios in order against it): per test, that
-set-up would run 13 times. The binaries of one --serial package (the e2e ones,
-which share the local cloud's IAM counters and mailbox) run one at a time.
+set-up would run 13 times. The binaries named by --serial (a package, or one
+test target as PKG::TARGET: the e2e pipeline and github_app binaries, which
+share the local cloud's IAM counters and mailbox) run one at a time, in one
+lane per package; a package's other binaries run as any other.
 
-    scripts/test-binaries.py [--jobs N] [--serial PKG]... [--test-arg ARG]...
+    scripts/test-binaries.py [--jobs N] [--serial PKG[::TARGET]]... [--test-arg ARG]...
                              [-- CARGO TEST ARGS]
 
 Arguments after `--` go to `cargo test --no-run` (e.g. `--locked --workspace`).
@@ -140,18 +142,23 @@ def run_one(binary: Binary, cargo: str, test_args: list[str]) -> None:
             binary.counts = [a + int(b) for a, b in zip(binary.counts, m.groups()[1:], strict=True)]
 
 
+def is_serial(b: Binary, serial: set[str]) -> bool:
+    """Named by --serial, as its package or as PKG::TARGET."""
+    return b.package in serial or f"{b.package}::{b.name}" in serial
+
+
 def schedule(binaries: list[Binary], history: dict[str, float], serial: set[str]) -> list[list[Binary]]:
-    """Lanes of work: a serial package's binaries form one lane; longest first."""
+    """Lanes of work: a package's serial binaries form one lane; longest first."""
     lanes: dict[str, list[Binary]] = {}
     for b in binaries:
-        lanes.setdefault(b.package if b.package in serial else b.key, []).append(b)
+        lanes.setdefault(b.package if is_serial(b, serial) else b.key, []).append(b)
 
     def guess(b: Binary) -> float:
         # Without history (a fresh clone): serial packages, then integration
         # tests, then unit tests.
         if b.key in history:
             return history[b.key]
-        if b.package in serial:
+        if is_serial(b, serial):
             return 1000.0
         return 10.0 if b.kind == "test" else 1.0
 
@@ -223,6 +230,7 @@ def self_test() -> int:
         "crash": "echo 'thread main panicked'; exit 0",
         "e2e-a": f"sleep 0.3; {passing}",
         "e2e-b": f"sleep 0.3; {passing}",
+        "e2e-free": f"sleep 0.3; {passing}",
     }
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -240,9 +248,9 @@ def self_test() -> int:
                 manifest_dir=tmp,
             )
 
-        def run(names: list[str]) -> tuple[list[str], int, list[Binary]]:
+        def run(names: list[str], serial: frozenset[str] = frozenset({"e2e"})) -> tuple[list[str], int, list[Binary]]:
             binaries = [fake(n) for n in names]
-            lanes = schedule(binaries, {}, {"e2e"})
+            lanes = schedule(binaries, {}, set(serial))
             wall = run_pool(lanes, 3, "cargo", [], echo=False)
             lines, rc = report(binaries, wall)
             return lines, rc, binaries
@@ -253,6 +261,14 @@ def self_test() -> int:
         a, b = (x.span for x in binaries if x.package == "e2e")
         if a[0] < b[1] and b[0] < a[1]:
             problems.append(f"the serial package's binaries overlapped: {a} and {b}")
+        # Targets named one by one: those two share a lane, the package's third runs beside them.
+        _, rc, binaries = run(["e2e-a", "e2e-b", "e2e-free"], frozenset({"e2e::e2e-a", "e2e::e2e-b"}))
+        spans = {x.name: x.span for x in binaries}
+        a, b, free = spans["e2e-a"], spans["e2e-b"], spans["e2e-free"]
+        if a[0] < b[1] and b[0] < a[1]:
+            problems.append(f"the serial targets overlapped: {a} and {b}")
+        if not (free[0] < max(a[1], b[1]) and min(a[0], b[0]) < free[1]):
+            problems.append(f"the package's other target waited for the serial lane: {free}, {a}, {b}")
         for bad, want in (("failing", "2 failed"), ("crash", "0 failed")):
             lines, rc, _ = run(["pass", bad])
             if (
@@ -271,7 +287,7 @@ def self_test() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("LIVE_CI_TEST_JOBS", "3")))
-    parser.add_argument("--serial", action="append", default=[], metavar="PKG")
+    parser.add_argument("--serial", action="append", default=[], metavar="PKG[::TARGET]")
     parser.add_argument(
         "--test-arg",
         action="append",
