@@ -19,21 +19,31 @@ use crate::error::{AwsError, Failure};
 /// Where one kind of task runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskDefinitionRef {
+    /// The task definition's ARN (`<KIND>_TASK_DEFINITION_ARN`).
     pub task_definition: String,
+    /// The container whose command and environment are overridden (`<KIND>_CONTAINER_NAME`).
     pub container: String,
     /// The awslogs `awslogs-group` and `awslogs-stream-prefix` of the container,
     /// from which the log stream name follows: `<prefix>/<container>/<task id>`.
     pub log_group: String,
+    /// The `awslogs-stream-prefix` (`<KIND>_LOG_STREAM_PREFIX`).
     pub log_stream_prefix: String,
 }
 
+/// Where and how a binary starts ECS tasks (Fargate, awsvpc).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcsConfig {
+    /// The cluster's ARN (`ECS_CLUSTER_ARN`).
     pub cluster: String,
+    /// The region the tasks run and log in (`AWS_REGION`).
     pub region: String,
+    /// The tasks' subnets (`ECS_SUBNET_IDS`, comma-separated).
     pub subnets: Vec<String>,
+    /// The tasks' security groups (`ECS_SECURITY_GROUP_IDS`, comma-separated).
     pub security_groups: Vec<String>,
+    /// Whether a task gets a public IP (`ECS_ASSIGN_PUBLIC_IP`, default false).
     pub assign_public_ip: bool,
+    /// The task definition of each kind this binary starts.
     pub tasks: BTreeMap<TaskKind, TaskDefinitionRef>,
 }
 
@@ -100,6 +110,7 @@ impl EcsConfig {
     }
 }
 
+/// ECS RunTask as the core's task launcher.
 #[derive(Debug, Clone)]
 pub struct EcsTaskLauncher {
     client: Client,
@@ -107,6 +118,7 @@ pub struct EcsTaskLauncher {
 }
 
 impl EcsTaskLauncher {
+    /// A launcher starting the configured kinds with `client`.
     pub fn new(client: Client, config: EcsConfig) -> Self {
         EcsTaskLauncher { client, config }
     }

@@ -7,59 +7,87 @@ use live_ci_core::port::{Classify, ErrorKind};
 /// A failed AWS call, naming the operation and the resource.
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {
+    /// A Parameter Store call failed.
     #[error("ssm {operation} {name:?}: {message}")]
     Ssm {
+        /// The operation (`get-parameter`, `put-parameter`).
         operation: &'static str,
+        /// The parameter's name.
         name: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// ECS RunTask failed or started no task.
     #[error("ecs run-task for {kind}: {message}")]
     Ecs {
+        /// The kind of task being started (`pr-plan`, `terra-run`...).
         kind: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// An S3 object could not be written or read.
     #[error("s3 {operation} {uri:?}: {message}")]
     S3 {
+        /// The operation (`put-object`, `get-object`).
         operation: &'static str,
+        /// The object, `s3://bucket/key` (with its version when one was asked for).
         uri: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// An asynchronous Lambda invoke failed.
     #[error("lambda invoke {function:?}: {message}")]
     Lambda {
+        /// The function's name or ARN.
         function: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// SES refused or failed a mail.
     #[error("ses send-email to {to:?}: {message}")]
     Ses {
+        /// The recipient's address.
         to: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// An SNS publish failed.
     #[error("sns publish to {topic:?}: {message}")]
     Sns {
+        /// The topic's ARN.
         topic: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// STS refused or failed to assume a role.
     #[error("sts assume-role {role_arn:?}: {message}")]
     Sts {
+        /// The role's ARN.
         role_arn: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
     /// Never carries the plaintext: only the key, the execution and KMS's answer.
     #[error("kms {operation} with key {key_id:?} for execution {execution_id:?}: {message}")]
     Kms {
+        /// The operation (`encrypt`, `decrypt`).
         operation: &'static str,
+        /// The KMS key (id, ARN or alias) as configured.
         key_id: String,
+        /// The execution whose task token it was (the encryption context).
         execution_id: String,
+        /// What AWS answered, classified.
         #[source]
         message: Failure,
     },
+    /// A task of a kind this binary was not configured to start (the kind).
     #[error("no task definition configured for {0:?}")]
     NoTaskDefinition(String),
 }

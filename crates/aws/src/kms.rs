@@ -13,6 +13,7 @@ use live_ci_core::port::{EXECUTION_CONTEXT_KEY, TokenCipher};
 
 use crate::error::{AwsError, Failure};
 
+/// Encrypts and decrypts task tokens under one KMS key.
 #[derive(Debug, Clone)]
 pub struct KmsTokenCipher {
     client: Client,
@@ -21,6 +22,7 @@ pub struct KmsTokenCipher {
 }
 
 impl KmsTokenCipher {
+    /// A cipher using key `key_id` (id, ARN or alias).
     pub fn new(client: Client, key_id: impl Into<String>) -> Self {
         KmsTokenCipher {
             client,

@@ -8,12 +8,14 @@ use live_ci_core::port::FunctionInvoker;
 
 use crate::error::{AwsError, Failure};
 
+/// Invokes Lambda functions asynchronously.
 #[derive(Debug, Clone)]
 pub struct LambdaInvoker {
     client: Client,
 }
 
 impl LambdaInvoker {
+    /// An invoker using `client`.
     pub fn new(client: Client) -> Self {
         LambdaInvoker { client }
     }

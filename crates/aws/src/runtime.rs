@@ -12,6 +12,7 @@ use base64::Engine;
 pub struct UrlRequestParts {
     /// `None` when the event carries no method (the caller picks its default).
     pub method: Option<String>,
+    /// The raw query string, without `?` (empty when none).
     pub query: String,
     /// Header names lower-cased; values that are not text are left out.
     pub headers: BTreeMap<String, String>,
@@ -21,6 +22,7 @@ pub struct UrlRequestParts {
     pub body: Vec<u8>,
 }
 
+/// The parts of a Function URL event the handlers read.
 pub fn function_url_parts(event: &LambdaFunctionUrlRequest) -> UrlRequestParts {
     let headers = event
         .headers

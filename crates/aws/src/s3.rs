@@ -10,6 +10,7 @@ use live_ci_core::port::ErrorKind;
 
 use crate::error::{AwsError, Failure};
 
+/// Saved plans in one S3 bucket.
 #[derive(Debug, Clone)]
 pub struct S3ArtifactStore {
     client: Client,
@@ -17,6 +18,7 @@ pub struct S3ArtifactStore {
 }
 
 impl S3ArtifactStore {
+    /// A store of objects in `bucket`.
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
         S3ArtifactStore {
             client,
@@ -24,6 +26,7 @@ impl S3ArtifactStore {
         }
     }
 
+    /// The bucket's name.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }

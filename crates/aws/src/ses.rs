@@ -9,6 +9,7 @@ use live_ci_core::port::ErrorKind;
 
 use crate::error::{AwsError, Failure};
 
+/// Sends mail through SES v2.
 #[derive(Debug, Clone)]
 pub struct SesMailer {
     client: Client,
@@ -17,6 +18,7 @@ pub struct SesMailer {
 }
 
 impl SesMailer {
+    /// A mailer using `client`, with no configuration set.
     pub fn new(client: Client) -> Self {
         SesMailer {
             client,
@@ -24,6 +26,7 @@ impl SesMailer {
         }
     }
 
+    /// Names SES configuration set `name` on every mail (`SES_CONFIGURATION_SET`).
     pub fn with_configuration_set(mut self, name: impl Into<String>) -> Self {
         self.configuration_set = Some(name.into());
         self

@@ -13,6 +13,7 @@ use crate::error::{AwsError, Failure};
 /// The environment variable naming the topic; absent or empty: off.
 pub const NOTIFICATION_TOPIC_ENV: &str = "NOTIFICATION_TOPIC_ARN";
 
+/// Publishes notification events to one SNS topic, or nowhere when off.
 #[derive(Debug, Clone)]
 pub struct SnsNotifications {
     /// `None`: notifications are off.

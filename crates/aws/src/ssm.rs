@@ -6,12 +6,14 @@ use live_ci_core::port::ParamStore;
 
 use crate::error::{AwsError, Failure};
 
+/// Reads and writes SSM parameters (SecureStrings decrypted).
 #[derive(Debug, Clone)]
 pub struct SsmParamStore {
     client: Client,
 }
 
 impl SsmParamStore {
+    /// A store using `client`.
     pub fn new(client: Client) -> Self {
         SsmParamStore { client }
     }

@@ -7,12 +7,14 @@ use live_ci_core::port::{RoleAssumer, TemporaryCredentials};
 
 use crate::error::{AwsError, Failure};
 
+/// Assumes roles with STS.
 #[derive(Debug, Clone)]
 pub struct StsRoleAssumer {
     client: Client,
 }
 
 impl StsRoleAssumer {
+    /// An assumer using `client`.
     pub fn new(client: Client) -> Self {
         StsRoleAssumer { client }
     }

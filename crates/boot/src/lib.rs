@@ -7,6 +7,7 @@
 //! Lambdas also share the runtime loop and the one conversion of an error
 //! into the runtime's `Diagnostic` ([`lambda`], feature `lambda`). Each
 //! binary's `main.rs` only reads its config and wires these into its handler.
+#![warn(missing_docs)]
 
 pub mod github;
 pub mod keys;
@@ -31,22 +32,36 @@ pub use settings::{Env, SettingsError};
 /// What can stop a start or the runtime loop.
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
+    /// Parameter Store could not return a parameter the start needs.
     #[error("reading parameter {name:?}: {source}")]
     Param {
+        /// The parameter's name.
         name: String,
+        /// Parameter Store's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The vote-link key parameter holds no usable key (too short, a
+    /// placeholder); the value is never quoted.
     #[error("parameter {name:?}: {source}")]
     LinkKey {
+        /// The key's parameter name.
         name: String,
+        /// Why the key was refused.
         source: live_ci_core::approval::LinkError,
     },
     /// The run-link key refused (too short, a placeholder); `reason` never
     /// quotes the value.
     #[error("parameter {name:?}: run-link key {reason}")]
-    RunLinkKey { name: String, reason: String },
+    RunLinkKey {
+        /// The key's parameter name.
+        name: String,
+        /// Why the key was refused, as a sentence's end ("is 12 bytes; ...").
+        reason: String,
+    },
+    /// The metadb client could not be built from its configuration.
     #[error("metadb: {0}")]
     Metadb(#[from] live_ci_metadb::MetadbError),
+    /// The GitHub credentials (token or App key) could not be read.
     #[error("github: {0}")]
     GitHub(#[from] live_ci_github::GitHubError),
     /// The task's client of its repository could not be built.
@@ -55,6 +70,7 @@ pub enum BootError {
     /// An App's token is limited to the repository by name.
     #[error("a github app needs REPO_FULL_NAME")]
     AppWithoutRepository,
+    /// The Lambda runtime loop stopped with this error.
     #[error("lambda runtime: {0}")]
     Runtime(String),
 }
@@ -63,6 +79,7 @@ pub enum BootError {
 /// Lambda; the task turns its own on first, [`log::task`]).
 #[derive(Debug, Clone)]
 pub struct Boot {
+    /// The AWS SDK configuration every client of this binary is built from.
     pub aws: SdkConfig,
 }
 

@@ -16,6 +16,7 @@ pub use live_ci_core::settings::{ConfigError as Problem, Settings};
 /// Every problem one read of the environment found, in the order read.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub struct SettingsError {
+    /// The problems, in the order the variables were read.
     pub problems: Vec<Problem>,
 }
 

@@ -8,10 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "live-ci", version, about)]
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+// The subcommands of `live-ci`. No `///` here: clap's derive would make an
+// enum-level doc the `about` of `live-ci` itself, replacing its help text.
+#[allow(missing_docs)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Discover every unit and its dependencies.
@@ -127,9 +131,16 @@ pub enum GraphFormat {
     Mermaid,
 }
 
+/// How a listing command (`runs`, `drift`, `affected`, `find`, `status`)
+/// prints: `json` (pretty, stable field names, for other tools) or `table`
+/// (aligned columns, for people).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
+    // No `///` on the variants: clap would print them in `--help` as value
+    // descriptions; the enum's doc says what each is.
+    #[allow(missing_docs)]
     Json,
+    #[allow(missing_docs)]
     Table,
 }
 

@@ -2,6 +2,7 @@
 //! stable JSON (for other tools) or as tables, DOT and Mermaid (for people), and
 //! the operator's controls over the deployed pipeline (runs, status, abort,
 //! retry, unlock, migrate) through either metadb connection.
+#![warn(missing_docs)]
 
 mod args;
 pub mod commands;
@@ -61,7 +62,10 @@ pub fn run(cli: Cli) -> ExitCode {
 /// make the exit code 1 even when output was produced, as `graph` does).
 #[derive(Debug, Default)]
 pub struct Output {
+    /// What goes to stdout (trailing whitespace trimmed on print).
     pub text: String,
+    /// Printed on stderr as `warning: ...`; they do not change the exit code.
     pub warnings: Vec<String>,
+    /// Printed on stderr as `error: ...`; any makes the exit code 1.
     pub errors: Vec<String>,
 }

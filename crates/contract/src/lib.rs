@@ -4,6 +4,7 @@
 //! passes. Nothing is evaluated: the module is read as written, following
 //! `local.*` references, `merge(...)`, conditionals (both branches) and `for`
 //! expressions, so a name set in either branch counts as set.
+#![warn(missing_docs)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,23 +15,43 @@ use hcl::{Block, Body};
 /// What can go wrong reading the module; each names the file and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {
+    /// The module directory or one of its files could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The directory or file.
         path: PathBuf,
+        /// The operating system's reason.
         source: std::io::Error,
     },
+    /// A `.tf` file is not HCL.
     #[error("{path}: not valid HCL: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The HCL parser's message.
+        message: String,
+    },
+    /// The module has no such block, local or file.
     #[error("{dir}: no {what}")]
-    NotFound { dir: PathBuf, what: String },
+    NotFound {
+        /// The module directory searched.
+        dir: PathBuf,
+        /// What was looked for (`resource aws_lambda_function.receiver`, `local.env`, `*.tf file`).
+        what: String,
+    },
+    /// The module writes something this static reading does not follow.
     #[error("{path}: {field}: {detail}")]
     Unsupported {
+        /// The file holding it.
         path: PathBuf,
+        /// The attribute path or the expression, as written.
         field: String,
+        /// Why it is not followed.
         detail: String,
     },
 }
 
+/// The result of every reading of the module.
 pub type Result<T> = std::result::Result<T, ContractError>;
 
 /// The `.tf` files of one module directory, parsed.
@@ -43,7 +64,9 @@ pub struct Module {
 /// A block found in the module, with the file it came from.
 #[derive(Debug, Clone, Copy)]
 pub struct Found<'a, T> {
+    /// The `.tf` file it is written in (error messages name it).
     pub path: &'a Path,
+    /// The block or expression itself.
     pub item: &'a T,
 }
 
@@ -538,8 +561,11 @@ impl Module {
 /// One statement of a policy document, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
+    /// The `sid`, when a literal string.
     pub sid: Option<String>,
+    /// Whether `effect = "Deny"` (otherwise the statement allows).
     pub deny: bool,
+    /// The `actions` list's literal strings, as written (wildcards unexpanded).
     pub actions: BTreeSet<String>,
     /// The `resources` expression on one line (empty when absent).
     pub resources: String,
@@ -550,19 +576,24 @@ pub struct Statement {
 /// One `variable` block, as the README's inputs table shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variable {
+    /// The variable's label (`var.<name>`).
     pub name: String,
+    /// The `description`: its text when a literal, else the expression on one line.
     pub description: Option<String>,
     /// The type constraint as written, on one line.
     pub type_expr: Option<String>,
     /// The default as written, on one line; `None` when the variable is required.
     pub default: Option<String>,
+    /// Whether `sensitive = true` (the README hides its default).
     pub sensitive: bool,
 }
 
 /// One `output` block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output {
+    /// The output's label (`module.<m>.<name>`).
     pub name: String,
+    /// The `description`: its text when a literal, else the expression on one line.
     pub description: Option<String>,
 }
 

@@ -15,10 +15,12 @@ pub struct FsTree {
 }
 
 impl FsTree {
+    /// The tree of the checkout at `root` (not read until listed).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         FsTree { root: root.into() }
     }
 
+    /// The checkout's top directory, as given to [`FsTree::new`].
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -36,6 +36,8 @@ struct Batch {
 }
 
 impl GitTree {
+    /// The tree of the commit `rev` resolves to in `git`'s clone: lists it and
+    /// reads every `.hcl` file up front.
     pub fn open(git: GitCli, rev: &str) -> Result<Self, GitError> {
         let commit = git.resolve(rev)?;
         let listing = git.run(&["ls-tree", "-r", "-z", "--full-tree", &commit])?;

@@ -29,7 +29,9 @@ pub const JWT_LIFETIME: Duration = Duration::from_secs(600);
 /// Who the App is and the key it signs with.
 #[derive(Clone)]
 pub struct AppCredentials {
+    /// The App's id (the JWT's `iss`).
     pub app_id: u64,
+    /// The installation on the repository's owner whose tokens are minted.
     pub installation_id: u64,
     /// The App's private key, PEM (PKCS#1 as GitHub hands it out, or PKCS#8).
     pub private_key_pem: String,

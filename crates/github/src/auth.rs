@@ -52,11 +52,17 @@ impl std::fmt::Debug for Credentials {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitHubAuth {
     /// `GITHUB_TOKEN_SSM_KEY`.
-    Token { param: String },
+    Token {
+        /// The SSM parameter holding the token.
+        param: String,
+    },
     /// `GITHUB_APP_ID`, `GITHUB_APP_INSTALLATION_ID`, `GITHUB_APP_PRIVATE_KEY_SSM_KEY`.
     App {
+        /// The App's id.
         app_id: u64,
+        /// The App's installation on the repository's owner.
         installation_id: u64,
+        /// The SSM parameter holding the App's private key (PEM).
         private_key_param: String,
     },
 }

@@ -38,6 +38,7 @@ pub struct GitHubConfig {
     pub credentials: Credentials,
     /// The job whose permissions bound every request (`crate::permissions`).
     pub job: Job,
+    /// How often and how long 5xx and rate-limited answers are retried.
     pub retry: RetryPolicy,
 }
 
@@ -64,6 +65,8 @@ pub struct GitHubClient {
 }
 
 impl GitHubClient {
+    /// A client of `config.repository`; refuses a base URL that is not
+    /// http(s) and a repository that is not `owner/name`. Sends nothing.
     pub fn new(config: GitHubConfig) -> Result<Self, GitHubError> {
         let base = config.api_base.trim_end_matches('/').to_string();
         let parsed = reqwest::Url::parse(&base).map_err(|e| GitHubError::BaseUrl {

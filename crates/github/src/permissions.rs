@@ -13,12 +13,19 @@ use serde_json::{Map, Value};
 /// A live-ci program that talks to GitHub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Job {
+    /// The receiver Lambda (webhooks: statuses, comments, the plan command).
     Receiver,
+    /// The trigger-sf Lambda (deploy statuses and comments).
     TriggerSf,
+    /// The pr-plan ECS task.
     PrPlan,
+    /// The create-deploy-stack ECS task.
     CreateDeployStack,
+    /// The terra-run ECS task (one unit's plan or apply).
     TerraRun,
+    /// The approval-response Lambda (votes from GitHub).
     ApprovalResponse,
+    /// The drift check (issues for drifted units).
     Drift,
 }
 
@@ -26,19 +33,28 @@ pub enum Job {
 /// permissions, and `members` (an organization permission: team membership).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Permission {
+    /// `checks`: check runs.
     Checks,
+    /// `contents`: files, commits, clones.
     Contents,
+    /// `issues`: issues and their comments.
     Issues,
+    /// `members` (organization): team membership.
     Members,
+    /// `metadata`: the repository's basic data (every App has read).
     Metadata,
+    /// `pull_requests`: pull requests and their conversation.
     PullRequests,
+    /// `statuses`: commit statuses.
     Statuses,
 }
 
 /// The level of a permission; `Write` includes `Read`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Access {
+    /// `read`.
     Read,
+    /// `write` (read included).
     Write,
 }
 
@@ -235,7 +251,9 @@ impl fmt::Display for Access {
 /// covers it, on a real issue only `issues` does. The client says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Thread {
+    /// A pull request's conversation (`pull_requests` covers it).
     PullRequest,
+    /// A real issue (only `issues` covers it).
     Issue,
 }
 

@@ -32,12 +32,18 @@ pub const AWS_ACTIONS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadbConfig {
     /// Direct PostgreSQL (`METADB_URL`).
-    Postgres { url: String },
+    Postgres {
+        /// The PostgreSQL URL (its `sslmode` decides TLS).
+        url: String,
+    },
     /// The RDS Data API, the AWS default (`METADB_CLUSTER_ARN`,
     /// `METADB_SECRET_ARN`, `METADB_NAME`).
     DataApi {
+        /// The Aurora cluster's ARN.
         cluster_arn: String,
+        /// The ARN of the secret the Data API authenticates with.
         secret_arn: String,
+        /// The database name on the cluster.
         database: String,
     },
 }
@@ -102,14 +108,18 @@ impl AnyMetadb {
 /// Either connection, so binaries need not be generic over the adapter.
 #[derive(Debug, Clone)]
 pub enum AnySql {
+    /// A direct connection pool.
     Postgres(PgSql),
+    /// The RDS Data API.
     DataApi(DataApi),
 }
 
 /// A transaction of either connection.
 #[derive(Debug)]
 pub enum AnyTx {
+    /// A transaction on a pooled connection.
     Postgres(PgTx),
+    /// A Data API transaction.
     DataApi(DataApiTx),
 }
 

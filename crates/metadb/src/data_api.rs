@@ -26,6 +26,7 @@ use crate::store::Store;
 pub type DataApiMetadb = Store<DataApi>;
 
 impl DataApiMetadb {
+    /// The metadb on `database` of cluster `resource_arn`, as `secret_arn`'s user.
     pub fn data_api(client: Client, resource_arn: &str, secret_arn: &str, database: &str) -> Self {
         Store::new(DataApi::new(client, resource_arn, secret_arn, database))
     }
@@ -54,6 +55,8 @@ pub struct DataApi {
 }
 
 impl DataApi {
+    /// Cluster `resource_arn`'s `database` as `secret_arn`'s user, with the
+    /// default resume deadline.
     pub fn new(client: Client, resource_arn: &str, secret_arn: &str, database: &str) -> Self {
         DataApi {
             client,

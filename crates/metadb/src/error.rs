@@ -16,27 +16,42 @@ pub enum MetadbError {
     /// built without one.
     #[error("postgres: {message}")]
     Postgres {
+        /// The server's text, or the cause's.
         message: String,
+        /// The five-character SQLSTATE, when the server answered.
         code: Option<String>,
+        /// The driver's error.
         source: Option<tokio_postgres::Error>,
     },
+    /// No connection could be had from the pool (it could not be built, a
+    /// connect failed, or the wait timed out); retryable.
     #[error("connection pool: {0}")]
     Pool(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A statement on a transaction after its commit or rollback: a bug in
     /// the caller, which fails the same way however often it is retried.
     #[error("transaction already finished")]
     TransactionFinished,
+    /// The database URL's TLS settings are unusable.
     #[error("invalid database url {url:?}: {message}")]
-    Url { url: String, message: String },
+    Url {
+        /// The URL, as given.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// `retryable`: the transaction may be retried (a deadlock); `transient`:
     /// the call failed on the way (throttling, a 5xx, a timeout). `source` is
     /// the SDK's error (an `SdkError` of the operation), absent when the
     /// answer itself was unusable.
     #[error("rds data api: {message}")]
     DataApi {
+        /// The Data API's message (or what was unusable in its answer).
         message: String,
+        /// The transaction may be retried as a whole (a deadlock).
         retryable: bool,
+        /// The call failed on the way and may be repeated.
         transient: bool,
+        /// The SDK's error.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The Aurora Serverless v2 cluster was still resuming from an auto-pause
@@ -45,19 +60,37 @@ pub enum MetadbError {
         "rds data api: DatabaseResumingException: cluster {cluster} still resuming after {waited:.1?} (deadline {deadline:?}): {message}"
     )]
     DatabaseResuming {
+        /// The cluster's ARN.
         cluster: String,
+        /// How long the call kept retrying.
         waited: std::time::Duration,
+        /// The caller's deadline for the resume.
         deadline: std::time::Duration,
+        /// The Data API's last message.
         message: String,
     },
+    /// A Data API row does not have the shape the statement's reader expects.
     #[error("cannot decode a row of {statement:?}: {message}")]
-    Decode { statement: String, message: String },
+    Decode {
+        /// The statement's first line.
+        statement: String,
+        /// What did not decode.
+        message: String,
+    },
+    /// A statement names a `:parameter` the call did not bind.
     #[error("statement needs parameter {name:?}, which was not given")]
-    MissingParameter { name: String },
+    MissingParameter {
+        /// The parameter's name, without `:`.
+        name: String,
+    },
+    /// A versioned migration failed: it is not recorded as applied.
     #[error("migration {version} ({name}): {message}")]
     Migration {
+        /// The migration's number.
         version: u32,
+        /// The migration's name (`0001_metadb`: its file name without `.sql`).
         name: String,
+        /// The server's error.
         message: String,
     },
     /// The database disagrees with what was just written: nothing is committed.
@@ -68,27 +101,57 @@ pub enum MetadbError {
     #[error(
         "metadb schema is at migration {found}, this binary needs {expected}: not migrated yet"
     )]
-    SchemaBehind { expected: u32, found: u32 },
+    SchemaBehind {
+        /// The migration this binary was built with.
+        expected: u32,
+        /// The newest migration applied.
+        found: u32,
+    },
     /// A function file failed to apply (`functions/<name>.sql`): nothing of
     /// the migration is committed.
     #[error("function {name:?} (crates/metadb/functions/{name}.sql): {message}")]
-    Function { name: String, message: String },
+    Function {
+        /// The function file's name.
+        name: String,
+        /// The server's error.
+        message: String,
+    },
     /// terra-run's or drift's start found the metadb's functions older than
     /// the ones it was built with: the migrator has not applied them yet.
     #[error("metadb functions are at {found}, this binary needs {expected}: not migrated yet")]
-    FunctionsBehind { expected: String, found: String },
+    FunctionsBehind {
+        /// This binary's functions: revision and hash.
+        expected: String,
+        /// The metadb's recorded functions: revision and hash.
+        found: String,
+    },
     /// The metadb's functions have this binary's revision under another hash:
     /// two builds claim one revision, and neither may run on the other's.
     #[error(
         "metadb functions are {found}, this binary has {expected}: two builds claim one revision"
     )]
-    FunctionsConflict { expected: String, found: String },
+    FunctionsConflict {
+        /// This binary's functions: revision and hash.
+        expected: String,
+        /// The metadb's recorded functions: revision and hash.
+        found: String,
+    },
     /// A login's secret could not be read or written.
     #[error("secret {secret:?}: {message}")]
-    Secret { secret: String, message: String },
+    Secret {
+        /// The secret's name or ARN.
+        secret: String,
+        /// What failed.
+        message: String,
+    },
     /// A login could not be set up.
     #[error("login {login:?}: {message}")]
-    Login { login: String, message: String },
+    Login {
+        /// The login's user name (empty when the URL names none).
+        login: String,
+        /// What failed.
+        message: String,
+    },
 }
 
 impl MetadbError {
@@ -180,6 +243,7 @@ impl From<tokio_postgres::Error> for MetadbError {
     }
 }
 
+/// The result of every metadb call.
 pub type Result<T, E = MetadbError> = std::result::Result<T, E>;
 
 #[cfg(test)]

@@ -90,7 +90,9 @@ pub const FUNCTION_REVISIONS: &[&str] = &[
 /// ([`FunctionSet::current`]), or another one in tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FunctionSet {
+    /// The set's revision: its 1-based index in [`FUNCTION_REVISIONS`].
     pub revision: u32,
+    /// The function files, in the order they are applied.
     pub functions: &'static [Function],
 }
 

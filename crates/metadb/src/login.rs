@@ -65,7 +65,9 @@ const PASSWORD_LEN: usize = 40;
 /// The secret's value, in the shape the RDS Data API reads.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoginCredentials {
+    /// The PostgreSQL user.
     pub username: String,
+    /// Its generated password (alphanumeric).
     pub password: String,
     /// Direct connections only: the metadb's URL with this login's user and
     /// password, injected by ECS into terra-run as `METADB_URL` (the task
@@ -130,6 +132,7 @@ fn parse_url(url: &str) -> Result<url::Url> {
 pub trait LoginSecret: Send + Sync {
     /// The stored credentials, `None` while the secret has no value yet.
     fn read(&self) -> impl Future<Output = Result<Option<LoginCredentials>>> + Send;
+    /// Stores `credentials` as the secret's value.
     fn write(&self, credentials: &LoginCredentials) -> impl Future<Output = Result<()>> + Send;
 }
 
@@ -322,6 +325,7 @@ pub struct SecretsManagerLogin {
 }
 
 impl SecretsManagerLogin {
+    /// The login kept in secret `secret_arn`.
     pub fn new(client: aws_sdk_secretsmanager::Client, secret_arn: &str) -> Self {
         SecretsManagerLogin {
             client,

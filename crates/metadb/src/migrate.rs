@@ -18,8 +18,11 @@ use crate::sql::{Param, Sql, SqlTx};
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Migration {
+    /// Its number, recorded in `schema_migrations` once applied.
     pub version: u32,
+    /// Its file name without `.sql` (`0001_metadb`).
     pub name: &'static str,
+    /// The file's SQL, compiled in.
     pub sql: &'static str,
 }
 

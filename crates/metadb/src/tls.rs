@@ -27,7 +27,9 @@ pub const RDS_CA_BUNDLE: &str = include_str!("../certs/rds-global-bundle.pem");
 /// `sslmode=disable`, the verifying TLS connector.
 #[derive(Clone)]
 pub struct PgTarget {
+    /// Host, port, user, database and options parsed from the URL.
     pub config: tokio_postgres::Config,
+    /// The verifying TLS connector; `None` with `sslmode=disable`.
     pub tls: Option<MakeRustlsConnect>,
 }
 

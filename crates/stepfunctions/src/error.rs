@@ -18,15 +18,21 @@ pub enum WorkflowError {
     /// from [`crate::render`], or that is not a plain `${name}`.
     #[error("template line {line}: unsupported syntax {snippet:?}: {reason}")]
     UnsupportedSyntax {
+        /// The template line, from 1.
         line: usize,
+        /// The offending text, as written.
         snippet: String,
+        /// What Terraform would do differently, or why it is refused.
         reason: &'static str,
     },
     /// A variable's value cannot be spliced into the template as given.
     #[error("variable {name:?}: invalid value {value:?}: {reason}")]
     InvalidValue {
+        /// The variable's name.
         name: String,
+        /// The value as given.
         value: String,
+        /// Why it cannot be spliced in.
         reason: &'static str,
     },
     /// The rendered definition is not valid JSON.
@@ -38,7 +44,9 @@ pub enum WorkflowError {
     /// A payload crossing a state boundary could not be decoded.
     #[error("{payload}: invalid json: {source}")]
     Payload {
+        /// Which payload (the name [`crate::payload::decode`] was given).
         payload: &'static str,
+        /// The JSON decoder's error.
         source: serde_json::Error,
     },
     /// A Step Functions call failed; `kind` as the SDK's retry classifier
@@ -47,9 +55,13 @@ pub enum WorkflowError {
     /// refused (an ARN it cannot build, an existing execution's other input).
     #[error("step functions {operation}: {message}")]
     Sfn {
+        /// The API operation (`start-execution`, `send-task-success`...).
         operation: &'static str,
+        /// What failed, with the SDK's error context.
         message: String,
+        /// Whether a retry can help.
         kind: ErrorKind,
+        /// The SDK's error; `None` when the adapter refused by itself.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }

@@ -6,36 +6,58 @@ use serde::{Deserialize, Serialize};
 
 /// The state names, as in the template.
 pub mod state {
+    /// Task: terra-run's plan phase (ECS, waits for the task token).
     pub const PLAN: &str = "Plan";
+    /// Choice: after the plan, approval or the end.
     pub const PLAN_CHANGES: &str = "Plan Changes";
+    /// Succeed: the plan changes nothing and apply is skipped.
     pub const NO_CHANGES: &str = "No Changes";
+    /// Task: publishes the approval request (SNS, waits for the task token).
     pub const REQUEST_APPROVAL: &str = "Request Approval";
+    /// Choice: branches on the voters' decision.
     pub const APPROVAL_RESULTS: &str = "Approval Results";
+    /// Task: terra-run's apply phase (ECS, waits for the task token).
     pub const APPLY: &str = "Apply";
+    /// Succeed: applied.
     pub const SUCCESS: &str = "Success";
+    /// Fail with [`super::REJECTED`].
     pub const REJECT: &str = "Reject";
+    /// Fail with [`super::PLAN_FAILED`].
     pub const PLAN_FAILED: &str = "Plan Failed";
+    /// Fail with [`super::APPROVAL_TIMED_OUT`].
     pub const APPROVAL_TIMED_OUT: &str = "Approval Timed Out";
+    /// Fail with [`super::APPROVAL_FAILED`].
     pub const APPROVAL_FAILED: &str = "Approval Failed";
+    /// Fail with [`super::INVALID_DECISION`].
     pub const INVALID_DECISION: &str = "Invalid Decision";
+    /// Fail with [`super::APPLY_FAILED`].
     pub const APPLY_FAILED: &str = "Apply Failed";
 }
 
 /// The voters rejected the deployment (the Reject state's error). Also accepted
 /// from SendTaskFailure on Request Approval.
 pub const REJECTED: &str = "Rejected";
+/// The plan task failed, timed out or stopped heartbeating (the Plan Failed state's error).
 pub const PLAN_FAILED: &str = "PlanFailed";
+/// The voters did not decide in time (the Approval Timed Out state's error).
 pub const APPROVAL_TIMED_OUT: &str = "ApprovalTimedOut";
+/// The approval request could not be handled, e.g. a refused mail (the
+/// Approval Failed state's error).
 pub const APPROVAL_FAILED: &str = "ApprovalFailed";
+/// The decision sent back is neither approve nor reject (the Invalid Decision state's error).
 pub const INVALID_DECISION: &str = "InvalidDecision";
+/// The apply task failed, timed out or stopped heartbeating (the Apply Failed state's error).
 pub const APPLY_FAILED: &str = "ApplyFailed";
 
 /// The step a failed execution stopped at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailedStep {
+    /// [`PLAN_FAILED`].
     Plan,
+    /// [`APPROVAL_FAILED`] or [`INVALID_DECISION`].
     Approval,
+    /// [`APPLY_FAILED`].
     Apply,
     /// FAILED with an error this state machine does not raise (e.g. an older
     /// definition, or a States.* error outside any Catch).
@@ -46,18 +68,25 @@ pub enum FailedStep {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
+    /// SUCCEEDED: applied, or nothing to apply.
     Succeeded,
     /// The voters said no: the seed records it as a failure, but statuses and
     /// e-mails say "rejected".
     Rejected,
     /// The voters did not decide within the approval timeout.
     ApprovalTimedOut,
+    /// FAILED for another reason than the voters.
     Failed {
+        /// Where it stopped, from the error name.
         step: FailedStep,
+        /// The execution's error name.
         error: String,
+        /// The execution's cause text.
         cause: String,
     },
+    /// ABORTED: stopped with StopExecution (the operator's abort, for one).
     Aborted,
+    /// TIMED_OUT: the whole execution ran past its timeout.
     TimedOut,
 }
 

@@ -24,13 +24,18 @@ pub use live_ci_core::deploy::{ExecutionStatus, SfnInput};
 /// What `terra-run` reports after planning (SendTaskSuccess output).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanResult {
+    /// The deployment execution (metadb id) the plan belongs to.
     pub execution_id: String,
+    /// Resources the plan creates.
     pub to_add: u32,
+    /// Resources the plan updates in place.
     pub to_change: u32,
+    /// Resources the plan destroys.
     pub to_destroy: u32,
     /// Replacements (already counted in `to_add` and `to_destroy`).
     #[serde(default)]
     pub to_replace: u32,
+    /// Resources an `import` block adopts into the state.
     #[serde(default)]
     pub to_import: u32,
     /// Resources a `removed` block drops from the state without destroying them.
@@ -101,6 +106,7 @@ pub struct ApprovalRequest {
     pub sfn_execution_arn: String,
     /// The execution's input, as given to StartExecution.
     pub execution: SfnInput,
+    /// The Plan state's result: what the voters approve.
     pub plan: PlanResult,
 }
 
@@ -121,7 +127,9 @@ impl std::fmt::Debug for ApprovalRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
+    /// The approval threshold was reached.
     Approve,
+    /// The rejection threshold was reached.
     Reject,
 }
 
@@ -129,9 +137,12 @@ pub enum Decision {
 /// is reached; Approval Results branches on `decision`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalDecision {
+    /// Which threshold was reached.
     pub decision: Decision,
+    /// The voters who approved, as identified when they voted.
     #[serde(default)]
     pub approval_voters: Vec<String>,
+    /// The voters who rejected.
     #[serde(default)]
     pub rejection_voters: Vec<String>,
 }
@@ -139,14 +150,19 @@ pub struct ApprovalDecision {
 /// What `terra-run` reports after applying (SendTaskSuccess output).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyResult {
+    /// The deployment execution (metadb id) that was applied.
     pub execution_id: String,
+    /// Resources the apply created.
     pub added: u32,
+    /// Resources the apply updated in place.
     pub changed: u32,
+    /// Resources the apply destroyed.
     pub destroyed: u32,
     /// Resources of providers new in this change that the apply created: what a
     /// rollback destroys (the seed's `new_resources`).
     #[serde(default)]
     pub new_resources: Vec<String>,
+    /// The CloudWatch log stream of the apply.
     pub logs_url: String,
 }
 
@@ -161,8 +177,11 @@ pub mod task_env {
     pub const PHASE: &str = "LIVE_CI_PHASE";
     /// The token to send with SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat.
     pub const TASK_TOKEN: &str = "LIVE_CI_TASK_TOKEN";
+    /// The deployment execution's metadb id.
     pub const EXECUTION_ID: &str = "LIVE_CI_EXECUTION_ID";
+    /// The Step Functions execution's ARN.
     pub const SFN_EXECUTION_ARN: &str = "LIVE_CI_SFN_EXECUTION_ARN";
+    /// The unit's directory, repository-relative (the input's `cfg_path`).
     pub const CFG_PATH: &str = "LIVE_CI_CFG_PATH";
     /// The record's `plan_command` or `apply_command`.
     pub const COMMAND: &str = "LIVE_CI_COMMAND";

@@ -18,6 +18,7 @@ pub struct SfnEngine {
 }
 
 impl SfnEngine {
+    /// An engine starting and reading executions of `state_machine_arn`.
     pub fn new(client: Client, state_machine_arn: impl Into<String>) -> Self {
         SfnEngine {
             client,
@@ -25,6 +26,7 @@ impl SfnEngine {
         }
     }
 
+    /// The deployment state machine's ARN.
     pub fn state_machine_arn(&self) -> &str {
         &self.state_machine_arn
     }
@@ -164,6 +166,7 @@ pub struct SfnTaskTokens {
 }
 
 impl SfnTaskTokens {
+    /// Task-token calls through `client`.
     pub fn new(client: Client) -> Self {
         SfnTaskTokens { client }
     }

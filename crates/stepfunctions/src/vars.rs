@@ -27,8 +27,11 @@ pub struct DeploymentVars {
     /// `<prefix>apply-<account_name>` (ECS `overrides.taskRoleArn`), so IAM,
     /// not the task, decides which account role each phase may assume.
     pub terra_run_role_arn_prefix: String,
+    /// The subnets terra-run tasks run in.
     pub subnet_ids: Vec<String>,
+    /// The security groups of terra-run tasks.
     pub security_group_ids: Vec<String>,
+    /// Whether terra-run tasks get a public IP.
     pub assign_public_ip: bool,
     /// The SNS topic the approval request is published to.
     pub approval_topic_arn: String,
@@ -36,12 +39,16 @@ pub struct DeploymentVars {
     pub approval_timeout_seconds: u32,
     /// A plan task that sends no heartbeat for this long is considered dead.
     pub plan_heartbeat_seconds: u32,
+    /// The plan task's whole time limit.
     pub plan_timeout_seconds: u32,
+    /// An apply task that sends no heartbeat for this long is considered dead.
     pub apply_heartbeat_seconds: u32,
+    /// The apply task's whole time limit.
     pub apply_timeout_seconds: u32,
     /// First wait before retrying a throttled or capacity-starved call (doubles
     /// each attempt).
     pub retry_interval_seconds: u32,
+    /// Retries of such a call before the state fails.
     pub retry_max_attempts: u32,
 }
 

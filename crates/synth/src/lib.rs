@@ -5,6 +5,7 @@
 //!
 //! Besides the files, [`generate_repo`] returns what every unit was written to
 //! depend on and read, so tests can check discovery against it.
+#![warn(missing_docs)]
 
 pub mod pipeline;
 
@@ -38,6 +39,7 @@ pub struct SynthUnit {
 pub struct SynthRepo {
     /// (repository-relative path, contents), sorted by path.
     pub files: Vec<(String, String)>,
+    /// Every unit written, with what discovery should find it depends on and reads.
     pub units: Vec<SynthUnit>,
 }
 

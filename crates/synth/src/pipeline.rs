@@ -12,20 +12,28 @@ use rand_chacha::ChaCha8Rng;
 /// The shape of the generated repository.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PipelineShape {
+    /// How many units to generate.
     pub units: usize,
+    /// How many accounts (`acct-<n>` folders) the units are spread over,
+    /// round-robin; 0 counts as 1.
     pub accounts: usize,
     /// Dependency layers: a unit of layer `l > 0` depends on at least one unit of
     /// layer `l - 1`, so the longest dependency chain has exactly `layers` units.
     pub layers: usize,
+    /// Seeds the choice of dependencies: the same shape gives the same files.
     pub seed: u64,
 }
 
 /// One unit: its directory, account and the units it depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineUnit {
+    /// The unit's directory, repository-relative (`acct-<n>/us-east-1/svc-<i>`).
     pub dir: String,
+    /// The account folder it sits in (`acct-<n>`).
     pub account: String,
+    /// Its dependency layer, from 0 (no dependencies).
     pub layer: usize,
+    /// Directories of the units it depends on, all in earlier layers.
     pub dependencies: BTreeSet<String>,
 }
 
@@ -34,9 +42,15 @@ pub struct PipelineUnit {
 /// module's `account_parent_cfg` takes it (JSON).
 #[derive(Debug, Clone)]
 pub struct PipelineRepo {
+    /// (repository-relative path, contents) of the base commit: `root.hcl` and
+    /// each account's `account.hcl`, sorted by path.
     pub base_files: Vec<(String, String)>,
+    /// (repository-relative path, contents) of every unit's `terragrunt.hcl`
+    /// and `main.tf`, sorted by path.
     pub unit_files: Vec<(String, String)>,
+    /// Every unit, in generation order.
     pub units: Vec<PipelineUnit>,
+    /// The accounts' configuration, a JSON array in `account_parent_cfg`'s shape.
     pub accounts_json: String,
 }
 

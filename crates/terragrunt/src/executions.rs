@@ -16,10 +16,15 @@ use crate::plan::DeploymentPlan;
 /// What every execution of the run shares.
 #[derive(Debug, Clone, Copy)]
 pub struct RunContext<'a> {
+    /// The merged pull request's number.
     pub pr_id: u64,
+    /// The merge commit the run deploys.
     pub commit_id: &'a str,
+    /// The account configuration: each unit's account, roles and voters.
     pub accounts: &'a Accounts,
+    /// The command template of every execution's plan phase.
     pub plan_command: &'a CommandTemplate,
+    /// The command template of every execution's apply phase.
     pub apply_command: &'a CommandTemplate,
     /// Providers each unit uses at head and did not at base (applies only).
     pub new_providers: &'a BTreeMap<RepoPath, Vec<String>>,

@@ -59,26 +59,32 @@ impl Graph {
         (graph, errors)
     }
 
+    /// How many units the graph holds.
     pub fn len(&self) -> usize {
         self.units.len()
     }
 
+    /// Whether the graph holds no unit.
     pub fn is_empty(&self) -> bool {
         self.units.is_empty()
     }
 
+    /// Every unit; a unit's index here is its index everywhere in the graph.
     pub fn units(&self) -> &[Unit] {
         &self.units
     }
 
+    /// Unit `i`; panics when out of range.
     pub fn unit(&self, i: usize) -> &Unit {
         &self.units[i]
     }
 
+    /// Unit `i`'s directory; panics when out of range.
     pub fn path(&self, i: usize) -> &RepoPath {
         &self.units[i].path
     }
 
+    /// The index of the unit at directory `path`, if it is one.
     pub fn index_of(&self, path: &RepoPath) -> Option<usize> {
         self.index.get(path).copied()
     }

@@ -19,7 +19,9 @@ use live_ci_core::path::RepoPath;
 /// One unit of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedUnit {
+    /// The unit's directory.
     pub path: RepoPath,
+    /// Whether it is applied or destroyed.
     pub action: Action,
     /// The account it deploys to (`None` when no account configuration was given).
     pub account: Option<String>,
@@ -39,8 +41,11 @@ pub struct PlannedUnit {
     pub start: f64,
 }
 
+/// The deployment a change would run: every unit in the order the runner
+/// pool starts them, with a simulated schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeploymentPlan {
+    /// How many units run at once at most, over all accounts (at least 1).
     pub max_parallel: usize,
     /// Each capped account's `max_parallel` (of the accounts with planned
     /// units): at most that many of its units run at once.
@@ -55,7 +60,9 @@ pub struct DeploymentPlan {
 /// Inputs that shape a plan besides the affected set.
 #[derive(Debug, Clone, Default)]
 pub struct PlanOptions<'a> {
+    /// The account configuration, when given: accounts, their waits and caps.
     pub accounts: Option<&'a Accounts>,
+    /// How many units run at once at most, over all accounts (0 counts as 1).
     pub max_parallel: usize,
     /// Recorded durations (seconds) by unit; others count 1.
     pub durations: HashMap<RepoPath, f64>,

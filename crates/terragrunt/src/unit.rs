@@ -27,6 +27,7 @@ pub struct Unit {
 }
 
 impl Unit {
+    /// A unit at directory `path` with nothing discovered yet.
     pub fn new(path: RepoPath) -> Self {
         Unit {
             path,

@@ -8,8 +8,11 @@ use std::time::Duration;
 /// What a Data API client names on every call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataApiCluster {
+    /// The cluster's ARN (`METADB_CLUSTER_ARN`).
     pub cluster_arn: String,
+    /// The ARN of the secret holding its credentials (`METADB_SECRET_ARN`).
     pub secret_arn: String,
+    /// The database name on the cluster (`METADB_NAME`).
     pub database: String,
 }
 

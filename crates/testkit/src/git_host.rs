@@ -89,13 +89,18 @@ impl GitHost for RecordingGitHost {
 /// One issue as [`RecordingIssues`] keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeIssue {
+    /// The number the fake assigned (from 100).
     pub number: u64,
     /// Who opened it: [`RecordingIssues::BOT`] for every issue the code
     /// under test creates.
     pub author: String,
+    /// Its title now.
     pub title: String,
+    /// Its body now.
     pub body: String,
+    /// False once closed.
     pub open: bool,
+    /// The comments posted on it (the closing comment included), in order.
     pub comments: Vec<String>,
 }
 
@@ -103,6 +108,7 @@ pub struct FakeIssue {
 /// and records every call, in order, for exact assertions.
 #[derive(Debug, Default)]
 pub struct RecordingIssues {
+    /// Every issue, by number.
     pub issues: Mutex<BTreeMap<u64, FakeIssue>>,
     /// Every call: `find <marker>`, `create <title>`, `update #<n>`,
     /// `close #<n>`.
@@ -131,10 +137,13 @@ impl RecordingIssues {
         number
     }
 
+    /// Every issue as it stands, by number.
     pub fn issues(&self) -> Vec<FakeIssue> {
         lock(&self.issues).values().cloned().collect()
     }
 
+    /// Every call so far, in order: `find <marker>`, `create <title>`,
+    /// `update #<n>`, `close #<n>`.
     pub fn calls(&self) -> Vec<String> {
         lock(&self.calls).clone()
     }

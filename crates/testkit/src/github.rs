@@ -37,10 +37,14 @@ pub struct PostedStatus {
     /// From the URL, not the body.
     #[serde(default)]
     pub sha: String,
+    /// `pending`, `success`, `failure` or `error`, as sent.
     pub state: String,
+    /// The status's name on the commit (one line per context on GitHub).
     pub context: String,
+    /// The one-line text beside it; empty when not sent.
     #[serde(default)]
     pub description: String,
+    /// The link the status's "Details" opens, when sent.
     #[serde(default)]
     pub target_url: Option<String>,
 }
@@ -48,8 +52,11 @@ pub struct PostedStatus {
 /// An issue comment as it stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Comment {
+    /// The comment id the fake assigned (edits address it).
     pub id: u64,
+    /// The issue or pull request number it is on.
     pub issue: u64,
+    /// Its markdown now (after any edit).
     pub body: String,
     /// Who wrote it: the token's user ([`FakeGitHub::BOT_LOGIN`]) for every
     /// comment the API client posts.
@@ -60,12 +67,17 @@ pub struct Comment {
 /// edited and closed by `PATCH issues/{number}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeIssue {
+    /// The issue number the fake assigned.
     pub number: u64,
+    /// Its title now.
     pub title: String,
+    /// Its markdown body now.
     pub body: String,
     /// `open` or `closed`.
     pub state: String,
+    /// The last `state_reason` a `PATCH` sent (`completed`, `not_planned`), if any.
     pub state_reason: Option<String>,
+    /// Label names, as sent at creation.
     pub labels: Vec<String>,
     /// Who opened it (the token's user or the App's bot).
     pub login: String,
@@ -74,10 +86,15 @@ pub struct FakeIssue {
 /// A pull request the fake knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakePullRequest {
+    /// The pull request number.
     pub number: u64,
+    /// The commit its head points at.
     pub head_sha: String,
+    /// The branch it targets (`base.ref`).
     pub base: String,
+    /// The changed files `GET pulls/{n}/files` lists, repository-relative.
     pub files: Vec<String>,
+    /// Open (listed by `GET pulls`) or closed.
     pub open: bool,
 }
 
@@ -167,6 +184,7 @@ impl State {
 /// replaced by each `PATCH check-runs/{id}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckRun {
+    /// The id the fake assigned (from 9000, in creation order).
     pub id: u64,
     /// Every request that wrote it (the create, then each edit), as sent.
     pub requests: Vec<Value>,
@@ -191,6 +209,7 @@ pub struct GitRequest {
 /// One `POST /app/installations/{id}/access_tokens` and what it got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppToken {
+    /// The installation in the request's path, as sent.
     pub installation_id: String,
     /// The App's JWT (the request's bearer).
     pub jwt: String,
@@ -233,11 +252,17 @@ impl AppToken {
 /// A merged pull request, as `GET /commits/{sha}/pulls` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergedPull {
+    /// The pull request number.
     pub number: u64,
+    /// The commit the merge made on the base branch (the lookup's key).
     pub merge_commit_sha: String,
+    /// The branch it was merged into.
     pub base_ref: String,
+    /// The base branch's commit the pull request was opened against.
     pub base_sha: String,
+    /// The pull request's branch.
     pub head_ref: String,
+    /// The pull request's last commit.
     pub head_sha: String,
 }
 
@@ -283,6 +308,7 @@ impl FakeGitHub {
         self.server.uri()
     }
 
+    /// Makes `pr` known (replacing one with its number).
     pub fn add_pull_request(&self, pr: FakePullRequest) {
         lock(&self.state).pulls.insert(pr.number, pr);
     }
@@ -366,6 +392,7 @@ impl FakeGitHub {
         lock(&self.state).check_runs.clone()
     }
 
+    /// The comments on issue or pull request `issue` as they stand, in posting order.
     pub fn comments(&self, issue: u64) -> Vec<Comment> {
         lock(&self.state)
             .comments

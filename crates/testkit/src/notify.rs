@@ -11,7 +11,9 @@ use crate::params::{FakeError, lock};
 /// Records every published event; fails every publish while `fail` is set.
 #[derive(Debug, Default)]
 pub struct RecordingNotifications {
+    /// Every event published, in order.
     pub published: Mutex<Vec<Event>>,
+    /// When set, every publish fails with this message (and records nothing).
     pub fail: Mutex<Option<String>>,
 }
 

@@ -16,6 +16,7 @@ pub struct Counting<S> {
 }
 
 impl<S> Counting<S> {
+    /// Wraps `inner` with an empty log.
     pub fn new(inner: S) -> Self {
         Counting {
             inner,

@@ -53,22 +53,28 @@ pub const AWS_ACTIONS: &[&str] = &[
 pub struct RequestSettings {
     /// The approval_response Function URL; links are `<url>/?t=<token>`.
     pub approval_url: String,
+    /// The mails' sender (`SES_FROM_ADDRESS`), a verified SES identity.
     pub from_address: String,
     /// Links expire this long after the request: the state machine's
     /// Request Approval `TimeoutSeconds`.
     pub approval_timeout_secs: u64,
     /// `owner/name`, for the pull request and commit links.
     pub repository: String,
+    /// GitHub's web base URL for those links, no trailing slash (`GITHUB_WEB_URL`,
+    /// default `https://github.com`).
     pub github_web_url: String,
 }
 
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What the handler reads.
     pub settings: RequestSettings,
+    /// SSM parameter holding the vote links' signing key (`VOTE_LINK_KEY_SSM_KEY`).
     pub vote_link_key_param: String,
     /// The KMS key that encrypts task tokens (id, ARN or alias).
     pub task_token_key_id: String,
+    /// The metadb's connection (Data API or direct).
     pub metadb: MetadbConfig,
     /// The SES configuration set the mails name (`SES_CONFIGURATION_SET`), if any.
     pub ses_configuration_set: Option<String>,
@@ -77,6 +83,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// Reads the process environment ([`ENV_VARS`]), naming every problem at once.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

@@ -40,33 +40,56 @@ pub const MAIL_REFUSED: &str = "MailRefused";
 /// failed invocation, so the asynchronous retry mails whoever was missed.
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
+    /// An SNS record's message is not an approval request.
     #[error("sns record {index}: message is not an approval request: {message}")]
-    Payload { index: usize, message: String },
-    #[error("approval request for {execution:?}: {field}: {message}")]
-    Invalid {
-        execution: String,
-        field: &'static str,
+    Payload {
+        /// The record's position in the event, from 0.
+        index: usize,
+        /// The JSON parser's complaint.
         message: String,
     },
+    /// The request is refused before anything is written or sent.
+    #[error("approval request for {execution:?}: {field}: {message}")]
+    Invalid {
+        /// The deployment execution's id (as the request gave it).
+        execution: String,
+        /// The request field at fault (`execution.voters`, `task_token`...).
+        field: &'static str,
+        /// What is wrong with it, quoting the value.
+        message: String,
+    },
+    /// The request names an execution (by id) the metadb has no record of.
     #[error("execution {0:?} is not in the metadb")]
     UnknownExecution(String),
+    /// The metadb, SES, Step Functions or SNS failed.
     #[error(transparent)]
     Port(#[from] PortError),
     /// Nothing was stored: a task token is never written unencrypted.
     #[error("encrypting the task token of {execution:?}: {source}")]
     Encrypt {
+        /// The deployment execution's id.
         execution: String,
+        /// KMS's failure.
         #[source]
         source: PortError,
     },
+    /// A voter's signed vote link could not be made.
     #[error("vote link for {voter:?}: {message}")]
-    Link { voter: String, message: String },
+    Link {
+        /// The voter's address.
+        voter: String,
+        /// Why the link was refused.
+        message: String,
+    },
     /// A voter was refused for good but the approval state could not be
     /// failed: retried as the Step Functions call's failure says.
     #[error("failing the approval of {execution:?} after a refused mail ({cause}): {source}")]
     FailApproval {
+        /// The deployment execution's id.
         execution: String,
+        /// The cause the failure was to carry ([`refusal_cause`]).
         cause: String,
+        /// Step Functions' failure.
         #[source]
         source: PortError,
     },
@@ -74,10 +97,15 @@ pub enum RequestError {
     /// retry then mails whoever was missed).
     #[error("mailing {failed} of {total} voters of {execution:?} failed: {messages}")]
     Mail {
+        /// The deployment execution's id.
         execution: String,
+        /// How many voters' mails failed.
         failed: usize,
+        /// How many voters the request names.
         total: usize,
+        /// Each failure's message, joined by `"; "`.
         messages: String,
+        /// Retryable when any failed send was.
         kind: ErrorKind,
     },
 }
@@ -93,6 +121,8 @@ struct Mailing {
 }
 
 impl RequestError {
+    /// Whether the asynchronous retry can succeed: a port's or mailing's own
+    /// kind; a bad request is permanent.
     pub fn kind(&self) -> ErrorKind {
         match self {
             RequestError::Port(e)
@@ -117,6 +147,7 @@ impl live_ci_boot::Classified for RequestError {
 /// What one request did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MailReport {
+    /// The deployment execution the request was for.
     pub execution_id: String,
     /// Voters mailed by this call.
     pub mailed: Vec<String>,
@@ -127,6 +158,7 @@ pub struct MailReport {
     /// Whether this call published "approval pending" (only the delivery
     /// that stored the request does), and the publish's failure, if any.
     pub announced: bool,
+    /// Advisory failures (the "approval pending" publish) that did not fail the call.
     pub warnings: Vec<String>,
 }
 
@@ -154,6 +186,7 @@ pub fn parse_sns_event(event: &SnsEvent) -> Result<Vec<ApprovalRequest>, Request
 }
 
 impl<Ports: RequesterPorts> ApprovalRequester<Ports> {
+    /// The handler; `key` signs the vote links.
     pub fn new(settings: RequestSettings, key: LinkKey, ports: Ports) -> Self {
         ApprovalRequester {
             settings,

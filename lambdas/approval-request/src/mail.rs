@@ -15,10 +15,15 @@ use crate::config::RequestSettings;
 /// What one voter's mail shows.
 #[derive(Debug, Clone)]
 pub struct MailContext<'a> {
+    /// The sender and the links' bases.
     pub settings: &'a RequestSettings,
+    /// The approval request the mail asks about.
     pub request: &'a ApprovalRequest,
+    /// The recipient's address.
     pub voter: &'a str,
+    /// This voter's signed link that approves.
     pub approve_url: &'a str,
+    /// This voter's signed link that rejects.
     pub reject_url: &'a str,
     /// Unix seconds.
     pub expires_at: u64,

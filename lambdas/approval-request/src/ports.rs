@@ -12,14 +12,20 @@ use live_ci_stepfunctions::SfnTaskTokens;
 
 /// Everything the requester talks to.
 pub trait RequesterPorts: Send + Sync {
+    /// The approval store (the metadb in production).
     type Store: ApprovalStore;
+    /// Sends the voters' mails (SES in production).
     type Mailer: Mailer;
+    /// Encrypts task tokens (KMS in production).
     type Cipher: TokenCipher;
+    /// Fails a waiting task (Step Functions in production).
     type Tokens: TaskFailures;
+    /// Publishes notification events (SNS in production).
     type Notifications: Notifications;
 
     /// Where requests are stored for approval_response, and who was mailed.
     fn store(&self) -> &Self::Store;
+    /// Sends each voter's mail.
     fn mailer(&self) -> &Self::Mailer;
     /// Encrypts the task token before it is stored.
     fn cipher(&self) -> &Self::Cipher;
@@ -33,10 +39,15 @@ pub trait RequesterPorts: Send + Sync {
 /// SNS (a no-op without a topic).
 #[derive(Debug)]
 pub struct Production {
+    /// The metadb, direct or through the Data API.
     pub store: AnyMetadb,
+    /// SES v2.
     pub mailer: SesMailer,
+    /// KMS, with the task-token key.
     pub cipher: KmsTokenCipher,
+    /// Step Functions' SendTaskFailure.
     pub tokens: SfnTaskTokens,
+    /// SNS on the notifications topic (a no-op without one).
     pub notifications: SnsNotifications,
 }
 

@@ -9,6 +9,7 @@
 //! `Retry-After`; after that the invocation fails and Lambda's asynchronous
 //! retries (SNS invokes asynchronously) take over. Notifications are
 //! advisory: nothing here can hold up a deploy.
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
@@ -26,17 +27,38 @@ pub const AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt"];
 /// What can go wrong. No variant holds the endpoint URL.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifierError {
+    /// A core error converted with `?` (no path of this crate raises one today).
     #[error("{0}")]
     Format(#[from] live_ci_core::CoreError),
     /// The URL is refused; `reason` never quotes it.
     #[error("notification url {0}")]
     Url(&'static str),
+    /// An SNS record's message is not a notification event. Not raised today:
+    /// [`Notifier::handle`] logs and drops such a record, since a retry cannot
+    /// fix it.
     #[error("sns record {index}: message is not a notification event: {message}")]
-    Event { index: usize, message: String },
+    Event {
+        /// The record's position in the event, from 0.
+        index: usize,
+        /// The JSON parser's complaint.
+        message: String,
+    },
+    /// The endpoint kept answering with a non-success status.
     #[error("endpoint answered {status} after {attempts} attempts")]
-    Status { status: u16, attempts: u32 },
+    Status {
+        /// The last HTTP status code.
+        status: u16,
+        /// Attempts made, the first included.
+        attempts: u32,
+    },
+    /// The endpoint could not be reached (or the HTTP client not built).
     #[error("endpoint unreachable after {attempts} attempts: {message}")]
-    Transport { attempts: u32, message: String },
+    Transport {
+        /// Attempts made, the first included; 0 when the client could not be built.
+        attempts: u32,
+        /// reqwest's error with the URL stripped.
+        message: String,
+    },
 }
 
 /// SNS's asynchronous invoke retries any failure, so the runtime names
@@ -62,12 +84,14 @@ impl live_ci_boot::Classified for NotifierError {
 /// The Lambda's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
+    /// The endpoint's message format (`NOTIFICATION_FORMAT`).
     pub format: Format,
     /// The SecureString parameter holding the endpoint URL.
     pub url_param: String,
 }
 
 impl Config {
+    /// Reads the process environment ([`ENV_VARS`]), naming every problem at once.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
@@ -139,18 +163,23 @@ impl Default for Retry {
 /// An SNS event as Lambda delivers it (the fields used).
 #[derive(Debug, Clone, Deserialize)]
 pub struct SnsEvent {
+    /// The records delivered in one invocation.
     #[serde(rename = "Records")]
     pub records: Vec<SnsRecord>,
 }
 
+/// One record of an [`SnsEvent`].
 #[derive(Debug, Clone, Deserialize)]
 pub struct SnsRecord {
+    /// The SNS notification the record carries.
     #[serde(rename = "Sns")]
     pub sns: SnsMessage,
 }
 
+/// The SNS notification of an [`SnsRecord`] (the fields used).
 #[derive(Debug, Clone, Deserialize)]
 pub struct SnsMessage {
+    /// The published message: a JSON-serialised [`Event`].
     #[serde(rename = "Message")]
     pub message: String,
 }
@@ -165,6 +194,8 @@ pub struct Notifier {
 }
 
 impl Notifier {
+    /// A notifier posting `format` bodies to `url`, refused as [`check_url`]
+    /// refuses it; redirects are not followed, each request times out after 10 s.
     pub fn new(format: Format, url: &str) -> Result<Self, NotifierError> {
         check_url(url)?;
         let http = reqwest::Client::builder()
@@ -184,6 +215,7 @@ impl Notifier {
         })
     }
 
+    /// Replaces the default retries (4 attempts, 500 ms doubling, 10 s at most).
     pub fn with_retry(mut self, retry: Retry) -> Self {
         self.retry = retry;
         self

@@ -24,11 +24,18 @@ pub const METADB_RESUME_DEADLINE: Duration = Duration::from_secs(3);
 /// What the handler itself needs (no AWS specifics).
 #[derive(Debug, Clone)]
 pub struct HandlerConfig {
+    /// The live repository, `owner/name` (`REPO_FULL_NAME`); the router checks
+    /// each event's repository against it.
     pub repository: String,
+    /// The branch deploys merge into (`TRUNK_BRANCH`, default `main`).
     pub trunk_branch: String,
+    /// Which changed files count as Terragrunt files (core's file pattern settings).
     pub file_pattern: FilePattern,
+    /// SSM parameter holding the webhook secret (`GITHUB_WEBHOOK_SECRET_SSM_KEY`).
     pub webhook_secret_param: String,
+    /// SSM parameter mirroring the merge lock (`MERGE_LOCK_SSM_KEY`).
     pub merge_lock_param: String,
+    /// SSM parameter holding the commit-status switches (`COMMIT_STATUS_CONFIG_SSM_KEY`).
     pub commit_status_config_param: String,
     /// Larger bodies are refused with 400 before any work (Function URLs take 6 MB).
     pub max_body_bytes: usize,
@@ -43,10 +50,14 @@ pub struct HandlerConfig {
 /// Everything `main.rs` wires: the handler's part, GitHub and ECS.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What the handler reads.
     pub handler: HandlerConfig,
+    /// The GitHub REST API's base URL (`GITHUB_API_URL`, default `https://api.github.com`).
     pub github_api_url: String,
     /// A token or a GitHub App (`live_ci_github::GitHubAuth`); one is required.
     pub github: GitHubAuth,
+    /// The cluster, subnets and task definitions the pr-plan and
+    /// create-deploy-stack tasks start with.
     pub ecs: EcsConfig,
     /// Where a "locked" merge lock parameter is confirmed (the lock row).
     pub metadb: MetadbConfig,
@@ -118,6 +129,7 @@ pub const AWS_ACTIONS: &[&str] = &[
 ];
 
 impl Config {
+    /// Reads the process environment ([`ENV_VARS`]), naming every problem at once.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

@@ -20,7 +20,11 @@ pub const CLAIM_BUDGET: Duration = Duration::from_secs(2);
 
 /// Where the receiver claims deliveries across containers.
 pub trait Deliveries: Send + Sync {
+    /// Claims delivery `id` (GitHub's `X-GitHub-Delivery`): act on it only when
+    /// [`DeliveryClaim::Claimed`].
     fn claim(&self, id: &str) -> impl Future<Output = Result<DeliveryClaim, PortError>> + Send;
+    /// Ends the claim on `id`: `handled` keeps it (redeliveries are
+    /// duplicates); otherwise it is released so a redelivery is acted on.
     fn finish(&self, id: &str, handled: bool)
     -> impl Future<Output = Result<(), PortError>> + Send;
 }

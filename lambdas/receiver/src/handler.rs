@@ -44,6 +44,8 @@ use live_ci_core::port::{FunctionInvoker, github_vote_payload};
 /// marks the delivery failed and it can be redelivered.
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiverError {
+    /// A port (GitHub, SSM, ECS, the metadb, Lambda) failed; its kind says
+    /// whether a retry can help.
     #[error(transparent)]
     Port(#[from] PortError),
     /// A parameter's value that does not parse (the merge lock, the status
@@ -53,6 +55,8 @@ pub enum ReceiverError {
 }
 
 impl ReceiverError {
+    /// Whether a redelivery can succeed: a port's own kind; a bad parameter
+    /// value is permanent.
     pub fn kind(&self) -> ErrorKind {
         match self {
             ReceiverError::Port(e) => e.kind(),

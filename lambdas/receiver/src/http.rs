@@ -8,15 +8,20 @@ use aws_lambda_events::event::lambda_function_urls::{
 };
 use serde_json::Value;
 
+/// A webhook delivery as the handler sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WebhookRequest {
+    /// The HTTP method as the Function URL gave it (`POST` when it gave none);
+    /// only `POST` is handled.
     pub method: String,
     /// Header names lower-cased.
     pub headers: BTreeMap<String, String>,
+    /// The body exactly as GitHub signed it (base64 decoded when the event says so).
     pub body: Vec<u8>,
 }
 
 impl WebhookRequest {
+    /// The value of header `name`, matched case-insensitively.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(&name.to_ascii_lowercase())
@@ -24,9 +29,12 @@ impl WebhookRequest {
     }
 }
 
+/// The handler's answer to GitHub: always a JSON body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookResponse {
+    /// The HTTP status code (200 handled or ignored, 4xx refused, 5xx retry).
     pub status: u16,
+    /// The JSON body, saying what was done or why not.
     pub body: Value,
 }
 
@@ -41,6 +49,7 @@ pub fn from_function_url(event: &LambdaFunctionUrlRequest) -> WebhookRequest {
     }
 }
 
+/// The handler's response as a Function URL response (`application/json`).
 pub fn to_function_url(resp: &WebhookResponse) -> LambdaFunctionUrlResponse {
     let mut headers = http::HeaderMap::new();
     headers.insert(

@@ -19,16 +19,24 @@ use crate::lock::{LockTruth, MetadbLock};
 
 /// Everything the receiver talks to.
 pub trait ReceiverPorts: Send + Sync {
+    /// Parameter Store (SSM in production).
     type Params: ParamStore;
+    /// The repository's host: statuses, comments, a pull request's author.
     type GitHub: GitHost + PullRequestAuthority;
+    /// Starts the pr-plan and create-deploy-stack tasks (ECS in production).
     type Launcher: TaskLauncher;
+    /// The merge lock's row ([`NoLockCheck`](crate::NoLockCheck) when off).
     type Lock: LockTruth;
+    /// The shared deliveries log ([`NoDeliveryLog`](crate::NoDeliveryLog) when off).
     type Deliveries: Deliveries;
+    /// Invokes approval_response with a vote comment ([`NoVotes`] when off).
     type Votes: FunctionInvoker;
 
     /// The webhook secret, the merge lock mirror and the status switches.
     fn params(&self) -> &Self::Params;
+    /// Commit statuses, comments and pull requests' authors.
     fn github(&self) -> &Self::GitHub;
+    /// Starts the ECS tasks.
     fn launcher(&self) -> &Self::Launcher;
     /// Confirms a "locked" parameter; `None`: the parameter is answered as is.
     fn lock_truth(&self) -> Option<&Self::Lock>;
@@ -57,10 +65,15 @@ impl FunctionInvoker for NoVotes {
 /// approval_response's name is configured).
 #[derive(Debug)]
 pub struct Production {
+    /// SSM Parameter Store.
     pub params: SsmParamStore,
+    /// The live repository's GitHub client (token or App).
     pub github: GitHubClient,
+    /// ECS RunTask for the pr-plan and create-deploy-stack tasks.
     pub launcher: EcsTaskLauncher,
+    /// The merge lock's row in the metadb.
     pub lock: MetadbLock<AnyMetadb>,
+    /// The metadb's deliveries log.
     pub deliveries: MetadbDeliveries<AnyMetadb>,
     /// The invoker and approval_response's name (ARN).
     pub votes: Option<(LambdaInvoker, String)>,

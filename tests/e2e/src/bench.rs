@@ -26,40 +26,58 @@ const MAIL_POLL: Duration = Duration::from_millis(100);
 /// One benchmark case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
+    /// Units in the generated repository.
     pub units: usize,
+    /// The deployment's `max_parallel` (units deployed at once).
     pub max_parallel: u32,
+    /// Accounts the units are spread over.
     pub accounts: usize,
+    /// Dependency layers: the longest chain's length in units.
     pub layers: usize,
+    /// Seeds the generated dependencies.
     pub seed: u64,
 }
 
 /// One unit's execution as measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecTiming {
+    /// The execution's metadb id.
     pub execution_id: String,
+    /// The unit's directory, repository-relative.
     pub cfg_path: String,
+    /// The execution's final status, as stored.
     pub status: String,
-    /// Epoch milliseconds.
+    /// When the metadb recorded it finished. Epoch milliseconds.
     pub finished_ms: Option<f64>,
+    /// When Step Functions started the execution (epoch ms).
     pub sfn_start_ms: Option<f64>,
     /// When Step Functions ended the execution (epoch ms).
     pub sfn_stop_ms: Option<f64>,
     /// Plan + apply command time, from the task logs.
     pub terraform_ms: f64,
+    /// The execution ids it waited for.
     pub depends_on: Vec<String>,
 }
 
 /// The figures of one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figures {
+    /// The case measured.
     pub case: Case,
+    /// The run's final status.
     pub run_status: String,
+    /// From sending the merge webhook to the last execution recorded finished (ms).
     pub makespan_ms: f64,
+    /// Every unit's terraform time added up (ms).
     pub terraform_sum_ms: f64,
+    /// The longest chain of terraform time through the dependencies (ms).
     pub critical_path_ms: f64,
+    /// Units on that chain.
     pub critical_path_units: usize,
     /// Units whose terraform time was found in the logs (of all units).
     pub timed_units: usize,
+    /// Per execution: from ready (run created, dependencies finished) to
+    /// Step Functions starting it (ms).
     pub start_latency_ms: Vec<f64>,
     /// Step Functions ended an execution → the metadb recorded it finished.
     pub finish_latency_ms: Vec<f64>,
@@ -77,6 +95,7 @@ pub struct Figures {
 /// parts add up to the whole, so their means over the units do too.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UnitSplit {
+    /// The whole: Step Functions start to end.
     pub total: f64,
     /// The unit's plan and apply commands (the `terraform command finished` lines).
     pub terraform: f64,
@@ -145,11 +164,15 @@ pub struct StateSamples {
 /// A task state's times in one execution, from its history (ms).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateTime {
+    /// The state's name.
     pub state: String,
+    /// From entering the state to exiting it.
     pub total_ms: f64,
+    /// From entering the state to the task being submitted, when it was.
     pub to_submitted_ms: Option<f64>,
     /// When the task was submitted and when the state exited (epoch ms).
     pub submitted_at_ms: Option<f64>,
+    /// When the state exited (epoch ms).
     pub exited_at_ms: f64,
 }
 

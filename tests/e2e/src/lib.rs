@@ -5,6 +5,7 @@
 //! mailbox holds, and the final state read back from the metadb, Step Functions
 //! and each unit's terraform state. Used by the integration tests and by the
 //! `live-ci-demo` binary (`make demo`).
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod observe;
@@ -23,31 +24,60 @@ use sha2::Sha256;
 /// Everything that can go wrong driving the pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum E2eError {
+    /// A command (a script, terraform, git) exited non-zero or did not start.
     #[error("{what} failed ({status}): {stderr}")]
     Command {
+        /// The command, as a reader would type it.
         what: String,
+        /// Its exit status, or why it did not start.
         status: String,
+        /// Its stderr (empty when passed through).
         stderr: String,
     },
+    /// A file or directory could not be read or written.
     #[error("I/O on {path}: {source}")]
     Io {
+        /// The file or directory.
         path: String,
+        /// The operating system's reason.
         source: std::io::Error,
     },
+    /// A command or service printed something other than expected.
     #[error("unexpected output of {what}: {detail}")]
-    Parse { what: String, detail: String },
+    Parse {
+        /// What printed it.
+        what: String,
+        /// What was wrong, quoting the output.
+        detail: String,
+    },
+    /// An HTTP request to the deployment failed or was refused.
     #[error("HTTP {what}: {detail}")]
-    Http { what: String, detail: String },
+    Http {
+        /// The request (or `client` when the client could not be built).
+        what: String,
+        /// The status and answer, or the transport error.
+        detail: String,
+    },
+    /// A direct query of the metadb's PostgreSQL failed.
     #[error("metadb: {0}")]
     Db(#[from] tokio_postgres::Error),
+    /// A metadb adapter call failed.
     #[error("metadb: {0}")]
     Metadb(#[from] live_ci_metadb::MetadbError),
+    /// A Step Functions call failed (the call and the SDK's error).
     #[error("Step Functions: {0}")]
     Sfn(String),
+    /// A wait ran out.
     #[error("timed out after {secs} s waiting for {what}")]
-    Timeout { what: String, secs: u64 },
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long, in seconds.
+        secs: u64,
+    },
 }
 
+/// The result of every step that drives the pipeline.
 pub type Result<T, E = E2eError> = std::result::Result<T, E>;
 
 /// The repository root (this crate lives at `tests/e2e`).
@@ -102,6 +132,8 @@ fn tail(s: &str, n: usize) -> String {
 /// The running local cloud, as `scripts/local-cloud.sh up` prints it.
 #[derive(Debug, Clone)]
 pub struct Cloud {
+    /// The `export NAME=value` lines `up` printed, by name (`AWS_ENDPOINT_URL`,
+    /// `LIVE_CI_PG_URL`, ...).
     pub env: BTreeMap<String, String>,
 }
 
@@ -140,12 +172,14 @@ impl Cloud {
             .map(|_| ())
     }
 
+    /// LocalStack's endpoint (`AWS_ENDPOINT_URL`, default `http://127.0.0.1:4566`).
     pub fn endpoint(&self) -> &str {
         self.env
             .get("AWS_ENDPOINT_URL")
             .map_or("http://127.0.0.1:4566", String::as_str)
     }
 
+    /// The local PostgreSQL's URL (`LIVE_CI_PG_URL`; empty when absent).
     pub fn pg_url(&self) -> &str {
         self.env.get("LIVE_CI_PG_URL").map_or("", String::as_str)
     }
@@ -185,8 +219,11 @@ impl Cloud {
 /// localcloud/README.md "IAM").
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct IamStats {
+    /// Whether requests are checked against the roles' policies at all.
     pub enforced: bool,
+    /// Requests the policies allowed.
     pub authorised: u64,
+    /// Requests the policies denied.
     pub denied: u64,
     /// Each denial: `role`, `action`, `resource`, `message`.
     pub denials: Vec<BTreeMap<String, String>>,
@@ -196,6 +233,7 @@ pub struct IamStats {
     /// authorised as `<prefix>:<Operation>` on `*`: how often, and by which roles.
     #[serde(default)]
     pub unmapped: BTreeMap<String, u64>,
+    /// Per unmapped action: the roles (ARNs) that made it.
     #[serde(default)]
     pub unmapped_roles: BTreeMap<String, Vec<String>>,
 }
@@ -225,9 +263,12 @@ impl IamStats {
     }
 }
 
+/// How much one policy statement was used (see [`IamStats::statements`]).
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 pub struct StatementUse {
+    /// Requests it allowed.
     pub allowed: u64,
+    /// Requests it allowed that no other statement would have.
     pub sole: u64,
 }
 
@@ -266,8 +307,11 @@ pub const REPO_FULL_NAME: &str = "acme/infrastructure-live";
 /// What one `terraform apply` of `examples/local` deployed.
 #[derive(Debug, Clone)]
 pub struct Deployment {
+    /// The receiver's Function URL (output `webhook_url`): where GitHub's webhooks go.
     pub webhook_url: String,
+    /// approval_response's Function URL (output `approval_url`): the vote links' base.
     pub approval_url: String,
+    /// The deployment state machine's ARN.
     pub state_machine_arn: String,
     /// The topic the state machine publishes approval requests (task tokens) to.
     pub approval_topic_arn: String,
@@ -422,10 +466,15 @@ pub fn function_url_target(endpoint: &str, url: &str) -> Result<(String, String)
 /// A merged pull request, as the webhook describes it.
 #[derive(Debug, Clone)]
 pub struct Merge {
+    /// The pull request number.
     pub number: u64,
+    /// The merge commit on the trunk.
     pub merge_commit: String,
+    /// The merge's first parent: the trunk before the merge.
     pub base_sha: String,
+    /// The merge's second parent: the pull request's head.
     pub head_sha: String,
+    /// The pull request's branch name.
     pub head_ref: String,
 }
 

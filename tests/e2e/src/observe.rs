@@ -15,22 +15,34 @@ use crate::{E2eError, Result};
 /// One execution row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutionRow {
+    /// The execution's metadb id.
     pub execution_id: String,
+    /// The unit's directory, repository-relative.
     pub cfg_path: String,
+    /// The account the unit deploys to.
     pub account_name: String,
+    /// `apply` or `destroy`, as stored.
     pub action: String,
+    /// Whether it is a rollback execution rather than the unit's deploy.
     pub is_rollback: bool,
+    /// The execution's status, as stored.
     pub status: String,
+    /// Why it has that status, when recorded.
     pub status_reason: Option<String>,
+    /// The voters' decision, once handed over.
     pub decision: Option<String>,
+    /// The Step Functions execution's ARN, once started.
     pub sfn_execution_arn: Option<String>,
 }
 
 /// A run and its executions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
+    /// The run's metadb id.
     pub run_id: i64,
+    /// The run's status, as stored.
     pub status: String,
+    /// Its executions (rollbacks included).
     pub executions: Vec<ExecutionRow>,
 }
 
@@ -40,6 +52,7 @@ impl RunRow {
         matches!(self.status.as_str(), "succeeded" | "failed" | "superseded")
     }
 
+    /// The run's non-rollback executions by unit path.
     pub fn by_path(&self) -> BTreeMap<String, &ExecutionRow> {
         self.executions
             .iter()
@@ -61,6 +74,7 @@ impl std::fmt::Debug for Metadb {
 }
 
 impl Metadb {
+    /// Connects to the metadb at PostgreSQL URL `url`.
     pub async fn connect(url: &str) -> Result<Self> {
         let client = live_ci_metadb::connect(url).await?;
         Ok(Metadb { client })
@@ -250,9 +264,11 @@ pub fn tf_resources(state_dir: &Path, commit: &str, cfg_path: &str) -> Option<BT
 /// What happened while driving a run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The run as it ended.
     pub run: RunRow,
     /// Executions voted on, with the vote.
     pub votes: BTreeMap<String, Vote>,
+    /// From the start of the wait to the run's end.
     pub elapsed: Duration,
 }
 

@@ -9,6 +9,7 @@ use crate::{E2eError, Merge, Result, repo_root, run_command};
 /// The sample repository on disk.
 #[derive(Debug, Clone)]
 pub struct SampleRepo {
+    /// The clone's work tree.
     pub dir: PathBuf,
 }
 

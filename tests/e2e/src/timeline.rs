@@ -12,7 +12,9 @@ use crate::bench::{field, percentile};
 /// One terra-run's timeline, as logged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskTimeline {
+    /// The execution the task ran for.
     pub execution_id: String,
+    /// `plan` or `apply`.
     pub phase: String,
     /// When the process started (epoch ms).
     pub started_ms: f64,

@@ -10,18 +10,26 @@ use crate::{E2eError, Result, function_url_target};
 /// One approval mail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalMail {
+    /// The mailbox's message id.
     pub id: String,
+    /// The recipients.
     pub to: Vec<String>,
+    /// The subject line.
     pub subject: String,
+    /// The execution the mail asks a vote on.
     pub execution_id: String,
+    /// The signed link that approves.
     pub approve_url: String,
+    /// The signed link that rejects.
     pub reject_url: String,
 }
 
 /// A voter's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Vote {
+    /// Follow the approve link.
     Approve,
+    /// Follow the reject link.
     Reject,
 }
 

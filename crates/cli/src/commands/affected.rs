@@ -5,6 +5,7 @@ use crate::error::CliError;
 use crate::repo::affected_with;
 use crate::{Output, render};
 
+/// Runs `live-ci affected`: the units the change affects, as JSON or a table.
 pub fn run(args: &AffectedArgs) -> Result<Output, CliError> {
     let (detection, warnings) = affected_with(
         &args.repo.repo,

@@ -31,6 +31,7 @@ fn params(aws: &aws_config::SdkConfig) -> SsmParamStore {
     SsmParamStore::new(live_ci_aws::sdk::ssm::Client::new(aws))
 }
 
+/// Runs `live-ci abort` and prints the JSON report.
 pub fn abort(args: &AbortArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;
@@ -57,6 +58,7 @@ pub fn abort(args: &AbortArgs) -> Result<Output, CliError> {
     })
 }
 
+/// Runs `live-ci retry` and prints the JSON report.
 pub fn retry(args: &RetryArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;
@@ -84,6 +86,8 @@ pub fn retry(args: &RetryArgs) -> Result<Output, CliError> {
     })
 }
 
+/// Runs `live-ci unlock` and prints the JSON report; a forced unlock while a
+/// run is running also warns on stderr.
 pub fn unlock(args: &UnlockArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;

@@ -12,6 +12,7 @@ use crate::Output;
 use crate::args::{DriftArgs, ListFormat};
 use crate::error::CliError;
 
+/// Runs `live-ci drift` against the metadb the arguments select.
 pub fn run(args: &DriftArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;

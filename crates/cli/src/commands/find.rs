@@ -30,6 +30,8 @@ struct Found<'a> {
     errors: &'a [String],
 }
 
+/// Runs `live-ci find`: the selected units and stacks; a graph error (with
+/// `--strict`, any unit's error too) fails it before anything is listed.
 pub fn run(args: &FindArgs) -> Result<Output, CliError> {
     let repo = &args.repo.repo;
     let filters = filters(repo, &args.filter)?;

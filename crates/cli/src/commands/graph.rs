@@ -30,6 +30,7 @@ struct UnitJson<'a> {
     errors: &'a [String],
 }
 
+/// Runs `live-ci graph` in the requested format (JSON, DOT or Mermaid).
 pub fn run(args: &GraphArgs) -> Result<Output, CliError> {
     let listing = listing(&args.repo.repo, args.listing.hidden.no_hidden)?;
     let errors = listing.all_errors();

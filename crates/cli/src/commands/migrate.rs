@@ -16,6 +16,7 @@ struct MigrateJson {
     latest: u32,
 }
 
+/// Runs `live-ci migrate` against the metadb the arguments select.
 pub fn run(args: &MigrateArgs) -> Result<Output, CliError> {
     // One short-lived connection: the rest of the CLI is synchronous, so the
     // runtime lives only for this command.

@@ -8,6 +8,8 @@ use crate::error::CliError;
 use crate::repo::affected;
 use crate::{Output, render};
 
+/// Runs `live-ci plan`: the deployment the change would run (accounts and
+/// their waits from `--accounts` when given), in the requested format.
 pub fn run(args: &PlanArgs) -> Result<Output, CliError> {
     let accounts = match &args.accounts {
         None => None,

@@ -10,6 +10,7 @@ use crate::Output;
 use crate::args::{ListFormat, RunsArgs};
 use crate::error::CliError;
 
+/// Runs `live-ci runs` against the metadb the arguments select.
 pub fn run(args: &RunsArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;

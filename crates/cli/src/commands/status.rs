@@ -36,6 +36,7 @@ struct ExecutionJson<'a> {
     status_reason: Option<&'a str>,
 }
 
+/// Runs `live-ci status`, once or (`--watch`) until the run has finished.
 pub fn run(args: &StatusArgs) -> Result<Output, CliError> {
     super::db::runtime()?.block_on(async {
         let db = super::db::connect(&args.db).await?;

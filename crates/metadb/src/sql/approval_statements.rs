@@ -49,13 +49,16 @@ SELECT json_build_object(
                         WHERE m.execution_id = :execution_id
                           AND m.task_token_hash = :task_token_hash), '[]'))::text";
 
+/// An execution's approval request as JSON (`live_ci_approval_json`).
 pub const APPROVAL_REQUEST: &str = "\
 SELECT live_ci_approval_json(a) FROM approval_requests a WHERE a.execution_id = :execution_id";
 
+/// The voters already mailed for an execution's task token, sorted.
 pub const MAILED_VOTERS: &str = "\
 SELECT voter FROM approval_mails
 WHERE execution_id = :execution_id AND task_token_hash = :task_token_hash ORDER BY voter";
 
+/// Records one voter mailed for a task token; returns the voter only when new.
 pub const RECORD_MAILED: &str = "\
 INSERT INTO approval_mails (execution_id, task_token_hash, voter, message_id)
 VALUES (:execution_id, :task_token_hash, :voter, :message_id)
@@ -103,6 +106,8 @@ SELECT live_ci_vote_reasoned(CAST(:execution_id AS text), CAST(:voter AS text), 
 pub const AWAITING_VOTE: &str = "\
 SELECT live_ci_awaiting_vote(CAST(:commit AS text), CAST(:unit AS text))";
 
+/// Records how the decision was handed to Step Functions, once: returns the
+/// execution id only for the first delivery.
 pub const RECORD_DECISION_DELIVERY: &str = "\
 UPDATE approval_requests
 SET decision_sent_at = clock_timestamp(), delivery = :delivery, delivery_reason = :delivery_reason

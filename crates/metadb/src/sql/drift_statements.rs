@@ -40,11 +40,14 @@ pub const LATEST_RUN_ID: &str = "SELECT COALESCE(max(run_id), 0)::text FROM runs
 pub const UNITS_OF_RUNS_AFTER: &str = "SELECT to_json(u.cfg_path)::text FROM (
     SELECT DISTINCT e.cfg_path FROM executions e WHERE e.run_id > :run_id) u ORDER BY u.cfg_path";
 
+/// The number of the drift issue recorded for a unit, if any.
 pub const DRIFT_ISSUE: &str = "SELECT issue_number::text FROM drift_issues WHERE unit = :unit";
 
+/// Records (or replaces) the drift issue of a unit.
 pub const SET_DRIFT_ISSUE: &str = "\
 INSERT INTO drift_issues (unit, issue_number) VALUES (:unit, :issue)
 ON CONFLICT (unit) DO UPDATE
 SET issue_number = EXCLUDED.issue_number, updated_at = clock_timestamp()";
 
+/// Forgets the drift issue of a unit.
 pub const CLEAR_DRIFT_ISSUE: &str = "DELETE FROM drift_issues WHERE unit = :unit";

@@ -24,6 +24,8 @@ WHERE e.status = 'succeeded' AND NOT e.is_rollback
 GROUP BY e.cfg_path
 ORDER BY e.cfg_path";
 
+/// The newest `:limit` runs as JSON, newest first, with their progress and
+/// whether each holds the merge lock.
 pub const RUNS: &str = "\
 SELECT (live_ci_run_json(r)::jsonb || jsonb_build_object(
     'retry_of', r.retry_of,
@@ -57,6 +59,8 @@ UPDATE runs SET status = 'failed', finished_at = clock_timestamp()
 WHERE run_id = :run_id AND status = 'queued'
 RETURNING run_id::text";
 
+/// The Step Functions ARNs of a run's executions the operator aborted (by
+/// reason), to stop them.
 pub const OPERATOR_ABORTED_ARNS: &str = "\
 SELECT sfn_execution_arn FROM executions
 WHERE run_id = :run_id AND status = 'aborted' AND status_reason = :reason
@@ -80,17 +84,21 @@ VALUES (:pr_id, :commit_id, :base_ref, :head_ref, :base_sha, :head_sha, :max_par
         :fail_fast, :retry_of, :trunk_seq, :checkout_key, :checkout_sha256)
 RETURNING run_id::text";
 
+/// The running run, if any, as JSON (`run_id`, `pr_id`).
 pub const RUNNING_RUN: &str = "\
 SELECT json_build_object('run_id', run_id, 'pr_id', pr_id)::text
 FROM runs WHERE status = 'running'";
 
+/// Frees the merge lock row.
 pub const CLEAR_MERGE_LOCK: &str = "\
 UPDATE merge_lock SET run_id = NULL, locked_at = NULL WHERE singleton";
 
+/// Appends one operator action to the log.
 pub const LOG_ACTION: &str = "\
 INSERT INTO operator_actions (action, run_id, actor, detail)
 VALUES (:action, CAST(:run_id AS bigint), :actor, :detail)";
 
+/// The newest `:limit` operator actions as JSON, newest first.
 pub const ACTIONS: &str = "\
 SELECT json_build_object('action', action, 'run_id', run_id, 'actor', actor,
                          'detail', detail, 'at', live_ci_ms(at))::text

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 /// twice gets one number), and the names in number order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Positional {
+    /// The statement with `$n` placeholders.
     pub sql: String,
+    /// The parameter names; `names[n - 1]` is `$n`'s.
     pub names: Vec<String>,
 }
 

@@ -61,6 +61,7 @@ macro_rules! in_tx {
 pub(crate) use in_tx;
 
 impl<S: Sql> Store<S> {
+    /// The store over connection `sql`.
     pub fn new(sql: S) -> Self {
         Store { sql }
     }

@@ -32,29 +32,39 @@ pub enum Reason {
     Pending,
 }
 
+/// A unit the change deploys, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AffectedUnit {
+    /// The unit's directory.
     pub path: RepoPath,
+    /// Whether it is applied or destroyed.
     pub action: Action,
+    /// Every reason it is affected.
     pub reasons: Vec<Reason>,
 }
 
 /// A unit the change touches that will not run, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
+    /// The unit's directory.
     pub path: RepoPath,
+    /// What it would have done.
     pub action: Action,
+    /// Why it will not run.
     pub reason: String,
 }
 
 /// The result of change detection, sorted by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Affected {
+    /// The units the change deploys.
     pub units: Vec<AffectedUnit>,
+    /// The units the change touches that will not run.
     pub skipped: Vec<Skipped>,
 }
 
 impl Affected {
+    /// The paths of the deployed units with `action`.
     pub fn paths(&self, action: Action) -> BTreeSet<RepoPath> {
         self.units
             .iter()

@@ -18,11 +18,14 @@ use live_ci_core::tree::in_skipped_dir;
 /// Everything change detection learned, for callers that go on to plan.
 #[derive(Debug)]
 pub struct Detection {
+    /// The files the change touches.
     pub changes: Vec<FileChange>,
+    /// The unit graph at the head revision (or the working tree).
     pub head: Graph,
     /// The graph at the merge base, discovered only when a `terragrunt.hcl` was
     /// deleted or a change may alter what a stack generates.
     pub base: Option<Graph>,
+    /// The units the change deploys or skips.
     pub affected: Affected,
 }
 
@@ -142,6 +145,7 @@ fn strict_graph(discovery: Discovery) -> Result<Graph> {
 
 /// Git ranges in filter queries (`[a...b]`, `[ref]`), answered by change detection.
 pub struct VcsRanges<'a> {
+    /// The repository the ranges are read from.
     pub vcs: &'a dyn Vcs,
 }
 

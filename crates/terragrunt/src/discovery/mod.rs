@@ -40,10 +40,12 @@ use value::V;
 /// every problem found (one broken file does not stop the others).
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
+    /// Every unit found, sorted by path.
     pub units: Vec<Unit>,
     /// Config files that are only shared parent configs: files some unit
     /// includes, and every `root.hcl`. Sorted.
     pub parents: Vec<RepoPath>,
+    /// Every problem found, in discovery order.
     pub errors: Vec<EngineError>,
     /// The same problems by the unit they break (a broken shared file is
     /// listed under every unit that includes or reads it), so a listing can

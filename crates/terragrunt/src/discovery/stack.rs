@@ -48,6 +48,7 @@ const MAX_DEPTH: usize = 16;
 /// A directory holding a `terragrunt.stack.hcl` of the repository.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Stack {
+    /// The directory holding the `terragrunt.stack.hcl`.
     pub path: RepoPath,
     /// Its own `unit` and `stack` blocks, in file order.
     pub generated: Vec<GeneratedUnit>,
@@ -64,10 +65,13 @@ fn as_messages<S: serde::Serializer>(errors: &[EngineError], s: S) -> Result<S::
     s.collect_seq(errors.iter().map(ToString::to_string))
 }
 
+/// Which block of a stack file generated something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GeneratedKind {
+    /// A `unit` block: one unit.
     Unit,
+    /// A `stack` block: a nested stack.
     Stack,
 }
 
@@ -83,7 +87,9 @@ impl GeneratedKind {
 /// One `unit "name" { path = ... }` (or `stack`) block of a stack file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GeneratedUnit {
+    /// `unit` or `stack`.
     pub kind: GeneratedKind,
+    /// The block's label.
     pub name: String,
     /// Where terragrunt generates it; `None` when it could not be computed.
     pub path: Option<RepoPath>,
@@ -145,6 +151,7 @@ pub struct Generation {
 }
 
 impl Generation {
+    /// Whether the stacks generate no file.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
@@ -165,6 +172,7 @@ impl std::fmt::Debug for Overlay<'_> {
 }
 
 impl<'t> Overlay<'t> {
+    /// `base` with `generation`'s files laid over it.
     pub fn new(base: &'t dyn FileTree, generation: &'t Generation) -> Self {
         Overlay { base, generation }
     }

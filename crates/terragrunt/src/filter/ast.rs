@@ -11,6 +11,7 @@ use std::num::NonZeroUsize;
 /// A whole query: the units matched by every term (`a | b | c`). Never empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
+    /// The `|`-separated terms, in query order.
     pub terms: Vec<Term>,
 }
 
@@ -28,7 +29,9 @@ pub enum Term {
 /// `[depth]...[^]target...[depth]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphExpr {
+    /// The units the walk starts from.
     pub target: Target,
+    /// Which way, and how far, the walk goes.
     pub direction: Direction,
     /// `^`: drop the units the target itself matched, keep only what the
     /// traversal added.
@@ -45,12 +48,15 @@ pub enum Direction {
     Dependents(Reach),
     /// `...target...`.
     Both {
+        /// How far the walk goes towards dependents.
         dependents: Reach,
+        /// How far the walk goes towards dependencies.
         dependencies: Reach,
     },
 }
 
 impl Direction {
+    /// How far the walk goes towards dependents; `None` when it does not.
     pub fn dependents(&self) -> Option<Reach> {
         match *self {
             Direction::Dependents(r) | Direction::Both { dependents: r, .. } => Some(r),
@@ -58,6 +64,7 @@ impl Direction {
         }
     }
 
+    /// How far the walk goes towards dependencies; `None` when it does not.
     pub fn dependencies(&self) -> Option<Reach> {
         match *self {
             Direction::Dependencies(r)
@@ -79,6 +86,7 @@ pub enum Reach {
 }
 
 impl Reach {
+    /// The depth limit (steps from the target); `None` for no limit.
     pub fn depth(self) -> Option<usize> {
         match self {
             Reach::All => None,
@@ -102,16 +110,25 @@ pub enum Target {
     /// filesystem path, stored with its leading `/`.
     Reading(String),
     /// `[base]` (base against the working tree) or `[base...head]`.
-    Git { base: String, head: Option<String> },
+    Git {
+        /// The base revision, as written.
+        base: String,
+        /// The head revision, as written; `None`: the working tree.
+        head: Option<String>,
+    },
 }
 
+/// What kind of component a `type=` filter selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A unit (a directory with a `terragrunt.hcl`).
     Unit,
+    /// A stack (a directory with a `terragrunt.stack.hcl`).
     Stack,
 }
 
 impl Kind {
+    /// The kind as a query writes it (`unit`, `stack`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Unit => "unit",
@@ -137,6 +154,7 @@ impl Query {
 }
 
 impl Term {
+    /// True when the term needs git (`[...]`).
     pub fn needs_git(&self) -> bool {
         match self {
             Term::Not(t) => t.needs_git(),
@@ -147,6 +165,7 @@ impl Term {
 }
 
 impl Target {
+    /// True when the target is a git range (`[...]`).
     pub fn needs_git(&self) -> bool {
         matches!(self, Target::Git { .. })
     }

@@ -37,7 +37,9 @@ pub trait GitRanges {
 /// to it, and where the repository is (for `reading=/absolute/path`).
 #[derive(Debug, Clone, Copy)]
 pub struct Components<'a> {
+    /// The unit graph.
     pub graph: &'a Graph,
+    /// The stacks' directories.
     pub stacks: &'a [RepoPath],
     /// The repository root as an absolute filesystem path, when there is one.
     pub root: Option<&'a str>,
@@ -59,6 +61,7 @@ impl<'a> Components<'a> {
 pub struct Selection {
     /// Indices into the graph.
     pub units: Vec<usize>,
+    /// The stacks selected.
     pub stacks: Vec<RepoPath>,
     /// Units a git range removed (not in the graph: they exist at its base).
     pub removed: Vec<RepoPath>,
@@ -72,6 +75,7 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Parses one query; a syntax error names the column.
     pub fn parse(source: &str) -> Result<Filter> {
         Ok(Filter {
             source: source.to_string(),
@@ -84,6 +88,7 @@ impl Filter {
         &self.source
     }
 
+    /// The parsed query.
     pub fn query(&self) -> &Query {
         &self.query
     }
@@ -107,6 +112,7 @@ pub struct Filters {
 }
 
 impl Filters {
+    /// Parses every query, failing on the first that does not parse.
     pub fn parse<'a>(queries: impl IntoIterator<Item = &'a str>) -> Result<Filters> {
         let filters = queries
             .into_iter()
@@ -183,14 +189,17 @@ impl Filters {
         }
     }
 
+    /// Adds `other`'s queries after these.
     pub fn extend(&mut self, other: Filters) {
         self.filters.extend(other.filters);
     }
 
+    /// Whether there is no query.
     pub fn is_empty(&self) -> bool {
         self.filters.is_empty()
     }
 
+    /// The queries, in the order given.
     pub fn iter(&self) -> impl Iterator<Item = &Filter> {
         self.filters.iter()
     }

@@ -30,12 +30,14 @@ pub const DEPLOY_FILTERS: &str = "deploy_filters";
 pub struct FilterSet {
     /// Where the queries come from (`.live-ci-filters`, `deploy_filters`).
     pub source: String,
+    /// The set's queries.
     pub filters: Filters,
 }
 
 /// Every set a run obeys; empty sets are dropped (they select everything).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFilters {
+    /// The non-empty sets; a unit runs only if every set keeps it.
     pub sets: Vec<FilterSet>,
 }
 
@@ -66,12 +68,14 @@ impl RunFilters {
         Ok(RunFilters::new(sets))
     }
 
+    /// The sets, empty ones dropped.
     pub fn new(sets: Vec<FilterSet>) -> RunFilters {
         RunFilters {
             sets: sets.into_iter().filter(|s| !s.filters.is_empty()).collect(),
         }
     }
 
+    /// Whether no set is left: the run keeps every affected unit.
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
@@ -80,7 +84,9 @@ impl RunFilters {
 /// An affected unit a filter left out of the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Excluded {
+    /// The unit's directory.
     pub path: RepoPath,
+    /// What it would have done.
     pub action: Action,
     /// The set that left it out (`.live-ci-filters`, `deploy_filters`).
     pub source: String,
@@ -105,7 +111,9 @@ impl Excluded {
 /// The affected units the filters keep, and the ones they leave out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Narrowed {
+    /// The affected (and skipped) units the filters keep.
     pub affected: Affected,
+    /// The affected units the filters leave out.
     pub excluded: Vec<Excluded>,
 }
 

@@ -34,8 +34,11 @@ pub enum TaskState {
     Waiting,
     /// Every dependency succeeded; waiting for a free runner.
     Ready,
+    /// Holding a runner.
     Running,
+    /// Finished successfully.
     Succeeded,
+    /// Finished with a failure.
     Failed,
     /// A dependency, direct or transitive, failed, so this task never runs.
     AncestorFailed,
@@ -44,6 +47,7 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// Every state, in declaration order.
     pub const ALL: [TaskState; 7] = [
         TaskState::Waiting,
         TaskState::Ready,
@@ -105,6 +109,7 @@ pub struct PoolConfig {
     pub max_parallel: usize,
     /// On the first failure, abort every task that has not started.
     pub fail_fast: bool,
+    /// Which ready task gets a free runner first.
     pub priority: Priority,
 }
 

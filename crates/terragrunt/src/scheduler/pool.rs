@@ -82,10 +82,12 @@ impl RunnerPool {
         Ok(pool)
     }
 
+    /// The tasks and dependencies the pool runs.
     pub fn graph(&self) -> &TaskGraph {
         &self.graph
     }
 
+    /// The pool's runners, fail-fast and priority settings.
     pub fn config(&self) -> &PoolConfig {
         &self.config
     }
@@ -247,10 +249,12 @@ impl RunnerPool {
             .collect()
     }
 
+    /// How many tasks are in `state` now.
     pub fn count_of(&self, state: TaskState) -> usize {
         self.count[state.position()]
     }
 
+    /// How many tasks hold a runner now.
     pub fn running(&self) -> usize {
         self.count_of(TaskState::Running)
     }

@@ -14,7 +14,9 @@ use crate::error::{EngineError, Result};
 /// start and finish times (see `states`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
+    /// Each task's simulated start, by task index.
     pub start: Vec<f64>,
+    /// Each task's simulated finish, by task index.
     pub finish: Vec<f64>,
     /// Tasks in the order they started.
     pub order: Vec<usize>,

@@ -25,6 +25,8 @@ pub struct TaskGraph {
 }
 
 impl TaskGraph {
+    /// A graph of `n` tasks (`0..n`), with no dependencies, each lasting
+    /// [`DEFAULT_DURATION`] until [`TaskGraph::set_duration`].
     pub fn new(n: usize) -> Self {
         TaskGraph {
             deps: vec![Vec::new(); n],
@@ -60,10 +62,12 @@ impl TaskGraph {
         }
     }
 
+    /// How many tasks the graph holds.
     pub fn len(&self) -> usize {
         self.deps.len()
     }
 
+    /// Whether the graph holds no task.
     pub fn is_empty(&self) -> bool {
         self.deps.is_empty()
     }

@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 /// The GitHub App the fake trusts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeApp {
+    /// The App id: a JWT's `iss` must be it.
     pub app_id: u64,
+    /// The one installation of the App on the repository; tokens are minted for it only.
     pub installation_id: u64,
     /// The App's public key, PEM (`openssl rsa -pubout`).
     pub public_key_pem: String,

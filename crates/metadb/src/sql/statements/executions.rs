@@ -33,11 +33,15 @@ WHERE e.execution_id = a.execution_id AND e.status = 'running'
   AND (e.sfn_execution_arn IS NULL OR e.sfn_execution_arn = a.arn)
 RETURNING e.execution_id";
 
+/// Puts a claimed execution back to waiting while no Step Functions execution
+/// was started for it; returns its id when released.
 pub const RELEASE_CLAIM: &str = "\
 UPDATE executions SET status = 'waiting', claimed_at = NULL, updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status = 'running' AND sfn_execution_arn IS NULL
 RETURNING execution_id";
 
+/// Records the resources the apply created (`:resources`, a JSON array): what a
+/// rollback destroys.
 pub const RECORD_NEW_RESOURCES: &str = "\
 UPDATE executions SET new_resources = CAST(:resources AS jsonb), updated_at = clock_timestamp()
 WHERE execution_id = :execution_id AND status IN ('running', 'succeeded')
@@ -61,14 +65,18 @@ ON CONFLICT (execution) DO UPDATE
     SET plan_sha256 = excluded.plan_sha256, denials = excluded.denials, recorded_at = clock_timestamp()
 RETURNING CAST(execution AS text)";
 
+/// The saved plan of an execution as JSON (object key, SHA-256, S3 version,
+/// plan JSON SHA-256), once recorded.
 pub const SAVED_PLAN: &str = "\
 SELECT json_build_object('key', plan_key, 'sha256', plan_sha256,
     'version_id', plan_version_id, 'json_sha256', plan_json_sha256)::text
 FROM executions WHERE execution_id = :execution_id AND plan_key IS NOT NULL";
 
+/// One execution as JSON (`live_ci_execution_json`).
 pub const EXECUTION: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e WHERE e.execution_id = :execution_id";
 
+/// Every execution of a run as JSON, in claim order (priority, then sequence).
 pub const EXECUTIONS_OF_RUN: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e WHERE e.run_id = :run_id
 ORDER BY e.priority DESC, e.seq";

@@ -3,9 +3,11 @@
 // Migrations. The advisory lock key is arbitrary but fixed: concurrent migrators
 // queue on it, and a transaction-scoped lock works through the Data API, which
 // keeps no session between calls.
+/// Takes the migrators' advisory lock until the transaction ends.
 pub const MIGRATION_LOCK: &str =
     "SELECT 'locked' FROM (SELECT pg_advisory_xact_lock(7263348291)) AS l";
 
+/// Creates the table of applied migrations if missing.
 pub const CREATE_SCHEMA_MIGRATIONS: &str = "\
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version integer PRIMARY KEY,
@@ -13,8 +15,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
 )";
 
+/// The applied migrations' versions, ascending.
 pub const APPLIED_MIGRATIONS: &str = "SELECT version::text FROM schema_migrations ORDER BY version";
 
+/// Records one migration as applied.
 pub const RECORD_MIGRATION: &str =
     "INSERT INTO schema_migrations (version, name) VALUES (:version, :name)";
 
@@ -32,5 +36,7 @@ UNION ALL
 pub const APPLIED_FUNCTIONS: &str =
     "SELECT revision::text || ' ' || hash FROM schema_functions ORDER BY revision DESC LIMIT 1";
 
+/// Records the function set applied (revision and hash) and the migration it
+/// was applied after.
 pub const RECORD_FUNCTIONS: &str = "\
 INSERT INTO schema_functions (revision, hash, migration) VALUES (:revision, :hash, :migration)";

@@ -43,6 +43,7 @@ ORDER BY cfg_path";
 pub const RUN_BY_COMMIT: &str =
     "SELECT live_ci_run_json(r) FROM runs r WHERE r.commit_id = :commit_id AND r.retry_of IS NULL";
 
+/// One run as JSON (`live_ci_run_json`).
 pub const RUN_BY_ID: &str = "SELECT live_ci_run_json(r) FROM runs r WHERE r.run_id = :run_id";
 
 /// The runs a run superseded, oldest on the trunk first.
@@ -105,6 +106,8 @@ SELECT json_build_object(
     'next_seq', coalesce(max(seq) + 1, 0))::text
 FROM executions WHERE run_id = :run_id";
 
+/// Creates a run's per-account counters: how many executions of each account
+/// and action remain.
 pub const INSERT_RUN_ACCOUNTS: &str = "\
 INSERT INTO run_accounts (run_id, account_name, action, remaining)
 SELECT run_id, account_name, action, count(*)
@@ -136,6 +139,7 @@ JOIN run_accounts ra
   ON ra.run_id = e.run_id AND ra.account_name = w.account_name AND ra.action = e.action
 WHERE e.run_id = :run_id";
 
+/// Sets each execution's count of accounts it still waits for.
 pub const SET_PENDING_ACCOUNTS: &str = "\
 UPDATE executions e SET pending_accounts = w.n
 FROM (SELECT w.execution, count(*) AS n
@@ -153,8 +157,10 @@ pub const START_NEXT_RUN: &str = "SELECT live_ci_start_next_run()::text";
 /// call (`live_ci_finish_run`, migration 0010).
 pub const FINISH_RUN: &str = "SELECT live_ci_finish_run(CAST(:run_id AS bigint))";
 
+/// A run's progress as JSON (`live_ci_progress`).
 pub const RUN_PROGRESS: &str = "SELECT live_ci_progress(CAST(:run_id AS bigint))::text";
 
+/// The merge lock row as JSON (`live_ci_merge_lock_json`).
 pub const MERGE_LOCK: &str = "SELECT live_ci_merge_lock_json()::text";
 
 /// The units of the running and queued runs (`RunStore::busy_units`), one
@@ -163,6 +169,8 @@ pub const BUSY_UNITS: &str = "SELECT to_json(u.cfg_path)::text FROM (
     SELECT DISTINCT e.cfg_path FROM executions e JOIN runs r ON r.run_id = e.run_id
     WHERE r.status IN ('running', 'queued')) u ORDER BY u.cfg_path";
 
+/// Inserts or updates every account of `:accounts` (a JSON array of account
+/// configurations), by name.
 pub const UPSERT_ACCOUNTS: &str = "\
 INSERT INTO accounts (name, path, dependencies, voters, min_approval_count, min_rejection_count,
                       plan_role_arn, apply_role_arn)

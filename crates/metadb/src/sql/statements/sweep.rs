@@ -1,12 +1,16 @@
 //! The trunk sweep: its launch claim and the executions it re-checks
 //! (`store/sweep.rs`).
 
+/// Executions claimed longer than `:older_than_secs` ago with no Step Functions
+/// execution started, oldest claim first.
 pub const STALE_CLAIMS: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e
 WHERE e.status = 'running' AND e.sfn_execution_arn IS NULL
   AND e.claimed_at < clock_timestamp() - make_interval(secs => CAST(:older_than_secs AS double precision))
 ORDER BY e.claimed_at";
 
+/// Up to `:limit` running executions with a Step Functions execution, oldest
+/// claim first.
 pub const RUNNING_WITH_ARN: &str = "\
 SELECT live_ci_execution_json(e) FROM executions e
 WHERE e.status = 'running' AND e.sfn_execution_arn IS NOT NULL

@@ -16,6 +16,7 @@ SELECT id, :voter, :vote FROM target
 ON CONFLICT (execution, voter) DO UPDATE SET vote = excluded.vote, updated_at = clock_timestamp()
 RETURNING execution::text";
 
+/// An execution's status, decision and whether `:voter` is among its voters, as JSON.
 pub const VOTE_CONTEXT: &str = "\
 SELECT json_build_object('status', status, 'decision', decision, 'is_voter', voters ? :voter)::text
 FROM executions WHERE execution_id = :execution_id";
