@@ -55,9 +55,13 @@ pub trait TriggerPorts: Send + Sync {
 /// without a token) with the trunk check on ECS when both are configured.
 #[derive(Debug)]
 pub struct Production<G = GitHubClient> {
+    /// PostgreSQL or Aurora over the Data API, as configured.
     pub metadb: AnyMetadb,
+    /// The deploy state machine's executions.
     pub engine: SfnEngine,
+    /// The merge lock parameter and the commit status config.
     pub params: SsmParamStore,
+    /// The GitHub client, or `NoGitHost` without credentials.
     pub github: G,
     /// Only with a GitHub client and the ECS settings.
     pub trunk: Option<TrunkSweep<GitHubClient, EcsTaskLauncher>>,

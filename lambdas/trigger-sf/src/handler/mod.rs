@@ -45,10 +45,15 @@ impl<Ports: TriggerPorts> TriggerSf<Ports> {
         }
     }
 
+    /// The settings, for the steps outside this module (`deploy_comment.rs`,
+    /// `notify.rs`).
     pub(crate) fn config(&self) -> &HandlerConfig {
         &self.config
     }
 
+    /// Serves one invocation; what it recorded or started before an error is
+    /// kept (every step is a guarded metadb update), and its statuses,
+    /// deploy comments and notifications still go out.
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
         let done = match input {

@@ -19,8 +19,12 @@ use live_ci_stepfunctions::outcome::Outcome as Ended;
 /// deployed, with that pull request's number, unless `deploy_direct_pushes`.
 #[derive(Debug)]
 pub struct TrunkSweep<H, L> {
+    /// Where the trunk points, and which merged pull request produced it.
     pub head: H,
+    /// Starts create-deploy-stack, and the drift task on the schedule's
+    /// `{"drift": true}`.
     pub launcher: L,
+    /// `TRUNK_SWEEP_COOLDOWN_SECONDS`: longer than create-deploy-stack takes.
     pub cooldown_secs: u32,
     /// Deploy a trunk head pushed directly (no merged pull request), as
     /// run PR 0 (the module's `deploy_direct_pushes`, off by default).

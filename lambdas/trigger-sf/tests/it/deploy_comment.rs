@@ -21,7 +21,7 @@ use live_ci_testkit::params::MemoryParams;
 use live_ci_testkit::pg::{TestDb, exec, run};
 use live_ci_trigger_sf::{HandlerConfig, Input, Report};
 
-use crate::trigger::{FakeEngine, LOCK, arn, ended};
+use crate::trigger::{FakeEngine, LOCK, arn, ended, wired};
 
 type Handler = Wired<PgMetadb, FakeEngine, MemoryParams, GitHubClient>;
 
@@ -45,15 +45,7 @@ pub(crate) fn client(github: &FakeGitHub) -> GitHubClient {
 async fn handler(t: &TestDb, github: &FakeGitHub) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.deploy_comments = true;
-    Wired::new(
-        config,
-        Fakes::new(
-            t.metadb(2).await,
-            FakeEngine::default(),
-            MemoryParams::default(),
-            client(github),
-        ),
-    )
+    wired(t, config, client(github)).await
 }
 
 /// "METHOD path" of every comment request GitHub saw, in order.

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ports::{Fakes, Wired};
+use crate::ports::Wired;
 use live_ci_core::merge_lock::{PLAN_COMMENT_MARKER, PullRequestUnits, Scope};
 use live_ci_core::port::RunStore;
 use live_ci_core::webhook::FilePattern;
@@ -20,7 +20,7 @@ use live_ci_testkit::pg::{TestDb, exec, run};
 use live_ci_trigger_sf::{HandlerConfig, Input};
 
 use crate::deploy_comment::client;
-use crate::trigger::{FakeEngine, LOCK, ended};
+use crate::trigger::{FakeEngine, LOCK, ended, wired};
 
 type Handler = Wired<PgMetadb, FakeEngine, MemoryParams, live_ci_github::GitHubClient>;
 
@@ -29,15 +29,7 @@ const REPO: &str = "acme/live";
 async fn handler(t: &TestDb, github: &FakeGitHub, scope: Scope) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.merge_lock_scope = scope;
-    Wired::new(
-        config,
-        Fakes::new(
-            t.metadb(2).await,
-            FakeEngine::default(),
-            MemoryParams::default(),
-            client(github),
-        ),
-    )
+    wired(t, config, client(github)).await
 }
 
 fn head(pr: u64) -> String {

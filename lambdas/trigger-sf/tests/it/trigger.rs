@@ -111,14 +111,20 @@ async fn handler(t: &TestDb) -> Handler {
 async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     tweak(&mut config);
+    wired(t, config, github()).await
+}
+
+/// A handler on `t`'s metadb, the recording engine and parameters, and
+/// `github` (each test file's own GitHub fake).
+pub(crate) async fn wired<G: GitHost>(
+    t: &TestDb,
+    config: HandlerConfig,
+    github: G,
+) -> Wired<PgMetadb, FakeEngine, MemoryParams, G> {
+    let engine = FakeEngine::default();
     Wired::new(
         config,
-        Fakes::new(
-            t.metadb(2).await,
-            FakeEngine::default(),
-            MemoryParams::default(),
-            github(),
-        ),
+        Fakes::new(t.metadb(2).await, engine, MemoryParams::default(), github),
     )
 }
 
