@@ -19,7 +19,11 @@ use live_ci_testkit::git_host::RecordingGitHost;
 use live_ci_testkit::params::{FakeError, MemoryParams};
 use live_ci_testkit::pg::{exec, run};
 use live_ci_testkit::round_trips::Counting;
-use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail};
+
+#[path = "../tests/it/ports.rs"]
+mod ports;
+use ports::{Fakes, Wired};
 
 const ARN_PREFIX: &str = "arn:aws:states:us-east-1:000000000000:execution:deploy:";
 
@@ -90,15 +94,17 @@ async fn main() {
     );
     Store::new(data_api.clone()).migrate().await.unwrap();
     let sql = Counting::new(data_api);
-    let handler = TriggerSf::new(
+    let handler = Wired::new(
         HandlerConfig::new(
             "/live-ci/merge-lock",
             FilePattern::new(FilePattern::DEFAULT).unwrap(),
         ),
-        Store::new(sql.clone()),
-        InstantEngine,
-        MemoryParams::default(),
-        RecordingGitHost::with_open(vec![], &[]),
+        Fakes::new(
+            Store::new(sql.clone()),
+            InstantEngine,
+            MemoryParams::default(),
+            RecordingGitHost::with_open(vec![], &[]),
+        ),
     );
 
     // A binary tree: unit i waits for unit (i - 1) / 2.
@@ -114,7 +120,7 @@ async fn main() {
         })
         .collect();
     let created = handler
-        .metadb()
+        .metadb
         .create_run(&run(&id, 16, units))
         .await
         .unwrap();

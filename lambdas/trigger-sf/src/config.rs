@@ -11,10 +11,15 @@ pub use live_ci_metadb::MetadbConfig;
 /// What the handler itself needs (no AWS specifics).
 #[derive(Debug, Clone)]
 pub struct HandlerConfig {
+    /// The SSM parameter mirroring the merge lock (`MERGE_LOCK_SSM_KEY`), read
+    /// by the receiver and written when a run hands the lock on.
     pub merge_lock_param: String,
     /// Which pull requests the held lock blocks (`MERGE_LOCK_SCOPE`, the
     /// module's `merge_lock_scope`; `repo` when unset).
     pub merge_lock_scope: Scope,
+    /// The branch merges deploy from (`TRUNK_BRANCH`, `main` when unset):
+    /// the sweep's trunk check reads its head, lock statuses go to pull
+    /// requests against it.
     pub trunk_branch: String,
     /// Pull requests touching these files get the merge lock status.
     pub file_pattern: FilePattern,
@@ -72,13 +77,20 @@ impl HandlerConfig {
 /// Everything `main.rs` wires.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What the handler itself reads at every invocation.
     pub handler: HandlerConfig,
+    /// The deploy state machine the units' executions start in
+    /// (`STATE_MACHINE_ARN`).
     pub state_machine_arn: String,
+    /// PostgreSQL directly (`METADB_URL`) or Aurora over the Data API.
     pub metadb: MetadbConfig,
     /// Without a token or App (`live_ci_github::GitHubAuth`) no merge lock
     /// statuses are posted.
     pub github: Option<GitHubAuth>,
+    /// The REST API's base (`GITHUB_API_URL`; GitHub Enterprise sets its own).
     pub github_api_url: String,
+    /// `owner/name` (`REPO_FULL_NAME`): required with GitHub credentials,
+    /// whose client and statuses are scoped to it.
     pub repository: Option<String>,
     /// Where the sweep launches create-deploy-stack for a trunk head the
     /// metadb does not know; without a cluster it does not look at the trunk.
@@ -178,6 +190,7 @@ pub const AWS_ACTIONS: &[&str] = &[
 ];
 
 impl Config {
+    /// Reads the process environment; every problem is named at once.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

@@ -15,14 +15,11 @@
 
 use live_ci_core::deploy::{RunId, RunStatus};
 use live_ci_core::deploy_comment::{digest, marker, render_covering};
-use live_ci_core::port::{
-    ApprovalStore, CommentTarget, DeployCommentStore, ExecutionStore, GitHost, ParamStore,
-    RunStore, SweepStore, TaskLauncher, WorkflowEngine,
-};
-use live_ci_core::port::{BranchHead, Notifications, PortError};
+use live_ci_core::port::{ApprovalStore, CommentTarget, DeployCommentStore, GitHost, PortError};
 use live_ci_core::run_view::RunView;
 
 use crate::handler::{Report, TriggerSf};
+use crate::ports::TriggerPorts;
 
 /// The units a comment is rendered from, as the run page reads them
 /// (approval-response's `RUN_PAGE_UNITS`): past them the comment points to
@@ -41,16 +38,7 @@ struct Rendered {
     digest: String,
 }
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Writes the deploy comments of the runs this invocation touched
     /// (`report.touched_runs`); off unless the handler was built with
     /// `deploy_comments` (a GitHub client to write with).
@@ -97,6 +85,7 @@ where
                     continue;
                 }
                 let claimed = self
+                    .ports
                     .metadb()
                     .claim_deploy_comment(run_id, pr, &rendered.digest)
                     .await;
@@ -141,6 +130,7 @@ where
         report: &mut Report,
     ) -> bool {
         let written = self
+            .ports
             .github()
             .upsert_comment(pr, &marker(run_id), &rendered.body)
             .await;
@@ -153,6 +143,7 @@ where
             "deploy comment of run {run_id} on pull request #{pr}: {e}"
         ));
         if let Err(e) = self
+            .ports
             .metadb()
             .release_deploy_comment(run_id, pr, &rendered.digest)
             .await
@@ -170,6 +161,7 @@ where
     /// pull request).
     async fn render_deploy_comment(&self, run_id: RunId) -> Result<Option<Rendered>, PortError> {
         let view: Option<RunView> = self
+            .ports
             .metadb()
             .run_view(run_id, COMMENT_UNITS)
             .await
@@ -181,6 +173,7 @@ where
             return Ok(None);
         }
         let targets = self
+            .ports
             .metadb()
             .deploy_comment_targets(run_id, COMMENT_TARGETS)
             .await

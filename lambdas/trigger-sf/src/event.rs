@@ -19,14 +19,22 @@ pub(crate) const SCHEDULED: &str = "Scheduled Event";
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusChangeDetail {
+    /// The execution that ended: recorded against the claim, and compared
+    /// with it so another state machine's namesake is not taken for ours.
     pub execution_arn: String,
+    /// The state machine the execution ran in; not consulted, since the
+    /// execution's own ARN is what is compared.
     #[serde(default)]
     pub state_machine_arn: String,
     /// The execution's name: the unit's `execution_id`.
     pub name: String,
+    /// Step Functions' status: `SUCCEEDED`, `FAILED`, `TIMED_OUT` and
+    /// `ABORTED` end the execution; any other is no end.
     pub status: String,
+    /// The error a failed execution ended with: which step failed, and why.
     #[serde(default)]
     pub error: Option<String>,
+    /// The failed step's cause (terraform's last words), part of the reason.
     #[serde(default)]
     pub cause: Option<String>,
     /// The final state document of a SUCCEEDED execution (JSON text): tells a
@@ -38,12 +46,16 @@ pub struct StatusChangeDetail {
 /// One invocation, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
+    /// An execution ended: record it and advance its run.
     StatusChange(StatusChangeDetail),
+    /// A run to advance: create-deploy-stack hands over the run it created.
     Run(RunId),
+    /// The schedule's repair pass over missed events and the trunk head.
     Sweep,
     /// Launch the drift task; `tick` names the schedule's firing (the
     /// event's `time` when the rule passes it), else the invocation's minute.
     Drift {
+        /// The task's idempotency token: one task per firing.
         tick: Option<String>,
     },
 }

@@ -1,18 +1,15 @@
 //! The trigger_sf Lambda's entry point: wires the metadb, Step Functions, SSM
-//! and (optionally) GitHub and ECS clients into [`TriggerSf`] once per cold
-//! start, and serves every invocation with it.
+//! and (optionally) GitHub and ECS clients into [`Production`] ports for
+//! [`TriggerSf`] once per cold start, and serves every invocation with it.
 
 use anyhow::Context;
 use live_ci_aws::{EcsTaskLauncher, SnsNotifications, sdk};
 use live_ci_boot::{Boot, serve};
-use live_ci_core::port::{
-    ApprovalStore, BranchHead, DeployCommentStore, ExecutionStore, GitHost, Notifications,
-    ParamStore, RunStore, SweepStore, TaskLauncher, WorkflowEngine,
-};
+use live_ci_core::port::GitHost;
 use live_ci_core::status::NoGitHost;
 use live_ci_github::Job;
 use live_ci_stepfunctions::SfnEngine;
-use live_ci_trigger_sf::{Config, TriggerError, TriggerSf, TrunkSweep, parse_input};
+use live_ci_trigger_sf::{Config, Production, TriggerError, TriggerSf, TrunkSweep, parse_input};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -33,9 +30,15 @@ async fn main() -> anyhow::Result<()> {
     );
     let (Some(auth), Some(repo)) = (&config.github, &config.repository) else {
         // No GitHub token: no statuses, and no trunk head to sweep.
-        return run(TriggerSf::new(handler, metadb, engine, params, NoGitHost)
-            .with_notifications(notifications))
-        .await;
+        let ports = Production {
+            metadb,
+            engine,
+            params,
+            github: NoGitHost,
+            trunk: None,
+            notifications,
+        };
+        return run(TriggerSf::new(handler, ports)).await;
     };
     let github = boot
         .github(auth, &config.github_api_url, repo, Job::TriggerSf)
@@ -48,29 +51,19 @@ async fn main() -> anyhow::Result<()> {
         cooldown_secs: config.trunk_sweep_cooldown_secs,
         deploy_direct_pushes: config.deploy_direct_pushes,
     });
-    let handler = TriggerSf::new(handler, metadb, engine, params, github);
-    match trunk {
-        Some(trunk) => {
-            run(handler
-                .with_trunk_sweep(trunk)
-                .with_notifications(notifications))
-            .await
-        }
-        None => run(handler.with_notifications(notifications)).await,
-    }
+    let ports = Production {
+        metadb,
+        engine,
+        params,
+        github,
+        trunk,
+        notifications,
+    };
+    run(TriggerSf::new(handler, ports)).await
 }
 
-/// The runtime loop for either handler (with or without the trunk sweep).
-async fn run<M, W, P, G, H, L, N>(handler: TriggerSf<M, W, P, G, H, L, N>) -> anyhow::Result<()>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+/// The runtime loop for either handler (with or without a GitHub client).
+async fn run<G: GitHost>(handler: TriggerSf<Production<G>>) -> anyhow::Result<()> {
     let handler = &handler;
     Ok(serve(|event: serde_json::Value| async move {
         // Boxed: the handler's future is deep enough to reach the compiler's

@@ -11,24 +11,13 @@
 
 use live_ci_core::deploy::{ExecutionRecord, ExecutionStatus, RunEnd, RunStatus};
 use live_ci_core::notification::{Event, PullRequest, UnitError};
-use live_ci_core::port::{
-    ApprovalStore, BranchHead, DeployCommentStore, ExecutionStore, GitHost, Notifications,
-    ParamStore, PortError, RunStore, SweepStore, TaskLauncher, WorkflowEngine, announce,
-};
+use live_ci_core::port::{ExecutionStore, PortError, announce};
 
 use crate::config::HandlerConfig;
 use crate::handler::{Report, TriggerSf};
+use crate::ports::TriggerPorts;
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Announces each run this invocation finished.
     pub(crate) async fn announce_ended_runs(&self, report: &mut Report) {
         for end in std::mem::take(&mut report.ended_runs) {
@@ -37,7 +26,7 @@ where
             let failed = if end.finish.finished == Some(RunStatus::Succeeded) {
                 Vec::new()
             } else {
-                match self.metadb().executions(run.run_id).await {
+                match self.ports.metadb().executions(run.run_id).await {
                     Ok(executions) => failed_units(&executions),
                     Err(e) => {
                         let e = PortError::new("metadb", e);
@@ -62,7 +51,7 @@ where
             let Some(event) = run_end_event(self.config(), &end, failed, page) else {
                 continue;
             };
-            if let Some(warning) = announce(self.notifications(), event).await {
+            if let Some(warning) = announce(self.ports.notifications(), event).await {
                 report.warnings.push(warning);
             }
         }

@@ -3,28 +3,13 @@
 //! the merge lock on (published through the lock's owner).
 
 use super::{Report, TriggerError, TriggerSf};
+use crate::ports::TriggerPorts;
 use live_ci_core::deploy::{Claimed, ExecutionRecord, RunId, plan_rollbacks};
 use live_ci_core::operate::StartFailure;
-use live_ci_core::port::GitHost;
-use live_ci_core::port::ParamStore;
-use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, PortError, PortResultExt, RunStore,
-    SweepStore, WorkflowEngine,
-};
-use live_ci_core::port::{BranchHead, Notifications};
+use live_ci_core::port::{ExecutionStore, PortError, PortResultExt, RunStore, WorkflowEngine};
 use live_ci_core::status::{Check, CommitStatus, StatusState, context};
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Starts what is ready in `run_id`; finishes it when nothing is left, then
     /// does the same for the run that took over the merge lock.
     /// `claimed` is a claim of `run_id` already made (with the status change).
@@ -43,7 +28,8 @@ where
             let claim = match claimed.take() {
                 Some(claim) => claim,
                 None => self
-                    .metadb
+                    .ports
+                    .metadb()
                     .claim_next(run_id, self.config.claim_limit)
                     .await
                     .port("metadb")?,
@@ -52,7 +38,11 @@ where
             // The counts came with the claim; a claim that failed for good
             // (and aborted its dependents) may have ended the run since.
             let progress = if failed_for_good {
-                self.metadb.run_progress(run_id).await.port("metadb")?
+                self.ports
+                    .metadb()
+                    .run_progress(run_id)
+                    .await
+                    .port("metadb")?
             } else {
                 claim.progress
             };
@@ -62,7 +52,7 @@ where
             if progress.failed > 0 && self.add_rollbacks(run_id, report).await? {
                 continue;
             }
-            let end = self.metadb.end_run(run_id).await.port("metadb")?;
+            let end = self.ports.metadb().end_run(run_id).await.port("metadb")?;
             let Some(status) = end.finish.finished else {
                 // Not running (queued, or finished by someone else): nothing to hand on.
                 return Ok(());
@@ -91,13 +81,19 @@ where
         run_id: RunId,
         report: &mut Report,
     ) -> Result<bool, TriggerError> {
-        let executions = self.metadb.executions(run_id).await.port("metadb")?;
+        let executions = self
+            .ports
+            .metadb()
+            .executions(run_id)
+            .await
+            .port("metadb")?;
         let rollbacks = plan_rollbacks(&executions);
         if rollbacks.is_empty() {
             return Ok(false);
         }
         let added = self
-            .metadb
+            .ports
+            .metadb()
             .add_rollbacks(run_id, &rollbacks)
             .await
             .port("metadb")?;
@@ -175,7 +171,8 @@ where
         let input = serde_json::to_string(&execution.sfn_input())
             .map_err(|e| TriggerError::Input(format!("execution {id:?}: {e}")))?;
         Ok(self
-            .engine
+            .ports
+            .engine()
             .start_execution(id, &input)
             .await
             .map_err(|e| e.to_string()))
@@ -195,7 +192,8 @@ where
             .map(|(execution, arn)| (execution.execution_id.clone(), arn.clone()))
             .collect();
         let attached = self
-            .metadb
+            .ports
+            .metadb()
             .attach_execution_arns(&pairs)
             .await
             .port("metadb")?;
@@ -228,7 +226,8 @@ where
         let id = &execution.execution_id;
         tracing::error!(execution_id = %id, error = %err, "start failed");
         let failure = self
-            .metadb
+            .ports
+            .metadb()
             .record_start_failure(id, err, self.config.max_start_attempts)
             .await
             .port("metadb")?;
@@ -245,7 +244,13 @@ where
                 self.unit_status(execution, StatusState::Failure, &reason, report)
                     .await;
                 for dependent in &aborted {
-                    if let Some(d) = self.metadb.execution(dependent).await.port("metadb")? {
+                    if let Some(d) = self
+                        .ports
+                        .metadb()
+                        .execution(dependent)
+                        .await
+                        .port("metadb")?
+                    {
                         self.unit_status(
                             &d,
                             StatusState::Error,

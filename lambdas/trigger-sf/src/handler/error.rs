@@ -2,8 +2,12 @@
 
 use live_ci_core::port::{ErrorKind, PortError};
 
+/// Why an invocation failed; its [`kind`](TriggerError::kind) tells AWS
+/// whether a retry can help.
 #[derive(Debug, thiserror::Error)]
 pub enum TriggerError {
+    /// A payload that is none of the invocations trigger_sf serves, or a
+    /// request it cannot carry out with the ports it was given.
     #[error("invalid input: {0}")]
     Input(String),
     /// A port failed; its kind decides the name AWS sees.

@@ -14,138 +14,46 @@ pub use report::{Report, TrunkLaunch};
 pub use sweep::{NoTrunkSweep, TrunkSweep};
 
 use live_ci_core::merge_lock::{Advisory, Publisher};
-use live_ci_core::port::GitHost;
-use live_ci_core::port::ParamStore;
-use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, RunStore, SweepStore, WorkflowEngine,
-};
-use live_ci_core::port::{BranchHead, NoNotifications, Notifications};
 use live_ci_core::status::CommitStatusConfig;
 
 use crate::config::HandlerConfig;
 use crate::event::Input;
+use crate::ports::TriggerPorts;
 
-/// The handler with its clients; built once per cold start. Without a GitHub
-/// token `github` is [`NoGitHost`](live_ci_core::status::NoGitHost): no
-/// statuses, and the merge lock's are left to the receiver.
+/// The handler with its ports ([`TriggerPorts`]); built once per cold start.
 #[derive(Debug)]
-pub struct TriggerSf<M, W, P, G, H = NoTrunkSweep, L = NoTrunkSweep, N = NoNotifications> {
+pub struct TriggerSf<Ports> {
     config: HandlerConfig,
-    metadb: M,
-    engine: W,
-    params: P,
-    github: G,
-    /// Without it the sweep does not look at the trunk head.
-    trunk: Option<TrunkSweep<H, L>>,
+    /// Read by the step files beside this one and by `deploy_comment.rs`
+    /// and `notify.rs`.
+    pub(crate) ports: Ports,
     /// The commit status config as last read, and when: it is editable without
     /// a deploy, so a warm container re-reads it after [`STATUS_CONFIG_TTL`].
     status_config: std::sync::Mutex<Option<(std::time::Instant, CommitStatusConfig)>>,
-    /// Where "run finished" and "run failed" go (`notify.rs`); off by default.
-    notifications: N,
 }
 
 /// How long a warm container trusts the commit status config it read.
 pub(crate) const STATUS_CONFIG_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
-impl<M, W, P, G> TriggerSf<M, W, P, G>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-{
-    pub fn new(config: HandlerConfig, metadb: M, engine: W, params: P, github: G) -> Self {
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
+    /// The handler on `ports`; the status config is read at the first status.
+    pub fn new(config: HandlerConfig, ports: Ports) -> Self {
         TriggerSf {
             config,
-            metadb,
-            engine,
-            params,
-            github,
-            trunk: None,
+            ports,
             status_config: std::sync::Mutex::new(None),
-            notifications: NoNotifications,
         }
     }
 
-    /// The same handler whose sweep also compares the trunk head with the
-    /// metadb and launches create-deploy-stack for a head it does not know.
-    pub fn with_trunk_sweep<H, L>(self, trunk: TrunkSweep<H, L>) -> TriggerSf<M, W, P, G, H, L>
-    where
-        H: BranchHead,
-        L: TaskLauncher,
-    {
-        TriggerSf {
-            config: self.config,
-            metadb: self.metadb,
-            engine: self.engine,
-            params: self.params,
-            github: self.github,
-            trunk: Some(trunk),
-            status_config: self.status_config,
-            notifications: self.notifications,
-        }
-    }
-}
-
-impl<M, W, P, G, H, L> TriggerSf<M, W, P, G, H, L> {
-    /// The same handler announcing the runs it finishes to `notifications`.
-    pub fn with_notifications<N: Notifications>(
-        self,
-        notifications: N,
-    ) -> TriggerSf<M, W, P, G, H, L, N> {
-        TriggerSf {
-            config: self.config,
-            metadb: self.metadb,
-            engine: self.engine,
-            params: self.params,
-            github: self.github,
-            trunk: self.trunk,
-            status_config: self.status_config,
-            notifications,
-        }
-    }
-}
-
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
-    /// The trunk check's launcher (tests inspect what was started).
-    pub fn launcher(&self) -> Option<&L> {
-        self.trunk.as_ref().map(|t| &t.launcher)
-    }
-
-    pub fn metadb(&self) -> &M {
-        &self.metadb
-    }
-
-    pub fn engine(&self) -> &W {
-        &self.engine
-    }
-
-    pub fn params(&self) -> &P {
-        &self.params
-    }
-
-    pub fn github(&self) -> &G {
-        &self.github
-    }
-
+    /// The settings, for the steps outside this module (`deploy_comment.rs`,
+    /// `notify.rs`).
     pub(crate) fn config(&self) -> &HandlerConfig {
         &self.config
     }
 
-    pub fn notifications(&self) -> &N {
-        &self.notifications
-    }
-
+    /// Serves one invocation; what it recorded or started before an error is
+    /// kept (every step is a guarded metadb update), and its statuses,
+    /// deploy comments and notifications still go out.
     pub async fn handle(&self, input: &Input) -> Result<Report, TriggerError> {
         let mut report = Report::default();
         let done = match input {
@@ -171,13 +79,13 @@ where
     /// The lock's owner with this handler's ports: the parameter, and the
     /// statuses of open pull requests (advisory; the receiver posts the lock
     /// on every pull-request event).
-    fn lock(&self) -> Publisher<'_, M, P, G> {
+    fn lock(&self) -> Publisher<'_, Ports::Metadb, Ports::Params, Ports::GitHub> {
         Publisher {
-            metadb: &self.metadb,
-            params: &self.params,
+            metadb: self.ports.metadb(),
+            params: self.ports.params(),
             param: &self.config.merge_lock_param,
             advisory: Advisory::Refresh {
-                host: &self.github,
+                host: self.ports.github(),
                 scope: self.config.merge_lock_scope,
                 trunk: &self.config.trunk_branch,
                 pattern: &self.config.file_pattern,

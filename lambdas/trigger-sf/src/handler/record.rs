@@ -3,17 +3,11 @@
 
 use super::{Report, TriggerError, TriggerSf};
 use crate::event::StatusChangeDetail;
+use crate::ports::TriggerPorts;
 use live_ci_core::deploy::{
     AbortedUnit, Claimed, ExecutionRecord, FinishOutcome, Outcome, RunId, Settled, StatusChange,
 };
-use live_ci_core::port::GitHost;
-use live_ci_core::port::ParamStore;
-use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, PortResultExt, RunStore, SweepStore,
-    WorkflowEngine,
-};
-use live_ci_core::port::{BranchHead, Notifications};
+use live_ci_core::port::{ExecutionStore, PortResultExt};
 use live_ci_core::status::StatusState;
 use live_ci_stepfunctions::outcome::{
     FailedStep, NO_CHANGES_REASON, Outcome as Ended, ended_without_changes,
@@ -79,16 +73,7 @@ impl End {
     }
 }
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Records an ended execution and claims what its run can start, in one
     /// metadb call; returns the run to advance with that claim (none for an
     /// execution that is not ours).
@@ -113,7 +98,8 @@ where
                 .map(|end| (end.outcome, end.stored_reason.as_deref())),
         };
         let settled = self
-            .metadb
+            .ports
+            .metadb()
             .settle(&change, self.config.claim_limit)
             .await
             .port("metadb")?;
@@ -154,7 +140,8 @@ where
     ) -> Result<(), TriggerError> {
         let end = End::of(ended, output);
         let result = self
-            .metadb
+            .ports
+            .metadb()
             .record_finished(
                 &execution.execution_id,
                 end.outcome,
@@ -197,7 +184,7 @@ where
                     sfn_execution_arn: None,
                     ..execution.clone()
                 },
-                None => match self.metadb.execution(id).await.port("metadb")? {
+                None => match self.ports.metadb().execution(id).await.port("metadb")? {
                     Some(dependent) => dependent,
                     None => continue,
                 },

@@ -55,11 +55,13 @@ pub struct Report {
 /// One launch of create-deploy-stack by the sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrunkLaunch {
+    /// The trunk head no run knew.
     pub commit: String,
     /// The merged pull request that produced the head (`None` only for a
     /// direct push deployed under `deploy_direct_pushes`).
     pub pull_request: Option<u64>,
     /// The how-manieth launch for this commit (one per cool-down).
     pub attempt: u32,
+    /// The started task, to find its logs.
     pub task_arn: String,
 }

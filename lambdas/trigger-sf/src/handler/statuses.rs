@@ -3,29 +3,15 @@
 //! is done (a status is advisory).
 
 use super::{Report, STATUS_CONFIG_TTL, TriggerSf};
+use crate::ports::TriggerPorts;
 use live_ci_core::deploy::{ExecutionRecord, RunEnd, RunId, RunStatus};
-use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
-use live_ci_core::port::TaskLauncher;
-use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, RunStore, SweepStore, WorkflowEngine,
-};
-use live_ci_core::port::{BranchHead, Notifications};
 use live_ci_core::status::{
     Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, advisory, context, superseded,
     target,
 };
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Posts the invocation's queued statuses at once, the last per commit and
     /// context (GitHub shows only the newest anyway).
     pub(super) async fn post_queued_statuses(&self, report: &mut Report) {
@@ -42,7 +28,8 @@ where
         last.reverse();
         // Each under the advisory rule: a refused status is a warning.
         let posted =
-            futures_util::future::join_all(last.iter().map(|s| advisory(&self.github, s))).await;
+            futures_util::future::join_all(last.iter().map(|s| advisory(self.ports.github(), s)))
+                .await;
         report.warnings.extend(posted.into_iter().flatten());
     }
 
@@ -59,7 +46,7 @@ where
         {
             return config.apply;
         }
-        let read = match self.params.get(param).await {
+        let read = match self.ports.params().get(param).await {
             Ok(json) => CommitStatusConfig::parse(&json),
             Err(e) => Err(format!("reading {param:?}: {e}")),
         };
@@ -112,19 +99,19 @@ where
     }
 
     /// The status service with the switches as last read.
-    pub(super) async fn statuses(&self, report: &mut Report) -> Statuses<&G> {
+    pub(super) async fn statuses(&self, report: &mut Report) -> Statuses<&Ports::GitHub> {
         let apply = self.unit_statuses_enabled(report).await;
         let switches = CommitStatusConfig {
             apply,
             ..CommitStatusConfig::default()
         };
-        Statuses::new(&self.github, switches)
+        Statuses::new(self.ports.github(), switches)
     }
 
     /// Queues a status its switch allows; `handle` posts the queue when the
     /// invocation's work is done.
     pub(super) fn queue(
-        statuses: &Statuses<&G>,
+        statuses: &Statuses<&Ports::GitHub>,
         check: Check,
         status: CommitStatus,
         report: &mut Report,
@@ -168,7 +155,7 @@ where
             ),
         };
         let commit = CommitStatus::new(&run.commit_id, state, context::DEPLOY, &description);
-        let statuses = Statuses::new(&self.github, CommitStatusConfig::default());
+        let statuses = Statuses::new(self.ports.github(), CommitStatusConfig::default());
         Self::queue(&statuses, Check::Always, commit, report);
         // The merges this run deployed along with its own commit never ran
         // themselves: their commits learn the outcome here, or they would

@@ -3,14 +3,11 @@
 //! create-deploy-stack for a trunk head no run knows, and the drift check.
 
 use super::{Report, TriggerError, TriggerSf, TrunkLaunch};
-use live_ci_core::port::GitHost;
-use live_ci_core::port::ParamStore;
+use crate::ports::TriggerPorts;
 use live_ci_core::port::TaskLauncher;
 use live_ci_core::port::{
-    ApprovalStore, DeployCommentStore, ExecutionStore, PortError, PortResultExt, RunStore,
-    SweepStore, WorkflowEngine,
+    BranchHead, PortError, PortResultExt, RunStore, SweepStore, WorkflowEngine, merge_that_produced,
 };
-use live_ci_core::port::{BranchHead, Notifications, merge_that_produced};
 use live_ci_core::status::{Check, CommitStatus, StatusState, context};
 use live_ci_core::task::create_deploy_stack_spec;
 use live_ci_stepfunctions::outcome::Outcome as Ended;
@@ -22,12 +19,29 @@ use live_ci_stepfunctions::outcome::Outcome as Ended;
 /// deployed, with that pull request's number, unless `deploy_direct_pushes`.
 #[derive(Debug)]
 pub struct TrunkSweep<H, L> {
+    /// Where the trunk points, and which merged pull request produced it.
     pub head: H,
+    /// Starts create-deploy-stack, and the drift task on the schedule's
+    /// `{"drift": true}`.
     pub launcher: L,
+    /// `TRUNK_SWEEP_COOLDOWN_SECONDS`: longer than create-deploy-stack takes.
     pub cooldown_secs: u32,
     /// Deploy a trunk head pushed directly (no merged pull request), as
     /// run PR 0 (the module's `deploy_direct_pushes`, off by default).
     pub deploy_direct_pushes: bool,
+}
+
+impl<H, L> TrunkSweep<H, L> {
+    /// The same settings with the head and launcher borrowed, as
+    /// [`TriggerPorts::trunk`](crate::TriggerPorts::trunk) hands them out.
+    pub fn borrowed(&self) -> TrunkSweep<&H, &L> {
+        TrunkSweep {
+            head: &self.head,
+            launcher: &self.launcher,
+            cooldown_secs: self.cooldown_secs,
+            deploy_direct_pushes: self.deploy_direct_pushes,
+        }
+    }
 }
 
 /// The failure status of a trunk head that is not deployed because no merged
@@ -78,30 +92,23 @@ fn this_minute() -> String {
     format!("m{}", secs / 60)
 }
 
-impl<M, W, P, G, H, L, N> TriggerSf<M, W, P, G, H, L, N>
-where
-    M: RunStore + ExecutionStore + SweepStore + ApprovalStore + DeployCommentStore,
-    W: WorkflowEngine,
-    P: ParamStore,
-    G: GitHost,
-    H: BranchHead,
-    L: TaskLauncher,
-    N: Notifications,
-{
+impl<Ports: TriggerPorts> TriggerSf<Ports> {
     /// Repairs missed events: claims whose start was lost are started again
     /// (the start is idempotent) and running executions whose Step Functions
     /// execution has ended are recorded.
     pub(super) async fn sweep(&self, report: &mut Report) -> Result<(), TriggerError> {
         let mut runs = Vec::new();
         let stale = self
-            .metadb
+            .ports
+            .metadb()
             .stale_claims(self.config.stale_claim_secs)
             .await
             .port("metadb")?;
         self.start_claimed(&stale, report).await?;
         runs.extend(stale.iter().map(|e| e.run_id));
         let running = self
-            .metadb
+            .ports
+            .metadb()
             .running_with_arn(self.config.sweep_limit)
             .await
             .port("metadb")?;
@@ -109,7 +116,7 @@ where
             let Some(arn) = &execution.sfn_execution_arn else {
                 continue;
             };
-            let described = match self.engine.describe_execution(arn).await {
+            let described = match self.ports.engine().describe_execution(arn).await {
                 Ok(d) => d,
                 Err(e) => {
                     report.warnings.push(format!("describing {arn:?}: {e}"));
@@ -129,7 +136,14 @@ where
         // The run holding the lock is advanced too: an invocation lost between
         // recording its last execution and finishing the run would otherwise
         // keep the lock forever.
-        if let Some(run_id) = self.metadb.merge_lock().await.port("metadb")?.run_id {
+        if let Some(run_id) = self
+            .ports
+            .metadb()
+            .merge_lock()
+            .await
+            .port("metadb")?
+            .run_id
+        {
             runs.push(run_id);
         }
         runs.sort_unstable();
@@ -150,7 +164,7 @@ where
     /// merge. GitHub or ECS failing is a warning: the next sweep tries again
     /// (after the cool-down when the launch itself failed).
     pub(super) async fn sweep_trunk(&self, report: &mut Report) -> Result<(), TriggerError> {
-        let Some(trunk) = &self.trunk else {
+        let Some(trunk) = self.ports.trunk() else {
             return Ok(());
         };
         let branch = &self.config.trunk_branch;
@@ -165,7 +179,8 @@ where
             }
         };
         let Some(attempt) = self
-            .metadb
+            .ports
+            .metadb()
             .claim_trunk_launch(&head, trunk.cooldown_secs)
             .await
             .port("metadb")?
@@ -231,7 +246,7 @@ where
         tick: Option<&str>,
         report: &mut Report,
     ) -> Result<(), TriggerError> {
-        let Some(trunk) = &self.trunk else {
+        let Some(trunk) = self.ports.trunk() else {
             return Err(TriggerError::Input(
                 "{\"drift\": true} needs the task launcher (ECS_CLUSTER_ARN and DRIFT_TASK_DEFINITION_ARN): none is configured".into(),
             ));

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::deploy::{RunStatus, Vote};
 use live_ci_core::deploy_comment::marker;
 use live_ci_core::port::{ApprovalStore, NewApprovalRequest, RunStore};
@@ -18,11 +19,11 @@ use live_ci_metadb::PgMetadb;
 use live_ci_testkit::github::FakeGitHub;
 use live_ci_testkit::params::MemoryParams;
 use live_ci_testkit::pg::{TestDb, exec, run};
-use live_ci_trigger_sf::{HandlerConfig, Input, Report, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input, Report};
 
-use crate::trigger::{FakeEngine, LOCK, arn, ended};
+use crate::trigger::{FakeEngine, LOCK, arn, ended, wired};
 
-type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, GitHubClient>;
+type Handler = Wired<PgMetadb, FakeEngine, MemoryParams, GitHubClient>;
 
 const REPO: &str = "acme/live";
 
@@ -44,13 +45,7 @@ pub(crate) fn client(github: &FakeGitHub) -> GitHubClient {
 async fn handler(t: &TestDb, github: &FakeGitHub) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.deploy_comments = true;
-    TriggerSf::new(
-        config,
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        client(github),
-    )
+    wired(t, config, client(github)).await
 }
 
 /// "METHOD path" of every comment request GitHub saw, in order.
@@ -91,12 +86,12 @@ async fn new_run(h: &Handler, commit: &str, pr: u64, units: &[&str], chain: bool
         .collect();
     let mut new = run(commit, 4, execs);
     new.pr_id = pr;
-    h.metadb().create_run(&new).await.unwrap().run_id
+    h.metadb.create_run(&new).await.unwrap().run_id
 }
 
 /// The plan of `execution_id` waits for the voters.
 async fn awaiting_approval(h: &Handler, execution_id: &str) {
-    h.metadb()
+    h.metadb
         .store_approval_request(&NewApprovalRequest {
             execution_id: execution_id.into(),
             sfn_execution_arn: arn(execution_id),
@@ -149,7 +144,7 @@ async fn one_comment_is_created_then_edited_as_the_units_advance() {
     // The plan waits for the voters and one approves: the comment shows it at
     // the next trigger-sf invocation, here the sweep.
     awaiting_approval(&h, "d1-a").await;
-    h.metadb()
+    h.metadb
         .cast_vote("d1-a", "a@example.com", Vote::Approve)
         .await
         .unwrap();
@@ -285,7 +280,7 @@ async fn a_coalesced_run_says_so_on_every_pull_request_it_covers() {
     let r = h.handle(&ended("d4-a", "SUCCEEDED", None)).await.unwrap();
     assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
     assert_eq!(r.started, ["d6-a"]);
-    let superseded = h.metadb().run(older).await.unwrap().unwrap();
+    let superseded = h.metadb.run(older).await.unwrap().unwrap();
     assert_eq!(
         (superseded.status, superseded.superseded_by),
         (RunStatus::Superseded, Some(newer))
@@ -432,16 +427,18 @@ async fn a_change_during_the_write_is_written_too() {
     let github = FakeGitHub::start(REPO).await;
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.deploy_comments = true;
-    let h = TriggerSf::new(
+    let h = Wired::new(
         config,
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        ChangingWhileWriting {
-            inner: client(&github),
-            db: t.metadb(1).await,
-            finish: std::sync::Mutex::new(Some("d8-b".into())),
-        },
+        Fakes::new(
+            t.metadb(2).await,
+            FakeEngine::default(),
+            MemoryParams::default(),
+            ChangingWhileWriting {
+                inner: client(&github),
+                db: t.metadb(1).await,
+                finish: std::sync::Mutex::new(Some("d8-b".into())),
+            },
+        ),
     );
     let mut new = run(
         "d8",
@@ -449,7 +446,7 @@ async fn a_change_during_the_write_is_written_too() {
         vec![exec("d8-a", "dev", &[]), exec("d8-b", "dev", &[])],
     );
     new.pr_id = 25;
-    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let run_id = h.metadb.create_run(&new).await.unwrap().run_id;
 
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
     assert_eq!(r.started.len(), 2, "{r:?}");

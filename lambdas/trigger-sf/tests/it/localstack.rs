@@ -8,6 +8,7 @@ use live_ci_testkit::pg as support;
 
 use std::time::{Duration, Instant};
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::deploy::{ExecutionStatus, RunStatus};
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::{ExecutionStore, RunStore, WorkflowEngine};
@@ -15,7 +16,7 @@ use live_ci_core::status::NoGitHost;
 use live_ci_core::webhook::FilePattern;
 use live_ci_stepfunctions::SfnEngine;
 use live_ci_testkit::aws::{sfn_client, state_machine};
-use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input};
 use support::{TestDb, exec, run};
 
 use live_ci_testkit::params::MemoryParams as Params;
@@ -54,7 +55,10 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
         "/live-ci/merge-lock",
         FilePattern::new(FilePattern::DEFAULT).unwrap(),
     );
-    let h = TriggerSf::new(config, db, engine().await, Params::default(), NoGitHost);
+    let h = Wired::new(
+        config,
+        Fakes::new(db, engine().await, Params::default(), NoGitHost),
+    );
 
     let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
     assert_eq!(r.started, ["l1-a"]);
@@ -72,14 +76,14 @@ async fn the_sweep_drives_a_chain_through_step_functions() {
     }
     assert_eq!(recorded, ["l1-a", "l1-b", "l1-c"]);
     for id in ["l1-a", "l1-b", "l1-c"] {
-        let e = h.metadb().execution(id).await.unwrap().unwrap();
+        let e = h.metadb.execution(id).await.unwrap().unwrap();
         assert_eq!(e.status, ExecutionStatus::Succeeded);
         let arn = e.sfn_execution_arn.unwrap();
-        let d = h.engine().describe_execution(&arn).await.unwrap();
+        let d = h.engine.describe_execution(&arn).await.unwrap();
         assert_eq!(d.status, "SUCCEEDED");
         assert_eq!(d.name, id);
     }
-    assert_eq!(h.params().get("/live-ci/merge-lock").await.unwrap(), "none");
+    assert_eq!(h.params.get("/live-ci/merge-lock").await.unwrap(), "none");
     t.drop_db().await;
 }
 
@@ -119,12 +123,15 @@ async fn a_start_execution_the_role_may_not_make_fails_the_unit_naming_role_acti
         FilePattern::new(FilePattern::DEFAULT).unwrap(),
     );
     handler_config.max_start_attempts = 1;
-    let h = TriggerSf::new(handler_config, db, engine, Params::default(), NoGitHost);
+    let h = Wired::new(
+        handler_config,
+        Fakes::new(db, engine, Params::default(), NoGitHost),
+    );
     let started = Instant::now();
     let r = h.handle(&Input::Run(created.run_id)).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(r.start_failed, ["d1-a"]);
-    let e = h.metadb().execution("d1-a").await.unwrap().unwrap();
+    let e = h.metadb.execution("d1-a").await.unwrap().unwrap();
     assert_eq!(e.status, ExecutionStatus::Failed);
     let reason = e.status_reason.unwrap_or_default();
     let session = role_arn

@@ -189,36 +189,38 @@ async fn a_locked_parameter_is_confirmed_against_the_row() {
 #[tokio::test]
 async fn a_control_posts_no_status_and_the_sweep_leaves_them() {
     let t = TestDb::new().await;
-    let h = live_ci_trigger_sf::TriggerSf::new(
+    let h = crate::ports::Wired::new(
         live_ci_trigger_sf::HandlerConfig::new(LOCK, pattern()),
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        github(),
+        crate::ports::Fakes::new(
+            t.metadb(2).await,
+            FakeEngine::default(),
+            MemoryParams::default(),
+            github(),
+        ),
     );
     // Holding the lock, no execution started yet (nothing for abort to stop).
-    let run_id = one_unit_run(h.metadb(), "ctl", 7).await;
+    let run_id = one_unit_run(&h.metadb, "ctl", 7).await;
     // create-deploy-stack published the lock held by PR #7 when the run took it.
     let pattern = pattern();
-    publisher(h.metadb(), h.params(), h.github(), &pattern)
+    publisher(&h.metadb, &*h.params, &*h.github, &pattern)
         .publish(MergeLock::Held { pr: 7 })
         .await
         .unwrap();
-    let before = lock_statuses(h.github());
+    let before = lock_statuses(&h.github);
     assert_eq!(before.last().unwrap().state, StatusState::Pending);
 
-    let done = operate::abort(h.metadb(), h.engine(), h.params(), LOCK, run_id, "op")
+    let done = operate::abort(&*h.metadb, &*h.engine, &*h.params, LOCK, run_id, "op")
         .await
         .unwrap();
     assert_eq!(done.merge_lock, "none");
-    assert_eq!(h.params().value(LOCK).as_deref(), Some("none"));
+    assert_eq!(h.params.value(LOCK).as_deref(), Some("none"));
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.lock_repaired, None, "{r:?}");
-    operate::unlock(h.metadb(), h.params(), LOCK, true, "op")
+    operate::unlock(&*h.metadb, &*h.params, LOCK, true, "op")
         .await
         .unwrap();
     h.handle(&Input::Sweep).await.unwrap();
 
-    assert_eq!(lock_statuses(h.github()), before);
+    assert_eq!(lock_statuses(&h.github), before);
     t.drop_db().await;
 }

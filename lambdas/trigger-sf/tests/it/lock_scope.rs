@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::ports::Wired;
 use live_ci_core::merge_lock::{PLAN_COMMENT_MARKER, PullRequestUnits, Scope};
 use live_ci_core::port::RunStore;
 use live_ci_core::webhook::FilePattern;
@@ -16,25 +17,19 @@ use live_ci_metadb::PgMetadb;
 use live_ci_testkit::github::{FakeGitHub, FakePullRequest};
 use live_ci_testkit::params::MemoryParams;
 use live_ci_testkit::pg::{TestDb, exec, run};
-use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input};
 
 use crate::deploy_comment::client;
-use crate::trigger::{FakeEngine, LOCK, ended};
+use crate::trigger::{FakeEngine, LOCK, ended, wired};
 
-type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, live_ci_github::GitHubClient>;
+type Handler = Wired<PgMetadb, FakeEngine, MemoryParams, live_ci_github::GitHubClient>;
 
 const REPO: &str = "acme/live";
 
 async fn handler(t: &TestDb, github: &FakeGitHub, scope: Scope) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.merge_lock_scope = scope;
-    TriggerSf::new(
-        config,
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        client(github),
-    )
+    wired(t, config, client(github)).await
 }
 
 fn head(pr: u64) -> String {
@@ -79,7 +74,7 @@ async fn merged(h: &Handler, pr: u64, seq: u64, units: &[&str]) -> i64 {
     let mut new = run(&format!("merge-{pr}"), 4, execs);
     new.pr_id = pr;
     new.trunk_seq = seq;
-    h.metadb().create_run(&new).await.unwrap().run_id
+    h.metadb.create_run(&new).await.unwrap().run_id
 }
 
 #[tokio::test]
@@ -97,7 +92,7 @@ async fn disjoint_pull_requests_merge_while_an_overlapping_one_waits() {
 
     // The sweep mirrors the lock (the parameter is unset) and refreshes.
     h.handle(&Input::Sweep).await.unwrap();
-    assert_eq!(h.params().value(LOCK).as_deref(), Some("30"));
+    assert_eq!(h.params.value(LOCK).as_deref(), Some("30"));
     for pr in [31, 32] {
         assert_eq!(
             lock_of(&github, pr).0,
@@ -117,10 +112,7 @@ async fn disjoint_pull_requests_merge_while_an_overlapping_one_waits() {
     // and its units are busy now, so PR 32 stays free and 33 still waits.
     github.close_pull_request(31);
     let second = merged(&h, 31, 2, &["app"]).await;
-    assert_eq!(
-        h.metadb().busy_units().await.unwrap(),
-        ["dev/app", "dev/vpc"]
-    );
+    assert_eq!(h.metadb.busy_units().await.unwrap(), ["dev/app", "dev/vpc"]);
     // PR 35 is planned after the lock was taken: the next sweep (the
     // parameter in step, nothing handed over) frees it.
     planned(&github, 35, FakeGitHub::BOT_LOGIN, &["dev/cdn"]);
@@ -134,7 +126,7 @@ async fn disjoint_pull_requests_merge_while_an_overlapping_one_waits() {
     h.handle(&Input::Run(first)).await.unwrap();
     let r = h.handle(&ended("vpc", "SUCCEEDED", None)).await.unwrap();
     assert_eq!(r.finished.len(), 1, "{r:?}");
-    assert_eq!(h.params().value(LOCK).as_deref(), Some("31"));
+    assert_eq!(h.params.value(LOCK).as_deref(), Some("31"));
     assert_eq!(lock_of(&github, 32).0, "success");
     assert_eq!(
         lock_of(&github, 33).0,
@@ -149,7 +141,7 @@ async fn disjoint_pull_requests_merge_while_an_overlapping_one_waits() {
     // Run 2 ends: nothing holds the lock, everything may merge.
     let r = h.handle(&ended("app", "SUCCEEDED", None)).await.unwrap();
     assert_eq!(r.finished.len(), 1, "{r:?}");
-    assert_eq!(h.params().value(LOCK).as_deref(), Some("none"));
+    assert_eq!(h.params.value(LOCK).as_deref(), Some("none"));
     let _ = second;
     for pr in [32, 33, 34] {
         assert_eq!(lock_of(&github, pr).0, "success", "#{pr}");

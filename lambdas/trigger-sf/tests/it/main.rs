@@ -7,6 +7,7 @@ mod localstack;
 mod lock_owner;
 mod lock_scope;
 mod notify;
+mod ports;
 mod round_trips;
 mod screens;
 mod trigger;

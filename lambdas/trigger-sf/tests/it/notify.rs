@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::deploy::RunStatus;
 use live_ci_core::notification::{Event, PullRequest, UnitError};
 use live_ci_core::port::RunStore;
@@ -15,11 +16,11 @@ use live_ci_testkit::git_host::RecordingGitHost;
 use live_ci_testkit::notify::RecordingNotifications;
 use live_ci_testkit::params::MemoryParams;
 use live_ci_testkit::pg::{TestDb, exec, run};
-use live_ci_trigger_sf::{HandlerConfig, Input, NoTrunkSweep, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input, NoTrunkSweep};
 
 use crate::trigger::{FakeEngine, LOCK, ended, github};
 
-type Handler = TriggerSf<
+type Handler = Wired<
     PgMetadb,
     FakeEngine,
     MemoryParams,
@@ -33,14 +34,16 @@ async fn handler(t: &TestDb) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     config.repository = "acme/live".into();
     config.github_web_url = Some("https://github.example.com".into());
-    TriggerSf::new(
+    Wired::new(
         config,
-        t.metadb(4).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        github(),
+        Fakes::new(
+            t.metadb(4).await,
+            FakeEngine::default(),
+            MemoryParams::default(),
+            github(),
+        )
+        .with_notifications(RecordingNotifications::default()),
     )
-    .with_notifications(RecordingNotifications::default())
 }
 
 /// a → b in one account, for pull request 7.
@@ -54,7 +57,7 @@ async fn pair(h: &Handler, commit: &str) -> i64 {
         ],
     );
     new.pr_id = 7;
-    h.metadb().create_run(&new).await.unwrap().run_id
+    h.metadb.create_run(&new).await.unwrap().run_id
 }
 
 fn pr7() -> Option<PullRequest> {
@@ -71,7 +74,7 @@ async fn a_finished_run_is_announced_once_however_often_its_last_event_arrives()
     let run_id = pair(&h, "n1").await;
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("n1-a", "SUCCEEDED", None)).await.unwrap();
-    assert!(h.notifications().published().is_empty());
+    assert!(h.notifications.published().is_empty());
     // The last event twice at once, then again, then the run and the sweep.
     let last = ended("n1-b", "SUCCEEDED", None);
     let (x, y) = tokio::join!(h.handle(&last), h.handle(&last));
@@ -84,7 +87,7 @@ async fn a_finished_run_is_announced_once_however_often_its_last_event_arrives()
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(
-        h.notifications().published(),
+        h.notifications.published(),
         [Event::RunFinished {
             repository: "acme/live".into(),
             run_id: run_id.to_string(),
@@ -112,7 +115,7 @@ async fn a_failed_run_is_announced_once_with_its_failed_units_and_errors() {
         .await
         .unwrap();
     h.handle(&Input::Sweep).await.unwrap();
-    let published = h.notifications().published();
+    let published = h.notifications.published();
     assert_eq!(published.len(), 1, "{published:?}");
     let Event::RunFailed {
         repository,
@@ -148,7 +151,7 @@ async fn a_failed_run_is_announced_once_with_its_failed_units_and_errors() {
 async fn a_failed_publish_is_a_warning_and_the_run_still_finishes() {
     let t = TestDb::new().await;
     let h = handler(&t).await;
-    *h.notifications().fail.lock().unwrap() = Some("sns unavailable".into());
+    *h.notifications.fail.lock().unwrap() = Some("sns unavailable".into());
     let run_id = pair(&h, "n3").await;
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("n3-a", "SUCCEEDED", None)).await.unwrap();
@@ -159,7 +162,7 @@ async fn a_failed_publish_is_a_warning_and_the_run_still_finishes() {
         ["notification run_finished: notifications: sns unavailable"]
     );
     assert_eq!(
-        h.metadb().run(run_id).await.unwrap().unwrap().status,
+        h.metadb.run(run_id).await.unwrap().unwrap().status,
         RunStatus::Succeeded
     );
     t.drop_db().await;

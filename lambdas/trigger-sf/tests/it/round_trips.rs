@@ -5,17 +5,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::deploy::RunStatus;
 use live_ci_core::port::RunStore;
 use live_ci_metadb::{PgSql, Store};
 use live_ci_testkit::params::MemoryParams;
 use live_ci_testkit::pg::{TestDb, exec, run};
 use live_ci_testkit::round_trips::Counting;
-use live_ci_trigger_sf::{HandlerConfig, Input, Report, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input, Report};
 
 use crate::trigger::{FakeEngine, LOCK, ended, github};
 
-type Handler = TriggerSf<
+type Handler = Wired<
     Store<Counting<PgSql>>,
     FakeEngine,
     MemoryParams,
@@ -37,12 +38,14 @@ async fn counting_handler_with(t: &TestDb, deploy_comments: bool) -> (Handler, C
             .unwrap(),
     );
     config.deploy_comments = deploy_comments;
-    let handler = TriggerSf::new(
+    let handler = Wired::new(
         config,
-        Store::new(sql.clone()),
-        FakeEngine::default(),
-        MemoryParams::default(),
-        github(),
+        Fakes::new(
+            Store::new(sql.clone()),
+            FakeEngine::default(),
+            MemoryParams::default(),
+            github(),
+        ),
     );
     (handler, sql)
 }
@@ -68,7 +71,7 @@ async fn a_status_change_costs_a_bounded_number_of_round_trips() {
 
     // (a) and (c): a frees b and c; c is the run's last execution.
     let created = h
-        .metadb()
+        .metadb
         .create_run(&run(
             "rt1",
             4,
@@ -96,7 +99,7 @@ async fn a_status_change_costs_a_bounded_number_of_round_trips() {
 
     // (b): x fails and aborts y and z; w still runs, so the run goes on.
     let created = h
-        .metadb()
+        .metadb
         .create_run(&run(
             "rt2",
             4,
@@ -142,7 +145,7 @@ async fn the_deploy_comment_costs_a_bounded_number_of_round_trips() {
     let t = TestDb::new().await;
     let (h, sql) = counting_handler_with(&t, true).await;
     let created = h
-        .metadb()
+        .metadb
         .create_run(&run("rt3", 4, vec![exec("rt3-a", "dev", &[])]))
         .await
         .unwrap();
@@ -150,7 +153,7 @@ async fn the_deploy_comment_costs_a_bounded_number_of_round_trips() {
     let (_, unchanged) = counted(&h, &sql, &ended("rt3-a", "RUNNING", None)).await;
     let (r, last) = counted(&h, &sql, &ended("rt3-a", "SUCCEEDED", None)).await;
     assert_eq!(r.finished, [(created.run_id, RunStatus::Succeeded)]);
-    assert_eq!(*h.github().comment_writes.lock().unwrap(), 2);
+    assert_eq!(*h.github.comment_writes.lock().unwrap(), 2);
     // Without the comment: 2, 1 and 2 calls (the test above).
     let counts = [
         (

@@ -10,6 +10,7 @@ use live_ci_testkit::pg as support;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::deploy::{ExecutionStatus, RunStatus, SfnInput};
 use live_ci_core::merge_lock;
 use live_ci_core::port::GitHost;
@@ -20,7 +21,7 @@ use live_ci_core::webhook::FilePattern;
 use live_ci_metadb::PgMetadb;
 use live_ci_testkit::git_host::RecordingGitHost;
 use live_ci_testkit::params::{FakeError, MemoryParams};
-use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail, TriggerSf};
+use live_ci_trigger_sf::{HandlerConfig, Input, StatusChangeDetail};
 use support::{TestDb, exec, run};
 
 pub(crate) const LOCK: &str = "/live-ci/merge-lock";
@@ -89,7 +90,7 @@ impl WorkflowEngine for FakeEngine {
     }
 }
 
-type Handler = TriggerSf<PgMetadb, FakeEngine, MemoryParams, RecordingGitHost>;
+type Handler = Wired<PgMetadb, FakeEngine, MemoryParams, RecordingGitHost>;
 
 /// One open pull request (#9) touching a unit; statuses are recorded.
 pub(crate) fn github() -> RecordingGitHost {
@@ -110,12 +111,20 @@ async fn handler(t: &TestDb) -> Handler {
 async fn handler_with(t: &TestDb, tweak: impl FnOnce(&mut HandlerConfig)) -> Handler {
     let mut config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     tweak(&mut config);
-    TriggerSf::new(
+    wired(t, config, github()).await
+}
+
+/// A handler on `t`'s metadb, the recording engine and parameters, and
+/// `github` (each test file's own GitHub fake).
+pub(crate) async fn wired<G: GitHost>(
+    t: &TestDb,
+    config: HandlerConfig,
+    github: G,
+) -> Wired<PgMetadb, FakeEngine, MemoryParams, G> {
+    let engine = FakeEngine::default();
+    Wired::new(
         config,
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        github(),
+        Fakes::new(t.metadb(2).await, engine, MemoryParams::default(), github),
     )
 }
 
@@ -132,16 +141,16 @@ pub(crate) fn ended(name: &str, status: &str, error: Option<&str>) -> Input {
 }
 
 fn engine(h: &Handler) -> &FakeEngine {
-    // The handler owns its clients; tests reach them through these accessors.
-    h.engine()
+    // The test's handle on the handler's engine (`ports.rs`).
+    &h.engine
 }
 
 fn lock_param(h: &Handler) -> Option<String> {
-    h.params().value(LOCK)
+    h.params.value(LOCK)
 }
 
 async fn status(h: &Handler, id: &str) -> ExecutionStatus {
-    h.metadb().execution(id).await.unwrap().unwrap().status
+    h.metadb.execution(id).await.unwrap().unwrap().status
 }
 
 /// a → b → c in one account.
@@ -156,7 +165,7 @@ async fn chain(h: &Handler, commit: &str, pr: u64) -> i64 {
         ],
     );
     new.pr_id = pr;
-    h.metadb().create_run(&new).await.unwrap().run_id
+    h.metadb.create_run(&new).await.unwrap().run_id
 }
 
 #[tokio::test]
@@ -172,7 +181,7 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
     let input: SfnInput = serde_json::from_str(&input).unwrap();
     assert_eq!(input.execution_id, "c1-a");
     assert_eq!(input.pr_id, 7);
-    let a = h.metadb().execution("c1-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("c1-a").await.unwrap().unwrap();
     assert_eq!(a.sfn_execution_arn.as_deref(), Some(arn("c1-a").as_str()));
 
     // A RUNNING event records nothing and starts nothing new.
@@ -191,8 +200,8 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
 
     assert_eq!(engine(&h).started(), ["c1-a", "c1-b", "c1-c"]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
-    let statuses = h.github().statuses();
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, None);
+    let statuses = h.github.statuses();
     let lock: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == merge_lock::CONTEXT)
@@ -230,7 +239,7 @@ async fn a_chain_runs_unit_by_unit_and_frees_the_lock() {
         .unwrap();
     assert_eq!(overall.state, StatusState::Success);
     assert_eq!(overall.description, "3 of 3 units deployed");
-    let run = h.metadb().run(run_id).await.unwrap().unwrap();
+    let run = h.metadb.run(run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Succeeded);
     t.drop_db().await;
 }
@@ -263,7 +272,7 @@ async fn unit_statuses_link_the_run_page_signed_with_the_run_link_key() {
         .unwrap()
         .as_secs();
     let units: Vec<_> = h
-        .github()
+        .github
         .statuses()
         .into_iter()
         .filter(|s| s.context.starts_with("live-ci: deploy "))
@@ -305,14 +314,14 @@ async fn a_plan_without_changes_succeeds_as_no_changes() {
     let r = h.handle(&Input::StatusChange(detail)).await.unwrap();
     assert_eq!(r.recorded, ["nc-a"]);
     assert_eq!(r.started, ["nc-b"]);
-    let a = h.metadb().execution("nc-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("nc-a").await.unwrap().unwrap();
     assert_eq!(a.status, ExecutionStatus::Succeeded);
     assert_eq!(a.status_reason.as_deref(), Some("no changes"));
     // An applied unit keeps the plain success.
     h.handle(&ended("nc-b", "SUCCEEDED", None)).await.unwrap();
-    let b = h.metadb().execution("nc-b").await.unwrap().unwrap();
+    let b = h.metadb.execution("nc-b").await.unwrap().unwrap();
     assert_eq!(b.status_reason, None);
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let last = |unit: &str| {
         statuses
             .iter()
@@ -345,14 +354,14 @@ async fn a_failure_aborts_dependents_and_finishes_the_run() {
     assert_eq!(aborted, ["c2-b", "c2-c"]);
     assert!(r.started.is_empty());
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
-    let a = h.metadb().execution("c2-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("c2-a").await.unwrap().unwrap();
     assert_eq!(a.status, ExecutionStatus::Failed);
     let reason = a.status_reason.unwrap();
     assert!(reason.contains("plan failed: PlanFailed"), "{reason}");
     assert_eq!(status(&h, "c2-b").await, ExecutionStatus::Aborted);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     assert_eq!(engine(&h).started(), ["c2-a"]);
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let c = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/c2-c"))
@@ -389,13 +398,13 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
             destroy,
         ],
     );
-    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let run_id = h.metadb.create_run(&new).await.unwrap().run_id;
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
     let mut started = r.started.clone();
     started.sort();
     assert_eq!(started, ["rb-a", "rb-c", "rb-gone"]);
     assert!(
-        h.metadb()
+        h.metadb
             .record_new_resources("rb-a", &["null_resource.a".into()])
             .await
             .unwrap()
@@ -407,7 +416,7 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert_eq!(r.started, ["rb-b"]);
     let resources = vec!["null_resource.b[\"x\"]".to_string()];
     assert!(
-        h.metadb()
+        h.metadb
             .record_new_resources("rb-b", &resources)
             .await
             .unwrap()
@@ -426,8 +435,8 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert_eq!(rollbacks, ["rb-a-rb", "rb-b-rb"]);
     assert_eq!(r.started, ["rb-b-rb"], "dependents first");
     assert!(r.finished.is_empty());
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(run_id));
-    let b = h.metadb().execution("rb-b-rb").await.unwrap().unwrap();
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, Some(run_id));
+    let b = h.metadb.execution("rb-b-rb").await.unwrap().unwrap();
     assert!(b.is_rollback);
     assert_eq!(b.action, live_ci_core::deploy::Action::Destroy);
     assert_eq!(b.new_resources, resources);
@@ -461,7 +470,7 @@ async fn a_failed_run_rolls_back_new_provider_resources_dependents_first() {
     assert!(r.rollbacks.is_empty(), "a rollback is never rolled back");
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let rollback: Vec<_> = statuses
         .iter()
         .filter(|s| s.context == context::rollback_unit("dev/rb-a"))
@@ -488,17 +497,17 @@ async fn only_failed_runs_with_new_resources_roll_back() {
     h.handle(&Input::Run(run_id)).await.unwrap();
     for unit in ["ok-a", "ok-b", "ok-c"] {
         assert!(
-            h.metadb()
+            h.metadb
                 .record_new_resources(unit, &["null_resource.x".into()])
                 .await
                 .unwrap()
         );
         h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
     }
-    let run = h.metadb().run(run_id).await.unwrap().unwrap();
+    let run = h.metadb.run(run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Succeeded);
     let ids: Vec<_> = h
-        .metadb()
+        .metadb
         .executions(run_id)
         .await
         .unwrap()
@@ -516,8 +525,8 @@ async fn a_duplicate_event_changes_nothing() {
     let run_id = chain(&h, "c3", 7).await;
     h.handle(&Input::Run(run_id)).await.unwrap();
     h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
-    let before = h.metadb().executions(run_id).await.unwrap();
-    let posted = h.github().statuses().len();
+    let before = h.metadb.executions(run_id).await.unwrap();
+    let posted = h.github.statuses().len();
 
     let r = h.handle(&ended("c3-a", "SUCCEEDED", None)).await.unwrap();
     assert!(r.recorded.is_empty() && r.started.is_empty(), "{r:?}");
@@ -527,8 +536,8 @@ async fn a_duplicate_event_changes_nothing() {
         .await
         .unwrap();
     assert!(r.recorded.is_empty() && r.aborted.is_empty(), "{r:?}");
-    assert_eq!(h.metadb().executions(run_id).await.unwrap(), before);
-    assert_eq!(h.github().statuses().len(), posted);
+    assert_eq!(h.metadb.executions(run_id).await.unwrap(), before);
+    assert_eq!(h.github.statuses().len(), posted);
     assert_eq!(engine(&h).started(), ["c3-a", "c3-b"]);
     // An execution that is not ours is ignored.
     let r = h.handle(&ended("other", "SUCCEEDED", None)).await.unwrap();
@@ -546,7 +555,7 @@ async fn a_failed_start_releases_the_claim_and_a_retry_starts_it() {
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
     assert_eq!(r.released, ["c4-a"]);
     assert!(r.started.is_empty() && r.finished.is_empty());
-    let a = h.metadb().execution("c4-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("c4-a").await.unwrap().unwrap();
     assert_eq!(a.status, ExecutionStatus::Waiting);
     assert_eq!(a.sfn_execution_arn, None);
 
@@ -579,13 +588,13 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
     aborted.sort();
     assert_eq!(aborted, ["cx-b", "cx-c"]);
     assert_eq!(r.finished, [(run_id, RunStatus::Failed)]);
-    let a = h.metadb().execution("cx-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("cx-a").await.unwrap().unwrap();
     assert_eq!(a.status, ExecutionStatus::Failed);
     assert_eq!(
         a.status_reason.as_deref(),
         Some("start failed 3 times: throttled starting \"cx-a\"")
     );
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let unit = statuses
         .iter()
         .find(|s| s.context == context::deploy_unit("dev/cx-a"))
@@ -595,7 +604,7 @@ async fn a_start_failing_max_times_fails_the_unit_with_the_error() {
         unit.description.starts_with("start failed 3 times"),
         "{unit:?}"
     );
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // Nothing is left to retry: the next event starts nothing.
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
@@ -612,20 +621,20 @@ async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
     let t = TestDb::new().await;
     let h = handler(&t).await;
     let run_id = chain(&h, "stuck", 7).await;
-    h.params().put(LOCK, "7").await.unwrap();
+    h.params.put(LOCK, "7").await.unwrap();
     // In step while the run holds the lock: the sweep leaves it alone.
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.lock_repaired, None, "{r:?}");
     for unit in ["stuck-a", "stuck-b", "stuck-c"] {
-        h.metadb().claim_ready(run_id, 10).await.unwrap();
-        h.metadb()
+        h.metadb.claim_ready(run_id, 10).await.unwrap();
+        h.metadb
             .record_finished(unit, live_ci_core::deploy::Outcome::Succeeded, None)
             .await
             .unwrap();
     }
     // The run finished and freed the row, but the parameter write was lost.
-    h.metadb().finish_run(run_id).await.unwrap();
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    h.metadb.finish_run(run_id).await.unwrap();
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_param(&h).as_deref(), Some("7"));
 
     let r = h.handle(&Input::Sweep).await.unwrap();
@@ -633,14 +642,14 @@ async fn the_sweep_rewrites_a_lock_parameter_out_of_step_with_the_metadb() {
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     // The open pull request's "Merge Lock" status is freed with it.
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
         .unwrap();
     assert_eq!(lock.state, StatusState::Success);
     // A missing parameter is rewritten too; then the sweep is quiet.
-    h.params().remove(LOCK);
+    h.params.remove(LOCK);
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
     let r = h.handle(&Input::Sweep).await.unwrap();
@@ -655,7 +664,7 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     let first = chain(&h, "c5", 7).await;
     let second = chain(&h, "c6", 8).await;
     assert_eq!(
-        h.metadb().run(second).await.unwrap().unwrap().status,
+        h.metadb.run(second).await.unwrap().unwrap().status,
         RunStatus::Queued
     );
     h.handle(&Input::Run(first)).await.unwrap();
@@ -669,14 +678,14 @@ async fn finishing_hands_the_lock_to_the_queued_run_and_starts_it() {
     assert_eq!(r.finished, [(first, RunStatus::Succeeded)]);
     assert_eq!(r.started, ["c6-a"]);
     assert_eq!(lock_param(&h).as_deref(), Some("8"));
-    let statuses = h.github().statuses();
+    let statuses = h.github.statuses();
     let lock = statuses
         .iter()
         .rfind(|s| s.context == merge_lock::CONTEXT)
         .unwrap();
     assert_eq!(lock.state, StatusState::Pending);
     assert!(lock.description.contains("PR #8"), "{lock:?}");
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(second));
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, Some(second));
     t.drop_db().await;
 }
 
@@ -695,13 +704,13 @@ async fn a_superseded_merge_learns_how_the_run_that_covered_it_ended() {
     for unit in ["c5-a", "c5-b", "c5-c"] {
         h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
     }
-    let covered = h.metadb().run(older).await.unwrap().unwrap();
+    let covered = h.metadb.run(older).await.unwrap().unwrap();
     assert_eq!(
         (covered.status, covered.superseded_by),
         (RunStatus::Superseded, Some(newer))
     );
     let deploy_of = |sha: &str| -> Vec<(StatusState, String)> {
-        h.github()
+        h.github
             .statuses()
             .iter()
             .filter(|s| s.context == context::DEPLOY && s.sha == sha)
@@ -756,13 +765,13 @@ async fn the_sweep_starts_claims_whose_start_was_lost() {
     let h = handler_with(&t, |c| c.stale_claim_secs = 0).await;
     let run_id = chain(&h, "c8", 7).await;
     // A claim whose Lambda died before StartExecution: running, no ARN.
-    let claimed = h.metadb().claim_ready(run_id, 10).await.unwrap();
+    let claimed = h.metadb.claim_ready(run_id, 10).await.unwrap();
     assert_eq!(claimed.len(), 1);
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
 
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.started, ["c8-a"]);
-    let a = h.metadb().execution("c8-a").await.unwrap().unwrap();
+    let a = h.metadb.execution("c8-a").await.unwrap().unwrap();
     assert_eq!(a.sfn_execution_arn.as_deref(), Some(arn("c8-a").as_str()));
     // Repaired: the next sweep finds nothing stale.
     let r = h.handle(&Input::Sweep).await.unwrap();
@@ -778,17 +787,17 @@ async fn the_sweep_finishes_a_run_whose_finish_was_lost() {
     let h = handler(&t).await;
     let run_id = chain(&h, "lost", 7).await;
     for unit in ["lost-a", "lost-b", "lost-c"] {
-        let claimed = h.metadb().claim_ready(run_id, 10).await.unwrap();
+        let claimed = h.metadb.claim_ready(run_id, 10).await.unwrap();
         assert_eq!(claimed[0].execution_id, unit);
-        h.metadb()
+        h.metadb
             .record_finished(unit, live_ci_core::deploy::Outcome::Succeeded, None)
             .await
             .unwrap();
     }
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, Some(run_id));
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, Some(run_id));
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.finished, [(run_id, RunStatus::Succeeded)]);
-    assert_eq!(h.metadb().merge_lock().await.unwrap().run_id, None);
+    assert_eq!(h.metadb.merge_lock().await.unwrap().run_id, None);
     assert_eq!(lock_param(&h).as_deref(), Some("none"));
     t.drop_db().await;
 }
@@ -803,7 +812,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         c.commit_status_config_param = Some("/live-ci/statuses".into())
     })
     .await;
-    h.params()
+    h.params
         .put("/live-ci/statuses", r#"{"Apply": false}"#)
         .await
         .unwrap();
@@ -813,7 +822,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         h.handle(&ended(unit, "SUCCEEDED", None)).await.unwrap();
     }
     let contexts: Vec<String> = h
-        .github()
+        .github
         .statuses()
         .iter()
         .filter(|s| s.sha == "quiet")
@@ -832,7 +841,7 @@ async fn the_commit_status_config_turns_unit_statuses_off() {
         r.warnings.iter().any(|w| w.contains("/live-ci/missing")),
         "{r:?}"
     );
-    let posted = h.github().statuses().len();
+    let posted = h.github.statuses().len();
     assert_eq!(posted, 1, "the started unit's status is posted anyway");
     t.drop_db().await;
     t2.drop_db().await;
@@ -858,12 +867,14 @@ async fn a_failed_invocation_reaches_aws_named_by_its_kind_with_its_cause() {
             Some("3D000"),
         ),
     ] {
-        let h = TriggerSf::new(
+        let h = Wired::new(
             HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
-            PgMetadb::connect(&url, 1).unwrap(),
-            FakeEngine::default(),
-            MemoryParams::default(),
-            github(),
+            Fakes::new(
+                PgMetadb::connect(&url, 1).unwrap(),
+                FakeEngine::default(),
+                MemoryParams::default(),
+                github(),
+            ),
         );
         let err = h.handle(&Input::Run(1)).await.unwrap_err();
         assert_eq!(err.kind(), kind, "{err}");
@@ -919,12 +930,14 @@ impl GitHost for HangingGitHub {
 #[tokio::test]
 async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
     let t = TestDb::new().await;
-    let h: TriggerSf<PgMetadb, FakeEngine, MemoryParams, HangingGitHub> = TriggerSf::new(
+    let h: Wired<PgMetadb, FakeEngine, MemoryParams, HangingGitHub> = Wired::new(
         HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
-        t.metadb(2).await,
-        FakeEngine::default(),
-        MemoryParams::default(),
-        HangingGitHub,
+        Fakes::new(
+            t.metadb(2).await,
+            FakeEngine::default(),
+            MemoryParams::default(),
+            HangingGitHub,
+        ),
     );
     let mut new = run(
         "h1",
@@ -932,7 +945,7 @@ async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
         vec![exec("h1-a", "dev", &[]), exec("h1-b", "dev", &["h1-a"])],
     );
     new.pr_id = 3;
-    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let run_id = h.metadb.create_run(&new).await.unwrap().run_id;
     let patience = std::time::Duration::from_secs(2);
 
     let first = tokio::time::timeout(patience, h.handle(&Input::Run(run_id))).await;
@@ -943,8 +956,8 @@ async fn a_hanging_status_post_does_not_hold_up_the_next_start() {
     let second = tokio::time::timeout(patience, h.handle(&ended("h1-a", "SUCCEEDED", None))).await;
     assert!(second.is_err());
 
-    assert_eq!(h.engine().started(), ["h1-a", "h1-b"]);
-    let a = h.metadb().execution("h1-a").await.unwrap().unwrap();
+    assert_eq!(h.engine.started(), ["h1-a", "h1-b"]);
+    let a = h.metadb.execution("h1-a").await.unwrap().unwrap();
     assert_eq!(a.status, ExecutionStatus::Succeeded);
     t.drop_db().await;
 }
@@ -984,23 +997,25 @@ impl WorkflowEngine for SlowEngine {
 #[tokio::test]
 async fn units_ready_together_are_started_concurrently() {
     let t = TestDb::new().await;
-    let h: TriggerSf<PgMetadb, SlowEngine, MemoryParams, RecordingGitHost> = TriggerSf::new(
+    let h: Wired<PgMetadb, SlowEngine, MemoryParams, RecordingGitHost> = Wired::new(
         HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap()),
-        t.metadb(2).await,
-        SlowEngine::default(),
-        MemoryParams::default(),
-        github(),
+        Fakes::new(
+            t.metadb(2).await,
+            SlowEngine::default(),
+            MemoryParams::default(),
+            github(),
+        ),
     );
     let units = ["w1-a", "w1-b", "w1-c", "w1-d"];
     let new = run("w1", 4, units.iter().map(|u| exec(u, "dev", &[])).collect());
-    let run_id = h.metadb().create_run(&new).await.unwrap().run_id;
+    let run_id = h.metadb.create_run(&new).await.unwrap().run_id;
 
     let r = h.handle(&Input::Run(run_id)).await.unwrap();
     let mut started = r.started.clone();
     started.sort();
     assert_eq!(started, units);
     let most = h
-        .engine()
+        .engine
         .most_in_flight
         .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(
@@ -1010,7 +1025,7 @@ async fn units_ready_together_are_started_concurrently() {
     );
     // Each started unit got its pending status, posted after the starts.
     let pending = h
-        .github()
+        .github
         .statuses()
         .iter()
         .filter(|s| s.state == StatusState::Pending && s.sha == "w1")

@@ -13,13 +13,14 @@ use live_ci_testkit::pg as support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::ports::{Fakes, Wired};
 use live_ci_core::port::ParamStore;
 use live_ci_core::port::{ExecutionDescription, RunStore, WorkflowEngine};
 use live_ci_core::task::{TaskKind, TaskSpec, env};
 use live_ci_core::webhook::FilePattern;
 use live_ci_github::{Credentials, GitHubClient, GitHubConfig, Job, RetryPolicy};
 use live_ci_metadb::PgMetadb;
-use live_ci_trigger_sf::{HandlerConfig, Input, TriggerSf, TrunkLaunch, TrunkSweep};
+use live_ci_trigger_sf::{HandlerConfig, Input, TrunkLaunch, TrunkSweep};
 use serde_json::json;
 use support::{TestDb, exec, run};
 use wiremock::matchers::{body_json, header, method, path, query_param};
@@ -51,7 +52,7 @@ impl WorkflowEngine for NoEngine {
     }
 }
 
-type Handler = TriggerSf<PgMetadb, NoEngine, Params, GitHubClient, GitHubClient, Launcher>;
+type Handler = Wired<PgMetadb, NoEngine, Params, GitHubClient, GitHubClient, Launcher>;
 
 fn github(server: &MockServer) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
@@ -127,13 +128,16 @@ async fn handler_with(
     let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
     let params = Params::default();
     params.put(LOCK, "none").await.unwrap();
-    TriggerSf::new(config, t.metadb(2).await, NoEngine, params, github(server)).with_trunk_sweep(
-        TrunkSweep {
-            head: github(server),
-            launcher: Launcher::default(),
-            cooldown_secs,
-            deploy_direct_pushes,
-        },
+    Wired::new(
+        config,
+        Fakes::new(t.metadb(2).await, NoEngine, params, github(server)).with_trunk_sweep(
+            TrunkSweep {
+                head: github(server),
+                launcher: Launcher::default(),
+                cooldown_secs,
+                deploy_direct_pushes,
+            },
+        ),
     )
 }
 
@@ -149,7 +153,7 @@ async fn requests(server: &MockServer) -> Vec<String> {
 }
 
 fn launched(h: &Handler) -> Vec<TaskSpec> {
-    h.launcher().unwrap().started()
+    h.launcher.as_ref().unwrap().started()
 }
 
 /// The exact task a sweep launch starts: create-deploy-stack for the head
@@ -304,7 +308,7 @@ async fn a_head_with_a_run_or_a_no_op_merge_launches_nothing() {
     let server = MockServer::start().await;
     let h = handler(&t, &server, 0).await;
     // The head's merge became a run (any status: this one holds the lock).
-    h.metadb()
+    h.metadb
         .create_run(&run(HEAD, 4, vec![exec("h-a", "dev", &[])]))
         .await
         .unwrap();
@@ -315,7 +319,7 @@ async fn a_head_with_a_run_or_a_no_op_merge_launches_nothing() {
 
     // A merge create-deploy-stack found nothing to deploy for.
     let quiet = "1111111111111111111111111111111111111111";
-    h.metadb().record_no_op_merge(quiet).await.unwrap();
+    h.metadb.record_no_op_merge(quiet).await.unwrap();
     trunk_at(&server, quiet, 1).await;
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.trunk_launch, None, "{r:?}");
@@ -336,7 +340,7 @@ async fn github_failing_is_a_warning_and_the_rest_of_the_sweep_runs() {
         .await;
     let h = handler(&t, &server, 900).await;
     // A lock parameter out of step is still repaired.
-    h.params().put(LOCK, "42").await.unwrap();
+    h.params.put(LOCK, "42").await.unwrap();
     let r = h.handle(&Input::Sweep).await.unwrap();
     assert_eq!(r.trunk_launch, None);
     assert_eq!(r.lock_repaired.as_deref(), Some("none"));
@@ -361,7 +365,7 @@ async fn a_drift_tick_launches_the_drift_task_and_never_the_lock() {
     let t = TestDb::new().await;
     let server = MockServer::start().await;
     let h = handler(&t, &server, 900).await;
-    let lock_before = h.metadb().merge_lock().await.unwrap();
+    let lock_before = h.metadb.merge_lock().await.unwrap();
     let tick = "2026-11-27T09:00:00Z";
 
     let r = h
@@ -385,18 +389,20 @@ async fn a_drift_tick_launches_the_drift_task_and_never_the_lock() {
     };
     assert_eq!(launched(&h), [drift.clone(), drift]);
     assert!(requests(&server).await.is_empty(), "github is not asked");
-    assert_eq!(h.metadb().merge_lock().await.unwrap(), lock_before);
-    assert_eq!(h.params().get(LOCK).await.unwrap(), "none");
-    assert!(h.metadb().busy_units().await.unwrap().is_empty());
+    assert_eq!(h.metadb.merge_lock().await.unwrap(), lock_before);
+    assert_eq!(h.params.get(LOCK).await.unwrap(), "none");
+    assert!(h.metadb.busy_units().await.unwrap().is_empty());
 
     // No launcher configured: refused, naming what is missing.
     let config = HandlerConfig::new(LOCK, FilePattern::new(FilePattern::DEFAULT).unwrap());
-    let bare = TriggerSf::new(
+    let bare = Wired::new(
         config,
-        t.metadb(1).await,
-        NoEngine,
-        Params::default(),
-        github(&server),
+        Fakes::new(
+            t.metadb(1).await,
+            NoEngine,
+            Params::default(),
+            github(&server),
+        ),
     );
     let err = bare
         .handle(&Input::Drift { tick: None })
