@@ -297,6 +297,7 @@ pub trait FromLookup: Sized {
     /// Reads this config, adding every problem to `check`.
     fn read<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Self>;
 
+    /// This config from `get`, or every problem with it.
     fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
         let mut check = Env::new(get);
         let value = Self::read(&mut check);
@@ -322,6 +323,7 @@ pub struct ModuleSources {
     pub repositories: Vec<String>,
     /// Scheme, host and port of the git host.
     pub git_url: String,
+    /// A fork's pull request plans with the token too (`MODULE_SOURCES_FOR_FORKS`).
     pub for_forks: bool,
 }
 
@@ -393,18 +395,26 @@ fn module_sources<F: Fn(&str) -> Option<String>>(
 /// Settings every subcommand shares; each has a default or is optional.
 #[derive(Debug, Clone)]
 pub struct Common {
+    /// `owner/name` on GitHub (`REPO_FULL_NAME`): statuses, comments and an App's token.
     pub repository: Option<String>,
     /// What to clone: `REPO_CLONE_URL`, else the GitHub URL of the repository.
     pub clone_url: String,
+    /// GitHub's REST API (`GITHUB_API_URL`; api.github.com or an Enterprise server's).
     pub github_api_url: String,
     /// A token or a GitHub App (`live_ci_github::GitHubAuth`). Without one, no
     /// commit statuses or comments are posted and clones are anonymous.
     pub github: Option<GitHubAuth>,
+    /// The branch merges deploy from (`TRUNK_BRANCH`, default `main`).
     pub trunk_branch: String,
+    /// Which files are units' configurations (`FILE_PATH_PATTERN`).
     pub file_pattern: FilePattern,
+    /// The SSM parameter holding the commit-status switches (`COMMIT_STATUS_CONFIG_SSM_KEY`).
     pub commit_status_config_param: Option<String>,
+    /// How create-deploy-stack finds the affected units (`SCAN_TYPE`).
     pub scan_type: ScanType,
+    /// Plans one unit (`PLAN_COMMAND`), live-ci's flags added to its `plan`.
     pub plan_command: CommandTemplate,
+    /// Applies one unit's saved plan (`APPLY_COMMAND`).
     pub apply_command: CommandTemplate,
     /// Describes a saved plan as JSON (`terraform show -json`), run after every plan.
     pub show_command: CommandTemplate,
@@ -419,7 +429,9 @@ pub struct Common {
     /// `LIVE_CI_CHILD_GID`; the image sets both): `None` runs it as the task's
     /// own user.
     pub child_user: Option<crate::sandbox::ChildUser>,
+    /// How many units plan at once (`MAX_PARALLEL`).
     pub max_parallel: u32,
+    /// The first failed plan stops the others (`FAIL_FAST`, default off).
     pub fail_fast: bool,
     /// Units a merge removes are destroyed (from the range's start, dependents
     /// first); off, they are only named in a commit status.
@@ -440,10 +452,15 @@ pub struct Common {
     /// file, as terraform runs (`POLICY_COMMAND`, `{plan_json}` required;
     /// unset or empty: none).
     pub policy_command: Option<PolicyCommand>,
+    /// The CloudWatch log group of the task's output (`LOG_GROUP`), for the statuses' links.
     pub log_group: Option<String>,
+    /// The awslogs stream prefix (`LOG_STREAM_PREFIX`), for the statuses' links.
     pub log_stream_prefix: Option<String>,
+    /// How often a running command heartbeats its task token (`HEARTBEAT_SECONDS`, at least 1).
     pub heartbeat_seconds: u64,
+    /// The AWS region of the log links (`AWS_REGION`).
     pub region: Option<String>,
+    /// The ECS task metadata endpoint (v4), where the log stream's name is read.
     pub ecs_metadata_uri: Option<String>,
     /// Private module sources over HTTPS, when configured (GitHub App only).
     pub module_sources: Option<ModuleSources>,
@@ -638,17 +655,26 @@ fn pr_number<F: Fn(&str) -> Option<String>>(check: &mut Env<F>) -> Option<Option
 /// trigger_sf's sweep) becomes a run.
 #[derive(Debug, Clone)]
 pub struct CreateDeployStackConfig {
+    /// What every subcommand shares.
     pub common: Common,
+    /// The merge commit to deploy (`LIVE_CI_COMMIT`).
     pub commit: String,
     /// `None` when trigger_sf's sweep launched a trunk head no webhook announced.
     pub pr_number: Option<u64>,
+    /// The pull request's base branch (`LIVE_CI_BASE_REF`).
     pub base_ref: Option<String>,
+    /// The pull request's head branch (`LIVE_CI_HEAD_REF`).
     pub head_ref: Option<String>,
+    /// The base commit the pull request was merged onto: the range's start when
+    /// it is an ancestor and no started run gives one (`LIVE_CI_BASE_SHA`).
     pub base_sha: Option<String>,
     /// The pull request's head and the webhook delivery (for tracing a run back).
     pub head_sha: Option<String>,
+    /// The webhook delivery that started this task (`LIVE_CI_DELIVERY_ID`).
     pub delivery_id: Option<String>,
+    /// The Lambda the new run is handed to (`TRIGGER_SF_FUNCTION_NAME`).
     pub trigger_sf_function: String,
+    /// The SSM parameter mirroring the merge lock (`MERGE_LOCK_SSM_KEY`).
     pub merge_lock_param: String,
     /// Which pull requests the held lock blocks (`MERGE_LOCK_SCOPE`).
     pub merge_lock_scope: Scope,
@@ -687,11 +713,17 @@ impl FromLookup for CreateDeployStackConfig {
 /// The phase terra-run runs; an apply names the saved plan it applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PhaseInput {
+    /// Plans the unit and saves the plan.
     Plan,
-    Apply { plan_artifact: String },
+    /// Applies the saved plan at `plan_artifact` (`LIVE_CI_PLAN_ARTIFACT`).
+    Apply {
+        /// The saved plan's address.
+        plan_artifact: String,
+    },
 }
 
 impl PhaseInput {
+    /// The core's phase, without the plan's address.
     pub fn phase(&self) -> Phase {
         match self {
             PhaseInput::Plan => Phase::Plan,
@@ -703,9 +735,13 @@ impl PhaseInput {
 /// `terra-run`: one plan or apply of one unit, for the state machine.
 #[derive(Debug, Clone)]
 pub struct TerraRunConfig {
+    /// What every subcommand shares.
     pub common: Common,
+    /// The state machine's token this task answers (`LIVE_CI_TASK_TOKEN`).
     pub task_token: String,
+    /// Plan or apply (`LIVE_CI_PHASE`).
     pub phase: PhaseInput,
+    /// The metadb execution (one unit of one run) this task runs (`LIVE_CI_EXECUTION_ID`).
     pub execution_id: String,
     /// The state machine's copy of the record's command (the record wins).
     pub command: Option<String>,
@@ -713,6 +749,7 @@ pub struct TerraRunConfig {
     pub role_arn: Option<String>,
     /// The state machine's execution and the unit (the record is the truth).
     pub sfn_execution_arn: Option<String>,
+    /// The state machine's copy of the unit's path (the record is the truth).
     pub cfg_path: Option<String>,
     /// The run-link key's parameter and the run page's address
     /// (`RUN_LINK_KEY_SSM_KEY`, `RUN_PAGE_URL`: both or neither); `main.rs`
@@ -771,9 +808,13 @@ impl FromLookup for TerraRunConfig {
 /// `pr-plan`: the plans of a pull request's affected units.
 #[derive(Debug, Clone)]
 pub struct PrPlanConfig {
+    /// What every subcommand shares.
     pub common: Common,
+    /// The pull request planned (`LIVE_CI_PR_NUMBER`).
     pub pr_number: u64,
+    /// The pull request's head commit, planned (`LIVE_CI_COMMIT`).
     pub commit: String,
+    /// The branch the pull request merges into, compared against (`LIVE_CI_BASE_REF`).
     pub base_ref: String,
     /// Without it, every unit plans with the task's own credentials.
     pub accounts_json: Option<String>,
@@ -809,6 +850,7 @@ impl FromLookup for PrPlanConfig {
 /// apply.
 #[derive(Debug, Clone)]
 pub struct DriftConfig {
+    /// What every subcommand shares.
     pub common: Common,
     /// Without it, every unit plans with the task's own credentials.
     pub accounts_json: Option<String>,
@@ -829,7 +871,10 @@ impl FromLookup for DriftConfig {
 /// anything is done.
 #[derive(Debug, Clone)]
 pub enum Config {
+    /// A merged pull request becomes a run: the metadb's migrator, the run's
+    /// packed checkout in the plan bucket.
     CreateDeployStack {
+        /// The metadb, as the migrator.
         metadb: MetadbConfig,
         /// terra-run's login secret, which this migrator fills (Data API
         /// only: a direct connection's terra-run keeps the URL it is given).
@@ -838,23 +883,34 @@ pub enum Config {
         drift_secret: Option<String>,
         /// Where the run's packed checkout is stored (the plan bucket).
         plan_bucket: String,
+        /// The job's own settings.
         job: CreateDeployStackConfig,
     },
+    /// One plan or apply of one unit, its plans kept in the plan bucket.
     TerraRun {
+        /// The metadb, as terra-run's restricted login.
         metadb: MetadbConfig,
+        /// Where the saved plans and the packed checkouts are.
         plan_bucket: String,
+        /// The job's own settings.
         job: TerraRunConfig,
     },
     /// pr-plan runs a pull request's code: it never opens the metadb (its
     /// role has no `rds-data` actions and no secret of it), whatever
     /// `METADB_*` the task's environment shares with the other subcommands.
-    PrPlan { job: PrPlanConfig },
+    PrPlan {
+        /// The job's own settings.
+        job: PrPlanConfig,
+    },
     /// drift logs in as its own restricted login (the module gives it that
     /// login's secret or URL, never the master's) and publishes to the
     /// notification topic when one is configured.
     Drift {
+        /// The metadb, as drift's restricted login.
         metadb: MetadbConfig,
+        /// The SNS topic told of drift (`NOTIFICATION_TOPIC_ARN`); none: no notice.
         notification_topic: Option<String>,
+        /// The job's own settings.
         job: DriftConfig,
     },
     /// `contract` reads no environment.
@@ -862,6 +918,7 @@ pub enum Config {
 }
 
 impl Config {
+    /// `command`'s configuration from the process environment, or every problem with it.
     pub fn from_env(command: TaskCommand) -> Result<Self, ConfigErrors> {
         Self::from_lookup(command, |k| std::env::var(k).ok())
     }
