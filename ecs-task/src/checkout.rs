@@ -32,7 +32,9 @@ impl std::fmt::Debug for Repo {
 #[derive(Debug)]
 pub struct Checkout {
     scratch: TempDir,
+    /// Git in the checkout's work tree.
     pub git: GitCli,
+    /// The full id of the commit checked out.
     pub commit: String,
 }
 
@@ -116,7 +118,7 @@ impl Checkout {
     }
 
     /// A path for scratch files outside the work tree.
-    pub fn scratch_file(&self, name: &str) -> PathBuf {
+    pub(crate) fn scratch_file(&self, name: &str) -> PathBuf {
         self.scratch.path().join(name)
     }
 }

@@ -10,7 +10,7 @@ use live_ci_core::port::TemporaryCredentials;
 
 /// Variables passed through from the task's environment by exact name: the
 /// basics a shell and terraform need, none of them a secret.
-pub const INHERITED: &[&str] = &[
+pub(crate) const INHERITED: &[&str] = &[
     "PATH",
     "HOME",
     "TMPDIR",
@@ -27,11 +27,11 @@ pub const INHERITED: &[&str] = &[
 /// `TF_PLUGIN_CACHE_DIR`, `TF_VAR_*`, …), terragrunt's, and the SDK endpoint
 /// overrides (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`) that point
 /// providers at LocalStack in the local cloud.
-pub const INHERITED_PREFIXES: &[&str] = &["TF_", "TG_", "AWS_ENDPOINT_URL"];
+pub(crate) const INHERITED_PREFIXES: &[&str] = &["TF_", "TG_", "AWS_ENDPOINT_URL"];
 
 /// Names never passed, even if a prefix above matched them: a defence against
 /// an operator naming a secret like a terraform variable.
-pub const NEVER: &[&str] = &[
+pub(crate) const NEVER: &[&str] = &[
     "ACCOUNT_PARENT_CFG",
     "GITHUB_TOKEN_SSM_KEY",
     "LIVE_CI_TASK_TOKEN",
@@ -106,7 +106,7 @@ pub fn inherits(name: &str) -> bool {
 }
 
 /// [`inherits`], with the names and prefixes of `passthrough` allowed too.
-pub fn inherits_with(name: &str, passthrough: &Passthrough) -> bool {
+pub(crate) fn inherits_with(name: &str, passthrough: &Passthrough) -> bool {
     if forbidden(name) {
         return false;
     }

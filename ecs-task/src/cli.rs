@@ -9,11 +9,14 @@ use clap::{Parser, Subcommand};
     version,
     about = "live-ci's ECS task: create-deploy-stack, terra-run, pr-plan, drift (configured by environment variables)"
 )]
+/// The parsed command line: which task this process is.
 pub struct Cli {
+    /// The task to run.
     #[command(subcommand)]
     pub command: TaskCommand,
 }
 
+/// The task kinds, one subcommand each (named as the launchers name them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
 pub enum TaskCommand {
     /// A merged pull request: find the affected units, write the run, invoke trigger_sf.

@@ -16,7 +16,9 @@ use live_ci_task::pr_plan::pr_plan;
 use live_ci_task::terra_run::{TerraRunPorts, terra_run_with};
 use live_ci_task::{Common, Config};
 
-use crate::start::{Clients, say};
+use live_ci_task::output;
+
+use crate::start::Clients;
 
 /// Runs the subcommand `config` names.
 pub(crate) async fn run(
@@ -87,7 +89,7 @@ async fn deploy<G: GitHost>(
     };
     let logs_url = clients.logs_url.as_deref();
     let report = create_deploy_stack(job, &clients.repo, logs_url, &ports).await?;
-    say(&format!(
+    output::text(&format!(
         "live-ci: done: run {:?}, {} execution(s)\n",
         report.run_id,
         report.execution_ids.len()
@@ -161,6 +163,6 @@ async fn drift(
         notifications: &notifications,
     };
     let report = drift_check(job, &clients.repo, &ports).await?;
-    say(&report.render());
+    output::text(&report.render());
     Ok(())
 }

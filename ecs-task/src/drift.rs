@@ -29,12 +29,15 @@ use live_ci_terragrunt::filter::Excluded;
 use crate::checkout::{Checkout, Repo};
 use crate::config::DriftConfig;
 use crate::error::Result;
+use crate::output::say;
 use crate::plans::{PlanRequest, plan_with_plan_roles};
 
 /// What one drift check found and did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriftReport {
+    /// The trunk head checked.
     pub commit: String,
+    /// The check's row in the metadb.
     pub check_id: i64,
     /// Every planned unit's result, in unit order.
     pub results: Vec<UnitDrift>,
@@ -49,6 +52,7 @@ pub struct DriftReport {
 }
 
 impl DriftReport {
+    /// The units whose live resources differ from the trunk's code.
     pub fn drifted(&self) -> impl Iterator<Item = &UnitDrift> {
         self.results
             .iter()
@@ -118,9 +122,13 @@ impl DriftReport {
 /// The ports a drift check uses.
 #[allow(missing_debug_implementations)]
 pub struct DriftPorts<'a, S, R, I, N> {
+    /// The metadb: checks, results and the runs the check must not race.
     pub store: &'a S,
+    /// Assumes the accounts' plan roles.
     pub roles: &'a R,
+    /// Files, updates and closes one issue per drifted unit.
     pub issues: &'a I,
+    /// Announces drift (SNS).
     pub notifications: &'a N,
 }
 
@@ -142,7 +150,7 @@ where
     let start = BusyMark::take(ports.store).await?;
     let checkout = Checkout::new(repo, &trunk)?;
     let commit = checkout.commit.clone();
-    println!("live-ci drift: planning every unit of {trunk} at {commit}");
+    say!("live-ci drift: planning every unit of {trunk} at {commit}");
     // Before any plan runs: a filter that does not parse fails here.
     let filters = crate::filters::load(
         &checkout.git,
@@ -342,6 +350,7 @@ pub struct BusyMark {
 }
 
 impl BusyMark {
+    /// Reads the mark now, before any plan.
     pub async fn take<S: DriftStore + RunStore>(store: &S) -> Result<Self> {
         let busy = RunStore::busy_units(store).await.port("metadb")?;
         let latest_run = store.latest_run_id().await.port("metadb")?;

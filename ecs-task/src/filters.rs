@@ -21,7 +21,7 @@ pub fn load(git: &GitCli, commit: &str, deploy_filters: &[String]) -> Result<Run
 
 /// `affected` narrowed by `filters`; git ranges in a query are answered by the
 /// checkout's history, `reading=/path` against the checkout at `root`.
-pub fn narrow_affected(
+pub(crate) fn narrow_affected(
     git: &GitCli,
     root: &Path,
     affected: Affected,
@@ -39,10 +39,14 @@ pub fn narrow_affected(
 /// graph scan deploys it (plus the pending units the filters keep).
 #[derive(Debug)]
 pub struct Selection {
+    /// The changed units and why each is affected.
     pub detection: Detection,
+    /// The affected units the filters leave out, each with its expression.
     pub excluded: Vec<Excluded>,
 }
 
+/// The [`Selection`] of `commit` against `base` in the checkout at `root`
+/// (`allow_destroy`: removed units are affected, to be destroyed).
 pub fn select(
     git: &GitCli,
     root: &Path,

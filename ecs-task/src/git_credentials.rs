@@ -29,10 +29,10 @@ use crate::error::{Result, TaskError};
 
 /// The file the token is stored in, in the child's home (git's own default
 /// name for the `store` helper).
-pub const FILE: &str = ".git-credentials";
+pub(crate) const FILE: &str = ".git-credentials";
 
 /// The user name GitHub expects beside an installation token.
-pub const USER: &str = "x-access-token";
+pub(crate) const USER: &str = "x-access-token";
 
 /// How often [`keep_fresh`] asks the client (which answers from its cache
 /// until shortly before the token expires).
@@ -44,6 +44,7 @@ pub struct Access {
     /// `https://github.com`, `https://ghe.example.com`, or in tests
     /// `http://127.0.0.1:<port>`: scheme, host and port only.
     pub url: String,
+    /// The installation token git presents (the credential helper reads it).
     pub token: String,
 }
 
@@ -60,7 +61,7 @@ impl std::fmt::Debug for Access {
 static ACCESS: RwLock<Option<Access>> = RwLock::new(None);
 
 /// Sets (or clears) what [`install`] gives the children started from now on.
-pub fn provide(access: Option<Access>) {
+pub(crate) fn provide(access: Option<Access>) {
     let mut current = ACCESS.write().unwrap_or_else(|e| e.into_inner());
     *current = access;
 }

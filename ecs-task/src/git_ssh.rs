@@ -18,13 +18,14 @@ use live_ci_core::terraform::shell_quote;
 use live_ci_core::settings::ConfigError;
 
 use crate::error::{Result, TaskError};
+use crate::output::say;
 
 /// The variable the module's `git_ssh_key_arn` fills.
 pub const ENV: &str = "GIT_SSH_KEY";
 
 /// The module's `ssh_known_hosts`: known_hosts lines the SSH module sources'
 /// servers must present; unset or empty means [`GITHUB_KNOWN_HOSTS`].
-pub const KNOWN_HOSTS_ENV: &str = "SSH_KNOWN_HOSTS";
+pub(crate) const KNOWN_HOSTS_ENV: &str = "SSH_KNOWN_HOSTS";
 
 /// GitHub's published SSH host keys, from
 /// <https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/githubs-ssh-key-fingerprints>
@@ -33,7 +34,7 @@ pub const KNOWN_HOSTS_ENV: &str = "SSH_KNOWN_HOSTS";
 /// SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU (Ed25519),
 /// SHA256:p2QAMXNIC1TJYWeIOttrVc98/R1BUFWu3/LiyKgUfQM (ECDSA),
 /// SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s (RSA).
-pub const GITHUB_KNOWN_HOSTS: &str = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl
+pub(crate) const GITHUB_KNOWN_HOSTS: &str = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl
 github.com ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=
 github.com ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQCj7ndNxQowgcQnjshcLrqPEiiphnt+VTTvDP6mHBL9j1aNUkY4Ue1gvwnGLVlOhGeYrnZaMgRK6+PKCUXaDbC7qtbW8gIkhL7aGCsOr/C56SJMy/BCZfxd1nWzAOxSDPgVsmerOBYfNqltV9/hWCqBywINIR+5dIg6JTJ72pcEpEjcYgXkE2YEFXV1JHnsKgbLWNlhScqb2UmyRkQyytRLtL+38TGxkxCflmO+5Z8CSSNY7GidjMIZ7Q4zMjA2n1nGrlTDkzwDCsw+wqFPGQA179cnfGWOWRVruj16z6XyvxvjJwbz0wQZ75XK5tKSb7FNyeIEs4TT4jk+S4dhPeAUC5y+bDYirYgM4GC7uEnztnZyaVWQ7B381AK4Qdrwt51ZqExKbQpTUNn+EjqoTwvqNj4kqx5QUCI0ThS/YkOxJCXmPUWZbhjpCg56i+2aB6CmK2JGhn57K5mj0MNdBXA4/WnwH6XoPWJzK5Nyu2zB3nAZp+S5hpQs+p1vN1/wsjk=
 ";
@@ -84,11 +85,13 @@ impl Default for KnownHosts {
 pub struct SshKey(String);
 
 impl SshKey {
-    pub fn new(key: String) -> Self {
+    /// Wraps the key as read from `GIT_SSH_KEY`.
+    pub(crate) fn new(key: String) -> Self {
         SshKey(key)
     }
 
-    pub fn expose(&self) -> &str {
+    /// The key itself, for the agent only.
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -106,6 +109,7 @@ impl std::fmt::Debug for SshKey {
 /// code gets none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyUse {
+    /// Offered to the repository code's SSH module sources.
     Allowed,
     /// Why not, said in the task's output.
     Withheld(&'static str),
@@ -205,7 +209,7 @@ pub async fn child_env(
     let agent = match key_use {
         KeyUse::Allowed => Some(start_agent(key, dir).await?),
         KeyUse::Withheld(why) => {
-            println!(
+            say!(
                 "live-ci: the SSH deploy key is not offered to this plan's git::ssh:// module sources: {why}"
             );
             None

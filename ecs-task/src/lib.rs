@@ -4,6 +4,11 @@
 //! with the phase's own task role) and `pr-plan` (plans of the units
 //! a pull request affects, reported on the pull request). The handlers take the
 //! core's ports, so tests and AWS run the same code; `main.rs` only wires.
+//! Its stdout is written by [`output`] only (a `print!` does not compile past
+//! clippy); everything else it says is a `tracing` log line.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+#![warn(missing_docs)]
 
 pub mod checkout;
 pub mod checkout_cache;
@@ -17,6 +22,7 @@ pub mod filters;
 pub mod git_credentials;
 pub mod git_ssh;
 pub mod logs;
+pub mod output;
 pub mod plans;
 pub mod policy;
 pub mod pr_plan;

@@ -23,7 +23,7 @@ pub async fn logs_url(config: &Common) -> Option<String> {
 /// The stream from the container metadata: its awslogs options when present,
 /// otherwise `LOG_GROUP` and `<LOG_STREAM_PREFIX>/<container>/<task id>`
 /// (the awslogs driver's naming).
-pub fn stream_from_metadata(config: &Common, metadata: &Value) -> Option<String> {
+pub(crate) fn stream_from_metadata(config: &Common, metadata: &Value) -> Option<String> {
     let options = metadata.get("LogOptions");
     let opt = |k: &str| options.and_then(|o| o.get(k)).and_then(Value::as_str);
     let region = opt("awslogs-region")

@@ -1,7 +1,10 @@
 //! The `live-ci-task` entry point, wiring only: the process hardened, the
 //! command line and configuration read, then the start's steps ([`start`]:
 //! logging, the checked configuration, the AWS configuration, the metadb and
-//! GitHub clients) and the subcommand's handler ([`commands`]).
+//! GitHub clients) and the subcommand's handler ([`commands`]). Its stdout
+//! is written through `live_ci_task::output` only, as the library's is.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
 mod start;

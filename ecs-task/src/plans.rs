@@ -22,6 +22,7 @@ use crate::checkout::Checkout;
 use crate::config::Common;
 use crate::error::{Result, TaskError};
 use crate::git_ssh::KeyUse;
+use crate::output::say;
 use crate::policy::{CommandPlace, Policies};
 use crate::run::{self, Finished};
 use crate::sandbox;
@@ -30,7 +31,9 @@ use live_ci_core::policy::Judged;
 /// What the plans of many units of one checkout need besides the units.
 #[derive(Debug)]
 pub struct PlanRequest<'a> {
+    /// The plan, show and policy commands and the deploy key.
     pub common: &'a Common,
+    /// The commit whose units are planned.
     pub checkout: &'a Checkout,
     /// Each unit's account, whose plan role the unit's plan runs as; without
     /// accounts, the task's own (local) credentials.
@@ -43,6 +46,7 @@ pub struct PlanRequest<'a> {
     pub session: String,
     /// Whether each plan's text (`show -no-color`) is rendered too.
     pub with_text: bool,
+    /// Judges every plan; `None`: no policy runs.
     pub policies: Option<Arc<Policies>>,
 }
 
@@ -52,7 +56,7 @@ pub struct PlanRequest<'a> {
 /// scratch directory, with a home, temporary directory and plugin cache of
 /// their own (the task's the child user cannot reach), and the deploy key
 /// through an agent they may sign with, never read, when `key_use` allows.
-pub async fn plan_with_plan_roles<R: RoleAssumer>(
+pub(crate) async fn plan_with_plan_roles<R: RoleAssumer>(
     request: PlanRequest<'_>,
     roles: &R,
     units: &[RepoPath],
@@ -108,7 +112,9 @@ pub async fn plan_with_plan_roles<R: RoleAssumer>(
 /// How one unit's plan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitPlan {
+    /// The unit.
     pub path: RepoPath,
+    /// The finished plan, or why it failed.
     pub outcome: Result<PlanOutcome, String>,
 }
 
@@ -117,9 +123,13 @@ pub struct UnitPlan {
 /// renders it for people (`show -no-color`, [`plan_text`]) when that worked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanOutcome {
+    /// Resources to add, change and destroy.
     pub counts: ChangeCounts,
+    /// Anything to apply, outputs included.
     pub has_changes: bool,
+    /// What `show -json` says the plan does.
     pub summary: PlanSummary,
+    /// The plan as terraform renders it for people, when that worked.
     pub text: Option<String>,
     /// The policy denials (`rule: message`) the voters may override
     /// (`POLICY_OVERRIDE` on); empty when none.
@@ -128,7 +138,7 @@ pub struct PlanOutcome {
 
 /// The most of a plan's text kept: GitHub shows at most 65,536 characters
 /// of it; the whole plan is in the plan command's log.
-pub const MAX_PLAN_TEXT_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_PLAN_TEXT_BYTES: usize = 4 * 1024 * 1024;
 
 /// The saved plan at `plan_file` as terraform shows it to people: the show
 /// command with `-no-color` for `-json` ([`text_show_command`]), run like
@@ -136,7 +146,7 @@ pub const MAX_PLAN_TEXT_BYTES: usize = 4 * 1024 * 1024;
 /// a warning in the log, when the command has no `-json` or fails: the plan
 /// text is shown where it exists, its absence fails nothing. Past
 /// [`MAX_PLAN_TEXT_BYTES`] the text ends with a line saying so.
-pub async fn plan_text(
+pub(crate) async fn plan_text(
     show_template: &str,
     plan_file: &str,
     dir: &Path,
@@ -144,7 +154,7 @@ pub async fn plan_text(
     prefix: &str,
 ) -> Option<String> {
     let Some(template) = text_show_command(show_template) else {
-        println!(
+        say!(
             "{prefix}warning: no plan text: the show command {show_template:?} has no -json to replace with -no-color"
         );
         return None;
@@ -157,14 +167,14 @@ pub async fn plan_text(
         )),
         Ok((finished, captured)) if finished.code == Some(0) => Some(captured.stdout),
         Ok((finished, _)) => {
-            println!(
+            say!(
                 "{prefix}warning: no plan text: {}",
                 run::failed(&command, dir, &finished)
             );
             None
         }
         Err(e) => {
-            println!("{prefix}warning: no plan text: {e}");
+            say!("{prefix}warning: no plan text: {e}");
             None
         }
     }
@@ -189,7 +199,7 @@ pub async fn describe_plan(
 
 /// [`describe_plan`], with the `show -json` output it read (one JSON value,
 /// already parsed once): terra-run stores it beside the saved plan.
-pub async fn describe_plan_json(
+pub(crate) async fn describe_plan_json(
     show_template: &str,
     plan_file: &str,
     dir: &Path,
@@ -233,7 +243,7 @@ pub async fn describe_plan_json(
 /// is a denial: then the plan passes carrying it. Results come back in the
 /// order of `units`.
 #[allow(clippy::too_many_arguments)]
-pub async fn plan_units(
+pub(crate) async fn plan_units(
     repo_dir: &Path,
     scratch: &Path,
     units: &[RepoPath],

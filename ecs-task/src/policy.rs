@@ -21,6 +21,7 @@ use live_ci_git::GitTree;
 use live_ci_terragrunt::policy::RegoPolicies;
 
 use crate::error::{Result, TaskError};
+use crate::output::say;
 
 /// The trunk's Rego policies, loaded and checked once.
 #[derive(Debug)]
@@ -43,7 +44,7 @@ impl Rego {
             subject: format!("the trunk's policies ({source})"),
             message: f.describe(),
         })?;
-        println!(
+        say!(
             "live-ci: {} policy file(s) from {source} judge every plan",
             files.len()
         );
@@ -60,9 +61,13 @@ impl Rego {
 /// a scratch directory of the child's) and the log prefix.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandPlace<'a> {
+    /// The unit's directory, where the command runs.
     pub dir: &'a Path,
+    /// The plan's environment, the command's whole environment.
     pub env: &'a [(String, String)],
+    /// Where the plan's JSON is written for the command.
     pub json_file: &'a Path,
+    /// Starts each of the command's output lines in the log.
     pub prefix: &'a str,
 }
 

@@ -26,6 +26,7 @@ use live_ci_terragrunt::filter::Excluded;
 use crate::checkout::{Checkout, Repo};
 use crate::config::PrPlanConfig;
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::plans::{PlanRequest, UnitPlan, plan_with_plan_roles};
 
 /// Marks live-ci's summary comment, so a new push updates it (the merge
@@ -40,8 +41,11 @@ pub fn unit_context(cfg_path: &RepoPath) -> String {
 /// What pr-plan found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrPlanReport {
+    /// The pull request's head, planned.
     pub commit: String,
+    /// Every affected unit's plan, in unit order.
     pub plans: Vec<UnitPlan>,
+    /// Advisory problems (a status or comment not posted): the plans stand.
     pub warnings: Vec<String>,
     /// Units the pull request removes that its merge destroys (`ALLOW_DESTROY`).
     pub destroyed_on_merge: Vec<RepoPath>,
@@ -55,6 +59,7 @@ pub struct PrPlanReport {
 }
 
 impl PrPlanReport {
+    /// How many plans failed (the task fails when any did).
     pub fn failed(&self) -> usize {
         self.plans.iter().filter(|p| p.outcome.is_err()).count()
     }
@@ -210,7 +215,7 @@ async fn plan<R: RoleAssumer>(
     let branch = base_ref.trim_start_matches("refs/heads/");
     let checkout = Checkout::new(repo, commit)?;
     let base = format!("origin/{branch}");
-    println!("live-ci pr-plan: {commit} against {base}");
+    say!("live-ci pr-plan: {commit} against {base}");
     // Before any plan runs: a filter that does not parse fails here.
     let filters = crate::filters::load(
         &checkout.git,
@@ -336,7 +341,7 @@ fn lock_units(detection: &Detection, commit: &str) -> PullRequestUnits {
 
 /// The `live-ci: destroy` status's text, the same on the pull request and on
 /// its merge commit.
-pub fn not_destroyed_text(units: &[RepoPath]) -> String {
+pub(crate) fn not_destroyed_text(units: &[RepoPath]) -> String {
     let units: Vec<&str> = units.iter().map(RepoPath::as_str).collect();
     format!("not destroyed (allow_destroy is off): {}", units.join(", "))
 }
@@ -369,7 +374,7 @@ fn stopped_before_planning(e: &TaskError) -> &'static str {
 }
 
 /// A unit's one-line result: its plan's summary, or why it was not planned.
-pub fn unit_result(plan: &UnitPlan) -> String {
+pub(crate) fn unit_result(plan: &UnitPlan) -> String {
     match &plan.outcome {
         Ok(o) if !o.policy_denials.is_empty() => format!(
             "{}; {}: {}",

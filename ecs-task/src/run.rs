@@ -1,6 +1,6 @@
 //! Runs one plan or apply command through `sh -c` (templates are
 //! configuration, and `terraform init && terraform plan` must be expressible),
-//! streaming its output to our stdout (CloudWatch in AWS) while keeping it for
+//! streaming its output to our stdout ([`crate::output`]; CloudWatch in AWS) while keeping it for
 //! the summary line, and calling back periodically while it runs (heartbeats).
 //!
 //! A task stopped by ECS (StopTask, a Fargate Spot reclaim) gets SIGTERM, then
@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 use crate::error::{Result, TaskError};
+use crate::output::say;
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,13 +37,13 @@ pub struct Finished {
 
 /// The longest line kept whole: a longer one (no newline for megabytes) is
 /// cut into lines of this size, so one line never takes unbounded memory.
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// How much output [`Finished::output`] keeps: the last lines up to this size
 /// (the summary and the errors are at the end); the earlier ones are counted
 /// and named in a first line, never kept, so a child printing without end
 /// cannot exhaust the task's memory. Every line still streams to stdout.
-pub const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 
 /// Lines in flight between the pipes' readers and the collector: a child
 /// faster than our stdout waits on its pipe instead of filling memory.
@@ -127,6 +128,7 @@ impl Finished {
 /// What the periodic callback decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tick {
+    /// Someone still waits for the result: let the command run.
     Continue,
     /// Nobody waits for the result any more: stop the command.
     Stop,
@@ -134,7 +136,8 @@ pub enum Tick {
 
 /// Runs `command` in `dir` with exactly the environment `env` (nothing of
 /// ours is inherited: see [`crate::sandbox::env_for`]); `tick` is awaited
-/// every `every` while it runs. Output lines go to stdout prefixed with `prefix`.
+/// every `every` while it runs. Output lines go to stdout ([`crate::output`])
+/// prefixed with `prefix`.
 pub async fn run<F, Fut>(
     command: &str,
     dir: &Path,
@@ -188,7 +191,7 @@ where
         tokio::select! {
             line = rx.recv() => match line {
                 Some(line) => {
-                    println!("{prefix}{line}");
+                    say!("{prefix}{line}");
                     output.push(line);
                 }
                 None => break,
@@ -267,7 +270,7 @@ async fn interrupt(pid: Option<u32>, command: &str) {
                 command,
                 "SIGTERM: the command is asked to stop (SIGINT to its process group)"
             );
-            println!(
+            say!(
                 "live-ci: the task is being stopped (SIGTERM): interrupting {command:?} so it can stop cleanly"
             );
         }
@@ -295,7 +298,7 @@ async fn signal_group(pid: u32, signal: &str) -> std::io::Result<()> {
 }
 
 /// Like [`run`] without a callback.
-pub async fn run_quietly(
+pub(crate) async fn run_quietly(
     command: &str,
     dir: &Path,
     env: &[(String, String)],
@@ -316,7 +319,7 @@ pub async fn run_quietly(
 /// show -json` of one unit's saved plan; a plan of several thousand resources
 /// is a few MiB). At the cap the command is stopped and [`Captured::overflow`]
 /// says so, so a child writing without end costs at most this much memory.
-pub const MAX_CAPTURE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_CAPTURE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A command's stdout as [`capture`] kept it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -332,7 +335,7 @@ pub struct Captured {
 /// answer such as `terraform show -json`, too large for the log), up to
 /// [`MAX_CAPTURE_BYTES`], and logs only its stderr, prefixed (kept like
 /// [`run`]'s output: the last [`MAX_OUTPUT_BYTES`], the rest counted).
-pub async fn capture(
+pub(crate) async fn capture(
     command: &str,
     dir: &Path,
     env: &[(String, String)],
@@ -342,7 +345,7 @@ pub async fn capture(
 }
 
 /// [`capture`] with another cap on stdout (tests).
-pub async fn capture_with_cap(
+pub(crate) async fn capture_with_cap(
     command: &str,
     dir: &Path,
     env: &[(String, String)],
@@ -395,7 +398,7 @@ pub async fn capture_with_cap(
     let log_stderr = async {
         let mut tail = Tail::default();
         while let Some(line) = rx.recv().await {
-            println!("{prefix}{line}");
+            say!("{prefix}{line}");
             tail.push(line);
         }
         tail

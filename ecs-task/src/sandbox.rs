@@ -41,19 +41,21 @@ use crate::error::{Result, TaskError};
 /// The uid repository code runs as (the image sets it).
 pub const CHILD_UID: &str = "LIVE_CI_CHILD_UID";
 /// The child's gid: the group its directories are shared through.
-pub const CHILD_GID: &str = "LIVE_CI_CHILD_GID";
+pub(crate) const CHILD_GID: &str = "LIVE_CI_CHILD_GID";
 
 /// The unprivileged user and group terraform, terragrunt and everything they
 /// start run as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChildUser {
+    /// `LIVE_CI_CHILD_UID`.
     pub uid: u32,
+    /// `LIVE_CI_CHILD_GID`.
     pub gid: u32,
 }
 
 impl ChildUser {
     /// Both variables or neither; numbers other than 0 (root).
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         uid: Option<String>,
         gid: Option<String>,
     ) -> std::result::Result<Option<Self>, ConfigError> {
@@ -185,7 +187,7 @@ pub fn command(program: &str, dir: &Path, env: &[(String, String)]) -> tokio::pr
 /// effective and saved: a process with `CAP_SETUID` sets all three, so no id
 /// of the task is left to switch back to) before it execs `program`, which
 /// then holds no capability (see [`harden_process`]).
-pub fn command_as(
+pub(crate) fn command_as(
     user: Option<ChildUser>,
     program: &str,
     dir: &Path,
@@ -205,12 +207,12 @@ pub fn command_as(
 /// get its group), and the sticky bit lets it rename or delete only its own.
 const CHILD_DIR_MODE: u32 = 0o3770;
 /// The largest file the task reads back from the child (a saved plan).
-pub const MAX_CHILD_FILE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_CHILD_FILE_BYTES: u64 = 1 << 30;
 
 /// Creates each of `dirs` (with missing parents) as a directory the child may
 /// write in: owned by the task, group the child's, [`CHILD_DIR_MODE`]. Without
 /// a child user, plain directories.
-pub fn child_dirs(dirs: &[&Path]) -> Result<()> {
+pub(crate) fn child_dirs(dirs: &[&Path]) -> Result<()> {
     for dir in dirs {
         std::fs::create_dir_all(dir).map_err(|e| TaskError::file("creating", dir, e))?;
         if let Some(user) = child_user() {
@@ -223,7 +225,7 @@ pub fn child_dirs(dirs: &[&Path]) -> Result<()> {
 /// A scratch directory of the task that holds directories of the child:
 /// the child's group may pass through it (`0710`) but not list it, so what
 /// the task keeps there (the SSH key's directory, `0700`) stays its own.
-pub fn pass_through(scratch: &Path) -> Result<()> {
+pub(crate) fn pass_through(scratch: &Path) -> Result<()> {
     match child_user() {
         Some(user) => give_group(scratch, user, 0o710),
         None => Ok(()),
@@ -240,7 +242,7 @@ pub fn pass_through(scratch: &Path) -> Result<()> {
 /// Why a group, not the child owning the checkout: the task would need
 /// `CAP_CHOWN` (or `CAP_FOWNER`) for that; membership of the child's group is
 /// no privilege, and the task's own files stay behind its `0700` directories.
-pub fn share_checkout(repo: &Path) -> Result<()> {
+pub(crate) fn share_checkout(repo: &Path) -> Result<()> {
     let Some(user) = child_user() else {
         return Ok(());
     };
@@ -280,7 +282,7 @@ fn share_tree(dir: &Path, user: ChildUser, in_git: bool) -> Result<()> {
 /// Gives `path` to the child's group with `mode` (read access the owner
 /// decides), when there is a child user; without one the child is the task's
 /// own uid, and `mode` alone applies.
-pub fn share_read_only(path: &Path, mode: u32) -> Result<()> {
+pub(crate) fn share_read_only(path: &Path, mode: u32) -> Result<()> {
     match child_user() {
         Some(user) => give_group(path, user, mode),
         None => {
@@ -309,7 +311,7 @@ fn give_group(path: &Path, user: ChildUser, mode: u32) -> Result<()> {
 /// not followed (it could name the task's own files), a FIFO or device is
 /// not opened for reading, a file with other names (a hard link) or larger
 /// than `max` bytes is refused.
-pub fn read_child_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_child_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
@@ -371,7 +373,7 @@ pub async fn assume<R: RoleAssumer>(
 }
 
 /// Assumes each role once (many units share an account's plan role).
-pub async fn assume_each<R: RoleAssumer>(
+pub(crate) async fn assume_each<R: RoleAssumer>(
     roles: &R,
     role_arns: BTreeSet<String>,
     label: &str,
@@ -405,7 +407,7 @@ pub fn env_for(
 /// role, would then run it. Each phase reading only directories created for it
 /// (with unpredictable names, after every process of the plan is gone) keeps
 /// what the plan wrote away from the apply, as a new task's fresh container did.
-pub fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
+pub(crate) fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
     let home = scratch.join("home");
     let terraform_d = home.join(".terraform.d");
     let cache = terraform_d.join("plugin-cache");
@@ -446,7 +448,7 @@ pub fn private_dirs(scratch: &Path) -> Result<Vec<(String, String)>> {
 /// compute a checksum" or a checksum mismatch. A slot runs one unit at a time,
 /// so each cache has one writer, and a provider is fetched at most once per
 /// slot instead of once per unit.
-pub fn slot_plugin_cache(
+pub(crate) fn slot_plugin_cache(
     env: &[(String, String)],
     slot: usize,
 ) -> Result<Option<(String, String)>> {

@@ -16,7 +16,7 @@ use crate::error::{Result, TaskError};
 /// Generates every stack of the checkout at `dir`; returns how many files it
 /// wrote. Stacks live-ci cannot generate are left alone here: change
 /// detection fails a run that touches one, before anything is written.
-pub fn write_generated(dir: &Path) -> Result<usize> {
+pub(crate) fn write_generated(dir: &Path) -> Result<usize> {
     let (_, generation) = generate_stacks(&FsTree::new(dir))?;
     for replaced in &generation.replaced {
         let path = dir.join(replaced.as_str());

@@ -19,22 +19,13 @@ use live_ci_metadb::{AnyMetadb, LoginRole};
 use live_ci_stepfunctions::SfnTaskTokens;
 use live_ci_task::checkout::Repo;
 use live_ci_task::create_deploy_stack::status_config;
+use live_ci_task::output;
 use live_ci_task::startup::{open_metadb_as_migrator, open_metadb_checked, open_metadb_reading};
 use live_ci_task::terra_run::run_pages;
 use live_ci_task::{
     AWS_ACTIONS, Common, Config, ConfigErrors, ENV_VARS, TaskError, git_credentials, logs, sandbox,
     timeline,
 };
-
-/// The task's one writer of user-facing lines (stdout: the drift report,
-/// `contract`'s JSON, what a run did); log lines go through tracing, to
-/// stderr. `text` is written as is (no newline added).
-pub(crate) fn say(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    // stdout gone (a closed pipe): nothing left to tell.
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-}
 
 /// The configuration, or every problem with it (a terra-run's token
 /// answered with them); then the user repository code runs as.
@@ -68,7 +59,7 @@ pub(crate) async fn checked_config(config: Result<Config, ConfigErrors>) -> anyh
 /// `contract`: the environment variables and IAM actions, as JSON.
 pub(crate) fn contract() {
     let contract = serde_json::json!({"env_vars": ENV_VARS, "aws_actions": AWS_ACTIONS});
-    say(&format!("{contract}\n"));
+    output::text(&format!("{contract}\n"));
 }
 
 /// What every subcommand is handed besides the git host.
@@ -233,7 +224,7 @@ async fn module_sources(config: &Config, common: &Common, github: Option<&GitHub
         return;
     };
     let (Some(sources), Some(github)) = (config.module_sources(), github) else {
-        say(&format!(
+        output::text(&format!(
             "live-ci: private module sources ({}) get no token in this plan: it is not a trusted head's (module_sources_for_forks is off)\n",
             listed.repositories.join(", ")
         ));
@@ -249,7 +240,7 @@ async fn module_sources(config: &Config, common: &Common, github: Option<&GitHub
     .await;
     if let Err(e) = fetched {
         tracing::warn!(error = %e, "no token for the private module sources");
-        say(&format!(
+        output::text(&format!(
             "live-ci: warning: no token for the private module sources ({e}): cloning them will fail\n"
         ));
     }

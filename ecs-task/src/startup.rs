@@ -20,7 +20,10 @@ const CONNECTIONS: usize = 2;
 
 /// The migrated metadb (`pr-plan` has none unless one is configured: it runs a
 /// pull request's code).
-pub async fn open_metadb(config: &MetadbConfig, aws: &aws_config::SdkConfig) -> Result<AnyMetadb> {
+pub(crate) async fn open_metadb(
+    config: &MetadbConfig,
+    aws: &aws_config::SdkConfig,
+) -> Result<AnyMetadb> {
     let metadb = AnyMetadb::from_config(config, aws, CONNECTIONS).port("metadb")?;
     migrated(metadb.migrate().await)?;
     Ok(metadb)
@@ -98,7 +101,7 @@ pub async fn open_metadb_reading(
 
 /// terra-run's schema check and record read of [`open_metadb_reading`], at
 /// once, on any store: the record is kept only when the schema is current.
-pub async fn read_while_checking<S: Sql + Send + Sync>(
+pub(crate) async fn read_while_checking<S: Sql + Send + Sync>(
     metadb: &Store<S>,
     execution_id: &str,
 ) -> Result<Option<ExecutionRecord>>

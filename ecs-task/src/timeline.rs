@@ -92,7 +92,7 @@ pub fn log(execution_id: &str, phase: &str) {
 
 /// Logs create-deploy-stack's timeline (its checkout, pack and upload) under
 /// a message of its own, so the benchmark's terra-run parser passes it by.
-pub fn log_create_deploy_stack(commit: &str) {
+pub(crate) fn log_create_deploy_stack(commit: &str) {
     tracing::info!(
         commit = %commit,
         started_epoch_ms = started_epoch_ms(),

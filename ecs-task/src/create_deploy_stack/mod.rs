@@ -39,13 +39,20 @@ mod units;
 /// generic over this trait alone, so adding a port changes it and
 /// [`Wiring`] (and what builds a `Wiring`), not every step's signature.
 pub trait DeployPorts: Sync {
+    /// See [`DeployPorts::metadb`].
     type Metadb: RunStore;
+    /// See [`DeployPorts::params`].
     type Params: ParamStore;
+    /// See [`DeployPorts::github`].
     type GitHub: GitHost;
+    /// See [`DeployPorts::invoker`].
     type Invoker: FunctionInvoker;
+    /// See [`DeployPorts::roles`].
     type Roles: RoleAssumer;
+    /// See [`DeployPorts::artifacts`].
     type Artifacts: ArtifactStore;
 
+    /// Runs, executions and the merge lock.
     fn metadb(&self) -> &Self::Metadb;
     /// The merge lock's mirror and the commit-status switches.
     fn params(&self) -> &Self::Params;
@@ -65,11 +72,17 @@ pub trait DeployPorts: Sync {
 /// fakes, which the test keeps and inspects).
 #[derive(Debug)]
 pub struct Wiring<'a, M, P, G, I, R, A> {
+    /// Runs, executions and the merge lock.
     pub metadb: &'a M,
+    /// SSM parameters: the commit-status switches and the merge lock's mirror.
     pub params: &'a P,
+    /// Commit statuses.
     pub github: &'a G,
+    /// Hands the run to trigger_sf.
     pub invoker: &'a I,
+    /// Assumes the accounts' plan roles (`SCAN_TYPE=plan`).
     pub roles: &'a R,
+    /// Stores the run's packed checkout.
     pub artifacts: &'a A,
 }
 
@@ -123,8 +136,11 @@ pub struct DeployReport {
     pub created: bool,
     /// True when the run took the merge lock; false when it queued.
     pub started: bool,
+    /// The affected units in deployment order, with their accounts.
     pub plan: DeploymentPlan,
+    /// The run's executions, one per unit.
     pub execution_ids: Vec<String>,
+    /// Advisory problems (a checkout not packed, a unit's warning): the run goes on.
     pub warnings: Vec<String>,
     /// The run that deploys this merge instead (the merge is recorded as
     /// superseded and never applied).
@@ -134,7 +150,7 @@ pub struct DeployReport {
 }
 
 /// The pull request of a run the sweep started (a merge whose webhook was lost).
-pub const NO_PULL_REQUEST: u64 = 0;
+pub(crate) const NO_PULL_REQUEST: u64 = 0;
 
 /// How many of the newest runs a merge is placed against: a merge older than
 /// all of them is long deployed or superseded.

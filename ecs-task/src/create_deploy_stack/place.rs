@@ -15,6 +15,7 @@ use super::{DeployPorts, DeployReport, NO_PULL_REQUEST, TRUNK_WINDOW};
 use crate::checkout::{Checkout, Repo};
 use crate::config::CreateDeployStackConfig;
 use crate::error::Result;
+use crate::output::say;
 use crate::timeline;
 
 /// A merge to deploy: its checkout and the range the run deploys.
@@ -71,7 +72,7 @@ pub(super) async fn place<Ports: DeployPorts>(
     let place = place_on_trunk(&commit, &runs, |a, b| checkout.git.is_ancestor(a, b))?;
     let base = match &place {
         TrunkPlace::Superseded { by, commit: cover } => {
-            println!(
+            say!(
                 "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} is already in \
                  run #{by} (commit {cover}): superseded, not applied"
             );
@@ -83,7 +84,7 @@ pub(super) async fn place<Ports: DeployPorts>(
         // Nothing deployed yet.
         TrunkPlace::First => merged_onto,
     };
-    println!(
+    say!(
         "live-ci create-deploy-stack: PR #{pr_id}, merge commit {commit} (trunk position \
          {trunk_seq}), deploying the range from {base}"
     );

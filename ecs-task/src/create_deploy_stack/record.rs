@@ -12,6 +12,7 @@ use super::DeployPorts;
 use super::place::Placed;
 use crate::config::CreateDeployStackConfig;
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::timeline;
 use live_ci_git::GitCli;
 
@@ -56,7 +57,7 @@ async fn store_packed<A: ArtifactStore>(
         .await
         .map_err(|e| format!("storing {uri}: {e}"))?;
     timeline::mark("checkout_upload");
-    println!(
+    say!(
         "live-ci: checkout of {commit} packed in {} ms to {uri} ({size} bytes, sha-256 {})",
         took.as_millis(),
         cached.sha256
@@ -78,7 +79,7 @@ pub(super) async fn packed<A: ArtifactStore>(
                 "the run's checkout is not cached ({why}); its tasks fetch {commit} from the repository"
             );
             tracing::warn!(%commit, %why, "the run has no packed checkout");
-            println!("live-ci: warning: {warning}");
+            say!("live-ci: warning: {warning}");
             warnings.push(warning);
             None
         }
@@ -119,7 +120,7 @@ pub(super) async fn superseded_at_once<Ports: DeployPorts>(
     ports: &Ports,
     created: &CreatedRun,
 ) -> Result<Option<Option<RunId>>> {
-    println!(
+    say!(
         "live-ci: run #{} {} ({})",
         created.run_id,
         if created.created {

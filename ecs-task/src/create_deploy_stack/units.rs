@@ -22,6 +22,7 @@ use super::place::Placed;
 use crate::checkout::Checkout;
 use crate::config::{CreateDeployStackConfig, ScanType};
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::plans::{PlanRequest, plan_with_plan_roles};
 
 /// The units the run deploys, and what was said about the others.
@@ -143,10 +144,10 @@ pub(super) async fn build<Ports: DeployPorts>(
         },
     )?;
     for w in &found.warnings {
-        println!("live-ci: warning: {w}");
+        say!("live-ci: warning: {w}");
     }
     for e in &executions {
-        println!(
+        say!(
             "live-ci: {} {} ({}) waits for {:?}, accounts {:?}, new providers {:?}",
             e.execution_id,
             e.cfg_path,

@@ -19,6 +19,7 @@ use super::{TerraRunPorts, lock_file, log_command_time, run_with_heartbeat};
 use crate::checkout::Checkout;
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::{run, sandbox, timeline};
 
 /// The apply phase, from the approved plan's bytes to the recorded resources.
@@ -174,7 +175,7 @@ pub(super) async fn approved_plan<M: ExecutionStore, A: ArtifactStore, T, G, R>(
         None => {
             // Saved before the sealed JSON was kept (migration 0014): the
             // apply's `init` selects providers as it did then.
-            println!(
+            say!(
                 "live-ci: warning: execution {:?} has no sealed plan JSON recorded: its plan's lock file is not restored",
                 record.execution_id
             );
@@ -229,7 +230,7 @@ async fn rollback_providers(
             let out = live_ci_core::terraform::providers_to_record(recorded, in_plan, &seen);
             let from_plan: Vec<&String> = out.iter().filter(|p| !recorded.contains(p)).collect();
             if !from_plan.is_empty() {
-                println!(
+                say!(
                     "live-ci: new providers from the plan, not visible in the unit's files: {from_plan:?}"
                 );
             }
@@ -237,7 +238,7 @@ async fn rollback_providers(
         }
         Err(e) => {
             tracing::warn!(execution_id = %record.execution_id, error = %e, "reading the unit's providers");
-            println!(
+            say!(
                 "live-ci: warning: the unit's providers could not be read ({e}); the plan's new providers {in_plan:?} are not recorded for rollback"
             );
             recorded.clone()
@@ -283,7 +284,7 @@ async fn record_partial<M: ExecutionStore>(
     .await
     {
         tracing::warn!(execution_id = %record.execution_id, error = %e, "recording a failed apply's new resources");
-        println!(
+        say!(
             "live-ci: warning: what this failed apply created could not be recorded for rollback: {e}"
         );
     }
@@ -346,12 +347,12 @@ async fn record_new_resources<M: ExecutionStore>(
     if !stored {
         // The apply happened; failing now would hide that. Say it loudly instead.
         tracing::warn!(execution_id = %record.execution_id, "execution not running: new resources not stored");
-        println!(
+        say!(
             "live-ci: warning: execution {:?} is no longer running; its new resources were not stored",
             record.execution_id
         );
     }
-    println!(
+    say!(
         "live-ci: new provider resources recorded for rollback: {}",
         if resources.is_empty() {
             "none".to_string()

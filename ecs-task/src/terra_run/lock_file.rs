@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::sandbox;
 
 /// The most of a lock file read back from the plan's unit directory.
@@ -57,6 +58,6 @@ pub(super) fn restore_lock(unit_dir: &Path, lock: Option<&str>) -> Result<()> {
         .and_then(|mut f| f.write_all(lock.as_bytes()))
         .map_err(|e| TaskError::file("writing", &path, e))?;
     sandbox::share_read_only(&path, 0o640)?;
-    println!("live-ci: the plan's lock file restored to {LOCK_FILE} before the apply");
+    say!("live-ci: the plan's lock file restored to {LOCK_FILE} before the apply");
     Ok(())
 }

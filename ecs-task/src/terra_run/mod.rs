@@ -36,6 +36,7 @@ use serde::Serialize;
 use crate::checkout::Repo;
 use crate::config::TerraRunConfig;
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::run::{self, Tick};
 use crate::timeline;
 
@@ -47,8 +48,11 @@ mod prepare;
 /// The ports terra-run talks to.
 #[derive(Debug)]
 pub struct TerraRunPorts<'a, M, A, T, G, R> {
+    /// The execution's record, its ending and the plan's JSON.
     pub metadb: &'a M,
+    /// The saved plans and the run's packed checkout.
     pub artifacts: &'a A,
+    /// Heartbeats and answers the state machine's task token.
     pub tokens: &'a T,
     /// Assumes the unit's account role for the command.
     pub roles: &'a R,
@@ -65,7 +69,9 @@ pub fn status_context(phase: Phase, cfg_path: &RepoPath) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum TerraRunResult {
+    /// The plan phase's answer.
     Plan(PlanResult),
+    /// The apply phase's answer.
     Apply(ApplyResult),
 }
 
@@ -291,7 +297,7 @@ async fn phase<
         prepare::authorise_apply(ports, &record).await?;
         timeline::mark("authorised");
     }
-    println!(
+    say!(
         "live-ci terra-run {}: execution {:?}, unit {:?}, commit {}",
         phase.as_str(),
         record.execution_id,

@@ -18,6 +18,7 @@ use super::prepare::Workspace;
 use super::{TerraRunPorts, lock_file, log_command_time, run_with_heartbeat};
 use crate::config::TerraRunConfig;
 use crate::error::{Result, TaskError};
+use crate::output::say;
 use crate::plans::{self, describe_plan_json};
 use crate::policy::{CommandPlace, Policies};
 use crate::{run, sandbox, timeline};
@@ -66,7 +67,7 @@ pub(super) async fn plan<M: ExecutionStore, A: ArtifactStore, T: TaskTokens, G: 
         logs_url,
         policy_denials,
     );
-    println!(
+    say!(
         "live-ci: plan saved to {} ({}){}",
         result.plan_artifact,
         result.summary(),
@@ -164,7 +165,7 @@ async fn judge(
             message: denied,
         }),
         Judged::Overridable(denials) => {
-            println!(
+            say!(
                 "live-ci: {}: {}",
                 live_ci_core::policy::OVERRIDABLE,
                 denials.join("; ")

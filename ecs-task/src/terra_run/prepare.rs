@@ -18,6 +18,7 @@ use crate::checkout::{Checkout, Repo};
 use crate::config::{PhaseInput, TerraRunConfig};
 use crate::error::{Result, TaskError};
 use crate::git_ssh::SshAccess;
+use crate::output::say;
 use crate::policy::{Policies, Rego};
 use crate::{sandbox, timeline};
 
@@ -344,29 +345,29 @@ pub(super) async fn check_out<A: ArtifactStore>(
                     })
                     .await
                     .map_err(|e| TaskError::Io(format!("unpacking {uri:?} stopped: {e}")))??;
-                    println!(
+                    say!(
                         "live-ci: checkout of {source} unpacked from the run's packed checkout {uri} ({size} bytes)"
                     );
                     return Ok(checkout);
                 }
                 Ok(None) => {
                     tracing::warn!(%uri, "the run's packed checkout is missing: fetching the commit");
-                    println!(
+                    say!(
                         "live-ci: warning: the run's packed checkout {uri} is missing; fetching {source} from the repository"
                     );
                 }
                 Err(e) => {
                     tracing::warn!(%uri, error = %e, "reading the run's packed checkout: fetching the commit");
-                    println!(
+                    say!(
                         "live-ci: warning: reading the run's packed checkout {uri}: {e}; fetching {source} from the repository"
                     );
                 }
             }
         }
-        Some(_) => println!(
+        Some(_) => say!(
             "live-ci: a destroy of a removed unit runs from the range's start {source}, not the run's packed commit: fetching it"
         ),
-        None => println!("live-ci: the run has no packed checkout: fetching {source}"),
+        None => say!("live-ci: the run has no packed checkout: fetching {source}"),
     }
     // git runs as blocking child processes: off the runtime's threads, so the
     // status and the plan download go on meanwhile.
