@@ -8,7 +8,6 @@
 //! clippy); everything else it says is a `tracing` log line.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
-#![warn(missing_docs)]
 
 pub mod checkout;
 pub mod checkout_cache;

@@ -5,7 +5,6 @@
 //! ([`SnsNotifications`]) and KMS task-token encryption
 //! ([`KmsTokenCipher`]). Endpoints come from the SDK's usual
 //! configuration (`AWS_ENDPOINT_URL` points them at LocalStack locally).
-#![warn(missing_docs)]
 
 mod ecs;
 mod error;

@@ -7,7 +7,6 @@
 //! Lambdas also share the runtime loop and the one conversion of an error
 //! into the runtime's `Diagnostic` ([`lambda`], feature `lambda`). Each
 //! binary's `main.rs` only reads its config and wires these into its handler.
-#![warn(missing_docs)]
 
 pub mod github;
 pub mod keys;

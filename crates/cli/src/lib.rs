@@ -2,7 +2,6 @@
 //! stable JSON (for other tools) or as tables, DOT and Mermaid (for people), and
 //! the operator's controls over the deployed pipeline (runs, status, abort,
 //! retry, unlock, migrate) through either metadb connection.
-#![warn(missing_docs)]
 
 mod args;
 pub mod commands;

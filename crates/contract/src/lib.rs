@@ -4,7 +4,6 @@
 //! passes. Nothing is evaluated: the module is read as written, following
 //! `local.*` references, `merge(...)`, conditionals (both branches) and `for`
 //! expressions, so a name set in either branch counts as set.
-#![warn(missing_docs)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,8 +5,6 @@
 //! task. No AWS SDK, no network, no processes:
 //! everything outside comes in through the ports in [`port`].
 
-#![warn(missing_docs)]
-
 pub mod account;
 pub mod approval;
 pub mod deploy;

@@ -2,7 +2,6 @@
 //! the git CLI (changed files between revisions, file trees at a revision, a
 //! checkout's working directory as a tree: [`FsTree`]), and makes the ECS tasks'
 //! fresh checkouts.
-#![warn(missing_docs)]
 
 mod cli;
 mod clone;

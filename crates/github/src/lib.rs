@@ -2,7 +2,6 @@
 //! port over GitHub's REST API (github.com or GitHub Enterprise), with pagination
 //! and retries on server errors and rate limits; authenticated by a token or
 //! a GitHub App (an installation token per job, `permissions`).
-#![warn(missing_docs)]
 
 mod app;
 mod auth;

@@ -10,7 +10,6 @@
 //! the RDS Data API (the AWS default). Both adapters run the same SQL text and
 //! the same transaction logic ([`Store`]); they differ only in how a statement
 //! reaches the database ([`Sql`]).
-#![warn(missing_docs)]
 
 mod any;
 mod data_api;

@@ -2,7 +2,6 @@
 //! Results → Apply → Success / Reject): its ASL template, rendered here exactly
 //! as Terraform's `templatefile` renders it, and the written-down interfaces
 //! between the state machine, the `terra-run` ECS task and the Lambdas.
-#![warn(missing_docs)]
 
 pub mod asl;
 pub mod error;

@@ -5,7 +5,6 @@
 //!
 //! Besides the files, [`generate_repo`] returns what every unit was written to
 //! depend on and read, so tests can check discovery against it.
-#![warn(missing_docs)]
 
 pub mod pipeline;
 

@@ -2,7 +2,6 @@
 //! unit graph, change detection, filter queries, deployment plans and the
 //! providers a unit uses. Pure like `live-ci-core` (no AWS SDK, no network, no
 //! processes); kept apart so the Lambdas do not compile hcl-rs, rayon or globset.
-#![warn(missing_docs)]
 
 pub mod change;
 pub mod discovery;

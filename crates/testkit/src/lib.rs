@@ -7,7 +7,6 @@
 //! machines), `data-api-mock` (request-exact RDS Data API rules) and
 //! `approval` (the approval Lambdas' support) and `screens` (messages rendered
 //! as GitHub and Slack show them, screenshot in headless Chromium).
-#![warn(missing_docs)]
 
 #[cfg(feature = "approval")]
 pub mod approval;

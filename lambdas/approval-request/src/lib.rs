@@ -6,7 +6,6 @@
 //! "approval pending" to the notifications topic, when one is configured.
 //! `main.rs` only wires clients into [`Production`] ports for
 //! [`ApprovalRequester`]; tests hand it their own bundle ([`RequesterPorts`]).
-#![warn(missing_docs)]
 
 mod config;
 mod handler;

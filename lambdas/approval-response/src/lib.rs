@@ -9,7 +9,6 @@
 //! bundle ([`ResponderPorts`]).
 // Every public item says what it is for (issue 33 item 7; a workspace lint
 // once every crate is there).
-#![warn(missing_docs)]
 
 mod config;
 mod github_vote;

@@ -9,7 +9,6 @@
 //! `Retry-After`; after that the invocation fails and Lambda's asynchronous
 //! retries (SNS invokes asynchronously) take over. Notifications are
 //! advisory: nothing here can hold up a deploy.
-#![warn(missing_docs)]
 
 use std::time::Duration;
 

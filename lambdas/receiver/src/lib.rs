@@ -8,7 +8,6 @@
 //! lock row before it is answered. `main.rs` only wires AWS and GitHub clients
 //! into [`Production`] ports for [`Receiver`]; tests hand the same handler
 //! their own bundle of fakes ([`ReceiverPorts`]).
-#![warn(missing_docs)]
 
 mod config;
 mod dedupe;

@@ -5,8 +5,6 @@
 //! [`Production`] ports for [`TriggerSf`]; tests hand the same handler their
 //! own bundle of fakes and a real metadb ([`TriggerPorts`]).
 
-#![warn(missing_docs)]
-
 mod config;
 mod deploy_comment;
 mod event;

@@ -5,7 +5,6 @@
 //! mailbox holds, and the final state read back from the metadb, Step Functions
 //! and each unit's terraform state. Used by the integration tests and by the
 //! `live-ci-demo` binary (`make demo`).
-#![warn(missing_docs)]
 
 pub mod bench;
 pub mod observe;
