@@ -1,17 +1,14 @@
-//! Request-exact RDS Data API rules (aws-smithy-mocks) for the metadb's Data
-//! API path: each rule asserts the cluster, secret, database, transaction,
-//! SQL text, named parameters and `formatRecordsAs = JSON` of its request and
-//! answers a recorded response. AWS's Data API cannot run here; the plugin's
-//! `rds-data` in LocalStack ([`crate::data_api`]) covers the real protocol.
+//! Request-exact RDS Data API calls (wiremock, [`crate::aws_wire`]) for the
+//! metadb's Data API path: each call matches the exact JSON body the SDK sends
+//! — cluster, secret, database, transaction, SQL text, named parameters and
+//! `formatRecordsAs = JSON` — on the operation's path, and answers a recorded
+//! response in the Data API's wire shape. AWS's Data API cannot run here; the
+//! plugin's `rds-data` in LocalStack ([`crate::data_api`]) covers the real protocol.
 
-use aws_sdk_rdsdata::Client;
-use aws_sdk_rdsdata::operation::begin_transaction::BeginTransactionOutput;
-use aws_sdk_rdsdata::operation::commit_transaction::CommitTransactionOutput;
-use aws_sdk_rdsdata::operation::execute_statement::ExecuteStatementOutput;
-use aws_sdk_rdsdata::operation::rollback_transaction::RollbackTransactionOutput;
-use aws_sdk_rdsdata::types::{Field, RecordsFormatType, SqlParameter};
-use aws_smithy_mocks::{Rule, mock};
 use live_ci_metadb::DataApiMetadb;
+use serde_json::{Value, json};
+
+use crate::aws_wire::{Call, Wire};
 
 /// The cluster every request must name.
 pub const CLUSTER: &str = "arn:aws:rds:us-west-2:111111111111:cluster:live-ci-metadb";
@@ -20,96 +17,106 @@ pub const SECRET: &str = "arn:aws:secretsmanager:us-west-2:111111111111:secret:l
 /// The database every statement and transaction must name.
 pub const DATABASE: &str = "live_ci";
 
-/// A named parameter.
-pub fn param(name: &str, value: Field) -> SqlParameter {
-    SqlParameter::builder().name(name).value(value).build()
+/// A named parameter with `value` in the wire shape of a `Field`
+/// (`{"longValue": 7}`, `{"stringValue": "x"}`, `{"isNull": true}` …).
+pub fn param(name: &str, value: Value) -> Value {
+    json!({"name": name, "value": value})
 }
 
 /// A named integer parameter.
-pub fn long(name: &str, n: i64) -> SqlParameter {
-    param(name, Field::LongValue(n))
+pub fn long(name: &str, n: i64) -> Value {
+    param(name, json!({"longValue": n}))
 }
 
 /// A named string parameter.
-pub fn string(name: &str, s: &str) -> SqlParameter {
-    param(name, Field::StringValue(s.into()))
+pub fn string(name: &str, s: &str) -> Value {
+    param(name, json!({"stringValue": s}))
+}
+
+/// A named boolean parameter.
+pub fn boolean(name: &str, b: bool) -> Value {
+    param(name, json!({"booleanValue": b}))
 }
 
 /// A named NULL parameter.
-pub fn null(name: &str) -> SqlParameter {
-    param(name, Field::IsNull(true))
+pub fn null(name: &str) -> Value {
+    param(name, json!({"isNull": true}))
 }
 
 /// `BeginTransaction` on the cluster's database, answering transaction `tx`.
-pub fn begin(tx: &'static str) -> Rule {
-    mock!(Client::begin_transaction)
-        .match_requests(|r| {
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || BeginTransactionOutput::builder().transaction_id(tx).build())
+pub fn begin(tx: &str) -> Call {
+    Call::rest_json(
+        "/BeginTransaction",
+        json!({"resourceArn": CLUSTER, "secretArn": SECRET, "database": DATABASE}),
+    )
+    .answer_json(json!({"transactionId": tx}))
 }
 
 /// `CommitTransaction` of `tx`.
-pub fn commit(tx: &'static str) -> Rule {
-    mock!(Client::commit_transaction)
-        .match_requests(move |r| {
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.transaction_id()),
-                (Some(CLUSTER), Some(SECRET), Some(tx))
-            );
-            true
-        })
-        .then_output(|| CommitTransactionOutput::builder().build())
+pub fn commit(tx: &str) -> Call {
+    Call::rest_json(
+        "/CommitTransaction",
+        json!({"resourceArn": CLUSTER, "secretArn": SECRET, "transactionId": tx}),
+    )
+    .answer_json(json!({"transactionStatus": "Transaction Committed"}))
 }
 
 /// `RollbackTransaction` of `tx`.
-pub fn rollback(tx: &'static str) -> Rule {
-    mock!(Client::rollback_transaction)
-        .match_requests(move |r| {
-            assert_eq!(r.transaction_id(), Some(tx));
-            true
-        })
-        .then_output(|| RollbackTransactionOutput::builder().build())
+pub fn rollback(tx: &str) -> Call {
+    Call::rest_json(
+        "/RollbackTransaction",
+        json!({"resourceArn": CLUSTER, "secretArn": SECRET, "transactionId": tx}),
+    )
+    .answer_json(json!({"transactionStatus": "Rollback Complete"}))
+}
+
+/// The exact body of an `ExecuteStatement` of `sql` with these parameters in
+/// transaction `tx` (outside any when `None`).
+pub fn statement_request(sql: &str, params: Vec<Value>, tx: Option<&str>) -> Value {
+    let mut body = json!({
+        "resourceArn": CLUSTER,
+        "secretArn": SECRET,
+        "database": DATABASE,
+        "sql": sql,
+        "parameters": params,
+        "formatRecordsAs": "JSON",
+    });
+    if let Some(tx) = tx {
+        body["transactionId"] = json!(tx);
+    }
+    body
 }
 
 /// An `ExecuteStatement` with exactly this SQL, these parameters and this
 /// transaction, answering `records` (JSON) and `updated`.
 pub fn statement(
-    sql: &'static str,
-    params: Vec<SqlParameter>,
-    tx: Option<&'static str>,
-    records: Option<&'static str>,
+    sql: &str,
+    params: Vec<Value>,
+    tx: Option<&str>,
+    records: Option<&str>,
     updated: i64,
-) -> Rule {
-    mock!(Client::execute_statement)
-        .match_requests(move |r| {
-            assert_eq!(r.sql(), Some(sql));
-            assert_eq!(r.parameters(), params.as_slice(), "parameters of {sql}");
-            assert_eq!(r.transaction_id(), tx, "transaction of {sql}");
-            assert_eq!(r.format_records_as(), Some(&RecordsFormatType::Json));
-            assert_eq!(
-                (r.resource_arn(), r.secret_arn(), r.database()),
-                (Some(CLUSTER), Some(SECRET), Some(DATABASE))
-            );
-            true
-        })
-        .then_output(move || {
-            let out = ExecuteStatementOutput::builder().number_of_records_updated(updated);
-            match records {
-                Some(r) => out.formatted_records(r).build(),
-                None => out.build(),
-            }
-        })
+) -> Call {
+    let mut answer = json!({"numberOfRecordsUpdated": updated});
+    if let Some(records) = records {
+        answer["formattedRecords"] = json!(records);
+    }
+    Call::rest_json("/Execute", statement_request(sql, params, tx)).answer_json(answer)
+}
+
+/// An `ExecuteStatement` of `sql` outside transactions, with any parameters
+/// of the given body, failing with the Data API's `DatabaseErrorException`
+/// carrying PostgreSQL's `message`.
+pub fn database_error(sql: &str, params: Vec<Value>, message: &str) -> Call {
+    Call::rest_json("/Execute", statement_request(sql, params, None)).error(
+        400,
+        "DatabaseErrorException",
+        message,
+    )
 }
 
 /// A current schema as `SCHEMA_STATE` lists it: every migration, then the
-/// binary's function set (leaked: rules take `'static` answers, and a test
-/// process makes a handful).
-pub fn applied_versions() -> &'static str {
+/// binary's function set.
+pub fn applied_versions() -> String {
     let functions = live_ci_metadb::FunctionSet::current();
     let rows: Vec<String> = live_ci_metadb::MIGRATIONS
         .iter()
@@ -120,11 +127,16 @@ pub fn applied_versions() -> &'static str {
             functions.hash()
         )])
         .collect();
-    Box::leak(format!("[{}]", rows.join(",")).into_boxed_str())
+    format!("[{}]", rows.join(","))
 }
 
-/// The Data API metadb on `client` (a `mock_client!` of the rules), naming
-/// [`CLUSTER`], [`SECRET`] and [`DATABASE`].
-pub fn metadb(client: Client) -> DataApiMetadb {
-    DataApiMetadb::data_api(client, CLUSTER, SECRET, DATABASE)
+/// The Data API metadb talking to `wire`, naming [`CLUSTER`], [`SECRET`] and
+/// [`DATABASE`].
+pub fn metadb(wire: &Wire) -> DataApiMetadb {
+    DataApiMetadb::data_api(
+        crate::wire_client!(aws_sdk_rdsdata, wire),
+        CLUSTER,
+        SECRET,
+        DATABASE,
+    )
 }

@@ -4,7 +4,8 @@
 //! the ports ([`params`], [`git_host`], [`tasks`], [`notify`]).
 //! Behind features, so crates that do not need them skip their dependencies:
 //! `pg` (a throwaway PostgreSQL, and [`round_trips`] counting a metadb's calls), `aws` (LocalStack SDK clients and state
-//! machines), `data-api-mock` (request-exact RDS Data API rules) and
+//! machines), `data-api-mock` (request-exact RDS Data API calls on [`aws_wire`], the
+//! wiremock server the SDK adapters' request-exact tests script) and
 //! `approval` (the approval Lambdas' support) and `screens` (messages rendered
 //! as GitHub and Slack show them, screenshot in headless Chromium).
 
@@ -12,6 +13,7 @@
 pub mod approval;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod aws_wire;
 pub mod data_api;
 #[cfg(feature = "data-api-mock")]
 pub mod data_api_mock;

@@ -1,16 +1,16 @@
-//! The ECS launcher's exact RunTask requests, through the SDK's mock interceptor
-//! (ECS does not run here; the local cloud's agent is a later piece).
+//! The ECS launcher's exact RunTask requests on the wire (awsJson 1.1: the
+//! `x-amz-target` and the whole body), against a wiremock server (ECS does not
+//! run here; the local cloud's agent is a later piece).
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
 use std::collections::BTreeMap;
 
-use aws_sdk_ecs::Client;
-use aws_sdk_ecs::operation::run_task::{RunTaskInput, RunTaskOutput};
-use aws_sdk_ecs::types::{AssignPublicIp, Failure, LaunchType, Task};
-use aws_smithy_mocks::{mock, mock_client};
 use live_ci_aws::{EcsConfig, EcsTaskLauncher, TaskDefinitionRef};
 use live_ci_core::port::TaskLauncher;
 use live_ci_core::task::{TaskKind, TaskSpec};
+use live_ci_testkit::aws_wire::{Call, Wire};
+use live_ci_testkit::wire_client;
+use serde_json::json;
 
 fn config() -> EcsConfig {
     EcsConfig {
@@ -42,50 +42,46 @@ fn spec(kind: TaskKind) -> TaskSpec {
     }
 }
 
-fn exact_request(req: &RunTaskInput) -> bool {
-    let net = req
-        .network_configuration()
-        .unwrap()
-        .awsvpc_configuration()
-        .unwrap();
-    let over = &req.overrides().unwrap().container_overrides()[0];
-    let env: Vec<(&str, &str)> = over
-        .environment()
-        .iter()
-        .map(|kv| (kv.name().unwrap(), kv.value().unwrap()))
-        .collect();
-    req.cluster() == Some("arn:aws:ecs:eu-west-1:123456789012:cluster/live-ci")
-        && req.task_definition() == Some("live-ci-pr-plan:3")
-        && req.launch_type() == Some(&LaunchType::Fargate)
-        && req.client_token() == Some("72d3162e-cc78-11e3-81ab-4c9367dc0958")
-        && req.started_by() == Some("live-ci")
-        && net.subnets() == ["subnet-a", "subnet-b"]
-        && net.security_groups() == ["sg-1"]
-        && net.assign_public_ip() == Some(&AssignPublicIp::Disabled)
-        && over.name() == Some("live-ci-task")
-        && over.command() == ["pr-plan"]
-        && env == [("LIVE_CI_HEAD_SHA", "9c2f41e"), ("LIVE_CI_PR_NUMBER", "42")]
+/// The RunTask request for the pr-plan task of [`spec`], exact on the wire.
+fn run_task() -> Call {
+    Call::aws_json(
+        "AmazonEC2ContainerServiceV20141113.RunTask",
+        json!({
+            "cluster": "arn:aws:ecs:eu-west-1:123456789012:cluster/live-ci",
+            "taskDefinition": "live-ci-pr-plan:3",
+            "launchType": "FARGATE",
+            "clientToken": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+            "startedBy": "live-ci",
+            "count": 1,
+            "networkConfiguration": {"awsvpcConfiguration": {
+                "subnets": ["subnet-a", "subnet-b"],
+                "securityGroups": ["sg-1"],
+                "assignPublicIp": "DISABLED",
+            }},
+            "overrides": {"containerOverrides": [{
+                "name": "live-ci-task",
+                "command": ["pr-plan"],
+                "environment": [
+                    {"name": "LIVE_CI_HEAD_SHA", "value": "9c2f41e"},
+                    {"name": "LIVE_CI_PR_NUMBER", "value": "42"},
+                ],
+            }]},
+        }),
+    )
 }
 
 #[tokio::test]
 async fn run_task_request_is_exact_and_logs_link_to_the_stream() {
-    let rule = mock!(Client::run_task)
-        .match_requests(exact_request)
-        .then_output(|| {
-            RunTaskOutput::builder()
-                .tasks(
-                    Task::builder()
-                        .task_arn("arn:aws:ecs:eu-west-1:123456789012:task/live-ci/0a1b2c3d4e")
-                        .build(),
-                )
-                .build()
-        });
-    let client = mock_client!(aws_sdk_ecs, [&rule]);
-    let started = EcsTaskLauncher::new(client, config())
+    let wire = Wire::start(vec![run_task().answer_json(json!({
+        "tasks": [{"taskArn": "arn:aws:ecs:eu-west-1:123456789012:task/live-ci/0a1b2c3d4e"}],
+        "failures": [],
+    }))])
+    .await;
+    let started = EcsTaskLauncher::new(wire_client!(aws_sdk_ecs, wire), config())
         .start(&spec(TaskKind::PrPlan))
         .await
         .unwrap();
-    assert_eq!(rule.num_calls(), 1);
+    wire.verify().await;
     assert_eq!(
         started.task_arn,
         "arn:aws:ecs:eu-west-1:123456789012:task/live-ci/0a1b2c3d4e"
@@ -98,18 +94,15 @@ async fn run_task_request_is_exact_and_logs_link_to_the_stream() {
 
 #[tokio::test]
 async fn failures_and_unconfigured_kinds_are_errors() {
-    let rule = mock!(Client::run_task).then_output(|| {
-        RunTaskOutput::builder()
-            .failures(
-                Failure::builder()
-                    .reason("RESOURCE:MEMORY")
-                    .arn("arn:aws:ecs:eu-west-1:123456789012:container-instance/x")
-                    .build(),
-            )
-            .build()
-    });
-    let client = mock_client!(aws_sdk_ecs, [&rule]);
-    let launcher = EcsTaskLauncher::new(client, config());
+    let wire = Wire::start(vec![run_task().answer_json(json!({
+        "tasks": [],
+        "failures": [{
+            "reason": "RESOURCE:MEMORY",
+            "arn": "arn:aws:ecs:eu-west-1:123456789012:container-instance/x",
+        }],
+    }))])
+    .await;
+    let launcher = EcsTaskLauncher::new(wire_client!(aws_sdk_ecs, wire), config());
     let err = launcher.start(&spec(TaskKind::PrPlan)).await.unwrap_err();
     assert!(
         err.to_string()
@@ -123,5 +116,6 @@ async fn failures_and_unconfigured_kinds_are_errors() {
     assert_eq!(
         err.to_string(),
         "no task definition configured for \"create-deploy-stack\""
-    );
+    ); // The unconfigured kind made no call.
+    wire.verify().await;
 }

@@ -1,43 +1,38 @@
 //! The Lambda invoker's exact Invoke request (asynchronous, the payload as
-//! given), through the SDK's mock interceptor: LocalStack cannot run Lambdas here.
+//! given) on the wire, against a wiremock server: LocalStack cannot run Lambdas here.
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
-use aws_sdk_lambda::Client;
-use aws_sdk_lambda::operation::invoke::{InvokeInput, InvokeOutput};
-use aws_sdk_lambda::types::InvocationType;
-use aws_smithy_mocks::{mock, mock_client};
 use live_ci_aws::LambdaInvoker;
 use live_ci_core::port::{FunctionInvoker, run_payload};
+use live_ci_testkit::aws_wire::{Call, ResponseTemplate, Wire};
+use live_ci_testkit::wire_client;
 
-fn exact_request(req: &InvokeInput) -> bool {
-    req.function_name() == Some("live-ci-trigger-sf")
-        && req.invocation_type() == Some(&InvocationType::Event)
-        && req.payload().map(|p| p.as_ref()) == Some(br#"{"run_id":17}"#.as_slice())
-}
+const INVOKE: &str = "/2015-03-31/functions/live-ci-trigger-sf/invocations";
 
 #[tokio::test]
 async fn invoke_is_asynchronous_with_the_run_payload() {
-    let rule = mock!(Client::invoke)
-        .match_requests(exact_request)
-        .then_output(|| InvokeOutput::builder().status_code(202).build());
-    let client = mock_client!(aws_sdk_lambda, [&rule]);
-    LambdaInvoker::new(client)
+    let wire = Wire::start(vec![
+        Call::raw(INVOKE, br#"{"run_id":17}"#)
+            .header("x-amz-invocation-type", "Event")
+            .answer(ResponseTemplate::new(202)),
+    ])
+    .await;
+    LambdaInvoker::new(wire_client!(aws_sdk_lambda, wire))
         .invoke("live-ci-trigger-sf", &run_payload(17))
         .await
         .unwrap();
-    assert_eq!(rule.num_calls(), 1);
+    wire.verify().await;
 }
 
 #[tokio::test]
 async fn a_function_error_is_an_error_naming_the_function() {
-    let rule = mock!(Client::invoke).then_output(|| {
-        InvokeOutput::builder()
-            .status_code(200)
-            .function_error("Unhandled")
-            .build()
-    });
-    let client = mock_client!(aws_sdk_lambda, [&rule]);
-    let err = LambdaInvoker::new(client)
+    let wire = Wire::start(vec![
+        Call::raw(INVOKE, b"{}")
+            .header("x-amz-invocation-type", "Event")
+            .answer(ResponseTemplate::new(200).insert_header("x-amz-function-error", "Unhandled")),
+    ])
+    .await;
+    let err = LambdaInvoker::new(wire_client!(aws_sdk_lambda, wire))
         .invoke("live-ci-trigger-sf", "{}")
         .await
         .unwrap_err();
@@ -46,4 +41,5 @@ async fn a_function_error_is_an_error_naming_the_function() {
             .starts_with("lambda invoke \"live-ci-trigger-sf\": function error \"Unhandled\""),
         "{err}"
     );
+    wire.verify().await;
 }

@@ -1,13 +1,13 @@
-//! The SES v2 mailer: the exact SendEmail request through the SDK's mock
-//! interceptor (LocalStack serves SES v2 only with the `localcloud` plugin;
+//! The SES v2 mailer: the exact SendEmail request on the wire, against a
+//! wiremock server (LocalStack serves SES v2 only with the `localcloud` plugin;
 //! the round trip through it is `tests/e2e/tests/approval/ses_localstack.rs`).
 #![allow(clippy::unwrap_used)] // test set-up panics by design
 
-use aws_sdk_sesv2::Client;
-use aws_sdk_sesv2::operation::send_email::{SendEmailInput, SendEmailOutput};
-use aws_smithy_mocks::{mock, mock_client};
 use live_ci_aws::SesMailer;
 use live_ci_core::port::{Email, Mailer};
+use live_ci_testkit::aws_wire::{Call, Wire};
+use live_ci_testkit::wire_client;
+use serde_json::json;
 
 fn email(to: &str) -> Email {
     Email {
@@ -19,54 +19,50 @@ fn email(to: &str) -> Email {
     }
 }
 
-fn exact_request(req: &SendEmailInput) -> bool {
-    let simple = req.content().unwrap().simple().unwrap();
-    let body = simple.body().unwrap();
-    let subject = simple.subject().unwrap();
-    let (text, html) = (body.text().unwrap(), body.html().unwrap());
-    req.from_email_address() == Some("live-ci@example.com")
-        && req.destination().unwrap().to_addresses() == ["alice@example.com"]
-        && req.destination().unwrap().cc_addresses().is_empty()
-        && req.destination().unwrap().bcc_addresses().is_empty()
-        && subject.data() == "live-ci: approve apply of dev/vpc (dev) from PR #7?"
-        && subject.charset() == Some("UTF-8")
-        && text.data() == "Approve:  https://approve.example.com/?t=abc\n"
-        && text.charset() == Some("UTF-8")
-        && html.data()
-            == "<p><a href=\"https://approve.example.com/?t=abc\">Approve</a> caf\u{e9}</p>"
-        && html.charset() == Some("UTF-8")
-        && req.configuration_set_name() == Some("live-ci")
+/// The SendEmail body for `to`: simple content, every part UTF-8, no CC/BCC.
+fn send_email(to: &str, configuration_set: Option<&str>) -> Call {
+    let mut body = json!({
+        "FromEmailAddress": "live-ci@example.com",
+        "Destination": {"ToAddresses": [to]},
+        "Content": {"Simple": {
+            "Subject": {"Data": "live-ci: approve apply of dev/vpc (dev) from PR #7?", "Charset": "UTF-8"},
+            "Body": {
+                "Text": {"Data": "Approve:  https://approve.example.com/?t=abc\n", "Charset": "UTF-8"},
+                "Html": {"Data": "<p><a href=\"https://approve.example.com/?t=abc\">Approve</a> caf\u{e9}</p>", "Charset": "UTF-8"},
+            },
+        }},
+    });
+    if let Some(set) = configuration_set {
+        body["ConfigurationSetName"] = json!(set);
+    }
+    Call::rest_json("/v2/email/outbound-emails", body)
 }
 
 #[tokio::test]
 async fn send_email_request_is_exact() {
-    let rule = mock!(Client::send_email)
-        .match_requests(exact_request)
-        .then_output(|| {
-            SendEmailOutput::builder()
-                .message_id("0100018f-mail")
-                .build()
-        });
-    let client = mock_client!(aws_sdk_sesv2, [&rule]);
-    let mailer = SesMailer::new(client).with_configuration_set("live-ci");
+    let wire = Wire::start(vec![
+        send_email("alice@example.com", Some("live-ci"))
+            .answer_json(json!({"MessageId": "0100018f-mail"})),
+    ])
+    .await;
+    let mailer =
+        SesMailer::new(wire_client!(aws_sdk_sesv2, wire)).with_configuration_set("live-ci");
     assert_eq!(
         mailer.send(&email("alice@example.com")).await.unwrap(),
         "0100018f-mail"
     );
-    assert_eq!(rule.num_calls(), 1);
+    wire.verify().await;
 }
 
 #[tokio::test]
 async fn a_refused_mail_names_the_recipient() {
-    let rule = mock!(Client::send_email).then_error(|| {
-        aws_sdk_sesv2::operation::send_email::SendEmailError::MessageRejected(
-            aws_sdk_sesv2::types::error::MessageRejected::builder()
-                .message("Email address is not verified.")
-                .build(),
-        )
-    });
-    let client = mock_client!(aws_sdk_sesv2, [&rule]);
-    let err = SesMailer::new(client)
+    let wire = Wire::start(vec![send_email("bob@example.com", None).error(
+        400,
+        "MessageRejected",
+        "Email address is not verified.",
+    )])
+    .await;
+    let err = SesMailer::new(wire_client!(aws_sdk_sesv2, wire))
         .send(&email("bob@example.com"))
         .await
         .unwrap_err()
@@ -76,4 +72,6 @@ async fn a_refused_mail_names_the_recipient() {
         "{err}"
     );
     assert!(err.contains("Email address is not verified."), "{err}");
+    assert!(err.contains("MessageRejected"), "{err}");
+    wire.verify().await;
 }

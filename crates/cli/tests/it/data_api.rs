@@ -1,13 +1,11 @@
 //! The operator commands over the RDS Data API (the module's default metadb
-//! connection) against aws-smithy-mocks: each test lists the exact requests in
-//! order (SQL text, named parameters, transaction, `formatRecordsAs = JSON`;
-//! SSM's PutParameter for the lock) and answers with recorded JSON records. A
-//! request that differs from the next expected one fails the test.
+//! connection) against wiremock servers (`aws_wire`): each test lists the exact
+//! requests in order (the whole JSON body: SQL text, named parameters,
+//! transaction, `formatRecordsAs = JSON`; SSM's PutParameter for the lock) and
+//! answers with recorded JSON records. A request that no call matches, or out
+//! of order, fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use aws_sdk_rdsdata::types::Field;
-use aws_sdk_ssm::operation::put_parameter::PutParameterOutput;
-use aws_smithy_mocks::{RuleMode, mock, mock_client};
 use serde_json::{Value, json};
 
 use live_ci_cli::ListFormat;
@@ -16,7 +14,9 @@ use live_ci_core::operate;
 use live_ci_metadb::MIGRATIONS;
 use live_ci_metadb::sql::operator_statements as o;
 use live_ci_metadb::sql::statements as q;
+use live_ci_testkit::aws_wire::{Call, Wire};
 use live_ci_testkit::data_api_mock::*;
+use live_ci_testkit::wire_client;
 
 /// Two rows of `RUNS` as PostgreSQL 15 produced them (a retry holding the lock,
 /// and the failed run it retries), wrapped as the Data API's JSON records.
@@ -26,26 +26,26 @@ const RECORDED_RUNS: &str = r#"[{"text":"{\"pr_id\": 7, \"run_id\": 2, \"status\
 async fn migrate_through_the_data_api_applies_nothing_when_up_to_date() {
     let applied = applied_versions();
     // A current schema: one read, no transaction.
-    let rules = [statement(q::SCHEMA_STATE, vec![], None, Some(applied), 0)];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let out = migrate::migrate(&metadb(client)).await.unwrap();
+    let rules = [statement(q::SCHEMA_STATE, vec![], None, Some(&applied), 0)];
+    let wire = Wire::start(rules).await;
+    let out = migrate::migrate(&metadb(&wire)).await.unwrap();
     let v: Value = serde_json::from_str(&out.text).unwrap();
     let latest = MIGRATIONS.iter().map(|m| m.version).max().unwrap();
     assert_eq!(v, json!({"applied": [], "latest": latest}));
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 #[tokio::test]
 async fn runs_through_the_data_api() {
     let rules = [statement(
         o::RUNS,
-        vec![param("limit", Field::LongValue(20))],
+        vec![long("limit", 20)],
         None,
         Some(RECORDED_RUNS),
         0,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let out = runs::runs(&metadb(client), 20, ListFormat::Json)
+    let wire = Wire::start(rules).await;
+    let out = runs::runs(&metadb(&wire), 20, ListFormat::Json)
         .await
         .unwrap();
     let v: Value = serde_json::from_str(&out.text).unwrap();
@@ -55,7 +55,7 @@ async fn runs_through_the_data_api() {
     assert_eq!(v[0]["progress"]["waiting"], 1);
     assert_eq!(v[1]["status"], "failed");
     assert_eq!(v[1]["progress"]["aborted"], 1);
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 /// `unlock` over the Data API: one transaction under the lock row (refusing
@@ -77,33 +77,28 @@ async fn unlock_through_the_data_api_and_ssm() {
         statement(
             o::LOG_ACTION,
             vec![
-                param("action", Field::StringValue("unlock".into())),
-                param("run_id", Field::LongValue(3)),
-                param("actor", Field::StringValue("ops@example.com".into())),
-                param(
-                    "detail",
-                    Field::StringValue("released the lock row of run 3".into()),
-                ),
+                string("action", "unlock"),
+                long("run_id", 3),
+                string("actor", "ops@example.com"),
+                string("detail", "released the lock row of run 3"),
             ],
             None,
             None,
             0,
         ),
     ];
-    let ssm_rules = [mock!(aws_sdk_ssm::Client::put_parameter)
-        .match_requests(|r| {
-            assert_eq!(
-                (r.name(), r.value(), r.overwrite()),
-                (Some("/live-ci/merge-lock"), Some("none"), Some(true))
-            );
-            true
-        })
-        .then_output(|| PutParameterOutput::builder().version(2).build())];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let ssm = mock_client!(aws_sdk_ssm, RuleMode::Sequential, &ssm_rules);
+    let ssm = Wire::start(vec![
+        Call::aws_json(
+            "AmazonSSM.PutParameter",
+            json!({"Name": "/live-ci/merge-lock", "Value": "none", "Type": "String", "Overwrite": true}),
+        )
+        .answer_json(json!({"Version": 2, "Tier": "Standard"})),
+    ])
+    .await;
+    let wire = Wire::start(rules).await;
     let unlocked = operate::unlock(
-        &metadb(client),
-        &live_ci_aws::SsmParamStore::new(ssm),
+        &metadb(&wire),
+        &live_ci_aws::SsmParamStore::new(wire_client!(aws_sdk_ssm, ssm)),
         "/live-ci/merge-lock",
         false,
         "ops@example.com",
@@ -112,6 +107,6 @@ async fn unlock_through_the_data_api_and_ssm() {
     .unwrap();
     assert_eq!(unlocked.released_run, Some(3));
     assert_eq!(unlocked.running_run, None);
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
-    assert_eq!(ssm_rules[0].num_calls(), 1);
+    wire.verify().await;
+    ssm.verify().await;
 }

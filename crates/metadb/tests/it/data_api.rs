@@ -1,21 +1,16 @@
-//! The RDS Data API adapter against aws-smithy-mocks: each test lists the exact
-//! requests in order (SQL text, named parameters, transaction id,
-//! `formatRecordsAs = JSON`) and decodes recorded JSON responses. A request that
-//! differs from the next expected one fails the test.
+//! The RDS Data API adapter against a wiremock server (`aws_wire`): each test
+//! lists the exact requests in order (the whole JSON body: SQL text, named
+//! parameters, transaction id, `formatRecordsAs = JSON`) and decodes recorded
+//! JSON responses. A request that no call matches, or out of order, fails the test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use aws_sdk_rdsdata::Client;
-use aws_sdk_rdsdata::operation::execute_statement::ExecuteStatementError;
-use aws_sdk_rdsdata::types::error::DatabaseErrorException;
-use aws_sdk_rdsdata::types::{Field, SqlParameter};
-use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
 use live_ci_core::deploy::{
     Action, ExecutionStatus, FinishOutcome, Outcome, Settled, StatusChange,
 };
 use live_ci_core::port::{ExecutionStore, RunStore};
 use live_ci_metadb::sql::statements as q;
+use live_ci_testkit::aws_wire::{Call, Wire};
 use live_ci_testkit::data_api_mock::*;
 
 /// A row of the claim as PostgreSQL 15 produced it (captured from the PostgreSQL
@@ -23,8 +18,8 @@ use live_ci_testkit::data_api_mock::*;
 const RECORDED_CLAIM: &str = r#"[{"?column?":"{\"id\": 1, \"seq\": 0, \"pr_id\": 7, \"action\": \"apply\", \"run_id\": 1, \"status\": \"running\", \"voters\": [\"voter@example.com\"], \"base_ref\": \"refs/heads/main\", \"cfg_deps\": [], \"cfg_path\": \"directory_dependency/dev-account/us-west-2/env-one/baz\", \"decision\": null, \"head_ref\": \"refs/heads/feature\", \"priority\": 3, \"wait_for\": [], \"commit_id\": \"c8c5f6afc7345bd21cd79acaf740dc18b60755e3\", \"claimed_at\": 1795256420430, \"created_at\": 1795256420420, \"updated_at\": 1795256420430, \"finished_at\": null, \"is_rollback\": false, \"account_deps\": [\"shared_services\"], \"account_name\": \"dev\", \"account_path\": \"dev\", \"execution_id\": \"run-1-c8c5-dev-baz-729\", \"pending_deps\": 0, \"plan_command\": \"terragrunt plan --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"apply_command\": \"terragrunt apply --terragrunt-working-dir dev/run-1-c8c5-dev-baz-729\", \"new_providers\": [\"registry.terraform.io/hashicorp/null\"], \"new_resources\": [], \"plan_role_arn\": \"arn:aws:iam::111111111111:role/plan\", \"status_reason\": null, \"wait_accounts\": [], \"apply_role_arn\": \"arn:aws:iam::111111111111:role/apply\", \"approval_voters\": [], \"pending_accounts\": 0, \"rejection_voters\": [], \"sfn_execution_arn\": null, \"min_approval_count\": 1, \"min_rejection_count\": 1}"}]"#;
 
 /// The claim's answer as `live_ci_claim` gives it: the recorded row as the one
-/// claimed record, and the run's counts (leaked: rules take `'static` answers).
-fn recorded_claim() -> &'static str {
+/// claimed record, and the run's counts.
+fn recorded_claim() -> String {
     let rows: Vec<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(RECORDED_CLAIM).unwrap();
     let record: serde_json::Value =
@@ -34,7 +29,7 @@ fn recorded_claim() -> &'static str {
         "progress": {"waiting": 4, "running": 1, "succeeded": 2, "failed": 0, "aborted": 0},
     });
     let records = serde_json::json!([{ "live_ci_claim": answer.to_string() }]);
-    Box::leak(records.to_string().into_boxed_str())
+    records.to_string()
 }
 
 #[tokio::test]
@@ -43,12 +38,12 @@ async fn a_claim_is_one_statement_outside_transactions_and_decodes_the_recorded_
         q::CLAIM,
         vec![long("run_id", 7), long("limit", 10)],
         None,
-        Some(recorded_claim()),
+        Some(&recorded_claim()),
         0,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let next = metadb(client).claim_next(7, 10).await.unwrap();
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    let wire = Wire::start(rules).await;
+    let next = metadb(&wire).claim_next(7, 10).await.unwrap();
+    wire.verify().await;
     assert_eq!(
         (
             next.progress.waiting,
@@ -92,9 +87,9 @@ async fn a_claim_on_a_run_that_is_not_running_claims_nothing() {
         ),
         0,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert!(metadb(client).claim_ready(8, 10).await.unwrap().is_empty());
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    let wire = Wire::start(rules).await;
+    assert!(metadb(&wire).claim_ready(8, 10).await.unwrap().is_empty());
+    wire.verify().await;
 }
 
 #[tokio::test]
@@ -112,8 +107,8 @@ async fn a_failure_and_its_dependents_in_one_statement() {
         ),
         0,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let out = metadb(client)
+    let wire = Wire::start(rules).await;
+    let out = metadb(&wire)
         .record_finished(
             "run-1-c8c5-dev-vpc-001",
             Outcome::Failed,
@@ -130,13 +125,13 @@ async fn a_failure_and_its_dependents_in_one_statement() {
             ]
         }
     );
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 #[tokio::test]
 async fn a_success_sends_a_null_reason_and_a_repeat_reads_the_status() {
     let id = "run-1-c8c5-dev-vpc-001";
-    let finish = |answer: &'static str| {
+    let finish = |answer: &str| {
         statement(
             q::FINISH,
             vec![
@@ -153,8 +148,8 @@ async fn a_success_sends_a_null_reason_and_a_repeat_reads_the_status() {
         finish(r#"[{"live_ci_finish":"{\"units\": [], \"aborted\": [], \"recorded\": true}"}]"#),
         finish(r#"[{"live_ci_finish":"{\"status\": \"succeeded\", \"recorded\": false}"}]"#),
     ];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let db = metadb(client);
+    let wire = Wire::start(rules).await;
+    let db = metadb(&wire);
     let out = db
         .record_finished(id, Outcome::Succeeded, None)
         .await
@@ -170,7 +165,7 @@ async fn a_success_sends_a_null_reason_and_a_repeat_reads_the_status() {
             status: Some(ExecutionStatus::Succeeded)
         }
     );
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 /// A status change is one statement: the execution, the finish with the
@@ -178,7 +173,7 @@ async fn a_success_sends_a_null_reason_and_a_repeat_reads_the_status() {
 /// a name no execution has is SQL NULL.
 #[tokio::test]
 async fn a_status_change_is_one_statement() {
-    let settle = |name: &'static str, answer: &'static str| {
+    let settle = |name: &str, answer: &str| {
         statement(
             q::SETTLE,
             vec![
@@ -208,17 +203,13 @@ async fn a_status_change_is_one_statement() {
         "claimed": [],
         "progress": {"waiting": 0, "running": 1, "succeeded": 0, "failed": 1, "aborted": 1},
     });
-    let answer: &'static str = Box::leak(
-        serde_json::json!([{ "live_ci_settle": answer.to_string() }])
-            .to_string()
-            .into_boxed_str(),
-    );
+    let answer = serde_json::json!([{ "live_ci_settle": answer.to_string() }]).to_string();
     let rules = [
-        settle("run-1-c8c5-dev-baz-729", answer),
+        settle("run-1-c8c5-dev-baz-729", &answer),
         settle("elsewhere", r#"[{"live_ci_settle":null}]"#),
     ];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let db = metadb(client);
+    let wire = Wire::start(rules).await;
+    let db = metadb(&wire);
     let change = |name| StatusChange {
         execution_id: name,
         execution_arn: "arn:aws:states:us-west-2:1:execution:deploy:x",
@@ -255,7 +246,7 @@ async fn a_status_change_is_one_statement() {
         db.settle(&change("elsewhere"), 100).await.unwrap(),
         Settled::Unknown
     );
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 #[tokio::test]
@@ -270,9 +261,9 @@ async fn single_statements_run_outside_transactions() {
         Some(r#"[{"execution_id":"run-1-c8c5-dev-baz-729"}]"#),
         1,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let wire = Wire::start(rules).await;
     assert!(
-        metadb(client)
+        metadb(&wire)
             .attach_execution_arn(
                 "run-1-c8c5-dev-baz-729",
                 "arn:aws:states:us-west-2:1:execution:deploy:run-1-c8c5-dev-baz-729"
@@ -280,26 +271,18 @@ async fn single_statements_run_outside_transactions() {
             .await
             .unwrap()
     );
-    assert_eq!(rules[0].num_calls(), 1);
+    wire.verify().await;
 }
 
 /// A deadlock rolled the whole call back (one statement, its own
 /// transaction): it is sent again.
 #[tokio::test]
 async fn a_deadlock_is_retried() {
-    let deadlock = mock!(Client::execute_statement)
-        .match_requests(|r| {
-            assert_eq!(r.sql(), Some(q::CLAIM));
-            assert_eq!(r.transaction_id(), None);
-            true
-        })
-        .then_error(|| {
-            ExecuteStatementError::DatabaseErrorException(
-                DatabaseErrorException::builder()
-                    .message("ERROR: deadlock detected; SQLState: 40P01")
-                    .build(),
-            )
-        });
+    let deadlock = database_error(
+        q::CLAIM,
+        vec![long("run_id", 7), long("limit", 5)],
+        "ERROR: deadlock detected; SQLState: 40P01",
+    );
     let rules = [
         deadlock,
         statement(
@@ -312,9 +295,9 @@ async fn a_deadlock_is_retried() {
             0,
         ),
     ];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert!(metadb(client).claim_ready(7, 5).await.unwrap().is_empty());
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    let wire = Wire::start(rules).await;
+    assert!(metadb(&wire).claim_ready(7, 5).await.unwrap().is_empty());
+    wire.verify().await;
 }
 
 #[tokio::test]
@@ -375,20 +358,11 @@ async fn create_run_sends_records_as_json_text() {
                 string("base_sha", "aaaa"),
                 string("head_sha", "bbbb"),
                 long("max_parallel", 10),
-                SqlParameter::builder()
-                    .name("fail_fast")
-                    .value(Field::BooleanValue(false))
-                    .build(),
+                boolean("fail_fast", false),
                 long("trunk_seq", 12),
                 // No packed checkout: NULLs, not empty strings.
-                SqlParameter::builder()
-                    .name("checkout_key")
-                    .value(Field::IsNull(true))
-                    .build(),
-                SqlParameter::builder()
-                    .name("checkout_sha256")
-                    .value(Field::IsNull(true))
-                    .build(),
+                null("checkout_key"),
+                null("checkout_sha256"),
             ],
             Some("tx-c"),
             Some(r#"[{"run_id":"4"}]"#),
@@ -414,33 +388,23 @@ async fn create_run_sends_records_as_json_text() {
         ),
         commit("tx-c"),
     ];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let created = metadb(client).create_run(&run).await.unwrap();
+    let wire = Wire::start(rules).await;
+    let created = metadb(&wire).create_run(&run).await.unwrap();
     assert_eq!(
         (created.run_id, created.created, created.started),
         (4, true, true)
     );
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
 
 /// What a fresh database answers to the read of `schema_migrations` and
 /// `schema_functions`.
-fn no_schema_migrations() -> Rule {
-    mock!(Client::execute_statement)
-        .match_requests(|r| {
-            assert_eq!(r.sql(), Some(q::SCHEMA_STATE));
-            assert_eq!(r.transaction_id(), None);
-            true
-        })
-        .then_error(|| {
-            ExecuteStatementError::DatabaseErrorException(
-                DatabaseErrorException::builder()
-                    .message(
-                        "ERROR: relation \"schema_migrations\" does not exist; SQLState: 42P01",
-                    )
-                    .build(),
-            )
-        })
+fn no_schema_migrations() -> Call {
+    database_error(
+        q::SCHEMA_STATE,
+        vec![],
+        "ERROR: relation \"schema_migrations\" does not exist; SQLState: 42P01",
+    )
 }
 
 /// Every task migrates at start: a current schema costs one read, outside any
@@ -451,27 +415,26 @@ async fn migrate_is_one_read_when_everything_is_applied() {
         q::SCHEMA_STATE,
         vec![],
         None,
-        Some(applied_versions()),
+        Some(&applied_versions()),
         0,
     )];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert!(metadb(client).migrate().await.unwrap().is_empty());
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    let wire = Wire::start(rules).await;
+    assert!(metadb(&wire).migrate().await.unwrap().is_empty());
+    wire.verify().await;
 }
 
 /// A schema one migration behind takes the locked path and applies it there.
 #[tokio::test]
 async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
-    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let last = live_ci_metadb::MIGRATIONS.last().unwrap();
     let older: Vec<String> = live_ci_metadb::MIGRATIONS
         .iter()
         .filter(|m| m.version != last.version)
         .map(|m| format!(r#"{{"version":"{}"}}"#, m.version))
         .collect();
-    let older = leak(format!("[{}]", older.join(",")));
+    let older = format!("[{}]", older.join(","));
     let mut rules = vec![
-        statement(q::SCHEMA_STATE, vec![], None, Some(older), 0),
+        statement(q::SCHEMA_STATE, vec![], None, Some(&older), 0),
         begin("tx-m"),
         statement(
             q::MIGRATION_LOCK,
@@ -481,10 +444,10 @@ async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
             0,
         ),
         statement(q::CREATE_SCHEMA_MIGRATIONS, vec![], Some("tx-m"), None, 0),
-        statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some(older), 0),
+        statement(q::APPLIED_MIGRATIONS, vec![], Some("tx-m"), Some(&older), 0),
     ];
     for s in live_ci_metadb::sql::text::split_statements(last.sql) {
-        rules.push(statement(leak(s), vec![], Some("tx-m"), None, 0));
+        rules.push(statement(&s, vec![], Some("tx-m"), None, 0));
     }
     rules.push(statement(
         q::RECORD_MIGRATION,
@@ -498,16 +461,15 @@ async fn a_schema_behind_takes_the_lock_and_applies_what_is_missing() {
     ));
     rules.extend(function_rules("tx-m"));
     rules.push(commit("tx-m"));
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    assert_eq!(metadb(client).migrate().await.unwrap(), vec![last.version]);
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    let wire = Wire::start(rules).await;
+    assert_eq!(metadb(&wire).migrate().await.unwrap(), vec![last.version]);
+    wire.verify().await;
 }
 
 /// The function step after the migrations, in their transaction `tx`: the
 /// newest set recorded (none), each function file as one statement, then
 /// the record of this binary's set.
-fn function_rules(tx: &'static str) -> Vec<Rule> {
-    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+fn function_rules(tx: &str) -> Vec<Call> {
     let set = live_ci_metadb::FunctionSet::current();
     let mut rules = vec![statement(
         q::APPLIED_FUNCTIONS,
@@ -520,14 +482,14 @@ fn function_rules(tx: &'static str) -> Vec<Rule> {
         let statements = live_ci_metadb::sql::text::split_statements(f.sql);
         assert_eq!(statements.len(), 1, "{}", f.name);
         for s in statements {
-            rules.push(statement(leak(s), vec![], Some(tx), None, 0));
+            rules.push(statement(&s, vec![], Some(tx), None, 0));
         }
     }
     rules.push(statement(
         q::RECORD_FUNCTIONS,
         vec![
             long("revision", i64::from(set.revision)),
-            string("hash", leak(set.hash())),
+            string("hash", &set.hash()),
             long(
                 "migration",
                 i64::from(live_ci_metadb::MIGRATIONS.last().unwrap().version),
@@ -542,8 +504,6 @@ fn function_rules(tx: &'static str) -> Vec<Rule> {
 
 #[tokio::test]
 async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction() {
-    // Statement texts must outlive the rules, which hold &'static str.
-    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let mut rules = vec![
         no_schema_migrations(),
         begin("tx-m"),
@@ -559,10 +519,7 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     ];
     let mut counts = Vec::new();
     for script in live_ci_metadb::MIGRATIONS {
-        let statements: Vec<&'static str> = live_ci_metadb::sql::text::split_statements(script.sql)
-            .into_iter()
-            .map(leak)
-            .collect();
+        let statements = live_ci_metadb::sql::text::split_statements(script.sql);
         for s in &statements {
             rules.push(statement(s, vec![], Some("tx-m"), None, 0));
         }
@@ -570,7 +527,7 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
             q::RECORD_MIGRATION,
             vec![
                 long("version", i64::from(script.version)),
-                string("name", leak(script.name.to_string())),
+                string("name", script.name),
             ],
             Some("tx-m"),
             None,
@@ -582,13 +539,13 @@ async fn a_first_migration_sends_each_statement_of_the_file_in_one_transaction()
     }
     rules.extend(function_rules("tx-m"));
     rules.push(commit("tx-m"));
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
+    let wire = Wire::start(rules).await;
     let all: Vec<u32> = live_ci_metadb::MIGRATIONS
         .iter()
         .map(|m| m.version)
         .collect();
-    assert_eq!(metadb(client).migrate().await.unwrap(), all);
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    assert_eq!(metadb(&wire).migrate().await.unwrap(), all);
+    wire.verify().await;
     assert!(counts[0] > 15, "{counts:?}");
     assert_eq!(counts[1], 3, "{counts:?}");
     assert_eq!(counts[2], 1, "{counts:?}");
@@ -644,8 +601,8 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
             0,
         ),
     ];
-    let client = mock_client!(aws_sdk_rdsdata, RuleMode::Sequential, &rules);
-    let db = metadb(client);
+    let wire = Wire::start(rules).await;
+    let db = metadb(&wire);
     let stored = db
         .store_approval_request(&NewApprovalRequest {
             execution_id: "run-1-c8c5-dev-baz-729".into(),
@@ -680,5 +637,5 @@ async fn approval_requests_are_single_statements_with_named_parameters() {
             .await
             .unwrap()
     );
-    assert!(rules.iter().all(|r| r.num_calls() == 1));
+    wire.verify().await;
 }
