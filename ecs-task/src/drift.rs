@@ -151,40 +151,7 @@ where
     let checkout = Checkout::new(repo, &trunk)?;
     let commit = checkout.commit.clone();
     say!("live-ci drift: planning every unit of {trunk} at {commit}");
-    // Before any plan runs: a filter that does not parse fails here.
-    let filters = crate::filters::load(
-        &checkout.git,
-        &checkout.commit,
-        &config.common.deploy_filters,
-    )?;
-    let graph = graph_at(&checkout.git, Some(&checkout.commit))?;
-    let every = Affected {
-        units: graph
-            .units()
-            .iter()
-            .map(|u| AffectedUnit {
-                path: u.path.clone(),
-                action: Action::Apply,
-                reasons: vec![Reason::Changed],
-            })
-            .collect(),
-        skipped: vec![],
-    };
-    let narrowed = crate::filters::narrow_affected(
-        &checkout.git,
-        checkout.dir(),
-        every,
-        &graph,
-        None,
-        &filters,
-    )?;
-    let units: Vec<RepoPath> = narrowed
-        .affected
-        .units
-        .iter()
-        .filter(|u| u.action == Action::Apply)
-        .map(|u| u.path.clone())
-        .collect();
+    let (units, excluded) = units_to_check(config, &checkout)?;
     let accounts = match &config.accounts_json {
         Some(json) => Some(Accounts::from_json("ACCOUNT_PARENT_CFG", json)?),
         None => None,
@@ -221,13 +188,56 @@ where
         commit,
         check_id,
         results,
-        excluded: narrowed.excluded,
+        excluded,
         issues: Vec::new(),
         warnings: Vec::new(),
     };
     report_issues(ports, &mut report).await?;
     notify(config, ports, &mut report).await;
     Ok(report)
+}
+
+/// The units the check plans: every unit of the trunk head's graph, narrowed
+/// by the deploy filters, with what the filters excluded.
+fn units_to_check(
+    config: &DriftConfig,
+    checkout: &Checkout,
+) -> Result<(Vec<RepoPath>, Vec<Excluded>)> {
+    // Before any plan runs: a filter that does not parse fails here.
+    let filters = crate::filters::load(
+        &checkout.git,
+        &checkout.commit,
+        &config.common.deploy_filters,
+    )?;
+    let graph = graph_at(&checkout.git, Some(&checkout.commit))?;
+    let every = Affected {
+        units: graph
+            .units()
+            .iter()
+            .map(|u| AffectedUnit {
+                path: u.path.clone(),
+                action: Action::Apply,
+                reasons: vec![Reason::Changed],
+            })
+            .collect(),
+        skipped: vec![],
+    };
+    let narrowed = crate::filters::narrow_affected(
+        &checkout.git,
+        checkout.dir(),
+        every,
+        &graph,
+        None,
+        &filters,
+    )?;
+    let units: Vec<RepoPath> = narrowed
+        .affected
+        .units
+        .iter()
+        .filter(|u| u.action == Action::Apply)
+        .map(|u| u.path.clone())
+        .collect();
+    Ok((units, narrowed.excluded))
 }
 
 /// Opens, updates or closes each unit's issue ([`drift::issue_action`]). The

@@ -158,21 +158,7 @@ where
         })
         .ok();
     let running = Running::start();
-    // As the child user (crate::sandbox::command), with exactly `env`.
-    let mut child = crate::sandbox::command("sh", dir, env)
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group, so stopping it stops what the shell started.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| TaskError::Spawn {
-            command: command.to_string(),
-            message: format!("in {:?}: {e}", dir.display().to_string()),
-        })?;
+    let mut child = spawn(command, dir, env)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -214,10 +200,7 @@ where
     for p in pumps {
         let _ = p.await;
     }
-    let status = child.wait().await.map_err(|e| TaskError::Spawn {
-        command: command.to_string(),
-        message: e.to_string(),
-    })?;
+    let status = wait(&mut child, command).await?;
     drop(running);
     Ok(Finished {
         code: if stopped { None } else { status.code() },
@@ -353,48 +336,12 @@ pub(crate) async fn capture_with_cap(
     cap: usize,
 ) -> Result<(Finished, Captured)> {
     let started = std::time::Instant::now();
-    // The child user and the whole environment, as for `run`.
-    let mut child = crate::sandbox::command("sh", dir, env)
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group, so stopping it at the cap stops its children.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| TaskError::Spawn {
-            command: command.to_string(),
-            message: format!("in {:?}: {e}", dir.display().to_string()),
-        })?;
+    let mut child = spawn(command, dir, env)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
     let stderr_pump = child.stderr.take().map(|err| pump(err, tx));
     let stdout = child.stdout.take();
     let pid = child.id();
-    let read_stdout = async move {
-        let mut kept = Vec::new();
-        let Some(mut stdout) = stdout else {
-            return (kept, None);
-        };
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            match stdout.read(&mut chunk).await {
-                Ok(0) | Err(_) => return (kept, None),
-                Ok(n) if kept.len() + n <= cap => kept.extend_from_slice(&chunk[..n]),
-                Ok(n) => {
-                    let seen = (kept.len() + n) as u64;
-                    let room = cap.saturating_sub(kept.len()).min(n);
-                    kept.extend_from_slice(&chunk[..room]);
-                    // Stopped here: draining it could take forever.
-                    if let Some(pid) = pid {
-                        let _ = signal_group(pid, "KILL").await;
-                    }
-                    return (kept, Some(seen));
-                }
-            }
-        }
-    };
+    let read_stdout = read_capped(stdout, cap, pid);
     let log_stderr = async {
         let mut tail = Tail::default();
         while let Some(line) = rx.recv().await {
@@ -411,10 +358,7 @@ pub(crate) async fn capture_with_cap(
     if let Some(p) = stderr_pump {
         let _ = p.await;
     }
-    let status = child.wait().await.map_err(|e| TaskError::Spawn {
-        command: command.to_string(),
-        message: e.to_string(),
-    })?;
+    let status = wait(&mut child, command).await?;
     Ok((
         Finished {
             code: if overflow.is_some() {
@@ -431,6 +375,67 @@ pub(crate) async fn capture_with_cap(
             overflow,
         },
     ))
+}
+
+/// Starts `sh -c command` in `dir` as the child user
+/// ([`crate::sandbox::command`]) with exactly `env`, both outputs piped.
+fn spawn(command: &str, dir: &Path, env: &[(String, String)]) -> Result<tokio::process::Child> {
+    crate::sandbox::command("sh", dir, env)
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own process group, so stopping it (a tick's `Stop`, the capture
+        // cap) stops what the shell started.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| TaskError::Spawn {
+            command: command.to_string(),
+            message: format!("in {:?}: {e}", dir.display().to_string()),
+        })
+}
+
+/// Waits for the command's exit, after its output is read.
+async fn wait(
+    child: &mut tokio::process::Child,
+    command: &str,
+) -> Result<std::process::ExitStatus> {
+    child.wait().await.map_err(|e| TaskError::Spawn {
+        command: command.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Reads `stdout` up to `cap` bytes; past the cap, kills the process group
+/// `pid` and returns how many bytes it had written by then.
+async fn read_capped(
+    stdout: Option<tokio::process::ChildStdout>,
+    cap: usize,
+    pid: Option<u32>,
+) -> (Vec<u8>, Option<u64>) {
+    let mut kept = Vec::new();
+    let Some(mut stdout) = stdout else {
+        return (kept, None);
+    };
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match stdout.read(&mut chunk).await {
+            Ok(0) | Err(_) => return (kept, None),
+            Ok(n) if kept.len() + n <= cap => kept.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                let seen = (kept.len() + n) as u64;
+                let room = cap.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&chunk[..room]);
+                // Stopped here: draining it could take forever.
+                if let Some(pid) = pid {
+                    let _ = signal_group(pid, "KILL").await;
+                }
+                return (kept, Some(seen));
+            }
+        }
+    }
 }
 
 /// The error for a command that exited other than with `ok` codes.

@@ -375,8 +375,9 @@ fn lines(e: &Event) -> Lines {
             pull_request,
             counts,
             page_url,
-        } => {
-            let mut facts = vec![
+        } => run_lines(
+            "Approval pending",
+            vec![
                 ("Repository", repository.clone()),
                 ("Unit", unit.clone()),
                 ("Account", account.clone()),
@@ -388,67 +389,75 @@ fn lines(e: &Event) -> Lines {
                     ),
                 ),
                 ("Run", run_id.clone()),
-            ];
-            facts.extend(pr_fact(pull_request));
-            Lines {
-                title: "Approval pending".into(),
-                facts,
-                items: vec![],
-                links: run_links(pull_request, page_url),
-            }
-        }
+            ],
+            vec![],
+            pull_request,
+            page_url,
+        ),
         Event::RunFailed {
             repository,
             run_id,
             pull_request,
             failed,
             page_url,
-        } => {
-            let mut facts = vec![
+        } => run_lines(
+            "Run failed",
+            vec![
                 ("Repository", repository.clone()),
                 ("Run", run_id.clone()),
                 ("Failed units", failed.len().to_string()),
-            ];
-            facts.extend(pr_fact(pull_request));
-            Lines {
-                title: "Run failed".into(),
-                facts,
-                items: listed(
-                    failed
-                        .iter()
-                        .map(|f| format!("{}: {}", f.unit, clip(&f.error))),
-                    failed.len(),
-                    "see the run page",
-                ),
-                links: run_links(pull_request, page_url),
-            }
-        }
+            ],
+            listed(
+                failed
+                    .iter()
+                    .map(|f| format!("{}: {}", f.unit, clip(&f.error))),
+                failed.len(),
+                "see the run page",
+            ),
+            pull_request,
+            page_url,
+        ),
         Event::RunFinished {
             repository,
             run_id,
             pull_request,
             units,
             page_url,
-        } => {
-            let mut facts = vec![
+        } => run_lines(
+            "Run finished",
+            vec![
                 ("Repository", repository.clone()),
                 ("Run", run_id.clone()),
                 ("Units deployed", units.to_string()),
-            ];
-            facts.extend(pr_fact(pull_request));
-            Lines {
-                title: "Run finished".into(),
-                facts,
-                items: vec![],
-                links: run_links(pull_request, page_url),
-            }
-        }
+            ],
+            vec![],
+            pull_request,
+            page_url,
+        ),
         Event::DriftDetected {
             repository,
             commit,
             checked,
             drifted,
         } => drift_lines(repository, commit, *checked, drifted),
+    }
+}
+
+/// The lines of an event about one run: its own facts, then the pull
+/// request's number when there is one, and the links to the run.
+fn run_lines(
+    title: &str,
+    mut facts: Vec<(&'static str, String)>,
+    items: Vec<String>,
+    pull_request: &Option<PullRequest>,
+    page_url: &Option<String>,
+) -> Lines {
+    facts.extend(pr_fact(pull_request));
+    Lines {
+        title: title.into(),
+        facts,
+        items,
+        links: run_links(pull_request, page_url),
     }
 }
 

@@ -536,56 +536,7 @@ impl PlanView {
             out.push_str("<p id=\"plan-empty\">No resource changes.</p>\n");
         }
         for g in &self.groups {
-            let mut counts: Vec<(ChangeAction, usize)> = Vec::new();
-            for r in &g.resources {
-                match counts.iter_mut().find(|(a, _)| *a == r.action) {
-                    Some((_, n)) => *n += 1,
-                    None => counts.push((r.action, 1)),
-                }
-            }
-            let counts = counts
-                .iter()
-                .map(|(a, n)| format!("{n} {}", a.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            out.push_str(&format!(
-                "<details class=\"rtype\"{open}><summary><code>{}</code> — {counts}</summary>\n",
-                h(&g.resource_type)
-            ));
-            for r in &g.resources {
-                let act = r.action.as_str();
-                out.push_str(&format!(
-                    "<div class=\"rc\"><p><span class=\"act {act}\">{act}</span> <code>{}</code></p>\n",
-                    h(&r.address)
-                ));
-                if out.len() > MAX_PAGE_BYTES {
-                    cut_short += 1;
-                    out.push_str("</div>\n");
-                    continue;
-                }
-                if !r.attributes.is_empty() {
-                    out.push_str("<table class=\"attrs\">\n");
-                    for a in &r.attributes {
-                        out.push_str(&format!(
-                            "<tr><td><code>{}</code></td><td class=\"{}\">{}</td><td>→</td><td class=\"{}\">{}</td></tr>\n",
-                            h(&a.path),
-                            class(&a.before),
-                            h(a.before.text()),
-                            class(&a.after),
-                            h(a.after.text()),
-                        ));
-                    }
-                    out.push_str("</table>\n");
-                }
-                if r.more_attributes > 0 {
-                    out.push_str(&format!(
-                        "<p class=\"muted\">… and {} more changed attributes (see the plan logs)</p>\n",
-                        r.more_attributes
-                    ));
-                }
-                out.push_str("</div>\n");
-            }
-            out.push_str("</details>\n");
+            cut_short += push_group(&mut out, g, open);
         }
         if cut_short > 0 {
             out.push_str(&format!(
@@ -620,6 +571,79 @@ impl PlanView {
         let rest = self.resource_count().saturating_sub(lines.len());
         (lines, rest)
     }
+}
+
+/// One resource type of [`PlanView::to_html`]: its `<details>` with the
+/// action counts in the summary; returns how many of its resources had their
+/// attributes left out for the page size cap.
+fn push_group(out: &mut String, g: &TypeGroup, open: &str) -> usize {
+    out.push_str(&format!(
+        "<details class=\"rtype\"{open}><summary><code>{}</code> — {}</summary>\n",
+        h(&g.resource_type),
+        action_counts(g)
+    ));
+    let mut cut_short = 0usize;
+    for r in &g.resources {
+        if !push_resource(out, r) {
+            cut_short += 1;
+        }
+    }
+    out.push_str("</details>\n");
+    cut_short
+}
+
+/// The summary of a type group: `2 create, 1 delete`, actions in the order
+/// they first appear.
+fn action_counts(g: &TypeGroup) -> String {
+    let mut counts: Vec<(ChangeAction, usize)> = Vec::new();
+    for r in &g.resources {
+        match counts.iter_mut().find(|(a, _)| *a == r.action) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((r.action, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(a, n)| format!("{n} {}", a.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One resource of [`PlanView::to_html`]: its action and address, then its
+/// before → after table unless the page is already over [`MAX_PAGE_BYTES`];
+/// returns false when the attributes were left out.
+fn push_resource(out: &mut String, r: &ResourceView) -> bool {
+    let act = r.action.as_str();
+    out.push_str(&format!(
+        "<div class=\"rc\"><p><span class=\"act {act}\">{act}</span> <code>{}</code></p>\n",
+        h(&r.address)
+    ));
+    if out.len() > MAX_PAGE_BYTES {
+        out.push_str("</div>\n");
+        return false;
+    }
+    if !r.attributes.is_empty() {
+        out.push_str("<table class=\"attrs\">\n");
+        for a in &r.attributes {
+            out.push_str(&format!(
+                "<tr><td><code>{}</code></td><td class=\"{}\">{}</td><td>→</td><td class=\"{}\">{}</td></tr>\n",
+                h(&a.path),
+                class(&a.before),
+                h(a.before.text()),
+                class(&a.after),
+                h(a.after.text()),
+            ));
+        }
+        out.push_str("</table>\n");
+    }
+    if r.more_attributes > 0 {
+        out.push_str(&format!(
+            "<p class=\"muted\">… and {} more changed attributes (see the plan logs)</p>\n",
+            r.more_attributes
+        ));
+    }
+    out.push_str("</div>\n");
+    true
 }
 
 fn class(s: &Shown) -> &'static str {

@@ -58,6 +58,14 @@ impl DeploymentVars {
     /// arrays, numbers are decimal.
     pub fn to_template_vars(&self) -> Result<BTreeMap<String, String>> {
         let mut vars = BTreeMap::new();
+        self.insert_strings(&mut vars)?;
+        self.insert_network(&mut vars)?;
+        self.insert_timing(&mut vars)?;
+        Ok(vars)
+    }
+
+    /// The ARNs and names, JSON-escaped for the string literals they sit in.
+    fn insert_strings(&self, vars: &mut BTreeMap<String, String>) -> Result<()> {
         let mut string = |name: &str, value: &str| -> Result<()> {
             if value.is_empty() {
                 return Err(invalid(name, value, "must not be empty"));
@@ -88,6 +96,11 @@ impl DeploymentVars {
         }
         string("terra_run_role_arn_prefix", prefix)?;
         string("approval_topic_arn", &self.approval_topic_arn)?;
+        Ok(())
+    }
+
+    /// The task's network: public IP switch, subnets and security groups.
+    fn insert_network(&self, vars: &mut BTreeMap<String, String>) -> Result<()> {
         let public_ip = if self.assign_public_ip {
             "ENABLED"
         } else {
@@ -103,6 +116,11 @@ impl DeploymentVars {
             }
             vars.insert(name.to_owned(), json_array(list));
         }
+        Ok(())
+    }
+
+    /// The timeouts, heartbeats and retry settings.
+    fn insert_timing(&self, vars: &mut BTreeMap<String, String>) -> Result<()> {
         for (name, seconds) in [
             ("approval_timeout_seconds", self.approval_timeout_seconds),
             ("plan_heartbeat_seconds", self.plan_heartbeat_seconds),
@@ -141,7 +159,7 @@ impl DeploymentVars {
             "retry_max_attempts".to_owned(),
             self.retry_max_attempts.to_string(),
         );
-        Ok(vars)
+        Ok(())
     }
 
     /// The deployment state machine's definition with these variables.

@@ -67,96 +67,68 @@ impl PlanSummary {
     /// major version, an errored plan, an action Terraform does not document)
     /// is an error quoting the offending value.
     pub fn from_show_json(text: &str) -> Result<Self, String> {
-        let trimmed = text.trim();
-        let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
-            format!(
-                "terraform show -json output is not a json plan ({e}): {:?}",
-                head(trimmed)
-            )
-        })?;
-        let has_planned_values = value.get("planned_values").is_some();
-        let show: ShowJson = serde_json::from_value(value)
-            .map_err(|e| format!("terraform show -json output is not a json plan: {e}"))?;
-        match show.format_version.as_deref() {
-            Some(v) if v.split('.').next() == Some(FORMAT_MAJOR) => {}
-            Some(v) => {
-                return Err(format!(
-                    "terraform show -json: plan format_version {v:?} is not {FORMAT_MAJOR}.x"
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "terraform show -json output has no \"format_version\": {:?}",
-                    head(trimmed)
-                ));
-            }
-        }
-        // A state (`show -json` without the plan file, or of an empty working
-        // directory) has no `planned_values`; reading it as "no changes"
-        // would skip a real plan.
-        if !has_planned_values {
-            return Err(format!(
-                "terraform show -json output is a state, not a plan (no \"planned_values\"; was the plan file passed?): {:?}",
-                head(trimmed)
-            ));
-        }
-        if show.errored {
-            return Err(
-                "terraform show -json: the saved plan is marked \"errored\" (terraform stopped planning on an error)"
-                    .into(),
-            );
-        }
+        let show = parse_plan(text.trim())?;
         let mut s = PlanSummary::default();
         for rc in &show.resource_changes {
-            // Data sources are read, never changed.
-            if rc.mode == "data" {
-                continue;
-            }
-            let actions: Vec<&str> = rc.change.actions.iter().map(String::as_str).collect();
-            match actions.as_slice() {
-                ["no-op"] | ["read"] => {}
-                ["create"] => s.add += 1,
-                ["update"] => s.change += 1,
-                ["delete"] => s.destroy += 1,
-                ["forget"] => s.forget += 1,
-                ["delete", "create"] | ["create", "delete"] => {
-                    s.add += 1;
-                    s.destroy += 1;
-                    s.replace += 1;
-                }
-                // Terraform 1.10+: a replacement that forgets the old object.
-                ["create", "forget"] | ["forget", "create"] => {
-                    s.add += 1;
-                    s.forget += 1;
-                }
-                other => {
-                    return Err(format!(
-                        "terraform show -json: resource {:?} has unknown actions {other:?}",
-                        rc.address
-                    ));
-                }
-            }
-            if rc.change.importing.as_ref().is_some_and(|i| !i.is_null()) {
-                s.import += 1;
-            }
+            s.count_resource(rc)?;
         }
         for (name, change) in &show.output_changes {
-            let actions: Vec<&str> = change.actions.iter().map(String::as_str).collect();
-            match actions.as_slice() {
-                ["no-op"] => {}
-                ["create"]
-                | ["update"]
-                | ["delete"]
-                | ["delete", "create"]
-                | ["create", "delete"] => s.outputs_changed.push(name.clone()),
-                other => {
-                    return Err(format!(
-                        "terraform show -json: output {name:?} has unknown actions {other:?}"
-                    ));
-                }
-            }
+            s.count_output(name, change)?;
         }
         Ok(s)
+    }
+
+    /// Step 2: counts one resource change the way Terraform's `Plan:` line does.
+    fn count_resource(&mut self, rc: &ResourceChange) -> Result<(), String> {
+        // Data sources are read, never changed.
+        if rc.mode == "data" {
+            return Ok(());
+        }
+        let actions: Vec<&str> = rc.change.actions.iter().map(String::as_str).collect();
+        match actions.as_slice() {
+            ["no-op"] | ["read"] => {}
+            ["create"] => self.add += 1,
+            ["update"] => self.change += 1,
+            ["delete"] => self.destroy += 1,
+            ["forget"] => self.forget += 1,
+            ["delete", "create"] | ["create", "delete"] => {
+                self.add += 1;
+                self.destroy += 1;
+                self.replace += 1;
+            }
+            // Terraform 1.10+: a replacement that forgets the old object.
+            ["create", "forget"] | ["forget", "create"] => {
+                self.add += 1;
+                self.forget += 1;
+            }
+            other => {
+                return Err(format!(
+                    "terraform show -json: resource {:?} has unknown actions {other:?}",
+                    rc.address
+                ));
+            }
+        }
+        if rc.change.importing.as_ref().is_some_and(|i| !i.is_null()) {
+            self.import += 1;
+        }
+        Ok(())
+    }
+
+    /// Step 3: records one root module output that the plan changes.
+    fn count_output(&mut self, name: &str, change: &Change) -> Result<(), String> {
+        let actions: Vec<&str> = change.actions.iter().map(String::as_str).collect();
+        match actions.as_slice() {
+            ["no-op"] => {}
+            ["create"] | ["update"] | ["delete"] | ["delete", "create"] | ["create", "delete"] => {
+                self.outputs_changed.push(name.to_owned())
+            }
+            other => {
+                return Err(format!(
+                    "terraform show -json: output {name:?} has unknown actions {other:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The counts of Terraform's `Plan:` line.
@@ -190,6 +162,49 @@ impl PlanSummary {
             &self.outputs_changed,
         )
     }
+}
+/// Step 1: parses `trimmed` and refuses what is not a readable, finished plan
+/// (not JSON, an unknown format major version, a state, an errored plan).
+fn parse_plan(trimmed: &str) -> Result<ShowJson, String> {
+    let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
+        format!(
+            "terraform show -json output is not a json plan ({e}): {:?}",
+            head(trimmed)
+        )
+    })?;
+    let has_planned_values = value.get("planned_values").is_some();
+    let show: ShowJson = serde_json::from_value(value)
+        .map_err(|e| format!("terraform show -json output is not a json plan: {e}"))?;
+    match show.format_version.as_deref() {
+        Some(v) if v.split('.').next() == Some(FORMAT_MAJOR) => {}
+        Some(v) => {
+            return Err(format!(
+                "terraform show -json: plan format_version {v:?} is not {FORMAT_MAJOR}.x"
+            ));
+        }
+        None => {
+            return Err(format!(
+                "terraform show -json output has no \"format_version\": {:?}",
+                head(trimmed)
+            ));
+        }
+    }
+    // A state (`show -json` without the plan file, or of an empty working
+    // directory) has no `planned_values`; reading it as "no changes"
+    // would skip a real plan.
+    if !has_planned_values {
+        return Err(format!(
+            "terraform show -json output is a state, not a plan (no \"planned_values\"; was the plan file passed?): {:?}",
+            head(trimmed)
+        ));
+    }
+    if show.errored {
+        return Err(
+            "terraform show -json: the saved plan is marked \"errored\" (terraform stopped planning on an error)"
+                .into(),
+        );
+    }
+    Ok(show)
 }
 
 /// [`PlanSummary::describe`] from its parts (the plan result that crosses the

@@ -134,28 +134,7 @@ fn discover_files(
     generation: Generation,
 ) -> Discovery {
     let shared = Shared::new(tree, files);
-    // `--no-hidden` only stops units being found there: a unit may still read
-    // or include a file under a hidden directory, as in terragrunt. Generated
-    // units live under `.terragrunt-stack` and are found regardless: hiding
-    // them would hide the stack.
-    let visible = |f: &&RepoPath| {
-        options.hidden
-            || !in_hidden_dir(f)
-            || f.parent()
-                .is_some_and(|d| generation.units.contains_key(&d))
-    };
-    // A block's source directory is a template terragrunt copies; evaluated
-    // in place its `values.*` do not exist, and it deploys nothing there.
-    let template = |f: &&RepoPath| {
-        f.parent()
-            .is_some_and(|d| generation.templates.contains(&d))
-    };
-    let candidates: Vec<&RepoPath> = files
-        .iter()
-        .filter(|f| f.file_name() == "terragrunt.hcl")
-        .filter(visible)
-        .filter(|f| !template(f))
-        .collect();
+    let candidates = candidates(files, options, &generation);
     let outcomes: Vec<(RepoPath, ConfigOutcome)> = candidates
         .par_iter()
         .map(|file| {
@@ -214,6 +193,37 @@ fn discover_files(
         stacks,
         generation,
     }
+}
+
+/// The `terragrunt.hcl` files discovery evaluates as units: visible ones
+/// (or generated ones) that are not a stack block's template.
+fn candidates<'a>(
+    files: &'a [RepoPath],
+    options: &DiscoverOptions,
+    generation: &Generation,
+) -> Vec<&'a RepoPath> {
+    // `--no-hidden` only stops units being found there: a unit may still read
+    // or include a file under a hidden directory, as in terragrunt. Generated
+    // units live under `.terragrunt-stack` and are found regardless: hiding
+    // them would hide the stack.
+    let visible = |f: &&RepoPath| {
+        options.hidden
+            || !in_hidden_dir(f)
+            || f.parent()
+                .is_some_and(|d| generation.units.contains_key(&d))
+    };
+    // A block's source directory is a template terragrunt copies; evaluated
+    // in place its `values.*` do not exist, and it deploys nothing there.
+    let template = |f: &&RepoPath| {
+        f.parent()
+            .is_some_and(|d| generation.templates.contains(&d))
+    };
+    files
+        .iter()
+        .filter(|f| f.file_name() == "terragrunt.hcl")
+        .filter(visible)
+        .filter(|f| !template(f))
+        .collect()
 }
 
 fn to_unit(dir: RepoPath, config_file: &RepoPath, out: &ConfigOutcome) -> Unit {

@@ -312,34 +312,8 @@ fn generate_stack(
         let blocks = read_blocks(&shared, &file, &dir, depth == 0, listing)?;
         let mut dot = false;
         for b in blocks {
-            let copied: Vec<(RepoPath, GeneratedFile)> = now
-                .iter()
-                .filter(|f| f.starts_with(&b.source) && !in_generated_below(f, &b.source))
-                .map(|f| {
-                    let rel = &f.as_str()[b.source.as_str().len()..];
-                    let to = b.target.join(rel.trim_start_matches('/'))?;
-                    let what = match out.files.get(f) {
-                        Some(g) => g.clone(),
-                        None => GeneratedFile::Copy(f.clone()),
-                    };
-                    Ok((to, what))
-                })
-                .collect::<Result<_, EngineError>>()?;
-            let marker = match b.kind {
-                GeneratedKind::Unit => "terragrunt.hcl",
-                GeneratedKind::Stack => STACK_FILE,
-            };
-            if !now.contains(&b.source.child(marker)) {
-                return Err(EngineError::Stack {
-                    file: file.clone(),
-                    block: format!("{} {:?}", b.kind.as_str(), b.name),
-                    message: format!(
-                        "source {:?} has no {marker}: it is not a {}",
-                        b.source.as_str(),
-                        b.kind.as_str()
-                    ),
-                });
-            }
+            let copied = copied_files(&out, &now, &b)?;
+            require_marker(&now, &file, &b)?;
             out.files.extend(copied);
             if let Some(text) = &b.values {
                 out.files.insert(
@@ -367,6 +341,49 @@ fn generate_stack(
         }
     }
     Ok(out)
+}
+
+/// The files a block copies: every file under its source (the source's own
+/// generated output excepted), placed under its target, generated content
+/// carried over when the source itself was generated.
+fn copied_files(
+    out: &Generation,
+    now: &[RepoPath],
+    b: &Block,
+) -> Result<Vec<(RepoPath, GeneratedFile)>, EngineError> {
+    now.iter()
+        .filter(|f| f.starts_with(&b.source) && !in_generated_below(f, &b.source))
+        .map(|f| {
+            let rel = &f.as_str()[b.source.as_str().len()..];
+            let to = b.target.join(rel.trim_start_matches('/'))?;
+            let what = match out.files.get(f) {
+                Some(g) => g.clone(),
+                None => GeneratedFile::Copy(f.clone()),
+            };
+            Ok((to, what))
+        })
+        .collect()
+}
+
+/// Refuses a block whose source is not what the block says it is (a unit
+/// without `terragrunt.hcl`, a stack without its stack file), quoting it.
+fn require_marker(now: &[RepoPath], file: &RepoPath, b: &Block) -> Result<(), EngineError> {
+    let marker = match b.kind {
+        GeneratedKind::Unit => "terragrunt.hcl",
+        GeneratedKind::Stack => STACK_FILE,
+    };
+    if !now.contains(&b.source.child(marker)) {
+        return Err(EngineError::Stack {
+            file: file.clone(),
+            block: format!("{} {:?}", b.kind.as_str(), b.name),
+            message: format!(
+                "source {:?} has no {marker}: it is not a {}",
+                b.source.as_str(),
+                b.kind.as_str()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Whether `f` sits in a `.terragrunt-stack` directory below `source`: a
