@@ -122,6 +122,47 @@ pub fn create_deploy_stack_spec(
     }
 }
 
+/// The pull request a pr-plan task plans: what the receiver read from a
+/// `pull_request` event (or a `/live-ci plan` comment) on the repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedPullRequest<'a> {
+    /// The pull request's number.
+    pub number: u64,
+    /// The commit to plan: the pull request's head.
+    pub head_sha: &'a str,
+    /// The branch the pull request merges into.
+    pub base_ref: &'a str,
+    /// The pull request's own branch.
+    pub head_ref: &'a str,
+    /// Routed as a trusted head (a `pull_request` event, not a maintainer's
+    /// `/live-ci plan` comment, which may be a fork's): only then does the
+    /// task give terraform the private module sources' token (unless the
+    /// module allows forks).
+    pub trusted: bool,
+}
+
+/// pr-plan for a pull request's head, as the receiver launches it; beside
+/// [`create_deploy_stack_spec`] so every task spec is built in one place.
+/// `delivery` (the webhook's delivery id) is logged by the task and, cut to
+/// ECS's limit, the idempotency token.
+pub fn pr_plan_spec(pr: &PlannedPullRequest<'_>, delivery: &str) -> TaskSpec {
+    let mut task_env = BTreeMap::from([
+        (env::PR_NUMBER.to_string(), pr.number.to_string()),
+        (env::COMMIT.to_string(), pr.head_sha.to_string()),
+        (env::BASE_REF.to_string(), pr.base_ref.to_string()),
+        (env::HEAD_REF.to_string(), pr.head_ref.to_string()),
+        (env::DELIVERY_ID.to_string(), delivery.to_string()),
+    ]);
+    if pr.trusted {
+        task_env.insert(env::HEAD_TRUSTED.to_string(), "true".to_string());
+    }
+    TaskSpec {
+        kind: TaskKind::PrPlan,
+        env: task_env,
+        client_token: client_token(delivery),
+    }
+}
+
 /// The scheduled drift check (issue 32 item 4), as trigger-sf launches it
 /// for the module's `drift_schedule_expression`: the drift task and nothing
 /// else. No commit (it plans the trunk's head when it starts), no pull

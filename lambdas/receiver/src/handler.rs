@@ -15,8 +15,6 @@
 //!   advisory: a refusal is a logged warning, listed under `warnings` in the
 //!   answer, and the task is launched all the same.
 
-use std::collections::BTreeMap;
-
 use live_ci_core::merge_lock::{self, MergeLock};
 use live_ci_core::port::GitHost;
 use live_ci_core::port::ParamStore;
@@ -27,7 +25,8 @@ use live_ci_core::status::{
     self, Check, CommitStatus, CommitStatusConfig, StatusState, Statuses, context, target,
 };
 use live_ci_core::task::{
-    MergedPullRequest, StartedTask, TaskKind, TaskSpec, client_token, create_deploy_stack_spec, env,
+    MergedPullRequest, PlannedPullRequest, StartedTask, TaskKind, TaskSpec,
+    create_deploy_stack_spec, pr_plan_spec,
 };
 use live_ci_core::webhook::{PLAN_COMMAND, Route, WebhookError, route, verify_signature};
 use serde_json::{Value, json};
@@ -412,21 +411,14 @@ impl<Ports: ReceiverPorts> Receiver<Ports> {
         }
         let (lock, statuses) = self.read_lock_and_statuses().await?;
         self.post_merge_lock(&lock.status_for(head_sha)).await?;
-        let mut task_env = BTreeMap::from([
-            (env::PR_NUMBER.to_string(), number.to_string()),
-            (env::COMMIT.to_string(), head_sha.to_string()),
-            (env::BASE_REF.to_string(), base_ref.to_string()),
-            (env::HEAD_REF.to_string(), head_ref.to_string()),
-            (env::DELIVERY_ID.to_string(), delivery.to_string()),
-        ]);
-        if trusted {
-            task_env.insert(env::HEAD_TRUSTED.to_string(), "true".to_string());
-        }
-        let spec = TaskSpec {
-            kind: TaskKind::PrPlan,
-            env: task_env,
-            client_token: client_token(delivery),
+        let planned = PlannedPullRequest {
+            number,
+            head_sha,
+            base_ref,
+            head_ref,
+            trusted,
         };
+        let spec = pr_plan_spec(&planned, delivery);
         let started = match self
             .ports
             .launcher()
