@@ -296,6 +296,39 @@ impl Cloud {
             detail: format!("{e}: {body}"),
         })
     }
+
+    /// The ARNs of the roles a deployment of the module named `name` made
+    /// (tagged `live-ci:name`, infra/main.tf): whose denials the
+    /// least-privilege check counts. Other suites share the local cloud and
+    /// make roles of their own in the same account, some denied on purpose.
+    pub async fn module_roles(&self, name: &str) -> Result<std::collections::BTreeSet<String>> {
+        let iam = aws_sdk_iam::Client::new(&live_ci_testkit::aws::sdk_config_for(self.endpoint()));
+        let failed = |what: &str, e: String| E2eError::Http {
+            what: format!("iam {what}"),
+            detail: e,
+        };
+        let mut roles = std::collections::BTreeSet::new();
+        let mut pages = iam.list_roles().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| failed("ListRoles", format!("{e:?}")))?;
+            for role in page.roles() {
+                let tags = iam
+                    .list_role_tags()
+                    .role_name(role.role_name())
+                    .send()
+                    .await
+                    .map_err(|e| failed("ListRoleTags", format!("{e:?}")))?;
+                if tags
+                    .tags()
+                    .iter()
+                    .any(|t| t.key() == "live-ci:name" && t.value() == name)
+                {
+                    roles.insert(role.arn().to_string());
+                }
+            }
+        }
+        Ok(roles)
+    }
 }
 
 /// The webhook secret, token and vote key of the local deployment.
