@@ -4,6 +4,10 @@ export CARGO_TERM_COLOR ?= never
 WORK ?= .work
 # scripts/localstack.sh keeps its venv and state here.
 export LIVE_CI_WORK ?= $(abspath $(WORK))
+# The e2e github_app binary's own local cloud in `make test` (beside the pipeline
+# binary's, which has the default port): its work dir and LocalStack port.
+E2E_APP_WORK ?= $(LIVE_CI_WORK)/e2e-app
+E2E_APP_PORT ?= 4591
 
 .PHONY: all build demo demo-dry deploy-local test lint fmt bench bench-pipeline clean localstack-up localstack-down infra-check package package-check e2e-release
 
@@ -81,8 +85,11 @@ test:
 	  python3 scripts/check-lambda-zips.py; \
 	else echo "lambda zips: not built (make package), not checked"; fi
 	# Every test binary, several at a time (scripts/test-binaries.py: whole
-	# binaries, so per-binary set-up stays shared; the e2e binaries one at a
-	# time, they share one deployment); its summary line is the last output.
+	# binaries, so per-binary set-up stays shared). The two e2e binaries that
+	# deploy the module each have a local cloud of their own, so they run side
+	# by side: pipeline the default one, github_app $(E2E_APP_WORK) on port
+	# $(E2E_APP_PORT) (LocalStack's venv shared by a symlink, not installed
+	# twice; stopped after unless it already ran). Its summary line is the last output.
 	python3 scripts/test-binaries.py --self-test
 	@echo "make test: tests, $$(date -u +%T)"
 	$(CARGO) test --locked --workspace --doc
@@ -92,14 +99,21 @@ test:
 	# printed whole after, before the test binaries' summary line.
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
+	app_work="$(E2E_APP_WORK)"; mkdir -p "$$app_work"; \
+	[ -e "$$app_work/venv" ] || ln -s "$(LIVE_CI_WORK)/venv" "$$app_work/venv"; \
+	app_up=0; LIVE_CI_WORK="$$app_work" bash scripts/local-cloud.sh status >/dev/null 2>&1 && app_up=1; \
+	app=live-ci-e2e::github_app; \
 	$(CARGO) build --locked --workspace --bins || exit 1; \
 	log="$(LIVE_CI_WORK)/getting-started.log"; \
 	echo "make test: getting-started beside the test binaries, $$(date -u +%T)"; \
 	bash scripts/check-getting-started.sh >"$$log" 2>&1 & walk=$$!; \
-	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py --serial live-ci-e2e::pipeline --serial live-ci-e2e::github_app -- --locked --workspace"; \
+	set -- --env "$$app:LIVE_CI_WORK=$$app_work" --env "$$app:LIVE_CI_LOCALSTACK_PORT=$(E2E_APP_PORT)" \
+	  --env "$$app:LIVE_CI_AWS_ENDPOINT=http://127.0.0.1:$(E2E_APP_PORT)"; \
+	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py $$* -- --locked --workspace"; \
 	CARGO=$(CARGO) LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with \
-	  python3 scripts/test-binaries.py --serial live-ci-e2e::pipeline --serial live-ci-e2e::github_app -- --locked --workspace >"$(LIVE_CI_WORK)/tests.log" 2>&1; rc=$$?; \
+	  python3 scripts/test-binaries.py "$$@" -- --locked --workspace >"$(LIVE_CI_WORK)/tests.log" 2>&1; rc=$$?; \
 	[ $$was_up = 1 ] || bash scripts/localstack.sh down 2>/dev/null; \
+	[ $$app_up = 1 ] || LIVE_CI_WORK="$$app_work" bash scripts/local-cloud.sh down >/dev/null 2>&1; \
 	wait $$walk; walked=$$?; cat "$$log"; \
 	echo "make test: getting-started done ($$walked), $$(date -u +%T)"; \
 	cat "$(LIVE_CI_WORK)/tests.log"; \
@@ -170,7 +184,7 @@ BENCH_PROFILE ?= debug
 bench-pipeline:
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) build --locked --workspace --bins --profile $(subst debug,dev,$(BENCH_PROFILE))
-	LIVE_CI_PROFILE=$(BENCH_PROFILE) $(CARGO) run --locked -q -p live-ci-e2e --bin live-ci-bench-pipeline -- $(BENCH_PIPELINE_ARGS)
+	LIVE_CI_PROFILE=$(BENCH_PROFILE) $(CARGO) run --locked -q --bin live-ci-bench-pipeline -- $(BENCH_PIPELINE_ARGS)
 
 clean: localstack-down
 	-bash scripts/pg.sh down

@@ -15,10 +15,13 @@ local cloud once and run their scenarios in order against it): per test, that
 set-up would run 13 times. The binaries named by --serial (a package, or one
 test target as PKG::TARGET: the e2e pipeline and github_app binaries, which
 share the local cloud's IAM counters and mailbox) run one at a time, in one
-lane per package; a package's other binaries run as any other.
+lane per package; a package's other binaries run as any other. --env gives
+one binary variables of its own (`make test` points the e2e github_app binary
+at a local cloud of its own with them, so it runs beside the pipeline binary
+instead of after it).
 
     scripts/test-binaries.py [--jobs N] [--serial PKG[::TARGET]]... [--test-arg ARG]...
-                             [-- CARGO TEST ARGS]
+                             [--env PKG::TARGET:NAME=VALUE]... [-- CARGO TEST ARGS]
 
 Arguments after `--` go to `cargo test --no-run` (e.g. `--locked --workspace`).
 Exits non-zero when a binary fails, naming each.
@@ -58,6 +61,7 @@ class Binary:
     seconds: float = 0.0
     span: tuple[float, float] = (0.0, 0.0)
     counts: list[int] = field(default_factory=lambda: [0] * 5)
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -120,6 +124,7 @@ def run_one(binary: Binary, cargo: str, test_args: list[str]) -> None:
         CARGO_PKG_NAME=binary.package,
         CARGO_CRATE_NAME=binary.name.replace("-", "_"),
     )
+    env.update(binary.env)
     started = time.monotonic()
     proc = subprocess.run(
         [binary.executable, *test_args],
@@ -140,6 +145,27 @@ def run_one(binary: Binary, cargo: str, test_args: list[str]) -> None:
         m = RESULT.match(line)
         if m:
             binary.counts = [a + int(b) for a, b in zip(binary.counts, m.groups()[1:], strict=True)]
+
+
+def parse_env(specs: list[str]) -> dict[str, dict[str, str]]:
+    """`PKG::TARGET:NAME=VALUE` specs, by target; a malformed one is an error quoting it."""
+    by_target: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        m = re.fullmatch(r"([\w-]+::[\w-]+):([A-Za-z_][A-Za-z0-9_]*)=(.*)", spec, re.DOTALL)
+        if not m:
+            raise ValueError(f"--env {spec!r}: expected PKG::TARGET:NAME=VALUE")
+        by_target.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
+    return by_target
+
+
+def apply_env(binaries: list[Binary], by_target: dict[str, dict[str, str]]) -> None:
+    """Gives each named target its variables; a name no binary has is an error naming it."""
+    names = {f"{b.package}::{b.name}" for b in binaries}
+    unknown = sorted(set(by_target) - names)
+    if unknown:
+        raise ValueError(f"--env names no test binary: {', '.join(repr(u) for u in unknown)}")
+    for b in binaries:
+        b.env.update(by_target.get(f"{b.package}::{b.name}", {}))
 
 
 def is_serial(b: Binary, serial: set[str]) -> bool:
@@ -231,6 +257,8 @@ def self_test() -> int:
         "e2e-a": f"sleep 0.3; {passing}",
         "e2e-b": f"sleep 0.3; {passing}",
         "e2e-free": f"sleep 0.3; {passing}",
+        # Passes only with its own variable, and only without the other's.
+        "env-own": f'[ "$MARK" = own ] && [ -z "$OTHER" ] || exit 3; {passing}',
     }
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -269,6 +297,20 @@ def self_test() -> int:
             problems.append(f"the serial targets overlapped: {a} and {b}")
         if not (free[0] < max(a[1], b[1]) and min(a[0], b[0]) < free[1]):
             problems.append(f"the package's other target waited for the serial lane: {free}, {a}, {b}")
+        # --env reaches the binary it names, and no other.
+        binaries = [fake("env-own"), fake("pass")]
+        apply_env(binaries, parse_env(["env-own::env-own:MARK=own", "pass::pass:OTHER=x"]))
+        wall = run_pool(schedule(binaries, {}, set()), 2, "cargo", [], echo=False)
+        lines, rc = report(binaries, wall)
+        if rc != 0:
+            problems.append(f"--env: a binary did not get its own variables alone: {lines!r}")
+        for spec, want in (("env-own:MARK=own", "expected PKG::TARGET"), ("nope::nope:X=1", "names no test binary")):
+            try:
+                apply_env([fake("env-own")], parse_env([spec]))
+                problems.append(f"--env {spec!r} was taken")
+            except ValueError as e:
+                if want not in str(e) or repr(spec.split(":X")[0] if "nope" in spec else spec) not in str(e):
+                    problems.append(f"--env {spec!r}: {e}")
         for bad, want in (("failing", "2 failed"), ("crash", "0 failed")):
             lines, rc, _ = run(["pass", bad])
             if (
@@ -295,6 +337,13 @@ def main() -> int:
         metavar="ARG",
         help="passed to every test binary (e.g. a name filter)",
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="PKG::TARGET:NAME=VALUE",
+        help="a variable for one test binary only (repeatable)",
+    )
     parser.add_argument("--self-test", action="store_true", help="check the verdicts on fake binaries, build nothing")
     parser.add_argument("cargo_args", nargs="*")
     args = parser.parse_args()
@@ -303,10 +352,18 @@ def main() -> int:
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: must be at least 1")
     cargo = os.environ.get("CARGO", "cargo")
+    try:
+        by_target = parse_env(args.env)
+    except ValueError as e:
+        parser.error(str(e))
 
     binaries = build(cargo, args.cargo_args)
     if not binaries:
         sys.exit("test-binaries: cargo built no test binary")
+    try:
+        apply_env(binaries, by_target)
+    except ValueError as e:
+        sys.exit(f"test-binaries: {e}")
     history = load_history()
     lanes = schedule(binaries, history, set(args.serial))
     print(f"test-binaries: {len(binaries)} binaries in {len(lanes)} lanes, {args.jobs} at a time", flush=True)

@@ -11,11 +11,13 @@
 //! Merge Lock stayed a commit status.
 //!
 //! Its own binary and deployment: `pipeline.rs` keeps the static-token path
-//! end to end (every scenario there), and this file's apply switches the same
-//! local deployment to the App (this package's binaries run one at a time:
-//! `cargo test` runs binaries in turn, and `make test`'s
-//! `scripts/test-binaries.py --serial live-ci-e2e` keeps them in one lane; each
-//! binary applies the configuration it needs, at about 90 s).
+//! end to end (every scenario there), and this file applies the module with
+//! the App. In one local cloud the two would apply the same deployment
+//! (`examples/local`, the same names) and this one empties the SES mailbox
+//! `pipeline.rs` reads votes from, so `cargo test` runs them in turn (binaries
+//! run one after another) and `make test` gives this binary a local cloud of
+//! its own (`scripts/test-binaries.py --env`: its `LIVE_CI_WORK` and LocalStack
+//! port), running it beside `pipeline.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

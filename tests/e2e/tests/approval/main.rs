@@ -3,7 +3,7 @@
 //! answers them against a real PostgreSQL metadb and LocalStack (SES, KMS,
 //! Step Functions, IAM). Moved here from approval-response's tests, whole, so
 //! that no Lambda dev-depends on another (issue 33 item 7); one test binary,
-//! in scripts/test-binaries.py's serial e2e lane.
+//! run beside the others (it deploys nothing, so it shares the local cloud).
 //!
 //! The test support both crates share is included from where it lives (the
 //! responder's and the requester's bundles of fakes, the page helpers, the
