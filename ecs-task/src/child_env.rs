@@ -100,12 +100,8 @@ impl Passthrough {
     }
 }
 
-/// Whether the task's variable `name` may reach the child.
-pub fn inherits(name: &str) -> bool {
-    inherits_with(name, &Passthrough::default())
-}
-
-/// [`inherits`], with the names and prefixes of `passthrough` allowed too.
+/// Whether the task's variable `name` may reach the child, with the names and
+/// prefixes of `passthrough` allowed too.
 pub(crate) fn inherits_with(name: &str, passthrough: &Passthrough) -> bool {
     if forbidden(name) {
         return false;
@@ -146,6 +142,11 @@ pub fn child_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What reaches a child with no passthrough configured.
+    fn inherits(name: &str) -> bool {
+        inherits_with(name, &Passthrough::default())
+    }
 
     fn pairs(names: &[&str]) -> Vec<(String, String)> {
         names

@@ -12,7 +12,6 @@
 use std::future::Future;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::collections::VecDeque;
@@ -88,31 +87,6 @@ impl Tail {
     }
 }
 
-/// Commands of [`run`] running in this process now.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether a command of [`run`] runs now: after SIGTERM, the caller lets it
-/// stop by itself rather than dropping it (which would SIGKILL its shell).
-pub fn commands_running() -> bool {
-    RUNNING.load(Ordering::SeqCst) > 0
-}
-
-/// Counts one running command while alive.
-struct Running;
-
-impl Running {
-    fn start() -> Self {
-        RUNNING.fetch_add(1, Ordering::SeqCst);
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 impl Finished {
     /// The last lines of the output, for error messages.
     pub fn tail(&self, lines: usize) -> String {
@@ -157,7 +131,6 @@ where
             tracing::warn!(error = %e, "cannot listen for SIGTERM: a stopped task kills its command");
         })
         .ok();
-    let running = Running::start();
     let mut child = spawn(command, dir, env)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LINES_IN_FLIGHT);
     let mut pumps = Vec::new();
@@ -201,7 +174,6 @@ where
         let _ = p.await;
     }
     let status = wait(&mut child, command).await?;
-    drop(running);
     Ok(Finished {
         code: if stopped { None } else { status.code() },
         output: output.into_output(),

@@ -1,6 +1,5 @@
-//! Where a task's time goes: named marks since the process started (or since a
-//! plan task picked up its apply, [`restart`]), logged as one "task timeline"
-//! line per terra-run phase, which `make bench-pipeline` reads to split a task
+//! Where a task's time goes: named marks since the process started, logged as
+//! one "task timeline" line per terra-run phase, which `make bench-pipeline` reads to split a task
 //! state's time into launch, start-up, git, terraform and reporting
 //! (create-deploy-stack logs a line of its own).
 
@@ -37,15 +36,6 @@ fn timeline() -> &'static Mutex<Clock> {
 /// Starts the clock (the first call wins; call it first thing in `main`).
 pub fn start() {
     timeline();
-}
-
-/// Starts the clock again with no marks: a plan task that picked up its
-/// approved apply times the apply from the pickup, as a new task is timed
-/// from its start.
-pub fn restart() {
-    if let Ok(mut clock) = timeline().lock() {
-        *clock = Clock::now();
-    }
 }
 
 /// Records that the step `name` ended now.
@@ -105,10 +95,9 @@ pub(crate) fn log_create_deploy_stack(commit: &str) {
 mod tests {
     use super::*;
 
-    // One test for the process-wide clock: a second one running at the same
-    // time would see the restart.
+    // One test for the process-wide clock: a second one would add its marks.
     #[test]
-    fn marks_are_rendered_in_order_with_growing_times_and_a_restart_clears_them() {
+    fn marks_are_rendered_in_order_with_growing_times() {
         start();
         mark("first");
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -122,12 +111,5 @@ mod tests {
         let first = parsed.iter().find(|(n, _)| *n == "first").expect("first");
         let second = parsed.iter().find(|(n, _)| *n == "second").expect("second");
         assert!(second.1 >= first.1 + 5, "{rendered}");
-
-        let before = started_epoch_ms();
-        restart();
-        assert_eq!(render(), "");
-        assert!(started_epoch_ms() >= before + 5, "the clock starts again");
-        mark("pickup");
-        assert!(render().starts_with("pickup:"), "{}", render());
     }
 }

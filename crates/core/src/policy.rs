@@ -263,11 +263,6 @@ impl PolicyCommand {
         })
     }
 
-    /// The template as configured, placeholder unfilled.
-    pub fn template(&self) -> &str {
-        &self.template
-    }
-
     /// The command for the plan JSON at `path` (quoted for the shell).
     pub fn render(&self, path: &str) -> String {
         self.template

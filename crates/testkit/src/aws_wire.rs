@@ -357,6 +357,62 @@ impl Wire {
 mod tests {
     use super::*;
 
+    /// Two scripted restJson calls, `/first` then `/second`.
+    async fn two_calls() -> Wire {
+        Wire::start([
+            Call::rest_json("/first", serde_json::json!({"n": 1})),
+            Call::rest_json("/second", serde_json::json!({"n": 2})),
+        ])
+        .await
+    }
+
+    async fn post(wire: &Wire, path: &str, n: u32) -> u16 {
+        reqwest::Client::new()
+            .post(format!("{}{path}", wire.uri()))
+            .json(&serde_json::json!({ "n": n }))
+            .send()
+            .await
+            .map_or(0, |r| r.status().as_u16())
+    }
+
+    #[tokio::test]
+    async fn calls_made_in_order_verify() {
+        let wire = two_calls().await;
+        assert_eq!(post(&wire, "/first", 1).await, 200);
+        assert_eq!(post(&wire, "/second", 2).await, 200);
+        wire.verify().await;
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "request 0 is not \"call 0: POST /first\"")]
+    async fn calls_made_out_of_order_fail_verify_naming_the_first_misplaced() {
+        let wire = two_calls().await;
+        // Each is answered (both mocks match their own request), so only the
+        // order check can tell.
+        assert_eq!(post(&wire, "/second", 2).await, 200);
+        assert_eq!(post(&wire, "/first", 1).await, 200);
+        wire.verify().await;
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "1 of 2 scripted calls were made")]
+    async fn a_call_not_made_fails_verify() {
+        let wire = two_calls().await;
+        assert_eq!(post(&wire, "/first", 1).await, 200);
+        wire.verify().await;
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "request 2 beyond the 2 scripted calls")]
+    async fn a_request_beyond_the_script_fails_verify() {
+        let wire = two_calls().await;
+        assert_eq!(post(&wire, "/first", 1).await, 200);
+        assert_eq!(post(&wire, "/second", 2).await, 200);
+        // Unmatched: answered with the AWS error naming the closest call.
+        assert_eq!(post(&wire, "/first", 1).await, 400);
+        wire.verify().await;
+    }
+
     #[test]
     fn differences_name_the_json_pointer_and_both_values() {
         let mut out = Vec::new();

@@ -26,22 +26,9 @@ pub const AWS_ACTIONS: &[&str] = &["ssm:GetParameter", "kms:Decrypt"];
 /// What can go wrong. No variant holds the endpoint URL.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifierError {
-    /// A core error converted with `?` (no path of this crate raises one today).
-    #[error("{0}")]
-    Format(#[from] live_ci_core::CoreError),
     /// The URL is refused; `reason` never quotes it.
     #[error("notification url {0}")]
     Url(&'static str),
-    /// An SNS record's message is not a notification event. Not raised today:
-    /// [`Notifier::handle`] logs and drops such a record, since a retry cannot
-    /// fix it.
-    #[error("sns record {index}: message is not a notification event: {message}")]
-    Event {
-        /// The record's position in the event, from 0.
-        index: usize,
-        /// The JSON parser's complaint.
-        message: String,
-    },
     /// The endpoint kept answering with a non-success status.
     #[error("endpoint answered {status} after {attempts} attempts")]
     Status {

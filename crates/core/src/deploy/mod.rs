@@ -55,15 +55,6 @@ pub enum ExecutionStatus {
 }
 
 impl ExecutionStatus {
-    /// Every status, in lifecycle order.
-    pub const ALL: [ExecutionStatus; 5] = [
-        ExecutionStatus::Waiting,
-        ExecutionStatus::Running,
-        ExecutionStatus::Succeeded,
-        ExecutionStatus::Failed,
-        ExecutionStatus::Aborted,
-    ];
-
     /// The status as the seed and the metadb spell it.
     pub fn as_str(self) -> &'static str {
         match self {

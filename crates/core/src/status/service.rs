@@ -62,11 +62,6 @@ impl<G: GitHost> Statuses<G> {
         &self.host
     }
 
-    /// The switches in force.
-    pub fn switches(&self) -> CommitStatusConfig {
-        self.switches
-    }
-
     /// Whether statuses of `check` are posted.
     pub fn allows(&self, check: Check) -> bool {
         self.switches.allows(check)

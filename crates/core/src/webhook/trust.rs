@@ -77,11 +77,6 @@ impl TrustPolicy {
     pub fn allows(&self, association: &str) -> bool {
         self.associations.contains(association)
     }
-
-    /// The trusted associations, sorted.
-    pub fn associations(&self) -> impl Iterator<Item = &str> {
-        self.associations.iter().map(String::as_str)
-    }
 }
 
 /// Why a pull request is not planned on its own, or `None` when it may be:
