@@ -56,6 +56,8 @@ test:
 	@echo "make test: scripts lint, $$(date -u +%T)"
 	bash scripts/lint-scripts.sh
 	$(CARGO) fmt --all --check
+	# The lint gate is live: through the wrapper, a clippy lint fails a compile.
+	bash scripts/check-lint-gate.sh
 	# The whole workspace at once: a `-p` build resolves features for that
 	# package alone, a different set, and compiles the dependencies again.
 	@echo "make test: build (clippy -D warnings on the workspace's crates), with LocalStack's install beside it, $$(date -u +%T)"
