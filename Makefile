@@ -49,6 +49,9 @@ deploy-local: build
 ## dependencies.
 test: export RUSTC_WORKSPACE_WRAPPER = clippy-driver
 test: export CLIPPY_ARGS = -Dwarnings
+# Every local cloud of the run (the tests', the walk-through's, github_app's)
+# runs LocalStack from this one install (scripts/localstack.sh).
+test: export LIVE_CI_VENV = $(LIVE_CI_WORK)/venv
 test:
 	# make lint's checks, in other places: clippy's in the build (above),
 	# LocalStack's install (pip, the smoke suite's first step otherwise)
@@ -101,8 +104,9 @@ test:
 	# binaries, so per-binary set-up stays shared). The two e2e binaries that
 	# deploy the module each have a local cloud of their own, so they run side
 	# by side: pipeline the default one, github_app $(E2E_APP_WORK) on port
-	# $(E2E_APP_PORT) (LocalStack's venv shared by a symlink, not installed
-	# twice; stopped after unless it already ran). Its summary line is the last output.
+	# $(E2E_APP_PORT) (stopped after unless it already ran); both named --long,
+	# so a fresh clone (no recorded durations) starts them first. Its summary
+	# line is the last output.
 	python3 scripts/test-binaries.py --self-test
 	@echo "make test: tests, $$(date -u +%T)"
 	$(CARGO) test --locked --workspace --doc
@@ -112,15 +116,14 @@ test:
 	# printed whole after, before the test binaries' summary line.
 	@was_up=0; bash scripts/localstack.sh status && was_up=1; \
 	endpoint=$$(bash scripts/localstack.sh up) || exit 1; \
-	app_work="$(E2E_APP_WORK)"; mkdir -p "$$app_work"; \
-	[ -e "$$app_work/venv" ] || ln -s "$(LIVE_CI_WORK)/venv" "$$app_work/venv"; \
+	app_work="$(E2E_APP_WORK)"; \
 	app_up=0; LIVE_CI_WORK="$$app_work" bash scripts/local-cloud.sh status >/dev/null 2>&1 && app_up=1; \
 	app=live-ci-e2e::github_app; \
 	$(CARGO) build --locked --workspace --bins || exit 1; \
 	log="$(LIVE_CI_WORK)/getting-started.log"; \
 	echo "make test: getting-started beside the test binaries, $$(date -u +%T)"; \
 	bash scripts/check-getting-started.sh >"$$log" 2>&1 & walk=$$!; \
-	set -- --env "$$app:LIVE_CI_WORK=$$app_work" --env "$$app:LIVE_CI_LOCALSTACK_PORT=$(E2E_APP_PORT)" \
+	set -- --long live-ci-e2e::pipeline --long $$app --env "$$app:LIVE_CI_WORK=$$app_work" --env "$$app:LIVE_CI_LOCALSTACK_PORT=$(E2E_APP_PORT)" \
 	  --env "$$app:LIVE_CI_AWS_ENDPOINT=http://127.0.0.1:$(E2E_APP_PORT)"; \
 	echo "LIVE_CI_AWS_ENDPOINT=$$endpoint scripts/pg.sh with python3 scripts/test-binaries.py $$* -- --locked --workspace"; \
 	CARGO=$(CARGO) LIVE_CI_REQUIRE_SES_V2=1 LIVE_CI_AWS_ENDPOINT=$$endpoint bash scripts/pg.sh with \

@@ -5,8 +5,8 @@
 # (LIVE_CI_WALKTHROUGH_PORT, default 4590) and its work dir (LIVE_CI_WALKTHROUGH_WORK,
 # default <LIVE_CI_WORK>/walkthrough: its PostgreSQL, LocalStack state and image map),
 # so it runs beside the tests' local cloud without touching it (`make test` runs it
-# beside the test binaries). The LocalStack venv is the main work dir's when that one
-# is installed (a symlink: the same pinned packages, not installed twice). Prints the
+# beside the test binaries). LocalStack's venv is the main work dir's (LIVE_CI_VENV,
+# unless set: the same pinned packages, not installed twice). Prints the
 # time it took. On failure the local cloud is stopped. A local cloud already running
 # under the walk-through's work dir is left alone: the check is skipped, saying so.
 #
@@ -36,9 +36,8 @@ export LIVE_CI_LOCALSTACK_PORT="${LIVE_CI_WALKTHROUGH_PORT:-4590}"
 main_work="${LIVE_CI_WORK:-$root/.work}"
 export LIVE_CI_WORK="${LIVE_CI_WALKTHROUGH_WORK:-$main_work/walkthrough}"
 mkdir -p "$LIVE_CI_WORK"
-if [ -x "$main_work/venv/bin/python" ] && [ ! -e "$LIVE_CI_WORK/venv" ]; then
-  ln -s "$(cd "$main_work/venv" && pwd)" "$LIVE_CI_WORK/venv"
-fi
+# LocalStack's venv: the main work dir's (scripts/localstack.sh), not a second install.
+export LIVE_CI_VENV="${LIVE_CI_VENV:-$main_work/venv}"
 cd "$root"
 # The walk-through starts the local cloud and stops it: one someone else started
 # (under the same LIVE_CI_WORK) is not taken over.

@@ -213,15 +213,17 @@ EOF
   log "terraform apply (about 90 s the first time)"
   "${tf[@]}" apply -input=false -no-color -auto-approve -state="$deploy/terraform.tfstate" \
     -var-file="$deploy/local.tfvars.json" >&2
-  local outputs
+  local outputs python
   outputs="$("${tf[@]}" output -json -state="$deploy/terraform.tfstate")"
+  # LocalStack's venv has boto3.
+  python="$(bash "$root/scripts/localstack.sh" python)"
   if [ "$github_app" != null ]; then
     # The module creates the key's parameter with a placeholder and ignores its
     # value: the key is put in SSM, never in the Terraform state.
     local key_param
     key_param="$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["github_app_private_key_ssm_parameter_name"]["value"])')"
     log "putting the github app's private key into $key_param"
-    "$work/venv/bin/python" - "$AWS_ENDPOINT_URL" "$key_param" "$app_key_file" <<'PY' >&2
+    "$python" - "$AWS_ENDPOINT_URL" "$key_param" "$app_key_file" <<'PY' >&2
 import sys
 
 import boto3
@@ -240,13 +242,13 @@ PY
   fi
   # The target accounts' plan/apply roles, trusting this deployment's task roles (the
   # local cloud's IAM refuses an AssumeRole its trust policy does not allow).
-  "$work/venv/bin/python" "$root/scripts/target-account-roles.py" "$AWS_ENDPOINT_URL" \
+  "$python" "$root/scripts/target-account-roles.py" "$AWS_ENDPOINT_URL" \
     "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" \
     "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["task_role_arns"]["value"]))')" \
     "$(printf '%s' "$outputs" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["terra_run_role_arns"]["value"]))')" >&2
   # The local cloud's SES is in the sandbox, as a new account's: the voters'
   # addresses are verified identities before any approval mail is sent.
-  "$work/venv/bin/python" "$root/scripts/ses-verify-voters.py" "$AWS_ENDPOINT_URL" \
+  "$python" "$root/scripts/ses-verify-voters.py" "$AWS_ENDPOINT_URL" \
     "${LIVE_CI_ACCOUNTS_FILE:-$root/examples/live-repo/accounts.json}" >&2
   printf '%s\n' "$outputs"
 }

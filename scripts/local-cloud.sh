@@ -72,17 +72,18 @@ down() {
 }
 
 smoke() {
-  local venv="$work/venv" was_up=0 rc=0
+  local python was_up=0 rc=0
+  python="$(bash "$root/scripts/localstack.sh" python)"
   bash "$root/scripts/localstack.sh" install
-  if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("pytest") != "9.2.0")' 2>/dev/null; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$pytest_requirement" >&2
+  if ! "$python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("pytest") != "9.2.0")' 2>/dev/null; then
+    "$python" -m pip install -q --disable-pip-version-check "$pytest_requirement" >&2
   fi
   status 2>/dev/null && was_up=1
   # The env the tests get is the one a client gets.
   eval "$(up)"
   # With a cloud someone else started, the teardown test is skipped (it would stop it).
   LIVE_CI_LOCALCLOUD_SMOKE_OWNS=$((1 - was_up)) LIVE_CI_LOCALCLOUD_SCRIPT="$root/scripts/local-cloud.sh" \
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/localcloud/tests" "$@" || rc=$?
+    "$python" -m pytest -q -p no:cacheprovider "$root/localcloud/tests" "$@" || rc=$?
   if [ $was_up = 0 ]; then down; fi
   return $rc
 }

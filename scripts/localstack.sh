@@ -6,6 +6,7 @@
 #   scripts/localstack.sh endpoint  print the endpoint of the running instance
 #   scripts/localstack.sh status    exit 0 when our instance is running and healthy
 #   scripts/localstack.sh install   install (or update) the venv and the plugin package only
+#   scripts/localstack.sh python    print the venv's interpreter (installed or not)
 #
 # Everything lives under ${LIVE_CI_WORK:-<repo>/.work}: the venv, LocalStack's
 # volume/config/home, its log, pid and endpoint. `up` is idempotent and safe when
@@ -27,7 +28,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="${LIVE_CI_WORK:-$root/.work}"
 # Absolute: LocalStack runs from its state dir.
 work="$(mkdir -p "$work" && cd "$work" && pwd)"
-venv="$work/venv"
+# LocalStack's venv: the work dir's, unless LIVE_CI_VENV names one to share (`make
+# test`'s several local clouds share one install; `python` prints its interpreter).
+venv="${LIVE_CI_VENV:-$work/venv}"
 state="$work/localstack"
 # Pinned exactly: the local runtime relies on LocalStack internals that have no
 # stable interface (see shared DESIGN.md, "Local cloud").
@@ -278,5 +281,6 @@ case "${1:-}" in
   endpoint) running || die "not running (scripts/localstack.sh up)"; cat "$state/endpoint" ;;
   status) running ;;
   install) locked install ;;
-  *) die "usage: $0 up|down|endpoint|status|install" ;;
+  python) echo "$venv/bin/python" ;;
+  *) die "usage: $0 up|down|endpoint|status|install|python" ;;
 esac

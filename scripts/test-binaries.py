@@ -12,15 +12,13 @@ interleaved), and the last line is one libtest summary of all of them.
 Why not cargo-nextest: it runs every test in a process of its own, and our
 binaries share set-up per process (the e2e binaries deploy the module into the
 local cloud once and run their scenarios in order against it): per test, that
-set-up would run 13 times. The binaries named by --serial (a package, or one
-test target as PKG::TARGET: the e2e pipeline and github_app binaries, which
-share the local cloud's IAM counters and mailbox) run one at a time, in one
-lane per package; a package's other binaries run as any other. --env gives
-one binary variables of its own (`make test` points the e2e github_app binary
-at a local cloud of its own with them, so it runs beside the pipeline binary
-instead of after it).
+set-up would run 13 times. --env gives one binary variables of its own: the
+e2e pipeline and github_app binaries would apply the same deployment in one
+local cloud, so `make test` points github_app at a local cloud of its own and
+both run beside each other. --long names binaries known to be long (the e2e
+ones): without recorded durations (a fresh clone) they start first.
 
-    scripts/test-binaries.py [--jobs N] [--serial PKG[::TARGET]]... [--test-arg ARG]...
+    scripts/test-binaries.py [--jobs N] [--long PKG::TARGET]... [--test-arg ARG]...
                              [--env PKG::TARGET:NAME=VALUE]... [-- CARGO TEST ARGS]
 
 Arguments after `--` go to `cargo test --no-run` (e.g. `--locked --workspace`).
@@ -158,44 +156,39 @@ def parse_env(specs: list[str]) -> dict[str, dict[str, str]]:
     return by_target
 
 
+def check_named(binaries: list[Binary], option: str, named: set[str]) -> None:
+    """An error naming each PKG::TARGET of `option` that no binary has."""
+    unknown = sorted(named - {f"{b.package}::{b.name}" for b in binaries})
+    if unknown:
+        raise ValueError(f"{option} names no test binary: {', '.join(repr(u) for u in unknown)}")
+
+
 def apply_env(binaries: list[Binary], by_target: dict[str, dict[str, str]]) -> None:
     """Gives each named target its variables; a name no binary has is an error naming it."""
-    names = {f"{b.package}::{b.name}" for b in binaries}
-    unknown = sorted(set(by_target) - names)
-    if unknown:
-        raise ValueError(f"--env names no test binary: {', '.join(repr(u) for u in unknown)}")
+    check_named(binaries, "--env", set(by_target))
     for b in binaries:
         b.env.update(by_target.get(f"{b.package}::{b.name}", {}))
 
 
-def is_serial(b: Binary, serial: set[str]) -> bool:
-    """Named by --serial, as its package or as PKG::TARGET."""
-    return b.package in serial or f"{b.package}::{b.name}" in serial
-
-
-def schedule(binaries: list[Binary], history: dict[str, float], serial: set[str]) -> list[list[Binary]]:
-    """Lanes of work: a package's serial binaries form one lane; longest first."""
-    lanes: dict[str, list[Binary]] = {}
-    for b in binaries:
-        lanes.setdefault(b.package if is_serial(b, serial) else b.key, []).append(b)
+def schedule(binaries: list[Binary], history: dict[str, float], long: set[str]) -> list[Binary]:
+    """The binaries in the order to start them: longest first."""
 
     def guess(b: Binary) -> float:
-        # Without history (a fresh clone): serial packages, then integration
-        # tests, then unit tests.
+        # Without history (a fresh clone): the binaries named long, then
+        # integration tests, then unit tests.
         if b.key in history:
             return history[b.key]
-        if is_serial(b, serial):
+        if f"{b.package}::{b.name}" in long:
             return 1000.0
         return 10.0 if b.kind == "test" else 1.0
 
-    ordered = [sorted(lane, key=guess, reverse=True) for lane in lanes.values()]
-    return sorted(ordered, key=lambda lane: sum(guess(b) for b in lane), reverse=True)
+    return sorted(binaries, key=guess, reverse=True)
 
 
-def run_pool(lanes: list[list[Binary]], jobs: int, cargo: str, test_args: list[str], echo: bool = True) -> float:
-    """Runs the lanes `jobs` at a time, printing each binary's output whole; the wall time."""
+def run_pool(queue: list[Binary], jobs: int, cargo: str, test_args: list[str], echo: bool = True) -> float:
+    """Runs the binaries `jobs` at a time, in order, printing each one's output whole; the wall time."""
     lock = threading.Lock()
-    queue = list(lanes)
+    queue = list(queue)
     started = time.monotonic()
 
     def worker() -> None:
@@ -203,17 +196,16 @@ def run_pool(lanes: list[list[Binary]], jobs: int, cargo: str, test_args: list[s
             with lock:
                 if not queue:
                     return
-                lane = queue.pop(0)
-            for binary in lane:
-                run_one(binary, cargo, test_args)
-                if not echo:
-                    continue
-                with lock:
-                    rel = os.path.relpath(binary.src, binary.manifest_dir)
-                    print(f"     Running {rel} ({binary.package}, {binary.seconds:.1f} s)")
-                    print(binary.output, end="" if binary.output.endswith("\n") else "\n", flush=True)
+                binary = queue.pop(0)
+            run_one(binary, cargo, test_args)
+            if not echo:
+                continue
+            with lock:
+                rel = os.path.relpath(binary.src, binary.manifest_dir)
+                print(f"     Running {rel} ({binary.package}, {binary.seconds:.1f} s)")
+                print(binary.output, end="" if binary.output.endswith("\n") else "\n", flush=True)
 
-    threads = [threading.Thread(target=worker) for _ in range(min(jobs, len(lanes)))]
+    threads = [threading.Thread(target=worker) for _ in range(min(jobs, len(queue)))]
     for t in threads:
         t.start()
     for t in threads:
@@ -245,7 +237,8 @@ def report(binaries: list[Binary], wall: float) -> tuple[list[str], int]:
 
 def self_test() -> int:
     """Fake binaries (shell scripts): a pass, a failing test, a crash before the
-    summary, and a serial pair; checks the verdict, the totals and the lanes."""
+    summary, a long one and one with variables of its own; checks the verdict,
+    the totals, the order and the variables."""
     import tempfile
 
     tail = "0 measured; 0 filtered out; finished in 0.00s"
@@ -255,8 +248,6 @@ def self_test() -> int:
         "failing": f"echo 'test result: FAILED. 1 passed; 2 failed; 0 ignored; {tail}'; exit 101",
         "crash": "echo 'thread main panicked'; exit 0",
         "e2e-a": f"sleep 0.3; {passing}",
-        "e2e-b": f"sleep 0.3; {passing}",
-        "e2e-free": f"sleep 0.3; {passing}",
         # Passes only with its own variable, and only without the other's.
         "env-own": f'[ "$MARK" = own ] && [ -z "$OTHER" ] || exit 3; {passing}',
     }
@@ -276,27 +267,20 @@ def self_test() -> int:
                 manifest_dir=tmp,
             )
 
-        def run(names: list[str], serial: frozenset[str] = frozenset({"e2e"})) -> tuple[list[str], int, list[Binary]]:
+        def run(names: list[str], jobs: int = 3) -> tuple[list[str], int, list[Binary]]:
             binaries = [fake(n) for n in names]
-            lanes = schedule(binaries, {}, set(serial))
-            wall = run_pool(lanes, 3, "cargo", [], echo=False)
+            wall = run_pool(schedule(binaries, {}, {"e2e::e2e-a"}), jobs, "cargo", [], echo=False)
             lines, rc = report(binaries, wall)
             return lines, rc, binaries
 
-        lines, rc, binaries = run(["pass", "e2e-a", "e2e-b"])
-        if rc != 0 or not lines[-1].startswith("test result: ok. 9 passed; 0 failed; 3 ignored"):
+        lines, rc, binaries = run(["pass", "e2e-a"])
+        if rc != 0 or not lines[-1].startswith("test result: ok. 6 passed; 0 failed; 2 ignored"):
             problems.append(f"all passing: rc {rc}, {lines[-1]!r}")
-        a, b = (x.span for x in binaries if x.package == "e2e")
-        if a[0] < b[1] and b[0] < a[1]:
-            problems.append(f"the serial package's binaries overlapped: {a} and {b}")
-        # Targets named one by one: those two share a lane, the package's third runs beside them.
-        _, rc, binaries = run(["e2e-a", "e2e-b", "e2e-free"], frozenset({"e2e::e2e-a", "e2e::e2e-b"}))
+        # One at a time, without durations: the binary named long starts first.
+        _, rc, binaries = run(["pass", "e2e-a"], jobs=1)
         spans = {x.name: x.span for x in binaries}
-        a, b, free = spans["e2e-a"], spans["e2e-b"], spans["e2e-free"]
-        if a[0] < b[1] and b[0] < a[1]:
-            problems.append(f"the serial targets overlapped: {a} and {b}")
-        if not (free[0] < max(a[1], b[1]) and min(a[0], b[0]) < free[1]):
-            problems.append(f"the package's other target waited for the serial lane: {free}, {a}, {b}")
+        if rc != 0 or spans["e2e-a"][0] > spans["pass"][0]:
+            problems.append(f"the long binary did not start first: {spans}")
         # --env reaches the binary it names, and no other.
         binaries = [fake("env-own"), fake("pass")]
         apply_env(binaries, parse_env(["env-own::env-own:MARK=own", "pass::pass:OTHER=x"]))
@@ -329,7 +313,13 @@ def self_test() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("LIVE_CI_TEST_JOBS", "3")))
-    parser.add_argument("--serial", action="append", default=[], metavar="PKG[::TARGET]")
+    parser.add_argument(
+        "--long",
+        action="append",
+        default=[],
+        metavar="PKG::TARGET",
+        help="a binary known to be long: started first when no duration is recorded (repeatable)",
+    )
     parser.add_argument(
         "--test-arg",
         action="append",
@@ -362,12 +352,13 @@ def main() -> int:
         sys.exit("test-binaries: cargo built no test binary")
     try:
         apply_env(binaries, by_target)
+        check_named(binaries, "--long", set(args.long))
     except ValueError as e:
         sys.exit(f"test-binaries: {e}")
     history = load_history()
-    lanes = schedule(binaries, history, set(args.serial))
-    print(f"test-binaries: {len(binaries)} binaries in {len(lanes)} lanes, {args.jobs} at a time", flush=True)
-    wall = run_pool(lanes, args.jobs, cargo, args.test_arg)
+    queue = schedule(binaries, history, set(args.long))
+    print(f"test-binaries: {len(binaries)} binaries, {args.jobs} at a time", flush=True)
+    wall = run_pool(queue, args.jobs, cargo, args.test_arg)
 
     history.update({b.key: round(b.seconds, 2) for b in binaries})
     try:
